@@ -1,0 +1,112 @@
+"""Build: the nvcc command, res-usage parsing, the API inventory, and a real
+compile of one C++ program and one Python kernel (CI has PyPI, not a GPU)."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tileproof import build
+from tileproof.compile_cmd import compile_programs
+from tileproof.errors import TileproofError
+from tileproof.toolchain import discover
+
+DATA = Path(__file__).parent / "data" / "nvcc"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_nvcc_argv_is_the_documented_command():
+    argv = build.nvcc_argv(Path("/x/nvcc"), Path("a.cu"), "sm_90", Path("a"))
+    assert argv == ["/x/nvcc", "-std=c++20", "-O3", "-arch=sm_90", "-enable-tile", "a.cu", "-o", "a"]
+    assert "--tilefatbin" in build.nvcc_argv(Path("/x/nvcc"), Path("a.cu"), "sm_90", Path("a"), tilefatbin=True)
+
+
+@pytest.mark.parametrize("value, expected", [("sm_90", "sm_90"), ("90", "sm_90"), ("9.0", "sm_90"), ("SM_120", "sm_120")])
+def test_parse_target(value, expected):
+    assert build.parse_target(value) == expected
+
+
+@pytest.mark.parametrize("value, message", [("sm_75", "below sm_80"), ("sm_999", "unknown target"), ("hopper", "unknown target")])
+def test_bad_target_is_one_line(value, message):
+    with pytest.raises(TileproofError, match=message) as e:
+        build.parse_target(value)
+    assert "\n" not in str(e.value)
+
+
+def test_parse_res_usage_real_listing():
+    usage = build.parse_res_usage((DATA / "sm90-tilefatbin.res-usage.txt").read_text())
+    assert [(u.function, u.registers, u.shared_bytes) for u in usage] == [("_Z4tmaxPKfPf", 15, 1536)]
+
+
+def test_inventory_classifies_by_signature():
+    tools = discover()
+    inv = build.inventory(build.header_path(tools), "13.4")
+    assert {"reduce_max", "reduce_min", "sum"} <= set(inv.reductions)  # sum is a reduction too
+    assert {"partial_sum", "partial_prod"} <= set(inv.scans)
+    assert {"mma", "matmul"} <= set(inv.matrix)
+    assert not set(inv.reductions) & set(inv.scans)
+
+
+def test_inventory_on_a_header_without_sum(tmp_path):
+    header = tmp_path / "cuda_tile.h"
+    header.write_text(
+        "template<int D, class T> requires (D >= 0)\n"
+        "__tile_builtin__ reduction_result_t<T, D> reduce_max(T a, integral_constant<D> d = {}) noexcept;\n"
+        "template<int D, class T>\n"
+        "__tile_builtin__ T partial_sum(T a, integral_constant<D> = {}, scan_direction_constant<F> = {}) noexcept;\n"
+    )
+    inv = build.inventory(header, None)
+    assert inv.reductions == ["reduce_max"] and inv.scans == ["partial_sum"] and inv.matrix == []
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """A copy of the repo's programs in a temp tree, compiled once for sm_90."""
+    root = tmp_path_factory.mktemp("repo")
+    (root / "cpp").mkdir()
+    (root / "kernels").mkdir()
+    for name in ("tile_spike.cu", "tolerances.h", "harness.h"):
+        shutil.copy(REPO / "cpp" / name, root / "cpp" / name)
+    for name in ("vector_add.py", "harness.py", "tolerances.py"):
+        shutil.copy(REPO / "kernels" / name, root / "kernels" / name)
+    return root
+
+
+def _compile(root, capsys):
+    from tileproof.aot import declared_kernels
+
+    tools = discover()
+    py = {p: list(declared_kernels(p)) for p in build.programs(root, "kernels")}
+    record = compile_programs(root, tools, ["sm_90"], build.programs(root, "cpp"), py, 2)
+    return record, capsys.readouterr().out
+
+
+def test_real_compile_then_warm_rerun(tree, capsys):
+    record, out = _compile(tree, capsys)
+    assert record is not None and record.passed, out
+    kinds = {(b.program, b.artifact_kind) for b in record.builds}
+    assert kinds == {("cpp/tile_spike.cu", "executable"), ("cpp/tile_spike.cu", "tilefatbin"),
+                     ("kernels/vector_add.py", "cubin")}
+    for b in record.builds:
+        assert b.verdict == "built" and b.res_usage, b
+        assert (tree / b.step.stdout.path).is_file()
+    assert (tree / "runs" / f"{record.run_id}.json").is_file()
+    # Warm: nothing changed, so no compiler call and no new record.
+    again, out = _compile(tree, capsys)
+    assert again is None and "0 compiler calls" in out
+    # Touching a helper header changes the key of the C++ builds only.
+    (tree / "cpp" / "tolerances.h").write_text((tree / "cpp" / "tolerances.h").read_text() + "\n")
+    jobs = build.plan(tree, discover(), ["sm_90"], build.programs(tree, "cpp"), {})
+    assert all(build.cached(tree, j) is None for j in jobs)
+
+
+def test_failing_source_gives_failed_result_not_a_crash(tree, capsys):
+    bad = tree / "cpp" / "broken.cu"
+    bad.write_text("#include <cuda_tile.h>\nint main() { return undefined_name; }\n")
+    try:
+        record = compile_programs(tree, discover(), ["sm_90"], [bad], {}, 1)
+    finally:
+        bad.unlink()
+    assert record is not None and not record.passed
+    assert {b.verdict for b in record.builds} == {"failed"}
+    assert all(b.step.exit_code not in (0, None) for b in record.builds)

@@ -1,0 +1,50 @@
+"""Known failures are recognised from the real error text in tests/data/nvcc/."""
+
+from pathlib import Path
+
+import pytest
+
+from tileproof.build import has_tile_code
+from tileproof.diagnose import diagnose
+
+DATA = Path(__file__).parent / "data" / "nvcc"
+
+
+def transcript(name: str) -> tuple[str, int]:
+    text = (DATA / name).read_text()
+    code = int(text.rsplit("[exit ", 1)[1].split("]")[0])
+    return text, code
+
+
+@pytest.mark.parametrize(
+    "fixture, expected",
+    [
+        ("cxx17.txt", "cxx17"),
+        ("no_enable_tile.txt", "no-enable-tile"),
+        ("symlink.txt", "nvcc-symlink"),
+        ("no_tileiras.txt", "tileiras-missing"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_failure_is_named(fixture, expected):
+    text, code = transcript(fixture)
+    assert code != 0
+    assert [d.id for d in diagnose(text, code)] == [expected]
+
+
+def test_successful_builds_get_no_diagnosis():
+    for name in ("sm75.txt", "no_arch.txt", "cuda_home_old_nvcc.txt"):
+        text, code = transcript(name)
+        assert code == 0 and diagnose(text, code) == []
+
+
+def test_sm75_build_exits_0_but_holds_no_tile_code():
+    # The real listing of an sm_75 build: exit 0, no tile IR section, no functions.
+    assert not has_tile_code((DATA / "sm75.res-usage.txt").read_text(), "executable")
+    assert has_tile_code((DATA / "sm90-executable.res-usage.txt").read_text(), "executable")
+    assert has_tile_code((DATA / "sm90-tilefatbin.res-usage.txt").read_text(), "tilefatbin")
+
+
+def test_tileiras_failure_at_run_time():
+    text = "RuntimeError: failed to compile Tile IR program\n"
+    assert [d.id for d in diagnose(text, 1)] == ["cuda-home-old"]

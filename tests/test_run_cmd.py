@@ -1,0 +1,76 @@
+"""The run command end to end in a temp copy: no-GPU here, passed on a GPU."""
+
+import argparse
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tileproof import run_cmd
+from tileproof.errors import TileproofError
+from tileproof.models import RunRecord, SessionRecord
+from tileproof.store import load_records, seal_of
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _has_gpu() -> bool:
+    if shutil.which("nvidia-smi") is None:
+        return False
+    return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+
+
+HAS_GPU = _has_gpu()
+gpu = pytest.mark.skipif(not HAS_GPU, reason="needs an NVIDIA GPU with a driver (nvidia-smi); CI has none")
+no_gpu = pytest.mark.skipif(HAS_GPU, reason="tests the no-GPU path; this machine has a GPU")
+
+
+@pytest.fixture
+def tree(tmp_path):
+    for folder in ("kernels", "lessons"):
+        shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "cpp").mkdir()
+    return tmp_path
+
+
+def args(root, *program):
+    return argparse.Namespace(lessons=[], program=list(program), device=0, timeout=300.0, wheelhouse=None, root=root)
+
+
+def run(root, *program):
+    return run_cmd.run(args(root, *program))
+
+
+@no_gpu
+def test_no_gpu_run_is_recorded_and_fails(tree, capsys):
+    assert run(tree, "vector_add") == 1
+    out = capsys.readouterr().out
+    assert "no usable GPU" in out
+    records = load_records(tree)
+    runs = [r for r in records if isinstance(r, RunRecord)]
+    sessions = [r for r in records if isinstance(r, SessionRecord)]
+    assert [r.verdict for r in runs] == ["no-gpu"]
+    assert sessions and sessions[0].runs == [runs[0].run_id]
+    rec = runs[0]
+    assert rec.seal == seal_of(rec)
+    assert rec.step.argv[1].endswith("kernels/vector_add.py") and rec.step.exit_code == 1
+    assert rec.step.stdout.path.endswith("vector_add-gate-stdout.txt")
+    assert rec.report and rec.report.gate == "no-gpu"
+    assert {s.path for s in rec.sources} >= {"kernels/vector_add.py", "kernels/harness.py", "kernels/tolerances.py"}
+    assert (tree / rec.environment.pip_freeze.path).read_text()
+    assert "CUDA_HOME" not in rec.environment.env
+
+
+def test_unknown_program_is_one_line(tree):
+    with pytest.raises(TileproofError, match="no such program") as e:
+        run(tree, "vectr_add")
+    assert "\n" not in str(e.value)
+
+
+@gpu
+def test_vector_add_passes_on_this_gpu(tree):
+    assert run(tree, "vector_add") == 0
+    runs = [r for r in load_records(tree) if isinstance(r, RunRecord)]
+    assert [r.verdict for r in runs] == ["passed"]
+    assert float(runs[0].environment.gpu.compute_capability) >= 8.0

@@ -1,0 +1,63 @@
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from tileproof import store
+from tileproof.errors import RecordError, TileproofError
+from tileproof.models import GitState, HostFacts, SessionRecord
+
+
+def session(run_id="20261129T000000Z-session-00000000"):
+    return SessionRecord(
+        schema_version=1, kind="session", run_id=run_id, created=datetime(2026, 11, 29, tzinfo=timezone.utc),
+        tileproof_version="0.1.0", git=GitState(commit=None, dirty=True),
+        host=HostFacts(system="Linux", release="6", machine="x86_64", python="3.11", cpu_count=2),
+        session_id=run_id, runs=[], verdict_counts={},
+    )
+
+
+def test_run_id_shape():
+    rid = store.new_run_id("run", datetime(2026, 11, 29, 1, 2, 3, tzinfo=timezone.utc))
+    assert rid.startswith("20261129T010203Z-run-") and len(rid.split("-")[-1]) == 8
+
+
+def test_write_once_then_refuse(tmp_path):
+    path = store.write_record(tmp_path, session())
+    loaded = store.load_record(path)
+    assert loaded.seal and loaded.seal == store.seal_of(loaded)
+    with pytest.raises(TileproofError, match="never overwritten"):
+        store.write_record(tmp_path, session())
+    assert store.load_record(path) == loaded
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == [path.name]  # no temp files left
+
+
+def test_evidence_reference(tmp_path):
+    t = store.write_evidence(tmp_path, "r1", "x.txt", "hello\n")
+    assert t.path == "evidence/r1/x.txt" and t.bytes == 6
+    assert t.sha256 == store.sha256_file(tmp_path / t.path)
+
+
+@pytest.mark.parametrize(
+    "content, field",
+    [
+        ("{not json", "line 1"),
+        (json.dumps({"schema_version": 9}), "schema_version"),
+        (json.dumps({"schema_version": 1, "kind": "session"}), "session"),
+    ],
+    ids=["malformed", "future-version", "missing-fields"],
+)
+def test_bad_record_is_one_line(tmp_path, content, field):
+    p = tmp_path / "r.json"
+    p.write_text(content)
+    with pytest.raises(RecordError) as e:
+        store.load_record(p)
+    msg = str(e.value)
+    assert "\n" not in msg and str(p) in msg and field in msg and "fix:" in msg
+
+
+def test_future_version_names_both_versions(tmp_path):
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps({"schema_version": 2}))
+    with pytest.raises(RecordError, match="has version 2; this tileproof reads 1"):
+        store.load_record(p)

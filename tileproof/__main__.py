@@ -1,0 +1,49 @@
+"""The command line: ``python -m tileproof COMMAND ...``.
+
+Each command lives in its own module exposing ``add_arguments(parser)`` and
+``run(args) -> int``; this file only parses, dispatches and turns a
+``TileproofError`` into one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .errors import TileproofError
+
+COMMANDS = {
+    "compile": ("tileproof.compile_cmd", "build every program for every target (no GPU needed)"),
+    "run": ("tileproof.run_cmd", "run lesson programs on this machine's GPU and write run records"),
+    "publish": ("tileproof.publish", "flip a lesson to published when its evidence allows"),
+    "status": ("tileproof.status", "lesson x program x newest evidence"),
+    "audit": ("tileproof.audit", "check every record, transcript and published lesson"),
+    "schema": ("tileproof.schema", "regenerate schema/ and cpp/tolerances.h"),
+    "lint-kernels": ("tileproof.lint", "static checks for known cuTile mistakes"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tileproof", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (_module, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text)
+    # Parse the command first, then import only that command's module.
+    args, rest = parser.parse_known_args(argv)
+    module = importlib.import_module(COMMANDS[args.command][0])
+    cmd_parser = argparse.ArgumentParser(prog=f"tileproof {args.command}", description=COMMANDS[args.command][1])
+    module.add_arguments(cmd_parser)
+    cmd_args = cmd_parser.parse_args(rest)
+    try:
+        return int(module.run(cmd_args) or 0)
+    except TileproofError as e:
+        print(f"tileproof {args.command}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"tileproof {args.command}: interrupted; records written so far are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,300 @@
+"""Building programs: the one nvcc command, AOT export, res-usage, API inventory.
+
+Outputs go to ``build/<cache key>/`` (ignored by git). The key covers the
+source digests (program and its folder's helpers), the argv with paths
+abstracted, the target and the toolchain versions, so a warm rerun with no
+change makes no compiler call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .diagnose import NO_TILE_CODE, diagnose
+from .errors import TileproofError
+from .models import ApiInventory, BuildResult, Diagnosis, FileDigest, ResUsage, Step
+from .store import sha256_file, write_evidence
+from .toolchain import Tools
+
+DEFAULT_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
+TILE_TARGETS = ("sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121")
+"""Targets nvcc builds tile code for (compute capability 8.0 and up)."""
+
+BUILD_DIR = "build"
+PROGRAM_DIRS = {"kernels": ".py", "cpp": ".cu"}
+HELPER_SUFFIXES = {"kernels": (".py",), "cpp": (".h", ".cuh")}
+
+
+def parse_target(value: str) -> str:
+    """``sm_90`` (also ``90`` or ``9.0``) → ``sm_90``; refuse anything else in one line."""
+    v = value.strip().lower()
+    if re.fullmatch(r"\d+\.\d", v):
+        v = "sm_" + v.replace(".", "")
+    elif re.fullmatch(r"\d+", v):
+        v = "sm_" + v
+    if v in TILE_TARGETS:
+        return v
+    m = re.fullmatch(r"sm_(\d+)", v)
+    if m and int(m.group(1)) < 80:
+        raise TileproofError(
+            f"--arch {value}: below sm_80, nvcc builds with exit 0 but no tile code ({NO_TILE_CODE.fix})"
+        )
+    raise TileproofError(f"--arch {value}: unknown target; choose from {', '.join(TILE_TARGETS)}")
+
+
+def nvcc_argv(nvcc: Path, source: Path, target: str, out: Path, tilefatbin: bool = False) -> list[str]:
+    """The nvcc command for a tile program: written here and nowhere else."""
+    argv = [str(nvcc), "-std=c++20", "-O3", f"-arch={target}", "-enable-tile"]
+    if tilefatbin:
+        argv.append("--tilefatbin")
+    return [*argv, str(source), "-o", str(out)]
+
+
+def export_argv(program: Path, kernel: str, target: str, out: Path) -> list[str]:
+    """The AOT export of one cuTile Python kernel, as its own process."""
+    return [sys.executable, "-m", "tileproof.aot", str(program), kernel, target, str(out)]
+
+
+# --- discovering programs ----------------------------------------------------
+
+
+def is_program(path: Path) -> bool:
+    """A ``cpp/*.cu`` file, or a ``kernels/*.py`` file declaring AOT_SIGNATURES."""
+    if path.suffix == ".cu":
+        return True
+    return path.suffix == ".py" and "AOT_SIGNATURES" in path.read_text(errors="replace")
+
+
+def programs(root: Path, folder: str) -> list[Path]:
+    d = root / folder
+    if not d.is_dir():
+        raise TileproofError(f"{d}: folder is missing (fix: run from the repository root, or create {folder}/)")
+    return sorted(p for p in d.glob(f"*{PROGRAM_DIRS[folder]}") if is_program(p))
+
+
+def dependencies(program: Path) -> list[Path]:
+    """The program and the helper files of its folder (headers, harness, tolerance table)."""
+    folder = program.parent
+    helpers = [
+        p for p in sorted(folder.iterdir())
+        if p.suffix in HELPER_SUFFIXES.get(folder.name, ()) and p != program and not is_program(p)
+    ]
+    return [program, *helpers]
+
+
+# --- jobs --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    program: Path
+    kernel: str | None
+    target: str
+    kind: str  # executable | tilefatbin | cubin
+    argv: tuple[str, ...]
+    out: Path
+    key: str
+
+    @property
+    def name(self) -> str:
+        parts = [self.program.stem, *([self.kernel] if self.kernel else []), self.target, self.kind]
+        return ".".join(parts)
+
+
+def cache_key(root: Path, deps: list[Path], argv: list[str], target: str, kind: str, versions: dict) -> str:
+    """sha256 over what decides the artifact: sources, flags, target, toolchain versions."""
+    flags = [a for a in argv[1:] if not a.startswith(("/", str(root)))]  # paths abstracted away
+    body = {
+        "sources": {p.relative_to(root).as_posix(): sha256_file(p) for p in deps},
+        "tool": "python" if Path(argv[0]).name.startswith("python") else Path(argv[0]).name,
+        "flags": flags,
+        "target": target,
+        "kind": kind,
+        "toolchain": versions,
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def plan(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]]) -> list[Job]:
+    """Every (program, kernel, target, artifact) to build, with its cache key."""
+    versions = {t.name: t.version for t in tools.facts.tools} | {"packages": tools.facts.packages}
+    jobs = []
+    for target in targets:
+        for src in cpp:
+            for kind in ("executable", "tilefatbin"):
+                placeholder = Path("OUT")
+                argv = nvcc_argv(tools.tool("nvcc"), src, target, placeholder, tilefatbin=(kind == "tilefatbin"))
+                key = cache_key(root, dependencies(src), argv[:-2], target, kind, versions)
+                out = root / BUILD_DIR / key / (src.stem + (".tilefatbin" if kind == "tilefatbin" else ""))
+                jobs.append(Job(src, None, target, kind, tuple(argv[:-1] + [str(out)]), out, key))
+        for src, kernels in py.items():
+            for kernel in kernels:
+                argv = export_argv(src, kernel, target, Path("OUT"))
+                key = cache_key(root, dependencies(src), argv[:-1], target, "cubin", versions)
+                out = root / BUILD_DIR / key / f"{src.stem}.{kernel}.cubin"
+                jobs.append(Job(src, kernel, target, "cubin", tuple(argv[:-1] + [str(out)]), out, key))
+    return jobs
+
+
+# --- running and inspecting --------------------------------------------------
+
+
+def run_step(root: Path, run_id: str, name: str, argv: list[str], env: dict[str, str], timeout: float | None = None) -> Step:
+    """Run argv (never through a shell), keep stdout/stderr verbatim as evidence."""
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    timed_out = False
+    try:
+        proc = subprocess.run(argv, capture_output=True, env=env, cwd=root, timeout=timeout)
+        out, err, code = proc.stdout, proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as e:
+        out, err, code, timed_out = e.stdout or b"", e.stderr or b"", None, True
+    except OSError as e:
+        out, err, code = b"", f"{argv[0]}: {e.strerror}\n".encode(), 127
+    duration = time.perf_counter() - t0
+    return Step(
+        name=name,
+        argv=list(argv),
+        started=started,
+        ended=datetime.now(timezone.utc),
+        duration_s=round(duration, 3),
+        exit_code=code,
+        timed_out=timed_out,
+        stdout=write_evidence(root, run_id, f"{name}.stdout.txt", out),
+        stderr=write_evidence(root, run_id, f"{name}.stderr.txt", err),
+    )
+
+
+_FUNC = re.compile(r"^\s*Function\s+(\S+?):\s*$")
+_FIELD = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d+)")
+
+
+def parse_res_usage(text: str) -> list[ResUsage]:
+    """``cuobjdump -res-usage`` → one entry per function (REG, SHARED, ...)."""
+    out, func = [], None
+    for line in text.splitlines():
+        m = _FUNC.match(line)
+        if m:
+            func = m.group(1)
+            continue
+        if func and "REG:" in line:
+            f = dict(_FIELD.findall(line))
+            out.append(
+                ResUsage(
+                    function=func,
+                    registers=int(f.get("REG", 0)),
+                    shared_bytes=int(f.get("SHARED", 0)),
+                    stack_bytes=int(f.get("STACK", 0)),
+                    local_bytes=int(f.get("LOCAL", 0)),
+                    constant_bytes=int(f.get("CONSTANT[0]", 0)),
+                )
+            )
+            func = None
+    return out
+
+
+def has_tile_code(res_usage_text: str, kind: str) -> bool:
+    """Whether an artifact holds compiled tile kernels (sm_75 builds do not)."""
+    functions = bool(parse_res_usage(res_usage_text))
+    if kind == "cubin":
+        return functions
+    return functions and "tile ir code" in res_usage_text
+
+
+def execute(root: Path, run_id: str, job: Job, tools: Tools) -> BuildResult:
+    """Build one artifact, inspect it, and cache it under build/<key>/."""
+    job.out.parent.mkdir(parents=True, exist_ok=True)
+    env = tools.child_env()
+    step = run_step(root, run_id, job.name, list(job.argv), env)
+    text = (root / step.stdout.path).read_text(errors="replace") + (root / step.stderr.path).read_text(errors="replace")
+    diagnoses: list[Diagnosis] = diagnose(text, step.exit_code)
+    res, inspect, artifact, verdict = [], None, None, "failed"
+    if step.exit_code == 0 and job.out.exists():
+        inspect = run_step(root, run_id, f"{job.name}.res-usage", [str(tools.tool("cuobjdump")), "-res-usage", str(job.out)], env)
+        listing = (root / inspect.stdout.path).read_text(errors="replace")
+        res = parse_res_usage(listing)
+        artifact = FileDigest(path=job.out.relative_to(root).as_posix(), sha256=sha256_file(job.out))
+        if inspect.exit_code == 0 and has_tile_code(listing, job.kind):
+            verdict = "built"
+        else:
+            verdict = "refused"
+            diagnoses.append(NO_TILE_CODE)
+    result = BuildResult(
+        program=job.program.relative_to(root).as_posix(),
+        kernel=job.kernel,
+        target=job.target,
+        artifact_kind=job.kind,
+        key=job.key,
+        reused_from=None,
+        step=step,
+        inspect=inspect,
+        artifact=artifact,
+        res_usage=res,
+        diagnoses=diagnoses,
+        verdict=verdict,
+    )
+    if verdict == "built":
+        meta = {"run_id": run_id, "result": result.model_dump(mode="json")}
+        (job.out.parent / "meta.json").write_text(json.dumps(meta, indent=1))
+    return result
+
+
+def cached(root: Path, job: Job) -> BuildResult | None:
+    """The earlier result for this key, if its artifact is still intact."""
+    meta_path = job.out.parent / "meta.json"
+    if not (meta_path.is_file() and job.out.is_file()):
+        return None
+    try:
+        meta = json.loads(meta_path.read_text())
+        earlier = BuildResult.model_validate(meta["result"])
+    except (ValueError, KeyError):
+        return None
+    if earlier.artifact is None or earlier.artifact.sha256 != sha256_file(job.out):
+        return None
+    return earlier.model_copy(update={"reused_from": meta["run_id"], "step": None, "inspect": None})
+
+
+# --- the installed tile API --------------------------------------------------
+
+_DECL = re.compile(r"__tile_builtin__\s+(?P<ret>[^;{}()]*?)\b(?P<name>[A-Za-z_]\w*)\s*\((?P<params>[^;]*?)\)\s*noexcept")
+
+
+def header_path(tools: Tools) -> Path:
+    return tools.bin.parent / "include" / "crt" / "cuda_tile.h"
+
+
+def inventory(header: Path, toolkit_version: str | None) -> ApiInventory:
+    """Classify every ``__tile_builtin__`` function of cuda_tile.h by its signature.
+
+    Reductions return ``reduction_result_t`` (whatever their name: ``sum`` is
+    one); scans take a ``scan_direction_constant``; matrix ops are constrained
+    by ``mma_compatible``/``matmul_compatible``.
+    """
+    text = re.sub(r"//[^\n]*", "", header.read_text(errors="replace"))
+    reductions, scans, matrix = set(), set(), set()
+    for m in _DECL.finditer(text):
+        name, ret, params = m.group("name"), m.group("ret"), m.group("params")
+        preamble = text[max(0, m.start() - 400): m.start()]
+        requires = preamble.rsplit(";", 1)[-1]
+        if "reduction_result_t" in ret:
+            reductions.add(name)
+        elif "scan_direction_constant" in params:
+            scans.add(name)
+        elif re.search(r"\b(mma|matmul)_compatible\b", requires):
+            matrix.add(name)
+    return ApiInventory(
+        header=str(header),
+        header_sha256=sha256_file(header),
+        toolkit_version=toolkit_version,
+        reductions=sorted(reductions),
+        scans=sorted(scans),
+        matrix=sorted(matrix),
+    )

@@ -1,0 +1,99 @@
+"""``tileproof compile``: build every program for every target, no GPU needed."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import __version__
+from .aot import declared_kernels
+from .build import DEFAULT_TARGETS, cached, dependencies, execute, header_path, inventory, parse_target, plan, programs
+from .capture import git_state, host_facts
+from .models import SCHEMA_VERSION, BuildResult, CompileRecord
+from .store import digest, new_run_id, write_record
+from .toolchain import discover, require_coherent
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--arch", action="append", default=[], metavar="sm_XX",
+                        help=f"target (repeatable or comma-separated); default {','.join(DEFAULT_TARGETS)}")
+    parser.add_argument("--system-nvcc", metavar="PATH", help="use this nvcc (>= 13.3) instead of the pip toolchain")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel builds (default: cores)")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+
+
+def targets_from(args_arch: list[str]) -> list[str]:
+    raw = [a for item in args_arch for a in item.split(",") if a.strip()]
+    return list(dict.fromkeys(parse_target(a) for a in raw)) if raw else list(DEFAULT_TARGETS)
+
+
+def line(result: BuildResult, state: str) -> str:
+    what = result.program + (f":{result.kernel}" if result.kernel else "")
+    seconds = f"{result.step.duration_s:6.1f}s" if result.step else "       "
+    extra = "; ".join(f"{d.id}: {d.fix}" for d in result.diagnoses)
+    return f"  {state:8} {what:44} {result.target:7} {result.artifact_kind:10} {seconds}" + (f"  [{extra}]" if extra else "")
+
+
+def compile_programs(root: Path, tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
+                     workers: int) -> CompileRecord | None:
+    """Build what is not cached, print one line per artifact, write the record.
+
+    Returns None when everything was cached (no compiler call, no record).
+    """
+    jobs = plan(root, tools, targets, cpp, py)
+    run_id = new_run_id("compile")
+    results: dict[int, BuildResult] = {}
+    todo = []
+    for i, job in enumerate(jobs):
+        earlier = cached(root, job)
+        if earlier is None:
+            todo.append((i, job))
+        else:
+            results[i] = earlier
+            print(line(earlier, "cached"))
+    if not todo:
+        print(f"compile: up to date ({len(jobs)} artifacts cached, 0 compiler calls)")
+        return None
+    print(f"compile: {len(todo)} of {len(jobs)} artifacts to build on {workers} workers (record {run_id})", flush=True)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(execute, root, run_id, job, tools): i for i, job in todo}
+        for fut in as_completed(futures):
+            result = fut.result()
+            results[futures[fut]] = result
+            print(line(result, result.verdict), flush=True)
+    ordered = [results[i] for i in range(len(jobs))]
+    sources = sorted({p for j in jobs for p in dependencies(j.program)})
+    header = header_path(tools)
+    record = CompileRecord(
+        schema_version=SCHEMA_VERSION,
+        kind="compile",
+        run_id=run_id,
+        created=datetime.now(timezone.utc),
+        tileproof_version=__version__,
+        git=git_state(root),
+        host=host_facts(),
+        toolchain=tools.facts,
+        targets=targets,
+        sources=[digest(root, p) for p in sources],
+        builds=ordered,
+        api=inventory(header, tools.facts.packages.get("nvidia-cuda-crt")) if header.is_file() else None,
+        passed=all(r.verdict == "built" for r in ordered),
+    )
+    path = write_record(root, record)
+    bad = [r for r in ordered if r.verdict != "built"]
+    print(f"compile: {len(ordered) - len(bad)} built, {len(bad)} failed or refused; record {path.relative_to(root)}")
+    return record
+
+
+def run(args: argparse.Namespace) -> int:
+    root = args.root.resolve()
+    targets = targets_from(args.arch)
+    tools = discover(args.system_nvcc)
+    require_coherent(tools)
+    cpp = programs(root, "cpp")
+    py = {p: list(declared_kernels(p)) for p in programs(root, "kernels")}
+    record = compile_programs(root, tools, targets, cpp, py, args.jobs)
+    return 0 if record is None or record.passed else 1

@@ -1,0 +1,25 @@
+"""Exceptions whose ``str()`` is the one line a user sees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class TileproofError(Exception):
+    """Any error tileproof reports as one line and exit status 2."""
+
+
+class RecordError(TileproofError):
+    """A record, lesson or config file that cannot be read as expected."""
+
+    def __init__(self, path: Path | str, field: str, problem: str, fix: str):
+        self.path, self.field, self.problem, self.fix = str(path), field, problem, fix
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"{self.path}: {self.field}: " if self.field else f"{self.path}: "
+        return f"{where}{self.problem} (fix: {self.fix})"
+
+
+class ToolchainError(TileproofError):
+    """The tile toolchain is missing, mixed, or unsafe to use."""

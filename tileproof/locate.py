@@ -1,0 +1,59 @@
+"""Finding the C++ executable a run should use: built from today's source.
+
+A compile record attests each artifact (path under build/, digest, the
+digests of the sources it was built from). The newest record whose sources
+equal today's files and whose artifact is still on disk wins; failing that,
+the program is built on demand when a tile toolchain is installed here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .build import dependencies
+from .errors import TileproofError
+from .models import CompileRecord
+from .store import load_records, sha256_file
+
+
+@dataclass(frozen=True)
+class Binary:
+    path: Path
+    compile_run_id: str
+    nvcc_version: str | None
+
+
+def _attested(root: Path, program: Path, target: str) -> Binary | None:
+    rel = program.relative_to(root).as_posix()
+    today = {p.relative_to(root).as_posix(): sha256_file(p) for p in dependencies(program)}
+    records = [r for r in load_records(root) if isinstance(r, CompileRecord)]
+    for record in sorted(records, key=lambda r: r.created, reverse=True):
+        sources = {s.path: s.sha256 for s in record.sources}
+        if any(sources.get(path) != sha for path, sha in today.items()):
+            continue
+        for b in record.builds:
+            if (b.program, b.target, b.artifact_kind, b.verdict) != (rel, target, "executable", "built"):
+                continue
+            if b.artifact and (root / b.artifact.path).is_file() and sha256_file(root / b.artifact.path) == b.artifact.sha256:
+                nvcc = next((t.version for t in record.toolchain.tools if t.name == "nvcc"), None)
+                return Binary(root / b.artifact.path, b.reused_from or record.run_id, nvcc)
+    return None
+
+
+def find_binary(root: Path, program: Path, target: str) -> Binary | None:
+    """The attested executable for ``target``, building it here if possible."""
+    found = _attested(root, program, target)
+    if found is not None:
+        return found
+    from .compile_cmd import compile_programs
+    from .toolchain import discover, require_coherent
+
+    try:
+        tools = discover()
+        require_coherent(tools)
+    except TileproofError:
+        return None
+    print(f"run: building {program.relative_to(root)} for {target} (no attested binary)")
+    compile_programs(root, tools, [target], [program], {}, 1)
+    return _attested(root, program, target)

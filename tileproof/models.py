@@ -1,0 +1,345 @@
+"""Every on-disk shape tileproof reads or writes, as pydantic models.
+
+Records (``runs/*.json``) are a discriminated union over ``kind``. Each record
+carries ``schema_version``; readers check it before anything else (see
+``store.load_record``). ``schema/`` is generated from these classes by
+``nox -s schema``: never edit the JSON Schema by hand.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+"""The record schema version this tileproof writes and reads."""
+
+REPORT_VERSION = 1
+"""The check-report version the programs write (see kernels/harness.py)."""
+
+LESSON_VERSION = 1
+"""The lesson front-matter version."""
+
+Verdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout"]
+"""Closed set of run verdicts. Only ``passed`` counts as passing."""
+
+BuildVerdict = Literal["built", "failed", "refused"]
+"""``refused``: the build exited 0 but cannot be used (e.g. no tile code)."""
+
+NonFinite = Literal["nan", "inf", "-inf"]
+Number = Union[float, NonFinite]
+"""A float as the programs write it: non-finite values are strings (valid JSON)."""
+
+
+class Model(BaseModel):
+    """Base for every on-disk model: unknown fields are errors."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+# --- programs' check reports -------------------------------------------------
+
+
+class DeviceId(Model):
+    name: str
+    """Device name as the program's runtime reports it."""
+    compute_capability: str
+    """``major.minor``, e.g. ``9.0``."""
+
+
+class FirstFailure(Model):
+    index: list[int]
+    """Row-major first failing element."""
+    got: Number
+    want: Number
+
+
+class Check(Model):
+    name: str
+    """Check name; also the key of the tolerance table (kernels/tolerances.py)."""
+    shape: list[int]
+    dtype: str
+    rtol: float
+    atol: float
+    checked: int
+    """Elements compared."""
+    mismatches: int
+    max_abs_err: Number | None
+    max_rel_err: Number | None
+    first_failure: FirstFailure | None
+    passed: bool
+
+
+class CheckReport(Model):
+    """What a program writes to ``--report``: its checks as structured data."""
+
+    report_version: Literal[1]
+    program: str
+    seed: int | None
+    device: DeviceId | None
+    gate: Literal["ok", "below-sm80", "no-gpu"]
+    gate_message: str
+    checks: list[Check]
+    passed: bool
+
+
+# --- shared facts ------------------------------------------------------------
+
+
+class Transcript(Model):
+    """A file under ``evidence/``, referenced by repo-relative path and digest."""
+
+    path: str
+    sha256: str
+    bytes: int
+
+
+class FileDigest(Model):
+    """A file the record attests (program source, lesson, binary)."""
+
+    path: str
+    sha256: str
+
+
+class GitState(Model):
+    commit: str | None
+    """HEAD when the record was written; None outside a git checkout."""
+    dirty: bool
+    """True when tracked files differed from HEAD."""
+
+
+class HostFacts(Model):
+    system: str
+    release: str
+    """Kernel release."""
+    machine: str
+    python: str
+    cpu_count: int
+
+
+class ToolVersion(Model):
+    name: str
+    """nvcc, tileiras, ptxas, cuobjdump, nvvm."""
+    path: str | None
+    version: str | None
+    """``major.minor.patch`` as the tool or its package reports it."""
+
+
+class Toolchain(Model):
+    source: Literal["pip", "system"]
+    tools: list[ToolVersion]
+    packages: dict[str, str]
+    """Installed nvidia-*/cuda-* distributions → version."""
+    major_minor: str | None
+    """The one release every piece shares; None when they disagree."""
+    coherent: bool
+    problems: list[str]
+    """One line per mismatch or hazard found."""
+
+
+class Step(Model):
+    """One subprocess: argv as a list, never a shell string."""
+
+    name: str
+    argv: list[str]
+    started: datetime
+    ended: datetime
+    duration_s: float
+    exit_code: int | None
+    """None when killed at the timeout."""
+    timed_out: bool = False
+    stdout: Transcript
+    stderr: Transcript
+
+
+class Diagnosis(Model):
+    """A known failure recognised from real error text."""
+
+    id: str
+    title: str
+    fix: str
+
+
+class RecordBase(Model):
+    schema_version: Literal[1]
+    run_id: str
+    """``<UTC yyyymmddThhmmssZ>-<kind>-<8 hex>``; also the file name."""
+    created: datetime
+    tileproof_version: str
+    git: GitState
+    host: HostFacts
+    seal: str = ""
+    """sha256 of this record's canonical JSON with ``seal`` empty (``store.seal_of``):
+    a changed byte anywhere in the record is caught by ``nox -s audit``."""
+
+
+# --- compile -----------------------------------------------------------------
+
+
+class ResUsage(Model):
+    """One kernel's line of ``cuobjdump -res-usage``."""
+
+    function: str
+    registers: int
+    shared_bytes: int
+    stack_bytes: int
+    local_bytes: int
+    constant_bytes: int
+
+
+class BuildResult(Model):
+    program: str
+    kernel: str | None = None
+    """For Python programs: the exported kernel's name."""
+    target: str
+    """``sm_XX``."""
+    artifact_kind: Literal["executable", "tilefatbin", "cubin"]
+    key: str
+    """Cache key: sha256 over source digests, flags, target and toolchain versions."""
+    reused_from: str | None
+    """Run id of the compile record whose step built this artifact, when cached."""
+    step: Step | None
+    """The build step, when this record ran it."""
+    inspect: Step | None = None
+    """The ``cuobjdump -res-usage`` step over the artifact, when this record ran it."""
+    artifact: FileDigest | None
+    """Path under build/ (not committed) and digest."""
+    res_usage: list[ResUsage]
+    diagnoses: list[Diagnosis]
+    verdict: BuildVerdict
+
+
+class ApiInventory(Model):
+    header: str
+    header_sha256: str
+    toolkit_version: str | None
+    reductions: list[str]
+    scans: list[str]
+    matrix: list[str]
+
+
+class CompileRecord(RecordBase):
+    kind: Literal["compile"]
+    toolchain: Toolchain
+    targets: list[str]
+    sources: list[FileDigest]
+    builds: list[BuildResult]
+    api: ApiInventory | None
+    passed: bool
+    """True when every build in this record is ``built``."""
+
+
+# --- run ---------------------------------------------------------------------
+
+
+class GpuFacts(Model):
+    index: int
+    name: str
+    uuid: str
+    compute_capability: str
+    """From ``nvidia-smi --query-gpu=compute_cap``."""
+    runtime_compute_capability: str | None
+    """From the CUDA runtime (cupy); must agree with the above."""
+    driver_version: str
+    memory_total_mib: int | None
+    clocks_sm_mhz: int | None
+    clocks_mem_mhz: int | None
+
+
+class Environment(Model):
+    """What a run session captured once, shared by its program records."""
+
+    session_id: str
+    gpu: GpuFacts | None
+    toolchain: Toolchain
+    toolchain_env: Literal["clean", "as-is"]
+    """``clean``: children got an environment with CUDA_HOME/CUDA_PATH removed."""
+    versions: dict[str, str | None]
+    """cuda-tile, cupy, numpy, python, os and kernel."""
+    packages: dict[str, str]
+    """Every installed distribution → version (importlib.metadata)."""
+    env: dict[str, str]
+    """Allowlisted environment variables only; never the whole environment."""
+    pip_freeze: Transcript
+    nvidia_smi: Transcript | None
+    nvidia_smi_query: Transcript | None
+
+
+class RunRecord(RecordBase):
+    kind: Literal["run"]
+    environment: Environment
+    program: str
+    lessons: list[str]
+    """Lesson ids whose front matter lists this program."""
+    lesson_programs: dict[str, str]
+    """Lesson id → sha256 of its front matter's program list at run time
+    (``lessons.program_list_digest``); a changed list makes the record stale."""
+    sources: list[FileDigest]
+    """The program, its helpers, and the lesson files, as they were run."""
+    binary: FileDigest | None
+    """C++ executable run, with ``binary_source`` its source."""
+    step: Step
+    report: CheckReport | None
+    report_file: Transcript | None
+    verdict: Verdict
+    reason: str
+    """One line: why this verdict."""
+
+
+class SessionRecord(RecordBase):
+    """Written last by ``run``: a session without one is incomplete."""
+
+    kind: Literal["session"]
+    session_id: str
+    runs: list[str]
+    """Run ids written by this session, in order."""
+    verdict_counts: dict[str, int]
+
+
+Record = Annotated[Union[CompileRecord, RunRecord, SessionRecord], Field(discriminator="kind")]
+
+
+# --- lessons -----------------------------------------------------------------
+
+
+class LessonProgram(Model):
+    path: str
+    """Under ``kernels/`` or ``cpp/``."""
+    checks: list[str]
+    """Check names (tolerance-table keys) the program must pass."""
+
+
+class ResultRow(Model):
+    program: str
+    check: str
+    """A check name, or ``gate`` for the capability-gate row."""
+    bound: str
+    """As shown to readers, e.g. ``float64, rtol 1e-4, atol 1e-3``."""
+    optional: bool = False
+    """Needs hardware this project lacks; shows ``?`` and never blocks publishing."""
+    hardware: str | None = None
+    """For optional rows: the hardware they need (e.g. ``cc < 8.0``)."""
+    result: str = "?"
+    run_id: str | None = None
+
+
+class Hardware(Model):
+    gpu: str | None = None
+    compute_capability: str | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    tileiras: str | None = None
+    cuda_tile: str | None = None
+    run_id: str | None = None
+
+
+class LessonFront(Model):
+    lesson_version: Literal[1]
+    id: str
+    title: str
+    status: Literal["draft", "published"]
+    programs: list[LessonProgram]
+    hardware: Hardware
+    results: list[ResultRow]

@@ -1,0 +1,62 @@
+"""``tileproof schema``: regenerate every derived file from its single source.
+
+``schema/*.schema.json`` come from the pydantic models; ``cpp/tolerances.h``
+from the tolerance table in ``kernels/tolerances.py``. A test fails with
+"run nox -s schema" when the committed files differ from what this renders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from . import models
+from .tolerances import render_cpp_header, load_table
+
+SCHEMAS = {
+    f"compile-record.v{models.SCHEMA_VERSION}.schema.json": models.CompileRecord,
+    f"run-record.v{models.SCHEMA_VERSION}.schema.json": models.RunRecord,
+    f"session-record.v{models.SCHEMA_VERSION}.schema.json": models.SessionRecord,
+    f"check-report.v{models.REPORT_VERSION}.schema.json": models.CheckReport,
+    f"lesson.v{models.LESSON_VERSION}.schema.json": models.LessonFront,
+}
+CPP_HEADER = Path("cpp") / "tolerances.h"
+
+
+def rendered(root: Path) -> dict[Path, str]:
+    """Every generated file, path relative to root → its text."""
+    out = {
+        Path("schema") / name: json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n"
+        for name, model in SCHEMAS.items()
+    }
+    out[CPP_HEADER] = render_cpp_header(load_table(root))
+    return out
+
+
+def stale(root: Path) -> list[Path]:
+    """Generated files whose committed text differs from what the sources render."""
+    return [p for p, text in rendered(root).items() if not (root / p).is_file() or (root / p).read_text() != text]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    parser.add_argument("--check", action="store_true", help="only report stale files; exit 1 if any")
+
+
+def run(args: argparse.Namespace) -> int:
+    root = args.root.resolve()
+    if args.check:
+        bad = stale(root)
+        for p in bad:
+            print(f"{p}: differs from its source (fix: nox -s schema)")
+        return 1 if bad else 0
+    for rel, text in rendered(root).items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file() or path.read_text() != text:
+            tmp = path.with_suffix(path.suffix + ".tmp")
+            tmp.write_text(text)
+            tmp.replace(path)
+            print(f"wrote {rel}")
+    return 0

@@ -1,0 +1,237 @@
+"""Finding the tile toolchain, reading its versions, and checking it agrees.
+
+The pip toolchain lives in ``site-packages/nvidia/cu13`` of the interpreter
+running tileproof. nvcc is always called by its real path (through a symlink it
+loses its include paths). Every piece must share one major.minor, and
+CUDA_HOME/CUDA_PATH must not name another toolkit: tileiras would load that
+toolkit's libnvvm and fail with exit 5 ("failed to compile Tile IR program").
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ToolchainError
+from .models import Toolchain, ToolVersion
+
+PACKAGES = (
+    "nvidia-cuda-nvcc",
+    "nvidia-cuda-tileiras",
+    "nvidia-nvvm",
+    "nvidia-cuda-crt",
+    "nvidia-cuda-runtime",
+    "nvidia-cuda-cuobjdump",
+)
+"""The pip distributions that make one tile toolchain (same major.minor)."""
+
+TOOLS = ("nvcc", "tileiras", "ptxas", "cuobjdump")
+MIN_SYSTEM_NVCC = (13, 3)
+HAZARD_VARS = ("CUDA_HOME", "CUDA_PATH")
+_RELEASE = re.compile(r"release (\d+)\.(\d+), V(\d+\.\d+\.\d+)")
+
+
+@dataclass(frozen=True)
+class Tools:
+    """Resolved tool paths plus what was learned about them."""
+
+    bin: Path
+    source: str
+    paths: dict[str, Path | None]
+    facts: Toolchain
+    extra_path: list[str] = field(default_factory=list)
+
+    def tool(self, name: str) -> Path:
+        path = self.paths.get(name)
+        if path is None:
+            raise ToolchainError(f"{name} not found in {self.bin} (fix: pip install 'tileproof[toolchain]' or nox -s compile)")
+        return path
+
+    def child_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """Environment for children: tool dir first on PATH, hazard vars removed."""
+        env = dict(os.environ if base is None else base)
+        for var in HAZARD_VARS:
+            env.pop(var, None)
+        env["PATH"] = os.pathsep.join([str(self.bin), *self.extra_path, env.get("PATH", "")])
+        return env
+
+
+def major_minor(version: str | None) -> str | None:
+    if not version:
+        return None
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def parse_release(text: str) -> str | None:
+    """``13.4.92`` from a tool's ``--version`` text ("release 13.4, V13.4.92")."""
+    m = _RELEASE.search(text)
+    return m.group(3) if m else None
+
+
+def pip_bin() -> Path | None:
+    """``.../site-packages/nvidia/cu13/bin`` of this interpreter, by real path."""
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        cand = Path(loc) / "cu13" / "bin"
+        if (cand / "nvcc").exists():
+            return cand.resolve()
+    return None
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for dist in md.distributions():
+        name = (dist.metadata["Name"] or "").lower()
+        if name.startswith(("nvidia-", "cuda-")):
+            out[name] = dist.version
+    return dict(sorted(out.items()))
+
+
+def tool_version(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        proc = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30)
+    except OSError:
+        return None
+    return parse_release(proc.stdout + proc.stderr)
+
+
+def toolkit_version_at(home: str) -> str | None:
+    """Version of the toolkit a CUDA_HOME names (version.json, else its nvcc)."""
+    vj = Path(home) / "version.json"
+    if vj.is_file():
+        try:
+            return json.loads(vj.read_text())["cuda"]["version"]
+        except (ValueError, KeyError, TypeError):
+            pass
+    return tool_version(Path(home) / "bin" / "nvcc") if (Path(home) / "bin" / "nvcc").exists() else None
+
+
+def coherence(tools: dict[str, str | None], packages: dict[str, str], env: dict[str, str]) -> tuple[str | None, list[str]]:
+    """The shared major.minor and one line per problem (empty when coherent)."""
+    pieces = {f"{k} (tool)": v for k, v in tools.items() if k != "cuobjdump"}
+    pieces.update({k: v for k, v in packages.items() if k in PACKAGES})
+    problems = [f"{name} not found" for name, v in pieces.items() if v is None and "tool" in name]
+    releases = {name: major_minor(v) for name, v in pieces.items() if v}
+    distinct = sorted(set(releases.values()))
+    if len(distinct) > 1:
+        groups = "; ".join(f"{r}: {', '.join(n for n, x in releases.items() if x == r)}" for r in distinct)
+        problems.append(f"mixed releases ({groups}): install one release, e.g. pip install 'tileproof[toolchain]'")
+    shared = distinct[0] if len(distinct) == 1 else None
+    for var in HAZARD_VARS:
+        home = env.get(var)
+        if home:
+            theirs = major_minor(toolkit_version_at(home))
+            if theirs != shared:
+                problems.append(
+                    f"{var}={home} names CUDA {theirs or 'unknown'}, not {shared}: tileiras would load its libnvvm "
+                    f"and fail with exit 5; unset {var}"
+                )
+    return shared, problems
+
+
+def discover(system_nvcc: str | None = None, env: dict[str, str] | None = None) -> Tools:
+    """Find the toolchain: pip's by default, a system nvcc only when asked."""
+    env = dict(os.environ if env is None else env)
+    if system_nvcc:
+        nvcc = Path(system_nvcc).resolve()
+        if not nvcc.exists():
+            raise ToolchainError(f"--system-nvcc {system_nvcc}: no such file")
+        version = tool_version(nvcc)
+        mm = tuple(int(x) for x in (major_minor(version) or "0.0").split("."))
+        if mm < MIN_SYSTEM_NVCC:
+            raise ToolchainError(
+                f"--system-nvcc {system_nvcc}: CUDA {version or 'unknown'} has no tile support; "
+                f"need >= {'.'.join(map(str, MIN_SYSTEM_NVCC))} (fix: drop --system-nvcc to use the pip toolchain)"
+            )
+        bin_dir, source = nvcc.parent, "system"
+    else:
+        found = pip_bin()
+        if found is None:
+            raise ToolchainError(
+                "the pip tile toolchain (nvidia/cu13/bin/nvcc) is not installed in this interpreter "
+                "(fix: pip install 'tileproof[toolchain]', or run nox -s compile)"
+            )
+        bin_dir, source = found, "pip"
+    paths: dict[str, Path | None] = {}
+    for name in TOOLS:
+        cand = bin_dir / name
+        paths[name] = cand if cand.exists() else (Path(w).resolve() if (w := shutil.which(name)) else None)
+    versions = {name: tool_version(paths[name]) for name in TOOLS}
+    packages = package_versions() if source == "pip" else {}
+    shared, problems = coherence(versions, packages, env)
+    facts = Toolchain(
+        source=source,
+        tools=[ToolVersion(name=n, path=str(paths[n]) if paths[n] else None, version=versions[n]) for n in TOOLS],
+        packages=packages,
+        major_minor=shared,
+        coherent=not problems,
+        problems=problems,
+    )
+    return Tools(bin=bin_dir, source=source, paths=paths, facts=facts)
+
+
+def require_coherent(tools: Tools, ignore_env: bool = True) -> None:
+    """Refuse with one line when the pieces disagree.
+
+    ``ignore_env``: CUDA_HOME problems are not fatal when children get a clean
+    environment (``Tools.child_env``), which is what tileproof always does.
+    """
+    problems = [p for p in tools.facts.problems if not (ignore_env and p.startswith(HAZARD_VARS))]
+    if problems:
+        raise ToolchainError("tile toolchain is not coherent: " + " | ".join(problems))
+
+
+def nvvm_version(lib: Path) -> str | None:
+    """Release of a ``libnvvm.so`` read from the version banner it embeds."""
+    try:
+        data = lib.read_bytes()
+    except OSError:
+        return None
+    m = re.search(rb"release (\d+)\.(\d+), V(\d+\.\d+\.\d+)", data)
+    return m.group(3).decode() if m else None
+
+
+def runtime_tools(nvcc_version: str | None, env: dict[str, str] | None = None) -> Toolchain:
+    """The toolchain the programs use at run time, found the way cuTile finds it.
+
+    cuTile takes tileiras from the pip packages when they agree, else from
+    PATH; ptxas sits beside tileiras and libnvvm at ``../lib``. ``nvcc_version``
+    is the nvcc that built the C++ binaries (from their compile record).
+    """
+    env = dict(os.environ if env is None else env)
+    pip = pip_bin()
+    packages = package_versions()
+    pip_ok = pip is not None and len({major_minor(packages.get(p)) for p in PACKAGES[:3]}) == 1
+    tileiras = pip / "tileiras" if pip_ok else (Path(w).resolve() if (w := shutil.which("tileiras", path=env.get("PATH"))) else None)
+    base = tileiras.parent if tileiras else None
+    ptxas = base / "ptxas" if base and (base / "ptxas").exists() else None
+    nvvm = base.parent / "lib" / "libnvvm.so.4" if base else None
+    versions = {
+        "tileiras": tool_version(tileiras),
+        "ptxas": tool_version(ptxas),
+        "nvvm": nvvm_version(nvvm) if nvvm and nvvm.exists() else None,
+        "nvcc": nvcc_version,
+    }
+    paths = {"tileiras": tileiras, "ptxas": ptxas, "nvvm": nvvm, "nvcc": None}
+    relevant = {k: v for k, v in versions.items() if k != "nvcc" or v is not None}
+    shared, problems = coherence(relevant, {}, env)
+    return Toolchain(
+        source="pip" if pip_ok else "system",
+        tools=[ToolVersion(name=k, path=str(paths[k]) if paths[k] else None, version=v) for k, v in versions.items()],
+        packages=packages,
+        major_minor=shared,
+        coherent=not problems,
+        problems=problems,
+    )
