@@ -52,6 +52,13 @@ def run_gpu(session):
     tileproof(session, "run")
 
 
+@nox.session(default=HAS_GPU)
+def bench(session):
+    """Time the course kernels against cuBLAS/cupy in the same run and write a bench record."""
+    install(session, "-e", TOOLCHAIN, *(["cupy-cuda13x"] if HAS_GPU else []))
+    tileproof(session, "bench")
+
+
 @nox.session
 def publish(session):
     """Flip a lesson to published when its evidence allows (nox -s publish -- LESSON)."""

@@ -19,6 +19,7 @@ COMMANDS = {
     "publish": ("tileproof.publish", "flip a lesson to published when its evidence allows"),
     "status": ("tileproof.status", "lesson x program x newest evidence"),
     "audit": ("tileproof.audit", "check every record, transcript and published lesson"),
+    "bench": ("tileproof.bench", "time the course kernels against cuBLAS/cupy on this GPU; bench record"),
     "schema": ("tileproof.schema", "regenerate schema/ and cpp/tolerances.h"),
     "lint-kernels": ("tileproof.lint", "static checks for known cuTile mistakes"),
 }

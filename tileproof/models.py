@@ -298,7 +298,61 @@ class SessionRecord(RecordBase):
     verdict_counts: dict[str, int]
 
 
-Record = Annotated[Union[CompileRecord, RunRecord, SessionRecord], Field(discriminator="kind")]
+# --- bench -------------------------------------------------------------------
+
+
+class BenchCase(Model):
+    """One timed case: a kernel variant at one shape, or its library reference."""
+
+    name: str
+    """What is computed: ``matmul``, ``softmax``, ``online_softmax``, ``copy``."""
+    variant: str
+    """``tile``, ``grouped``, ``persistent``, ``cublas``, ``cupy``..."""
+    shape: list[int]
+    dtype: str
+    tiles: list[int] | None
+    repeats: int
+    first_launch_ms: float | None
+    """The first launch, JIT compile included; never part of the statistics."""
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    spread: float
+    """Standard deviation over mean of the timed repeats."""
+    noisy: bool
+    """spread > 0.10 (pyperf's rule)."""
+    tflops: float | None
+    gbps: float | None
+    pct_of_reference: float | None
+    """Rate as % of the same-run library reference (cuBLAS / cupy) at the same shape."""
+    pct_of_ceiling: float | None
+    """Rate as % of the measured ceiling (large cuBLAS product / large copy)."""
+    max_rel_err: float | None
+    """Checked once against a reference before timing."""
+    checked: bool
+
+
+class BenchRecord(RecordBase):
+    kind: Literal["bench"]
+    environment: Environment
+    program: str
+    sources: list[FileDigest]
+    step: Step
+    results_file: Transcript | None
+    """The bench program's JSON output, verbatim."""
+    gpu_before: Transcript | None
+    """``nvidia-smi --query-gpu`` (clocks, temperature, power) before the bench."""
+    gpu_after: Transcript | None
+    cases: list[BenchCase]
+    ceilings: dict[str, float]
+    """``tflops``: a large cuBLAS product's rate; ``gbps``: a large device copy's bandwidth."""
+    repeat_spread: dict[str, float]
+    """Case key → relative difference of its median measured twice in this run."""
+    verdict: Verdict
+    reason: str
+
+
+Record = Annotated[Union[CompileRecord, RunRecord, SessionRecord, BenchRecord], Field(discriminator="kind")]
 
 
 # --- lessons -----------------------------------------------------------------

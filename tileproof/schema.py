@@ -18,6 +18,7 @@ SCHEMAS = {
     f"compile-record.v{models.SCHEMA_VERSION}.schema.json": models.CompileRecord,
     f"run-record.v{models.SCHEMA_VERSION}.schema.json": models.RunRecord,
     f"session-record.v{models.SCHEMA_VERSION}.schema.json": models.SessionRecord,
+    f"bench-record.v{models.SCHEMA_VERSION}.schema.json": models.BenchRecord,
     f"check-report.v{models.REPORT_VERSION}.schema.json": models.CheckReport,
     f"lesson.v{models.LESSON_VERSION}.schema.json": models.LessonFront,
 }
