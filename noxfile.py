@@ -60,6 +60,13 @@ def bench(session):
 
 
 @nox.session
+def claims(session):
+    """Check each document's claims that this machine can check (GPU-level ones where a GPU exists)."""
+    install(session, "-e", TOOLCHAIN, *(["cupy-cuda13x"] if HAS_GPU else []))
+    tileproof(session, "claims")
+
+
+@nox.session
 def publish(session):
     """Flip a lesson to published when its evidence allows (nox -s publish -- LESSON)."""
     install(session, "-e", ".")

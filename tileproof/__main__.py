@@ -20,6 +20,7 @@ COMMANDS = {
     "status": ("tileproof.status", "lesson x program x newest evidence"),
     "audit": ("tileproof.audit", "check every record, transcript and published lesson"),
     "bench": ("tileproof.bench", "time the course kernels against cuBLAS/cupy on this GPU; bench record"),
+    "claims": ("tileproof.claims", "check every claim of the shipped documents; claims record"),
     "schema": ("tileproof.schema", "regenerate schema/ and cpp/tolerances.h"),
     "lint-kernels": ("tileproof.lint", "static checks for known cuTile mistakes"),
 }

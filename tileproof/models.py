@@ -352,7 +352,40 @@ class BenchRecord(RecordBase):
     reason: str
 
 
-Record = Annotated[Union[CompileRecord, RunRecord, SessionRecord, BenchRecord], Field(discriminator="kind")]
+# --- claims ------------------------------------------------------------------
+
+
+ClaimVerdictName = Literal["confirmed", "refuted", "unverifiable-here"]
+
+
+class ClaimResult(Model):
+    """One claim's check, run here, and what it showed."""
+
+    id: str
+    document: str
+    """The claims file the claim comes from."""
+    statement: str
+    check: str
+    """The check kind (compiles, fails-to-compile, header-declares, ...)."""
+    verdict: ClaimVerdictName
+    why: str
+    """One line: what the evidence showed, or why it cannot be checked here."""
+    toolchain: str | None
+    """The toolchain release the verdict holds for (a claim can be true for 13.3 and false for 13.5)."""
+    steps: list[Step]
+
+
+class ClaimsRecord(RecordBase):
+    kind: Literal["claims"]
+    toolchain: Toolchain
+    gpu: GpuFacts | None
+    claims_files: list[FileDigest]
+    results: list[ClaimResult]
+
+
+Record = Annotated[
+    Union[CompileRecord, RunRecord, SessionRecord, BenchRecord, ClaimsRecord], Field(discriminator="kind")
+]
 
 
 # --- lessons -----------------------------------------------------------------
