@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
@@ -10,10 +11,10 @@ from pathlib import Path
 
 from . import __version__
 from .aot import declared_kernels
-from .build import DEFAULT_TARGETS, cached, dependencies, execute, header_path, inventory, parse_target, plan, programs
+from .build import BUILD_DIR, DEFAULT_TARGETS, cached, dependencies, execute, header_path, inventory, parse_target, plan, programs
 from .capture import git_state, host_facts
 from .models import SCHEMA_VERSION, BuildResult, CompileRecord
-from .store import digest, new_run_id, write_record
+from .store import digest, new_run_id, sha256_file, write_record
 from .toolchain import discover, require_coherent
 
 
@@ -88,12 +89,38 @@ def compile_programs(root: Path, tools, targets: list[str], cpp: list[Path], py:
     return record
 
 
+def kernel_index(root: Path, sources: list[Path]) -> dict[Path, list[str]]:
+    """Kernel names each Python program declares, importing only changed programs.
+
+    ``build/kernel-index.json`` maps a program to the digests of its
+    dependencies and its declared kernels; a warm rerun imports nothing.
+    """
+    index_path = root / BUILD_DIR / "kernel-index.json"
+    try:
+        index = json.loads(index_path.read_text()) if index_path.is_file() else {}
+    except ValueError:
+        index = {}
+    out, fresh = {}, {}
+    for src in sources:
+        rel = src.relative_to(root).as_posix()
+        deps = {p.relative_to(root).as_posix(): sha256_file(p) for p in dependencies(src)}
+        entry = index.get(rel)
+        if not entry or entry.get("deps") != deps:
+            entry = {"deps": deps, "kernels": list(declared_kernels(src))}
+        fresh[rel] = entry
+        out[src] = entry["kernels"]
+    if fresh != index:
+        index_path.parent.mkdir(parents=True, exist_ok=True)
+        index_path.write_text(json.dumps(fresh, indent=1, sort_keys=True))
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     targets = targets_from(args.arch)
-    tools = discover(args.system_nvcc)
+    tools = discover(args.system_nvcc, cache_file=root / BUILD_DIR / "tool-versions.json")
     require_coherent(tools)
     cpp = programs(root, "cpp")
-    py = {p: list(declared_kernels(p)) for p in programs(root, "kernels")}
+    py = kernel_index(root, programs(root, "kernels"))
     record = compile_programs(root, tools, targets, cpp, py, args.jobs)
     return 0 if record is None or record.passed else 1

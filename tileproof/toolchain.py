@@ -97,9 +97,19 @@ def package_versions() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def tool_version(path: Path | None) -> str | None:
+def tool_version(path: Path | None, cache: dict | None = None) -> str | None:
+    """Release of a tool from its ``--version``; ``cache`` maps path+size+mtime → version."""
     if path is None:
         return None
+    if cache is not None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        key = f"{path}:{st.st_size}:{st.st_mtime_ns}"
+        if key not in cache:
+            cache[key] = tool_version(path)
+        return cache[key]
     try:
         proc = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30)
     except OSError:
@@ -141,9 +151,33 @@ def coherence(tools: dict[str, str | None], packages: dict[str, str], env: dict[
     return shared, problems
 
 
-def discover(system_nvcc: str | None = None, env: dict[str, str] | None = None) -> Tools:
-    """Find the toolchain: pip's by default, a system nvcc only when asked."""
+def _read_cache(path: Path | None) -> dict:
+    if path is None or not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_cache(path: Path | None, cache: dict) -> None:
+    if path is not None and cache != _read_cache(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
+        tmp.replace(path)
+
+
+def discover(system_nvcc: str | None = None, env: dict[str, str] | None = None,
+             cache_file: Path | None = None) -> Tools:
+    """Find the toolchain: pip's by default, a system nvcc only when asked.
+
+    ``cache_file`` keeps tool versions keyed by path, size and mtime, so a warm
+    rerun starts no ``--version`` process.
+    """
     env = dict(os.environ if env is None else env)
+    cache = _read_cache(cache_file)
     if system_nvcc:
         nvcc = Path(system_nvcc).resolve()
         if not nvcc.exists():
@@ -168,7 +202,8 @@ def discover(system_nvcc: str | None = None, env: dict[str, str] | None = None) 
     for name in TOOLS:
         cand = bin_dir / name
         paths[name] = cand if cand.exists() else (Path(w).resolve() if (w := shutil.which(name)) else None)
-    versions = {name: tool_version(paths[name]) for name in TOOLS}
+    versions = {name: tool_version(paths[name], cache) for name in TOOLS}
+    _write_cache(cache_file, cache)
     packages = package_versions() if source == "pip" else {}
     shared, problems = coherence(versions, packages, env)
     facts = Toolchain(

@@ -1,0 +1,87 @@
+"""Compiling a bench program's kernels in parallel, before anything is timed.
+
+cuTile compiles a kernel at its first launch, one kernel at a time per process (a
+global lock is held around tileiras), and one tileiras run takes 5-40 s for these
+matmul tiles: a sweep of 17 configurations compiled in turn would take minutes. So
+each configuration is launched once by a worker process of its own -- the same
+program file, run as ``PROGRAM --jit-warm SPEC`` -- and the workers run side by side.
+Their cubins land in cuTile's disk cache (``CUDA_TILE_CACHE_DIR``, by default
+``~/.cache/cutile-python``), keyed by the kernel's bytecode, so the program's own first
+launch of the same kernel with the same kinds of arguments loads the cubin from there.
+
+A worker reports, per size, the wall time of its first launch at that size: at the
+first size this includes the JIT compile (unless the disk cache already had it).
+A worker that fails reports why; the program skips that configuration and says so.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+WARM_FLAG = "--jit-warm"
+"""First argument that makes a bench program a compile worker instead of a bench."""
+
+
+def warm(program_file: str, specs: dict[str, dict[str, Any]], timeout_s: float,
+         jobs: int | None = None) -> dict[str, dict[str, Any]]:
+    """Run one worker per spec, ``jobs`` at a time; key -> the worker's answer.
+
+    An answer has ``first_launch_ms`` (list, one per size), ``wall_s`` and ``error``
+    (None when the worker succeeded).
+    """
+    jobs = max(1, min(len(specs), jobs or os.cpu_count() or 1))
+
+    def one(item: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+        key, spec = item
+        argv = [sys.executable, program_file, WARM_FLAG, json.dumps(spec)]
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return key, {"first_launch_ms": None, "wall_s": timeout_s,
+                         "error": f"compile worker killed after {timeout_s:.0f} s"}
+        wall = time.perf_counter() - t0
+        answer = _last_json_line(proc.stdout)
+        if proc.returncode != 0 or answer is None:
+            tail = (answer or {}).get("error") or _tail(proc.stderr) or _tail(proc.stdout)
+            return key, {"first_launch_ms": None, "wall_s": wall,
+                         "error": f"worker exit {proc.returncode}: {tail}"}
+        return key, {"first_launch_ms": answer.get("first_launch_ms"), "wall_s": wall, "error": None}
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return dict(pool.map(one, specs.items()))
+
+
+def worker_main(spec_text: str, body: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
+    """What a program runs for ``--jit-warm SPEC``: body(spec), answered as one JSON line."""
+    try:
+        answer = body(json.loads(spec_text))
+    except Exception as exc:  # noqa: BLE001  (any failure becomes the worker's answer)
+        traceback.print_exc()
+        print(json.dumps({"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:400]}))
+        return 1
+    print(json.dumps(answer))
+    return 0
+
+
+def _last_json_line(text: str) -> dict[str, Any] | None:
+    for line in reversed(text.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])[:600]

@@ -1,0 +1,497 @@
+"""Check harness shared by the cuTile Python programs in kernels/.
+
+One concern: decide whether a program's GPU output is right and record that decision.
+
+* the device gate (cupy imported lazily, compute capability >= 8.0, driver r580+),
+* the element check against a float64 reference (mixed rtol/atol bound),
+* the JSON check report, written atomically at exit in every case,
+* run_program(), which strings these together so that a program's main() is only
+  "make inputs, launch, call check()".
+
+Needs only numpy and the standard library; works on numpy or cupy arrays. A program
+imports it from its own directory, so `python kernels/fused.py` works from any cwd.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import secrets
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+REPORT_VERSION = 1
+ENV_REPORT = "TILEPROOF_REPORT"
+ENV_SEED = "TILEPROOF_SEED"
+MIN_COMPUTE_CAPABILITY = (8, 0)
+# cuTile needs NVIDIA driver r580 or later, the first driver of CUDA 13.0.
+MIN_DRIVER_CUDA_VERSION = 13000
+
+GATE_OK = "ok"
+GATE_BELOW_SM80 = "below-sm80"
+GATE_NO_GPU = "no-gpu"
+
+
+# --------------------------------------------------------------------------- checks
+
+
+@dataclass
+class CheckResult:
+    """Outcome of comparing one output array against its float64 reference."""
+
+    name: str
+    shape: list[int]
+    dtype: str
+    rtol: float
+    atol: float
+    checked: int
+    mismatches: int
+    max_abs_err: float
+    max_rel_err: float
+    first_failure: dict[str, Any] | None
+    passed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "checked": self.checked,
+            "mismatches": self.mismatches,
+            "max_abs_err": self.max_abs_err,
+            "max_rel_err": self.max_rel_err,
+            "first_failure": None if self.first_failure is None else dict(self.first_failure),
+            "passed": self.passed,
+        }
+
+    def summary(self) -> str:
+        """One human line; the report JSON, not this text, is the structured verdict."""
+        shape = "x".join(str(d) for d in self.shape) or "scalar"
+        verdict = "PASS" if self.passed else "FAIL"
+        line = (f"check {self.name} [{shape} {self.dtype}]: {verdict} "
+                f"{self.mismatches}/{self.checked} mismatches, "
+                f"max abs err {self.max_abs_err:.3g}, max rel err {self.max_rel_err:.3g} "
+                f"(rtol {self.rtol:g}, atol {self.atol:g})")
+        if self.first_failure is not None:
+            f = self.first_failure
+            line += (f"; first failure at {describe_index(f['index'])}: "
+                     f"got {f['got']!r}, want {f['want']!r}")
+        return line
+
+
+def describe_index(index: Sequence[int]) -> str:
+    """(row r, column c) for matrices, the plain index tuple otherwise."""
+    if len(index) == 2:
+        return f"(row {index[0]}, column {index[1]})"
+    return "(" + ", ".join(str(i) for i in index) + ("," if len(index) == 1 else "") + ")"
+
+
+def array_module(array: Any):
+    """numpy for host arrays, cupy for device arrays (only if cupy is already imported)."""
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(array, cupy.ndarray):
+        return cupy
+    return np
+
+
+def element_ok(got: Any, want: Any, rtol: float, atol: float, xp=np):
+    """Boolean mask: finite and |got - want| <= atol + rtol*|want|. NaN/inf always fail.
+
+    A non-finite reference also fails, so a broken reference cannot pass silently.
+    Both arrays are compared in float64.
+    """
+    g = xp.asarray(got, dtype=xp.float64)
+    w = xp.asarray(want, dtype=xp.float64)
+    bound = xp.abs(w) * rtol + atol
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN, and fails
+        err = xp.abs(g - w)
+        ok = err <= bound  # NaN compares False
+    del bound
+    ok &= xp.isfinite(g)
+    ok &= xp.isfinite(w)
+    return ok, err
+
+
+def first_false(ok: Any, xp=np) -> tuple[int, ...] | None:
+    """Row-major first index where ok is False, or None when every element is True."""
+    flat = xp.reshape(ok, (-1,))
+    if flat.size == 0 or bool(xp.all(flat)):
+        return None
+    position = int(xp.argmax(xp.logical_not(flat).astype(xp.int8)))
+    return tuple(int(i) for i in np.unravel_index(position, tuple(ok.shape)))
+
+
+def max_errors(err: Any, want: Any, xp=np) -> tuple[float, float]:
+    """(max |got-want|, max |got-want|/|want| over want != 0); NaN propagates.
+
+    The relative maximum is 0.0 when no element of want is nonzero.
+    """
+    if err.size == 0:
+        return 0.0, 0.0
+    max_abs = float(xp.max(err))
+    w = xp.abs(xp.asarray(want, dtype=xp.float64))
+    nonzero = w != 0
+    if not bool(xp.any(nonzero)):
+        return max_abs, 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        rel = err[nonzero] / w[nonzero]
+    return max_abs, float(xp.max(rel))
+
+
+def compare(name: str, got: Any, want: Any, rtol: float, atol: float) -> CheckResult:
+    """Check every element of got against want (same shape; numpy or cupy, not mixed)."""
+    xp = array_module(got)
+    if array_module(want) is not xp:
+        raise TypeError(f"check {name}: got is a {type(got).__module__} array but want is a "
+                        f"{type(want).__module__} array; put both on the same side")
+    if tuple(got.shape) != tuple(want.shape):
+        raise ValueError(f"check {name}: got has shape {tuple(got.shape)}, "
+                         f"want has shape {tuple(want.shape)}")
+    ok, err = element_ok(got, want, rtol, atol, xp)
+    checked = int(ok.size)
+    mismatches = checked - int(xp.count_nonzero(ok))
+    max_abs, max_rel = max_errors(err, want, xp)
+    del err
+    first = first_false(ok, xp)
+    first_failure = None
+    if first is not None:
+        first_failure = {
+            "index": list(first),
+            "got": float(got[first]),
+            "want": float(want[first]),
+        }
+    return CheckResult(
+        name=name,
+        shape=[int(d) for d in got.shape],
+        dtype=str(got.dtype),
+        rtol=float(rtol),
+        atol=float(atol),
+        checked=checked,
+        mismatches=mismatches,
+        max_abs_err=max_abs,
+        max_rel_err=max_rel,
+        first_failure=first_failure,
+        passed=(mismatches == 0 and checked > 0),
+    )
+
+
+# --------------------------------------------------------------------------- references
+
+
+def softmax_rows_f64(x: Any) -> Any:
+    """Row softmax in float64 (numpy or cupy), the reference for every softmax check."""
+    xp = array_module(x)
+    x64 = xp.asarray(x, dtype=xp.float64)
+    shifted = x64 - x64.max(axis=1, keepdims=True)
+    del x64
+    xp.exp(shifted, out=shifted)
+    shifted /= shifted.sum(axis=1, keepdims=True)
+    return shifted
+
+
+def matmul_f64(a: Any, b: Any) -> Any:
+    """a @ b in float64 over the given (already rounded) input values."""
+    xp = array_module(a)
+    return xp.asarray(a, dtype=xp.float64) @ xp.asarray(b, dtype=xp.float64)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON values; non-finite floats become the strings "nan", "inf", "-inf"."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return v
+    return value
+
+
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _float_field(value: Any) -> Any:
+    if isinstance(value, str) and value in _NON_FINITE:
+        return _NON_FINITE[value]
+    return value
+
+
+def encode_report(report: Mapping[str, Any]) -> str:
+    """The report as strict JSON text (no NaN/Infinity tokens)."""
+    return json.dumps(_jsonable(report), indent=2, allow_nan=False) + "\n"
+
+
+def decode_report(text: str) -> dict[str, Any]:
+    """Parse report JSON and turn "nan"/"inf"/"-inf" back into floats in the float fields."""
+    data = json.loads(text)
+    for check in data.get("checks", []):
+        for key in ("rtol", "atol", "max_abs_err", "max_rel_err"):
+            if key in check:
+                check[key] = _float_field(check[key])
+        failure = check.get("first_failure")
+        if failure is not None:
+            failure["got"] = _float_field(failure["got"])
+            failure["want"] = _float_field(failure["want"])
+    return data
+
+
+def write_atomically(path: str | os.PathLike, text: str) -> None:
+    """Write text to path through a temporary file in the same folder and os.replace."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        # mkstemp makes the file 0600; give it the mode a plain open() would have.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+@dataclass
+class Report:
+    """The check report of one program run (report_version 1)."""
+
+    program: str
+    seed: int
+    device: dict[str, str] | None = None
+    gate: str = GATE_NO_GPU
+    gate_message: str = ""
+    checks: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return (self.gate == GATE_OK and len(self.checks) > 0
+                and all(c.passed for c in self.checks))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "report_version": REPORT_VERSION,
+            "program": self.program,
+            "seed": self.seed,
+            "device": None if self.device is None else dict(self.device),
+            "gate": self.gate,
+            "gate_message": self.gate_message,
+            "checks": [c.to_dict() for c in self.checks],
+            "passed": self.passed,
+        }
+
+    def write(self, path: str | os.PathLike) -> None:
+        write_atomically(path, encode_report(self.to_dict()))
+
+
+def program_name(program_file: str | os.PathLike) -> str:
+    """kernels/<file>.py: the program's path relative to the repository root."""
+    p = Path(program_file)
+    return f"{p.resolve().parent.name}/{p.name}"
+
+
+# --------------------------------------------------------------------------- gate
+
+
+@dataclass
+class GateResult:
+    """What the device gate found: the verdict, its one printed line, and cupy if usable."""
+
+    gate: str
+    message: str
+    device: dict[str, str] | None = None
+    cupy: Any = None
+
+
+def _import_cupy():
+    import cupy  # noqa: PLC0415  (lazy: importing a program must work without cupy)
+
+    return cupy
+
+
+def probe_device(import_cupy: Callable[[], Any] = _import_cupy) -> GateResult:
+    """Find the current CUDA device through cupy and decide whether cuTile can run on it.
+
+    Never returns GATE_OK unless cupy imports, a device answers, its compute capability is
+    at least 8.0 and its driver is r580 (CUDA 13.0) or newer.
+    """
+    try:
+        cp = import_cupy()
+    except ImportError as exc:
+        return GateResult(GATE_NO_GPU, f"no usable GPU: cupy is not importable ({exc})")
+    runtime_error = getattr(getattr(cp, "cuda", None), "runtime", None)
+    runtime_error = getattr(runtime_error, "CUDARuntimeError", RuntimeError)
+    try:
+        count = cp.cuda.runtime.getDeviceCount()
+        if count < 1:
+            return GateResult(GATE_NO_GPU, "no usable GPU: the CUDA runtime reports 0 devices")
+        index = cp.cuda.runtime.getDevice()
+        props = cp.cuda.runtime.getDeviceProperties(index)
+        driver = int(cp.cuda.runtime.driverGetVersion())
+    except (runtime_error, RuntimeError, OSError) as exc:
+        return GateResult(GATE_NO_GPU, f"no usable GPU: CUDA through cupy failed "
+                                       f"({type(exc).__name__}: {exc})")
+    name = props["name"]
+    name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+    major, minor = int(props["major"]), int(props["minor"])
+    device = {"name": name, "compute_capability": f"{major}.{minor}"}
+    head = f"device: {name}, compute capability {major}.{minor}"
+    if (major, minor) < MIN_COMPUTE_CAPABILITY:
+        return GateResult(GATE_BELOW_SM80,
+                          f"{head}: below 8.0, which cuTile requires; not running any "
+                          f"tile kernel", device)
+    if driver < MIN_DRIVER_CUDA_VERSION:
+        return GateResult(GATE_NO_GPU,
+                          f"{head}: driver supports CUDA {driver // 1000}.{driver % 1000 // 10},"
+                          f" cuTile needs driver r580 (CUDA 13.0) or newer; not running",
+                          device)
+    return GateResult(GATE_OK, f"{head} (sm_{major}{minor}): ok", device, cp)
+
+
+# --------------------------------------------------------------------------- running
+
+
+class CheckFailed(Exception):
+    """A check failed; the program stops here and exits 1 (later checks are not run)."""
+
+    def __init__(self, result: CheckResult):
+        super().__init__(result.summary())
+        self.result = result
+
+
+@dataclass
+class Session:
+    """What a program body gets: cupy, a seeded Generator, its arguments, check()."""
+
+    cp: Any
+    rng: np.random.Generator
+    args: argparse.Namespace
+    report: Report
+    tolerances: Mapping[str, Any]
+
+    def check(self, name: str, got: Any, want: Any) -> CheckResult:
+        """Compare with the table's bound for `name`; record it; raise CheckFailed if it fails."""
+        if name not in self.tolerances:
+            raise KeyError(f"check {name!r} has no entry in kernels/tolerances.py "
+                           f"(known: {', '.join(sorted(self.tolerances))})")
+        tol = self.tolerances[name]
+        result = compare(name, got, want, tol.rtol, tol.atol)
+        self.report.checks.append(result)
+        print(result.summary(), flush=True)
+        if not result.passed:
+            raise CheckFailed(result)
+        return result
+
+    def nan_filled(self, shape: Sequence[int], dtype: Any) -> Any:
+        """A device array of NaN, so that an element the kernel never writes fails."""
+        return self.cp.full(tuple(shape), np.nan, dtype=dtype)
+
+
+def fresh_seed() -> int:
+    """A new seed from OS entropy, below 2**53 so that any JSON reader holds it exactly."""
+    return secrets.randbits(53)
+
+
+def parse_arguments(description: str, argv: Sequence[str] | None,
+                    add_arguments: Callable[[argparse.ArgumentParser], None] | None
+                    ) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--report", default=os.environ.get(ENV_REPORT) or None,
+                        help=f"write the JSON check report here (default: ${ENV_REPORT})")
+    env_seed = os.environ.get(ENV_SEED)
+    parser.add_argument("--seed", type=int, default=None,
+                        help=f"seed for the inputs (default: ${ENV_SEED}, else a fresh one)")
+    if add_arguments is not None:
+        add_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.seed is None and env_seed not in (None, ""):
+        try:
+            args.seed = int(env_seed)
+        except ValueError:
+            parser.error(f"{ENV_SEED}={env_seed!r} is not an integer")
+    return args
+
+
+def run_program(program_file: str, body: Callable[[Session], None], *,
+                description: str, tolerances: Mapping[str, Any],
+                argv: Sequence[str] | None = None,
+                add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+                probe: Callable[[], GateResult] = probe_device) -> int:
+    """Gate, then run body; the return value is the exit code: 0 iff every check passed.
+
+    The report (if a path was given) is written when this returns or raises.
+    """
+    args = parse_arguments(description, argv, add_arguments)
+    seed = args.seed if args.seed is not None else fresh_seed()
+    report = Report(program=program_name(program_file), seed=seed)
+    try:
+        found = probe()
+        report.gate, report.gate_message, report.device = found.gate, found.message, found.device
+        print(found.message, flush=True)
+        if found.gate != GATE_OK:
+            return 1
+        print(f"seed: {seed} (rerun with --seed {seed})", flush=True)
+        session = Session(cp=found.cupy, rng=np.random.default_rng(seed), args=args,
+                          report=report, tolerances=tolerances)
+        try:
+            body(session)
+        except CheckFailed as failed:
+            print(f"FAILED: check {failed.result.name}; remaining checks not run", flush=True)
+            return 1
+        if not report.checks:
+            print("FAILED: the program ran no check", flush=True)
+            return 1
+        print(f"PASSED: {len(report.checks)} checks", flush=True)
+        return 0 if report.passed else 1
+    finally:
+        if args.report:
+            report.write(args.report)
+
+
+# --------------------------------------------------------------------------- AOT export
+
+
+def aot_array(dtype: Any, ndim: int):
+    """ArrayConstraint for a C-contiguous cupy array (unit last stride, 16-byte base).
+
+    Imported lazily so that the checking half of this module needs only numpy.
+    """
+    import cuda.tile as ct  # noqa: PLC0415
+    from cuda.tile.compilation import ArrayConstraint  # noqa: PLC0415
+
+    return ArrayConstraint(dtype, ndim, index_dtype=ct.int32, stride_lower_bound_incl=0,
+                           alias_groups=(), may_alias_internally=False,
+                           stride_constant=(None,) * (ndim - 1) + (1,),
+                           base_addr_divisible_by=16)
+
+
+def aot_signature(*parameters: Any):
+    """KernelSignature in calling convention cutile_python_v1 (v2 only adds tuples and
+    static shapes, which these kernels do not use)."""
+    from cuda.tile.compilation import CallingConvention, KernelSignature  # noqa: PLC0415
+
+    return KernelSignature(list(parameters), CallingConvention.cutile_python_v1())

@@ -1,0 +1,1 @@
+// FIXTURE stand-in for cpp/harness.h (tests only)

@@ -1,0 +1,1 @@
+// FIXTURE stand-in for cpp/tile_matmul_softmax.cu (tests only)

@@ -1,0 +1,1 @@
+// FIXTURE stand-in for cpp/tolerances.h (tests only)

@@ -1,0 +1,1 @@
+# FIXTURE stand-in for kernels/harness.py (tests only)

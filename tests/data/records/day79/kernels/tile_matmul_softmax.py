@@ -1,0 +1,1 @@
+# FIXTURE stand-in for kernels/tile_matmul_softmax.py (tests only)

@@ -1,0 +1,368 @@
+"""The publish decision, as a pure function of its inputs.
+
+``decide(front, records, today, table, read_evidence)`` looks at no file itself:
+today's digests come in as a dict (path → sha256, None when the file is gone),
+evidence through ``read_evidence(path) -> bytes | None``, the tolerance table as
+check name → ``Bound``. Each results row gets one outcome from a closed set, a
+one-line reason and the command that would produce the missing evidence.
+
+Which record decides a row: among the program's run records whose seal is
+intact (a record with a broken seal never counts), the newest one from the
+row's class of hardware — compute capability >= 8.0 (as the record claims it)
+for required rows, below 8.0 for an optional ``gate`` row; a run that found no
+GPU at all counts only when no run of the program found one. A required row
+with no such record but a record from a smaller GPU is ``gated``. The decisive
+record must then, in order: have verdict ``passed``; show one compute
+capability >= 8.0 in its own nvidia-smi transcript (re-read and digest-checked),
+its GPU facts, the CUDA runtime and the program's report (else ``forged-cc``);
+attest today's program sources and the lesson's program list (else ``stale``);
+have a coherent toolchain; and report the row's check passed within the
+tolerance table's bound (else ``failed`` / ``out-of-bounds``).
+
+Nothing here can be told to trust a record: there is no switch, and a record
+counts only through what it and its transcripts say.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Literal, Mapping, NamedTuple
+
+from .capture import parse_gpu_query
+from .lessons import GATE_CHECK, UNKNOWN, program_list_digest
+from .models import Hardware, LessonFront, ResultRow, RunRecord
+from .store import seal_of
+from .toolchain import HAZARD_VARS, major_minor
+
+Outcome = Literal[
+    "passed",
+    "no-record",
+    "failed",
+    "gated",
+    "stale",
+    "forged-cc",
+    "incoherent-toolchain",
+    "out-of-bounds",
+    "missing-file",
+]
+OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
+MIN_CC = (8, 0)
+COHERENCE_PACKAGES = ("nvidia-cuda-nvcc", "nvidia-cuda-tileiras", "nvidia-nvvm")
+COHERENCE_TOOLS = ("nvcc", "tileiras", "ptxas", "nvvm")
+
+EvidenceReader = Callable[[str], "bytes | None"]
+
+
+class Bound(NamedTuple):
+    """A check's allowed tolerance, from kernels/tolerances.py."""
+
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class RowDecision:
+    row: ResultRow
+    outcome: Outcome
+    reason: str
+    """One line: what was found."""
+    command: str | None
+    """What would produce the missing evidence; None when passed."""
+    record: RunRecord | None = None
+    """The record that decided the row, if any."""
+    result: str = UNKNOWN
+    """The results-table cell when passed."""
+    ignored: tuple[str, ...] = field(default_factory=tuple)
+    """Run ids of records that never count here (broken seal)."""
+
+    @property
+    def blocks(self) -> bool:
+        return self.outcome != "passed" and not self.row.optional
+
+    def __str__(self) -> str:
+        return f"{self.row.program} {self.row.check}: {self.outcome}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    lesson: str
+    rows: tuple[RowDecision, ...]
+
+    @property
+    def publishable(self) -> bool:
+        return not any(r.blocks for r in self.rows)
+
+    @property
+    def missing(self) -> list[RowDecision]:
+        return [r for r in self.rows if r.blocks]
+
+    @property
+    def evidence(self) -> dict[str, str]:
+        """Program → run id of the record accepted for its required rows (all of them passed)."""
+        out: dict[str, str] = {}
+        for program in dict.fromkeys(r.row.program for r in self.rows if not r.row.optional):
+            mine = [r for r in self.rows if r.row.program == program and not r.row.optional]
+            if all(r.outcome == "passed" for r in mine):
+                out[program] = max((r.record for r in mine), key=_age).run_id
+        return out
+
+    def hardware(self) -> Hardware | None:
+        """The hardware block, from the newest record behind a passed required row."""
+        recs = [r.record for r in self.rows if r.outcome == "passed" and not r.row.optional and r.record]
+        if not recs:
+            return None
+        return hardware_of(max(recs, key=_age))
+
+    def published_front(self, front: LessonFront) -> LessonFront:
+        """``front`` as publish writes it: status, hardware and the results' cells."""
+        if not self.publishable:
+            raise ValueError(f"{self.lesson} is not publishable")
+        rows = [
+            r.row.model_copy(update={"result": r.result, "run_id": r.record.run_id})
+            if r.outcome == "passed" and r.record else r.row.model_copy(update={"result": UNKNOWN, "run_id": None})
+            for r in self.rows
+        ]
+        return front.model_copy(update={"status": "published", "hardware": self.hardware(), "results": rows})
+
+
+# --- helpers (pure) ------------------------------------------------------------------
+
+
+def cc_tuple(value: str | None) -> tuple[int, int] | None:
+    """``"9.0"`` → (9, 0); None when it is not ``major.minor``."""
+    try:
+        major, minor = (value or "").strip().split(".")
+        return int(major), int(minor)
+    except ValueError:
+        return None
+
+
+def _age(rec: RunRecord):
+    return (rec.created, rec.run_id)
+
+
+def _short(commit: str | None, dirty: bool) -> str:
+    return (commit[:7] if commit else "unknown") + (" with uncommitted changes" if dirty else "")
+
+
+def _num(x) -> str:
+    return x if isinstance(x, str) else ("n/a" if x is None else f"{x:.2g}")
+
+
+def hardware_of(rec: RunRecord) -> Hardware:
+    env, gpu = rec.environment, rec.environment.gpu
+    tools = {t.name: t.version for t in env.toolchain.tools}
+    pk = {**env.packages, **env.toolchain.packages}
+    return Hardware(
+        gpu=gpu.name if gpu else None,
+        compute_capability=gpu.compute_capability if gpu else None,
+        driver=gpu.driver_version if gpu else None,
+        cuda=tools.get("nvcc") or pk.get("nvidia-cuda-nvcc") or env.toolchain.major_minor,
+        tileiras=tools.get("tileiras") or pk.get("nvidia-cuda-tileiras"),
+        cuda_tile=env.versions.get("cuda-tile") or pk.get("cuda-tile"),
+        run_id=rec.run_id,
+    )
+
+
+def sealed(rec) -> bool:
+    return bool(rec.seal) and seal_of(rec) == rec.seal
+
+
+def verify_capability(rec: RunRecord, read_evidence: EvidenceReader) -> tuple[tuple[int, int] | None, str | None]:
+    """(the one compute capability every source agrees on, or None; the problem, if any)."""
+    gpu, query = rec.environment.gpu, rec.environment.nvidia_smi_query
+    if gpu is None:
+        return None, "the record names no GPU"
+    if query is None:
+        return None, "the record has no nvidia-smi --query-gpu transcript"
+    data = read_evidence(query.path)
+    if data is None:
+        return None, f"{query.path} is missing"
+    if hashlib.sha256(data).hexdigest() != query.sha256:
+        return None, f"{query.path} does not match its sha256 in the record"
+    rows = parse_gpu_query(data.decode("utf-8", "replace"))
+    row = next((r for r in rows if r["uuid"] == gpu.uuid), None)
+    if row is None:
+        return None, f"{query.path} lists no GPU with uuid {gpu.uuid}"
+    seen = {
+        "nvidia-smi transcript": row["compute_capability"],
+        "record": gpu.compute_capability,
+        "CUDA runtime": gpu.runtime_compute_capability,
+    }
+    if rec.report is not None and rec.report.device is not None:
+        seen["program report"] = rec.report.device.compute_capability
+    values = {name: cc_tuple(v) for name, v in seen.items()}
+    if None in values.values() or len(set(values.values())) != 1:
+        return None, "compute capability disagrees: " + ", ".join(f"{k} {v or 'none'}" for k, v in seen.items())
+    return next(iter(values.values())), None
+
+
+def staleness(rec: RunRecord, front: LessonFront, program: str, today: Mapping[str, str | None]) -> str | None:
+    """Why the record no longer attests today's files, or None."""
+    since = f"since run {rec.run_id} (commit {_short(rec.git.commit, rec.git.dirty)})"
+    attested = rec.lesson_programs.get(front.id)
+    if attested is None:
+        return f"the record does not attest lesson {front.id}'s program list"
+    if attested != program_list_digest(front):
+        return f"lessons/{front.id}.md's program list changed {since}"
+    if program not in {s.path for s in rec.sources}:
+        return f"the record does not attest {program}"
+    changed = [s.path for s in rec.sources if not s.path.startswith("lessons/") and today.get(s.path) != s.sha256]
+    if changed:
+        gone = [p for p in changed if today.get(p) is None]
+        what = ", ".join(changed) + (f" ({', '.join(gone)} deleted)" if gone else "")
+        return f"{what} changed {since}"
+    if program.endswith(".cu") and rec.binary is None:
+        return "the record names no built binary for a C++ program"
+    return None
+
+
+def toolchain_problem(rec: RunRecord) -> str | None:
+    """Why the record's toolchain is not one release, or None."""
+    tc = rec.environment.toolchain
+    tools = {t.name: t.version for t in tc.tools}
+    pieces = {f"{n} {tools[n]}": major_minor(tools[n]) for n in COHERENCE_TOOLS if tools.get(n)}
+    pieces.update({f"{n} {tc.packages[n]}": major_minor(tc.packages[n]) for n in COHERENCE_PACKAGES if tc.packages.get(n)})
+    releases = set(pieces.values())
+    if not any(k.startswith("tileiras") or k.startswith("nvidia-cuda-tileiras") for k in pieces):
+        return "the record names no tileiras version"
+    if len(releases) != 1 or None in releases:
+        return "mixed releases: " + ", ".join(sorted(pieces))
+    if tc.major_minor is not None and tc.major_minor not in releases:
+        return f"the record says {tc.major_minor} but its pieces are {releases.pop()}"
+    clean = rec.environment.toolchain_env == "clean"
+    problems = [p for p in tc.problems if not (clean and p.startswith(HAZARD_VARS))]
+    if problems or (not tc.coherent and not clean):
+        return "; ".join(problems) or "the record marks its toolchain incoherent"
+    return None
+
+
+def _bounds(rec: RunRecord, check: str, table: Mapping[str, Bound]) -> tuple[Outcome, str] | None:
+    report = rec.report
+    if report is None:
+        return "failed", "the record has no check report"
+    found = next((c for c in report.checks if c.name == check), None)
+    if found is None:
+        return "failed", f"the report has no check '{check}'"
+    if not found.passed or not report.passed or report.gate != "ok":
+        return "failed", f"check '{check}' failed: {found.mismatches}/{found.checked} mismatches"
+    bound = table.get(check)
+    if bound is None:
+        return "out-of-bounds", f"kernels/tolerances.py has no bound for '{check}'"
+    if found.rtol > bound.rtol or found.atol > bound.atol:
+        return "out-of-bounds", (f"check '{check}' ran at rtol {found.rtol:g}, atol {found.atol:g}; "
+                                 f"the table allows rtol {bound.rtol:g}, atol {bound.atol:g}")
+    return None
+
+
+# --- the decision --------------------------------------------------------------------
+
+
+def _command(front: LessonFront, row: ResultRow, outcome: Outcome, rec: RunRecord | None) -> str | None:
+    if outcome == "passed":
+        return None
+    if outcome == "missing-file":
+        return f"restore {row.program}, or fix programs in lessons/{front.id}.md"
+    run = f"nox -s run-gpu -- {front.id}"
+    if row.optional:
+        return f"on a GPU with {row.hardware}: {run}"
+    if row.program.endswith(".cu") and outcome in ("stale", "no-record", "failed"):
+        run = f"nox -s compile && {run}"
+    if outcome == "incoherent-toolchain":
+        return f"pip install -U 'tileproof[toolchain]' (one CUDA release), then {run}"
+    if outcome in ("gated", "forged-cc", "no-record") or (rec is not None and rec.verdict == "no-gpu"):
+        return f"on a GPU of compute capability >= 8.0: {run}"
+    return run
+
+
+def _required(rec: RunRecord, front: LessonFront, row: ResultRow, today, table, read_evidence):
+    if rec.verdict != "passed":
+        outcome: Outcome = "gated" if rec.verdict == "gated" else "failed"
+        return outcome, f"verdict {rec.verdict} in run {rec.run_id}: {rec.reason}"
+    cc, problem = verify_capability(rec, read_evidence)
+    if problem:
+        return "forged-cc", f"run {rec.run_id}: {problem}"
+    if cc < MIN_CC:
+        return "gated", f"run {rec.run_id} ran on compute capability {cc[0]}.{cc[1]}, below 8.0"
+    problem = staleness(rec, front, row.program, today)
+    if problem:
+        return "stale", problem
+    problem = toolchain_problem(rec)
+    if problem:
+        return "incoherent-toolchain", f"run {rec.run_id}: {problem}"
+    bad = _bounds(rec, row.check, table)
+    if bad:
+        return bad[0], f"run {rec.run_id}: {bad[1]}"
+    return "passed", f"run {rec.run_id}"
+
+
+def _gate_row(rec: RunRecord, front: LessonFront, row: ResultRow, today, read_evidence):
+    if rec.verdict != "gated" or rec.step.exit_code != 1 or (rec.report and rec.report.gate != "below-sm80"):
+        return "failed", f"run {rec.run_id}: expected the capability gate (verdict gated, exit 1), got " \
+                         f"verdict {rec.verdict}, exit {rec.step.exit_code}"
+    cc, problem = verify_capability(rec, read_evidence)
+    if problem:
+        return "forged-cc", f"run {rec.run_id}: {problem}"
+    if cc >= MIN_CC:
+        return "failed", f"run {rec.run_id} ran on compute capability {cc[0]}.{cc[1]}, which the gate must accept"
+    problem = staleness(rec, front, row.program, today)
+    if problem:
+        return "stale", problem
+    return "passed", f"run {rec.run_id}"
+
+
+def _result_text(rec: RunRecord, row: ResultRow) -> str:
+    gpu = rec.environment.gpu
+    where = f"{gpu.name}, cc {gpu.compute_capability}" if gpu else "no GPU"
+    if row.check == GATE_CHECK:
+        return f"gated, exit 1 ({where})"
+    check = next(c for c in rec.report.checks if c.name == row.check)
+    return f"passed: max abs err {_num(check.max_abs_err)}, max rel err {_num(check.max_rel_err)} ({where})"
+
+
+def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Mapping[str, str | None],
+               table: Mapping[str, Bound], read_evidence: EvidenceReader) -> RowDecision:
+    def done(outcome: Outcome, reason: str, rec: RunRecord | None = None) -> RowDecision:
+        if ignored:
+            reason += f" (ignored, seal broken: {', '.join(ignored)})"
+        result = _result_text(rec, row) if outcome == "passed" and rec else UNKNOWN
+        return RowDecision(row, outcome, reason, _command(front, row, outcome, rec), rec, result, ignored)
+
+    mine = [r for r in records if isinstance(r, RunRecord) and r.program == row.program]
+    ignored = tuple(r.run_id for r in mine if not sealed(r))
+    if today.get(row.program) is None:
+        return done("missing-file", f"{row.program} does not exist (lessons/{front.id}.md programs)")
+    mine = [r for r in mine if sealed(r)]
+
+    def low(r: RunRecord) -> bool:
+        cc = cc_tuple(r.environment.gpu.compute_capability) if r.environment.gpu else None
+        return cc is not None and cc < MIN_CC
+
+    gate_row = row.optional and row.check == GATE_CHECK
+    fitting = [r for r in mine if low(r) == gate_row]
+    # A run that found no GPU says nothing about the program: it decides only when nothing ran on a GPU.
+    fitting = [r for r in fitting if r.environment.gpu is not None] or fitting
+    if not fitting:
+        others = [r for r in mine if low(r) != gate_row]
+        if others and not gate_row:
+            rec = max(others, key=_age)
+            gpu = rec.environment.gpu
+            sm = "sm_" + gpu.compute_capability.replace(".", "")
+            return done("gated", f"only run on {gpu.name} ({sm}, cc {gpu.compute_capability}), below 8.0: "
+                                 f"run {rec.run_id}, verdict {rec.verdict}")
+        return done("no-record", f"no run record for {row.program}" + (" on a GPU below cc 8.0" if gate_row else ""))
+    rec = max(fitting, key=_age)
+    if gate_row:
+        outcome, reason = _gate_row(rec, front, row, today, read_evidence)
+    else:
+        outcome, reason = _required(rec, front, row, today, table, read_evidence)
+    return done(outcome, reason, rec)
+
+
+def decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None],
+           table: Mapping[str, Bound], read_evidence: EvidenceReader) -> Decision:
+    """The publish decision for one lesson: one ``RowDecision`` per results row."""
+    records = list(records)
+    return Decision(front.id, tuple(decide_row(front, row, records, today, table, read_evidence)
+                                    for row in front.results))

@@ -1,0 +1,355 @@
+"""Lessons on disk: ``lessons/<id>.md`` = YAML front matter + Markdown body.
+
+The front matter is validated into ``models.LessonFront``; errors name the file
+and the field, in one line. Only ``publish`` writes a lesson, and only these
+parts of it: the front-matter keys ``status``, ``hardware`` and ``results``,
+and the body between ``<!-- results:begin -->`` and ``<!-- results:end -->``.
+Every other byte stays as the author wrote it. Writes go to a temp file in
+``lessons/`` that replaces the lesson in one ``os.replace``: a lesson is never
+half-written.
+
+``program_list_digest`` is what a run record stores in ``lesson_programs``; a
+lesson whose program list changed after a run makes that run stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .errors import RecordError
+from .models import LessonFront, ResultRow
+
+LESSONS = "lessons"
+RESULTS = "results"
+"""Marker name of the results table: ``<!-- results:begin -->`` ... ``<!-- results:end -->``."""
+RES_USAGE = "res-usage"
+"""Marker name of a REG/SHARED table filled from a compile record."""
+PROGRAM_DIRS = ("kernels", "cpp")
+PROGRAM_SUFFIXES = (".py", ".cu")
+GATE_CHECK = "gate"
+"""Check name of a capability-gate row (a program refusing a GPU below cc 8.0)."""
+UNKNOWN = "?"
+PUBLISH_OWNED = ("status", "hardware", "results")
+"""The only front-matter keys publish rewrites."""
+
+_FENCE = "---"
+_TOP_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*):(?:\s|$)")
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """A parsed lesson and the exact text it came from."""
+
+    path: Path
+    text: str
+    front_text: str
+    """The YAML between the two ``---`` lines, with its final newline."""
+    body: str
+    """Everything after the closing ``---`` line."""
+    front: LessonFront
+    shown: str = ""
+    """The path as errors name it (``lessons/<id>.md``)."""
+
+    @property
+    def id(self) -> str:
+        return self.front.id
+
+
+# --- finding -------------------------------------------------------------------------
+
+
+def lesson_ids(root: Path) -> list[str]:
+    folder = Path(root) / LESSONS
+    return sorted(p.stem for p in folder.glob("*.md")) if folder.is_dir() else []
+
+
+def find(root: Path, lesson_id: str) -> Path:
+    """``lessons/<id>.md``; an unknown id raises one line with the closest id."""
+    name = PurePosixPath(lesson_id.replace("\\", "/")).name
+    name = name[:-3] if name.endswith(".md") else name
+    path = Path(root) / LESSONS / f"{name}.md"
+    if name and path.is_file():
+        return path
+    ids = lesson_ids(root)
+    close = difflib.get_close_matches(name, ids, n=1, cutoff=0.5)
+    if close:
+        problem, fix = f"no such lesson; did you mean '{close[0]}'?", f"use '{close[0]}'"
+    else:
+        problem = "no such lesson"
+        fix = f"use one of: {', '.join(ids)}" if ids else f"write {LESSONS}/<id>.md first"
+    raise RecordError(f"{LESSONS}/{name}.md", "", problem, fix)
+
+
+# --- reading -------------------------------------------------------------------------
+
+
+def split(path: Path | str, text: str) -> tuple[str, str]:
+    """(front-matter YAML, body); the file must open with a ``---`` line."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\r\n") != _FENCE:
+        raise RecordError(path, "line 1", "no front matter (the file must start with a '---' line)",
+                          "put the YAML front matter between two '---' lines at the top")
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n") == _FENCE:
+            return "".join(lines[1:i]), "".join(lines[i + 1:])
+    raise RecordError(path, "line 1", "front matter is never closed", "end it with a '---' line")
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "front matter"
+
+
+def parse(path: Path | str, text: str) -> Lesson:
+    """Parse and validate one lesson; every problem is one line naming the field."""
+    front_text, body = split(path, text)
+    try:
+        raw = yaml.safe_load(front_text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 2}" if mark is not None else "front matter"
+        what = getattr(e, "problem", None) or str(e).splitlines()[0]
+        context, start = getattr(e, "context", None), getattr(e, "context_mark", None)
+        if context and start is not None:
+            what = f"{context} from line {start.line + 2}: {what}"
+        raise RecordError(path, where, f"front matter is not valid YAML ({what})", "fix the YAML") from None
+    if not isinstance(raw, dict):
+        raise RecordError(path, "front matter", "expected a mapping of fields", "see schema/lesson.v1.schema.json")
+    try:
+        front = LessonFront.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise RecordError(path, _field(err["loc"]), err["msg"], "see schema/lesson.v1.schema.json") from None
+    problem = next(_problems(Path(path), front), None)
+    if problem:
+        raise RecordError(path, *problem)
+    return Lesson(path=Path(path), text=text, front_text=front_text, body=body, front=front, shown=str(path))
+
+
+def _problems(path: Path, front: LessonFront):
+    """Rules the schema cannot express, as (field, problem, fix)."""
+    if front.id != path.stem:
+        yield "id", f"is '{front.id}' but the file is {path.name}", f"set id: {path.stem}"
+    paths = [p.path for p in front.programs]
+    for i, prog in enumerate(front.programs):
+        pp = PurePosixPath(prog.path)
+        if pp.is_absolute() or ".." in pp.parts or pp.parts[0] not in PROGRAM_DIRS or pp.suffix not in PROGRAM_SUFFIXES:
+            yield f"programs.{i}.path", f"'{prog.path}' is not a program under kernels/ (.py) or cpp/ (.cu)", "fix the path"
+        if paths.index(prog.path) != i:
+            yield f"programs.{i}.path", f"'{prog.path}' is listed twice", "list each program once"
+        if not prog.checks:
+            yield f"programs.{i}.checks", "lists no checks", "name the checks the program must pass"
+        for j, check in enumerate(prog.checks):
+            if check == GATE_CHECK or prog.checks.index(check) != j:
+                yield f"programs.{i}.checks.{j}", f"'{check}' is reserved or repeated", "name each check once"
+    wanted = {(p.path, c) for p in front.programs for c in p.checks}
+    seen: set[tuple[str, str]] = set()
+    for i, row in enumerate(front.results):
+        key = (row.program, row.check)
+        if row.program not in paths:
+            yield f"results.{i}.program", f"'{row.program}' is not in programs", "add it to programs or fix the row"
+        elif row.optional:
+            if row.check != GATE_CHECK or not row.hardware:
+                yield f"results.{i}", "an optional row must be a 'gate' row that names its hardware", \
+                    "set check: gate and hardware: 'cc < 8.0'"
+        elif key not in wanted:
+            yield f"results.{i}.check", f"'{row.check}' is not a check of {row.program}", "add it to the program's checks"
+        if key in seen:
+            yield f"results.{i}", f"{row.program} {row.check} has two rows", "keep one"
+        seen.add(key)
+    for prog, check in sorted(wanted - seen):
+        yield "results", f"no row for {prog} {check}", "add a results row for every program check"
+    if front.status == "draft":
+        for name, value in front.hardware.model_dump().items():
+            if value is not None:
+                yield f"hardware.{name}", "must be null while the lesson is draft", "only publish fills the hardware block"
+        for i, row in enumerate(front.results):
+            if row.result != UNKNOWN or row.run_id is not None:
+                yield f"results.{i}.result", f"must be '{UNKNOWN}' (with run_id null) while the lesson is draft", \
+                    "only publish fills results, from run records"
+
+
+def load_path(path: Path, shown: str | None = None) -> Lesson:
+    """Read and validate one lesson file; errors name it as ``shown`` (default: ``path``)."""
+    shown = shown or str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RecordError(shown, "", "file is missing", "restore it from git") from None
+    except UnicodeDecodeError as e:
+        raise RecordError(shown, f"byte {e.start}", "not UTF-8 text", "save the lesson as UTF-8") from None
+    return dataclasses.replace(parse(shown, text), path=Path(path))
+
+
+def load(root: Path, lesson_id: str) -> Lesson:
+    path = find(root, lesson_id)
+    return load_path(path, f"{LESSONS}/{path.name}")
+
+
+def load_all(root: Path) -> list[Lesson]:
+    return [load_path(Path(root) / LESSONS / f"{i}.md", f"{LESSONS}/{i}.md") for i in lesson_ids(root)]
+
+
+def missing_programs(root: Path, lesson: Lesson) -> list[tuple[str, str]]:
+    """(field, path) for every listed program that does not exist under ``root``."""
+    return [(f"programs.{i}.path", p.path) for i, p in enumerate(lesson.front.programs)
+            if not (Path(root) / p.path).is_file()]
+
+
+def program_list_digest(front: LessonFront) -> str:
+    """sha256 of the canonical JSON of the lesson's program list (run records keep it)."""
+    data = json.dumps([p.model_dump(mode="json") for p in front.programs], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+# --- rendering -----------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_results_table(rows: list[ResultRow]) -> str:
+    """The body's results table: ``?`` wherever no record backs the row."""
+    out = ["| Program | Check | Bound | Result | Run |", "|---|---|---|---|---|"]
+    for row in rows:
+        check = row.check + (f" (optional: needs {row.hardware})" if row.optional else "")
+        run = f"`{row.run_id}`" if row.run_id else "-"
+        out.append(f"| `{_cell(row.program)}` | {_cell(check)} | {_cell(row.bound)} | {_cell(row.result)} | {run} |")
+    return "\n".join(out) + "\n"
+
+
+def render_res_usage_table(kernels: list[tuple[str, str, str]], usage: dict[str, tuple[int, int]] | None = None,
+                           source: str | None = None) -> str:
+    """REG/SHARED table: (kernel, reduction, mechanism) rows, ``?`` where ``usage`` has no entry.
+
+    ``usage``: kernel → (registers, shared bytes), e.g. ``res_usage_from`` over a
+    compile record's build; ``source`` names that record and target.
+    """
+    usage = usage or {}
+    out = ["| Kernel | Reduction | REG | SHARED | Mechanism |", "|---|---|---|---|---|"]
+    for name, reduction, mechanism in kernels:
+        reg, shared = (str(usage[name][0]), f"{usage[name][1]} B") if name in usage else (UNKNOWN, UNKNOWN)
+        out.append(f"| `{_cell(name)}` | {_cell(reduction)} | {reg} | {shared} | {_cell(mechanism)} |")
+    out += ["", f"Source: {source}." if source else "Source: none yet; every `?` waits for a compile record."]
+    return "\n".join(out) + "\n"
+
+
+def res_usage_from(res_usage, kernels: list[str]) -> dict[str, tuple[int, int]]:
+    """Match ``cuobjdump -res-usage`` functions (mangled names) to kernel names."""
+    found: dict[str, tuple[int, int]] = {}
+    for name in kernels:
+        hits = [r for r in res_usage if name in r.function and not any(
+            other != name and other in r.function and len(other) > len(name) for other in kernels)]
+        if len(hits) == 1:
+            found[name] = (hits[0].registers, hits[0].shared_bytes)
+    return found
+
+
+def markers(name: str) -> tuple[str, str]:
+    return f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+
+
+def block(path: Path | str, body: str, name: str) -> tuple[int, int]:
+    """(start, end) offsets of the text between ``name``'s markers; one pair required."""
+    begin, end = markers(name)
+    if body.count(begin) != 1 or body.count(end) != 1 or body.index(begin) > body.index(end):
+        raise RecordError(path, "body", f"needs exactly one '{begin}' followed by one '{end}'",
+                          "put the markers around the table")
+    return body.index(begin) + len(begin), body.index(end)
+
+
+def replace_block(path: Path | str, body: str, name: str, content: str) -> str:
+    """``body`` with only the text between ``name``'s markers replaced by ``content``."""
+    start, stop = block(path, body, name)
+    return body[:start] + "\n" + content + body[stop:]
+
+
+def block_text(path: Path | str, body: str, name: str) -> str:
+    start, stop = block(path, body, name)
+    return body[start:stop]
+
+
+def dump_key(key: str, value: Any) -> str:
+    """One top-level front-matter key as YAML, the way lessons are written."""
+    return yaml.safe_dump({key: value}, sort_keys=False, default_flow_style=False, allow_unicode=True, width=4096)
+
+
+def front_values(front: LessonFront) -> dict[str, Any]:
+    """The publish-owned keys as plain data (optional-row fields only where used)."""
+    rows = []
+    for row in front.results:
+        d = {"program": row.program, "check": row.check, "bound": row.bound}
+        if row.optional:
+            d.update(optional=True, hardware=row.hardware)
+        d.update(result=row.result, run_id=row.run_id)
+        rows.append(d)
+    return {"status": front.status, "hardware": front.hardware.model_dump(mode="json"), "results": rows}
+
+
+def _spans(path: Path | str, front_text: str) -> dict[str, tuple[int, int]]:
+    """Line spans [start, stop) of each top-level key (trailing blank/comment lines excluded)."""
+    lines = front_text.splitlines(keepends=True)
+    starts = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _TOP_KEY.match(line))]
+    spans = {}
+    for n, (i, key) in enumerate(starts):
+        stop = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+        while stop > i + 1 and (not lines[stop - 1].strip() or lines[stop - 1].startswith("#")):
+            stop -= 1
+        if key in spans:
+            raise RecordError(path, key, "appears twice in the front matter", "keep one")
+        spans[key] = (i, stop)
+    return spans
+
+
+def render(lesson: Lesson, front: LessonFront) -> str:
+    """The lesson's text with ``front``'s publish-owned parts; nothing else changes."""
+    for name in LessonFront.model_fields:
+        if name not in PUBLISH_OWNED and getattr(front, name) != getattr(lesson.front, name):
+            raise ValueError(f"render may only change {', '.join(PUBLISH_OWNED)}, not {name}")
+    lines = lesson.front_text.splitlines(keepends=True)
+    spans = _spans(lesson.shown, lesson.front_text)
+    values = front_values(front)
+    for key in sorted(PUBLISH_OWNED, key=lambda k: spans.get(k, (0, 0))[0], reverse=True):
+        if key not in spans:
+            raise RecordError(lesson.shown, key, "is missing from the front matter", f"add a '{key}:' key")
+        start, stop = spans[key]
+        lines[start:stop] = [dump_key(key, values[key])]
+    front_text = "".join(lines)
+    body = replace_block(lesson.shown, lesson.body, RESULTS, render_results_table(front.results))
+    first = lesson.text.splitlines(keepends=True)[0]
+    fence = first if front_text.endswith("\n") or not front_text else "\n" + first
+    text = first + front_text + fence + body
+    after = parse(lesson.shown, text)
+    if after.front != front:  # never write a lesson that does not read back as intended
+        raise RecordError(lesson.shown, "front matter", "rewritten front matter does not read back", "report a bug")
+    return text
+
+
+def write(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one rename (temp file in the same folder)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

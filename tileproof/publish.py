@@ -1,0 +1,119 @@
+"""``tileproof publish LESSON [--dry-run]``: flip a lesson to published from evidence.
+
+Gathers what the pure gate needs (records under runs/, today's digests, the
+tolerance table, a reader for evidence/), asks ``gate.decide`` and, only when
+every required row has its evidence, rewrites the lesson's status, hardware
+block and results (front matter and body table) in one atomic replace.
+Otherwise nothing is written and each missing row is printed with the command
+that would produce its evidence. Exit status: 0 published (or would publish,
+or already published with evidence), 1 evidence missing, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path, PurePosixPath
+from typing import Iterable
+
+from . import gate, lessons, store, tolerances
+from .errors import RecordError
+from .models import LessonFront, RunRecord
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lesson", help="lesson id (lessons/<id>.md)")
+    parser.add_argument("--dry-run", action="store_true", help="show the decision; change nothing")
+    parser.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+
+
+# --- gathering the gate's inputs (the only file access) ------------------------------
+
+
+def _inside(root: Path, rel: str, folder: str | None = None) -> Path | None:
+    """``root/rel`` when ``rel`` is a plain relative path (under ``folder``), else None."""
+    pp = PurePosixPath(rel)
+    if pp.is_absolute() or ".." in pp.parts or (folder and pp.parts[:1] != (folder,)):
+        return None
+    return Path(root) / pp
+
+
+def today_digests(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
+    """path → sha256 of the file today, None when it does not exist."""
+    out: dict[str, str | None] = {}
+    for rel in paths:
+        path = _inside(root, rel)
+        out[rel] = store.sha256_file(path) if path is not None and path.is_file() else None
+    return out
+
+
+def evidence_reader(root: Path):
+    """A reader for files under evidence/ only; None for anything else or missing."""
+    def read(rel: str) -> bytes | None:
+        path = _inside(root, rel, store.EVIDENCE)
+        return path.read_bytes() if path is not None and path.is_file() else None
+    return read
+
+
+def load_table(root: Path) -> dict[str, gate.Bound]:
+    """The tolerance table (kernels/tolerances.py) as check name → Bound; {} when absent."""
+    if not (Path(root) / tolerances.TABLE_FILE).is_file():
+        return {}
+    return {name: gate.Bound(rtol, atol) for name, (rtol, atol) in tolerances.load_table(Path(root)).items()}
+
+
+def run_records(root: Path) -> list[RunRecord]:
+    """Every run record under runs/ (a record that fails validation raises one line)."""
+    return [r for r in store.load_records(Path(root)) if isinstance(r, RunRecord)]
+
+
+def decide(root: Path, lesson: lessons.Lesson | LessonFront, records: list | None = None) -> gate.Decision:
+    """``gate.decide`` with its inputs read from ``root`` (records: all of runs/ unless given)."""
+    front = lesson.front if isinstance(lesson, lessons.Lesson) else lesson
+    records = run_records(root) if records is None else [r for r in records if isinstance(r, RunRecord)]
+    programs = {row.program for row in front.results}
+    paths = programs | {s.path for r in records if r.program in programs for s in r.sources}
+    return gate.decide(front, records, today_digests(root, sorted(paths)), load_table(root), evidence_reader(root))
+
+
+# --- the command ---------------------------------------------------------------------
+
+
+def describe(decision: gate.Decision, rows: Iterable[gate.RowDecision]) -> list[str]:
+    lines = []
+    for r in rows:
+        tag = " (optional)" if r.row.optional else ""
+        lines.append(f"  {r.row.program} {r.row.check}{tag}: {r.outcome}: {r.reason}")
+        if r.command:
+            lines.append(f"      fix: {r.command}")
+    return lines
+
+
+def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, list[str]]:
+    """Decide and (unless dry-run) publish; returns (exit status, lines to print)."""
+    lesson = lessons.load(root, lesson_id)
+    for field, path in lessons.missing_programs(root, lesson):
+        raise RecordError(lesson.shown, field, f"{path} does not exist", f"restore {path} or fix the program list")
+    decision = decide(root, lesson)
+    name = lesson.id
+    if lesson.front.status == "published":
+        if decision.publishable:
+            return 0, [f"{name}: already published (run {lesson.front.hardware.run_id}); nothing changed"]
+        return 1, [f"{name}: published, but its evidence no longer holds (nox -s audit fails); nothing changed:",
+                   *describe(decision, decision.missing)]
+    if not decision.publishable:
+        n, total = len(decision.missing), sum(1 for r in decision.rows if not r.row.optional)
+        return 1, [f"{name}: stays draft; {n} of {total} required rows lack evidence; nothing changed:",
+                   *describe(decision, decision.missing)]
+    text = lessons.render(lesson, decision.published_front(lesson.front))
+    hw = decision.hardware()
+    summary = f"{hw.gpu} (cc {hw.compute_capability}), driver {hw.driver}, run {hw.run_id}"
+    if dry_run:
+        return 0, [f"{name}: would publish from {summary} (dry run: nothing changed)", *describe(decision, decision.rows)]
+    lessons.write(lesson.path, text)
+    return 0, [f"{name}: published from {summary}", *describe(decision, decision.rows)]
+
+
+def run(args: argparse.Namespace) -> int:
+    code, lines = publish(args.root, args.lesson, args.dry_run)
+    print("\n".join(lines), file=sys.stdout)
+    return code

@@ -1,0 +1,83 @@
+"""``tileproof status [LESSON ...]``: lesson × program × newest evidence, at a glance.
+
+One line per results row: the lesson's status, the program and check, what the
+newest evidence says (the gate's outcome, worded for an author), the run id and
+the GPU; then one line per lesson saying what is left. Reads only; exit 0
+unless an input is malformed (one line, exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import gate, lessons, publish
+
+WORDS = {
+    "passed": "passed",
+    "no-record": "missing",
+    "failed": "failed",
+    "gated": "gated",
+    "stale": "stale",
+    "forged-cc": "forged cc",
+    "incoherent-toolchain": "mixed toolchain",
+    "out-of-bounds": "out of bounds",
+    "missing-file": "no such file",
+}
+"""Each gate outcome as the status table shows it."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lesson ids (default: all)")
+    parser.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+
+
+def _gpu(r: gate.RowDecision) -> str:
+    gpu = r.record.environment.gpu if r.record else None
+    return f"{gpu.name} cc {gpu.compute_capability}" if gpu else "-"
+
+
+def summary(lesson: lessons.Lesson, decision: gate.Decision) -> str:
+    required = [r for r in decision.rows if not r.row.optional]
+    ready = sum(1 for r in required if r.outcome == "passed")
+    head = f"{lesson.id}: {lesson.front.status}, {ready}/{len(required)} required rows have evidence"
+    if lesson.front.status == "published":
+        return head + ("" if decision.publishable else "; PUBLISHED WITHOUT EVIDENCE (audit fails)")
+    if decision.publishable:
+        return head + f"; ready: nox -s publish -- {lesson.id}"
+    first = decision.missing[0]
+    return head + f"; next: {first.command} (nox -s publish -- {lesson.id} --dry-run lists every row)"
+
+
+def table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def status(root: Path, ids: list[str]) -> list[str]:
+    chosen = [lessons.load(root, i) for i in ids] if ids else lessons.load_all(root)
+    if not chosen:
+        return ["no lessons under lessons/"]
+    records = publish.run_records(root)
+    rows = [["LESSON", "STATUS", "PROGRAM", "CHECK", "EVIDENCE", "RUN", "GPU"]]
+    footer = []
+    for lesson in chosen:
+        decision = publish.decide(root, lesson, records)
+        for r in decision.rows:
+            evidence = WORDS[r.outcome]
+            if r.outcome == "failed" and r.record and r.record.verdict != "passed":
+                evidence += f" ({r.record.verdict})" if r.record.verdict != "failed" else ""
+            evidence += " (optional)" if r.row.optional else ""
+            run = r.record.run_id if r.record else "-"
+            rows.append([lesson.id, lesson.front.status, r.row.program, r.row.check, evidence, run, _gpu(r)])
+        footer.append(summary(lesson, decision))
+        if lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS) != "\n" + lessons.render_results_table(
+                lesson.front.results):
+            footer.append(f"{lesson.id}: the body's results table differs from the front matter (edited by hand?)")
+    return table(rows) + [""] + footer
+
+
+def run(args: argparse.Namespace) -> int:
+    print("\n".join(status(args.root, args.lessons)), file=sys.stdout)
+    return 0
