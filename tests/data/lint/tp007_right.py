@@ -1,0 +1,14 @@
+"""The full tile shape, one entry per array axis; shape=() counts single elements."""
+import cuda.tile as ct
+
+ORACLE = [{"kernel": "row_sum", "args": ("f32:2", "f32:2", 1, 64), "compiles": True}]
+
+
+@ct.kernel
+def row_sum(x, y, tm: ct.Constant[int], tn: ct.Constant[int]):
+    acc = ct.zeros((tm, 1), dtype=ct.float32)
+    for j in range(ct.num_tiles(x, axis=1, shape=(tm, tn))):
+        t = ct.load(x, index=(ct.bid(0), j), shape=(tm, tn), padding_mode=ct.PaddingMode.ZERO)
+        acc += ct.sum(t, axis=1, keepdims=True)
+    rows = ct.num_tiles(x, axis=0, shape=())
+    ct.store(y, index=(ct.bid(0), 0), tile=acc + rows * 0)
