@@ -330,6 +330,11 @@ class BenchCase(Model):
     max_rel_err: float | None
     """Checked once against a reference before timing."""
     checked: bool
+    config: dict[str, int | str | list[int] | None] = Field(default_factory=dict)
+    """Compiler hints and launch settings beyond the tile shape (``num_worker_warps``,
+    ``occupancy``, ``group_m``, ``grid``), or the library call for a reference."""
+    key: str = ""
+    """The program's case key, ``name/variant/shape[/tiles+hints]``; ``repeat_spread`` uses it."""
 
 
 class BenchRecord(RecordBase):
@@ -338,6 +343,9 @@ class BenchRecord(RecordBase):
     program: str
     sources: list[FileDigest]
     step: Step
+    report: CheckReport | None = None
+    """The program's check report: one check per case, run once before any timing."""
+    report_file: Transcript | None = None
     results_file: Transcript | None
     """The bench program's JSON output, verbatim."""
     gpu_before: Transcript | None
@@ -355,7 +363,10 @@ class BenchRecord(RecordBase):
 # --- claims ------------------------------------------------------------------
 
 
-ClaimVerdictName = Literal["confirmed", "refuted", "unverifiable-here"]
+ClaimVerdictName = Literal["confirmed", "refuted", "unverifiable-here", "error"]
+"""``confirmed``/``refuted``: the evidence agrees with / contradicts the document;
+``unverifiable-here``: needs what this machine lacks (a GPU, nvcc, a card below 8.0);
+``error``: the check itself could not run (a tool failure, not a finding)."""
 
 
 class ClaimResult(Model):
@@ -363,10 +374,15 @@ class ClaimResult(Model):
 
     id: str
     document: str
-    """The claims file the claim comes from."""
+    """The document's id (its claims file is ``lessons/claims/<document>.claims.yaml``)."""
     statement: str
+    source: str = ""
+    """Where the document makes the claim: path, section and its words."""
+    asserted: bool = True
+    """False when the document no longer asserts it (or only reports it as someone's claim)."""
     check: str
-    """The check kind (compiles, fails-to-compile, header-declares, ...)."""
+    """The check kinds run: ``compile``, ``header``, ``api``, ``res-usage``, ``gpu``, ``not-checkable``,
+    or ``wrong:compile, right:gpu`` for a pitfall's wrong/right pair."""
     verdict: ClaimVerdictName
     why: str
     """One line: what the evidence showed, or why it cannot be checked here."""
@@ -380,6 +396,7 @@ class ClaimsRecord(RecordBase):
     toolchain: Toolchain
     gpu: GpuFacts | None
     claims_files: list[FileDigest]
+    """The claims files, their snippets and the documents (inside the repository) as checked."""
     results: list[ClaimResult]
 
 

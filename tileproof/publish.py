@@ -16,7 +16,7 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
-from . import gate, lessons, store, tolerances
+from . import claims, gate, lessons, store, tolerances
 from .errors import RecordError
 from .models import LessonFront, RunRecord
 
@@ -104,6 +104,11 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, lis
         n, total = len(decision.missing), sum(1 for r in decision.rows if not r.row.optional)
         return 1, [f"{name}: stays draft; {n} of {total} required rows lack evidence; nothing changed:",
                    *describe(decision, decision.missing)]
+    refuted = claims.refuted_claims(root, lesson.id)
+    if refuted:
+        return 1, [f"{name}: stays draft; it still asserts {len(refuted)} refuted claim(s); nothing changed:",
+                   *(f"  claim {cid}: {why} (claims record {run_id})\n      fix: correct the document, then set "
+                     f"'asserted: false' on {cid} in lessons/claims/{name}.claims.yaml" for cid, why, run_id in refuted)]
     text = lessons.render(lesson, decision.published_front(lesson.front))
     hw = decision.hardware()
     summary = f"{hw.gpu} (cc {hw.compute_capability}), driver {hw.driver}, run {hw.run_id}"

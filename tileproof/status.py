@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import gate, lessons, publish
+from . import claims, gate, lessons, publish
 
 WORDS = {
     "passed": "passed",
@@ -75,7 +75,8 @@ def status(root: Path, ids: list[str]) -> list[str]:
         if lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS) != "\n" + lessons.render_results_table(
                 lesson.front.results):
             footer.append(f"{lesson.id}: the body's results table differs from the front matter (edited by hand?)")
-    return table(rows) + [""] + footer
+    claim_lines = claims.status_lines(root, [l.id for l in chosen])
+    return table(rows) + [""] + footer + ([""] + claim_lines if len(claim_lines) > 1 else [])
 
 
 def run(args: argparse.Namespace) -> int:
