@@ -24,8 +24,11 @@ def rows_of(lines, lesson=LESSON):
 
 def test_status_table(tree, capsys):
     assert main(["status", LESSON, "--root", str(tree)]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out
+    lessons_part, _, claims_part = out.partition("\nDOCUMENT ")
+    lines = lessons_part.rstrip("\n").splitlines()
     assert lines[0].split() == ["LESSON", "STATUS", "PROGRAM", "CHECK", "EVIDENCE", "RUN", "GPU"]
+    assert claims_part.split()[:5] == ["CLAIM", "VERDICT", "ASSERTED", "TOOLCHAIN", "RUN"]
     rows = rows_of(lines)
     assert len(rows) == 6
     for row in rows[:5]:

@@ -75,10 +75,12 @@ def status(root: Path, ids: list[str]) -> list[str]:
         if lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS) != "\n" + lessons.render_results_table(
                 lesson.front.results):
             footer.append(f"{lesson.id}: the body's results table differs from the front matter (edited by hand?)")
-    claim_lines = claims.status_lines(root, [l.id for l in chosen])
-    return table(rows) + [""] + footer + ([""] + claim_lines if len(claim_lines) > 1 else [])
+    return table(rows) + [""] + footer
 
 
 def run(args: argparse.Namespace) -> int:
     print("\n".join(status(args.root, args.lessons)), file=sys.stdout)
+    claim_lines = claims.status_lines(args.root, args.lessons or None)
+    if len(claim_lines) > 1:
+        print("\n" + "\n".join(claim_lines))
     return 0
