@@ -29,8 +29,9 @@ at any K, and a wrong index shows up as an error of 1 or more. The output is NaN
 before each checked launch, so an element that is never written fails.
 
 Timing (kernels/bench/timing.py): fresh uniform [-1, 1) float16 inputs (never zeros), an
-L2 flush before every launch, CUDA events around it, ROUNDS interleaved rounds of
-LAUNCHES launches per case. Kernels are compiled first, in parallel (kernels/bench/jit.py);
+L2 flush before every launch, CUDA events around it, ROUNDS interleaved rounds (a seeded
+random order each round) of LAUNCHES launches per case, each batch after 250 ms of
+untimed launches of the same case, so that the clocks follow its own power. Kernels are compiled first, in parallel (kernels/bench/jit.py);
 each case's first launch (JIT compile included) is reported apart. The ceiling is cuBLAS at
 the largest size; the best tile of each variant at the two largest sizes is timed a second
 time at the end, to show how far the same case moves within one run.
@@ -41,6 +42,7 @@ Needs cuda-tile, cupy, numpy and a GPU of compute capability 8.0 or newer.
 
 from __future__ import annotations
 
+import random
 import sys
 import time
 from pathlib import Path
@@ -238,7 +240,7 @@ def shape_tag(size) -> str:
 
 def device_facts(cp) -> tuple[int, int]:
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.runtime.getDevice())
-    return int(props["multiProcessorCount"]), int(props["l2CacheSize"])
+    return int(props["multiProcessorCount"]), int(props.get("l2CacheSize", 0))
 
 
 def _case_info(variant: str, size, cfg: Config | None, grid, sms: int) -> dict[str, Any]:
@@ -259,7 +261,8 @@ def _case_info(variant: str, size, cfg: Config | None, grid, sms: int) -> dict[s
 
 
 def bench_size(s: harness.Session, timer: timing.Timer, size, cfgs: list[Config],
-               warmed: dict[str, dict], index: int, sms: int, rounds: int, launches: int):
+               warmed: dict[str, dict], index: int, sms: int, rounds: int, launches: int,
+               order: random.Random):
     """Check every config once at this size, then time them all, interleaved."""
     cp = s.cp
     m, n, k = size
@@ -298,12 +301,12 @@ def bench_size(s: harness.Session, timer: timing.Timer, size, cfgs: list[Config]
         cfg = cfg_of[case.key]
         case.launch = cublas_launcher(cp, a, b, c) if cfg is None else launcher(cp, cfg, a, b, c, sms)[0]
     say(f"{shape_tag(size)}: timing {len(cases)} cases, {rounds} rounds x {launches} launches")
-    timing.interleave(timer, cases, rounds, launches)
+    timing.interleave(timer, cases, rounds, launches, order=order)
     return cases, (a, b, c), cfg_of
 
 
 def repeat_best(timer: timing.Timer, cases: list[timing.Case], cfg_of: dict[str, Config | None],
-                inputs, sms: int, rounds: int, launches: int, cp) -> list[timing.Case]:
+                inputs, sms: int, rounds: int, launches: int, cp, order: random.Random) -> list[timing.Case]:
     """Time the fastest case of each variant (and cuBLAS) again, as a second measurement."""
     a, b, c = inputs
     best: dict[str, timing.Case] = {}
@@ -317,7 +320,7 @@ def repeat_best(timer: timing.Timer, cases: list[timing.Case], cfg_of: dict[str,
         launch = cublas_launcher(cp, a, b, c) if cfg is None else launcher(cp, cfg, a, b, c, sms)[0]
         info = {**case.info, "phase": "repeat"}
         again.append(timing.Case(key=case.key, launch=launch, info=info))
-    timing.interleave(timer, again, rounds, launches)
+    timing.interleave(timer, again, rounds, launches, order=order)
     return again
 
 
@@ -352,10 +355,12 @@ def _body(s: harness.Session) -> None:
     say("compiled: " + ", ".join(f"{k} {v['wall_s']:.0f}s" for k, v in warmed.items() if not v["error"]))
 
     timer = timing.Timer(cp)
+    order = random.Random(s.report.seed)
     sweep: list[timing.Case] = []
     inputs, cfg_of = {}, {}
     for index, size in enumerate(sizes):
-        cases, inputs[size], size_cfgs = bench_size(s, timer, size, cfgs, warmed, index, sms, rounds, launches)
+        cases, inputs[size], size_cfgs = bench_size(s, timer, size, cfgs, warmed, index, sms, rounds,
+                                                    launches, order)
         sweep += cases
         cfg_of.update(size_cfgs)
         for line in table(cases):
@@ -365,7 +370,7 @@ def _body(s: harness.Session) -> None:
     for size in sorted(sizes, key=lambda z: z[0] * z[1] * z[2])[-2:]:
         say(f"{shape_tag(size)}: timing the best case of each variant a second time")
         repeats += repeat_best(timer, [c for c in sweep if tuple(c.info["shape"]) == size],
-                               cfg_of, inputs[size], sms, rounds, launches, cp)
+                               cfg_of, inputs[size], sms, rounds, launches, cp, order)
     inputs.clear()
 
     largest = max(sizes, key=lambda z: z[0] * z[1] * z[2])
@@ -376,8 +381,11 @@ def _body(s: harness.Session) -> None:
         "device": {**(s.report.device or {}), "sm_count": sms, "l2_bytes": l2},
         "method": {
             "timer": "CUDA events around each launch",
-            "rounds": rounds, "launches_per_round": launches, "warmup_per_batch": 1,
-            "order": "interleaved: every case once per round, each round starting one case later",
+            "rounds": rounds, "launches_per_round": launches,
+            "warmup": f"before every timed batch, untimed launches of the same case until "
+                      f"{timing.WARMUP_MS:g} ms of its GPU time (at most {timing.MAX_WARMUP_LAUNCHES})",
+            "order": "interleaved: every case once per round, in a random order per round "
+                     "(seeded by the report's seed)",
             "cache": f"L2 flushed before every timed launch by writing {timing.L2_FLUSH_BYTES >> 20} MiB",
             "timing_inputs": "uniform [-1, 1) float16, one fresh set per size",
             "check_inputs": f"integers in [-{CHECK_MAX}, {CHECK_MAX}] as float16: exact in float32",

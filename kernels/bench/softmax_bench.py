@@ -21,7 +21,8 @@ and the copy must reproduce its source bit for bit. X is 2 * N(0, 1) (never zero
 outputs are NaN-filled before each checked launch.
 
 Timing: kernels/bench/timing.py (CUDA events per launch, L2 flushed before each, ROUNDS
-interleaved rounds of LAUNCHES launches, first launches reported apart). The course
+interleaved rounds of LAUNCHES launches, each batch after 250 ms of the same case
+untimed, first launches reported apart). The course
 kernels are compiled first, in parallel (kernels/bench/jit.py). The course row softmax
 case is timed a second time at the end, to show how far the same case moves in one run.
 
@@ -32,6 +33,7 @@ sizes need about 25 GB of GPU memory (most of it for the float64 reference).
 
 from __future__ import annotations
 
+import random
 import sys
 import time
 from pathlib import Path
@@ -98,7 +100,7 @@ def cupy_launcher(cp, x, y) -> Callable[[], None]:
         top = x.max(axis=1, keepdims=True)
         cp.subtract(x, top, out=y)
         cp.exp(y, out=y)
-        y /= y.sum(axis=1, keepdims=True)
+        cp.divide(y, y.sum(axis=1, keepdims=True), out=y)
     return launch
 
 
@@ -194,28 +196,32 @@ def _body(s: harness.Session) -> None:
     online_cases, x_online = _checked_cases(s, timer, "online_softmax", online_shape,
                                             [c for c in cfgs if c.name == "online_softmax"], warmed)
 
-    # The copy: 1 GiB of the online softmax's input (random, never zeros), checked bit for bit.
-    src = x_online.reshape(-1)[: COPY_BYTES // 4]
+    # The copy: 1 GiB of the online softmax's input, repeated if it is smaller (random,
+    # never zeros), checked bit for bit.
+    count = COPY_BYTES // 4
+    flat = x_online.reshape(-1)
+    src = (flat if flat.size >= count else cp.tile(flat, -(-count // flat.size)))[:count]
     dst = cp.empty_like(src)
     copy = copy_launcher(cp, src, dst)
     first_copy = timer.first_launch_ms(copy)
     if not bool(cp.array_equal(src.view(cp.uint32), dst.view(cp.uint32))):
         raise RuntimeError("device-to-device copy did not reproduce its source")
-    copy_case = timing.Case(key=f"copy/memcpy/{COPY_BYTES}", launch=copy,
-                            info={**_info("copy", "memcpy", [COPY_BYTES // 4], None, 2 * COPY_BYTES),
+    copy_case = timing.Case(key=f"copy/memcpy/{count}", launch=copy,
+                            info={**_info("copy", "memcpy", [count], None, 2 * src.nbytes),
                                   "config": {"api": "cudaMemcpyAsync device to device"},
                                   "first_launch_ms": first_copy, "first_launch_here_ms": first_copy,
                                   "check_index": None})
 
     sweep = row_cases + online_cases + [copy_case]
     say(f"timing {len(sweep)} cases, {rounds} rounds x {launches} launches")
-    timing.interleave(timer, sweep, rounds, launches)
+    order = random.Random(s.report.seed)
+    timing.interleave(timer, sweep, rounds, launches, order=order)
 
     say("timing the course row softmax and the copy a second time")
     course = row_cases[0]
     repeats = [timing.Case(key=c.key, launch=c.launch, info={**c.info, "phase": "repeat"})
                for c in (course, copy_case)]
-    timing.interleave(timer, repeats, rounds, launches)
+    timing.interleave(timer, repeats, rounds, launches, order=order)
 
     results = {
         "results_version": 1,
@@ -224,8 +230,11 @@ def _body(s: harness.Session) -> None:
         "device": s.report.device,
         "method": {
             "timer": "CUDA events around each launch",
-            "rounds": rounds, "launches_per_round": launches, "warmup_per_batch": 1,
-            "order": "interleaved: every case once per round, each round starting one case later",
+            "rounds": rounds, "launches_per_round": launches,
+            "warmup": f"before every timed batch, untimed launches of the same case until "
+                      f"{timing.WARMUP_MS:g} ms of its GPU time (at most {timing.MAX_WARMUP_LAUNCHES})",
+            "order": "interleaved: every case once per round, in a random order per round "
+                     "(seeded by the report's seed)",
             "cache": f"L2 flushed before every timed launch by writing {timing.L2_FLUSH_BYTES >> 20} MiB",
             "inputs": f"{INPUT_SCALE} * N(0, 1) float32, one set per shape",
             "bytes": "softmax: X read once + Y written once; copy: read + written",

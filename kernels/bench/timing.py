@@ -7,23 +7,35 @@ kernel and not the cache, the clock ramp or the order the cases ran in.
   more than four times the H200's 60 MB L2, so no launch finds its inputs in L2 from
   the launch before. The flush is outside the events, so it is not timed.
 * A pair of CUDA events brackets each launch; their difference is the sample.
-* Each batch starts with untimed warm-up launches; a case's very first launch (JIT
-  compile, module load, cuBLAS heuristics) is measured separately by the programs.
-* interleave() runs the cases in rounds, a batch of each case per round, starting each
-  round one case later, so that drift (clocks, temperature) spreads over all cases
-  instead of landing on whichever ran last.
+* Each batch starts with untimed launches of the same case until it has kept the GPU
+  busy for WARMUP_MS: the clocks then follow this case's own power draw, not the
+  previous case's. (Seen on an H200, 2026-11-29, with one warm-up launch per batch:
+  at 8192^3 a fast matmul batched right after a slow, low-power one ran up to 23%
+  faster than the same matmul timed again later among fast ones, while cuBLAS, always
+  after a fast case, moved 1.3%.) A case's very first launch (JIT compile, module
+  load, cuBLAS heuristics) is measured separately by the programs.
+* interleave() runs the cases in rounds, a batch of each case per round, in a new
+  seeded random order each round (or rotated by one), so that drift (clocks,
+  temperature) and any leftover effect of the case before spread over all cases
+  instead of landing on whichever ran last or next to a particular neighbour.
 
 Needs only the standard library; cupy is passed in by the caller (the gate imports it).
 """
 
 from __future__ import annotations
 
+import math
+import random
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 L2_FLUSH_BYTES = 256 << 20
 """Bytes written between timed launches: 256 MiB, over 4x the H200's 60 MB L2."""
+WARMUP_MS = 250.0
+"""Untimed GPU time of a case itself before each of its timed batches."""
+MAX_WARMUP_LAUNCHES = 1000
+"""...but never more launches than this (small cases: the flushes dominate anyway)."""
 
 
 @dataclass
@@ -35,6 +47,7 @@ class Case:
     info: dict[str, Any]
     samples_ms: list[float] = field(default_factory=list)
     round_medians_ms: list[float] = field(default_factory=list)
+    warmup_launches: list[int] = field(default_factory=list)
 
     @property
     def median_ms(self) -> float:
@@ -42,7 +55,8 @@ class Case:
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, **self.info, "samples_ms": list(self.samples_ms),
-                "round_medians_ms": list(self.round_medians_ms)}
+                "round_medians_ms": list(self.round_medians_ms),
+                "warmup_launches": list(self.warmup_launches)}
 
 
 class Timer:
@@ -60,12 +74,9 @@ class Timer:
         self.cp.cuda.runtime.memsetAsync(self.scratch.data.ptr, self._fills & 0xFF,
                                          self.scratch.nbytes, self.stream.ptr)
 
-    def batch(self, launch: Callable[[], None], launches: int, warmup: int = 1) -> list[float]:
-        """``warmup`` untimed launches, then ``launches`` timed ones: one sample each (ms)."""
+    def timed(self, launch: Callable[[], None], launches: int) -> list[float]:
+        """``launches`` launches, each after a flush and between two events: ms each."""
         cp = self.cp
-        for _ in range(warmup):
-            self.flush()
-            launch()
         events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(launches)]
         for start, end in events:
             self.flush()
@@ -74,6 +85,25 @@ class Timer:
             end.record(self.stream)
         events[-1][1].synchronize()
         return [float(cp.cuda.get_elapsed_time(start, end)) for start, end in events]
+
+    def warm(self, launch: Callable[[], None], warmup_ms: float,
+             max_launches: int = MAX_WARMUP_LAUNCHES) -> int:
+        """Untimed launches until they add up to ``warmup_ms`` of GPU time or ``max_launches``:
+        one first, then as many as that one's time says are still needed. Returns how many ran."""
+        spent, done, chunk = 0.0, 0, 1
+        while True:
+            spent += sum(self.timed(launch, chunk))
+            done += chunk
+            if spent >= warmup_ms or done >= max_launches:
+                return done
+            per_launch = spent / done
+            chunk = max(1, min(max_launches - done, math.ceil((warmup_ms - spent) / per_launch)))
+
+    def batch(self, launch: Callable[[], None], launches: int,
+              warmup_ms: float = WARMUP_MS) -> tuple[list[float], int]:
+        """Warm up on this case, then ``launches`` timed launches: (ms each, warm-up launches)."""
+        warmed = self.warm(launch, warmup_ms)
+        return self.timed(launch, launches), warmed
 
     def first_launch_ms(self, launch: Callable[[], None]) -> float:
         """Wall time of one launch up to its completion: for a first launch, setup included."""
@@ -87,17 +117,20 @@ class Timer:
 
 
 def interleave(timer: Timer, cases: list[Case], rounds: int, launches: int,
-               warmup: int = 1, progress: Callable[[str], None] | None = None) -> None:
-    """Time every case in ``rounds`` rounds of ``launches`` launches, rotating the order."""
+               warmup_ms: float = WARMUP_MS, order: random.Random | None = None) -> None:
+    """Time every case in ``rounds`` rounds of ``launches`` launches; each round in an
+    order drawn from ``order``, or, without one, the list rotated by one more each round."""
     n = len(cases)
     for r in range(rounds):
-        for i in range(n):
-            case = cases[(i + r) % n]
-            ms = timer.batch(case.launch, launches, warmup)
+        if order is not None:
+            this_round = order.sample(cases, n)
+        else:
+            this_round = [cases[(i + r) % n] for i in range(n)]
+        for case in this_round:
+            ms, warmed = timer.batch(case.launch, launches, warmup_ms)
             case.samples_ms.extend(ms)
             case.round_medians_ms.append(statistics.median(ms))
-        if progress is not None:
-            progress(f"round {r + 1}/{rounds} done")
+            case.warmup_launches.append(warmed)
 
 
 def spread(samples: list[float]) -> float:

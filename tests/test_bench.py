@@ -1,0 +1,428 @@
+"""The bench command and programs: statistics, percentages, records, the no-GPU path.
+
+CPU only, except the one GPU test (skipped with a reason where there is no GPU).
+Synthetic results are built here; results files captured on a GPU by
+``python -m tileproof bench`` are re-read when present under tests/data/bench/
+(see its README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from tileproof import bench
+from tileproof.errors import TileproofError
+from tileproof.models import (BenchRecord, Check, CheckReport, Environment, GitState, HostFacts, Step,
+                              Transcript)
+from tileproof.store import load_record, load_records, seal_of, write_record
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "kernels" / "bench"
+DATA = REPO / "tests" / "data" / "bench"
+
+
+def _has_gpu() -> bool:
+    if shutil.which("nvidia-smi") is None:
+        return False
+    return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+
+
+HAS_GPU = _has_gpu()
+gpu = pytest.mark.skipif(not HAS_GPU, reason="needs an NVIDIA GPU with a driver (nvidia-smi); CI has none")
+no_gpu = pytest.mark.skipif(HAS_GPU, reason="tests the no-GPU path; this machine has a GPU")
+
+
+# --- synthetic results -----------------------------------------------------------
+
+
+def case(key, name, variant, shape, ms, *, flops=None, nbytes=None, check_index=None, phase="sweep",
+         tiles=None):
+    samples = ms if isinstance(ms, list) else [ms] * 20
+    return {"key": key, "name": name, "variant": variant, "shape": shape, "dtype": "float16->float32",
+            "tiles": tiles, "config": {"grid": [8, 8, 1]} if tiles else {"api": "cublasGemmEx"},
+            "flops": flops, "bytes": nbytes, "phase": phase, "first_launch_ms": 1234.5,
+            "check_index": check_index, "samples_ms": samples, "round_medians_ms": [statistics.median(samples)]}
+
+
+def mm(n):
+    return 2 * n ** 3
+
+
+def matmul_results():
+    return {
+        "results_version": 1,
+        "reference": {"matmul": "cublas"},
+        "ceilings": {"tflops": "matmul/cublas/8192x8192x8192"},
+        "cases": [
+            case("matmul/tile/4096x4096x4096/128x128x64", "matmul", "tile", [4096] * 3, 0.25, flops=mm(4096),
+                 check_index=0, tiles=[128, 128, 64]),
+            case("matmul/cublas/4096x4096x4096", "matmul", "cublas", [4096] * 3, 0.20, flops=mm(4096), check_index=1),
+            case("matmul/cublas/8192x8192x8192", "matmul", "cublas", [8192] * 3, 1.60, flops=mm(8192), check_index=2),
+            case("matmul/tile/4096x4096x4096/128x128x64", "matmul", "tile", [4096] * 3, 0.255, flops=mm(4096),
+                 phase="repeat", tiles=[128, 128, 64]),
+        ],
+        "skipped": [],
+    }
+
+
+def report(errs=(0.0, 0.0, "nan"), passed=(True, True, True)):
+    """A check report as the programs write it (non-finite numbers are strings)."""
+    checks = [Check(name="matmul", shape=[4096, 4096], dtype="float32", rtol=1e-4, atol=1e-3, checked=16,
+                    mismatches=0 if ok else 1, max_abs_err=e, max_rel_err=e, first_failure=None, passed=ok)
+              for e, ok in zip(errs, passed)]
+    return CheckReport(report_version=1, program="bench/matmul_bench.py", seed=1,
+                       device={"name": "NVIDIA H200", "compute_capability": "9.0"}, gate="ok",
+                       gate_message="ok", checks=checks, passed=all(passed))
+
+
+# --- statistics ------------------------------------------------------------------
+
+
+def test_stats_of_a_timing_list():
+    s = bench.stats([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert (s["median_ms"], s["min_ms"], s["max_ms"], s["repeats"]) == (3.0, 1.0, 100.0, 5)
+    assert s["spread"] == pytest.approx(statistics.stdev([1, 2, 3, 4, 100]) / 22.0)
+    assert s["noisy"]
+
+
+def test_constant_and_single_samples_have_no_spread():
+    assert bench.stats([0.5] * 20)["spread"] == 0.0 and not bench.stats([0.5] * 20)["noisy"]
+    assert bench.stats([0.5])["spread"] == 0.0
+    with pytest.raises(ValueError):
+        bench.stats([])
+
+
+@pytest.mark.parametrize("spread,noisy", [(0.05, False), (0.0999, False), (0.1001, True), (0.5, True)],
+                         ids=["quiet", "just-under", "just-over", "far-over"])
+def test_noisy_is_pyperfs_ten_percent(spread, noisy):
+    # Two samples 1 -/+ d have stdev d*sqrt(2) and mean 1.
+    d = spread / math.sqrt(2)
+    s = bench.stats([1 - d, 1 + d])
+    assert s["spread"] == pytest.approx(spread)
+    assert s["noisy"] is noisy
+
+
+def test_rates():
+    assert bench.rates({"flops": mm(4096)}, 0.25)[0] == pytest.approx(549.7558, rel=1e-6)
+    assert bench.rates({"flops": None, "bytes": 2 << 30}, 0.5) == (None, pytest.approx(4294.967296))
+    assert bench.rates({}, 1.0) == (None, None)
+
+
+# --- cases, percentages, ceilings, repeats ---------------------------------------------
+
+
+def test_percent_of_cublas_and_of_the_ceiling():
+    cases, ceilings, repeat = bench.build_cases(matmul_results(), report())
+    by = {c.key: c for c in cases}
+    tile, ref = by["matmul/tile/4096x4096x4096/128x128x64"], by["matmul/cublas/4096x4096x4096"]
+    assert len(cases) == 3  # the repeat is no second case
+    assert ref.pct_of_reference == pytest.approx(100.0)
+    assert tile.pct_of_reference == pytest.approx(80.0)          # 0.20 / 0.25
+    assert ceilings["tflops"] == pytest.approx(mm(8192) / 1.6e-3 / 1e12)
+    assert tile.pct_of_ceiling == pytest.approx(100 * tile.tflops / ceilings["tflops"])
+    assert by["matmul/cublas/8192x8192x8192"].pct_of_ceiling == pytest.approx(100.0)
+    assert tile.gbps is None and tile.tiles == [128, 128, 64] and tile.first_launch_ms == 1234.5
+    assert repeat == {"matmul/tile/4096x4096x4096/128x128x64": pytest.approx(0.02)}
+
+
+def test_checks_come_from_the_report_by_index():
+    cases, _, _ = bench.build_cases(matmul_results(), report(errs=(0.0, 1e-7, "nan"),
+                                                             passed=(True, True, False)))
+    by = {c.key: c for c in cases}
+    assert by["matmul/tile/4096x4096x4096/128x128x64"].checked
+    assert by["matmul/cublas/4096x4096x4096"].max_rel_err == pytest.approx(1e-7)
+    last = by["matmul/cublas/8192x8192x8192"]
+    assert not last.checked and last.max_rel_err is None     # NaN is no number to record
+    no_report, _, _ = bench.build_cases(matmul_results(), None)
+    assert not any(c.checked for c in no_report)
+
+
+def test_bandwidth_cases_against_cupy_and_the_copy():
+    results = {
+        "reference": {"softmax": "cupy"},
+        "ceilings": {"gbps": "copy/memcpy/268435456"},
+        "cases": [
+            case("softmax/tile/1024x128/8x128", "softmax", "tile", [1024, 128], 0.5, nbytes=1 << 30),
+            case("softmax/cupy/1024x128", "softmax", "cupy", [1024, 128], 2.0, nbytes=1 << 30),
+            case("copy/memcpy/268435456", "copy", "memcpy", [1 << 28], 0.25, nbytes=2 << 30),
+        ],
+    }
+    cases, ceilings, repeat = bench.build_cases(results, None)
+    by = {c.key: c for c in cases}
+    assert by["softmax/tile/1024x128/8x128"].pct_of_reference == pytest.approx(400.0)
+    assert by["softmax/tile/1024x128/8x128"].pct_of_ceiling == pytest.approx(25.0)
+    assert by["copy/memcpy/268435456"].pct_of_reference is None
+    assert ceilings == {"gbps": pytest.approx((2 << 30) / 0.25e-3 / 1e9)} and repeat == {}
+    assert all(c.tflops is None for c in cases)
+
+
+@pytest.mark.parametrize("breakage", ["no-cases", "no-samples", "unknown-ceiling", "ceiling-without-rate"])
+def test_malformed_results_raise(breakage):
+    results = matmul_results()
+    if breakage == "no-cases":
+        del results["cases"]
+    elif breakage == "no-samples":
+        results["cases"][0]["samples_ms"] = []
+    elif breakage == "unknown-ceiling":
+        results["ceilings"] = {"tflops": "matmul/cublas/1x1x1"}
+    else:
+        results["ceilings"] = {"gbps": "matmul/cublas/8192x8192x8192"}
+    with pytest.raises((KeyError, TypeError, ValueError)):
+        bench.build_cases(results, None)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*-results.json")) or ["none"])
+def test_captured_results_rebuild(name):
+    """Results files captured on an H200 still turn into cases with every rate filled in."""
+    if name == "none":
+        pytest.skip("no captured results under tests/data/bench/")
+    results = json.loads((DATA / name).read_text())
+    rep = DATA / name.replace("-results.json", "-check-report.json")
+    report_ = CheckReport.model_validate_json(rep.read_text()) if rep.is_file() else None
+    cases, ceilings, repeat = bench.build_cases(results, report_)
+    assert cases and ceilings and repeat
+    for c in cases:
+        assert c.repeats >= 20 and c.min_ms <= c.median_ms <= c.max_ms
+        assert (c.tflops is None) != (c.gbps is None)
+        assert c.pct_of_ceiling is not None
+        if report_ is not None and c.name != "copy":
+            assert c.checked
+        if c.variant in ("cublas", "cupy"):
+            assert c.pct_of_reference == pytest.approx(100.0)
+
+
+# --- records -----------------------------------------------------------------------
+
+
+def environment() -> Environment:
+    from fixture_records import toolchain  # tests/data/records, on sys.path via conftest
+
+    t = Transcript(path="evidence/FIXTURE-bench-env/pip-freeze.txt", sha256="0" * 64, bytes=0)
+    return Environment(session_id="FIXTURE-bench-env", gpu=None, toolchain=toolchain(), toolchain_env="clean",
+                       versions={"python": "3.12.3"}, packages={"cuda-tile": "1.7.0"}, env={},
+                       pip_freeze=t, nvidia_smi=None, nvidia_smi_query=None)
+
+
+def test_record_round_trip(tmp_path):
+    cases, ceilings, repeat = bench.build_cases(matmul_results(), report())
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+    t = Transcript(path="evidence/FIXTURE-bench/x.txt", sha256="0" * 64, bytes=0)
+    step = Step(name="matmul_bench", argv=["python3", "kernels/bench/matmul_bench.py"], started=now, ended=now,
+                duration_s=1.0, exit_code=0, stdout=t, stderr=t)
+    record = BenchRecord(
+        schema_version=1, kind="bench", run_id="FIXTURE-20261129T120000Z-bench-00000001", created=now,
+        tileproof_version="0.1.0", git=GitState(commit=None, dirty=True),
+        host=HostFacts(system="fixture", release="6", machine="x86_64", python="3.12", cpu_count=16),
+        environment=environment(), program="kernels/bench/matmul_bench.py", sources=[], step=step,
+        report=report(), report_file=t, results_file=t, gpu_before=t, gpu_after=t, cases=cases,
+        ceilings=ceilings, repeat_spread=repeat, verdict="passed", reason="FIXTURE: built by a test",
+    )
+    loaded = load_record(write_record(tmp_path, record))
+    assert isinstance(loaded, BenchRecord) and loaded.seal == seal_of(loaded)
+    assert loaded.model_copy(update={"seal": ""}) == record
+    assert loaded.cases[0].config == {"grid": [8, 8, 1]}
+
+
+# --- the command, on this machine ------------------------------------------------------
+
+
+@pytest.fixture
+def tree(tmp_path):
+    shutil.copytree(REPO / "kernels", tmp_path / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def args(root, *program, quick=False):
+    return argparse.Namespace(program=list(program), quick=quick, device=0, timeout=600.0, wheelhouse=None,
+                              root=root)
+
+
+@no_gpu
+def test_no_gpu_bench_is_recorded_and_fails(tree, capsys, monkeypatch):
+    monkeypatch.delenv("CUDA_TILE_CACHE_DIR", raising=False)
+    assert bench.run(args(tree)) == 1
+    out = capsys.readouterr().out
+    assert "no usable GPU" in out and "0/2 programs passed" in out
+    records = load_records(tree)
+    assert sorted(r.program for r in records) == ["kernels/bench/matmul_bench.py", "kernels/bench/softmax_bench.py"]
+    for rec in records:
+        assert isinstance(rec, BenchRecord) and rec.seal == seal_of(rec)
+        assert rec.verdict == "no-gpu" and rec.step.exit_code == 1
+        assert rec.report and rec.report.gate == "no-gpu" and rec.report_file is not None
+        assert rec.step.stdout.path.endswith("-gate-stdout.txt")
+        assert rec.results_file is None and rec.cases == [] and rec.gpu_before is None
+        assert "--results" in rec.step.argv and rec.step.argv[-2] == "--report"
+        names = {s.path for s in rec.sources}
+        assert {rec.program, "kernels/harness.py", "kernels/tolerances.py", "kernels/bench/jit.py",
+                "kernels/bench/timing.py"} <= names
+        cache = rec.environment.env["CUDA_TILE_CACHE_DIR"]
+        assert not os.path.exists(cache), "the command's own JIT cache is removed afterwards"
+    assert "CUDA_HOME" not in records[0].environment.env
+
+
+def test_unknown_program_is_one_line(tree):
+    with pytest.raises(TileproofError, match="no such bench program") as e:
+        bench.run(args(tree, "matmull"))
+    assert "\n" not in str(e.value) and "matmul_bench" in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["matmul", "matmul_bench", "matmul_bench.py", "kernels/bench/matmul_bench.py"])
+def test_select_by_any_name(name):
+    assert [p.name for p in bench.select(REPO, [name])] == ["matmul_bench.py"]
+
+
+def test_sources_follow_imports():
+    got = [p.relative_to(REPO).as_posix() for p in bench.sources(REPO, BENCH / "softmax_bench.py")]
+    assert got[0] == "kernels/bench/softmax_bench.py"
+    assert set(got[1:]) == {"kernels/bench/jit.py", "kernels/bench/timing.py", "kernels/harness.py",
+                            "kernels/tolerances.py", "kernels/tile_matmul_softmax.py", "kernels/online_softmax.py"}
+
+
+def test_gpu_state_falls_back_to_the_new_field_name(tmp_path):
+    """Drivers that renamed clocks_throttle_reasons answer the second query."""
+    fake = tmp_path / "bin" / "nvidia-smi"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\ncase \"$1\" in *throttle*) echo 'Field is not a valid field' >&2; exit 2;; esac\n"
+                    "echo 'index, clocks.current.sm [MHz], pstate'\necho '0, 1980 MHz, P0'\n")
+    fake.chmod(0o755)
+    t = bench.gpu_state(tmp_path, "r1", "before", {"PATH": str(fake.parent)})
+    assert t.path == "evidence/r1/nvidia-smi-before.csv"
+    assert "1980 MHz" in (tmp_path / t.path).read_text()
+    assert bench._state_line(tmp_path, t) == "0, 1980 MHz, P0"
+    assert bench.gpu_state(tmp_path, "r2", "after", {"PATH": str(tmp_path / "none")}) is None
+
+
+# --- the programs, without a GPU ---------------------------------------------------------
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_program_{name}", BENCH / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["matmul_bench.py", "softmax_bench.py"])
+def test_programs_import_without_gpu(name):
+    had_cupy = "cupy" in sys.modules
+    module = load(name)
+    assert ("cupy" in sys.modules) == had_cupy, "importing a program must not import cupy"
+    assert callable(module.main) and module.configs
+
+
+def test_matmul_plan_covers_the_issue():
+    m = load("matmul_bench.py")
+    plan = m.configs(m.TILES)
+    for t in [(64, 64, 32), (128, 128, 32), (128, 128, 64), (128, 256, 64), (256, 128, 64)]:
+        assert m.Config("tile", t) in plan, "the course kernel sweeps every required tile as written"
+    assert {c.variant for c in plan} == {"tile", "grouped", "persistent"}
+    assert {(4096,) * 3, (8192,) * 3} <= set(m.SIZES) and len(m.SIZES) >= 3
+    assert m.ROUNDS * m.LAUNCHES >= 20
+    assert len({c.key for c in plan}) == len(plan)
+    assert m.Config("persistent", (128, 256, 64), (("num_worker_warps", 8), ("occupancy", 1))).key == \
+        "persistent/128x256x64+warps8+occ1"
+    assert m.Config.from_dict(plan[-1].to_dict()) == plan[-1]
+
+
+def test_compile_worker_failure_is_an_answer():
+    """A worker that cannot compile (here: a config the program does not know) says why."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import jit
+    finally:
+        sys.path.remove(str(BENCH))
+    spec = {"config": {"variant": "nope", "tiles": [1, 1, 1], "hints": {}}, "sizes": [[16, 16, 16]]}
+    answer = jit.warm(str(BENCH / "matmul_bench.py"), {"bad": spec}, timeout_s=120)["bad"]
+    assert answer["first_launch_ms"] is None
+    assert answer["error"].startswith("worker exit 1:")
+
+
+def _timing():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import timing
+    finally:
+        sys.path.remove(str(BENCH))
+    return timing
+
+
+class FakeTimer:
+    """Runs the launch once per call; every launch 'takes' 1 ms."""
+
+    def __init__(self, timing):
+        self.timing = timing
+
+    def batch(self, launch, launches, warmup_ms):
+        launch()
+        return [1.0] * launches, 3
+
+
+def test_interleave_rotates_the_order():
+    timing = _timing()
+    calls = []
+    cases = [timing.Case(key=k, launch=lambda k=k: calls.append(k), info={}) for k in "abc"]
+    timing.interleave(FakeTimer(timing), cases, rounds=3, launches=4)
+    assert "".join(calls) == "abcbcacab"
+    assert all(c.samples_ms == [1.0] * 12 and c.round_medians_ms == [1.0] * 3 for c in cases)
+    assert cases[0].to_dict()["warmup_launches"] == [3, 3, 3]
+    assert timing.spread([1.0, 1.0]) == 0.0 and timing.spread([2.0]) == 0.0
+
+
+def test_interleave_in_a_seeded_random_order():
+    import random
+
+    timing = _timing()
+    runs = []
+    for _ in range(2):
+        calls = []
+        cases = [timing.Case(key=k, launch=lambda k=k: calls.append(k), info={}) for k in "abcdef"]
+        timing.interleave(FakeTimer(timing), cases, rounds=5, launches=2, order=random.Random(7))
+        runs.append("".join(calls))
+        rounds = [runs[-1][i:i + 6] for i in range(0, 30, 6)]
+        assert all(sorted(r) == list("abcdef") for r in rounds), "every case once per round"
+        assert len(set(rounds)) > 1, "the order changes between rounds"
+    assert runs[0] == runs[1], "the same seed gives the same order"
+
+
+class CountingTimer:
+    """timing.Timer's warm-up logic over a fake clock: each launch 'takes' ms_each."""
+
+    def __init__(self, timing, ms_each):
+        self.ms_each, self.launched = ms_each, 0
+        self.warm = timing.Timer.warm.__get__(self)
+
+    def timed(self, launch, launches):
+        self.launched += launches
+        return [self.ms_each] * launches
+
+
+@pytest.mark.parametrize("ms_each,expected", [(100.0, 3), (1.7, 148), (0.03, 1000), (1000.0, 1)],
+                         ids=["slow-case", "8192-matmul", "tiny-case-capped", "one-is-enough"])
+def test_warm_up_runs_the_case_for_its_time(ms_each, expected):
+    timing = _timing()
+    t = CountingTimer(timing, ms_each)
+    assert t.warm(lambda: None, timing.WARMUP_MS) == expected == t.launched
+
+
+# --- on a GPU --------------------------------------------------------------------------------
+
+
+@gpu
+def test_quick_softmax_bench_passes_on_this_gpu(tree):
+    assert bench.run(args(tree, "softmax", quick=True)) == 0
+    [rec] = load_records(tree)
+    assert rec.verdict == "passed" and rec.cases and rec.ceilings["gbps"] > 0
+    assert all(c.checked for c in rec.cases if c.name != "copy")
+    assert rec.gpu_before is not None and rec.gpu_after is not None

@@ -1,0 +1,336 @@
+"""``tileproof bench``: time the course kernels against cuBLAS/cupy here; bench records.
+
+The bench programs are ``kernels/bench/*_bench.py``: standalone cuTile programs with the
+course programs' contract (gate first, ``--report`` check report with one check per case
+run before any timing, exit code = verdict), which also write their raw per-launch
+timings to ``--results``. This command
+
+* captures the environment once, as ``run`` does (run_cmd's functions, not copies),
+* reads the GPU's clocks, temperature, power, P-state and throttle reasons with
+  ``nvidia-smi --query-gpu`` before and after each program (reading only: nothing here
+  or in the programs changes a clock or a power setting),
+* runs each program through ``execute.run_program`` with ``--results`` added, and with
+  a fresh cuTile JIT cache unless ``CUDA_TILE_CACHE_DIR`` is set, so that compile times
+  are real,
+* turns the raw samples into BenchCase statistics: median, min, max, spread (standard
+  deviation over mean; noisy above 10%, pyperf's rule), TFLOP/s or GB/s, % of the
+  library reference at the same shape in the same run, % of the measured ceiling, and,
+  for cases measured twice, the relative difference of the two medians,
+* writes one bench record per program. Exit status 0 only when every program passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .capture import env_allowlisted, git_state, host_facts, installed_packages, pip_freeze
+from .errors import TileproofError
+from .execute import run_program
+from .models import SCHEMA_VERSION, BenchCase, BenchRecord, CheckReport, Environment, Transcript
+from .run_cmd import child_env, gpu_facts, versions
+from .store import digest, new_run_id, write_evidence, write_record
+from .toolchain import runtime_tools
+
+BENCH_DIR = Path("kernels") / "bench"
+NOISY_SPREAD = 0.10
+"""A case whose spread (stdev/mean) exceeds this is flagged noisy (pyperf's rule)."""
+GPU_STATE_FIELDS = ("index", "clocks.sm", "clocks.mem", "temperature.gpu", "power.draw", "pstate",
+                    "clocks_throttle_reasons.active")
+"""Read before and after each program; the last field is ``clocks_event_reasons.active``
+on drivers that dropped the old name (tried second)."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--program", action="append", default=[], metavar="NAME",
+                        help="a bench program under kernels/bench/ by path, file name or stem (repeatable)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: fewer sizes, tiles and repeats (not for claims)")
+    parser.add_argument("--device", type=int, default=0, metavar="N", help="GPU index (default 0)")
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                        help="per-program timeout in seconds (default 600)")
+    parser.add_argument("--wheelhouse", metavar="DIR", help="(used by nox to install offline; ignored here)")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+
+
+# --- choosing and describing programs -----------------------------------------
+
+
+def bench_programs(root: Path) -> list[Path]:
+    folder = root / BENCH_DIR
+    if not folder.is_dir():
+        raise TileproofError(f"{folder}: folder is missing (fix: run from the repository root)")
+    return sorted(folder.glob("*_bench.py"))
+
+
+def select(root: Path, names: list[str]) -> list[Path]:
+    every = bench_programs(root)
+
+    def matches(p: Path, n: str) -> bool:
+        return n in (p.relative_to(root).as_posix(), p.name, p.stem, p.stem.removesuffix("_bench"))
+
+    unknown = [n for n in names if not any(matches(p, n) for p in every)]
+    if unknown:
+        raise TileproofError(f"--program {unknown[0]}: no such bench program under {BENCH_DIR.as_posix()}/ "
+                             f"(known: {', '.join(p.stem for p in every)})")
+    return [p for p in every if not names or any(matches(p, n) for n in names)]
+
+
+_IMPORT = re.compile(r"^\s*(?:from\s+(\w+)\s+import|import\s+(\w+))", re.MULTILINE)
+
+
+def sources(root: Path, program: Path) -> list[Path]:
+    """The program and every file of kernels/ or kernels/bench/ it imports, transitively."""
+    folders = [program.parent, root / "kernels"]
+    seen: list[Path] = []
+    todo = [program]
+    while todo:
+        path = todo.pop(0)
+        if path in seen:
+            continue
+        seen.append(path)
+        for match in _IMPORT.finditer(path.read_text(errors="replace")):
+            name = match.group(1) or match.group(2)
+            found = next((f / f"{name}.py" for f in folders if (f / f"{name}.py").is_file()), None)
+            if found is not None:
+                todo.append(found)
+    return [seen[0], *sorted(seen[1:])]
+
+
+# --- statistics ----------------------------------------------------------------
+
+
+def stats(samples: list[float]) -> dict[str, Any]:
+    """Median, min, max, spread (stdev/mean, 0 for one sample) and the noisy flag."""
+    if not samples:
+        raise ValueError("no timed samples")
+    spread = statistics.stdev(samples) / statistics.fmean(samples) if len(samples) > 1 else 0.0
+    return {"median_ms": statistics.median(samples), "min_ms": min(samples), "max_ms": max(samples),
+            "spread": spread, "noisy": spread > NOISY_SPREAD, "repeats": len(samples)}
+
+
+def rates(info: dict[str, Any], median_ms: float) -> tuple[float | None, float | None]:
+    """(TFLOP/s, GB/s) at the median: TFLOP/s when the case counts flops, else GB/s."""
+    seconds = median_ms * 1e-3
+    if info.get("flops"):
+        return info["flops"] / seconds / 1e12, None
+    if info.get("bytes"):
+        return None, info["bytes"] / seconds / 1e9
+    return None, None
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def build_cases(results: dict[str, Any], report: CheckReport | None
+                ) -> tuple[list[BenchCase], dict[str, float], dict[str, float]]:
+    """BenchCases, ceilings and repeat spreads from a program's results JSON.
+
+    Raises KeyError/TypeError/ValueError on a malformed results file (the caller
+    turns that into an ``error`` verdict)."""
+    sweep = [c for c in results["cases"] if c.get("phase", "sweep") == "sweep"]
+    repeat = [c for c in results["cases"] if c.get("phase") == "repeat"]
+    by_key = {c["key"]: c for c in sweep}
+    st = {c["key"]: stats(c["samples_ms"]) for c in sweep}
+    rate = {k: rates(by_key[k], s["median_ms"]) for k, s in st.items()}
+
+    reference_variant: dict[str, str] = results.get("reference", {})
+    reference = {}
+    for c in sweep:
+        if reference_variant.get(c["name"]) == c["variant"]:
+            reference[(c["name"], tuple(c["shape"]))] = c["key"]
+
+    ceilings: dict[str, float] = {}
+    for unit, key in results.get("ceilings", {}).items():
+        value = rate[key][0 if unit == "tflops" else 1]
+        if value is None:
+            raise ValueError(f"ceiling {unit}: case {key} has no {unit} rate")
+        ceilings[unit] = value
+
+    cases = []
+    for c in sweep:
+        key = c["key"]
+        tflops, gbps = rate[key]
+        mine = tflops if tflops is not None else gbps
+        ref_key = reference.get((c["name"], tuple(c["shape"])))
+        pct_ref = None
+        if ref_key is not None and mine is not None:
+            ref = rate[ref_key][0 if tflops is not None else 1]
+            pct_ref = 100.0 * mine / ref if ref else None
+        ceiling = ceilings.get("tflops" if tflops is not None else "gbps")
+        check = None
+        index = c.get("check_index")
+        if report is not None and isinstance(index, int) and 0 <= index < len(report.checks):
+            check = report.checks[index]
+        s = st[key]
+        cases.append(BenchCase(
+            key=key, name=c["name"], variant=c["variant"], shape=list(c["shape"]), dtype=c["dtype"],
+            tiles=c.get("tiles"), repeats=s["repeats"], first_launch_ms=_finite(c.get("first_launch_ms")),
+            median_ms=s["median_ms"], min_ms=s["min_ms"], max_ms=s["max_ms"], spread=s["spread"],
+            noisy=s["noisy"], tflops=tflops, gbps=gbps, pct_of_reference=pct_ref,
+            pct_of_ceiling=(100.0 * mine / ceiling) if ceiling and mine is not None else None,
+            max_rel_err=_finite(check.max_rel_err) if check else None,
+            checked=bool(check and check.passed), config=dict(c.get("config") or {}),
+        ))
+
+    repeat_spread = {}
+    for c in repeat:
+        first = st[c["key"]]["median_ms"]
+        second = statistics.median(c["samples_ms"])
+        repeat_spread[c["key"]] = abs(second - first) / first
+    return cases, ceilings, repeat_spread
+
+
+# --- GPU state -------------------------------------------------------------------
+
+
+def gpu_state(root: Path, run_id: str, when: str, env: dict[str, str]) -> Transcript | None:
+    """``nvidia-smi --query-gpu`` clocks/temperature/power as an evidence transcript."""
+    if shutil.which("nvidia-smi", path=env.get("PATH")) is None:
+        return None
+    fields = list(GPU_STATE_FIELDS)
+    proc = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv"],
+                          capture_output=True, env=env)
+    if proc.returncode != 0:  # newer drivers call the throttle reasons "clocks_event_reasons"
+        fields[-1] = "clocks_event_reasons.active"
+        retry = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv"],
+                               capture_output=True, env=env)
+        if retry.returncode == 0:
+            proc = retry
+    return write_evidence(root, run_id, f"nvidia-smi-{when}.csv", proc.stdout + proc.stderr)
+
+
+def _state_line(root: Path, t: Transcript | None) -> str:
+    if t is None:
+        return "no nvidia-smi"
+    lines = (root / t.path).read_text(errors="replace").strip().splitlines()
+    return lines[1].strip() if len(lines) > 1 else (lines[0].strip() if lines else "empty")
+
+
+# --- the command -----------------------------------------------------------------
+
+
+def summary(cases: list[BenchCase], repeat_spread: dict[str, float], ceilings: dict[str, float]) -> list[str]:
+    lines = [f"    {'case':62} {'median ms':>10} {'rate':>10} {'%ref':>6} {'%ceil':>6} {'spread':>7}"]
+    for c in cases:
+        rate = f"{c.tflops:6.1f} TF/s" if c.tflops is not None else f"{c.gbps:6.0f} GB/s"
+        ref = f"{c.pct_of_reference:6.1f}" if c.pct_of_reference is not None else f"{'-':>6}"
+        ceil = f"{c.pct_of_ceiling:6.1f}" if c.pct_of_ceiling is not None else f"{'-':>6}"
+        lines.append(f"    {c.key:62} {c.median_ms:10.4f} {rate:>10} {ref} {ceil} "
+                     f"{100 * c.spread:6.1f}%{' NOISY' if c.noisy else ''}")
+    lines += [f"    ceiling {k}: {v:.1f}" for k, v in ceilings.items()]
+    lines += [f"    repeat {k}: medians differ by {100 * v:.2f}%" for k, v in repeat_spread.items()]
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    root = args.root.resolve()
+    chosen = select(root, args.program)
+    if not chosen:
+        raise TileproofError(f"no bench programs under {BENCH_DIR.as_posix()}/ (fix: restore kernels/bench/)")
+    env_id = new_run_id("bench-env")
+    env = child_env(args.device)
+    own_cache = None
+    if "CUDA_TILE_CACHE_DIR" not in env:
+        own_cache = tempfile.mkdtemp(prefix="tileproof-jit-")
+        env["CUDA_TILE_CACHE_DIR"] = own_cache
+    gpu, smi, smi_q, no_gpu = gpu_facts(root, env_id, args.device, dict(os.environ))
+    if no_gpu:
+        print(f"bench: no usable GPU: {no_gpu}; each program's own gate is recorded and the bench fails")
+    environment = Environment(
+        session_id=env_id,
+        gpu=gpu,
+        toolchain=runtime_tools(None),
+        toolchain_env="clean",
+        versions=versions(),
+        packages=installed_packages(),
+        env=env_allowlisted(env),
+        pip_freeze=write_evidence(root, env_id, "pip-freeze.txt", pip_freeze()),
+        nvidia_smi=smi,
+        nvidia_smi_query=smi_q,
+    )
+    git, host = git_state(root), host_facts()
+    verdicts = []
+    try:
+        for program in chosen:
+            rel = program.relative_to(root).as_posix()
+            run_id = new_run_id("bench")
+            print(f"bench: {rel} [{run_id}]", flush=True)
+            before = gpu_state(root, run_id, "before", env)
+            print(f"  gpu before: {_state_line(root, before)}", flush=True)
+            with tempfile.TemporaryDirectory(prefix="tileproof-bench-") as tmp:
+                results_path = Path(tmp) / "results.json"
+                argv = [sys.executable, str(program), "--results", str(results_path),
+                        *(["--quick"] if args.quick else [])]
+                outcome = run_program(root, run_id, program.stem, argv, env, args.timeout)
+                raw = results_path.read_bytes() if results_path.is_file() else None
+            after = gpu_state(root, run_id, "after", env)
+            print(f"  gpu after:  {_state_line(root, after)}", flush=True)
+            verdict, reason = outcome.verdict, outcome.reason
+            if gpu and gpu.runtime_compute_capability not in (None, gpu.compute_capability):
+                verdict, reason = "error", (f"nvidia-smi says compute capability {gpu.compute_capability}, "
+                                            f"the CUDA runtime says {gpu.runtime_compute_capability}")
+            results_file = write_evidence(root, run_id, f"{program.stem}-results.json", raw) if raw else None
+            cases, ceilings, repeat_spread = [], {}, {}
+            if raw is not None:
+                try:
+                    results = json.loads(raw)
+                    cases, ceilings, repeat_spread = build_cases(results, outcome.report)
+                    skipped = results.get("skipped") or []
+                    if skipped and verdict == "passed":
+                        reason += (f"; {len(skipped)} config(s) skipped: "
+                                   + "; ".join(f"{s['key']}: {s['reason']}" for s in skipped)[:300])
+                except (KeyError, TypeError, ValueError, IndexError) as e:
+                    cases, ceilings, repeat_spread = [], {}, {}
+                    if verdict == "passed":
+                        verdict = "error"
+                    reason += f"; results file unreadable: {type(e).__name__}: {e}"
+            elif verdict == "passed":
+                verdict, reason = "error", reason + "; wrote no results file"
+            record = BenchRecord(
+                schema_version=SCHEMA_VERSION,
+                kind="bench",
+                run_id=run_id,
+                created=datetime.now(timezone.utc),
+                tileproof_version=__version__,
+                git=git,
+                host=host,
+                environment=environment,
+                program=rel,
+                sources=[digest(root, p) for p in sources(root, program)],
+                step=outcome.step,
+                report=outcome.report,
+                report_file=outcome.report_file,
+                results_file=results_file,
+                gpu_before=before,
+                gpu_after=after,
+                cases=cases,
+                ceilings=ceilings,
+                repeat_spread=repeat_spread,
+                verdict=verdict,
+                reason=reason,
+            )
+            write_record(root, record)
+            verdicts.append(verdict)
+            print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)
+            if cases:
+                print("\n".join(summary(cases, repeat_spread, ceilings)), flush=True)
+    finally:
+        if own_cache is not None:
+            shutil.rmtree(own_cache, ignore_errors=True)
+    passed = verdicts.count("passed")
+    print(f"bench: {passed}/{len(verdicts)} programs passed")
+    return 0 if passed == len(verdicts) else 1
