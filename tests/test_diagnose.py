@@ -45,6 +45,8 @@ def test_sm75_build_exits_0_but_holds_no_tile_code():
     assert has_tile_code((DATA / "sm90-tilefatbin.res-usage.txt").read_text(), "tilefatbin")
 
 
-def test_tileiras_failure_at_run_time():
-    text = "RuntimeError: failed to compile Tile IR program\n"
+def test_tileiras_failure_at_run_time_real_transcript():
+    # Captured on the H200: CUDA_HOME=/usr/local/cuda-13.0 with the 13.4 tileiras on PATH.
+    text = (Path(__file__).parent / "data" / "run" / "cuda_home_old_run.txt").read_text()
+    assert "exit status 5" in text
     assert [d.id for d in diagnose(text, 1)] == ["cuda-home-old"]

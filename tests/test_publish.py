@@ -4,6 +4,7 @@ import json
 import shutil
 
 import pytest
+from conftest import copy_lessons_as_draft
 
 from tileproof import lessons, store
 from tileproof.__main__ import main
@@ -17,7 +18,7 @@ def tree(tmp_path, repo_root):
     """A miniature repository: the FIXTURE tree plus the real lessons/."""
     root = tmp_path / "repo"
     shutil.copytree(repo_root / "tests" / "data" / "records" / "day79", root)
-    shutil.copytree(repo_root / "lessons", root / "lessons")
+    copy_lessons_as_draft(repo_root / "lessons", root / "lessons")
     return root
 
 

@@ -3,6 +3,7 @@
 import shutil
 
 import pytest
+from conftest import copy_lessons_as_draft
 
 from tileproof import status
 from tileproof.__main__ import main
@@ -14,7 +15,7 @@ LESSON = "day79-cutile"
 def tree(tmp_path, repo_root):
     root = tmp_path / "repo"
     shutil.copytree(repo_root / "tests" / "data" / "records" / "day79", root)
-    shutil.copytree(repo_root / "lessons", root / "lessons")
+    copy_lessons_as_draft(repo_root / "lessons", root / "lessons")
     return root
 
 

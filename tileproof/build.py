@@ -259,6 +259,8 @@ def cached(root: Path, job: Job) -> BuildResult | None:
         return None
     if earlier.artifact is None or earlier.artifact.sha256 != sha256_file(job.out):
         return None
+    if not (root / "runs" / f"{meta['run_id']}.json").is_file():
+        return None  # the record attesting this artifact is gone: build again
     return earlier.model_copy(update={"reused_from": meta["run_id"], "step": None, "inspect": None})
 
 

@@ -86,8 +86,9 @@ def installed_packages() -> dict[str, str]:
     out: dict[str, str] = {}
     for dist in md.distributions():
         name = dist.metadata["Name"]
-        if name:
-            out[name.lower().replace("_", "-")] = dist.version
+        key = name.lower().replace("_", "-") if name else None
+        if key and key not in out:  # the first on sys.path is the one imported
+            out[key] = dist.version
     return dict(sorted(out.items()))
 
 
@@ -97,13 +98,25 @@ def pip_freeze() -> str:
 
 
 def parse_pip_freeze(text: str) -> dict[str, str]:
-    """``name==version`` lines → {name: version}; other lines are skipped."""
+    """``pip freeze`` → {name: version}.
+
+    Reads ``name==version`` lines and direct references to a wheel
+    (``name @ file:///.../name-1.7.0-cp312-....whl``, as an offline install
+    writes them); editable and other direct references are skipped.
+    """
     out = {}
     for line in text.splitlines():
         line = line.strip()
-        if "==" in line and not line.startswith("#"):
+        if not line or line.startswith(("#", "-e ")):
+            continue
+        if "==" in line:
             name, _, version = line.partition("==")
-            out[name.strip().lower().replace("_", "-")] = version.strip()
+        elif " @ " in line and line.split("#", 1)[0].endswith(".whl"):
+            name, _, url = line.partition(" @ ")
+            version = url.split("#", 1)[0].rsplit("/", 1)[-1].split("-")[1]
+        else:
+            continue
+        out[name.strip().lower().replace("_", "-")] = version.strip()
     return out
 
 

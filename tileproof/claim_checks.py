@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Literal
 from .build import _DECL, export_argv, header_path, inventory, nvcc_argv, parse_res_usage, run_step
 from .diagnose import diagnose
 from .errors import TileproofError, ToolchainError
-from .models import GpuFacts, Step, Toolchain
+from .models import GpuFacts, Step, Toolchain, Transcript
 from .store import sha256_file
 from .toolchain import HAZARD_VARS, Tools, discover, runtime_tools
 
@@ -78,6 +78,8 @@ class Here:
     gpu_env: dict[str, str]
     gpu_arch: str
     timeout: float
+    smi: Transcript | None = None
+    smi_query: Transcript | None = None
     _notes: list[str] = field(default_factory=list)
 
     def notes(self) -> list[str]:
@@ -134,13 +136,13 @@ def survey(root: Path, run_id: str, device: int = 0, need_gpu: bool = True, gpu_
         "cuda-tile": _version("cuda-tile"),
         "nvidia-cuda-crt": _version("nvidia-cuda-crt"),
     }
-    gpu, no_gpu = None, "no GPU probe selected"
+    gpu, smi, smi_q, no_gpu = None, None, None, "no GPU probe selected"
     if need_gpu:
-        gpu, _smi, _q, no_gpu = gpu_facts(root, run_id, device, dict(os.environ))
+        gpu, smi, smi_q, no_gpu = gpu_facts(root, run_id, device, dict(os.environ))
     env = with_tileproof(env)
     gpu_env = dict(env, CUDA_VISIBLE_DEVICES=str(device), PYTHONUNBUFFERED="1")
     here = Here(root=root, run_id=run_id, tools=tools, no_nvcc=no_nvcc, header=header if header and header.is_file() else None,
-                versions=versions, toolchain=toolchain, gpu=gpu, no_gpu=no_gpu, env=env, gpu_env=gpu_env,
+                versions=versions, toolchain=toolchain, gpu=gpu, no_gpu=no_gpu, smi=smi, smi_query=smi_q, env=env, gpu_env=gpu_env,
                 gpu_arch=gpu_arch, timeout=timeout)
     if tools is None:
         here._notes.append(f"C++ compile, header and res-usage checks are unverifiable here ({detail})")

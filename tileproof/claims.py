@@ -490,7 +490,7 @@ def run(args: argparse.Namespace) -> int:
     record = ClaimsRecord(
         schema_version=SCHEMA_VERSION, kind="claims", run_id=run_id, created=datetime.now(timezone.utc),
         tileproof_version=__version__, git=git_state(root), host=host_facts(), toolchain=here.toolchain,
-        gpu=here.gpu, claims_files=[digest(root, p) for p in dict.fromkeys(attested)], results=results,
+        gpu=here.gpu, nvidia_smi=here.smi, nvidia_smi_query=here.smi_query, claims_files=[digest(root, p) for p in dict.fromkeys(attested)], results=results,
     )
     path = write_record(root, record)
     counts = {v: sum(r.verdict == v for r in results) for v in ("confirmed", "refuted", "unverifiable-here", "error")}

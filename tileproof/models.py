@@ -397,6 +397,9 @@ class ClaimsRecord(RecordBase):
     gpu: GpuFacts | None
     claims_files: list[FileDigest]
     """The claims files, their snippets and the documents (inside the repository) as checked."""
+    nvidia_smi: Transcript | None = None
+    nvidia_smi_query: Transcript | None = None
+    """The GPU transcripts that ``gpu`` was read from, when a GPU was probed."""
     results: list[ClaimResult]
 
 

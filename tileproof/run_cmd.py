@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -64,15 +65,17 @@ def gpu_facts(root: Path, session_id: str, device: int, env: dict[str, str]):
     """nvidia-smi raw + query transcripts, parsed; cupy's view of the capability."""
     if shutil.which("nvidia-smi", path=env.get("PATH")) is None:
         return None, None, None, "nvidia-smi not found: no NVIDIA driver on this machine"
-    raw = subprocess.run(["nvidia-smi"], capture_output=True, env=env)
-    query = subprocess.run(GPU_QUERY_ARGV, capture_output=True, env=env)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        runtime = pool.submit(runtime_capability, device, env)
+        raw_f = pool.submit(subprocess.run, ["nvidia-smi"], capture_output=True, env=env)
+        query_f = pool.submit(subprocess.run, GPU_QUERY_ARGV, capture_output=True, env=env)
+        raw, query, runtime_cc = raw_f.result(), query_f.result(), runtime.result()
     smi = write_evidence(root, session_id, "nvidia-smi.txt", raw.stdout + raw.stderr)
     smi_q = write_evidence(root, session_id, "nvidia-smi-query.csv", query.stdout + query.stderr)
     rows = parse_gpu_query(query.stdout.decode(errors="replace")) if query.returncode == 0 else []
     row = next((r for r in rows if r["index"] == device), None)
     if row is None:
         return None, smi, smi_q, f"nvidia-smi lists no GPU {device} (exit {query.returncode})"
-    runtime_cc = runtime_capability(device, env)
     facts = GpuFacts(runtime_compute_capability=runtime_cc, **row)
     return facts, smi, smi_q, None
 
@@ -112,7 +115,10 @@ def run(args: argparse.Namespace) -> int:
         raise TileproofError("no programs selected (fix: name a lesson with programs, or drop --program)")
     session_id = new_run_id("session")
     env = child_env(args.device)
-    gpu, smi, smi_q, no_gpu = gpu_facts(root, session_id, args.device, dict(os.environ))
+    with ThreadPoolExecutor(max_workers=2) as pool:  # pip freeze runs while the GPU is probed
+        freeze = pool.submit(pip_freeze)
+        gpu, smi, smi_q, no_gpu = gpu_facts(root, session_id, args.device, dict(os.environ))
+        frozen = freeze.result()
     target = f"sm_{gpu.compute_capability.replace('.', '')}" if gpu else DEFAULT_TARGETS[0]
     if no_gpu:
         print(f"run: no usable GPU: {no_gpu}; each program's own gate is recorded and the run fails")
@@ -128,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         versions=versions(),
         packages=pkgs,
         env=env_allowlisted(env),
-        pip_freeze=write_evidence(root, session_id, "pip-freeze.txt", pip_freeze()),
+        pip_freeze=write_evidence(root, session_id, "pip-freeze.txt", frozen),
         nvidia_smi=smi,
         nvidia_smi_query=smi_q,
     )

@@ -89,10 +89,10 @@ def pip_bin() -> Path | None:
 
 
 def package_versions() -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for dist in md.distributions():
         name = (dist.metadata["Name"] or "").lower()
-        if name.startswith(("nvidia-", "cuda-")):
+        if name.startswith(("nvidia-", "cuda-")) and name not in out:
             out[name] = dist.version
     return dict(sorted(out.items()))
 
@@ -262,10 +262,11 @@ def runtime_tools(nvcc_version: str | None, env: dict[str, str] | None = None) -
     paths = {"tileiras": tileiras, "ptxas": ptxas, "nvvm": nvvm, "nvcc": None}
     relevant = {k: v for k, v in versions.items() if k != "nvcc" or v is not None}
     shared, problems = coherence(relevant, {}, env)
+    used = {k: v for k, v in packages.items() if k in PACKAGES[:3]} if pip_ok else {}
     return Toolchain(
         source="pip" if pip_ok else "system",
         tools=[ToolVersion(name=k, path=str(paths[k]) if paths[k] else None, version=v) for k, v in versions.items()],
-        packages=packages,
+        packages=used,
         major_minor=shared,
         coherent=not problems,
         problems=problems,

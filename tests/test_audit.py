@@ -1,0 +1,475 @@
+"""The audit: a clean tree passes; each tamper is caught by the right rule.
+
+The tree (tests/data/audit/audit_tree.py) is written through tileproof.store,
+with real-shaped transcripts, and its published lesson is published by
+``tileproof publish`` itself. Each tamper case names the exact set of rules it
+must fire: the rule it is about, plus the ones that follow from it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "data" / "audit"))
+import audit_tree  # noqa: E402
+
+from tileproof import audit, store  # noqa: E402
+from tileproof.__main__ import main  # noqa: E402
+from tileproof.audit import RULES, Finding  # noqa: E402
+from tileproof.models import CheckReport  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    root = tmp_path_factory.mktemp("clean")
+    info = audit_tree.clean_tree(root)
+    return root, info
+
+
+@pytest.fixture
+def tree(template, tmp_path):
+    """A private copy of the clean tree for one test to tamper with."""
+    root, info = template
+    copy = tmp_path / "tree"
+    shutil.copytree(root, copy)
+    return copy, info
+
+
+def rules(result) -> set[str]:
+    return {f.rule for f in result.findings}
+
+
+# --- tampering helpers -----------------------------------------------------------------
+
+
+def record_file(root: Path, rec) -> Path:
+    return store.record_path(root, rec.run_id)
+
+
+def reseal(root: Path, rec, **update) -> None:
+    """Rewrite a record with changed fields and a correct seal: a careful forger."""
+    new = rec.model_copy(update=update)
+    new = new.model_copy(update={"seal": store.seal_of(new)})
+    record_file(root, rec).write_text(new.model_dump_json(indent=2) + "\n")
+
+
+def edit_json(root: Path, rec, change) -> None:
+    """Edit the record's JSON by hand, seal untouched: a careless forger."""
+    path = record_file(root, rec)
+    raw = json.loads(path.read_text())
+    change(raw)
+    path.write_text(json.dumps(raw, indent=2) + "\n")
+
+
+def with_env(rec, **update):
+    return rec.environment.model_copy(update=update)
+
+
+def flip_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[0] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def t_transcript_byte(root, info):
+    flip_byte(root / info["run"].step.stdout.path)
+
+
+def t_transcript_deleted(root, info):
+    (root / info["run"].report_file.path).unlink()
+
+
+def t_verdict_edited(root, info):
+    edit_json(root, info["run"], lambda raw: raw.update(verdict="failed"))
+
+
+def t_verdict_resealed(root, info):
+    reseal(root, info["run"], verdict="failed")
+
+
+def t_gated_to_passed(root, info):
+    reseal(root, info["gated"], verdict="passed", reason="every check passed")
+
+
+def t_cc_edited(root, info):
+    rec = info["run"]
+    edit_json(root, rec, lambda raw: raw["environment"]["gpu"].update(compute_capability="8.0"))
+
+
+def t_cc_resealed(root, info):
+    rec = info["run"]
+    gpu = rec.environment.gpu.model_copy(update={"compute_capability": "8.0", "runtime_compute_capability": "8.0"})
+    report = rec.report.model_copy(update={"device": rec.report.device.model_copy(update={"compute_capability": "8.0"})})
+    reseal(root, rec, environment=with_env(rec, gpu=gpu), report=report)
+
+
+def t_runtime_cc(root, info):
+    rec = info["run"]
+    reseal(root, rec, environment=with_env(rec, gpu=rec.environment.gpu.model_copy(
+        update={"runtime_compute_capability": "8.6"})))
+
+
+def t_driver(root, info):
+    rec = info["run"]
+    reseal(root, rec, environment=with_env(rec, gpu=rec.environment.gpu.model_copy(
+        update={"driver_version": "575.57.08"})))
+
+
+def t_lesson_flipped(root, info):
+    path = root / "lessons" / "02-softmax.md"
+    path.write_text(path.read_text().replace("status: draft", "status: published", 1))
+
+
+def t_lesson_source_changed(root, info):
+    (root / "kernels" / "vector_add.py").write_text(audit_tree.VECTOR_ADD + "# edited after the run\n")
+
+
+def t_lesson_broken(root, info):
+    path = root / "lessons" / "02-softmax.md"
+    path.write_text(path.read_text().replace("lesson_version: 1", "lesson_version: 7", 1))
+
+
+def t_orphan(root, info):
+    (root / "evidence" / "notes").mkdir()
+    (root / "evidence" / "notes" / "benchmark.txt").write_text("a file no record references\n")
+
+
+def t_interrupted_run(root, info):
+    folder = root / "evidence" / "20251129T120000Z-run-0badc0de"
+    folder.mkdir()
+    (folder / "run.stdout.txt").write_text("check vector_add: ok\n")
+    (folder / "run.stderr.txt").write_text("")
+
+
+def t_future_schema(root, info):
+    raw = json.loads(record_file(root, info["run"]).read_text())
+    raw.update(schema_version=2, run_id=raw["run_id"].replace("-run-", "-run-f"), future_field=True)
+    (root / "runs" / f"{raw['run_id']}.json").write_text(json.dumps(raw, indent=2))
+
+
+def t_not_json(root, info):
+    (root / "runs" / "20991231T000000Z-run-00000000.json").write_text("{ not json")
+
+
+def t_renamed(root, info):
+    path = record_file(root, info["compile"])
+    path.rename(path.with_name("20250101T000000Z-compile-00000000.json"))
+
+
+def t_exit_code(root, info):
+    rec = info["run"]
+    reseal(root, rec, step=rec.step.model_copy(update={"exit_code": 3}))
+
+
+def t_report_edited(root, info):
+    rec = info["run"]
+    checks = [c.model_copy(update={"max_abs_err": 1e-9}) for c in rec.report.checks]
+    reseal(root, rec, report=rec.report.model_copy(update={"checks": checks}))
+
+
+def t_report_not_passed(root, info):
+    rec = info["run"]
+    reseal(root, rec, report=rec.report.model_copy(update={"passed": False}))
+
+
+def t_packages(root, info):
+    rec = info["run"]
+    reseal(root, rec, environment=with_env(rec, packages={**rec.environment.packages, "numpy": "1.26.4"}))
+
+
+def t_toolchain(root, info):
+    rec = info["compile"]
+    tc = rec.toolchain
+    tools = [t.model_copy(update={"version": "13.5.41"}) if t.name == "tileiras" else t for t in tc.tools]
+    reseal(root, rec, toolchain=tc.model_copy(update={"tools": tools}))
+
+
+def t_session_missing(root, info):
+    record_file(root, info["session"]).unlink()
+
+
+def t_session_counts(root, info):
+    reseal(root, info["t4_session"], verdict_counts={"passed": 2})
+
+
+def t_evidence_path(root, info):
+    rec = info["run"]
+    stdout = rec.step.stdout.model_copy(update={"path": "../outside.txt"})
+    reseal(root, rec, step=rec.step.model_copy(update={"stdout": stdout}))
+
+
+def t_build_verdict(root, info):
+    rec = info["compile"]
+    b = rec.builds[0]
+    reseal(root, rec, builds=[b.model_copy(update={"step": b.step.model_copy(update={"exit_code": 1})}), *rec.builds[1:]])
+
+
+CASES = {
+    # the seven tampers of issue 6
+    "transcript-byte-edited": (t_transcript_byte, {"evidence-digest"}),
+    "transcript-deleted": (t_transcript_deleted, {"evidence-missing"}),
+    "verdict-edited": (t_verdict_edited, {"record-seal", "verdict-exit-code", "verdict-report", "session-runs",
+                                          "lesson-published-without-evidence"}),
+    "cc-edited": (t_cc_edited, {"record-seal", "cc-transcript", "cc-runtime", "lesson-published-without-evidence"}),
+    "lesson-flipped-to-published": (t_lesson_flipped, {"lesson-published-without-evidence"}),
+    "unreferenced-evidence-file": (t_orphan, {"evidence-orphan"}),
+    "future-schema-version": (t_future_schema, {"record-schema"}),
+    "run-without-record": (t_interrupted_run, {"evidence-orphan"}),
+    # the same tampers by a forger who recomputes the seal, and the other rules
+    "verdict-resealed": (t_verdict_resealed, {"verdict-exit-code", "verdict-report", "session-runs",
+                                              "lesson-published-without-evidence"}),
+    "gated-resealed-as-passed": (t_gated_to_passed, {"verdict-exit-code", "verdict-report", "session-runs"}),
+    "cc-resealed": (t_cc_resealed, {"cc-transcript", "report-transcript", "lesson-published-without-evidence"}),
+    "runtime-cc-resealed": (t_runtime_cc, {"cc-runtime", "lesson-published-without-evidence"}),
+    "driver-resealed": (t_driver, {"gpu-transcript"}),
+    "exit-code-resealed": (t_exit_code, {"verdict-exit-code"}),
+    "report-resealed": (t_report_edited, {"report-transcript"}),
+    "report-passed-resealed": (t_report_not_passed, {"verdict-report", "report-transcript",
+                                                     "lesson-published-without-evidence"}),
+    "packages-resealed": (t_packages, {"packages-freeze"}),
+    "toolchain-mixed": (t_toolchain, {"toolchain-mixed"}),
+    "build-verdict": (t_build_verdict, {"build-verdict"}),
+    "session-record-deleted": (t_session_missing, {"session-incomplete"}),
+    "session-counts": (t_session_counts, {"session-runs"}),
+    "evidence-path-outside": (t_evidence_path, {"evidence-path", "evidence-orphan"}),
+    "record-not-json": (t_not_json, {"record-schema"}),
+    "record-renamed": (t_renamed, {"record-name"}),
+    "program-changed-after-publish": (t_lesson_source_changed, {"lesson-published-without-evidence"}),
+    "lesson-front-invalid": (t_lesson_broken, {"lesson-front"}),
+}
+
+
+def test_clean_tree_passes(tree):
+    root, _ = tree
+    result = audit.audit(root)
+    assert result.findings == []
+    assert len(result.records) == 6 and result.evidence_files == 19
+    by_id = {lesson.id: lesson for lesson in result.lessons}
+    assert by_id["01-vector-add"].publishable and by_id["01-vector-add"].status == "published"
+    draft = by_id["02-softmax"]
+    assert draft.status == "draft" and not draft.publishable
+    assert [r.outcome for r in draft.missing] == ["gated"]
+    assert "02-softmax" in draft.summary() and "gated" in draft.summary()
+
+
+@pytest.mark.parametrize("tamper, expected", CASES.values(), ids=CASES.keys())
+def test_tamper_is_caught(tree, tamper, expected):
+    root, info = tree
+    tamper(root, info)
+    result = audit.audit(root)
+    assert rules(result) == expected, "\n".join(map(str, result.findings))
+    assert expected <= set(RULES)
+
+
+def test_tamper_findings_name_the_file(tree):
+    root, info = tree
+    t_transcript_byte(root, info)
+    t_future_schema(root, info)
+    t_lesson_flipped(root, info)
+    t_orphan(root, info)
+    found = {f.rule: f for f in audit.audit(root).findings}
+    assert found["evidence-digest"].file == info["run"].step.stdout.path
+    assert info["run"].run_id in found["evidence-digest"].reason and "step.stdout" in found["evidence-digest"].reason
+    assert found["record-schema"].file.startswith("runs/") and "version 2" in found["record-schema"].reason
+    assert "reads 1" in found["record-schema"].reason
+    assert found["lesson-published-without-evidence"].file == "lessons/02-softmax.md"
+    assert "gated" in found["lesson-published-without-evidence"].reason
+    assert found["evidence-orphan"].file == "evidence/notes/benchmark.txt"
+
+
+def test_orphan_folder_is_one_finding(tree):
+    root, info = tree
+    t_interrupted_run(root, info)
+    (finding,) = audit.audit(root).findings
+    assert finding.file == "evidence/20251129T120000Z-run-0badc0de/"
+    assert "2 files" in finding.reason and "no runs/20251129T120000Z-run-0badc0de.json" in finding.reason
+
+
+def test_seal_catches_whitespace_only_edit(tree):
+    root, info = tree
+    path = record_file(root, info["run"])
+    raw = json.loads(path.read_text())
+    raw["reason"] = raw["reason"]  # same content, different bytes: compact JSON
+    path.write_text(json.dumps(raw))
+    result = audit.audit(root)
+    assert rules(result) == set()  # canonical content is unchanged: nothing was forged
+    path.write_text(json.dumps(raw).replace('"duration_s": 2.0', '"duration_s": 2'))
+    (finding,) = audit.audit(root).findings
+    assert finding.rule == "record-seal" and "bytes changed" in finding.reason
+
+
+# --- the CLI ---------------------------------------------------------------------------
+
+
+def test_cli_clean_writes_reports_and_exits_0(tree, capsys):
+    root, _ = tree
+    assert main(["audit", "--root", str(root)]) == 0
+    assert (root / "evidence" / "AUDIT.md").read_text().startswith("# tileproof audit")
+    assert "<!DOCTYPE html>" in (root / "evidence" / "audit.html").read_text()
+    out = capsys.readouterr().out
+    assert "lessons/02-softmax.md: draft, 0/1 required rows have evidence" in out
+    assert main(["audit", "--root", str(root)]) == 0, "the reports themselves are never orphans"
+    assert not [p for p in (root / "evidence").iterdir() if ".tmp" in p.name]
+
+
+def test_cli_findings_exit_1(tree, capsys):
+    root, info = tree
+    t_orphan(root, info)
+    assert main(["audit", "--root", str(root), "--no-write"]) == 1
+    captured = capsys.readouterr()
+    assert "evidence/notes/benchmark.txt: evidence-orphan: no record references this file" in captured.out
+    assert "1 finding" in captured.err
+    assert not (root / "evidence" / "AUDIT.md").exists()
+
+
+def test_cli_custom_outputs_are_not_orphans(tree):
+    root, _ = tree
+    md, html = root / "evidence" / "custom.md", root / "evidence" / "custom.html"
+    assert main(["audit", "--root", str(root), "--md", str(md), "--html", str(html)]) == 0
+    assert md.is_file() and html.is_file()
+
+
+# --- the rules as pure functions -------------------------------------------------------
+
+GOOD = audit_tree.check("vector_add", True)
+BAD = audit_tree.check("vector_add", False)
+
+
+def _report(gate="ok", checks=(GOOD,), passed=None):
+    checks = list(checks)
+    if passed is None:
+        passed = gate == "ok" and bool(checks) and all(c.passed for c in checks)
+    return CheckReport(report_version=1, program="kernels/vector_add.py", seed=1, device=None, gate=gate,
+                       gate_message="", checks=checks, passed=passed)
+
+
+VERDICTS = {
+    "passed": ("passed", 0, False, _report(), set()),
+    "passed-exit-1": ("passed", 1, False, _report(), {"verdict-exit-code"}),
+    "passed-no-report": ("passed", 0, False, None, {"verdict-report"}),
+    "passed-check-failed": ("passed", 0, False, _report(checks=[BAD]), {"verdict-report"}),
+    "passed-no-checks": ("passed", 0, False, _report(checks=[]), {"verdict-report"}),
+    "failed": ("failed", 1, False, _report(checks=[BAD]), set()),
+    "failed-exit-0": ("failed", 0, False, _report(checks=[BAD]), {"verdict-exit-code"}),
+    "failed-all-passed": ("failed", 1, False, _report(), {"verdict-report"}),
+    "failed-gate-below": ("failed", 1, False, _report("below-sm80", []), {"verdict-report"}),
+    "gated": ("gated", 1, False, _report("below-sm80", []), set()),
+    "gated-gate-ok": ("gated", 1, False, _report(), {"verdict-report"}),
+    "gated-exit-0": ("gated", 0, False, _report("below-sm80", []), {"verdict-exit-code"}),
+    "no-gpu": ("no-gpu", 1, False, _report("no-gpu", []), set()),
+    "no-gpu-gate-ok": ("no-gpu", 1, False, _report(), {"verdict-report"}),
+    "timeout": ("timeout", None, True, None, set()),
+    "timeout-not-timed-out": ("timeout", 1, False, None, {"verdict-exit-code"}),
+    "passed-but-timed-out": ("passed", None, True, _report(), {"verdict-exit-code"}),
+    "error-crash": ("error", 134, False, None, set()),
+    "error-but-all-passed": ("error", 0, False, _report(), {"verdict-report"}),
+    "report-passed-lies": ("failed", 1, False, _report(checks=[BAD], passed=True), {"verdict-report"}),
+}
+
+
+@pytest.mark.parametrize("verdict, code, timed_out, report, expected", VERDICTS.values(), ids=VERDICTS.keys())
+def test_verdict_issues(template, verdict, code, timed_out, report, expected):
+    rec = template[1]["run"]
+    step = rec.step.model_copy(update={"exit_code": code, "timed_out": timed_out})
+    rec = rec.model_copy(update={"verdict": verdict, "step": step, "report": report})
+    assert {rule for rule, _ in audit.verdict_issues(rec)} == expected
+
+
+def test_toolchain_issues_table(template):
+    tc = audit_tree.toolchain()
+    assert audit.toolchain_issues(tc) == []
+    mixed = audit_tree.toolchain({**audit_tree.TOOLS, "nvcc": "13.5.1"})
+    ((rule, reason),) = audit.toolchain_issues(mixed)
+    assert rule == "toolchain-mixed" and "13.5: nvcc" in reason
+    nvvm = tc.model_copy(update={"packages": {**tc.packages, "nvidia-nvvm": "13.3.0"}})
+    assert audit.toolchain_issues(nvvm)[0][0] == "toolchain-mixed"
+    wrong = tc.model_copy(update={"major_minor": "13.5"})
+    assert "13.5 recorded" in audit.toolchain_issues(wrong)[0][1]
+
+
+def test_freeze_names_and_packages(template):
+    env = template[1]["env"]
+    assert audit.freeze_names(audit_tree.PIP_FREEZE) == {"tileproof"}
+    from tileproof.capture import parse_pip_freeze
+
+    freeze = parse_pip_freeze(audit_tree.PIP_FREEZE)
+    assert audit.packages_issues(env, freeze) == []
+    issues = audit.packages_issues(env, {**freeze, "numpy": "2.0.0", "extra-pkg": "1.0"})
+    assert [r for r, _ in issues] == ["packages-freeze"]
+    assert "numpy 2.3.5 recorded, pip freeze 2.0.0" in issues[0][1] and "extra-pkg 1.0 in pip freeze" in issues[0][1]
+
+
+def test_evidence_path_ok():
+    assert audit.evidence_path_ok("evidence/r/x.txt")
+    for bad in ("runs/x.json", "/evidence/x", "evidence/../runs/x.json", "evidence//x", "evidence"):
+        assert not audit.evidence_path_ok(bad), bad
+
+
+def test_transcripts_found_by_type(template):
+    info = template[1]
+    where = {w for w, _ in audit.transcripts(info["run"])}
+    assert where == {"environment.pip_freeze", "environment.nvidia_smi", "environment.nvidia_smi_query",
+                     "step.stdout", "step.stderr", "report_file"}
+    assert {w for w, _ in audit.transcripts(info["compile"])} == {
+        f"builds[{i}].step.{s}" for i in range(2) for s in ("stdout", "stderr")}
+    assert audit.transcripts(info["session"]) == []
+
+
+def test_findings_sort_and_print():
+    f = Finding("runs/a.json", "record-seal", "edited")
+    assert str(f) == "runs/a.json: record-seal: edited"
+    assert sorted([Finding("runs/b.json", "evidence-orphan", "y"), f])[0] == f
+
+
+def test_parallel_scan_matches_inline(tree, monkeypatch):
+    root, _ = tree
+    inline = audit.audit(root)
+    monkeypatch.setattr(audit, "PARALLEL_MIN_RECORDS", 1)
+    forked = audit.audit(root)
+    assert forked.findings == inline.findings and forked.evidence_bytes == inline.evidence_bytes
+
+
+def test_raw_seal_equals_store_seal(template):
+    root, info = template
+    for written in (info["run"], info["compile"], info["session"]):
+        rec = store.load_record(record_file(root, written))
+        raw = json.loads(record_file(root, rec).read_text())
+        assert audit.raw_seal(raw) == store.seal_of(rec) == rec.seal != ""
+
+
+def test_cc_issues_table(template):
+    env = template[1]["env"]
+    rows = [{"index": 0, "name": "NVIDIA H200", "uuid": env.gpu.uuid, "compute_capability": "9.0",
+             "driver_version": "580.95.05"}]
+    assert audit.cc_issues(env, rows) == []
+    assert audit.cc_issues(env, None) == []  # no trustworthy transcript: the evidence rules speak
+    assert [r for r, _ in audit.cc_issues(env, [])] == ["cc-transcript"]
+    no_gpu = env.model_copy(update={"gpu": None})
+    ((rule, reason),) = audit.cc_issues(no_gpu, rows)
+    assert rule == "cc-transcript" and "NVIDIA H200 (cc 9.0)" in reason
+    no_query = env.model_copy(update={"nvidia_smi_query": None})
+    assert [r for r, _ in audit.cc_issues(no_query, None)] == ["cc-transcript"]
+
+
+def test_session_issues_table(template):
+    info = template[1]
+    run, session = info["run"], info["session"]
+    assert audit.session_issues(session, [run]) == []
+    assert [r for r, _ in audit.session_issues(session, [])] == ["session-runs", "session-runs"]
+    extra = run.model_copy(update={"run_id": "20251129T120000Z-run-00000000"})
+    issues = audit.session_issues(session, [run, extra])
+    assert [r for r, _ in issues] == ["session-runs", "session-runs"] and "not listed" in issues[0][1]
+
+
+def test_report_diff_compares_json_values():
+    embedded = {"program": "p", "checks": [{"max_abs_err": 0.0, "rtol": 1e-05}], "passed": True}
+    spelled = b'{"passed": true, "checks": [{"rtol": 0.00001, "max_abs_err": 0}], "program": "p"}'
+    assert audit.report_diff(embedded, spelled) == []
+    assert audit.report_diff(embedded, spelled.replace(b"true", b"false")) == ["passed"]
+    assert audit.report_diff(embedded, b"{ truncated") == "is not valid JSON"
+    assert audit.report_diff(None, spelled) == "holds a check report the record lacks"

@@ -1,0 +1,161 @@
+"""The audit's reports: findings first, every value escaped, links that resolve,
+nothing fetched; and the HTML page opened in a real headless browser.
+
+Chromium: Debian's package (``apt-get install -y chromium``). The browser test
+is skipped, with that command as the reason, where it is absent. Set
+TILEPROOF_SCREENSHOT_DIR to keep the screenshot (a CI artifact).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "data" / "audit"))
+import audit_tree  # noqa: E402
+
+from tileproof import audit, report  # noqa: E402
+from tileproof.audit import Finding  # noqa: E402
+
+CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "",
+                             shutil.which("chromium-browser") or "") if p and os.access(p, os.X_OK)), None)
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    audit_tree.clean_tree(root)
+    result = audit.audit(root)
+    assert result.ok
+    return root, result
+
+
+@pytest.fixture(scope="module")
+def tampered(tmp_path_factory):
+    """A tree with findings, one of whose reasons carries markup."""
+    root = tmp_path_factory.mktemp("tampered")
+    info = audit_tree.clean_tree(root)
+    (root / info["run"].step.stdout.path).write_text("changed\n")
+    (root / "evidence" / "<img src=x onerror=alert(1)>.txt").write_text("orphan\n")
+    return root, audit.audit(root)
+
+
+class Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.hrefs, self.srcs, self.tags = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        attrs = dict(attrs)
+        if "href" in attrs:
+            self.hrefs.append(attrs["href"])
+        if "src" in attrs:
+            self.srcs.append(attrs["src"])
+
+
+def parse(html: str) -> Links:
+    links = Links()
+    links.feed(html)
+    return links
+
+
+def test_html_is_self_contained_and_links_resolve(clean):
+    root, result = clean
+    base = root / "evidence"
+    html = report.render_html(result, base)
+    links = parse(html)
+    assert "script" not in links.tags and "link" not in links.tags and "img" not in links.tags
+    assert not links.srcs and not re.search(r"url\(|@import|https?://", html)
+    files = [h for h in links.hrefs if not h.startswith("#")]
+    assert len(files) > 10
+    for href in files:
+        assert not href.startswith("/"), href
+        assert (base / unquote(href)).resolve().is_file(), href
+    anchors = {h[1:] for h in links.hrefs if h.startswith("#")}
+    assert anchors and all(f'id="{a}"' in html for a in anchors)
+
+
+def test_html_order_and_content(clean):
+    root, result = clean
+    html = report.render_html(result, root / "evidence")
+    order = [html.index(s) for s in ('id="findings"', 'id="lessons"', 'id="grid"', 'id="environments"')]
+    assert order == sorted(order)
+    run = next(r for r in result.records if r.kind == "run" and r.program == "kernels/vector_add.py")
+    for text in ("PASSED: no findings", "NVIDIA H200 (cc 9.0)", "Tesla T4 (cc 7.5)", "580.95.05",
+                 "CUDA_VISIBLE_DEVICES=0", "nvcc 13.4.92", "cuda-tile 1.7.0", run.run_id, "02-softmax", "gated"):
+        assert text in html, text
+
+
+def test_findings_first_and_escaped(tampered):
+    root, result = tampered
+    html = report.render_html(result, root / "evidence")
+    assert html.index("evidence-digest") < html.index('id="lessons"')
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;.txt" in html
+    assert "FAILED: 2 findings" in html
+    md = report.render_markdown(result, root / "evidence")
+    assert md.index("## Findings") < md.index("## Lessons") < md.index("## Lessons ×")
+    assert "<img" not in md
+    assert "⚠" in md  # the run whose transcript changed is marked in the grid
+
+
+def test_markdown_links_relative(clean):
+    root, result = clean
+    md = report.render_markdown(result, root / "evidence")
+    targets = re.findall(r"\]\(([^)]+)\)", md)
+    assert targets and all((root / "evidence" / unquote(t)).resolve().is_file() for t in targets)
+    assert "| File | Rule | Reason |" not in md and "None." in md
+
+
+def test_markdown_cells_escape_pipes(clean):
+    root, result = clean
+    odd = audit.AuditResult(root=root, findings=[Finding("runs/x.json", "record-seal", "a | b\nc")],
+                            records=[], lessons=[], evidence_files=0, evidence_bytes=0, record_files=1)
+    md = report.render_markdown(odd, root / "evidence")
+    assert "| `runs/x.json` | record-seal | a \\| b c |" in md
+
+
+def test_reports_for_an_empty_tree(tmp_path):
+    result = audit.audit(tmp_path)
+    assert result.ok
+    assert "No run records." in report.render_markdown(result, tmp_path / "evidence")
+    assert "No lessons under lessons/." in report.render_html(result, tmp_path / "evidence")
+
+
+def _chromium(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        return subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+                              capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
+def test_html_in_headless_chromium(tampered, tmp_path):
+    root, result = tampered
+    page = root / "evidence" / audit.REPORT_HTML
+    audit.write_atomically(page, report.render_html(result, page.parent))
+    # The DOM as the browser built it: parsed, with the findings table first.
+    dom = _chromium("--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "FAILED: 2 findings" in dom.stdout and "evidence-orphan" in dom.stdout
+    assert "<img" not in dom.stdout and "&lt;img src=x onerror=alert(1)&gt;.txt" in dom.stdout
+    # And a screenshot of it.
+    png = tmp_path / "audit.png"
+    shot = _chromium(f"--screenshot={png}", "--window-size=1280,2000", page.as_uri())
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+    keep = os.environ.get("TILEPROOF_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(png, Path(keep) / "audit.png")
