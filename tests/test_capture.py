@@ -30,3 +30,8 @@ def test_parse_real_pip_freeze():
 def test_env_allowlist_never_copies_everything():
     env = {"CUDA_HOME": "/usr/local/cuda", "AWS_SECRET_ACCESS_KEY": "x", "PATH": "/bin", "HOME": "/root"}
     assert env_allowlisted(env) == {"CUDA_HOME": "/usr/local/cuda", "PATH": "/bin"}
+
+
+def test_editable_install_is_read_from_pips_comment():
+    text = "# Editable Git install with no remote (tileproof==0.1.0)\n-e /work/main\nnumpy==2.4.6\n"
+    assert parse_pip_freeze(text) == {"tileproof": "0.1.0", "numpy": "2.4.6"}

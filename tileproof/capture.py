@@ -12,6 +12,7 @@ import importlib.metadata as md
 import io
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -97,6 +98,9 @@ def pip_freeze() -> str:
     return proc.stdout + (f"# pip freeze exited {proc.returncode}: {proc.stderr.strip()}\n" if proc.returncode else "")
 
 
+_EDITABLE = re.compile(r"^# Editable .*\((\S+)==(\S+)\)$")
+
+
 def parse_pip_freeze(text: str) -> dict[str, str]:
     """``pip freeze`` → {name: version}.
 
@@ -107,6 +111,10 @@ def parse_pip_freeze(text: str) -> dict[str, str]:
     out = {}
     for line in text.splitlines():
         line = line.strip()
+        editable = _EDITABLE.match(line)
+        if editable:  # "# Editable Git install with no remote (name==version)" above its "-e PATH"
+            out[editable.group(1).lower().replace("_", "-")] = editable.group(2)
+            continue
         if not line or line.startswith(("#", "-e ")):
             continue
         if "==" in line:

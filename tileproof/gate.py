@@ -19,6 +19,11 @@ attest today's program sources and the lesson's program list (else ``stale``);
 have a coherent toolchain; and report the row's check passed within the
 tolerance table's bound (else ``failed`` / ``out-of-bounds``).
 
+The lesson's performance claims (front matter ``performance:``) are decided by
+``perf_claims.decide`` over the bench records among ``records`` (run records
+decide the rows, bench records the claims); a lesson is publishable only when
+every required row passed and every claim is supported.
+
 Nothing here can be told to trust a record: there is no switch, and a record
 counts only through what it and its transcripts say.
 """
@@ -32,6 +37,8 @@ from typing import Callable, Iterable, Literal, Mapping, NamedTuple
 from .capture import parse_gpu_query
 from .lessons import GATE_CHECK, UNKNOWN, program_list_digest
 from .models import Hardware, LessonFront, ResultRow, RunRecord
+from .perf_claims import ClaimDecision
+from .perf_claims import decide as decide_perf
 from .store import seal_of
 from .toolchain import HAZARD_VARS, major_minor
 
@@ -88,14 +95,21 @@ class RowDecision:
 class Decision:
     lesson: str
     rows: tuple[RowDecision, ...]
+    perf: tuple[ClaimDecision, ...] = ()
+    """One decision per performance claim of the lesson."""
 
     @property
     def publishable(self) -> bool:
-        return not any(r.blocks for r in self.rows)
+        return not any(r.blocks for r in self.rows) and not self.unsupported
 
     @property
     def missing(self) -> list[RowDecision]:
         return [r for r in self.rows if r.blocks]
+
+    @property
+    def unsupported(self) -> list[ClaimDecision]:
+        """Performance claims no bench record supports today."""
+        return [c for c in self.perf if not c.supported]
 
     @property
     def evidence(self) -> dict[str, str]:
@@ -362,7 +376,9 @@ def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Map
 
 def decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None],
            table: Mapping[str, Bound], read_evidence: EvidenceReader) -> Decision:
-    """The publish decision for one lesson: one ``RowDecision`` per results row."""
+    """The publish decision for one lesson: one ``RowDecision`` per results row (from the run
+    records in ``records``) and one ``ClaimDecision`` per performance claim (from its bench records)."""
     records = list(records)
     return Decision(front.id, tuple(decide_row(front, row, records, today, table, read_evidence)
-                                    for row in front.results))
+                                    for row in front.results),
+                    tuple(decide_perf(front.performance, records)) if front.performance else ())

@@ -170,6 +170,14 @@ def _problems(path: Path, front: LessonFront):
         seen.add(key)
     for prog, check in sorted(wanted - seen):
         yield "results", f"no row for {prog} {check}", "add a results row for every program check"
+    claim_ids = [c.id for c in front.performance]
+    for i, claim in enumerate(front.performance):
+        pp = PurePosixPath(claim.program)
+        if pp.is_absolute() or ".." in pp.parts or pp.parts[:2] != ("kernels", "bench") or pp.suffix != ".py":
+            yield f"performance.{i}.program", f"'{claim.program}' is not a bench program under kernels/bench/", \
+                "name a kernels/bench/*_bench.py program"
+        if claim_ids.index(claim.id) != i:
+            yield f"performance.{i}.id", f"'{claim.id}' is used twice", "give each performance claim its own id"
     if front.status == "draft":
         for name, value in front.hardware.model_dump().items():
             if value is not None:

@@ -442,6 +442,29 @@ class Hardware(Model):
     run_id: str | None = None
 
 
+PerfMetric = Literal["pct_of_reference", "pct_of_ceiling", "tflops", "gbps"]
+"""A ``BenchCase`` field a performance claim is about."""
+
+
+class PerfClaim(Model):
+    """A performance claim the lesson makes; publish needs a bench record that supports it
+    (``tileproof.perf_claims``)."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    statement: str = Field(min_length=1)
+    """The claim as the lesson words it, e.g. ``tile matmul reaches >= 80% of cuBLAS at 4096³ on sm_90``."""
+    case: str = Field(pattern=r"^[^*/\s]+(/[^*/\s]+){2}(/([^*/\s]+|\*))?$")
+    """A bench case key, ``name/variant/shape[/tiles+hints]``, or ``name/variant/shape/*``: the best
+    over every tile configuration of that shape."""
+    metric: PerfMetric
+    at_least: float = Field(allow_inf_nan=False)
+    """The claimed lower bound, in the metric's units (percent for the ``pct_`` metrics)."""
+    compute_capability: str = Field(pattern=r"^[0-9]+\.[0-9]+$")
+    """``major.minor``: only bench records from a GPU of exactly this compute capability count."""
+    program: str = "kernels/bench/matmul_bench.py"
+    """The bench program whose records can support the claim."""
+
+
 class LessonFront(Model):
     lesson_version: Literal[1]
     id: str
@@ -450,3 +473,5 @@ class LessonFront(Model):
     programs: list[LessonProgram]
     hardware: Hardware
     results: list[ResultRow]
+    performance: list[PerfClaim] = []
+    """Performance claims; each needs a supporting bench record before publish (none: no claim)."""

@@ -5,8 +5,11 @@ tolerance table, a reader for evidence/), asks ``gate.decide`` and, only when
 every required row has its evidence, rewrites the lesson's status, hardware
 block and results (front matter and body table) in one atomic replace.
 Otherwise nothing is written and each missing row is printed with the command
-that would produce its evidence. Exit status: 0 published (or would publish,
-or already published with evidence), 1 evidence missing, 2 bad input.
+that would produce its evidence. A lesson that declares performance claims
+(front matter ``performance:``) also needs a bench record supporting each one
+(``perf_claims``): each unsupported claim is printed the same way. Exit
+status: 0 published (or would publish, or already published with evidence),
+1 evidence missing, 2 bad input.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
-from . import claims, gate, lessons, store, tolerances
+from . import claims, gate, lessons, perf_claims, store, tolerances
 from .errors import RecordError
-from .models import LessonFront, RunRecord
+from .models import BenchRecord, LessonFront, RunRecord
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lesson", help="lesson id (lessons/<id>.md)")
@@ -66,13 +69,25 @@ def run_records(root: Path) -> list[RunRecord]:
     return [r for r in store.load_records(Path(root)) if isinstance(r, RunRecord)]
 
 
-def decide(root: Path, lesson: lessons.Lesson | LessonFront, records: list | None = None) -> gate.Decision:
-    """``gate.decide`` with its inputs read from ``root`` (records: all of runs/ unless given)."""
+def bench_records(root: Path) -> list[BenchRecord]:
+    """Every bench record under runs/ (``*-bench-*.json``; one that fails validation raises one line)."""
+    files = [p for p in store.record_files(Path(root)) if "-bench-" in p.name]
+    return [r for r in map(store.load_record, files) if isinstance(r, BenchRecord)]
+
+
+def decide(root: Path, lesson: lessons.Lesson | LessonFront, records: list | None = None,
+           bench: list | None = None) -> gate.Decision:
+    """``gate.decide`` with its inputs read from ``root`` (records: all of runs/ unless given;
+    bench: the bench records under runs/ unless given, read only when the lesson declares
+    performance claims)."""
     front = lesson.front if isinstance(lesson, lessons.Lesson) else lesson
     records = run_records(root) if records is None else [r for r in records if isinstance(r, RunRecord)]
+    if bench is None:
+        bench = bench_records(root) if front.performance else []
     programs = {row.program for row in front.results}
     paths = programs | {s.path for r in records if r.program in programs for s in r.sources}
-    return gate.decide(front, records, today_digests(root, sorted(paths)), load_table(root), evidence_reader(root))
+    return gate.decide(front, records + [r for r in bench if isinstance(r, BenchRecord)],
+                       today_digests(root, sorted(paths)), load_table(root), evidence_reader(root))
 
 
 # --- the command ---------------------------------------------------------------------
@@ -88,6 +103,27 @@ def describe(decision: gate.Decision, rows: Iterable[gate.RowDecision]) -> list[
     return lines
 
 
+def describe_perf(claims: Iterable[perf_claims.ClaimDecision]) -> list[str]:
+    lines = []
+    for c in claims:
+        lines.append(f"  perf claim {c.claim.id} ({c.claim.statement}): {c.outcome}: {c.reason}")
+        if c.command:
+            lines.append(f"      fix: {c.command}")
+    return lines
+
+
+def _lacking(decision: gate.Decision) -> str:
+    """``1 of 5 required rows lack evidence``, and/or ``1 of 2 performance claims lack support``."""
+    parts = []
+    if decision.missing or not decision.unsupported:
+        n, total = len(decision.missing), sum(1 for r in decision.rows if not r.row.optional)
+        parts.append(f"{n} of {total} required rows lack evidence")
+    if decision.unsupported:
+        parts.append(f"{len(decision.unsupported)} of {len(decision.perf)} performance claims lack a supporting "
+                     f"bench record")
+    return " and ".join(parts)
+
+
 def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, list[str]]:
     """Decide and (unless dry-run) publish; returns (exit status, lines to print)."""
     lesson = lessons.load(root, lesson_id)
@@ -99,11 +135,10 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, lis
         if decision.publishable:
             return 0, [f"{name}: already published (run {lesson.front.hardware.run_id}); nothing changed"]
         return 1, [f"{name}: published, but its evidence no longer holds (nox -s audit fails); nothing changed:",
-                   *describe(decision, decision.missing)]
+                   *describe(decision, decision.missing), *describe_perf(decision.unsupported)]
     if not decision.publishable:
-        n, total = len(decision.missing), sum(1 for r in decision.rows if not r.row.optional)
-        return 1, [f"{name}: stays draft; {n} of {total} required rows lack evidence; nothing changed:",
-                   *describe(decision, decision.missing)]
+        return 1, [f"{name}: stays draft; {_lacking(decision)}; nothing changed:",
+                   *describe(decision, decision.missing), *describe_perf(decision.unsupported)]
     refuted = claims.refuted_claims(root, lesson.id)
     if refuted:
         return 1, [f"{name}: stays draft; it still asserts {len(refuted)} refuted claim(s); nothing changed:",
@@ -113,9 +148,10 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, lis
     hw = decision.hardware()
     summary = f"{hw.gpu} (cc {hw.compute_capability}), driver {hw.driver}, run {hw.run_id}"
     if dry_run:
-        return 0, [f"{name}: would publish from {summary} (dry run: nothing changed)", *describe(decision, decision.rows)]
+        return 0, [f"{name}: would publish from {summary} (dry run: nothing changed)",
+                   *describe(decision, decision.rows), *describe_perf(decision.perf)]
     lessons.write(lesson.path, text)
-    return 0, [f"{name}: published from {summary}", *describe(decision, decision.rows)]
+    return 0, [f"{name}: published from {summary}", *describe(decision, decision.rows), *describe_perf(decision.perf)]
 
 
 def run(args: argparse.Namespace) -> int:

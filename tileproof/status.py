@@ -2,7 +2,9 @@
 
 One line per results row: the lesson's status, the program and check, what the
 newest evidence says (the gate's outcome, worded for an author), the run id and
-the GPU; then one line per lesson saying what is left. Reads only; exit 0
+the GPU; one line per performance claim (check ``perf:<id>``): the bench
+program, the claim's outcome with the value it rests on, the bench record and
+its GPU; then one line per lesson saying what is left. Reads only; exit 0
 unless an input is malformed (one line, exit 2).
 """
 
@@ -12,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import claims, gate, lessons, publish
+from . import claims, gate, lessons, perf_claims, publish, store
 
 WORDS = {
     "passed": "passed",
@@ -27,6 +29,16 @@ WORDS = {
 }
 """Each gate outcome as the status table shows it."""
 
+PERF_WORDS = {
+    "supported": "supported",
+    "no-bench-record": "missing",
+    "wrong-hardware": "wrong hardware",
+    "below-claim": "below claim",
+    "spread-exceeds-margin": "spread > margin",
+    "noisy": "noisy",
+}
+"""Each performance-claim outcome as the status table shows it."""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lesson ids (default: all)")
@@ -38,15 +50,24 @@ def _gpu(r: gate.RowDecision) -> str:
     return f"{gpu.name} cc {gpu.compute_capability}" if gpu else "-"
 
 
+def _perf_row(lesson: lessons.Lesson, c: perf_claims.ClaimDecision) -> list[str]:
+    evidence = PERF_WORDS[c.outcome] + (f": {c.value_text()}" if c.value is not None else "")
+    gpu = c.record.environment.gpu if c.record else None
+    return [lesson.id, lesson.front.status, c.claim.program, f"perf:{c.claim.id}", evidence,
+            c.record.run_id if c.record else "-", f"{gpu.name} cc {gpu.compute_capability}" if gpu else "-"]
+
+
 def summary(lesson: lessons.Lesson, decision: gate.Decision) -> str:
     required = [r for r in decision.rows if not r.row.optional]
     ready = sum(1 for r in required if r.outcome == "passed")
     head = f"{lesson.id}: {lesson.front.status}, {ready}/{len(required)} required rows have evidence"
+    if decision.perf:
+        head += f", {len(decision.perf) - len(decision.unsupported)}/{len(decision.perf)} performance claims supported"
     if lesson.front.status == "published":
         return head + ("" if decision.publishable else "; PUBLISHED WITHOUT EVIDENCE (audit fails)")
     if decision.publishable:
         return head + f"; ready: nox -s publish -- {lesson.id}"
-    first = decision.missing[0]
+    first = decision.missing[0] if decision.missing else decision.unsupported[0]
     return head + f"; next: {first.command} (nox -s publish -- {lesson.id} --dry-run lists every row)"
 
 
@@ -59,11 +80,11 @@ def status(root: Path, ids: list[str]) -> list[str]:
     chosen = [lessons.load(root, i) for i in ids] if ids else lessons.load_all(root)
     if not chosen:
         return ["no lessons under lessons/"]
-    records = publish.run_records(root)
+    records = store.load_records(Path(root))  # run records for the rows, bench records for perf claims
     rows = [["LESSON", "STATUS", "PROGRAM", "CHECK", "EVIDENCE", "RUN", "GPU"]]
     footer = []
     for lesson in chosen:
-        decision = publish.decide(root, lesson, records)
+        decision = publish.decide(root, lesson, records, bench=records)
         for r in decision.rows:
             evidence = WORDS[r.outcome]
             if r.outcome == "failed" and r.record and r.record.verdict != "passed":
@@ -71,6 +92,7 @@ def status(root: Path, ids: list[str]) -> list[str]:
             evidence += " (optional)" if r.row.optional else ""
             run = r.record.run_id if r.record else "-"
             rows.append([lesson.id, lesson.front.status, r.row.program, r.row.check, evidence, run, _gpu(r)])
+        rows.extend(_perf_row(lesson, c) for c in decision.perf)
         footer.append(summary(lesson, decision))
         if lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS) != "\n" + lessons.render_results_table(
                 lesson.front.results):

@@ -1,0 +1,340 @@
+"""Performance claims: the pure rule (perf_claims.decide), publish refusing, status listing.
+
+Every bench record here is a FIXTURE built in code (run id ``FIXTURE-...``, host
+``fixture``); the end-to-end tests write them only into a temporary copy.
+"""
+
+import shutil
+from datetime import timedelta
+
+import pytest
+import yaml
+from conftest import copy_lessons_as_draft
+from fixture_records import COMMIT, H200, T0, toolchain, transcript
+from pydantic import ValidationError
+
+from tileproof import lessons, perf_claims, status, store
+from tileproof.__main__ import main
+from tileproof.errors import RecordError
+from tileproof.models import (BenchCase, BenchRecord, Environment, GitState, GpuFacts, HostFacts, PerfClaim,
+                              Step)
+from tileproof.store import seal_of
+
+LESSON = "day79-cutile"
+MATMUL = "kernels/bench/matmul_bench.py"
+SHAPE = "matmul/grouped/4096x4096x4096"
+L4 = dict(H200, name="NVIDIA L4", uuid="GPU-f1c7ee00-0000-4000-8000-000000000089", cc="8.9")
+
+
+# --- FIXTURE bench records, built in code --------------------------------------------
+
+
+def case(key: str, pct: float = 93.6, spread: float = 0.04, noisy: bool | None = None, tflops: float | None = 620.0,
+         gbps: float | None = None) -> BenchCase:
+    name, variant, shape = key.split("/")[:3]
+    tiles = key.split("/")[3].split("+")[0] if key.count("/") == 3 else None
+    return BenchCase(name=name, variant=variant, shape=[int(x) for x in shape.split("x")], dtype="float16",
+                     tiles=[int(x) for x in tiles.split("x")] if tiles else None, repeats=30, first_launch_ms=900.0,
+                     median_ms=0.22, min_ms=0.21, max_ms=0.24, spread=spread,
+                     noisy=spread > 0.10 if noisy is None else noisy, tflops=tflops, gbps=gbps,
+                     pct_of_reference=pct, pct_of_ceiling=pct, max_rel_err=1e-3, checked=True, key=key)
+
+
+def bench_record(n: int, cases: list[BenchCase], gpu: dict | None = H200, verdict: str = "passed",
+                 program: str = MATMUL, seal: str = "intact", runtime_cc: str | None = "same") -> BenchRecord:
+    """One FIXTURE bench record; larger n is newer. seal: intact, broken or none."""
+    created = T0 + timedelta(minutes=n)
+    run_id = f"FIXTURE-{created.strftime('%Y%m%dT%H%M%SZ')}-bench-{n:08x}"
+    t = transcript(f"evidence/{run_id}/bench.stdout.txt", "FIXTURE\n")
+    facts = None if gpu is None else GpuFacts(
+        index=0, name=gpu["name"], uuid=gpu["uuid"], compute_capability=gpu["cc"],
+        runtime_compute_capability=gpu["cc"] if runtime_cc == "same" else runtime_cc, driver_version=gpu["driver"],
+        memory_total_mib=None, clocks_sm_mhz=None, clocks_mem_mhz=None)
+    rec = BenchRecord(
+        schema_version=1, kind="bench", run_id=run_id, created=created, tileproof_version="0.1.0",
+        git=GitState(commit=COMMIT, dirty=False),
+        host=HostFacts(system="fixture", release="fixture", machine="x86_64", python="3.11.7", cpu_count=16),
+        environment=Environment(session_id=f"FIXTURE-bench-{n}", gpu=facts, toolchain=toolchain(),
+                                toolchain_env="clean", versions={"cuda-tile": "1.7.0"}, packages={}, env={},
+                                pip_freeze=t, nvidia_smi=None, nvidia_smi_query=None),
+        program=program, sources=[], step=Step(name="bench", argv=["python", program], started=created,
+                                               ended=created, duration_s=1.0, exit_code=0, stdout=t, stderr=t),
+        results_file=None, gpu_before=None, gpu_after=None, cases=cases, ceilings={"tflops": 650.0},
+        repeat_spread={}, verdict=verdict, reason="FIXTURE: hand-made test record, never produced by a GPU",
+    )
+    if seal == "none":
+        return rec
+    rec = rec.model_copy(update={"seal": seal_of(rec)})
+    if seal == "broken":  # a byte changed after sealing
+        rec = rec.model_copy(update={"cases": [c.model_copy(update={"pct_of_reference": 99.0}) for c in cases]})
+    return rec
+
+
+def claim(**kw) -> PerfClaim:
+    base = dict(id="matmul-80", statement="tile matmul reaches >= 80% of cuBLAS at 4096³ on sm_90",
+                case=f"{SHAPE}/*", metric="pct_of_reference", at_least=80.0, compute_capability="9.0")
+    return PerfClaim(**{**base, **kw})
+
+
+SWEEP = [case(f"{SHAPE}/64x64x32", pct=30.6, spread=0.002), case(f"{SHAPE}/128x256x64+warps8", pct=93.6, spread=0.04),
+         case(f"{SHAPE}/256x128x64+warps8", pct=90.1, spread=0.037), case("matmul/cublas/4096x4096x4096", pct=100.0)]
+
+
+# --- the rule, as a table ----------------------------------------------------------------
+
+TABLE = [
+    # (id, claim overrides, records, outcome, words in the reason)
+    ("supported-best-over-tiles", {}, [bench_record(1, SWEEP)], "supported",
+     ["128x256x64+warps8", "93.6% of reference >= 80", "margin 13.6 points"]),
+    ("supported-exact-key", {"case": f"{SHAPE}/256x128x64+warps8"}, [bench_record(1, SWEEP)], "supported",
+     ["256x128x64+warps8 pct_of_reference 90.1%"]),
+    ("supported-tflops", {"metric": "tflops", "at_least": 500}, [bench_record(1, SWEEP)], "supported",
+     ["620.0 TFLOP/s >= 500"]),
+    ("no-record-at-all", {}, [], "no-bench-record", ["no bench record of kernels/bench/matmul_bench.py"]),
+    ("no-record-of-this-program", {}, [bench_record(1, SWEEP, program="kernels/bench/softmax_bench.py")],
+     "no-bench-record", ["no bench record of"]),
+    ("no-matching-case", {"case": "matmul/grouped/2048x2048x2048/*"}, [bench_record(1, SWEEP)], "no-bench-record",
+     ["has a case matmul/grouped/2048x2048x2048/* with pct_of_reference"]),
+    ("reference-is-not-a-tile", {"case": "matmul/cublas/4096x4096x4096/*"}, [bench_record(1, SWEEP)],
+     "no-bench-record", ["has a case"]),
+    ("metric-not-measured", {"metric": "gbps"}, [bench_record(1, SWEEP)], "no-bench-record", ["with gbps"]),
+    ("failed-verdict", {}, [bench_record(1, SWEEP, verdict="failed")], "no-bench-record", ["with verdict passed"]),
+    ("wrong-cc", {}, [bench_record(1, SWEEP, gpu=L4)], "wrong-hardware",
+     ["NVIDIA L4, cc 8.9", "the claim is about cc 9.0"]),
+    ("wrong-cc-claim-for-l4", {"compute_capability": "8.9"}, [bench_record(1, SWEEP)], "wrong-hardware",
+     ["NVIDIA H200, cc 9.0"]),
+    ("cc-disagrees-in-record", {}, [bench_record(1, SWEEP, runtime_cc="8.9")], "wrong-hardware", ["disagreeing"]),
+    ("no-gpu", {}, [bench_record(1, SWEEP, gpu=None)], "wrong-hardware", ["no GPU"]),
+    ("below-claim", {"at_least": 95}, [bench_record(1, SWEEP)], "below-claim",
+     ["93.6% of reference, below the claimed 95 by 1.4 points"]),
+    ("spread-larger-than-margin", {"at_least": 90}, [bench_record(1, SWEEP)], "spread-exceeds-margin",
+     ["margin 3.6 points over 90 is smaller than its spread 4.0% of 93.6 = 3.7 points"]),
+    ("noisy", {}, [bench_record(1, [case(f"{SHAPE}/128x128x64", pct=95.0, spread=0.12)])], "noisy",
+     ["spread 12.0% > 10%"]),
+    ("nan-spread-fails-closed", {}, [bench_record(1, [case(f"{SHAPE}/128x128x64", spread=float("nan"), noisy=False)])],
+     "noisy", ["noisy"]),
+    ("nan-value-is-no-value", {}, [bench_record(1, [case(f"{SHAPE}/128x128x64", pct=float("nan"))])],
+     "no-bench-record", ["has a case"]),
+    ("clean-case-beats-noisy-best", {}, [bench_record(1, [case(f"{SHAPE}/128x128x32", pct=99.0, spread=0.2),
+                                                          case(f"{SHAPE}/128x128x64", pct=88.0, spread=0.01)])],
+     "supported", [f"{SHAPE}/128x128x64 "]),
+    ("broken-seal", {}, [bench_record(1, SWEEP, seal="broken")], "no-bench-record",
+     ["ignored, seal broken: FIXTURE-"]),
+    ("unsealed", {}, [bench_record(1, SWEEP, seal="none")], "no-bench-record", ["ignored, seal broken"]),
+    ("broken-newer-seal-never-counts", {"at_least": 95},
+     [bench_record(1, SWEEP), bench_record(2, SWEEP, seal="broken")], "below-claim", ["ignored, seal broken"]),
+    ("newest-passed-record-decides", {},
+     [bench_record(1, SWEEP), bench_record(2, [case(f"{SHAPE}/128x256x64+warps8", pct=70.0, spread=0.01)])],
+     "below-claim", ["-bench-00000002", "70.0%"]),
+    ("newer-failed-record-is-skipped", {},
+     [bench_record(1, SWEEP), bench_record(2, [case(f"{SHAPE}/64x64x32", pct=10.0)], verdict="failed")],
+     "supported", ["-bench-00000001"]),
+    ("newer-record-from-other-gpu-is-skipped", {},
+     [bench_record(1, SWEEP), bench_record(2, [case(f"{SHAPE}/64x64x32", pct=10.0)], gpu=L4)],
+     "supported", ["-bench-00000001"]),
+]
+
+
+@pytest.mark.parametrize("overrides, records, outcome, words", [t[1:] for t in TABLE], ids=[t[0] for t in TABLE])
+def test_rule(overrides, records, outcome, words):
+    c = claim(**overrides)
+    (d,) = perf_claims.decide([c], records)
+    assert d.outcome == outcome, d.reason
+    for w in words:
+        assert w in d.reason, d.reason
+    assert "\n" not in d.reason
+    if outcome == "supported":
+        assert d.command is None and d.record is not None and d.margin == pytest.approx(d.value - c.at_least)
+        assert d.case.spread * d.value <= d.margin
+    else:
+        assert "nox -s bench -- --program kernels/bench/matmul_bench.py" in d.command
+        assert f"compute capability {c.compute_capability}" in d.command
+
+
+def test_outcomes_are_closed_and_covered():
+    assert set(perf_claims.OUTCOMES) == {t[3] for t in TABLE}
+    assert set(perf_claims.OUTCOMES) == set(status.PERF_WORDS)
+
+
+def test_margin_equal_to_spread_is_enough():
+    """value (1 - spread) >= at_least: exactly at the boundary the claim holds, just above it fails."""
+    rec = bench_record(1, [case(f"{SHAPE}/128x128x64", pct=100.0, spread=0.05)])
+    assert perf_claims.decide([claim(at_least=95.0)], [rec])[0].outcome == "supported"
+    assert perf_claims.decide([claim(at_least=95.01)], [rec])[0].outcome == "spread-exceeds-margin"
+
+
+def test_fix_suggests_what_the_record_supports():
+    (d,) = perf_claims.decide([claim(at_least=95)], [bench_record(1, SWEEP)])
+    # best over clean cases of value * (1 - spread), rounded down: 93.6 * 0.96 = 89.856 -> 89.8
+    assert "lower at_least to 89.8 (what the record supports)" in d.command
+    (again,) = perf_claims.decide([claim(at_least=89.8)], [bench_record(1, SWEEP)])
+    assert again.supported
+
+
+def test_decide_is_pure_and_ordered():
+    claims = [claim(id="a"), claim(id="b", at_least=99), claim(id="c", compute_capability="8.0")]
+    records = [bench_record(1, SWEEP)]
+    first = perf_claims.decide(claims, records)
+    assert [d.claim.id for d in first] == ["a", "b", "c"]
+    assert [d.outcome for d in first] == ["supported", "below-claim", "wrong-hardware"]
+    assert perf_claims.decide(claims, records) == first
+    assert perf_claims.decide([], records) == []
+
+
+@pytest.mark.parametrize("pattern, key, hit", [
+    (f"{SHAPE}/*", f"{SHAPE}/128x256x64+warps8", True),
+    (f"{SHAPE}/*", "matmul/grouped/4096x4096x40960/128x256x64", False),
+    (f"{SHAPE}/*", "matmul/cublas/4096x4096x4096", False),
+    (f"{SHAPE}/*", SHAPE, False),
+    (f"{SHAPE}/128x256x64+warps8", f"{SHAPE}/128x256x64+warps8", True),
+    (f"{SHAPE}/128x256x64", f"{SHAPE}/128x256x64+warps8", False),
+])
+def test_matches(pattern, key, hit):
+    assert perf_claims.matches(pattern, key) is hit
+
+
+@pytest.mark.parametrize("field, value", [
+    ("case", "matmul/*"), ("case", "matmul/grouped/*/128x128x64"), ("case", "matmul/grouped/4096/12*"),
+    ("compute_capability", "sm_90"), ("metric", "speedup"), ("statement", ""), ("at_least", float("nan")),
+])
+def test_claim_fields_are_validated(field, value):
+    with pytest.raises(ValidationError):
+        claim(**{field: value})
+
+
+# --- lessons: the front matter, rendering ------------------------------------------------
+
+
+def test_repo_lessons_declare_no_claims_and_stay_canonical(repo_root):
+    for lesson in lessons.load_all(repo_root):
+        assert lesson.front.performance == [], lesson.id  # day-79 makes no performance claim
+        assert "performance:" not in lesson.front_text
+        assert lessons.render(lesson, lesson.front) == lesson.text
+
+
+def perf_yaml(*claims: dict) -> str:
+    return yaml.safe_dump({"performance": list(claims)}, sort_keys=False, allow_unicode=True, width=4096)
+
+
+CLAIM = dict(id="matmul-80", statement="tile matmul reaches >= 80% of cuBLAS at 4096³ on sm_90", case=f"{SHAPE}/*",
+             metric="pct_of_reference", at_least=80, compute_capability="9.0")
+
+
+def with_claims(path, *claims):
+    text = path.read_text()
+    path.write_text(text.replace("\nhardware:\n", "\n" + perf_yaml(*claims) + "hardware:\n", 1))
+
+
+@pytest.fixture
+def tree(tmp_path, repo_root):
+    """The day-79 FIXTURE tree plus the real lessons/, as drafts."""
+    root = tmp_path / "repo"
+    shutil.copytree(repo_root / "tests" / "data" / "records" / "day79", root)
+    copy_lessons_as_draft(repo_root / "lessons", root / "lessons")
+    return root
+
+
+def test_lesson_with_claims_parses_and_renders_canonically(tree):
+    path = tree / "lessons" / f"{LESSON}.md"
+    with_claims(path, CLAIM, dict(CLAIM, id="matmul-tflops", metric="tflops", at_least=500, program=MATMUL))
+    lesson = lessons.load(tree, LESSON)
+    assert [c.id for c in lesson.front.performance] == ["matmul-80", "matmul-tflops"]
+    assert lesson.front.performance[0].program == MATMUL  # the default
+    assert lessons.render(lesson, lesson.front) == lesson.text
+
+
+@pytest.mark.parametrize("change, field", [
+    (dict(id="matmul-80"), "performance.1.id"),
+    (dict(id="x", program="kernels/tile_matmul_softmax.py"), "performance.1.program"),
+    (dict(id="y", program="../kernels/bench/matmul_bench.py"), "performance.1.program"),
+])
+def test_bad_claims_are_one_line(tree, change, field):
+    path = tree / "lessons" / f"{LESSON}.md"
+    with_claims(path, CLAIM, dict(CLAIM, **change))
+    with pytest.raises(RecordError) as e:
+        lessons.load(tree, LESSON)
+    assert f": {field}: " in str(e.value) and "\n" not in str(e.value)
+
+
+# --- publish and status, end to end -------------------------------------------------------
+
+
+def cli(capsys, *argv):
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_publish_refuses_unsupported_claims_then_publishes(tree, capsys):
+    path = tree / "lessons" / f"{LESSON}.md"
+    with_claims(path, CLAIM, dict(CLAIM, id="matmul-95", at_least=95))
+    before = path.read_bytes()
+
+    # Every results row has its run record, but no bench record backs the claims.
+    code, out = cli(capsys, "publish", LESSON, "--root", str(tree))
+    assert code == 1 and path.read_bytes() == before
+    assert out.startswith(f"{LESSON}: stays draft; 2 of 2 performance claims lack a supporting bench record; "
+                          "nothing changed:")
+    assert "  perf claim matmul-80 (tile matmul reaches >= 80% of cuBLAS at 4096³ on sm_90): no-bench-record: " in out
+    assert "fix: on a GPU of compute capability 9.0: nox -s bench -- --program kernels/bench/matmul_bench.py" in out
+
+    # A record from other hardware does not count.
+    store.write_record(tree, bench_record(10, SWEEP, gpu=L4))
+    code, out = cli(capsys, "publish", LESSON, "--root", str(tree))
+    assert code == 1 and out.count(": wrong-hardware: ") == 2 and path.read_bytes() == before
+
+    # An H200 record supports one claim, not the other: still draft, and only the other is listed.
+    store.write_record(tree, bench_record(11, SWEEP))
+    code, out = cli(capsys, "publish", LESSON, "--root", str(tree))
+    assert code == 1 and path.read_bytes() == before
+    assert "1 of 2 performance claims lack" in out and "matmul-80" not in out
+    assert "perf claim matmul-95 (" in out and ": below-claim: bench FIXTURE-" in out
+
+    lines = status.status(tree, [LESSON])
+    perf = {l.split()[3]: l for l in lines if l.startswith(LESSON + " ") and " perf:" in l}
+    assert "supported: 93.6% of reference >= 80%" in perf["perf:matmul-80"]
+    assert "below claim: 93.6% of reference < 95%" in perf["perf:matmul-95"]
+    assert all("-bench-0000000b" in l and "NVIDIA H200 cc 9.0" in l for l in perf.values())
+    assert lines[-1].startswith(f"{LESSON}: draft, 5/5 required rows have evidence, 1/2 performance claims "
+                                "supported; next: make the kernel faster")
+
+    # Withdraw the unsupported claim: publish, and the claim block stays as written.
+    path.write_text(before.decode().replace(perf_yaml(CLAIM, dict(CLAIM, id="matmul-95", at_least=95)),
+                                            perf_yaml(CLAIM)))
+    written = path.read_text()
+    code, out = cli(capsys, "publish", LESSON, "--root", str(tree))
+    assert code == 0 and out.startswith(f"{LESSON}: published from NVIDIA H200")
+    assert "  perf claim matmul-80 (" in out and ": supported: bench FIXTURE-" in out
+    assert perf_yaml(CLAIM) in path.read_text() and lessons.load(tree, LESSON).front.status == "published"
+    assert lessons.load(tree, LESSON).front.performance == lessons.parse(path, written).front.performance
+
+    # The bench record goes: the published lesson's claim no longer holds, and publish says so.
+    (tree / "runs" / f"{bench_record(11, SWEEP).run_id}.json").unlink()
+    published = path.read_bytes()
+    code, out = cli(capsys, "publish", LESSON, "--root", str(tree))
+    assert code == 1 and path.read_bytes() == published
+    assert "published, but its evidence no longer holds" in out and "perf claim matmul-80 (" in out
+    assert ": wrong-hardware: " in out  # only the L4 record is left
+
+
+def test_rows_and_claims_missing_are_both_listed(tree, capsys):
+    path = tree / "lessons" / f"{LESSON}.md"
+    with_claims(path, CLAIM)
+    (tree / "kernels" / "fused.py").write_text("# edited after its run\n")
+    code, out = cli(capsys, "publish", LESSON, "--root", str(tree), "--dry-run")
+    assert code == 1
+    assert ("stays draft; 1 of 5 required rows lack evidence and 1 of 1 performance claims lack a supporting "
+            "bench record; nothing changed:") in out
+    assert "kernels/fused.py fused: stale: " in out and "perf claim matmul-80 (" in out
+
+
+def test_lessons_without_claims_read_no_bench_records(tree, capsys, monkeypatch):
+    """A lesson with no claims is decided exactly as before: bench records are not even read."""
+    from tileproof import publish
+
+    def refuse(root):
+        raise AssertionError("bench records read for a lesson without claims")
+
+    monkeypatch.setattr(publish, "bench_records", refuse)
+    code, out = cli(capsys, "publish", LESSON, "--root", str(tree), "--dry-run")
+    assert code == 0 and "perf claim" not in out
+    assert publish.decide(tree, lessons.load(tree, LESSON)).perf == ()

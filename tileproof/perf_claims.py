@@ -1,0 +1,232 @@
+"""Performance claims against bench records, as a pure function of its inputs.
+
+``decide(claims, bench_records)`` reads no file: it takes a lesson's ``PerfClaim``s
+(front matter ``performance:``) and bench records, and gives each claim one
+``ClaimDecision``: an outcome from a closed set, a one-line reason and, unless the
+claim is supported, the command that would produce the missing evidence.
+
+Which record decides a claim: among the bench records of the claim's program, the
+newest (``created``, then run id) that has verdict ``passed``, an intact seal
+(``store.seal_of(r) == r.seal``; a broken seal never counts), a GPU whose compute
+capability equals the claim's (every place the record states one must agree) and
+at least one case matching the claim's ``case`` with a value for its ``metric``.
+``name/variant/shape/*`` matches every tile configuration of that shape (the key's
+last part); any other pattern matches one key exactly.
+
+The rule, per matching case of that record: value = the case's metric; margin =
+value - at_least, in the metric's units (percentage points for ``pct_of_reference``
+and ``pct_of_ceiling``). The case's ``spread`` (stdev/mean of its timed repeats) is
+relative, so it is taken at the value's scale: the case supports the claim when
+
+    value >= at_least  and  not noisy  and  spread * value <= margin
+
+i.e. the claim still holds one standard deviation below the measurement. The claim
+is ``supported`` when any matching case supports it (the best such case is shown:
+"best over tiles"); otherwise the case with the highest value decides, with the
+first failing test in the order ``below-claim``, ``noisy`` (spread above 10%,
+pyperf's rule; a non-finite spread counts as noisy), ``spread-exceeds-margin``. A
+non-finite value is no value. With no deciding record the claim is
+``wrong-hardware`` when a record would have decided it but comes from another
+compute capability, else ``no-bench-record``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Literal
+
+from .models import BenchCase, BenchRecord, PerfClaim
+from .store import seal_of
+
+Outcome = Literal["supported", "no-bench-record", "wrong-hardware", "below-claim", "spread-exceeds-margin", "noisy"]
+OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
+NOISY_SPREAD = 0.10
+"""Same threshold as ``bench.NOISY_SPREAD`` (a case above it is flagged noisy when measured)."""
+UNITS = {"pct_of_reference": "%", "pct_of_ceiling": "%", "tflops": " TFLOP/s", "gbps": " GB/s"}
+OF = {"pct_of_reference": " of reference", "pct_of_ceiling": " of ceiling", "tflops": "", "gbps": ""}
+POINTS = {"pct_of_reference": " points", "pct_of_ceiling": " points", "tflops": " TFLOP/s", "gbps": " GB/s"}
+
+
+@dataclass(frozen=True)
+class ClaimDecision:
+    claim: PerfClaim
+    outcome: Outcome
+    reason: str
+    """One line: what was found."""
+    command: str | None
+    """What would produce the missing evidence; None when supported."""
+    record: BenchRecord | None = None
+    """The bench record that decided the claim, if any."""
+    case: BenchCase | None = None
+    """The case whose value decided it."""
+    value: float | None = None
+    margin: float | None = None
+    """value - at_least, in the metric's units."""
+    ignored: tuple[str, ...] = field(default_factory=tuple)
+    """Run ids of the program's bench records with a broken seal (they never count)."""
+
+    @property
+    def supported(self) -> bool:
+        return self.outcome == "supported"
+
+    def value_text(self) -> str:
+        """``93.6% of reference >= 80%``, or ``-`` without a value."""
+        if self.value is None:
+            return "-"
+        m = self.claim.metric
+        op = ">=" if self.value >= self.claim.at_least else "<"
+        return f"{self.value:.1f}{UNITS[m]}{OF[m]} {op} {self.claim.at_least:g}{UNITS[m]}"
+
+    def __str__(self) -> str:
+        return f"perf claim {self.claim.id}: {self.outcome}: {self.reason}"
+
+
+# --- helpers (pure) ------------------------------------------------------------------
+
+
+def matches(pattern: str, key: str) -> bool:
+    """``name/variant/shape/*`` matches any one last part; anything else matches exactly."""
+    if pattern.endswith("/*"):
+        prefix = pattern[:-1]
+        return key.startswith(prefix) and len(key) > len(prefix) and "/" not in key[len(prefix):]
+    return key == pattern
+
+
+def sealed(rec: BenchRecord) -> bool:
+    return bool(rec.seal) and seal_of(rec) == rec.seal
+
+
+def record_cc(rec: BenchRecord) -> str | None:
+    """The compute capability the record states, when every place it states one agrees."""
+    gpu = rec.environment.gpu
+    if gpu is None:
+        return None
+    seen = {gpu.compute_capability, gpu.runtime_compute_capability or gpu.compute_capability}
+    if rec.report is not None and rec.report.device is not None:
+        seen.add(rec.report.device.compute_capability)
+    return seen.pop() if len(seen) == 1 else None
+
+
+def _age(rec: BenchRecord):
+    return (rec.created, rec.run_id)
+
+
+def _value(case: BenchCase, metric: str) -> float | None:
+    v = getattr(case, metric)
+    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else None
+
+
+def _steady(case: BenchCase) -> bool:
+    """Not noisy: flagged quiet and a finite spread within [0, 10%] (anything else fails closed)."""
+    return not case.noisy and math.isfinite(case.spread) and 0 <= case.spread <= NOISY_SPREAD
+
+
+def _cases(rec: BenchRecord, claim: PerfClaim) -> list[tuple[BenchCase, float]]:
+    out = []
+    for c in rec.cases:
+        v = _value(c, claim.metric)
+        if matches(claim.case, c.key) and v is not None:
+            out.append((c, v))
+    return out
+
+
+def case_outcome(claim: PerfClaim, case: BenchCase, value: float) -> Outcome:
+    """The rule for one case (see the module docstring)."""
+    if value < claim.at_least:
+        return "below-claim"
+    if not _steady(case):
+        return "noisy"
+    if case.spread * value > value - claim.at_least:
+        return "spread-exceeds-margin"
+    return "supported"
+
+
+def holds_up_to(cases: Iterable[tuple[BenchCase, float]]) -> float | None:
+    """The largest ``at_least`` these cases would support (rounded down to 0.1), None if none would."""
+    best = max((v * (1 - c.spread) for c, v in cases if _steady(c)), default=None)
+    return math.floor(best * 10) / 10 if best is not None and best > 0 else None
+
+
+def _command(claim: PerfClaim, outcome: Outcome, holds: float | None = None) -> str | None:
+    cc = claim.compute_capability
+    bench = f"nox -s bench -- --program {claim.program}"
+    if outcome == "supported":
+        return None
+    if outcome in ("no-bench-record", "wrong-hardware"):
+        return f"on a GPU of compute capability {cc}: {bench}"
+    weaker = f"lower at_least to {holds:g} (what the record supports)" if holds is not None else "withdraw the claim"
+    if outcome == "below-claim":
+        return f"make the kernel faster and rerun on a GPU of compute capability {cc}: {bench}; or {weaker}"
+    return f"rerun on an idle GPU (nothing else running) of compute capability {cc}: {bench}; or {weaker}"
+
+
+def _describe(claim: PerfClaim, rec: BenchRecord, case: BenchCase, value: float, outcome: Outcome) -> str:
+    unit, points = UNITS[claim.metric] + OF[claim.metric], POINTS[claim.metric]
+    margin = value - claim.at_least
+    head = f"bench {rec.run_id}: {case.key} {claim.metric} {value:.1f}{unit}"
+    if outcome == "below-claim":
+        return f"{head}, below the claimed {claim.at_least:g} by {-margin:.1f}{points}"
+    if outcome == "noisy":
+        return f"{head}, but the case is noisy: spread {case.spread:.1%} > {NOISY_SPREAD:.0%}"
+    spread = f"spread {case.spread:.1%} of {value:.1f} = {case.spread * value:.1f}{points}"
+    if outcome == "spread-exceeds-margin":
+        return f"{head}: margin {margin:.1f}{points} over {claim.at_least:g} is smaller than its {spread}"
+    return f"{head} >= {claim.at_least:g}: margin {margin:.1f}{points}, {spread}"
+
+
+# --- the decision --------------------------------------------------------------------
+
+
+def decide_claim(claim: PerfClaim, bench_records: Iterable, intact: set[int] | None = None) -> ClaimDecision:
+    """One claim's decision; ``intact``: ``id()`` of the records whose seal holds (computed here when not given)."""
+    mine = [r for r in bench_records if isinstance(r, BenchRecord) and r.program == claim.program]
+    if intact is None:
+        intact = {id(r) for r in mine if sealed(r)}
+
+    def sealed_ok(r: BenchRecord) -> bool:
+        return id(r) in intact
+
+    ignored = tuple(r.run_id for r in mine if not sealed_ok(r))
+
+    def done(outcome: Outcome, reason: str, rec=None, case=None, value=None, holds=None) -> ClaimDecision:
+        if ignored:
+            reason += f" (ignored, seal broken: {', '.join(ignored)})"
+        margin = value - claim.at_least if value is not None else None
+        return ClaimDecision(claim, outcome, reason, _command(claim, outcome, holds), rec, case, value, margin,
+                             ignored)
+
+    usable = [r for r in mine if sealed_ok(r) and r.verdict == "passed" and _cases(r, claim)]
+    fitting = [r for r in usable if record_cc(r) == claim.compute_capability]
+    if not fitting:
+        if usable:
+            rec = max(usable, key=_age)
+            gpu = rec.environment.gpu
+            where = f"{gpu.name}, cc {record_cc(rec) or 'disagreeing'}" if gpu else "no GPU"
+            return done("wrong-hardware", f"bench records of {claim.program} with {claim.case} come only from other "
+                                          f"hardware (newest: run {rec.run_id}, {where}); the claim is about cc "
+                                          f"{claim.compute_capability}")
+        sealed_mine = [r for r in mine if sealed_ok(r)]
+        if not sealed_mine:
+            why = f"no bench record of {claim.program}"
+        elif not any(r.verdict == "passed" for r in sealed_mine):
+            why = f"no bench record of {claim.program} with verdict passed"
+        else:
+            why = f"no passed bench record of {claim.program} has a case {claim.case} with {claim.metric}"
+        return done("no-bench-record", why)
+    rec = max(fitting, key=_age)
+    cases = _cases(rec, claim)
+    judged = [(case_outcome(claim, c, v), c, v) for c, v in cases]
+    good = [j for j in judged if j[0] == "supported"]
+    outcome, case, value = max(good or judged, key=lambda j: j[2])
+    return done(outcome, _describe(claim, rec, case, value, outcome), rec, case, value, holds_up_to(cases))
+
+
+def decide(claims: Iterable[PerfClaim], bench_records: Iterable) -> list[ClaimDecision]:
+    """One ``ClaimDecision`` per claim, in order; records of other kinds are ignored."""
+    claims = list(claims)
+    if not claims:
+        return []
+    records = [r for r in bench_records if isinstance(r, BenchRecord)]
+    intact = {id(r) for r in records if sealed(r)}
+    return [decide_claim(c, records, intact) for c in claims]
