@@ -31,17 +31,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import __version__
 from .capture import env_allowlisted, git_state, host_facts, installed_packages, pip_freeze
 from .errors import TileproofError
 from .execute import run_program
-from .models import SCHEMA_VERSION, BenchCase, BenchRecord, CheckReport, Environment, Transcript
+from .models import BenchCase, BenchRecord, CheckReport, Environment, Transcript
 from .run_cmd import child_env, gpu_facts, versions
-from .store import digest, new_run_id, write_evidence, write_record
+from .store import digest, header, new_run_id, write_evidence, write_record
 from .toolchain import runtime_tools
 
 BENCH_DIR = Path("kernels") / "bench"
@@ -301,13 +299,8 @@ def run(args: argparse.Namespace) -> int:
             elif verdict == "passed":
                 verdict, reason = "error", reason + "; wrote no results file"
             record = BenchRecord(
-                schema_version=SCHEMA_VERSION,
+                **header(run_id, git, host),
                 kind="bench",
-                run_id=run_id,
-                created=datetime.now(timezone.utc),
-                tileproof_version=__version__,
-                git=git,
-                host=host,
                 environment=environment,
                 program=rel,
                 sources=[digest(root, p) for p in sources(root, program)],

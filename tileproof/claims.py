@@ -24,17 +24,15 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from . import __version__
 from .errors import RecordError, TileproofError
-from .models import SCHEMA_VERSION, ClaimResult, ClaimsRecord, ClaimVerdictName
-from .store import RUNS, digest, load_record, new_run_id, rel, seal_of, sha256_file, write_record
+from .models import ClaimResult, ClaimsRecord, ClaimVerdictName
+from .store import RUNS, digest, header, load_record, new_run_id, rel, seal_of, sha256_file, write_record
 
 CLAIMS_DIR = Path("lessons") / "claims"
 SUFFIX = ".claims.yaml"
@@ -488,9 +486,9 @@ def run(args: argparse.Namespace) -> int:
     documents = [root / loaded.spec.path for loaded in files]
     attested += [d for d in documents if d.is_file() and d.resolve().is_relative_to(root)]
     record = ClaimsRecord(
-        schema_version=SCHEMA_VERSION, kind="claims", run_id=run_id, created=datetime.now(timezone.utc),
-        tileproof_version=__version__, git=git_state(root), host=host_facts(), toolchain=here.toolchain,
-        gpu=here.gpu, nvidia_smi=here.smi, nvidia_smi_query=here.smi_query, claims_files=[digest(root, p) for p in dict.fromkeys(attested)], results=results,
+        **header(run_id, git_state(root), host_facts()), kind="claims", toolchain=here.toolchain,
+        gpu=here.gpu, nvidia_smi=here.smi, nvidia_smi_query=here.smi_query,
+        claims_files=[digest(root, p) for p in dict.fromkeys(attested)], results=results,
     )
     path = write_record(root, record)
     counts = {v: sum(r.verdict == v for r in results) for v in ("confirmed", "refuted", "unverifiable-here", "error")}

@@ -6,15 +6,13 @@ import argparse
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__
 from .aot import declared_kernels
 from .build import BUILD_DIR, DEFAULT_TARGETS, cached, dependencies, execute, header_path, inventory, parse_target, plan, programs
 from .capture import git_state, host_facts
-from .models import SCHEMA_VERSION, BuildResult, CompileRecord
-from .store import digest, new_run_id, sha256_file, write_record
+from .models import BuildResult, CompileRecord
+from .store import digest, header, new_run_id, sha256_file, write_record
 from .toolchain import discover, require_coherent
 
 
@@ -67,20 +65,15 @@ def compile_programs(root: Path, tools, targets: list[str], cpp: list[Path], py:
             print(line(result, result.verdict), flush=True)
     ordered = [results[i] for i in range(len(jobs))]
     sources = sorted({p for j in jobs for p in dependencies(j.program)})
-    header = header_path(tools)
+    header_file = header_path(tools)
     record = CompileRecord(
-        schema_version=SCHEMA_VERSION,
+        **header(run_id, git_state(root), host_facts()),
         kind="compile",
-        run_id=run_id,
-        created=datetime.now(timezone.utc),
-        tileproof_version=__version__,
-        git=git_state(root),
-        host=host_facts(),
         toolchain=tools.facts,
         targets=targets,
         sources=[digest(root, p) for p in sources],
         builds=ordered,
-        api=inventory(header, tools.facts.packages.get("nvidia-cuda-crt")) if header.is_file() else None,
+        api=inventory(header_file, tools.facts.packages.get("nvidia-cuda-crt")) if header_file.is_file() else None,
         passed=all(r.verdict == "built" for r in ordered),
     )
     path = write_record(root, record)

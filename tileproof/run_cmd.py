@@ -16,18 +16,17 @@ import subprocess
 import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, lessons
+from . import lessons
 from .build import DEFAULT_TARGETS, dependencies, programs
 from .capture import (GPU_QUERY_ARGV, env_allowlisted, git_state, host_facts, installed_packages,
                       parse_gpu_query, pip_freeze)
 from .errors import TileproofError
 from .execute import run_program
 from .locate import find_binary
-from .models import SCHEMA_VERSION, Environment, FileDigest, GpuFacts, RunRecord, SessionRecord
-from .store import digest, new_run_id, sha256_file, write_evidence, write_record
+from .models import Environment, FileDigest, GpuFacts, RunRecord, SessionRecord
+from .store import digest, header, new_run_id, sha256_file, write_evidence, write_record
 from .toolchain import HAZARD_VARS, runtime_tools
 
 
@@ -165,13 +164,8 @@ def run(args: argparse.Namespace) -> int:
         in_lessons = by_program.get(rel, [])
         lesson_files = [root / "lessons" / f"{i}.md" for i in in_lessons]
         record = RunRecord(
-            schema_version=SCHEMA_VERSION,
+            **header(run_id, git, host),
             kind="run",
-            run_id=run_id,
-            created=datetime.now(timezone.utc),
-            tileproof_version=__version__,
-            git=git,
-            host=host,
             environment=environment,
             program=rel,
             lessons=in_lessons,
@@ -189,13 +183,8 @@ def run(args: argparse.Namespace) -> int:
         counts[verdict] += 1
         print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)
     session = SessionRecord(
-        schema_version=SCHEMA_VERSION,
+        **header(session_id, git, host),
         kind="session",
-        run_id=session_id,
-        created=datetime.now(timezone.utc),
-        tileproof_version=__version__,
-        git=git,
-        host=host,
         session_id=session_id,
         runs=run_ids,
         verdict_counts=dict(counts),

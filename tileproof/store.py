@@ -83,6 +83,14 @@ def write_evidence(root: Path, run_id: str, name: str, data: bytes | str) -> Tra
     return Transcript(path=rel(root, path), sha256=sha256_bytes(data), bytes=len(data))
 
 
+def header(run_id: str, git, host) -> dict:
+    """The fields every record starts with (``RecordBase``), created now."""
+    from . import __version__
+
+    return dict(schema_version=SCHEMA_VERSION, run_id=run_id, created=datetime.now(timezone.utc),
+                tileproof_version=__version__, git=git, host=host)
+
+
 def record_path(root: Path, run_id: str) -> Path:
     return root / RUNS / f"{run_id}.json"
 
