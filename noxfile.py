@@ -33,9 +33,13 @@ def install(session, *reqs):
 
 
 def tileproof(session, *args):
-    """``python -m tileproof ...`` with the session's interpreter."""
+    """``python -m tileproof ...`` with the session's interpreter (``--wheelhouse DIR`` is nox's, not passed on)."""
     python = sys.executable if isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv) else "python"
-    session.run(python, "-m", "tileproof", *args, *session.posargs)
+    posargs = list(session.posargs)
+    if "--wheelhouse" in posargs:
+        i = posargs.index("--wheelhouse")
+        del posargs[i:i + 2]
+    session.run(python, "-m", "tileproof", *args, *posargs)
 
 
 @nox.session

@@ -245,7 +245,7 @@ def tree(tmp_path):
 
 
 def args(root, *program, quick=False):
-    return argparse.Namespace(program=list(program), quick=quick, device=0, timeout=600.0, wheelhouse=None,
+    return argparse.Namespace(program=list(program), quick=quick, device=0, timeout=600.0,
                               root=root)
 
 

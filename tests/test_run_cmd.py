@@ -35,7 +35,7 @@ def tree(tmp_path):
 
 
 def args(root, *program):
-    return argparse.Namespace(lessons=[], program=list(program), device=0, timeout=300.0, wheelhouse=None, root=root)
+    return argparse.Namespace(lessons=[], program=list(program), device=0, timeout=300.0, root=root)
 
 
 def run(root, *program):

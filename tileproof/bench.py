@@ -59,7 +59,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", type=int, default=0, metavar="N", help="GPU index (default 0)")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="S",
                         help="per-program timeout in seconds (default 600)")
-    parser.add_argument("--wheelhouse", metavar="DIR", help="(used by nox to install offline; ignored here)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
 
 
