@@ -279,7 +279,7 @@ class RunRecord(RecordBase):
     sources: list[FileDigest]
     """The program, its helpers, and the lesson files, as they were run."""
     binary: FileDigest | None
-    """C++ executable run, with ``binary_source`` its source."""
+    """The C++ executable run (its source and headers are in ``sources``); None for Python programs."""
     step: Step
     report: CheckReport | None
     report_file: Transcript | None
