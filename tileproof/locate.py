@@ -24,10 +24,14 @@ class Binary:
     nvcc_version: str | None
 
 
-def _attested(root: Path, program: Path, target: str) -> Binary | None:
+def compile_records(root: Path) -> list[CompileRecord]:
+    """Every compile record under runs/, read once per command."""
+    return [r for r in load_records(root) if isinstance(r, CompileRecord)]
+
+
+def _attested(root: Path, program: Path, target: str, records: list[CompileRecord]) -> Binary | None:
     rel = program.relative_to(root).as_posix()
     today = {p.relative_to(root).as_posix(): sha256_file(p) for p in dependencies(program)}
-    records = [r for r in load_records(root) if isinstance(r, CompileRecord)]
     for record in sorted(records, key=lambda r: r.created, reverse=True):
         sources = {s.path: s.sha256 for s in record.sources}
         if any(sources.get(path) != sha for path, sha in today.items()):
@@ -41,9 +45,12 @@ def _attested(root: Path, program: Path, target: str) -> Binary | None:
     return None
 
 
-def find_binary(root: Path, program: Path, target: str) -> Binary | None:
-    """The attested executable for ``target``, building it here if possible."""
-    found = _attested(root, program, target)
+def find_binary(root: Path, program: Path, target: str, records: list[CompileRecord]) -> Binary | None:
+    """The attested executable for ``target``, building it here if possible.
+
+    ``records``: the compile records already read (``compile_records``).
+    """
+    found = _attested(root, program, target, records)
     if found is not None:
         return found
     from .compile_cmd import compile_programs
@@ -55,5 +62,5 @@ def find_binary(root: Path, program: Path, target: str) -> Binary | None:
     except TileproofError:
         return None
     print(f"run: building {program.relative_to(root)} for {target} (no attested binary)")
-    compile_programs(root, tools, [target], [program], {}, 1)
-    return _attested(root, program, target)
+    built = compile_programs(root, tools, [target], [program], {}, 1)
+    return _attested(root, program, target, [built]) if built else None

@@ -24,7 +24,7 @@ from .capture import (GPU_QUERY_ARGV, env_allowlisted, git_state, host_facts, in
                       parse_gpu_query, pip_freeze)
 from .errors import TileproofError
 from .execute import run_program
-from .locate import find_binary
+from .locate import compile_records, find_binary
 from .models import Environment, FileDigest, GpuFacts, RunRecord, SessionRecord
 from .store import digest, header, new_run_id, sha256_file, write_evidence, write_record
 from .toolchain import HAZARD_VARS, runtime_tools
@@ -121,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
     if no_gpu:
         print(f"run: no usable GPU: {no_gpu}; each program's own gate is recorded and the run fails")
     pkgs = installed_packages()
-    binaries = {p: find_binary(root, p, target) for p in chosen if p.suffix == ".cu"}
+    records = compile_records(root)
+    binaries = {p: find_binary(root, p, target, records) for p in chosen if p.suffix == ".cu"}
     nvcc_versions = {b.nvcc_version for b in binaries.values() if b and b.nvcc_version}
     toolchain = runtime_tools(next(iter(sorted(nvcc_versions)), None) if len(nvcc_versions) == 1 else None)
     environment = Environment(
