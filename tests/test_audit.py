@@ -53,7 +53,7 @@ def record_file(root: Path, rec) -> Path:
 
 def reseal(root: Path, rec, **update) -> None:
     """Rewrite a record with changed fields and a correct seal: a careful forger."""
-    new = rec.model_copy(update=update)
+    new = type(rec).model_validate(rec.model_copy(update=update).model_dump())  # every field, as written
     new = new.model_copy(update={"seal": store.seal_of(new)})
     record_file(root, rec).write_text(new.model_dump_json(indent=2) + "\n")
 

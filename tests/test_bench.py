@@ -137,6 +137,39 @@ def test_percent_of_cublas_and_of_the_ceiling():
     assert repeat == {"matmul/tile/4096x4096x4096/128x128x64": pytest.approx(0.02)}
 
 
+def test_waves_and_resources_are_carried_and_cleaned():
+    results = matmul_results()
+    tile, ref = results["cases"][0], results["cases"][1]
+    tile.update(tiles_per_sm=7.758, resources={"registers": 168, "local_bytes": 0, "shared_bytes": 229560,
+                                               "max_threads_per_block": 384, "blocks_per_sm": 1,
+                                               "bogus": "x", "flag": True})
+    ref["resources"] = {"error": "the kernel was not compiled in this process", "registers": 3}
+    by = {c.key: c for c in bench.build_cases(results, report())[0]}
+    t = by["matmul/tile/4096x4096x4096/128x128x64"]
+    assert t.tiles_per_sm == pytest.approx(7.758)
+    assert t.resources == {"registers": 168, "local_bytes": 0, "shared_bytes": 229560,
+                           "max_threads_per_block": 384, "blocks_per_sm": 1}
+    assert by["matmul/cublas/4096x4096x4096"].resources == {"error": "the kernel was not compiled in this process"}
+    assert by["matmul/cublas/8192x8192x8192"].resources is None and by["matmul/cublas/8192x8192x8192"].tiles_per_sm is None
+
+
+def test_best_lines_name_the_fastest_tile_kernel_of_each_variant():
+    results = matmul_results()
+    results["cases"] += [
+        case("matmul/tile/4096x4096x4096/64x64x32", "matmul", "tile", [4096] * 3, 0.70, flops=mm(4096),
+             tiles=[64, 64, 32]),
+        case("matmul/persistent/4096x4096x4096/128x256x32+warps8+occ1", "matmul", "persistent", [4096] * 3, 0.21,
+             flops=mm(4096), tiles=[128, 256, 32]),
+    ]
+    results["cases"][-1].update(tiles_per_sm=3.879, resources={"registers": 168, "local_bytes": 0})
+    cases = bench.build_cases(results, None)[0]
+    assert bench.best_lines(cases) == [
+        "best matmul/tile/4096x4096x4096/128x128x64: 0.2500 ms, 80.0% of reference",
+        "best matmul/persistent/4096x4096x4096/128x256x32+warps8+occ1: 0.2100 ms, 95.2% of reference, "
+        "3.879 tiles/SM, 168 registers + 0 B spilled per thread",
+    ]
+
+
 def test_checks_come_from_the_report_by_index():
     cases, _, _ = bench.build_cases(matmul_results(), report(errs=(0.0, 1e-7, "nan"),
                                                              passed=(True, True, False)))
@@ -286,7 +319,8 @@ def test_select_by_any_name(name):
 def test_sources_follow_imports():
     got = [p.relative_to(REPO).as_posix() for p in bench.sources(REPO, BENCH / "softmax_bench.py")]
     assert got[0] == "kernels/bench/softmax_bench.py"
-    assert set(got[1:]) == {"kernels/bench/jit.py", "kernels/bench/timing.py", "kernels/harness.py",
+    assert set(got[1:]) == {"kernels/bench/entry.py", "kernels/bench/jit.py", "kernels/bench/timing.py",
+                            "kernels/harness.py",
                             "kernels/tolerances.py", "kernels/tile_matmul_softmax.py", "kernels/online_softmax.py"}
 
 
@@ -334,6 +368,105 @@ def test_matmul_plan_covers_the_issue():
     assert m.Config("persistent", (128, 256, 64), (("num_worker_warps", 8), ("occupancy", 1))).key == \
         "persistent/128x256x64+warps8+occ1"
     assert m.Config.from_dict(plan[-1].to_dict()) == plan[-1]
+
+
+def test_matmul_plan_tries_a_cluster_and_sizes_persistent_grids_by_it(monkeypatch):
+    m = load("matmul_bench.py")
+    cluster = m.Config("grouped", (256, 128, 64), (("num_ctas", 2),))
+    assert cluster in m.configs(m.TILES) and cluster.tag == "256x128x64+ctas2" and cluster.ctas == 2
+
+    class Kernel:
+        def replace_hints(self, **hints):
+            return ("kernel with", hints)
+
+    m._BASE_KERNELS["persistent"] = Kernel()
+    launched = []
+    monkeypatch.setattr(m.ct, "launch", lambda stream, grid, kernel, args: launched.append((grid, kernel)))
+
+    class C:
+        shape = (4096, 4096)
+
+    class Cp:
+        class cuda:
+            get_current_stream = staticmethod(lambda: "stream")
+
+    for ctas, blocks in [(1, 132), (2, 66)]:
+        cfg = m.Config("persistent", (128, 256, 64), (("num_ctas", ctas), ("occupancy", 1)))
+        launch, grid = m.launcher(Cp, cfg, None, None, C(), 132)
+        launch()
+        assert grid == (blocks, 1, 1) and launched[-1][0] == grid
+        assert launched[-1][1] == ("kernel with", {"num_ctas": ctas, "occupancy": 1})
+
+
+def _jit():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import jit
+    finally:
+        sys.path.remove(str(BENCH))
+    return jit
+
+
+class FakeDriver:
+    """cupy.cuda.driver for one loaded function with fixed attributes."""
+
+    def __init__(self, attrs, blocks=1, fail=None):
+        self.attrs, self.blocks, self.fail, self.calls = attrs, blocks, fail, []
+
+    def moduleLoadData(self, cubin):
+        self.calls.append(("load", cubin))
+        return "module"
+
+    def moduleGetFunction(self, module, symbol):
+        if self.fail:
+            raise RuntimeError(self.fail)
+        self.calls.append(("function", symbol))
+        return "fn"
+
+    def funcGetAttribute(self, attr, fn):
+        return self.attrs[attr]
+
+    def occupancyMaxActiveBlocksPerMultiprocessor(self, fn, threads, dynamic_smem):
+        self.calls.append(("occupancy", threads, dynamic_smem))
+        return self.blocks
+
+    def moduleUnload(self, module):
+        self.calls.append(("unload", module))
+
+
+def fake_cp(driver):
+    class Cp:
+        class cuda:
+            pass
+    Cp.cuda.driver = driver
+    return Cp
+
+
+def test_compile_hook_keeps_the_cubin_and_the_driver_reads_it():
+    jit = _jit()
+
+    class Kernel:
+        def _compile(self, signature, context, compute_capability=None):
+            return b"CUBIN", "symbol_1", None, ()
+
+    k = Kernel()
+    got = jit.capture_cubin(k)
+    assert got == {} and k._compile("sig", "ctx") == (b"CUBIN", "symbol_1", None, ())
+    assert got == {"cubin": b"CUBIN", "symbol": "symbol_1"}
+    driver = FakeDriver({0: 384, 1: 229560, 3: 16, 4: 168})
+    assert jit.resources(fake_cp(driver), got) == {"max_threads_per_block": 384, "shared_bytes": 229560,
+                                                   "local_bytes": 16, "registers": 168, "blocks_per_sm": 1}
+    assert driver.calls == [("load", b"CUBIN"), ("function", "symbol_1"), ("occupancy", 384, 0), ("unload", "module")]
+
+
+def test_resources_say_why_not():
+    jit = _jit()
+    assert jit.capture_cubin(object()) == {"error": "this cuTile has no Kernel._compile hook"}
+    assert "not compiled in this process" in jit.resources(fake_cp(FakeDriver({})), {})["error"]
+    driver = FakeDriver({}, fail="CUDA_ERROR_NOT_FOUND")
+    got = {"cubin": b"x", "symbol": "s"}
+    assert jit.resources(fake_cp(driver), got) == {"error": "RuntimeError: CUDA_ERROR_NOT_FOUND"}
+    assert driver.calls[-1] == ("unload", "module"), "the module is unloaded even when reading fails"
 
 
 def test_compile_worker_failure_is_an_answer():
@@ -406,6 +539,51 @@ class CountingTimer:
     def timed(self, launch, launches):
         self.launched += launches
         return [self.ms_each] * launches
+
+
+class LoggingCp:
+    """Just enough cupy for timing.Timer: memsets, events and launches go to one log."""
+
+    def __init__(self, flush_ms):
+        log = self.log = []
+
+        class Event:
+            def record(self, stream):
+                log.append("E")
+
+            def synchronize(self):
+                pass
+
+        class runtime:
+            @staticmethod
+            def memsetAsync(ptr, value, nbytes, stream):
+                log.append("F")
+
+        class cuda:
+            pass
+
+        cuda.Event = Event
+        cuda.runtime = runtime
+        cuda.get_current_stream = staticmethod(lambda: type("S", (), {"ptr": 0})())
+        cuda.get_elapsed_time = staticmethod(lambda start, end: flush_ms)
+        self.cuda = cuda
+        self.uint8 = "uint8"
+
+    def empty(self, nbytes, dtype):
+        return type("Buf", (), {"nbytes": nbytes, "data": type("D", (), {"ptr": 0})()})()
+
+
+def test_timed_batches_start_behind_lead_in_work():
+    """The GPU must already be busy when the first timed launch is queued: LEAD_IN_MS of
+    flushes go first, untimed, then flush, event, launch, event for every sample."""
+    timing = _timing()
+    cp = LoggingCp(flush_ms=0.125)
+    timer = timing.Timer(cp)
+    assert timer.flush_ms == 0.125 and timer.lead_in_flushes == 16 == timing.LEAD_IN_MS / 0.125
+    cp.log.clear()
+    timer.timed(lambda: cp.log.append("L"), 2)
+    assert "".join(cp.log) == "F" * 16 + "FELE" * 2
+    assert timing.Timer(LoggingCp(flush_ms=5.0)).lead_in_flushes == 1, "at least one"
 
 
 @pytest.mark.parametrize("ms_each,expected", [(100.0, 3), (1.7, 148), (0.03, 1000), (1000.0, 1)],

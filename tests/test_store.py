@@ -61,3 +61,20 @@ def test_future_version_names_both_versions(tmp_path):
     p.write_text(json.dumps({"schema_version": 2}))
     with pytest.raises(RecordError, match="has version 2; this tileproof reads 1"):
         store.load_record(p)
+
+
+def test_a_field_added_later_keeps_old_seals(tmp_path):
+    """A committed bench record written before BenchCase had ``tiles_per_sm`` and
+    ``resources`` still reads as sealed; deleting a field it was written with does not."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    old = repo / "runs" / "20261129T121531Z-bench-2397a91b.json"
+    raw = json.loads(old.read_text())
+    assert "resources" not in raw["cases"][0], "the fixture is a record from before the new fields"
+    rec = store.load_record(old)
+    assert store.seal_of(rec) == rec.seal
+    del raw["cases"][0]["key"]  # a field with a default, present when it was written
+    edited = tmp_path / old.name
+    edited.write_text(json.dumps(raw))
+    assert store.seal_of(store.load_record(edited)) != rec.seal

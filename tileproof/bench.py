@@ -181,6 +181,7 @@ def build_cases(results: dict[str, Any], report: CheckReport | None
             pct_of_ceiling=(100.0 * mine / ceiling) if ceiling and mine is not None else None,
             max_rel_err=_finite(check.max_rel_err) if check else None,
             checked=bool(check and check.passed), config=dict(c.get("config") or {}),
+            tiles_per_sm=_finite(c.get("tiles_per_sm")), resources=_resources(c.get("resources")),
         ))
 
     repeat_spread = {}
@@ -189,6 +190,15 @@ def build_cases(results: dict[str, Any], report: CheckReport | None
         second = statistics.median(c["samples_ms"])
         repeat_spread[c["key"]] = abs(second - first) / first
     return cases, ceilings, repeat_spread
+
+
+def _resources(raw: Any) -> dict[str, int | str] | None:
+    """A case's ``resources`` as the program wrote them: ints, or one ``error`` string."""
+    if not isinstance(raw, dict):
+        return None
+    if isinstance(raw.get("error"), str):
+        return {"error": raw["error"]}
+    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)}
 
 
 # --- GPU state -------------------------------------------------------------------
@@ -230,6 +240,25 @@ def summary(cases: list[BenchCase], repeat_spread: dict[str, float], ceilings: d
                      f"{100 * c.spread:6.1f}%{' NOISY' if c.noisy else ''}")
     lines += [f"    ceiling {k}: {v:.1f}" for k, v in ceilings.items()]
     lines += [f"    repeat {k}: medians differ by {100 * v:.2f}%" for k, v in repeat_spread.items()]
+    return lines + [f"    {line}" for line in best_lines(cases)]
+
+
+def best_lines(cases: list[BenchCase]) -> list[str]:
+    """Per computation, shape and variant, the fastest tile kernel (a case with tiles):
+    what the sweep found, with its waves and, when known, its registers and spills."""
+    best: dict[tuple, BenchCase] = {}
+    for c in cases:
+        slot = (c.name, tuple(c.shape), c.variant)
+        if c.tiles is not None and (slot not in best or c.median_ms < best[slot].median_ms):
+            best[slot] = c
+    lines = []
+    for c in best.values():
+        ref = f"{c.pct_of_reference:.1f}% of reference" if c.pct_of_reference is not None else "no reference"
+        waves = f", {c.tiles_per_sm:g} tiles/SM" if c.tiles_per_sm is not None else ""
+        res = c.resources or {}
+        cost = (f", {res['registers']} registers + {res['local_bytes']} B spilled per thread"
+                if "registers" in res and "local_bytes" in res else "")
+        lines.append(f"best {c.key}: {c.median_ms:.4f} ms, {ref}{waves}{cost}")
     return lines
 
 

@@ -335,6 +335,13 @@ class BenchCase(Model):
     ``occupancy``, ``group_m``, ``grid``), or the library call for a reference."""
     key: str = ""
     """The program's case key, ``name/variant/shape[/tiles+hints]``; ``repeat_spread`` uses it."""
+    tiles_per_sm: float | None = None
+    """Output tiles over the GPU's SMs: the waves a one-tile-per-block grid needs (a
+    fraction means the last wave leaves SMs idle)."""
+    resources: dict[str, int | str] | None = None
+    """What the compiled kernel costs, read by the driver from the JIT's cubin:
+    ``registers`` and ``local_bytes`` (spills) per thread, ``shared_bytes``,
+    ``max_threads_per_block``, ``blocks_per_sm``; or ``error`` saying why not."""
 
 
 class BenchRecord(RecordBase):

@@ -96,8 +96,14 @@ def record_path(root: Path, run_id: str) -> Path:
 
 
 def seal_of(record) -> str:
-    """sha256 over the record's canonical JSON with its ``seal`` emptied."""
-    body = record.model_dump(mode="json")
+    """sha256 over the record's canonical JSON with its ``seal`` emptied.
+
+    Only the fields the record was built or read with count (``exclude_unset``):
+    ``write_record`` sets every field, so a record's seal covers all it holds, and a
+    field added to the model later, with a default, leaves the seals of the records
+    written before it intact (they are read without it, so it stays unset).
+    """
+    body = record.model_dump(mode="json", exclude_unset=True)
     body["seal"] = ""
     return sha256_bytes(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
 

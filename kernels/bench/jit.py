@@ -13,6 +13,14 @@ A worker reports, per size, the wall time of its first launch at that size: at t
 first size this includes the JIT compile (unless the disk cache already had it).
 A worker that fails reports why; the program skips that configuration and says so.
 
+A worker can also say what its kernel costs the GPU (``resources``): it keeps the cubin
+that cuTile's JIT hands to the driver (``capture_cubin``, through the kernel's private
+``_compile`` hook, the one thing here that leans on cuTile internals), loads it once
+more through the driver API and reads the function's registers per thread, local
+memory per thread (spills), static shared memory, threads per block and the blocks per
+SM the occupancy calculator allows (``resources``). When the hook is not there the
+answer says so instead of numbers.
+
 Standard library only.
 """
 
@@ -55,7 +63,8 @@ def warm(program_file: str, specs: dict[str, dict[str, Any]], timeout_s: float,
             tail = (answer or {}).get("error") or _tail(proc.stderr) or _tail(proc.stdout)
             return key, {"first_launch_ms": None, "wall_s": wall,
                          "error": f"worker exit {proc.returncode}: {tail}"}
-        return key, {"first_launch_ms": answer.get("first_launch_ms"), "wall_s": wall, "error": None}
+        return key, {"first_launch_ms": answer.get("first_launch_ms"), "wall_s": wall, "error": None,
+                     "resources": answer.get("resources")}
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         return dict(pool.map(one, specs.items()))
@@ -71,6 +80,54 @@ def worker_main(spec_text: str, body: Callable[[dict[str, Any]], dict[str, Any]]
         return 1
     print(json.dumps(answer))
     return 0
+
+
+def capture_cubin(kernel: Any) -> dict[str, Any]:
+    """A dict that receives ``cubin`` and ``symbol`` when ``kernel`` is next compiled.
+
+    cuTile compiles a kernel at its first launch by calling the kernel object's
+    ``_compile(signature, context, compute_capability)``, which returns the cubin and
+    the function's symbol first; the wrapper keeps both and returns what it got.
+    """
+    got: dict[str, Any] = {}
+    original = getattr(kernel, "_compile", None)
+    if original is None:
+        got["error"] = "this cuTile has no Kernel._compile hook"
+        return got
+
+    def keep(*args: Any, **kwargs: Any):
+        out = original(*args, **kwargs)
+        got["cubin"], got["symbol"] = out[0], out[1]
+        return out
+
+    kernel._compile = keep
+    return got
+
+
+CU_FUNC_ATTRIBUTES = {"max_threads_per_block": 0, "shared_bytes": 1, "local_bytes": 3, "registers": 4}
+"""CUfunction_attribute values (cuda.h) read by ``resources``."""
+
+
+def resources(cp: Any, got: dict[str, Any]) -> dict[str, Any]:
+    """What the driver says of the captured function: CU_FUNC_ATTRIBUTES, and
+    ``blocks_per_sm`` at ``max_threads_per_block`` threads and no dynamic shared memory.
+    ``{"error": why}`` when nothing was captured or the driver call failed."""
+    if "cubin" not in got:
+        return {"error": got.get("error", "the kernel was not compiled in this process (JIT cache hit)")}
+    drv = cp.cuda.driver
+    try:
+        module = drv.moduleLoadData(got["cubin"])
+        try:
+            fn = drv.moduleGetFunction(module, got["symbol"])
+            out: dict[str, Any] = {name: int(drv.funcGetAttribute(attr, fn))
+                                   for name, attr in CU_FUNC_ATTRIBUTES.items()}
+            out["blocks_per_sm"] = int(drv.occupancyMaxActiveBlocksPerMultiprocessor(
+                fn, out["max_threads_per_block"], 0))
+        finally:
+            drv.moduleUnload(module)
+    except Exception as exc:  # noqa: BLE001  (a bench without these numbers still runs)
+        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:200]}
+    return out
 
 
 def _last_json_line(text: str) -> dict[str, Any] | None:

@@ -20,6 +20,15 @@ The course kernel sweeps the tile shapes in TILES (tm x tn x tk) as written. A 1
 256 registers a thread for it alone, and spills. The grouped variant asks for two worker
 warpgroups (num_worker_warps=8) at those tiles, the persistent one at every tile it runs
 (see configs()); the course kernel runs as written, so the sweep shows what that costs.
+One grouped config asks for a cluster of two CTAs per 256x128 tile (num_ctas=2, Hopper's
+thread-block clusters), the other lever cuTile offers on sm_90.
+
+What each compiled kernel costs the GPU -- registers and spilled bytes per thread, shared
+memory, threads and blocks per SM -- is read by its compile worker from the cubin the JIT
+produced (kernels/bench/jit.py) and kept with every case as ``resources``; each case also
+says how many C tiles there are and how many that makes per SM (the waves of a grid).
+The bench record's summary (tileproof bench) names the fastest config of each variant at
+each size: the sweep decides, nothing here names a winner in advance.
 
 Correctness, once per variant x tile x size, before anything is timed: the check inputs are
 small integers (-3..3) stored as float16, so every product and every partial sum is an
@@ -56,13 +65,13 @@ for _path in (str(_HERE), str(_HERE.parent)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+import entry  # noqa: E402
 import harness  # noqa: E402  (kernels/, found through this script's own directory)
 import jit  # noqa: E402
 import timing  # noqa: E402
 from tile_matmul_softmax import tile_matmul  # noqa: E402  (the course kernel, unchanged)
-from tolerances import TOLERANCES  # noqa: E402
 
-TILES = ((64, 64, 32), (128, 128, 32), (128, 128, 64), (128, 256, 64), (256, 128, 64))
+TILES = ((64, 64, 32), (128, 128, 32), (128, 128, 64), (128, 256, 32), (128, 256, 64), (256, 128, 64))
 SIZES = ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192))
 ROUNDS, LAUNCHES = 5, 20
 QUICK_TILES = ((128, 128, 64), (128, 256, 64))
@@ -121,7 +130,7 @@ def persistent_matmul(a, b, c, tm: ct.Constant[int], tn: ct.Constant[int], tk: c
 
 
 _BASE_KERNELS = {"tile": tile_matmul, "grouped": grouped_matmul, "persistent": persistent_matmul}
-_HINT_TAGS = {"num_worker_warps": "warps", "occupancy": "occ"}
+_HINT_TAGS = {"num_ctas": "ctas", "num_worker_warps": "warps", "occupancy": "occ"}
 
 
 # --------------------------------------------------------------------------- plan
@@ -147,6 +156,11 @@ class Config(NamedTuple):
     def occupancy(self) -> int:
         return dict(self.hints).get("occupancy", 1)
 
+    @property
+    def ctas(self) -> int:
+        """CTAs per block (a cluster when > 1): a persistent grid gets SMs / ctas blocks."""
+        return dict(self.hints).get("num_ctas", 1)
+
     def to_dict(self) -> dict[str, Any]:
         return {"variant": self.variant, "tiles": list(self.tiles), "hints": dict(self.hints)}
 
@@ -158,15 +172,17 @@ class Config(NamedTuple):
 def configs(tiles: tuple[tuple[int, int, int], ...]) -> list[Config]:
     """The plan: the course kernel as written at every tile; grouped at every tile, with
     two worker warpgroups for the wide tiles and, as a control, for 128x128x64 too;
-    persistent (one block per SM) at the tiles of 128x128 and up, always with two
-    worker warpgroups: with one, the loop over tiles spills (1 KB of stack a thread
-    at 128x128x64, by cuobjdump -res-usage for sm_90)."""
+    a cluster of two CTAs per 256x128 tile; persistent (one block per SM) at the tiles
+    of 128x128 and up, always with two worker warpgroups: with one, the loop over tiles
+    spills (1 KB of stack a thread at 128x128x64, by cuobjdump -res-usage for sm_90)."""
     out = [Config("tile", t) for t in tiles]
     for t in tiles:
         wide = t[0] * t[1] >= WIDE_TILE
         out.append(Config("grouped", t, (("num_worker_warps", 8),) if wide else ()))
     if (128, 128, 64) in tiles:
         out.append(Config("grouped", (128, 128, 64), (("num_worker_warps", 8),)))
+    if (256, 128, 64) in tiles:
+        out.append(Config("grouped", (256, 128, 64), (("num_ctas", 2),)))
     for t in tiles:
         if t[0] * t[1] >= 128 * 128:
             out.append(Config("persistent", t, (("num_worker_warps", 8), ("occupancy", 1))))
@@ -198,7 +214,7 @@ def launcher(cp, cfg: Config, a, b, c, sms: int) -> tuple[Callable[[], None], tu
         grid, args = (ct.cdiv(m, tm), ct.cdiv(n, tn), 1), (a, b, c, tm, tn, tk)
     else:
         tiles = tile_count(cfg, m, n)
-        blocks = tiles if cfg.variant == "grouped" else min(tiles, sms * cfg.occupancy)
+        blocks = tiles if cfg.variant == "grouped" else min(tiles, sms // cfg.ctas * cfg.occupancy)
         grid, args = (blocks, 1, 1), (a, b, c, tm, tn, tk, GROUP_M)
     return (lambda: ct.launch(stream, grid, kernel, args)), grid
 
@@ -287,6 +303,7 @@ def bench_size(s: harness.Session, timer: timing.Timer, size, cfgs: list[Config]
             first_launch_ms=(worker["first_launch_ms"][index] if worker else first_here),
             first_launch_here_ms=first_here,
             check_index=len(s.report.checks) - 1,
+            resources=((worker or {}).get("resources") or [None] * (index + 1))[index],
         )
         key = f"matmul/{info['variant']}/{shape_tag(size)}" + (f"/{cfg.tag}" if cfg else "")
         cases.append(timing.Case(key=key, launch=launch, info=info))
@@ -380,13 +397,7 @@ def _body(s: harness.Session) -> None:
         "seed": s.report.seed,
         "device": {**(s.report.device or {}), "sm_count": sms, "l2_bytes": l2},
         "method": {
-            "timer": "CUDA events around each launch",
-            "rounds": rounds, "launches_per_round": launches,
-            "warmup": f"before every timed batch, untimed launches of the same case until "
-                      f"{timing.WARMUP_MS:g} ms of its GPU time (at most {timing.MAX_WARMUP_LAUNCHES})",
-            "order": "interleaved: every case once per round, in a random order per round "
-                     "(seeded by the report's seed)",
-            "cache": f"L2 flushed before every timed launch by writing {timing.L2_FLUSH_BYTES >> 20} MiB",
+            **timing.method(rounds, launches),
             "timing_inputs": "uniform [-1, 1) float16, one fresh set per size",
             "check_inputs": f"integers in [-{CHECK_MAX}, {CHECK_MAX}] as float16: exact in float32",
             "first_launch": "wall time of the first launch at that size in a fresh compile worker; "
@@ -401,11 +412,7 @@ def _body(s: harness.Session) -> None:
     }
     if s.args.results:
         harness.write_atomically(s.args.results, harness.encode_report(results))
-    print("\nrepeat (same case measured twice in this run):", flush=True)
-    first = {c.key: c for c in sweep}
-    for c in repeats:
-        m1, m2 = first[c.key].median_ms, c.median_ms
-        print(f"  {c.key:58} {m1:.4f} ms then {m2:.4f} ms: {100 * abs(m2 - m1) / m1:.2f}%", flush=True)
+    entry.print_repeats(sweep, repeats, 58)
     print("\nsummary:", flush=True)
     for line in table(sweep):
         print(line, flush=True)
@@ -415,39 +422,34 @@ def _body(s: harness.Session) -> None:
 
 
 def _warm_body(spec: dict[str, Any]) -> dict[str, Any]:
-    """Launch one config once at each size (inputs uninitialised, nothing checked)."""
+    """Launch one config once at each size (inputs uninitialised, nothing checked), and
+    read the resources of the kernel compiled for it (the previous size's when the JIT
+    reused that kernel)."""
     import cupy as cp  # noqa: PLC0415
 
     cfg = Config.from_dict(spec["config"])
     sms, _ = device_facts(cp)
     stream = cp.cuda.get_current_stream()
-    first = []
+    got = jit.capture_cubin(kernel_of(cfg))
+    first, used = [], []
     for m, n, k in spec["sizes"]:
         a = cp.empty((m, k), dtype=np.float16)
         b = cp.empty((k, n), dtype=np.float16)
         c = cp.empty((m, n), dtype=np.float32)
         launch, _grid = launcher(cp, cfg, a, b, c, sms)
+        got.pop("cubin", None)
         t0 = time.perf_counter()
         launch()
         stream.synchronize()
         first.append((time.perf_counter() - t0) * 1e3)
+        used.append(used[-1] if used and "cubin" not in got else jit.resources(cp, got))
         del a, b, c
-    return {"first_launch_ms": first}
-
-
-def _add_arguments(parser) -> None:
-    parser.add_argument("--quick", action="store_true",
-                        help="a smoke run: two sizes, two tiles, 2 rounds x 10 launches")
-    parser.add_argument("--results", default=None, help="write the timing results JSON here")
+    return {"first_launch_ms": first, "resources": used}
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == [jit.WARM_FLAG]:
-        return jit.worker_main(argv[1], _warm_body)
-    return harness.run_program(__file__, _body, argv=argv, tolerances=TOLERANCES,
-                               add_arguments=_add_arguments,
-                               description=__doc__.splitlines()[0])
+    return entry.main(__file__, _body, _warm_body, __doc__.splitlines()[0],
+                      "a smoke run: two sizes, two tiles, 2 rounds x 10 launches", argv)
 
 
 if __name__ == "__main__":

@@ -47,12 +47,12 @@ for _path in (str(_HERE), str(_HERE.parent)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+import entry  # noqa: E402
 import harness  # noqa: E402  (kernels/, found through this script's own directory)
 import jit  # noqa: E402
 import timing  # noqa: E402
 from online_softmax import online_softmax  # noqa: E402  (course kernels, unchanged)
 from tile_matmul_softmax import row_softmax  # noqa: E402
-from tolerances import TOLERANCES  # noqa: E402
 
 ROW_WIDTH = 128                              # the lesson's row: one tile wide
 ROW_SHAPE = (1 << 21, ROW_WIDTH)             # 1 GiB of float32
@@ -229,13 +229,7 @@ def _body(s: harness.Session) -> None:
         "seed": s.report.seed,
         "device": s.report.device,
         "method": {
-            "timer": "CUDA events around each launch",
-            "rounds": rounds, "launches_per_round": launches,
-            "warmup": f"before every timed batch, untimed launches of the same case until "
-                      f"{timing.WARMUP_MS:g} ms of its GPU time (at most {timing.MAX_WARMUP_LAUNCHES})",
-            "order": "interleaved: every case once per round, in a random order per round "
-                     "(seeded by the report's seed)",
-            "cache": f"L2 flushed before every timed launch by writing {timing.L2_FLUSH_BYTES >> 20} MiB",
+            **timing.method(rounds, launches),
             "inputs": f"{INPUT_SCALE} * N(0, 1) float32, one set per shape",
             "bytes": "softmax: X read once + Y written once; copy: read + written",
             "first_launch": "wall time of the first launch in a fresh compile worker (JIT compile included)",
@@ -249,11 +243,7 @@ def _body(s: harness.Session) -> None:
     }
     if s.args.results:
         harness.write_atomically(s.args.results, harness.encode_report(results))
-    print("\nrepeat (same case measured twice in this run):", flush=True)
-    for c in repeats:
-        m1 = next(x for x in sweep if x.key == c.key).median_ms
-        print(f"  {c.key:44} {m1:.4f} ms then {c.median_ms:.4f} ms: "
-              f"{100 * abs(c.median_ms - m1) / m1:.2f}%", flush=True)
+    entry.print_repeats(sweep, repeats, 44)
     print("\nsummary:", flush=True)
     for line in table(sweep):
         print(line, flush=True)
@@ -273,19 +263,9 @@ def _warm_body(spec: dict[str, Any]) -> dict[str, Any]:
     return {"first_launch_ms": [(time.perf_counter() - t0) * 1e3]}
 
 
-def _add_arguments(parser) -> None:
-    parser.add_argument("--quick", action="store_true",
-                        help="a smoke run: smaller shapes, 2 rounds x 10 launches")
-    parser.add_argument("--results", default=None, help="write the timing results JSON here")
-
-
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == [jit.WARM_FLAG]:
-        return jit.worker_main(argv[1], _warm_body)
-    return harness.run_program(__file__, _body, argv=argv, tolerances=TOLERANCES,
-                               add_arguments=_add_arguments,
-                               description=__doc__.splitlines()[0])
+    return entry.main(__file__, _body, _warm_body, __doc__.splitlines()[0],
+                      "a smoke run: smaller shapes, 2 rounds x 10 launches", argv)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,12 @@ kernel and not the cache, the clock ramp or the order the cases ran in.
   more than four times the H200's 60 MB L2, so no launch finds its inputs in L2 from
   the launch before. The flush is outside the events, so it is not timed.
 * A pair of CUDA events brackets each launch; their difference is the sample.
+* Each timed batch starts behind LEAD_IN_MS of untimed GPU work (more flushes), so
+  that the CPU has queued the next launch before the GPU reaches it. Without it the
+  stream is empty when a batch starts, the GPU waits for Python to enqueue the launch
+  after the start event, and that wait lands in the first sample. (Seen on an H200,
+  2026-11-29: the first sample of every batch 0.33-0.37 ms for a 0.22 ms cuBLAS
+  product, which alone made its spread 12%.)
 * Each batch starts with untimed launches of the same case until it has kept the GPU
   busy for WARMUP_MS: the clocks then follow this case's own power draw, not the
   previous case's. (Seen on an H200, 2026-11-29, with one warm-up launch per batch:
@@ -36,6 +42,8 @@ WARMUP_MS = 250.0
 """Untimed GPU time of a case itself before each of its timed batches."""
 MAX_WARMUP_LAUNCHES = 1000
 """...but never more launches than this (small cases: the flushes dominate anyway)."""
+LEAD_IN_MS = 2.0
+"""Untimed GPU work queued ahead of each timed batch (see the module docstring)."""
 
 
 @dataclass
@@ -67,6 +75,18 @@ class Timer:
         self.stream = cp.cuda.get_current_stream()
         self.scratch = cp.empty(flush_bytes, dtype=cp.uint8)
         self._fills = 0
+        self.flush_ms = self._flush_time()
+        self.lead_in_flushes = max(1, math.ceil(LEAD_IN_MS / self.flush_ms))
+
+    def _flush_time(self, count: int = 10) -> float:
+        """GPU time of one flush, the median of ``count`` (ms, never below 1 us)."""
+        events = [(self.cp.cuda.Event(), self.cp.cuda.Event()) for _ in range(count)]
+        for start, end in events:
+            start.record(self.stream)
+            self.flush()
+            end.record(self.stream)
+        events[-1][1].synchronize()
+        return max(1e-3, statistics.median(float(self.cp.cuda.get_elapsed_time(s, e)) for s, e in events))
 
     def flush(self) -> None:
         """Overwrite the scratch buffer (a new byte value each time) on the stream."""
@@ -75,9 +95,12 @@ class Timer:
                                          self.scratch.nbytes, self.stream.ptr)
 
     def timed(self, launch: Callable[[], None], launches: int) -> list[float]:
-        """``launches`` launches, each after a flush and between two events: ms each."""
+        """``launches`` launches, each after a flush and between two events: ms each.
+        The lead-in flushes go first, untimed."""
         cp = self.cp
         events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(launches)]
+        for _ in range(self.lead_in_flushes):
+            self.flush()
         for start, end in events:
             self.flush()
             start.record(self.stream)
@@ -131,6 +154,20 @@ def interleave(timer: Timer, cases: list[Case], rounds: int, launches: int,
             case.samples_ms.extend(ms)
             case.round_medians_ms.append(statistics.median(ms))
             case.warmup_launches.append(warmed)
+
+
+def method(rounds: int, launches: int) -> dict[str, Any]:
+    """How the samples were taken, for a bench program's results file."""
+    return {
+        "timer": "CUDA events around each launch",
+        "rounds": rounds, "launches_per_round": launches,
+        "warmup": f"before every timed batch, untimed launches of the same case until "
+                  f"{WARMUP_MS:g} ms of its GPU time (at most {MAX_WARMUP_LAUNCHES})",
+        "lead_in": f"{LEAD_IN_MS:g} ms of untimed L2 flushes queued ahead of every timed batch",
+        "order": "interleaved: every case once per round, in a random order per round "
+                 "(seeded by the report's seed)",
+        "cache": f"L2 flushed before every timed launch by writing {L2_FLUSH_BYTES >> 20} MiB",
+    }
 
 
 def spread(samples: list[float]) -> float:
