@@ -170,6 +170,45 @@ def test_best_lines_name_the_fastest_tile_kernel_of_each_variant():
     ]
 
 
+def paired_results(kernel_ms, cublas_ms):
+    results = matmul_results()
+    results["cases"] += [
+        case("matmul/persistent/4096x4096x4096/128x256x32+warps8+occ1", "matmul", "persistent", [4096] * 3,
+             kernel_ms, flops=mm(4096), phase="paired", tiles=[128, 256, 32]),
+        case("matmul/cublas/4096x4096x4096", "matmul", "cublas", [4096] * 3, cublas_ms, flops=mm(4096),
+             phase="paired"),
+    ]
+    return results
+
+
+def test_head_to_head_pairs_samples_cycle_by_cycle():
+    """Clock swings move both cases of a cycle together: the per-cycle ratio stays put
+    while the medians of the two cases, taken apart, would say 100% or more."""
+    swing = [1.0, 1.0, 1.1, 1.1, 1.2, 1.2, 0.9, 0.9]                   # the GPU's clock, cycle by cycle
+    kernel = [0.2 * f for f in swing]
+    cublas = [0.19 * f for f in swing]                                 # always 5% faster in its own cycle
+    cublas[6], cublas[7] = 0.19 * 1.3, 0.19 * 1.3                     # ...except two cycles where it was slow
+    paired = bench.head_to_head(paired_results(kernel, cublas))
+    [(key, p)] = paired.items()
+    assert key == "matmul/persistent/4096x4096x4096/128x256x32+warps8+occ1"
+    assert p.reference == "matmul/cublas/4096x4096x4096" and p.cycles == 8
+    assert p.pct_of_reference == pytest.approx(95.0)
+    assert p.q1 == pytest.approx(95.0) and p.q3 > 95.0
+    assert statistics.median(cublas) / statistics.median(kernel) > 0.99, "medians apart tell another story"
+    assert bench.build_cases(paired_results(kernel, cublas), report())[0], "the sweep ignores the paired phase"
+    assert bench.head_to_head(matmul_results()) == {}
+    lines = bench.summary(bench.build_cases(matmul_results(), report())[0], {}, {}, paired)
+    assert lines[-1].startswith("    head to head matmul/persistent/4096x4096x4096/128x256x32+warps8+occ1: "
+                                "95.0% of cublas (quartiles 95.0-")
+
+
+@pytest.mark.parametrize("kernel,cublas", [([0.2] * 8, [0.19] * 7), ([0.2] * 3, [0.19] * 3)],
+                         ids=["unequal", "too-few"])
+def test_head_to_head_refuses_unpaired_samples(kernel, cublas):
+    with pytest.raises(ValueError, match="paired case"):
+        bench.head_to_head(paired_results(kernel, cublas))
+
+
 def test_checks_come_from_the_report_by_index():
     cases, _, _ = bench.build_cases(matmul_results(), report(errs=(0.0, 1e-7, "nan"),
                                                              passed=(True, True, False)))
@@ -584,6 +623,19 @@ def test_timed_batches_start_behind_lead_in_work():
     timer.timed(lambda: cp.log.append("L"), 2)
     assert "".join(cp.log) == "F" * 16 + "FELE" * 2
     assert timing.Timer(LoggingCp(flush_ms=5.0)).lead_in_flushes == 1, "at least one"
+
+
+def test_alternate_launches_the_cases_in_turn():
+    timing = _timing()
+    cp = LoggingCp(flush_ms=1.0)
+    timer = timing.Timer(cp)
+    cases = [timing.Case(key=k, launch=lambda k=k: cp.log.append(k), info={}) for k in "ab"]
+    cp.log.clear()
+    timing.alternate(timer, cases, cycles=timing.PAIRED_CHUNK + 3, warmup_ms=0.5)
+    launches = "".join(x for x in cp.log if x in "ab")
+    assert launches == "ab" + "ab" * (timing.PAIRED_CHUNK + 3), "one warm-up cycle, then the timed cycles"
+    assert [len(c.samples_ms) for c in cases] == [timing.PAIRED_CHUNK + 3] * 2
+    assert [len(c.round_medians_ms) for c in cases] == [2, 2] and cases[0].warmup_launches == [1]
 
 
 @pytest.mark.parametrize("ms_each,expected", [(100.0, 3), (1.7, 148), (0.03, 1000), (1000.0, 1)],

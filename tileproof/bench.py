@@ -37,7 +37,7 @@ from typing import Any
 from .capture import env_allowlisted, git_state, host_facts, installed_packages, pip_freeze
 from .errors import TileproofError
 from .execute import run_program
-from .models import BenchCase, BenchRecord, CheckReport, Environment, Transcript
+from .models import BenchCase, BenchRecord, CheckReport, Environment, PairedRatio, Transcript
 from .run_cmd import child_env, gpu_facts, versions
 from .store import digest, header, new_run_id, write_evidence, write_record
 from .toolchain import runtime_tools
@@ -192,6 +192,29 @@ def build_cases(results: dict[str, Any], report: CheckReport | None
     return cases, ceilings, repeat_spread
 
 
+def head_to_head(results: dict[str, Any]) -> dict[str, PairedRatio]:
+    """PairedRatios from a results file's phase ``paired``: for each case that is not the
+    reference, the reference's ms over its ms, sample by sample (sample i of each came
+    from cycle i), as a median percentage with quartiles.
+
+    Raises KeyError/TypeError/ValueError on a malformed results file, like build_cases."""
+    paired = [c for c in results["cases"] if c.get("phase") == "paired"]
+    reference_variant: dict[str, str] = results.get("reference", {})
+    refs = {(c["name"], tuple(c["shape"])): c for c in paired if reference_variant.get(c["name"]) == c["variant"]}
+    out = {}
+    for c in paired:
+        ref = refs.get((c["name"], tuple(c["shape"])))
+        if ref is None or ref is c:
+            continue
+        if len(ref["samples_ms"]) != len(c["samples_ms"]) or len(c["samples_ms"]) < 4:
+            raise ValueError(f"paired case {c['key']}: {len(c['samples_ms'])} samples against "
+                             f"{len(ref['samples_ms'])} of {ref['key']} (need the same number, at least 4)")
+        pct = [100.0 * r / m for r, m in zip(ref["samples_ms"], c["samples_ms"])]
+        q1, median, q3 = statistics.quantiles(pct, n=4)
+        out[c["key"]] = PairedRatio(reference=ref["key"], cycles=len(pct), pct_of_reference=median, q1=q1, q3=q3)
+    return out
+
+
 def _resources(raw: Any) -> dict[str, int | str] | None:
     """A case's ``resources`` as the program wrote them: ints, or one ``error`` string."""
     if not isinstance(raw, dict):
@@ -230,7 +253,8 @@ def _state_line(root: Path, t: Transcript | None) -> str:
 # --- the command -----------------------------------------------------------------
 
 
-def summary(cases: list[BenchCase], repeat_spread: dict[str, float], ceilings: dict[str, float]) -> list[str]:
+def summary(cases: list[BenchCase], repeat_spread: dict[str, float], ceilings: dict[str, float],
+            paired: dict[str, PairedRatio] | None = None) -> list[str]:
     lines = [f"    {'case':62} {'median ms':>10} {'rate':>10} {'%ref':>6} {'%ceil':>6} {'spread':>7}"]
     for c in cases:
         rate = f"{c.tflops:6.1f} TF/s" if c.tflops is not None else f"{c.gbps:6.0f} GB/s"
@@ -240,7 +264,10 @@ def summary(cases: list[BenchCase], repeat_spread: dict[str, float], ceilings: d
                      f"{100 * c.spread:6.1f}%{' NOISY' if c.noisy else ''}")
     lines += [f"    ceiling {k}: {v:.1f}" for k, v in ceilings.items()]
     lines += [f"    repeat {k}: medians differ by {100 * v:.2f}%" for k, v in repeat_spread.items()]
-    return lines + [f"    {line}" for line in best_lines(cases)]
+    lines += [f"    {line}" for line in best_lines(cases)]
+    lines += [f"    head to head {k}: {p.pct_of_reference:.1f}% of {p.reference.split('/')[1]} "
+              f"(quartiles {p.q1:.1f}-{p.q3:.1f}%, {p.cycles} cycles)" for k, p in (paired or {}).items()]
+    return lines
 
 
 def best_lines(cases: list[BenchCase]) -> list[str]:
@@ -310,17 +337,18 @@ def run(args: argparse.Namespace) -> int:
                 verdict, reason = "error", (f"nvidia-smi says compute capability {gpu.compute_capability}, "
                                             f"the CUDA runtime says {gpu.runtime_compute_capability}")
             results_file = write_evidence(root, run_id, f"{program.stem}-results.json", raw) if raw else None
-            cases, ceilings, repeat_spread = [], {}, {}
+            cases, ceilings, repeat_spread, paired = [], {}, {}, {}
             if raw is not None:
                 try:
                     results = json.loads(raw)
                     cases, ceilings, repeat_spread = build_cases(results, outcome.report)
+                    paired = head_to_head(results)
                     skipped = results.get("skipped") or []
                     if skipped and verdict == "passed":
                         reason += (f"; {len(skipped)} config(s) skipped: "
                                    + "; ".join(f"{s['key']}: {s['reason']}" for s in skipped)[:300])
-                except (KeyError, TypeError, ValueError, IndexError) as e:
-                    cases, ceilings, repeat_spread = [], {}, {}
+                except (KeyError, TypeError, ValueError, IndexError, statistics.StatisticsError) as e:
+                    cases, ceilings, repeat_spread, paired = [], {}, {}, {}
                     if verdict == "passed":
                         verdict = "error"
                     reason += f"; results file unreadable: {type(e).__name__}: {e}"
@@ -341,6 +369,7 @@ def run(args: argparse.Namespace) -> int:
                 cases=cases,
                 ceilings=ceilings,
                 repeat_spread=repeat_spread,
+                head_to_head=paired,
                 verdict=verdict,
                 reason=reason,
             )
@@ -348,7 +377,7 @@ def run(args: argparse.Namespace) -> int:
             verdicts.append(verdict)
             print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)
             if cases:
-                print("\n".join(summary(cases, repeat_spread, ceilings)), flush=True)
+                print("\n".join(summary(cases, repeat_spread, ceilings, paired)), flush=True)
     finally:
         if own_cache is not None:
             shutil.rmtree(own_cache, ignore_errors=True)

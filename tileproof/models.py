@@ -344,6 +344,20 @@ class BenchCase(Model):
     ``max_threads_per_block``, ``blocks_per_sm``; or ``error`` saying why not."""
 
 
+class PairedRatio(Model):
+    """A case against its library reference when both were launched in turn, cycle by cycle."""
+
+    reference: str
+    """The reference case's key (same computation and shape)."""
+    cycles: int
+    pct_of_reference: float
+    """Median over cycles of (reference ms / case ms) x 100: the case's rate as % of the
+    reference's, each cycle's pair taken at the same clocks."""
+    q1: float
+    q3: float
+    """Quartiles of the same per-cycle percentages: how much one pair can say."""
+
+
 class BenchRecord(RecordBase):
     kind: Literal["bench"]
     environment: Environment
@@ -363,6 +377,9 @@ class BenchRecord(RecordBase):
     """``tflops``: a large cuBLAS product's rate; ``gbps``: a large device copy's bandwidth."""
     repeat_spread: dict[str, float]
     """Case key → relative difference of its median measured twice in this run."""
+    head_to_head: dict[str, PairedRatio] = Field(default_factory=dict)
+    """Case key → its rate against the reference's when the two were launched in turn
+    (the programs' phase ``paired``); empty when the program has no such phase."""
     verdict: Verdict
     reason: str
 

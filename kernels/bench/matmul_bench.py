@@ -40,10 +40,16 @@ before each checked launch, so an element that is never written fails.
 Timing (kernels/bench/timing.py): fresh uniform [-1, 1) float16 inputs (never zeros), an
 L2 flush before every launch, CUDA events around it, ROUNDS interleaved rounds (a seeded
 random order each round) of LAUNCHES launches per case, each batch after 250 ms of
-untimed launches of the same case, so that the clocks follow its own power. Kernels are compiled first, in parallel (kernels/bench/jit.py);
-each case's first launch (JIT compile included) is reported apart. The ceiling is cuBLAS at
-the largest size; the best tile of each variant at the two largest sizes is timed a second
-time at the end, to show how far the same case moves within one run.
+untimed launches of the same case, so that the clocks follow its own power. Kernels are
+compiled first, in parallel (kernels/bench/jit.py); each case's first launch (JIT compile
+included) is reported apart. The ceiling is cuBLAS at the largest size.
+
+At the two largest sizes the best tile of each variant and cuBLAS are then timed twice
+more: again in interleaved rounds (phase "repeat": how far the same case moves within
+one run), and head to head (phase "paired"): launched in turn, one launch of each per
+cycle, PAIRED_CYCLES cycles, so that sample i of the kernel and of cuBLAS ran next to
+each other at the same clocks. The bench record turns the pairs into the kernel's share
+of cuBLAS's rate, cycle by cycle (tileproof/bench.py).
 
 Run: python kernels/bench/matmul_bench.py [--quick] [--results PATH] [--seed N] [--report PATH]
 Needs cuda-tile, cupy, numpy and a GPU of compute capability 8.0 or newer.
@@ -77,6 +83,7 @@ ROUNDS, LAUNCHES = 5, 20
 QUICK_TILES = ((128, 128, 64), (128, 256, 64))
 QUICK_SIZES = ((2048, 2048, 2048), (4096, 4096, 4096))
 QUICK_ROUNDS, QUICK_LAUNCHES = 2, 10
+PAIRED_CYCLES, QUICK_PAIRED_CYCLES = 200, 20   # head to head: launches of each case, in turn
 GROUP_M = 8                 # tile rows per band in the grouped order
 WIDE_TILE = 128 * 256       # tm * tn from which two worker warpgroups are asked for
 CHECK_MAX = 3               # check inputs are integers in [-CHECK_MAX, CHECK_MAX]
@@ -322,9 +329,9 @@ def bench_size(s: harness.Session, timer: timing.Timer, size, cfgs: list[Config]
     return cases, (a, b, c), cfg_of
 
 
-def repeat_best(timer: timing.Timer, cases: list[timing.Case], cfg_of: dict[str, Config | None],
-                inputs, sms: int, rounds: int, launches: int, cp, order: random.Random) -> list[timing.Case]:
-    """Time the fastest case of each variant (and cuBLAS) again, as a second measurement."""
+def best_again(cases: list[timing.Case], cfg_of: dict[str, Config | None], inputs, sms: int, cp,
+               phase: str) -> list[timing.Case]:
+    """Fresh cases for the fastest case of each variant (and cuBLAS) at one size."""
     a, b, c = inputs
     best: dict[str, timing.Case] = {}
     for case in cases:
@@ -335,9 +342,7 @@ def repeat_best(timer: timing.Timer, cases: list[timing.Case], cfg_of: dict[str,
     for case in best.values():
         cfg = cfg_of[case.key]
         launch = cublas_launcher(cp, a, b, c) if cfg is None else launcher(cp, cfg, a, b, c, sms)[0]
-        info = {**case.info, "phase": "repeat"}
-        again.append(timing.Case(key=case.key, launch=launch, info=info))
-    timing.interleave(timer, again, rounds, launches, order=order)
+        again.append(timing.Case(key=case.key, launch=launch, info={**case.info, "phase": phase}))
     return again
 
 
@@ -358,6 +363,7 @@ def _body(s: harness.Session) -> None:
     quick = s.args.quick
     sizes = QUICK_SIZES if quick else SIZES
     rounds, launches = (QUICK_ROUNDS, QUICK_LAUNCHES) if quick else (ROUNDS, LAUNCHES)
+    cycles = QUICK_PAIRED_CYCLES if quick else PAIRED_CYCLES
     cfgs = configs(QUICK_TILES if quick else TILES)
     sms, l2 = device_facts(cp)
     say(f"{len(cfgs)} kernel configs x {len(sizes)} sizes + cuBLAS; {sms} SMs, L2 {l2 >> 20} MiB")
@@ -384,10 +390,17 @@ def _body(s: harness.Session) -> None:
             print(line, flush=True)
 
     repeats: list[timing.Case] = []
+    paired: list[timing.Case] = []
     for size in sorted(sizes, key=lambda z: z[0] * z[1] * z[2])[-2:]:
+        at_size = [c for c in sweep if tuple(c.info["shape"]) == size]
         say(f"{shape_tag(size)}: timing the best case of each variant a second time")
-        repeats += repeat_best(timer, [c for c in sweep if tuple(c.info["shape"]) == size],
-                               cfg_of, inputs[size], sms, rounds, launches, cp, order)
+        again = best_again(at_size, cfg_of, inputs[size], sms, cp, "repeat")
+        timing.interleave(timer, again, rounds, launches, order=order)
+        repeats += again
+        say(f"{shape_tag(size)}: the same cases head to head, launched in turn, {cycles} cycles")
+        pairs = best_again(at_size, cfg_of, inputs[size], sms, cp, "paired")
+        timing.alternate(timer, pairs, cycles)
+        paired += pairs
     inputs.clear()
 
     largest = max(sizes, key=lambda z: z[0] * z[1] * z[2])
@@ -398,6 +411,8 @@ def _body(s: harness.Session) -> None:
         "device": {**(s.report.device or {}), "sm_count": sms, "l2_bytes": l2},
         "method": {
             **timing.method(rounds, launches),
+            "paired": f"phase paired: the cases launched in turn, {cycles} cycles, after "
+                      f"{timing.WARMUP_MS:g} ms of untimed cycles",
             "timing_inputs": "uniform [-1, 1) float16, one fresh set per size",
             "check_inputs": f"integers in [-{CHECK_MAX}, {CHECK_MAX}] as float16: exact in float32",
             "first_launch": "wall time of the first launch at that size in a fresh compile worker; "
@@ -406,7 +421,7 @@ def _body(s: harness.Session) -> None:
         },
         "reference": {"matmul": "cublas"},
         "ceilings": {"tflops": f"matmul/cublas/{shape_tag(largest)}"},
-        "cases": [c.to_dict() for c in sweep + repeats],
+        "cases": [c.to_dict() for c in sweep + repeats + paired],
         "skipped": skipped,
         "compile": warmed,
     }

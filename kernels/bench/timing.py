@@ -95,13 +95,17 @@ class Timer:
                                          self.scratch.nbytes, self.stream.ptr)
 
     def timed(self, launch: Callable[[], None], launches: int) -> list[float]:
-        """``launches`` launches, each after a flush and between two events: ms each.
+        """``launches`` launches, each after a flush and between two events: ms each."""
+        return self.timed_sequence([launch] * launches)
+
+    def timed_sequence(self, launches: list[Callable[[], None]]) -> list[float]:
+        """Each launch in turn, after a flush and between two events: ms each, in order.
         The lead-in flushes go first, untimed."""
         cp = self.cp
-        events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(launches)]
+        events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in launches]
         for _ in range(self.lead_in_flushes):
             self.flush()
-        for start, end in events:
+        for launch, (start, end) in zip(launches, events):
             self.flush()
             start.record(self.stream)
             launch()
@@ -154,6 +158,33 @@ def interleave(timer: Timer, cases: list[Case], rounds: int, launches: int,
             case.samples_ms.extend(ms)
             case.round_medians_ms.append(statistics.median(ms))
             case.warmup_launches.append(warmed)
+
+
+PAIRED_CHUNK = 50
+"""Cycles per synchronisation in ``alternate`` (bounds the events alive at once)."""
+
+
+def alternate(timer: Timer, cases: list[Case], cycles: int, warmup_ms: float = WARMUP_MS) -> None:
+    """Head to head: the cases launched in turn, one launch each per cycle, for ``cycles``
+    cycles after ``warmup_ms`` of untimed cycles. Sample i of every case comes from cycle
+    i, so the samples of different cases with the same index ran next to each other, at
+    the same clocks: their ratio does not move with the GPU's clock and power swings,
+    which shift whole batches of one case by several percent (seen on an H200: batch
+    medians of one matmul from 0.207 to 0.229 ms within one run)."""
+    def cycle() -> None:
+        for case in cases:
+            case.launch()
+
+    warmed = timer.warm(cycle, warmup_ms)
+    for first in range(0, cycles, PAIRED_CHUNK):
+        n = min(PAIRED_CHUNK, cycles - first)
+        ms = timer.timed_sequence([case.launch for case in cases] * n)
+        for j, case in enumerate(cases):
+            mine = ms[j::len(cases)]
+            case.samples_ms.extend(mine)
+            case.round_medians_ms.append(statistics.median(mine))
+    for case in cases:
+        case.warmup_launches.append(warmed)
 
 
 def method(rounds: int, launches: int) -> dict[str, Any]:
