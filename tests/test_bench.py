@@ -1,9 +1,8 @@
 """The bench command and programs: statistics, percentages, records, the no-GPU path.
 
 CPU only, except the one GPU test (skipped with a reason where there is no GPU).
-Synthetic results are built here; results files captured on a GPU by
-``python -m tileproof bench`` are re-read when present under tests/data/bench/
-(see its README).
+Synthetic results are built here; the results files that committed bench records
+point at (captured on a GPU by ``python -m tileproof bench``) are re-read too.
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ from tileproof.store import load_record, load_records, seal_of, write_record
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "kernels" / "bench"
-DATA = REPO / "tests" / "data" / "bench"
 
 
 def _has_gpu() -> bool:
@@ -255,24 +253,31 @@ def test_malformed_results_raise(breakage):
         bench.build_cases(results, None)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*-results.json")) or ["none"])
-def test_captured_results_rebuild(name):
-    """Results files captured on an H200 still turn into cases with every rate filled in."""
-    if name == "none":
-        pytest.skip("no captured results under tests/data/bench/")
-    results = json.loads((DATA / name).read_text())
-    rep = DATA / name.replace("-results.json", "-check-report.json")
-    report_ = CheckReport.model_validate_json(rep.read_text()) if rep.is_file() else None
+def committed_bench_records() -> list[Path]:
+    return sorted(p for p in (REPO / "runs").glob("*-bench-*.json"))
+
+
+@pytest.mark.parametrize("path", committed_bench_records() or ["none"], ids=lambda p: getattr(p, "stem", p))
+def test_committed_records_rebuild_from_their_evidence(path):
+    """Every committed bench record: its results file, captured on a GPU, still turns into
+    the same cases (same medians, same % of the reference), and the head-to-head ratios
+    it states come out of the same samples again."""
+    if path == "none":
+        pytest.skip("no committed bench records under runs/")
+    rec = load_record(path)
+    assert rec.results_file is not None
+    results = json.loads((REPO / rec.results_file.path).read_text())
+    report_ = CheckReport.model_validate_json((REPO / rec.report_file.path).read_text()) if rec.report_file else None
     cases, ceilings, repeat = bench.build_cases(results, report_)
-    assert cases and ceilings and repeat
-    for c in cases:
-        assert c.repeats >= 20 and c.min_ms <= c.median_ms <= c.max_ms
-        assert (c.tflops is None) != (c.gbps is None)
-        assert c.pct_of_ceiling is not None
-        if report_ is not None and c.name != "copy":
-            assert c.checked
-        if c.variant in ("cublas", "cupy"):
-            assert c.pct_of_reference == pytest.approx(100.0)
+    assert [c.key for c in cases] == [c.key for c in rec.cases] and ceilings == rec.ceilings and repeat
+    for new, old in zip(cases, rec.cases):
+        assert (new.median_ms, new.spread, new.pct_of_reference, new.checked) == \
+            (old.median_ms, old.spread, old.pct_of_reference, old.checked)
+        assert new.repeats >= 20 and new.min_ms <= new.median_ms <= new.max_ms
+        assert (new.tflops is None) != (new.gbps is None) and new.pct_of_ceiling is not None
+        if new.name != "copy":
+            assert new.checked
+    assert bench.head_to_head(results) == rec.head_to_head
 
 
 # --- records -----------------------------------------------------------------------
