@@ -195,6 +195,15 @@ def test_head_to_head_pairs_samples_cycle_by_cycle():
     assert statistics.median(cublas) / statistics.median(kernel) > 0.99, "medians apart tell another story"
     assert bench.build_cases(paired_results(kernel, cublas), report())[0], "the sweep ignores the paired phase"
     assert bench.head_to_head(matmul_results()) == {}
+    results = paired_results(kernel, cublas)
+    twin = dict(results["cases"][-1], key="matmul/cublas/4096x4096x4096/again",
+                twin_of="matmul/cublas/4096x4096x4096", samples_ms=[x * 1.002 for x in cublas])
+    results["cases"].append(twin)
+    both = bench.head_to_head(results)
+    assert both[key] == p and not p.control, "a twin is never taken for the reference"
+    control = both["matmul/cublas/4096x4096x4096/again"]
+    assert control.control and control.pct_of_reference == pytest.approx(100 / 1.002)
+    assert bench.summary([], {}, {}, both)[-1].endswith("[control: itself]")
     lines = bench.summary(bench.build_cases(matmul_results(), report())[0], {}, {}, paired)
     assert lines[-1].startswith("    head to head matmul/persistent/4096x4096x4096/128x256x32+warps8+occ1: "
                                 "95.0% of cublas (quartiles 95.0-")

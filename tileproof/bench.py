@@ -195,12 +195,14 @@ def build_cases(results: dict[str, Any], report: CheckReport | None
 def head_to_head(results: dict[str, Any]) -> dict[str, PairedRatio]:
     """PairedRatios from a results file's phase ``paired``: for each case that is not the
     reference, the reference's ms over its ms, sample by sample (sample i of each came
-    from cycle i), as a median percentage with quartiles.
+    from cycle i), as a median percentage with quartiles. A case with ``twin_of`` naming
+    the reference is the reference again: its ratio is the control.
 
     Raises KeyError/TypeError/ValueError on a malformed results file, like build_cases."""
     paired = [c for c in results["cases"] if c.get("phase") == "paired"]
     reference_variant: dict[str, str] = results.get("reference", {})
-    refs = {(c["name"], tuple(c["shape"])): c for c in paired if reference_variant.get(c["name"]) == c["variant"]}
+    refs = {(c["name"], tuple(c["shape"])): c for c in paired
+            if reference_variant.get(c["name"]) == c["variant"] and not c.get("twin_of")}
     out = {}
     for c in paired:
         ref = refs.get((c["name"], tuple(c["shape"])))
@@ -211,7 +213,8 @@ def head_to_head(results: dict[str, Any]) -> dict[str, PairedRatio]:
                              f"{len(ref['samples_ms'])} of {ref['key']} (need the same number, at least 4)")
         pct = [100.0 * r / m for r, m in zip(ref["samples_ms"], c["samples_ms"])]
         q1, median, q3 = statistics.quantiles(pct, n=4)
-        out[c["key"]] = PairedRatio(reference=ref["key"], cycles=len(pct), pct_of_reference=median, q1=q1, q3=q3)
+        out[c["key"]] = PairedRatio(reference=ref["key"], cycles=len(pct), pct_of_reference=median, q1=q1, q3=q3,
+                                    control=c.get("twin_of") == ref["key"])
     return out
 
 
@@ -266,7 +269,8 @@ def summary(cases: list[BenchCase], repeat_spread: dict[str, float], ceilings: d
     lines += [f"    repeat {k}: medians differ by {100 * v:.2f}%" for k, v in repeat_spread.items()]
     lines += [f"    {line}" for line in best_lines(cases)]
     lines += [f"    head to head {k}: {p.pct_of_reference:.1f}% of {p.reference.split('/')[1]} "
-              f"(quartiles {p.q1:.1f}-{p.q3:.1f}%, {p.cycles} cycles)" for k, p in (paired or {}).items()]
+              f"(quartiles {p.q1:.1f}-{p.q3:.1f}%, {p.cycles} cycles){' [control: itself]' if p.control else ''}"
+              for k, p in (paired or {}).items()]
     return lines
 
 

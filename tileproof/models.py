@@ -356,6 +356,9 @@ class PairedRatio(Model):
     q1: float
     q3: float
     """Quartiles of the same per-cycle percentages: how much one pair can say."""
+    control: bool = False
+    """The reference against a second copy of itself (A/A): how far from 100% the method
+    alone puts a ratio."""
 
 
 class BenchRecord(RecordBase):

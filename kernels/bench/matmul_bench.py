@@ -49,7 +49,9 @@ more: again in interleaved rounds (phase "repeat": how far the same case moves w
 one run), and head to head (phase "paired"): launched in turn, one launch of each per
 cycle, PAIRED_CYCLES cycles, so that sample i of the kernel and of cuBLAS ran next to
 each other at the same clocks. The bench record turns the pairs into the kernel's share
-of cuBLAS's rate, cycle by cycle (tileproof/bench.py).
+of cuBLAS's rate, cycle by cycle (tileproof/bench.py). cuBLAS runs twice in that phase
+(the second as ``.../again``): cuBLAS against itself is the control, how far from 100%
+the method alone puts a ratio.
 
 Run: python kernels/bench/matmul_bench.py [--quick] [--results PATH] [--seed N] [--report PATH]
 Needs cuda-tile, cupy, numpy and a GPU of compute capability 8.0 or newer.
@@ -399,6 +401,9 @@ def _body(s: harness.Session) -> None:
         repeats += again
         say(f"{shape_tag(size)}: the same cases head to head, launched in turn, {cycles} cycles")
         pairs = best_again(at_size, cfg_of, inputs[size], sms, cp, "paired")
+        ref = next(c for c in pairs if c.info["variant"] == "cublas")
+        pairs.append(timing.Case(key=f"{ref.key}/again", launch=cublas_launcher(cp, *inputs[size]),
+                                 info={**ref.info, "twin_of": ref.key}))
         timing.alternate(timer, pairs, cycles)
         paired += pairs
     inputs.clear()
