@@ -394,6 +394,15 @@ def test_gpu_state_falls_back_to_the_new_field_name(tmp_path):
 # --- the programs, without a GPU ---------------------------------------------------------
 
 
+def bench_module(name: str):
+    """A module of kernels/bench/ (the programs import them by plain name)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCH))
+
+
 def load(name: str):
     spec = importlib.util.spec_from_file_location(f"bench_program_{name}", BENCH / name)
     module = importlib.util.module_from_spec(spec)
@@ -451,15 +460,6 @@ def test_matmul_plan_tries_a_cluster_and_sizes_persistent_grids_by_it(monkeypatc
         assert launched[-1][1] == ("kernel with", {"num_ctas": ctas, "occupancy": 1})
 
 
-def _jit():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import jit
-    finally:
-        sys.path.remove(str(BENCH))
-    return jit
-
-
 class FakeDriver:
     """cupy.cuda.driver for one loaded function with fixed attributes."""
 
@@ -496,7 +496,7 @@ def fake_cp(driver):
 
 
 def test_compile_hook_keeps_the_cubin_and_the_driver_reads_it():
-    jit = _jit()
+    jit = bench_module("jit")
 
     class Kernel:
         def _compile(self, signature, context, compute_capability=None):
@@ -513,7 +513,7 @@ def test_compile_hook_keeps_the_cubin_and_the_driver_reads_it():
 
 
 def test_resources_say_why_not():
-    jit = _jit()
+    jit = bench_module("jit")
     assert jit.capture_cubin(object()) == {"error": "this cuTile has no Kernel._compile hook"}
     assert "not compiled in this process" in jit.resources(fake_cp(FakeDriver({})), {})["error"]
     driver = FakeDriver({}, fail="CUDA_ERROR_NOT_FOUND")
@@ -524,24 +524,11 @@ def test_resources_say_why_not():
 
 def test_compile_worker_failure_is_an_answer():
     """A worker that cannot compile (here: a config the program does not know) says why."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import jit
-    finally:
-        sys.path.remove(str(BENCH))
+    jit = bench_module("jit")
     spec = {"config": {"variant": "nope", "tiles": [1, 1, 1], "hints": {}}, "sizes": [[16, 16, 16]]}
     answer = jit.warm(str(BENCH / "matmul_bench.py"), {"bad": spec}, timeout_s=120)["bad"]
     assert answer["first_launch_ms"] is None
     assert answer["error"].startswith("worker exit 1:")
-
-
-def _timing():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import timing
-    finally:
-        sys.path.remove(str(BENCH))
-    return timing
 
 
 class FakeTimer:
@@ -556,7 +543,7 @@ class FakeTimer:
 
 
 def test_interleave_rotates_the_order():
-    timing = _timing()
+    timing = bench_module("timing")
     calls = []
     cases = [timing.Case(key=k, launch=lambda k=k: calls.append(k), info={}) for k in "abc"]
     timing.interleave(FakeTimer(timing), cases, rounds=3, launches=4)
@@ -569,7 +556,7 @@ def test_interleave_rotates_the_order():
 def test_interleave_in_a_seeded_random_order():
     import random
 
-    timing = _timing()
+    timing = bench_module("timing")
     runs = []
     for _ in range(2):
         calls = []
@@ -629,7 +616,7 @@ class LoggingCp:
 def test_timed_batches_start_behind_lead_in_work():
     """The GPU must already be busy when the first timed launch is queued: LEAD_IN_MS of
     flushes go first, untimed, then flush, event, launch, event for every sample."""
-    timing = _timing()
+    timing = bench_module("timing")
     cp = LoggingCp(flush_ms=0.125)
     timer = timing.Timer(cp)
     assert timer.flush_ms == 0.125 and timer.lead_in_flushes == 16 == timing.LEAD_IN_MS / 0.125
@@ -640,7 +627,7 @@ def test_timed_batches_start_behind_lead_in_work():
 
 
 def test_alternate_launches_the_cases_in_turn():
-    timing = _timing()
+    timing = bench_module("timing")
     cp = LoggingCp(flush_ms=1.0)
     timer = timing.Timer(cp)
     cases = [timing.Case(key=k, launch=lambda k=k: cp.log.append(k), info={}) for k in "ab"]
@@ -655,7 +642,7 @@ def test_alternate_launches_the_cases_in_turn():
 @pytest.mark.parametrize("ms_each,expected", [(100.0, 3), (1.7, 148), (0.03, 1000), (1000.0, 1)],
                          ids=["slow-case", "8192-matmul", "tiny-case-capped", "one-is-enough"])
 def test_warm_up_runs_the_case_for_its_time(ms_each, expected):
-    timing = _timing()
+    timing = bench_module("timing")
     t = CountingTimer(timing, ms_each)
     assert t.warm(lambda: None, timing.WARMUP_MS) == expected == t.launched
 
