@@ -14,12 +14,12 @@ import math
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from conftest import gpu, no_gpu
 
 from tileproof import bench
 from tileproof.errors import TileproofError
@@ -30,16 +30,6 @@ from tileproof.store import load_record, load_records, seal_of, write_record
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "kernels" / "bench"
 
-
-def _has_gpu() -> bool:
-    if shutil.which("nvidia-smi") is None:
-        return False
-    return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
-
-
-HAS_GPU = _has_gpu()
-gpu = pytest.mark.skipif(not HAS_GPU, reason="needs an NVIDIA GPU with a driver (nvidia-smi); CI has none")
-no_gpu = pytest.mark.skipif(HAS_GPU, reason="tests the no-GPU path; this machine has a GPU")
 
 
 # --- synthetic results -----------------------------------------------------------

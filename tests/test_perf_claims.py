@@ -4,12 +4,10 @@ Every bench record here is a FIXTURE built in code (run id ``FIXTURE-...``, host
 ``fixture``); the end-to-end tests write them only into a temporary copy.
 """
 
-import shutil
 from datetime import timedelta
 
 import pytest
 import yaml
-from conftest import copy_lessons_as_draft
 from fixture_records import COMMIT, H200, T0, toolchain, transcript
 from pydantic import ValidationError
 
@@ -224,14 +222,6 @@ def with_claims(path, *claims):
     text = path.read_text()
     path.write_text(text.replace("\nhardware:\n", "\n" + perf_yaml(*claims) + "hardware:\n", 1))
 
-
-@pytest.fixture
-def tree(tmp_path, repo_root):
-    """The day-79 FIXTURE tree plus the real lessons/, as drafts."""
-    root = tmp_path / "repo"
-    shutil.copytree(repo_root / "tests" / "data" / "records" / "day79", root)
-    copy_lessons_as_draft(repo_root / "lessons", root / "lessons")
-    return root
 
 
 def test_lesson_with_claims_parses_and_renders_canonically(tree):

@@ -4,7 +4,6 @@ import json
 import shutil
 
 import pytest
-from conftest import copy_lessons_as_draft
 
 from tileproof import lessons, store
 from tileproof.__main__ import main
@@ -12,14 +11,6 @@ from tileproof.__main__ import main
 LESSON = "day79-cutile"
 REGENERATE = "python tests/data/records/make_fixtures.py"
 
-
-@pytest.fixture
-def tree(tmp_path, repo_root):
-    """A miniature repository: the FIXTURE tree plus the real lessons/."""
-    root = tmp_path / "repo"
-    shutil.copytree(repo_root / "tests" / "data" / "records" / "day79", root)
-    copy_lessons_as_draft(repo_root / "lessons", root / "lessons")
-    return root
 
 
 def cli(capsys, *argv):

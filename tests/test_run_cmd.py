@@ -2,10 +2,10 @@
 
 import argparse
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import gpu, no_gpu
 
 from tileproof import run_cmd
 from tileproof.errors import TileproofError
@@ -14,16 +14,6 @@ from tileproof.store import load_records, seal_of
 
 REPO = Path(__file__).resolve().parents[1]
 
-
-def _has_gpu() -> bool:
-    if shutil.which("nvidia-smi") is None:
-        return False
-    return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
-
-
-HAS_GPU = _has_gpu()
-gpu = pytest.mark.skipif(not HAS_GPU, reason="needs an NVIDIA GPU with a driver (nvidia-smi); CI has none")
-no_gpu = pytest.mark.skipif(HAS_GPU, reason="tests the no-GPU path; this machine has a GPU")
 
 
 @pytest.fixture

@@ -2,21 +2,12 @@
 
 import shutil
 
-import pytest
-from conftest import copy_lessons_as_draft
 
 from tileproof import status
 from tileproof.__main__ import main
 
 LESSON = "day79-cutile"
 
-
-@pytest.fixture
-def tree(tmp_path, repo_root):
-    root = tmp_path / "repo"
-    shutil.copytree(repo_root / "tests" / "data" / "records" / "day79", root)
-    copy_lessons_as_draft(repo_root / "lessons", root / "lessons")
-    return root
 
 
 def rows_of(lines, lesson=LESSON):
