@@ -48,8 +48,8 @@ def copy_lessons_as_draft(src: Path, dst: Path) -> None:
     Tests that publish from FIXTURE records start from this, whatever the
     repository's lessons say today.
     """
-    from tileproof import lessons
-    from tileproof.models import Hardware
+    from tileproof.records import lessons
+    from tileproof.records.models import Hardware
 
     shutil.copytree(src, dst)
     for lesson in lessons.load_all(dst.parent):

@@ -18,10 +18,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "data" / "audit"))
 import audit_tree  # noqa: E402
 
-from tileproof import audit, store  # noqa: E402
 from tileproof.__main__ import main  # noqa: E402
-from tileproof.audit import RULES, Finding  # noqa: E402
-from tileproof.models import CheckReport  # noqa: E402
+from tileproof.commands import audit
+from tileproof.commands.audit import RULES, Finding  # noqa: E402
+from tileproof.records import store  # noqa: E402
+from tileproof.records.models import CheckReport  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -395,7 +396,7 @@ def test_toolchain_issues_table(template):
 def test_freeze_names_and_packages(template):
     env = template[1]["env"]
     assert audit.freeze_names(audit_tree.PIP_FREEZE) == {"tileproof"}
-    from tileproof.capture import parse_pip_freeze
+    from tileproof.records.parsers import parse_pip_freeze
 
     freeze = parse_pip_freeze(audit_tree.PIP_FREEZE)
     assert audit.packages_issues(env, freeze) == []

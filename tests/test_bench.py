@@ -21,11 +21,19 @@ from pathlib import Path
 import pytest
 from conftest import gpu, no_gpu
 
-from tileproof import bench
-from tileproof.errors import TileproofError
-from tileproof.models import (BenchRecord, Check, CheckReport, Environment, GitState, HostFacts, Step,
-                              Transcript)
-from tileproof.store import load_record, load_records, seal_of, write_record
+from tileproof.bench import core as bench
+from tileproof.records.errors import TileproofError
+from tileproof.records.models import (
+    BenchRecord,
+    Check,
+    CheckReport,
+    Environment,
+    GitState,
+    HostFacts,
+    Step,
+    Transcript,
+)
+from tileproof.records.store import load_record, load_records, seal_of, write_record
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "kernels" / "bench"
@@ -283,7 +291,9 @@ def test_committed_records_rebuild_from_their_evidence(path):
 
 
 def environment() -> Environment:
-    from fixture_records import toolchain  # tests/data/records, on sys.path via conftest
+    from fixture_records import (
+        toolchain,  # tests/data/records, on sys.path via conftest
+    )
 
     t = Transcript(path="evidence/FIXTURE-bench-env/pip-freeze.txt", sha256="0" * 64, bytes=0)
     return Environment(session_id="FIXTURE-bench-env", gpu=None, toolchain=toolchain(), toolchain_env="clean",

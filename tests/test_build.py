@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tileproof import build
-from tileproof.compile_cmd import compile_programs
-from tileproof.errors import TileproofError
-from tileproof.toolchain import discover
+from tileproof.commands.compile import compile_programs
+from tileproof.records.errors import TileproofError
+from tileproof.toolchain import build
+from tileproof.toolchain.find import discover
 
 DATA = Path(__file__).parent / "data" / "nvcc"
 REPO = Path(__file__).resolve().parents[1]
@@ -73,7 +73,7 @@ def tree(tmp_path_factory):
 
 
 def _compile(root, capsys):
-    from tileproof.aot import declared_kernels
+    from tileproof.toolchain.aot import declared_kernels
 
     tools = discover()
     py = {p: list(declared_kernels(p)) for p in build.programs(root, "kernels")}

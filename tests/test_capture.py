@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from tileproof.capture import env_allowlisted, parse_gpu_query, parse_pip_freeze
+from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
+from tileproof.runner.capture import env_allowlisted
 
 DATA = Path(__file__).parent / "data" / "gpu"
 

@@ -11,13 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from tileproof import claim_checks, claims
-from tileproof.build import nvcc_argv
-from tileproof.capture import git_state, host_facts
-from tileproof.claim_checks import Here, ProbeResult, judge_compile, varied_nvcc_argv
-from tileproof.errors import RecordError, TileproofError
-from tileproof.models import SCHEMA_VERSION, ClaimResult, ClaimsRecord, GpuFacts, Step, Toolchain, Transcript
-from tileproof.store import digest, new_run_id, write_record
+from tileproof.claims import checks as claim_checks
+from tileproof.claims import core as claims
+from tileproof.claims.checks import Here, ProbeResult, judge_compile, varied_nvcc_argv
+from tileproof.records.errors import RecordError, TileproofError
+from tileproof.records.models import (
+    SCHEMA_VERSION,
+    ClaimResult,
+    ClaimsRecord,
+    GpuFacts,
+    Step,
+    Toolchain,
+    Transcript,
+)
+from tileproof.records.store import digest, new_run_id, write_record
+from tileproof.runner.capture import git_state, host_facts
+from tileproof.toolchain.build import nvcc_argv
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = ["cutile-pitfalls", "day79-cutile", "tile-reduction-spike"]
@@ -264,7 +273,7 @@ def test_api_check(tmp_path, symbol, parameter, default, outcome, want):
 
 def test_res_usage_entry_by_source_name():
     text = (REPO / "tests" / "data" / "nvcc" / "sm90-tilefatbin.res-usage.txt").read_text()
-    from tileproof.build import parse_res_usage
+    from tileproof.toolchain.build import parse_res_usage
 
     entries = parse_res_usage(text)
     entry = claim_checks.find_function(entries, "tmax")

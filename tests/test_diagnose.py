@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from tileproof.build import has_tile_code
-from tileproof.diagnose import diagnose
+from tileproof.toolchain.build import has_tile_code
+from tileproof.toolchain.diagnose import diagnose
 
 DATA = Path(__file__).parent / "data" / "nvcc"
 

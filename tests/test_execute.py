@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from tileproof.execute import run_program, verdict_of
-from tileproof.models import CheckReport
+from tileproof.records.models import CheckReport
+from tileproof.runner.execute import run_program, verdict_of
 
 CHECK = {"name": "matmul", "shape": [2, 2], "dtype": "float32", "rtol": 1e-4, "atol": 1e-3, "checked": 4,
          "mismatches": 0, "max_abs_err": 0.0, "max_rel_err": 0.0, "first_failure": None, "passed": True}

@@ -5,9 +5,15 @@ import inspect
 import fixture_records as fx
 import pytest
 
-from tileproof import gate
-from tileproof.gate import Bound, decide
-from tileproof.models import FileDigest, Hardware, LessonFront, LessonProgram, ResultRow
+from tileproof.judge import gate
+from tileproof.judge.gate import Bound, decide
+from tileproof.records.models import (
+    FileDigest,
+    Hardware,
+    LessonFront,
+    LessonProgram,
+    ResultRow,
+)
 
 PY, CU, HELPER = "kernels/prog.py", "cpp/prog.cu", "kernels/harness.py"
 FRONT = LessonFront(

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from tileproof import lessons
-from tileproof.errors import RecordError
-from tileproof.models import Hardware, ResUsage
-from tileproof.tolerances import load_table
+from tileproof.records import lessons
+from tileproof.records.errors import RecordError
+from tileproof.records.models import Hardware, ResUsage
+from tileproof.records.tolerances import load_table
 
 LESSON_IDS = ["day79-cutile", "tile-reduction-spike"]
 

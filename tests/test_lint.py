@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tileproof import lint
-from tileproof.lint import RULES, Finding, lint_paths, lint_source
+from tileproof.lint import engine as lint
+from tileproof.lint.engine import RULES, Finding, lint_paths, lint_source
 
 REPO = Path(__file__).resolve().parents[1]
 SNIPPETS = REPO / "tests" / "data" / "lint"

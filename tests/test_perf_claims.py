@@ -11,12 +11,22 @@ import yaml
 from fixture_records import COMMIT, H200, T0, toolchain, transcript
 from pydantic import ValidationError
 
-from tileproof import lessons, perf_claims, status, store
 from tileproof.__main__ import main
-from tileproof.errors import RecordError
-from tileproof.models import (BenchCase, BenchRecord, Environment, GitState, GpuFacts, HostFacts, PerfClaim,
-                              Step)
-from tileproof.store import seal_of
+from tileproof.commands import status
+from tileproof.judge import perf_claims
+from tileproof.records import lessons, store
+from tileproof.records.errors import RecordError
+from tileproof.records.models import (
+    BenchCase,
+    BenchRecord,
+    Environment,
+    GitState,
+    GpuFacts,
+    HostFacts,
+    PerfClaim,
+    Step,
+)
+from tileproof.records.store import seal_of
 
 LESSON = "day79-cutile"
 MATMUL = "kernels/bench/matmul_bench.py"
@@ -319,7 +329,7 @@ def test_rows_and_claims_missing_are_both_listed(tree, capsys):
 
 def test_lessons_without_claims_read_no_bench_records(tree, capsys, monkeypatch):
     """A lesson with no claims is decided exactly as before: bench records are not even read."""
-    from tileproof import publish
+    from tileproof.commands import publish
 
     def refuse(root):
         raise AssertionError("bench records read for a lesson without claims")

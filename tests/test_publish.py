@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from tileproof import lessons, store
 from tileproof.__main__ import main
+from tileproof.records import lessons, store
 
 LESSON = "day79-cutile"
 REGENERATE = "python tests/data/records/make_fixtures.py"

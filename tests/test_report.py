@@ -23,8 +23,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "data" / "audit"))
 import audit_tree  # noqa: E402
 
-from tileproof import audit, report  # noqa: E402
-from tileproof.audit import Finding  # noqa: E402
+from tileproof.commands import audit
+from tileproof.commands.audit import Finding  # noqa: E402
+from tileproof.report import render as report  # noqa: E402
 
 CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "",
                              shutil.which("chromium-browser") or "") if p and os.access(p, os.X_OK)), None)

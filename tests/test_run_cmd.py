@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from conftest import gpu, no_gpu
 
-from tileproof import run_cmd
-from tileproof.errors import TileproofError
-from tileproof.models import RunRecord, SessionRecord
-from tileproof.store import load_records, seal_of
+from tileproof.commands import run as run_cmd
+from tileproof.records.errors import TileproofError
+from tileproof.records.models import RunRecord, SessionRecord
+from tileproof.records.store import load_records, seal_of
 
 REPO = Path(__file__).resolve().parents[1]
 

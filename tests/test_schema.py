@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from tileproof.schema import rendered, stale
+from tileproof.commands.schema import rendered, stale
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -2,9 +2,8 @@
 
 import shutil
 
-
-from tileproof import status
 from tileproof.__main__ import main
+from tileproof.commands import status
 
 LESSON = "day79-cutile"
 

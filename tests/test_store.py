@@ -3,9 +3,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from tileproof import store
-from tileproof.errors import RecordError, TileproofError
-from tileproof.models import GitState, HostFacts, SessionRecord
+from tileproof.records import store
+from tileproof.records.errors import RecordError, TileproofError
+from tileproof.records.models import GitState, HostFacts, SessionRecord
 
 
 def session(run_id="20261129T000000Z-session-00000000"):

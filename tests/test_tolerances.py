@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tileproof.tolerances import (
+from tileproof.records.tolerances import (
     HEADER_FILE,
     TABLE_FILE,
     ToleranceTableError,

@@ -1,8 +1,14 @@
 
 import pytest
 
-from tileproof.errors import ToolchainError
-from tileproof.toolchain import coherence, major_minor, parse_release, require_coherent, discover
+from tileproof.records.errors import ToolchainError
+from tileproof.toolchain.find import (
+    coherence,
+    discover,
+    major_minor,
+    parse_release,
+    require_coherent,
+)
 
 NVCC_VERSION = """nvcc: NVIDIA (R) Cuda compiler driver
 Copyright (c) 2005-2026 NVIDIA Corporation

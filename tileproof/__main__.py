@@ -11,18 +11,18 @@ import argparse
 import importlib
 import sys
 
-from .errors import TileproofError
+from tileproof.records.errors import TileproofError
 
 COMMANDS = {
-    "compile": ("tileproof.compile_cmd", "build every program for every target (no GPU needed)"),
-    "run": ("tileproof.run_cmd", "run lesson programs on this machine's GPU and write run records"),
-    "publish": ("tileproof.publish", "flip a lesson to published when its evidence allows"),
-    "status": ("tileproof.status", "lesson x program x newest evidence"),
-    "audit": ("tileproof.audit", "check every record, transcript and published lesson"),
-    "bench": ("tileproof.bench", "time the course kernels against cuBLAS/cupy on this GPU; bench record"),
-    "claims": ("tileproof.claims", "check every claim of the shipped documents; claims record"),
-    "schema": ("tileproof.schema", "regenerate schema/ and cpp/tolerances.h"),
-    "lint-kernels": ("tileproof.lint", "static checks for known cuTile mistakes"),
+    "compile": ("tileproof.commands.compile", "build every program for every target (no GPU needed)"),
+    "run": ("tileproof.commands.run", "run lesson programs on this machine's GPU and write run records"),
+    "publish": ("tileproof.commands.publish", "flip a lesson to published when its evidence allows"),
+    "status": ("tileproof.commands.status", "lesson x program x newest evidence"),
+    "audit": ("tileproof.commands.audit", "check every record, transcript and published lesson"),
+    "bench": ("tileproof.bench.core", "time the course kernels against cuBLAS/cupy on this GPU; bench record"),
+    "claims": ("tileproof.claims.core", "check every claim of the shipped documents; claims record"),
+    "schema": ("tileproof.commands.schema", "regenerate schema/ and cpp/tolerances.h"),
+    "lint-kernels": ("tileproof.lint.engine", "static checks for known cuTile mistakes"),
 }
 
 

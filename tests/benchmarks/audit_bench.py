@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tileproof import audit  # noqa: E402
+from tileproof.commands import audit  # noqa: E402
 
 TARGET_S = 5.0
 

@@ -12,8 +12,8 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from tileproof import models as m
-from tileproof import store
+from tileproof.records import models as m
+from tileproof.records import store
 
 GPU_QUERY = (
     "index, name, uuid, compute_cap, driver_version, memory.total [MiB], "
@@ -177,7 +177,7 @@ def program_digests(root: Path, program: str) -> list[m.FileDigest]:
 
 def program_list_digest(root: Path, lesson_id: str) -> str:
     """Today's digest of a lesson's program list (what ``run`` records)."""
-    from tileproof import lessons
+    from tileproof.records import lessons
 
     return lessons.program_list_digest(lessons.load(root, lesson_id).front)
 
@@ -228,7 +228,7 @@ def compile_record(root: Path, programs: list[str], when: datetime) -> m.Compile
     for i, program in enumerate(programs):
         stem = Path(program).stem
         step = m.Step(
-            name=f"aot-{stem}-sm_90", argv=["python", "-m", "tileproof.aot", program, stem, "sm_90", f"build/{stem}.cubin"],
+            name=f"aot-{stem}-sm_90", argv=["python", "-m", "tileproof.toolchain.aot", program, stem, "sm_90", f"build/{stem}.cubin"],
             started=when, ended=when + timedelta(seconds=1), duration_s=1.0, exit_code=0,
             stdout=store.write_evidence(root, run_id, f"aot-{stem}-sm_90.stdout.txt", f"exported {stem}\n"),
             stderr=store.write_evidence(root, run_id, f"aot-{stem}-sm_90.stderr.txt", ""),
@@ -303,7 +303,7 @@ def clean_tree(root: Path) -> dict:
 
 def _publish(root: Path, lesson_id: str) -> None:
     """Publish the lesson with ``tileproof publish`` itself (the gate decides)."""
-    from tileproof import publish
+    from tileproof.commands import publish
 
     code, lines = publish.publish(root, lesson_id)
     assert code == 0, "\n".join(lines)

@@ -11,10 +11,24 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime, timedelta, timezone
 
-from tileproof.lessons import program_list_digest
-from tileproof.models import (Check, CheckReport, DeviceId, Environment, FileDigest, GitState, GpuFacts,
-                              HostFacts, LessonFront, RunRecord, Step, Toolchain, ToolVersion, Transcript)
-from tileproof.store import seal_of
+from tileproof.records.lessons import program_list_digest
+from tileproof.records.models import (
+    Check,
+    CheckReport,
+    DeviceId,
+    Environment,
+    FileDigest,
+    GitState,
+    GpuFacts,
+    HostFacts,
+    LessonFront,
+    RunRecord,
+    Step,
+    Toolchain,
+    ToolVersion,
+    Transcript,
+)
+from tileproof.records.store import seal_of
 
 PREFIX = "FIXTURE-"
 COMMIT = "f1c7ee00" + "0" * 32

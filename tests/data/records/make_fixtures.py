@@ -21,8 +21,12 @@ REPO = HERE.parents[2]
 sys.path[:0] = [str(HERE), str(REPO)]
 
 import fixture_records as fx  # noqa: E402
-from tileproof import lessons, store  # noqa: E402
-from tileproof.models import FileDigest  # noqa: E402
+
+from tileproof.records import (
+    lessons,
+    store,  # noqa: E402
+)
+from tileproof.records.models import FileDigest  # noqa: E402
 
 TREE = HERE / "day79"
 LESSON = "day79-cutile"

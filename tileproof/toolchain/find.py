@@ -19,8 +19,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ToolchainError
-from .models import Toolchain, ToolVersion
+from tileproof.records.errors import ToolchainError
+from tileproof.records.models import Toolchain, ToolVersion
 
 PACKAGES = (
     "nvidia-cuda-nvcc",

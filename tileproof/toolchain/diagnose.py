@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .models import Diagnosis
+from tileproof.records.models import Diagnosis
 
 
 @dataclass(frozen=True)

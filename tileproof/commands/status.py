@@ -14,7 +14,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import claims, gate, lessons, perf_claims, publish, store
+from tileproof.claims import core as claims
+from tileproof.commands import publish
+from tileproof.judge import gate, perf_claims
+from tileproof.records import lessons, store
 
 WORDS = {
     "passed": "passed",

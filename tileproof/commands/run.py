@@ -18,16 +18,36 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import lessons
-from .build import DEFAULT_TARGETS, dependencies, programs
-from .capture import (GPU_QUERY_ARGV, env_allowlisted, git_state, host_facts, installed_packages,
-                      parse_gpu_query, pip_freeze)
-from .errors import TileproofError
-from .execute import run_program
-from .locate import compile_records, find_binary
-from .models import Environment, FileDigest, GpuFacts, RunRecord, SessionRecord
-from .store import digest, header, new_run_id, sha256_file, write_evidence, write_record
-from .toolchain import HAZARD_VARS, runtime_tools
+from tileproof.records import lessons
+from tileproof.records.errors import TileproofError
+from tileproof.records.models import (
+    Environment,
+    FileDigest,
+    GpuFacts,
+    RunRecord,
+    SessionRecord,
+)
+from tileproof.records.parsers import parse_gpu_query
+from tileproof.records.store import (
+    digest,
+    header,
+    new_run_id,
+    sha256_file,
+    write_evidence,
+    write_record,
+)
+from tileproof.runner.capture import (
+    GPU_QUERY_ARGV,
+    env_allowlisted,
+    git_state,
+    host_facts,
+    installed_packages,
+    pip_freeze,
+)
+from tileproof.runner.execute import run_program
+from tileproof.runner.locate import compile_records, find_binary
+from tileproof.toolchain.build import DEFAULT_TARGETS, dependencies, programs
+from tileproof.toolchain.find import HAZARD_VARS, runtime_tools
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -18,11 +18,18 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .diagnose import NO_TILE_CODE, diagnose
-from .errors import TileproofError
-from .models import ApiInventory, BuildResult, Diagnosis, FileDigest, ResUsage, Step
-from .store import sha256_file, write_evidence
-from .toolchain import Tools
+from tileproof.records.errors import TileproofError
+from tileproof.records.models import (
+    ApiInventory,
+    BuildResult,
+    Diagnosis,
+    FileDigest,
+    ResUsage,
+    Step,
+)
+from tileproof.records.store import sha256_file, write_evidence
+from tileproof.toolchain.diagnose import NO_TILE_CODE, diagnose
+from tileproof.toolchain.find import Tools
 
 DEFAULT_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 TILE_TARGETS = ("sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121")
@@ -60,7 +67,7 @@ def nvcc_argv(nvcc: Path, source: Path, target: str, out: Path, tilefatbin: bool
 
 def export_argv(program: Path, kernel: str, target: str, out: Path) -> list[str]:
     """The AOT export of one cuTile Python kernel, as its own process."""
-    return [sys.executable, "-m", "tileproof.aot", str(program), kernel, target, str(out)]
+    return [sys.executable, "-m", "tileproof.toolchain.aot", str(program), kernel, target, str(out)]
 
 
 # --- discovering programs ----------------------------------------------------

@@ -37,13 +37,32 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .capture import env_allowlisted, git_state, host_facts, installed_packages, pip_freeze
-from .errors import TileproofError
-from .execute import run_program
-from .models import BenchCase, BenchRecord, CheckReport, Environment, PairedRatio, Transcript
-from .run_cmd import child_env, gpu_facts, versions
-from .store import digest, header, new_run_id, write_evidence, write_record
-from .toolchain import runtime_tools
+from tileproof.commands.run import child_env, gpu_facts, versions
+from tileproof.records.errors import TileproofError
+from tileproof.records.models import (
+    BenchCase,
+    BenchRecord,
+    CheckReport,
+    Environment,
+    PairedRatio,
+    Transcript,
+)
+from tileproof.records.store import (
+    digest,
+    header,
+    new_run_id,
+    write_evidence,
+    write_record,
+)
+from tileproof.runner.capture import (
+    env_allowlisted,
+    git_state,
+    host_facts,
+    installed_packages,
+    pip_freeze,
+)
+from tileproof.runner.execute import run_program
+from tileproof.toolchain.find import runtime_tools
 
 BENCH_DIR = Path("kernels") / "bench"
 NOISY_SPREAD = 0.10

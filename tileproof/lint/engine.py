@@ -23,7 +23,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from .lint_rules import RULES, check_module
+from tileproof.lint.rules import RULES, check_module
 
 __all__ = ["RULES", "Finding", "add_arguments", "lint_paths", "lint_source", "run"]
 

@@ -19,9 +19,12 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
-from . import claims, gate, lessons, perf_claims, store, tolerances
-from .errors import RecordError
-from .models import BenchRecord, LessonFront, RunRecord
+from tileproof.claims import core as claims
+from tileproof.judge import gate, perf_claims
+from tileproof.records import lessons, store, tolerances
+from tileproof.records.errors import RecordError
+from tileproof.records.models import BenchRecord, LessonFront, RunRecord
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lesson", help="lesson id (lessons/<id>.md)")

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .build import dependencies
-from .errors import TileproofError
-from .models import CompileRecord
-from .store import load_records, sha256_file
+from tileproof.records.errors import TileproofError
+from tileproof.records.models import CompileRecord
+from tileproof.records.store import load_records, sha256_file
+from tileproof.toolchain.build import dependencies
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,8 @@ def find_binary(root: Path, program: Path, target: str, records: list[CompileRec
     found = _attested(root, program, target, records)
     if found is not None:
         return found
-    from .compile_cmd import compile_programs
-    from .toolchain import discover, require_coherent
+    from tileproof.commands.compile import compile_programs
+    from tileproof.toolchain.find import discover, require_coherent
 
     try:
         tools = discover()

@@ -28,11 +28,28 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from .errors import RecordError, TileproofError
-from .models import ClaimResult, ClaimsRecord, ClaimVerdictName
-from .store import RUNS, digest, header, load_record, new_run_id, rel, seal_of, sha256_file, write_record
+from tileproof.records.errors import RecordError, TileproofError
+from tileproof.records.models import ClaimResult, ClaimsRecord, ClaimVerdictName
+from tileproof.records.store import (
+    RUNS,
+    digest,
+    header,
+    load_record,
+    new_run_id,
+    rel,
+    seal_of,
+    sha256_file,
+    write_record,
+)
 
 CLAIMS_DIR = Path("lessons") / "claims"
 SUFFIX = ".claims.yaml"
@@ -435,8 +452,8 @@ def selected(files: list[Loaded], gpu_only: bool) -> list[tuple[Loaded, Claim]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import claim_checks
-    from .capture import git_state, host_facts
+    from tileproof.claims import checks as claim_checks
+    from tileproof.runner.capture import git_state, host_facts
 
     root = args.root.resolve()
     files = load_all(root, args.document)

@@ -27,10 +27,9 @@ from typing import Iterable, Iterator
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from . import store
-from .capture import parse_gpu_query, parse_pip_freeze
-from .errors import RecordError
-from .models import (
+from tileproof.records import store
+from tileproof.records.errors import RecordError
+from tileproof.records.models import (
     CheckReport,
     CompileRecord,
     Environment,
@@ -40,8 +39,9 @@ from .models import (
     Toolchain,
     Transcript,
 )
-from .toolchain import PACKAGES as TOOLCHAIN_PACKAGES
-from .toolchain import major_minor
+from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
+from tileproof.toolchain.find import PACKAGES as TOOLCHAIN_PACKAGES
+from tileproof.toolchain.find import major_minor
 
 RULES: dict[str, str] = {
     "record-schema": "a record in runs/ is not valid JSON or does not validate against its schema version",
@@ -508,7 +508,7 @@ def lesson_files(root: Path) -> list[Path]:
 
 def read_lesson_front(path: Path):
     """The lesson's validated front matter; one-line RecordError otherwise."""
-    from . import lessons
+    from tileproof.records import lessons
 
     return lessons.load_path(path).front
 
@@ -523,7 +523,7 @@ def gate_candidates(records: Iterable, intact: set[str]) -> list[RunRecord]:
     records with a broken seal are left out (the gate ignores them too) and
     reported by ``record-seal``. ``intact``: run ids whose seal held.
     """
-    from .gate import MIN_CC, cc_tuple
+    from tileproof.judge.gate import MIN_CC, cc_tuple
 
     newest: dict[tuple, RunRecord] = {}
     for rec in records:
@@ -542,7 +542,9 @@ def gate_decision(root: Path, front, candidates: list[RunRecord]) -> tuple[bool,
     """(publishable, one RowStatus per results row), from ``tileproof.gate`` with its
     inputs (today's digests, tolerance table, evidence reader) gathered as
     ``publish`` gathers them."""
-    from . import publish  # imported lazily: only lessons need the gate
+    from tileproof.commands import (
+        publish,  # imported lazily: only lessons need the gate
+    )
 
     decision = publish.decide(root, front, candidates)
     rows = [RowStatus(program=r.row.program, check=r.row.check, optional=r.row.optional, outcome=r.outcome,
@@ -907,7 +909,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from . import report  # only the CLI renders
+    from tileproof.report import render as report  # only the CLI renders
 
     root = args.root
     md = args.md or root / store.EVIDENCE / REPORT_MD

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from .audit import RULES, AuditResult
-from .models import CompileRecord, Environment, RunRecord
+from tileproof.commands.audit import RULES, AuditResult
+from tileproof.records.models import CompileRecord, Environment, RunRecord
 
 NO_LESSON = "(no lesson)"
 NO_GPU = ("no GPU", "")

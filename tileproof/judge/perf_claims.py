@@ -36,8 +36,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Literal
 
-from .models import BenchCase, BenchRecord, PerfClaim
-from .store import seal_of
+from tileproof.records.models import BenchCase, BenchRecord, PerfClaim
+from tileproof.records.store import seal_of
 
 Outcome = Literal["supported", "no-bench-record", "wrong-hardware", "below-claim", "spread-exceeds-margin", "noisy"]
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]

@@ -8,12 +8,29 @@ import os
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from .aot import declared_kernels
-from .build import BUILD_DIR, DEFAULT_TARGETS, cached, dependencies, execute, header_path, inventory, parse_target, plan, programs
-from .capture import git_state, host_facts
-from .models import BuildResult, CompileRecord
-from .store import digest, header, new_run_id, sha256_file, write_record
-from .toolchain import discover, require_coherent
+from tileproof.records.models import BuildResult, CompileRecord
+from tileproof.records.store import (
+    digest,
+    header,
+    new_run_id,
+    sha256_file,
+    write_record,
+)
+from tileproof.runner.capture import git_state, host_facts
+from tileproof.toolchain.aot import declared_kernels
+from tileproof.toolchain.build import (
+    BUILD_DIR,
+    DEFAULT_TARGETS,
+    cached,
+    dependencies,
+    execute,
+    header_path,
+    inventory,
+    parse_target,
+    plan,
+    programs,
+)
+from tileproof.toolchain.find import discover, require_coherent
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .diagnose import diagnose
-from .models import CheckReport, Step, Transcript, Verdict
-from .store import write_evidence
+from tileproof.records.models import CheckReport, Step, Transcript, Verdict
+from tileproof.records.store import write_evidence
+from tileproof.toolchain.diagnose import diagnose
 
 
 @dataclass(frozen=True)

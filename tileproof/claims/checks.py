@@ -34,15 +34,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .build import _DECL, export_argv, header_path, inventory, nvcc_argv, parse_res_usage, run_step
-from .diagnose import diagnose
-from .errors import TileproofError, ToolchainError
-from .models import GpuFacts, Step, Toolchain, Transcript
-from .store import sha256_file
-from .toolchain import HAZARD_VARS, Tools, discover, runtime_tools
+from tileproof.records.errors import TileproofError, ToolchainError
+from tileproof.records.models import GpuFacts, Step, Toolchain, Transcript
+from tileproof.records.store import sha256_file
+from tileproof.toolchain.build import (
+    _DECL,
+    export_argv,
+    header_path,
+    inventory,
+    nvcc_argv,
+    parse_res_usage,
+    run_step,
+)
+from tileproof.toolchain.diagnose import diagnose
+from tileproof.toolchain.find import HAZARD_VARS, Tools, discover, runtime_tools
 
 if TYPE_CHECKING:
-    from .claims import Expected, FlagChange
+    from tileproof.claims.core import Expected, FlagChange
 
 ProbeOutcome = Literal["as-stated", "contradicts", "unverifiable", "error"]
 ENV_DIAGNOSES = {"nvcc-symlink", "tileiras-missing", "cuda-home-old", "mixed-packages"}
@@ -114,7 +122,7 @@ def _version(dist: str) -> str | None:
 def survey(root: Path, run_id: str, device: int = 0, need_gpu: bool = True, gpu_arch: str = "sm_90",
            timeout: float = 300.0) -> Here:
     """Find nvcc (the pip toolchain, as ``compile`` does), tileiras, cuda-tile and the GPU."""
-    from .run_cmd import gpu_facts
+    from tileproof.commands.run import gpu_facts
 
     try:
         tools, no_nvcc = discover(), None
@@ -339,7 +347,7 @@ def _header(here: Here, name, check, expected, folder):
         return "unverifiable", "no cuda_tile.h on this machine (no tile toolchain installed)", [], None
     chain = f"cuda_tile.h of CUDA {here.versions.get('nvidia-cuda-crt') or here.versions.get('nvcc')}"
     if check.match == "declaration":
-        step, text = _step(here, f"{name}.declared", [sys.executable, "-m", "tileproof.claim_checks", "declared", str(here.header)])
+        step, text = _step(here, f"{name}.declared", [sys.executable, "-m", "tileproof.claims.checks", "declared", str(here.header)])
         if step.exit_code != 0:
             return "error", f"listing declarations failed: {first_error(text, 'python')}", [step], chain
         lines: dict[str, list[str]] = {}
@@ -375,7 +383,7 @@ def _header(here: Here, name, check, expected, folder):
 
 
 def _api(here: Here, name, check, expected, folder):
-    step, text = _step(here, f"{name}.api", [sys.executable, "-m", "tileproof.claim_checks", "api", check.symbol])
+    step, text = _step(here, f"{name}.api", [sys.executable, "-m", "tileproof.claims.checks", "api", check.symbol])
     broken = _ran(step, text)
     if broken or step.exit_code != 0:
         return "error", broken or f"API lookup failed: {first_error(text, 'python')}", [step], None

@@ -12,7 +12,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from .errors import RecordError
+from tileproof.records.errors import RecordError
 
 
 def load_program(path: Path):

@@ -28,8 +28,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from .errors import RecordError
-from .models import LessonFront, ResultRow
+from tileproof.records.errors import RecordError
+from tileproof.records.models import LessonFront, ResultRow
 
 LESSONS = "lessons"
 RESULTS = "results"

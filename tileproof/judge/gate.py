@@ -34,13 +34,13 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Literal, Mapping, NamedTuple
 
-from .capture import parse_gpu_query
-from .lessons import GATE_CHECK, UNKNOWN, program_list_digest
-from .models import Hardware, LessonFront, ResultRow, RunRecord
-from .perf_claims import ClaimDecision
-from .perf_claims import decide as decide_perf
-from .store import seal_of
-from .toolchain import HAZARD_VARS, major_minor
+from tileproof.judge.perf_claims import ClaimDecision
+from tileproof.judge.perf_claims import decide as decide_perf
+from tileproof.records.lessons import GATE_CHECK, UNKNOWN, program_list_digest
+from tileproof.records.models import Hardware, LessonFront, ResultRow, RunRecord
+from tileproof.records.parsers import parse_gpu_query
+from tileproof.records.store import seal_of
+from tileproof.toolchain.find import HAZARD_VARS, major_minor
 
 Outcome = Literal[
     "passed",

@@ -11,8 +11,8 @@ import argparse
 import json
 from pathlib import Path
 
-from . import models
-from .tolerances import render_cpp_header, load_table
+from tileproof.records import models
+from tileproof.records.tolerances import load_table, render_cpp_header
 
 SCHEMAS = {
     f"compile-record.v{models.SCHEMA_VERSION}.schema.json": models.CompileRecord,

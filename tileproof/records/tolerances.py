@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 try:
-    from .errors import TileproofError as _Base
+    from tileproof.records.errors import TileproofError as _Base
 except ImportError:  # loaded by path, outside the package
     _Base = Exception
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from .errors import RecordError, TileproofError
-from .models import SCHEMA_VERSION, FileDigest, Record, Transcript
+from tileproof.records.errors import RecordError, TileproofError
+from tileproof.records.models import SCHEMA_VERSION, FileDigest, Record, Transcript
 
 RUNS = "runs"
 EVIDENCE = "evidence"
@@ -85,7 +85,7 @@ def write_evidence(root: Path, run_id: str, name: str, data: bytes | str) -> Tra
 
 def header(run_id: str, git, host) -> dict:
     """The fields every record starts with (``RecordBase``), created now."""
-    from . import __version__
+    from tileproof import __version__
 
     return dict(schema_version=SCHEMA_VERSION, run_id=run_id, created=datetime.now(timezone.utc),
                 tileproof_version=__version__, git=git, host=host)

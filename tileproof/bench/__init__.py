@@ -1,0 +1,1 @@
+"""bench: timing the course kernels against cuBLAS/cupy; bench records."""

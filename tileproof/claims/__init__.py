@@ -1,0 +1,1 @@
+"""claims: the shipped documents' claims, their probes and claims records."""

@@ -1,0 +1,1 @@
+"""Judges: pure decisions over records (publish decision, staleness, audit rules, claim verdicts)."""

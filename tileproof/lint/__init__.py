@@ -1,0 +1,1 @@
+"""lint-kernels: static checks for known cuTile mistakes."""

@@ -1,0 +1,1 @@
+"""Records: the on-disk models, the store, lessons, tolerances and transcript parsers (bottom layer)."""

@@ -1,0 +1,1 @@
+"""The audit report (Markdown and HTML)."""

@@ -1,0 +1,1 @@
+"""The runner: the only code that starts processes (steps, capture of the environment)."""
