@@ -4,6 +4,11 @@ A record goes to ``runs/<run id>.json`` by writing a temp file in the same
 folder and hard-linking it to its final name (``os.link`` fails if the name
 exists, so nothing recorded is ever overwritten). Evidence files go under
 ``evidence/<run id>/`` the same way and are referenced by path and sha256.
+
+Also the one implementation of: atomic replacement of a file that is meant to
+be rewritten (``write_atomic``: lessons, reports, caches, schemas), the seal
+check (``seal_status``) and typed loading (``Examined``: a record with its seal
+status, computed once, which the judge's ``trust.counts`` reads).
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import os
 import secrets
 import tempfile
 from datetime import datetime, timezone
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -74,6 +81,27 @@ def write_once(path: Path, data: bytes) -> None:
         os.unlink(tmp)
 
 
+def write_atomic(path: Path, data: bytes | str, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` in one ``os.replace`` (temp file in the same folder, fsynced):
+    a reader sees the old file or the new one, never half of one. For files meant to be rewritten
+    (a lesson, a report, a cache); records and evidence use ``write_once``."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)  # mkstemp makes it 0600
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 def write_evidence(root: Path, run_id: str, name: str, data: bytes | str) -> Transcript:
     """Write ``evidence/<run_id>/<name>`` once and return its reference."""
     if isinstance(data, str):
@@ -106,6 +134,35 @@ def seal_of(record) -> str:
     body = record.model_dump(mode="json", exclude_unset=True)
     body["seal"] = ""
     return sha256_bytes(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+
+
+SealStatus = Literal["intact", "broken", "missing"]
+"""``intact``: the seal is the digest of the content; ``broken``: it is not (edited after writing);
+``missing``: the record has no seal (not written by ``write_record``)."""
+
+
+def seal_status(record, digest: str | None = None) -> SealStatus:
+    """The one seal check. ``digest``: ``seal_of(record)`` when the caller already has it."""
+    if not record.seal:
+        return "missing"
+    return "intact" if (digest if digest is not None else seal_of(record)) == record.seal else "broken"
+
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Examined(Generic[R]):
+    """A record as loaded, with what was checked about it once (its seal). Whether it counts as
+    evidence is the judge's call (``judge.trust.counts``), made from these fields only."""
+
+    record: R
+    seal: SealStatus
+
+
+def examine(record: R, digest: str | None = None) -> Examined[R]:
+    """``record`` with its seal checked (``digest``: its ``seal_of`` when already known)."""
+    return Examined(record, seal_status(record, digest))
 
 
 def write_record(root: Path, record) -> Path:
@@ -149,3 +206,9 @@ def record_files(root: Path) -> list[Path]:
 def load_records(root: Path) -> list:
     """Every record under ``runs/``, oldest first; the first bad one raises."""
     return [load_record(p) for p in record_files(root)]
+
+
+def of_kind(records, kind: type[R]) -> list[R]:
+    """The records of one model type (``RunRecord``, ``BenchRecord``...): selected by type, never by
+    file name. Accepts records or ``Examined`` records (and returns the same)."""
+    return [r for r in records if isinstance(r.record if isinstance(r, Examined) else r, kind)]
