@@ -131,7 +131,14 @@ def seal_of(record) -> str:
     field added to the model later, with a default, leaves the seals of the records
     written before it intact (they are read without it, so it stays unset).
     """
-    body = record.model_dump(mode="json", exclude_unset=True)
+    return seal_of_json(record.model_dump(mode="json", exclude_unset=True))
+
+
+def seal_of_json(raw: dict) -> str:
+    """The seal digest of a record's JSON object (as read from its file, or dumped from its model):
+    sha256 over the canonical JSON with ``seal`` emptied. ``write_record`` writes exactly the model's
+    dump, so for an untouched file this equals ``seal_of(record)``, without building a model."""
+    body = dict(raw)
     body["seal"] = ""
     return sha256_bytes(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
 

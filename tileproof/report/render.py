@@ -18,8 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from tileproof.commands.audit import RULES, AuditResult
+from tileproof.judge.audit.registry import load as load_rules
+from tileproof.judge.audit.result import AuditResult
 from tileproof.records.models import CompileRecord, Environment, RunRecord
+
+RULES = load_rules()
 
 NO_LESSON = "(no lesson)"
 NO_GPU = ("no GPU", "")
@@ -54,6 +57,34 @@ class View:
     environments: list[Environment]
     other_sessions: int
     counts: Counter
+
+
+@dataclass(frozen=True)
+class LessonRow:
+    """One line of a lesson's table: a results row, a performance claim or a refuted claim."""
+
+    program: str
+    check: str
+    outcome: str
+    run_id: str | None
+    reason: str
+    command: str | None
+
+
+def lesson_rows(lesson) -> list[LessonRow]:
+    """Every results row, performance claim and refuted claim of the lesson's publish decision."""
+    d = lesson.decision
+    out = [LessonRow(r.row.program, r.row.check + (" (optional)" if r.row.optional else ""), r.outcome,
+                     r.record.run_id if r.record else None, r.reason, r.command) for r in d.rows]
+    out += [LessonRow(c.claim.program, f"perf:{c.claim.id}", c.outcome, c.record.run_id if c.record else None,
+                      c.reason, c.command) for c in d.perf]
+    out += [LessonRow("-", f"claim:{c.claim_id}", "refuted", c.run_id, c.reason, c.command) for c in d.refuted]
+    return out
+
+
+def verdict_text(lesson) -> str:
+    """``publishable``, or what it lacks (the decision's own words)."""
+    return "publishable" if lesson.publishable else lesson.decision.lacking()
 
 
 def gpu_key(rec: RunRecord) -> tuple[str, str]:
@@ -191,15 +222,13 @@ def render_markdown(result: AuditResult, base: Path) -> str:
     if not result.lessons:
         out.append("No lessons under lessons/.")
     for lesson in result.lessons:
-        verdict = "publishable" if lesson.publishable else f"{len(lesson.missing)} required row(s) lack evidence"
         out += [f"### {_md(lesson.id)}: {_md(lesson.title)}", "",
-                f"Status **{lesson.status}**; gate: {verdict}.", "",
+                f"Status **{lesson.status}**; publish decision: {_md(verdict_text(lesson))}.", "",
                 "| Program | Check | Outcome | Run | Reason / fix |", "|---|---|---|---|---|"]
-        for r in lesson.rows:
+        for r in lesson_rows(lesson):
             fix = f" (fix: `{_md(r.command)}`)" if r.command else ""
-            check = r.check + (" (optional)" if r.optional else "")
             run = _mdlink(r.run_id, link(result, base, f"runs/{r.run_id}.json")) if r.run_id else "-"
-            out.append(f"| `{_md(r.program)}` | {_md(check)} | {r.outcome} | {run} | {_md(r.reason)}{fix} |")
+            out.append(f"| `{_md(r.program)}` | {_md(r.check)} | {r.outcome} | {run} | {_md(r.reason)}{fix} |")
         out.append("")
     out += ["## Lessons × programs × GPUs", "",
             "Newest run of each program on each GPU; (+n) counts older runs. Verdicts over all runs: "
@@ -294,13 +323,13 @@ def render_html(result: AuditResult, base: Path) -> str:
     if not result.lessons:
         p.append("<p>No lessons under lessons/.</p>")
     for lesson in result.lessons:
-        gate = "publishable" if lesson.publishable else f"{len(lesson.missing)} required row(s) lack evidence"
+        gate = verdict_text(lesson)
         p.append(f"<h3>{_a(lesson.id, link(result, base, lesson.file))}: {_e(lesson.title)}</h3>"
                  f'<p>Status <span class="v v-{"passed" if lesson.status == "published" else "gated"}">'
                  f"{_e(lesson.status)}</span> &middot; gate: {_e(gate)}</p>")
         p.append("<table><tr><th>Program</th><th>Check</th><th>Outcome</th><th>Run</th><th>Reason / fix</th></tr>")
-        for r in lesson.rows:
-            check = r.check + (" (optional)" if r.optional else "")
+        for r in lesson_rows(lesson):
+            check = r.check
             run = _a(r.run_id, link(result, base, f"runs/{r.run_id}.json")) if r.run_id else "-"
             fix = f'<br><span class="muted">fix: <code>{_e(r.command)}</code></span>' if r.command else ""
             outcome = OUTCOME_CLASS.get(r.outcome, "failed")
