@@ -245,3 +245,16 @@ def test_cc_tuple():
     assert gate.cc_tuple("9.0") == (9, 0) and gate.cc_tuple("12.1") == (12, 1)
     assert gate.cc_tuple("10.0") > gate.cc_tuple("9.0")
     assert gate.cc_tuple("") is None and gate.cc_tuple("nine") is None and gate.cc_tuple(None) is None
+
+
+def test_cc_and_sm_convert_both_ways():
+    from tileproof.records.capability import below_tile, cc_of, sm_of
+
+    assert sm_of("9.0") == "sm_90" and sm_of("12.1") == "sm_121" and sm_of("10.0") == "sm_100"
+    assert cc_of("sm_90") == "9.0" and cc_of("sm_121") == "12.1" and cc_of("sm_100") == "10.0"
+    assert all(cc_of(sm_of(cc)) == cc for cc in ("7.5", "8.0", "8.9", "9.0", "10.0", "12.1"))
+    assert below_tile("7.5") and not below_tile("8.0") and not below_tile(None) and not below_tile("x")
+    with pytest.raises(ValueError):
+        sm_of("nine")
+    with pytest.raises(ValueError):
+        cc_of("compute_90")

@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from tileproof.judge.audit.registry import load as load_rules
 from tileproof.judge.audit.result import AuditResult
+from tileproof.records.capability import cc_of, cc_tuple
 from tileproof.records.models import CompileRecord, Environment, RunRecord
 
 RULES = load_rules()
@@ -93,11 +94,8 @@ def gpu_key(rec: RunRecord) -> tuple[str, str]:
 
 
 def _cc_order(key: tuple[str, str]):
-    try:
-        major, minor = key[1].split(".")
-        return (0, -int(major), -int(minor), key[0])
-    except ValueError:
-        return (1, 0, 0, key[0])
+    cc = cc_tuple(key[1])
+    return (0, -cc[0], -cc[1], key[0]) if cc is not None else (1, 0, 0, key[0])
 
 
 def view(result: AuditResult) -> View:
@@ -136,9 +134,11 @@ def view(result: AuditResult) -> View:
 
 
 def _target_order(target: str):
-    """sm_80 < sm_90 < sm_100: by number, not by text."""
-    digits = "".join(c for c in target if c.isdigit())
-    return (int(digits) if digits else 0, target)
+    """sm_80 < sm_90 < sm_100: by compute capability, not by text (an unreadable target sorts first)."""
+    try:
+        return (cc_tuple(cc_of(target)) or (0, 0), target)
+    except ValueError:
+        return ((0, 0), target)
 
 
 def _row(lesson, program, gpus, cells, compiled) -> Row:
