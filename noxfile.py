@@ -86,7 +86,7 @@ def status(session):
 
 @nox.session
 def audit(session):
-    """Check every record, transcript and published lesson; write evidence/AUDIT.md and audit.html."""
+    """Check every record, transcript and published lesson (reports only when asked: -- --report-dir DIR or --update-committed-report)."""
     install(session, "-e", ".")
     tileproof(session, "audit")
 
