@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from tileproof.records import store
 from tileproof.records.errors import TileproofError, ToolchainError
 from tileproof.records.models import GpuFacts, Step, Toolchain, Transcript
 from tileproof.records.store import sha256_file
@@ -475,8 +476,8 @@ def _cpp_binary(here: Here, name: str, src: Path, target: str) -> tuple[Path | N
     step, text = _step(here, f"{name}.nvcc", argv)
     if step.exit_code != 0 or not out.is_file():
         return None, [step], f"error: the build failed: {_ran(step, text) or first_error(text, 'cpp')}", None
-    meta.write_text(json.dumps({"nvcc": here.versions.get("nvcc"), "argv": argv, "run_id": here.run_id,
-                                "source_sha256": sha256_file(src)}, indent=1) + "\n")
+    store.write_atomic(meta, json.dumps({"nvcc": here.versions.get("nvcc"), "argv": argv, "run_id": here.run_id,
+                                         "source_sha256": sha256_file(src)}, indent=1) + "\n")
     return out, [step], None, here.versions.get("nvcc")
 
 

@@ -8,6 +8,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from tileproof.records import store
 from tileproof.records.models import BuildResult, CompileRecord
 from tileproof.records.store import (
     digest,
@@ -120,8 +121,7 @@ def kernel_index(root: Path, sources: list[Path]) -> dict[Path, list[str]]:
         fresh[rel] = entry
         out[src] = entry["kernels"]
     if fresh != index:
-        index_path.parent.mkdir(parents=True, exist_ok=True)
-        index_path.write_text(json.dumps(fresh, indent=1, sort_keys=True))
+        store.write_atomic(index_path, json.dumps(fresh, indent=1, sort_keys=True))
     return out
 
 

@@ -25,6 +25,7 @@ from typing import Generic, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
+from tileproof import __version__
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.models import SCHEMA_VERSION, FileDigest, Record, Transcript
 
@@ -113,8 +114,6 @@ def write_evidence(root: Path, run_id: str, name: str, data: bytes | str) -> Tra
 
 def header(run_id: str, git, host) -> dict:
     """The fields every record starts with (``RecordBase``), created now."""
-    from tileproof import __version__
-
     return dict(schema_version=SCHEMA_VERSION, run_id=run_id, created=datetime.now(timezone.utc),
                 tileproof_version=__version__, git=git, host=host)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from tileproof.records import store
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     ApiInventory,
@@ -250,7 +251,7 @@ def execute(root: Path, run_id: str, job: Job, tools: Tools) -> BuildResult:
     )
     if verdict == "built":
         meta = {"run_id": run_id, "result": result.model_dump(mode="json")}
-        (job.out.parent / "meta.json").write_text(json.dumps(meta, indent=1))
+        store.write_atomic(job.out.parent / "meta.json", json.dumps(meta, indent=1))
     return result
 
 

@@ -15,6 +15,7 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
+from tileproof.judge.audit import rules
 from tileproof.judge.audit.result import Issue
 
 RULES: dict[str, str] = {}
@@ -68,8 +69,6 @@ def run_checks(record, ctx: Context) -> list[Issue]:
 
 def load() -> dict[str, str]:
     """Import every rule module (registering its rules) and return ``RULES``."""
-    from tileproof.judge.audit import rules
-
     for info in sorted(pkgutil.iter_modules(rules.__path__), key=lambda i: i.name):
         importlib.import_module(f"{rules.__name__}.{info.name}")
     return RULES
