@@ -294,7 +294,7 @@ class Interpreter:
             pairs = isinstance(source, ast.Tuple) and len(source.elts) == len(target.elts) \
                 and not any(isinstance(e, ast.Starred) for e in (*source.elts, *target.elts))
             for i, elt in enumerate(target.elts):
-                if pairs:        # i, j = ct.bid(0), ct.bid(1)
+                if pairs and isinstance(source, ast.Tuple):        # i, j = ct.bid(0), ct.bid(1)
                     self._bind(elt, self.eval(source.elts[i], env), source.elts[i], env)
                 else:
                     self._bind(elt.value if isinstance(elt, ast.Starred) else elt, UNKNOWN,
@@ -317,7 +317,7 @@ class Interpreter:
             return {id(expr): self.candidates[id(expr)].axis}
         keep = isinstance(expr, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.IfExp,
                                  ast.Attribute))
-        children: list[ast.AST] = [n for n in ast.iter_child_nodes(expr)
+        children: list[ast.AST | None] = [n for n in ast.iter_child_nodes(expr)
                                    if isinstance(n, ast.expr)]
         if isinstance(expr, ast.Call):
             name = self.imp.ct(expr.func)
@@ -375,7 +375,8 @@ class Interpreter:
             return Val(kind="tuple", rank=len(node.elts), dims=tuple(node.elts))
         if isinstance(node, ast.Compare):
             vals = [self.eval(n, env) for n in (node.left, *node.comparators)]
-            kind, rank = "scalar", 0
+            kind: str = "scalar"
+            rank: int | None = 0
             for v in vals:
                 kind, rank, _ = broadcast(Val(kind=kind, rank=rank), v)
             return Val(kind=kind, rank=rank, is_bool=True, const=all(v.const for v in vals))
@@ -426,18 +427,18 @@ class Interpreter:
 
     def _eval_call(self, call: ast.Call, env: dict[str, Val]) -> Val:
         name = self.imp.ct(call.func)
-        x = None
+        x, method = UNKNOWN, False
         if name is None and isinstance(call.func, ast.Attribute):
             base = self.eval(call.func.value, env)
             if base.kind != "tile":
                 return UNKNOWN
-            name, x = call.func.attr, base   # tile methods: t.reshape(...), t.astype(...)
+            name, x, method = call.func.attr, base, True   # tile methods: t.reshape(...), t.astype(...)
             call = ast.Call(func=call.func, args=[call.func.value, *call.args],
                             keywords=call.keywords)
         if name is None:
             return UNKNOWN
         arg = lambda pos, kw: call_arg(call, pos, kw)  # noqa: E731
-        if x is None and name in SAME_SHAPE_UNARY | REDUCTIONS | {
+        if not method and name in SAME_SHAPE_UNARY | REDUCTIONS | {
                 "astype", "transpose", "permute", "expand_dims", "reshape", "isnan"}:
             first = arg(0, "x")
             x = self.eval(first, env) if first is not None else UNKNOWN
@@ -451,13 +452,13 @@ class Interpreter:
             return Val(kind="tile", rank=None if dims is None else len(dims), dims=dims,
                        line=line)
         if name in ("full", "zeros", "ones"):
-            dims = self._shapeliteral_dims(arg(0, "shape"), env)
+            dims = self._shape_dims(arg(0, "shape"), env)
             dtype = self._dtype(arg(2 if name == "full" else 1, "dtype"))
             return Val(kind="tile", rank=None if dims is None else len(dims), dims=dims,
                        dtype=dtype, is_bool=dtype == "bool_", line=line)
         if name == "arange":
-            return Val(kind="tile", rank=1, dims=(arg(0, "size"),) if arg(0, "size") else None,
-                       line=line)
+            size = arg(0, "size")
+            return Val(kind="tile", rank=1, dims=(size,) if size else None, line=line)
         if name == "bid" or name == "num_blocks":
             return Val(kind="scalar", rank=0)
         if name in ("num_tiles", "cdiv"):
@@ -467,11 +468,11 @@ class Interpreter:
             return replace(x, dtype=dtype, is_bool=dtype == "bool_", const=False, value=None,
                            line=line)
         if name in ("reshape", "broadcast_to"):
-            dims = self._shapeliteral_dims(arg(1, "shape"), env)
+            dims = self._shape_dims(arg(1, "shape"), env)
             return Val(kind="tile", rank=None if dims is None else len(dims), dims=dims,
-                       dtype=x.dtype if x else None, line=line)
+                       dtype=x.dtype, line=line)
         if name == "extract":
-            dims = self._shapeliteral_dims(arg(2, "shape"), env)
+            dims = self._shape_dims(arg(2, "shape"), env)
             return Val(kind="tile", rank=None if dims is None else len(dims), dims=dims,
                        line=line)
         if name in ("transpose", "permute"):
@@ -509,7 +510,7 @@ class Interpreter:
             return Val(kind="tile", line=line)
         return UNKNOWN
 
-    def _shapeliteral_dims(self, node: ast.expr | None, env: dict[str, Val]) -> tuple | None:
+    def _shape_dims(self, node: ast.expr | None, env: dict[str, Val]) -> tuple | None:
         dims = literal_dims(node)
         if dims is None and isinstance(node, ast.Name):
             v = self.eval(node, env)
@@ -550,9 +551,11 @@ class Interpreter:
         dims = literal_dims(call_arg(call, 2, "shape"))
         for loop in reversed(self.loops):
             axes = [i for i, item in enumerate(items) if names_in(item) & loop.targets]
+            walked_dim = dims[axes[0]] if len(axes) == 1 and dims is not None and len(dims) > axes[0] \
+                else None
             if len(axes) == 1 and dims is not None and (
-                    len(dims) != len(items) or (isinstance(dims[axes[0]], ast.Constant)
-                                                and dims[axes[0]].value == 1)):
+                    len(dims) != len(items) or (isinstance(walked_dim, ast.Constant)
+                                                and walked_dim.value == 1)):
                 return   # a scalar load, or a tile 1 wide along the walk: never sticks out
             if axes:
                 self.candidates[id(call)] = Candidate(
@@ -595,7 +598,7 @@ def literal_axes(axis: ast.expr, rank: int) -> set[int]:
     out = set()
     for item in items:
         negative = isinstance(item, ast.UnaryOp) and isinstance(item.op, ast.USub)
-        literal = item.operand if negative else item
+        literal = item.operand if isinstance(item, ast.UnaryOp) and negative else item
         value = literal.value if isinstance(literal, ast.Constant) else None
         if type(value) is not int:
             return set()

@@ -94,7 +94,7 @@ class Imports:
         return None
 
 
-FOLD: dict[type, Callable[[int, int], int]] = {
+FOLD: dict[type, Callable[[int, int], int | None]] = {
     ast.Add: lambda x, y: x + y, ast.Sub: lambda x, y: x - y, ast.Mult: lambda x, y: x * y,
     ast.FloorDiv: lambda x, y: x // y, ast.Mod: lambda x, y: x % y,
     ast.LShift: lambda x, y: x << y if y < 64 else None, ast.RShift: lambda x, y: x >> y,
@@ -191,7 +191,7 @@ class Module:
                        for e in ast.walk(node.slice))
         return False
 
-    def is_scalar_constant(self, node: ast.expr) -> bool:
+    def is_scalar_constant(self, node: ast.expr | None) -> bool:
         """ct.Constant[int|float|bool] (directly or through an alias), not a tuple."""
         if isinstance(node, ast.Name) and node.id in self.const_aliases:
             node = self.const_aliases[node.id]
