@@ -62,6 +62,8 @@ class Rule:
 
 
 _REGISTRY: dict[str, Rule] = {}
+_BY_EVENT: dict[Any, list[Rule]] = {}
+"""rules_for's answers, rebuilt when a rule registers."""
 
 
 class DuplicateRuleError(ValueError):
@@ -74,13 +76,16 @@ def rule(rule_id: str, slug: str, description: str, *, on: tuple[Any, ...]) -> C
         if rule_id in _REGISTRY or rule_id in ENGINE_RULES:
             raise DuplicateRuleError(f"{rule_id}: registered twice ({fn.__module__}.{fn.__name__})")
         _REGISTRY[rule_id] = Rule(rule_id, slug, description, tuple(on), fn)
+        _BY_EVENT.clear()
         return fn
     return register
 
 
 def rules_for(event: Any) -> list[Rule]:
     """The registered rules that look at this event (a node type, or ``HOST_LAUNCH``), by id."""
-    return [r for _id, r in sorted(_REGISTRY.items()) if event in r.on]
+    if event not in _BY_EVENT:
+        _BY_EVENT[event] = [r for _id, r in sorted(_REGISTRY.items()) if event in r.on]
+    return _BY_EVENT[event]
 
 
 def rules_for_all() -> list[Rule]:
