@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tileproof.claims.spec import Claim, Loaded
-from tileproof.records.models import CheckKind, ClaimResult, ClaimVerdictName, ProbeRole, Step
+from tileproof.records.models import (
+    CheckKind,
+    ClaimResult,
+    ClaimVerdictName,
+    ProbeRole,
+    Step,
+)
 
 ProbeOutcome = Literal["as-stated", "contradicts", "unverifiable", "error"]
 

@@ -20,9 +20,22 @@ from pathlib import Path
 from tileproof.claims import checks
 from tileproof.claims.outcomes import ProbeResult, claim_result
 from tileproof.claims.quotes import quote_problems
-from tileproof.claims.spec import CLAIMS_DIR, SUFFIX, Claim, Loaded, Probe, load_all, selected
+from tileproof.claims.spec import (
+    CLAIMS_DIR,
+    SUFFIX,
+    Claim,
+    Loaded,
+    Probe,
+    load_all,
+    selected,
+)
 from tileproof.records.errors import TileproofError
-from tileproof.records.models import CLAIMS_SCHEMA_VERSION, ClaimResult, ClaimsRecord, ProbeRole
+from tileproof.records.models import (
+    CLAIMS_SCHEMA_VERSION,
+    ClaimResult,
+    ClaimsRecord,
+    ProbeRole,
+)
 from tileproof.records.store import digest, header, new_run_id, rel, write_record
 from tileproof.runner.capture import git_state, host_facts
 

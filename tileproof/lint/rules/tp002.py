@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from tileproof.lint.interp import Interpreter, Val
+from tileproof.lint.interp import Interpreter
 from tileproof.lint.names import CUDA_TILE
 from tileproof.lint.registry import Report, rule
+from tileproof.lint.values import Val
 
 HOST_MODULES = ("math", "numpy", "torch", "cupy", "random", "time", "os", "sys", "statistics")
 # numpy scalar types double as dtypes; cuTile accepts np.float32(2.0) in device code.

@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from tileproof.lint.interp import Interpreter, Val
+from tileproof.lint.interp import Interpreter
 from tileproof.lint.names import call_arg, is_pow2, literal_dims
 from tileproof.lint.registry import Report, rule
+from tileproof.lint.values import Val
 
 SHAPE_ARGUMENT = {
     "load": (2, "shape"), "full": (0, "shape"), "zeros": (0, "shape"), "ones": (0, "shape"),

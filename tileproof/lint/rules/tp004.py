@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from tileproof.lint.interp import Interpreter, Val
+from tileproof.lint.interp import Interpreter
 from tileproof.lint.names import call_arg
 from tileproof.lint.registry import Report, rule
+from tileproof.lint.values import Val
 
 
 @rule("TP004", "order-f-transpose", "ct.load(..., order='F') where a transposed tile is meant",

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from tileproof.lint.interp import Interpreter, Val
+from tileproof.lint.interp import Interpreter
 from tileproof.lint.registry import Report, rule
+from tileproof.lint.values import Val
 
 ARITH_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 ARITH_FUNCS = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow"}

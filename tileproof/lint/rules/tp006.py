@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from tileproof.lint.interp import Interpreter, Val, expand_dims_count
+from tileproof.lint.interp import Interpreter, expand_dims_count
 from tileproof.lint.registry import Report, rule
+from tileproof.lint.values import Val
 
 
 @rule("TP006", "tile-subscript", "indexing or slicing a tile or an array inside a kernel",

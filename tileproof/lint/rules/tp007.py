@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from tileproof.lint.interp import Interpreter, Val
+from tileproof.lint.interp import Interpreter
 from tileproof.lint.names import call_arg, literal_dims
 from tileproof.lint.registry import Report, rule
+from tileproof.lint.values import Val
 
 
 @rule("TP007", "num-tiles-rank", "ct.num_tiles with a tile shape whose rank differs from the array's",

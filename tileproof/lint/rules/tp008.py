@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from tileproof.lint.interp import UNKNOWN, Interpreter, Val
+from tileproof.lint.interp import Interpreter
 from tileproof.lint.names import call_arg
 from tileproof.lint.registry import Report, rule
+from tileproof.lint.values import UNKNOWN, Val
 
 
 @rule("TP008", "store-rank-mismatch", "ct.store of a tile whose rank differs from its index's",

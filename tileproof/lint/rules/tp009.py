@@ -15,9 +15,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from tileproof.lint.interp import Bind, Candidate, Interpreter, Val, literal_axes
+from tileproof.lint.interp import Bind, Candidate, Interpreter, literal_axes
 from tileproof.lint.names import REDUCTIONS, call_arg
 from tileproof.lint.registry import Report, rule
+from tileproof.lint.values import Val
 
 
 @rule("TP009", "unpadded-reduction-load",

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from tileproof.lint.interp import Interpreter, Val
+from tileproof.lint.interp import Interpreter
 from tileproof.lint.registry import Report, rule
+from tileproof.lint.values import Val
 
 
 @rule("TP012", "constant-constructor",
