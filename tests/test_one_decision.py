@@ -22,7 +22,7 @@ import yaml
 from tileproof.__main__ import main
 from tileproof.gather.tree import Tree
 from tileproof.records import lessons, store
-from tileproof.records.models import ClaimResult, ClaimsRecord, RunRecord
+from tileproof.records.models import CLAIMS_SCHEMA_VERSION, ClaimResult, ClaimsRecord, ProbeKind, RunRecord
 
 LESSON = "day79-cutile"
 PROGRAM = "kernels/tile_matmul_softmax.py"
@@ -54,10 +54,10 @@ def claim_refuted(root) -> None:
     claim_id = yaml.safe_load((root / "lessons" / "claims" / f"{LESSON}.claims.yaml").read_text())["claims"][0]["id"]
     created = fx.T0 + timedelta(days=30)
     run_id = f"FIXTURE-{created.strftime('%Y%m%dT%H%M%SZ')}-claims-0000000a"
-    result = ClaimResult(id=claim_id, document=LESSON, statement="FIXTURE claim", check="compile", verdict="refuted",
+    result = ClaimResult(id=claim_id, document=LESSON, statement="FIXTURE claim", check=[ProbeKind(role="check", kind="compile")], verdict="refuted",
                          why="wrong: compiles (exit 0)", toolchain="tileiras 13.4.92", steps=[])
     store.write_record(root, ClaimsRecord(
-        schema_version=1, kind="claims", run_id=run_id, created=created, tileproof_version="0.1.0",
+        schema_version=CLAIMS_SCHEMA_VERSION, kind="claims", run_id=run_id, created=created, tileproof_version="0.1.0",
         git=fx.GitState(commit=fx.COMMIT, dirty=False),
         host=fx.HostFacts(system="fixture", release="fixture", machine="x86_64", python="3.11.7", cpu_count=16),
         toolchain=fx.toolchain(), gpu=None, claims_files=[], results=[result]))

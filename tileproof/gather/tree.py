@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
-from tileproof.claims import core as claims_spec
+from tileproof.claims import spec as claims_spec
 from tileproof.judge import claim_verdicts, gate
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
 from tileproof.records import lessons, store, tolerances
