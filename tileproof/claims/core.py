@@ -31,7 +31,7 @@ def status_lines(root: Path, documents: list[str] | None = None) -> list[str]:
     for loaded in files:
         for c in loaded.spec.claims:
             found = decided.get((loaded.spec.document, c.id))
-            verdict = found.result.verdict if found else "unchecked"
+            verdict: str = found.result.verdict if found else "unchecked"
             snippets = [rel(root, p) for p in snippet_paths(loaded, c)]
             if found and claim_verdicts.changed_since(snippets, found, _digests(root, snippets)):
                 verdict += " (stale)"

@@ -64,6 +64,8 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, lis
         return 1, [f"{name}: stays draft; {decision.lacking()}; nothing changed:", *describe(decision.blockers)]
     text = lessons.render(lesson, decision.published_front(lesson.front))
     hw = decision.hardware()
+    if hw is None:  # a publishable decision has a passed required row behind it
+        raise ValueError(f"{name}: publishable without a passed required row")
     summary = f"{hw.gpu} (cc {hw.compute_capability}), driver {hw.driver}, run {hw.run_id}"
     if dry_run:
         return 0, [f"{name}: would publish from {summary} (dry run: nothing changed)", *describe_all(decision)]

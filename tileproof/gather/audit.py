@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -61,9 +61,10 @@ def audit(root: Path, outputs: Iterable[Path] = ()) -> AuditResult:
             helper.close()
 
 
-def _validate(root: Path, names: list[str], add) -> tuple[list[tuple[str, object]], set[str]]:
+def _validate(root: Path, names: list[str], add) -> tuple[list[tuple[str, Any]], set[str]]:
     """(file name, record) for each record that validates; the evidence paths of those that do not."""
-    records, raw_refs = [], set()
+    records: list[tuple[str, Any]] = []
+    raw_refs: set[str] = set()
     sruns = os.path.join(str(root), store.RUNS)
     for name in names:
         file = f"{store.RUNS}/{name}"

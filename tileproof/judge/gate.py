@@ -170,7 +170,7 @@ class Decision:
         for program in dict.fromkeys(r.row.program for r in self.rows if not r.row.optional):
             mine = [r for r in self.rows if r.row.program == program and not r.row.optional]
             if all(r.outcome == "passed" for r in mine):
-                out[program] = max((r.record for r in mine), key=_age).run_id
+                out[program] = max((r.record for r in mine if r.record is not None), key=_age).run_id
         return out
 
     def hardware(self) -> Hardware | None:
@@ -338,8 +338,8 @@ def _required(rec: RunRecord, front: LessonFront, row: ResultRow, today, table, 
         outcome: Outcome = "gated" if rec.verdict == "gated" else "failed"
         return outcome, f"verdict {rec.verdict} in run {rec.run_id}: {rec.reason}"
     cc, problem = verify_capability(rec, read_evidence)
-    if problem:
-        return "forged-cc", f"run {rec.run_id}: {problem}"
+    if problem or cc is None:
+        return "forged-cc", f"run {rec.run_id}: {problem or 'no compute capability'}"
     if cc < MIN_CC:
         return "gated", f"run {rec.run_id} ran on compute capability {cc[0]}.{cc[1]}, below 8.0"
     problem = staleness(rec, front, row.program, today)
@@ -359,8 +359,8 @@ def _gate_row(rec: RunRecord, front: LessonFront, row: ResultRow, today, read_ev
         return "failed", f"run {rec.run_id}: expected the capability gate (verdict gated, exit 1), got " \
                          f"verdict {rec.verdict}, exit {rec.step.exit_code}"
     cc, problem = verify_capability(rec, read_evidence)
-    if problem:
-        return "forged-cc", f"run {rec.run_id}: {problem}"
+    if problem or cc is None:
+        return "forged-cc", f"run {rec.run_id}: {problem or 'no compute capability'}"
     if cc >= MIN_CC:
         return "failed", f"run {rec.run_id} ran on compute capability {cc[0]}.{cc[1]}, which the gate must accept"
     problem = staleness(rec, front, row.program, today)
@@ -374,7 +374,9 @@ def _result_text(rec: RunRecord, row: ResultRow) -> str:
     where = f"{gpu.name}, cc {gpu.compute_capability}" if gpu else "no GPU"
     if row.check == GATE_CHECK:
         return f"gated, exit 1 ({where})"
-    check = next(c for c in rec.report.checks if c.name == row.check)
+    check = next((c for c in rec.report.checks if c.name == row.check), None) if rec.report else None
+    if check is None:
+        return UNKNOWN
     return f"passed: max abs err {_num(check.max_abs_err)}, max rel err {_num(check.max_rel_err)} ({where})"
 
 

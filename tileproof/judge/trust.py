@@ -10,12 +10,9 @@ counts, anywhere. A signature check plugs in here and nowhere else: give
 
 from __future__ import annotations
 
-from typing import Iterable, TypeVar
+from typing import Any, Iterable
 
 from tileproof.records.store import Examined, examine
-
-R = TypeVar("R")
-
 
 def refusal(item: Examined) -> str | None:
     """Why this record does not count, in the words decisions print; None when it counts."""
@@ -34,9 +31,9 @@ def examined(records: Iterable) -> list[Examined]:
     return [r if isinstance(r, Examined) else examine(r) for r in records]
 
 
-def split(items: Iterable[Examined[R]]) -> tuple[list[R], dict[str, list[str]]]:
+def split(items: Iterable[Examined]) -> tuple[list[Any], dict[str, list[str]]]:
     """(the records that count, refusal → run ids of those that do not)."""
-    good: list[R] = []
+    good: list[Any] = []
     refused: dict[str, list[str]] = {}
     for item in items:
         why = refusal(item)

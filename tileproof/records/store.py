@@ -21,7 +21,7 @@ import tempfile
 from datetime import datetime, timezone
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Iterable, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -216,7 +216,7 @@ def load_records(root: Path) -> list:
     return [load_record(p) for p in record_files(root)]
 
 
-def of_kind(records, kind: type[R]) -> list[R]:
+def of_kind(records: Iterable, kind: type) -> list:
     """The records of one model type (``RunRecord``, ``BenchRecord``...): selected by type, never by
     file name. Accepts records or ``Examined`` records (and returns the same)."""
     return [r for r in records if isinstance(r.record if isinstance(r, Examined) else r, kind)]

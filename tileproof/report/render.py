@@ -112,7 +112,7 @@ def view(result: AuditResult) -> View:
             for b in rec.builds:
                 builds[(b.program, b.target)] = b.verdict
     gpus = sorted({g for _, g in cells}, key=_cc_order)
-    compiled = {}
+    compiled: dict[str, list[str]] = {}
     for (program, target), verdict in sorted(builds.items(), key=lambda kv: (kv[0][0], _target_order(kv[0][1]))):
         compiled.setdefault(program, []).append(f"{target} {verdict}")
     programs_seen = {p for p, _ in cells} | set(compiled)

@@ -57,7 +57,7 @@ def _collect(obj, where: str, out: list) -> None:
 @lru_cache(maxsize=None)
 
 
-def _transcript_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+def _transcript_fields(cls: type[BaseModel]) -> tuple[tuple[str, bool], ...]:
     """(field name, holds only a Transcript or None) for each field that can hold one."""
     out = []
     for name, info in cls.model_fields.items():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from tileproof.judge.audit.registry import Context, check, rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records.models import Environment, RunRecord
@@ -23,7 +25,7 @@ def freeze_names(text: str) -> set[str]:
     return {n.strip().lower().replace("_", "-") for n in out}
 
 
-def packages_issues(env: Environment, freeze: dict[str, str] | None, unpinned: set[str] = frozenset()) -> list[Issue]:
+def packages_issues(env: Environment, freeze: dict[str, str] | None, unpinned: AbstractSet[str] = frozenset()) -> list[Issue]:
     """Recorded versions (packages, toolchain.packages, versions) vs pip freeze."""
     if freeze is None:
         return []
@@ -36,10 +38,10 @@ def packages_issues(env: Environment, freeze: dict[str, str] | None, unpinned: s
                     diffs.append(f"{name} {version} recorded, absent from pip freeze")
             elif got != version:
                 diffs.append(f"{source}: {name} {version} recorded, pip freeze {got}")
-    for name, version in env.versions.items():
+    for name, pinned in env.versions.items():
         got = freeze.get(name)
-        if got is not None and version is not None and got != version:
-            diffs.append(f"versions: {name} {version} recorded, pip freeze {got}")
+        if got is not None and pinned is not None and got != pinned:
+            diffs.append(f"versions: {name} {pinned} recorded, pip freeze {got}")
     missing = sorted(set(freeze) - set(env.packages))
     diffs += [f"{name} {freeze[name]} in pip freeze, not recorded" for name in missing]
     if not diffs:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import Any
 
 from tileproof.judge.audit.registry import rule
 from tileproof.judge.audit.result import Finding, Issue
@@ -30,7 +31,7 @@ def session_issues(session: SessionRecord, runs: list[RunRecord]) -> list[Issue]
     return out
 
 
-def session_findings(records: list[tuple[str, object]]) -> list[Finding]:
+def session_findings(records: list[tuple[str, Any]]) -> list[Finding]:
     """Over every (file name, record): sessions closed twice, left open, or disagreeing with their runs."""
     out: list[Finding] = []
     by_session: dict[str, list[RunRecord]] = defaultdict(list)
