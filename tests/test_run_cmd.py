@@ -25,7 +25,7 @@ def tree(tmp_path):
 
 
 def args(root, *program):
-    return argparse.Namespace(lessons=[], program=list(program), device=0, timeout=300.0, root=root)
+    return argparse.Namespace(lessons=[], program=list(program), device=0, timeout=300.0, root=root, output_cap=None)
 
 
 def run(root, *program):

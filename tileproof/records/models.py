@@ -11,7 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from tileproof.records.redact import RedactionRule
 
 SCHEMA_VERSION = 1
 """The record schema version this tileproof writes and reads."""
@@ -24,6 +26,9 @@ LESSON_VERSION = 1
 
 Verdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout"]
 """Closed set of run verdicts. Only ``passed`` counts as passing."""
+
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$")]
+"""An environment variable name (upper case, digits, underscores)."""
 
 BuildVerdict = Literal["built", "failed", "refused"]
 """``refused``: the build exited 0 but cannot be used (e.g. no tile code)."""
@@ -139,6 +144,13 @@ class Toolchain(Model):
     """One line per mismatch or hazard found."""
 
 
+class StreamCut(Model):
+    """Where a captured stream was cut: its first ``kept_bytes`` of ``total_bytes`` are kept."""
+
+    kept_bytes: int
+    total_bytes: int
+
+
 class Step(Model):
     """One subprocess: argv as a list, never a shell string."""
 
@@ -152,6 +164,14 @@ class Step(Model):
     timed_out: bool = False
     stdout: Transcript
     stderr: Transcript
+    stdout_cut: StreamCut | None = None
+    """Set when stdout passed the capture cap: the transcript holds only its head."""
+    stderr_cut: StreamCut | None = None
+    """Set when stderr passed the capture cap."""
+    redactions: dict[RedactionRule, int] = {}
+    """Credentials replaced in the two transcripts before writing, counted per rule (never the values)."""
+    strays_killed: int = 0
+    """Processes of the step still alive when it ended (detached grandchildren), killed by the runner."""
 
 
 class Diagnosis(Model):
@@ -263,6 +283,8 @@ class Environment(Model):
     env: dict[str, str]
     """Allowlisted environment variables only; never the whole environment."""
     pip_freeze: Transcript
+    pip_freeze_redactions: dict[RedactionRule, int] = {}
+    """Credentials (URL userinfo, tokens) replaced in pip freeze before writing, per rule."""
     nvidia_smi: Transcript | None
     nvidia_smi_query: Transcript | None
 
@@ -501,4 +523,6 @@ class LessonFront(Model):
     hardware: Hardware
     results: list[ResultRow]
     performance: list[PerfClaim] = []
+    env: list[EnvName] = []
+    """Extra environment variable names this lesson's programs receive (beyond the runner's allowlist)."""
     """Performance claims; each needs a supporting bench record before publish (none: no claim)."""

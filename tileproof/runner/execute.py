@@ -1,18 +1,15 @@
 """Running one program: timeout, streams, its check report, and the verdict.
 
 The verdict comes from the exit code and the program's structured report,
-never from its printed text. Streams are kept verbatim; a gated or no-GPU
+never from its printed text. Streams are kept (capped and redacted, see
+``runner.step``); a gated or no-GPU
 run's stdout is named ``<program>-gate-stdout.txt`` so a reviewer finds the
 refusal transcript by name.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +18,8 @@ from pydantic import ValidationError
 
 from tileproof.records.models import CheckReport, Step, Transcript, Verdict
 from tileproof.records.store import write_evidence
+from tileproof.runner.process import start_and_wait
+from tileproof.runner.step import to_step
 from tileproof.toolchain.diagnose import diagnose
 
 
@@ -64,39 +63,22 @@ def _read_report(path: Path) -> tuple[CheckReport | None, bytes | None, str | No
         return None, data, f"check report invalid at {field or '(root)'}: {err['msg']}"
 
 
-def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float) -> Outcome:
-    """Run argv with ``--report`` appended, kill its process group at ``timeout``."""
+def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float,
+                cap: int | None = None) -> Outcome:
+    """Run argv with ``--report`` appended; its whole process tree dies at ``timeout``."""
     with tempfile.TemporaryDirectory(prefix="tileproof-") as tmp:
         report_path = Path(tmp) / "check-report.json"
         full = [*argv, "--report", str(report_path)]
         started = datetime.now(timezone.utc)
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(full, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-        duration = time.perf_counter() - t0
-        code = None if timed_out else proc.returncode
+        done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap)
         report, raw, problem = _read_report(report_path)
-    verdict, reason = verdict_of(code, timed_out, report, problem)
-    found = diagnose((out + err).decode(errors="replace"), code)
+    verdict, reason = verdict_of(done.exit_code, done.timed_out, report, problem)
+    found = diagnose((done.stdout + done.stderr).decode(errors="replace"), done.exit_code)
     if found and verdict not in ("passed",):
         reason += "; " + "; ".join(f"{d.title} (fix: {d.fix})" for d in found)
+    if done.strays_killed:
+        reason += f"; {done.strays_killed} process(es) it left running were killed"
     tag = "-gate" if verdict in ("gated", "no-gpu") else ""
-    step = Step(
-        name=stem,
-        argv=full,
-        started=started,
-        ended=datetime.now(timezone.utc),
-        duration_s=round(duration, 3),
-        exit_code=code,
-        timed_out=timed_out,
-        stdout=write_evidence(root, run_id, f"{stem}{tag}-stdout.txt", out),
-        stderr=write_evidence(root, run_id, f"{stem}{tag}-stderr.txt", err),
-    )
+    step = to_step(root, run_id, stem, started, done, f"{stem}{tag}-stdout.txt", f"{stem}{tag}-stderr.txt")
     report_file = write_evidence(root, run_id, "check-report.json", raw) if raw is not None else None
     return Outcome(step=step, report=report, report_file=report_file, verdict=verdict, reason=reason)
