@@ -112,9 +112,9 @@ def _child_setup() -> None:  # runs in the child between fork and exec: no locks
 # --- finding and killing a step's processes ------------------------------------------------
 
 
-def _proc_table() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, state) of every process, from /proc (empty off Linux)."""
-    table: dict[int, tuple[int, str]] = {}
+def _proc_table() -> dict[int, tuple[int, str, int]]:
+    """pid -> (parent pid, state, process group) of every process, from /proc (empty off Linux)."""
+    table: dict[int, tuple[int, str, int]] = {}
     if not _LINUX:
         return table
     for entry in os.scandir("/proc"):
@@ -125,8 +125,8 @@ def _proc_table() -> dict[int, tuple[int, str]]:
         except OSError:
             continue
         rest = stat[stat.rfind(b")") + 2:].split()
-        if len(rest) >= 2:
-            table[int(entry.name)] = (int(rest[1]), rest[0].decode())
+        if len(rest) >= 3:
+            table[int(entry.name)] = (int(rest[1]), rest[0].decode(), int(rest[2]))
     return table
 
 
@@ -137,12 +137,12 @@ def _marked(pid: int, token: bytes) -> bool:
         return False
 
 
-def _step_pids(root_pid: int, token: str, table: dict[int, tuple[int, str]]) -> set[int]:
+def _step_pids(root_pid: int, token: str, table: dict[int, tuple[int, str, int]]) -> set[int]:
     """Live processes of one step: descendants of its first process, and anything with its marker."""
     marker = f"{MARKER_VAR}={token}".encode()
-    found = {pid for pid, (_, state) in table.items() if state != "Z" and pid != os.getpid() and _marked(pid, marker)}
+    found = {pid for pid, (_, state, _) in table.items() if state != "Z" and pid != os.getpid() and _marked(pid, marker)}
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
+    for pid, (ppid, _, _) in table.items():
         children.setdefault(ppid, []).append(pid)
     todo = [root_pid]
     while todo:
@@ -153,33 +153,47 @@ def _step_pids(root_pid: int, token: str, table: dict[int, tuple[int, str]]) -> 
     return found
 
 
-def _kill_tree(proc: subprocess.Popen, token: str) -> int:
-    """Kill the step's group and every process of it; reap the orphans that came to us.
+def _kill_tree(proc: subprocess.Popen, token: str) -> tuple[int, set[int]]:
+    """Kill the step's group, then every process of it still alive, until none is left.
 
-    Returns how many processes other than the first one were killed."""
+    Returns how many processes outside its process group (escaped with ``setsid``
+    or ``setpgid``) had to be killed one by one, and every pid signalled."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    killed: set[int] = set()
+    escaped: set[int] = set()
+    signalled: set[int] = set()
     for _ in range(20):  # a process may fork while we look: look again until nothing is left
-        strays = _step_pids(proc.pid, token, _proc_table()) - {proc.pid}
-        strays -= {pid for pid in strays if pid in killed and not _alive(pid)}
+        table = _proc_table()
+        strays = _step_pids(proc.pid, token, table) - {proc.pid}
+        strays -= {pid for pid in strays if pid in signalled and not _alive(pid)}
         if not strays:
             break
         for pid in strays:
             try:
                 os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
             except ProcessLookupError:
-                pass
+                continue
+            signalled.add(pid)
+            if table[pid][2] != proc.pid:  # the group kill already took the others
+                escaped.add(pid)
         time.sleep(0.01)
-    for pid in killed:  # orphans reparented to this subreaper are our zombies now
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-    return len(killed)
+    return len(escaped), signalled
+
+
+def _reap(proc: subprocess.Popen, signalled: set[int]) -> None:
+    """Reap the step's orphans that came to this subreaper (its group's and the strays' zombies)."""
+    until = time.perf_counter() + 1.0
+    while any(_alive(pid) for pid in signalled) and time.perf_counter() < until:
+        time.sleep(0.005)
+    me = os.getpid()
+    for pid, (ppid, state, group) in _proc_table().items():
+        if ppid == me and state == "Z" and pid != proc.pid and (group == proc.pid or pid in signalled):
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
 def _alive(pid: int) -> bool:
@@ -260,8 +274,9 @@ def start_and_wait(argv: list[str], *, env: dict[str, str], cwd: Path | None = N
     try:
         timed_out = _pump(proc, sinks, None if timeout is None else t0 + timeout)
     finally:
-        strays = _kill_tree(proc, token)
+        strays, signalled = _kill_tree(proc, token)
         proc.wait()
+        _reap(proc, signalled)
         with _lock:
             _live.pop(proc.pid, None)
         _pump(proc, sinks, time.perf_counter() + DRAIN_S, drain=True)
