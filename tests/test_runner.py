@@ -204,3 +204,20 @@ def test_killing_tileproof_kills_what_it_started(tmp_path, how):
             assert parent.returncode == 130
     finally:
         parent.kill()
+
+
+def test_toolchain_asks_its_caller_to_run_tools(tmp_path):
+    """toolchain/ starts no process: versions come through the ``version_text`` it is given."""
+    from tileproof.toolchain.find import discover, tool_version
+
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text("not run: the fake runner answers for it\n")
+    asked: list[list[str]] = []
+
+    def fake(argv: list[str]) -> str:
+        asked.append(argv)
+        return "Cuda compilation tools, release 13.4, V13.4.92\n"
+
+    assert tool_version(nvcc, fake) == "13.4.92" and asked == [[str(nvcc), "--version"]]
+    tools = discover(system_nvcc=str(nvcc), env={}, version_text=fake)
+    assert tools.source == "system" and {t.name: t.version for t in tools.facts.tools}["nvcc"] == "13.4.92"

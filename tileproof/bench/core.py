@@ -48,6 +48,7 @@ from tileproof.records.models import (
     HostFacts,
     PairedRatio,
     Transcript,
+    Verdict,
 )
 from tileproof.records.store import digest, header, new_run_id, write_evidence, write_record
 from tileproof.runner.capture import probe
@@ -306,9 +307,10 @@ class Session:
     cap: int
 
 
-def _read_results(raw: bytes | None, outcome: Outcome) -> tuple[str, str, tuple]:
+def _read_results(raw: bytes | None, outcome: Outcome) -> tuple[Verdict, str, tuple]:
     """Verdict, reason and (cases, ceilings, repeat spread, head to head) from a results file."""
-    verdict, reason = outcome.verdict, outcome.reason
+    verdict: Verdict = outcome.verdict
+    reason = outcome.reason
     empty: tuple = ([], {}, {}, {})
     if raw is None:
         return ("error", reason + "; wrote no results file", empty) if verdict == "passed" else (verdict, reason, empty)

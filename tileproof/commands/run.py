@@ -35,10 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
 
 
-def select(root: Path, lesson_ids: list[str], names: list[str]) -> tuple[list[Path], dict[str, list]]:
+def select(root: Path, lesson_ids: list[str], names: list[str]) -> tuple[list[Path], dict[str, lessons.Lesson]]:
     """Programs to run, and every lesson's front matter keyed by id."""
     every = programs(root, "kernels") + programs(root, "cpp")
-    all_lessons = {l.id: l for l in lessons.load_all(root)}
+    all_lessons = {lesson.id: lesson for lesson in lessons.load_all(root)}
     chosen = every
     if lesson_ids:
         wanted = {p.path for i in lesson_ids for p in lessons.load(root, i).front.programs}
@@ -55,7 +55,7 @@ def select(root: Path, lesson_ids: list[str], names: list[str]) -> tuple[list[Pa
     return chosen, all_lessons
 
 
-def lessons_of(all_lessons: dict) -> dict[str, list[str]]:
+def lessons_of(all_lessons: dict[str, lessons.Lesson]) -> dict[str, list[str]]:
     """Program path -> ids of the lessons listing it."""
     by_program: dict[str, list[str]] = {}
     for lesson in all_lessons.values():
@@ -95,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
     session_env = environment(root, session_id, gpu, frozen, toolchain, env)
     git, host = git_state(root), host_facts()
     by_program = lessons_of(all_lessons)
-    run_ids, counts, cut, redacted = [], Counter(), 0, 0
+    run_ids: list[str] = []
+    counts: Counter[str] = Counter()
+    cut = redacted = 0
     for program in chosen:
         rel = program.relative_to(root).as_posix()
         run_id = new_run_id("run")

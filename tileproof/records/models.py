@@ -30,6 +30,9 @@ Verdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout"]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$")]
 """An environment variable name (upper case, digits, underscores)."""
 
+ArtifactKind = Literal["executable", "tilefatbin", "cubin"]
+"""What a build produces: a C++ executable, a tile fatbin, or an AOT-exported cubin."""
+
 BuildVerdict = Literal["built", "failed", "refused"]
 """``refused``: the build exited 0 but cannot be used (e.g. no tile code)."""
 
@@ -215,7 +218,7 @@ class BuildResult(Model):
     """For Python programs: the exported kernel's name."""
     target: str
     """``sm_XX``."""
-    artifact_kind: Literal["executable", "tilefatbin", "cubin"]
+    artifact_kind: ArtifactKind
     key: str
     """Cache key: sha256 over source digests, flags, target and toolchain versions."""
     reused_from: str | None

@@ -14,6 +14,7 @@ import os
 import platform
 import shutil
 import sys
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,9 +95,10 @@ def git_state(root: Path) -> GitState:
     return GitState(commit=head.stdout.decode(errors="replace").strip(), dirty=dirty)
 
 
-def env_allowlisted(env: dict[str, str] | None = None) -> dict[str, str]:
-    env = os.environ if env is None else env
-    return {k: env[k] for k in ENV_ALLOWLIST if k in env}
+def env_allowlisted(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables worth recording (``ENV_ALLOWLIST``) out of ``env``."""
+    source = os.environ if env is None else env
+    return {k: source[k] for k in ENV_ALLOWLIST if k in source}
 
 
 def installed_packages() -> dict[str, str]:

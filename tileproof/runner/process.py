@@ -91,7 +91,7 @@ class Finished:
 
 # --- the live-children registry ------------------------------------------------------------
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: the signal handler may run while the main thread holds it
 _live: dict[int, str] = {}  # pid -> marker token of every running child
 _stopping = threading.Event()
 _subreaper_set = False
@@ -140,7 +140,8 @@ def _marked(pid: int, token: bytes) -> bool:
 def _step_pids(root_pid: int, token: str, table: dict[int, tuple[int, str, int]]) -> set[int]:
     """Live processes of one step: descendants of its first process, and anything with its marker."""
     marker = f"{MARKER_VAR}={token}".encode()
-    found = {pid for pid, (_, state, _) in table.items() if state != "Z" and pid != os.getpid() and _marked(pid, marker)}
+    me = os.getpid()
+    found = {pid for pid, (_, state, _) in table.items() if state != "Z" and pid != me and _marked(pid, marker)}
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in table.items():
         children.setdefault(ppid, []).append(pid)
@@ -238,7 +239,8 @@ class _Sink:
     """The head of one stream, up to ``cap`` bytes, and the count of every byte seen."""
 
     def __init__(self, cap: int) -> None:
-        self.cap, self.parts, self.kept, self.total = cap, [], 0, 0
+        self.cap, self.kept, self.total = cap, 0, 0
+        self.parts: list[bytes] = []
 
     def add(self, data: bytes) -> None:
         self.total += len(data)
@@ -269,6 +271,7 @@ def start_and_wait(argv: list[str], *, env: dict[str, str], cwd: Path | None = N
     except OSError as e:
         return Finished(tuple(argv), 127, False, time.perf_counter() - t0, b"",
                         f"{argv[0]}: {e.strerror}\n".encode(), 0, 0, 0)
+    assert proc.stdout is not None and proc.stderr is not None  # both are pipes
     sinks = {proc.stdout: _Sink(cap), proc.stderr: _Sink(cap)}
     timed_out, strays = False, 0
     try:

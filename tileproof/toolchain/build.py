@@ -23,6 +23,8 @@ from pathlib import Path
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     ApiInventory,
+    ArtifactKind,
+    BuildVerdict,
     BuildResult,
     Diagnosis,
     FileDigest,
@@ -110,7 +112,7 @@ class Job:
     program: Path
     kernel: str | None
     target: str
-    kind: str  # executable | tilefatbin | cubin
+    kind: ArtifactKind
     argv: tuple[str, ...]
     out: Path
     key: str
@@ -201,7 +203,9 @@ def execute(root: Path, run_id: str, job: Job, tools: Tools, run_step: StepRunne
     step = run_step(job.name, list(job.argv))
     text = (root / step.stdout.path).read_text(errors="replace") + (root / step.stderr.path).read_text(errors="replace")
     diagnoses: list[Diagnosis] = diagnose(text, step.exit_code)
-    res, inspect, artifact, verdict = [], None, None, "failed"
+    res: list[ResUsage] = []
+    inspect, artifact = None, None
+    verdict: BuildVerdict = "failed"
     if step.exit_code == 0 and job.out.exists():
         inspect = run_step(f"{job.name}.res-usage", [str(tools.tool("cuobjdump")), "-res-usage", str(job.out)])
         listing = (root / inspect.stdout.path).read_text(errors="replace")
