@@ -1,6 +1,7 @@
 """Credentials never reach evidence/: the redaction rules, and a program printing a token."""
 
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,18 @@ def test_a_lesson_can_name_extra_environment_variables():
     assert LessonFront.model_validate({**front, "env": ["MY_KNOB"]}).env == ["MY_KNOB"]
     with pytest.raises(ValueError):
         LessonFront.model_validate({**front, "env": ["not a name"]})
+
+
+def test_a_check_report_is_kept_redacted_and_parsed_from_what_is_kept(tmp_path):
+    prog = tmp_path / "rep.py"
+    prog.write_text(textwrap.dedent(f"""
+        import json, sys
+        path = sys.argv[sys.argv.index("--report") + 1]
+        json.dump({{"report_version": 1, "program": "x", "seed": 1, "device": None, "gate": "no-gpu",
+                   "gate_message": "password=hunter2", "checks": [], "passed": False}}, open(path, "w"))
+        sys.exit(1)
+    """))
+    out = run_program(tmp_path, "r2", "rep", [sys.executable, str(prog)], child_env(), timeout=60)
+    assert out.verdict == "no-gpu" and out.report.gate_message == "password=[REDACTED:secret-assignment]"
+    assert b"hunter2" not in (tmp_path / out.report_file.path).read_bytes()
+    assert out.step.redactions == {"secret-assignment": 1}

@@ -172,7 +172,7 @@ class Step(Model):
     stderr_cut: StreamCut | None = None
     """Set when stderr passed the capture cap."""
     redactions: dict[RedactionRule, int] = {}
-    """Credentials replaced in the two transcripts before writing, counted per rule (never the values)."""
+    """Credentials replaced before writing, per rule (never the values): both streams and a check report."""
     strays_killed: int = 0
     """Processes of the step still alive when it ended (detached grandchildren), killed by the runner."""
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from tileproof.records.models import CheckReport, Step, Transcript, Verdict
+from tileproof.records.redact import RedactionRule, merge, redact
 from tileproof.records.store import write_evidence
 from tileproof.runner.process import start_and_wait
 from tileproof.runner.step import to_step
@@ -51,16 +52,17 @@ def verdict_of(exit_code: int | None, timed_out: bool, report: CheckReport | Non
     return "error", f"exit code {exit_code} disagrees with report passed={report.passed}"
 
 
-def _read_report(path: Path) -> tuple[CheckReport | None, bytes | None, str | None]:
+def _read_report(path: Path) -> tuple[CheckReport | None, bytes | None, str | None, dict[RedactionRule, int]]:
+    """The report as kept (redacted, like the streams), parsed from those same bytes."""
     if not path.is_file():
-        return None, None, None
-    data = path.read_bytes()
+        return None, None, None, {}
+    data, redactions = redact(path.read_bytes())
     try:
-        return CheckReport.model_validate_json(data), data, None
+        return CheckReport.model_validate_json(data), data, None, redactions
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
-        return None, data, f"check report invalid at {field or '(root)'}: {err['msg']}"
+        return None, data, f"check report invalid at {field or '(root)'}: {err['msg']}", redactions
 
 
 def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float,
@@ -71,7 +73,7 @@ def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[s
         full = [*argv, "--report", str(report_path)]
         started = datetime.now(timezone.utc)
         done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap)
-        report, raw, problem = _read_report(report_path)
+        report, raw, problem, report_redactions = _read_report(report_path)
     verdict, reason = verdict_of(done.exit_code, done.timed_out, report, problem)
     found = diagnose((done.stdout + done.stderr).decode(errors="replace"), done.exit_code)
     if found and verdict not in ("passed",):
@@ -80,5 +82,7 @@ def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[s
         reason += f"; {done.strays_killed} process(es) it left running were killed"
     tag = "-gate" if verdict in ("gated", "no-gpu") else ""
     step = to_step(root, run_id, stem, started, done, f"{stem}{tag}-stdout.txt", f"{stem}{tag}-stderr.txt")
+    if report_redactions:
+        step = step.model_copy(update={"redactions": merge(step.redactions, report_redactions)})
     report_file = write_evidence(root, run_id, "check-report.json", raw) if raw is not None else None
     return Outcome(step=step, report=report, report_file=report_file, verdict=verdict, reason=reason)
