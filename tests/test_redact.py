@@ -71,11 +71,11 @@ def test_a_lesson_can_name_extra_environment_variables():
 
 def test_a_check_report_is_kept_redacted_and_parsed_from_what_is_kept(tmp_path):
     prog = tmp_path / "rep.py"
-    prog.write_text(textwrap.dedent(f"""
+    prog.write_text(textwrap.dedent("""
         import json, sys
         path = sys.argv[sys.argv.index("--report") + 1]
-        json.dump({{"report_version": 1, "program": "x", "seed": 1, "device": None, "gate": "no-gpu",
-                   "gate_message": "password=hunter2", "checks": [], "passed": False}}, open(path, "w"))
+        json.dump({"report_version": 1, "program": "x", "seed": 1, "device": None, "gate": "no-gpu",
+                   "gate_message": "password=hunter2", "checks": [], "passed": False}, open(path, "w"))
         sys.exit(1)
     """))
     out = run_program(tmp_path, "r2", "rep", [sys.executable, str(prog)], child_env(), timeout=60)

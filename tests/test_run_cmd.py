@@ -91,7 +91,7 @@ def test_setsid_sleep_infinity_under_timeout_3_ends_and_leaves_nothing(tree, cap
     assert rec.step.strays_killed == 1 and "left running were killed" in rec.reason
     pid = int((tree / "kernels" / "hang.pid").read_text())
     assert not Path(f"/proc/{pid}").exists(), "killed and reaped"
-    marker = f"TILEPROOF_STEP=".encode()
+    marker = b"TILEPROOF_STEP="
     for proc in Path("/proc").iterdir():  # nothing of the step is left anywhere
         if proc.name.isdigit() and proc.name != str(__import__("os").getpid()):
             try:

@@ -49,7 +49,8 @@ def line(result: BuildResult, state: str) -> str:
     what = result.program + (f":{result.kernel}" if result.kernel else "")
     seconds = f"{result.step.duration_s:6.1f}s" if result.step else "       "
     extra = "; ".join(f"{d.id}: {d.fix}" for d in result.diagnoses)
-    return f"  {state:8} {what:44} {result.target:7} {result.artifact_kind:10} {seconds}" + (f"  [{extra}]" if extra else "")
+    tail = f"  [{extra}]" if extra else ""
+    return f"  {state:8} {what:44} {result.target:7} {result.artifact_kind:10} {seconds}{tail}"
 
 
 def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],

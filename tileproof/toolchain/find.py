@@ -23,6 +23,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from tileproof.records.errors import ToolchainError
 from tileproof.records.models import Toolchain, ToolVersion
@@ -192,7 +193,7 @@ def discover(system_nvcc: str | None = None, env: dict[str, str] | None = None,
                 f"--system-nvcc {system_nvcc}: CUDA {version or 'unknown'} has no tile support; "
                 f"need >= {'.'.join(map(str, MIN_SYSTEM_NVCC))} (fix: drop --system-nvcc to use the pip toolchain)"
             )
-        bin_dir, source = nvcc.parent, "system"
+        bin_dir = nvcc.parent
     else:
         found = pip_bin()
         if found is None:
@@ -200,8 +201,9 @@ def discover(system_nvcc: str | None = None, env: dict[str, str] | None = None,
                 "the pip tile toolchain (nvidia/cu13/bin/nvcc) is not installed in this interpreter "
                 "(fix: pip install 'tileproof[toolchain]', or run nox -s compile)"
             )
-        bin_dir, source = found, "pip"
+        bin_dir = found
     paths: dict[str, Path | None] = {}
+    source: Literal["pip", "system"] = "system" if system_nvcc else "pip"
     for name in TOOLS:
         cand = bin_dir / name
         paths[name] = cand if cand.exists() else (Path(w).resolve() if (w := shutil.which(name)) else None)
