@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tileproof.records import store
+from tileproof.records.capability import sm_of
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     ApiInventory,
@@ -52,7 +53,7 @@ def parse_target(value: str) -> str:
     """``sm_90`` (also ``90`` or ``9.0``) → ``sm_90``; refuse anything else in one line."""
     v = value.strip().lower()
     if re.fullmatch(r"\d+\.\d", v):
-        v = "sm_" + v.replace(".", "")
+        v = sm_of(v)
     elif re.fullmatch(r"\d+", v):
         v = "sm_" + v
     if v in TILE_TARGETS:
