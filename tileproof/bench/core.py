@@ -39,6 +39,7 @@ from typing import Any
 
 from tileproof.commands.run import child_env, gpu_facts, versions
 from tileproof.records.errors import TileproofError
+from tileproof.records.signing import signer_from_env
 from tileproof.records.models import (
     BenchCase,
     BenchRecord,
@@ -317,6 +318,7 @@ def best_lines(cases: list[BenchCase]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
+    signer = signer_from_env(root)
     chosen = select(root, args.program)
     if not chosen:
         raise TileproofError(f"no bench programs under {BENCH_DIR.as_posix()}/ (fix: restore kernels/bench/)")
@@ -399,7 +401,7 @@ def run(args: argparse.Namespace) -> int:
                 verdict=verdict,
                 reason=reason,
             )
-            write_record(root, record)
+            write_record(root, record, signer)
             verdicts.append(verdict)
             print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)
             if cases:

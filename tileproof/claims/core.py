@@ -39,6 +39,7 @@ from pydantic import (
 
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.models import ClaimResult, ClaimsRecord, ClaimVerdictName
+from tileproof.records.signing import signer_from_env
 from tileproof.records.store import (
     RUNS,
     digest,
@@ -456,6 +457,7 @@ def run(args: argparse.Namespace) -> int:
     from tileproof.runner.capture import git_state, host_facts
 
     root = args.root.resolve()
+    signer = signer_from_env(root)
     files = load_all(root, args.document)
     if not files:
         raise TileproofError(f"no claims files under {root / CLAIMS_DIR} (fix: add lessons/claims/<id>{SUFFIX})")
@@ -507,7 +509,7 @@ def run(args: argparse.Namespace) -> int:
         gpu=here.gpu, nvidia_smi=here.smi, nvidia_smi_query=here.smi_query,
         claims_files=[digest(root, p) for p in dict.fromkeys(attested)], results=results,
     )
-    path = write_record(root, record)
+    path = write_record(root, record, signer)
     counts = {v: sum(r.verdict == v for r in results) for v in ("confirmed", "refuted", "unverifiable-here", "error")}
     print("claims: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + f"; record {rel(root, path)}")
     blocking = [r for r in results if r.verdict == "refuted" and r.asserted]

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from tileproof.records.models import BuildResult, CompileRecord
+from tileproof.records.signing import signer_from_env
 from tileproof.records.store import (
     digest,
     header,
@@ -54,7 +55,7 @@ def line(result: BuildResult, state: str) -> str:
 
 
 def compile_programs(root: Path, tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
-                     workers: int) -> CompileRecord | None:
+                     workers: int, signer=None) -> CompileRecord | None:
     """Build what is not cached, print one line per artifact, write the record.
 
     Returns None when everything was cached (no compiler call, no record).
@@ -93,7 +94,7 @@ def compile_programs(root: Path, tools, targets: list[str], cpp: list[Path], py:
         api=inventory(header_file, tools.facts.packages.get("nvidia-cuda-crt")) if header_file.is_file() else None,
         passed=all(r.verdict == "built" for r in ordered),
     )
-    path = write_record(root, record)
+    path = write_record(root, record, signer)
     bad = [r for r in ordered if r.verdict != "built"]
     print(f"compile: {len(ordered) - len(bad)} built, {len(bad)} failed or refused; record {path.relative_to(root)}")
     return record
@@ -127,10 +128,11 @@ def kernel_index(root: Path, sources: list[Path]) -> dict[Path, list[str]]:
 
 def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
+    signer = signer_from_env(root)  # before any build: a bad key must not leave builds without a record
     targets = targets_from(args.arch)
     tools = discover(args.system_nvcc, cache_file=root / BUILD_DIR / "tool-versions.json")
     require_coherent(tools)
     cpp = programs(root, "cpp")
     py = kernel_index(root, programs(root, "kernels"))
-    record = compile_programs(root, tools, targets, cpp, py, args.jobs)
+    record = compile_programs(root, tools, targets, cpp, py, args.jobs, signer)
     return 0 if record is None or record.passed else 1

@@ -28,6 +28,7 @@ from tileproof.records.models import (
     SessionRecord,
 )
 from tileproof.records.parsers import parse_gpu_query
+from tileproof.records.signing import signer_from_env
 from tileproof.records.store import (
     digest,
     header,
@@ -128,6 +129,7 @@ def child_env(device: int) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
+    signer = signer_from_env(root)
     chosen, all_lessons = select(root, args.lessons, args.program)
     if not chosen:
         raise TileproofError("no programs selected (fix: name a lesson with programs, or drop --program)")
@@ -198,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
             verdict=verdict,
             reason=reason,
         )
-        write_record(root, record)
+        write_record(root, record, signer)
         run_ids.append(run_id)
         counts[verdict] += 1
         print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)
@@ -209,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         runs=run_ids,
         verdict_counts=dict(counts),
     )
-    write_record(root, session)
+    write_record(root, session, signer)
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
     print(f"run: {summary}; session {session_id}")
     return 0 if counts.get("passed", 0) == len(run_ids) else 1
