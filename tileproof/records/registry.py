@@ -163,7 +163,7 @@ def _verify_signature(sig: signing.Signature, message: bytes, statement: signing
     if record.kind not in runner.may_sign:
         return Verification("kind-not-allowed", sig.keyid,
                             f"{who} may sign {', '.join(runner.may_sign)}, not {record.kind} records")
-    if statement.subject != signing.subjects_of(record):
+    if not signing.subjects_match(statement, record):
         return Verification("subject-mismatch", sig.keyid,
                             f"{who} signed subjects that are not the record's own file digests")
     return Verification("verified", sig.keyid, f"signed by {who}")

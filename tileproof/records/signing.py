@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import os
 import stat
+import typing
 from pathlib import Path
 from typing import Iterator, Literal
 
@@ -58,6 +60,14 @@ class Envelope(BaseModel):
     payload: str
     """base64 (standard alphabet) of the in-toto statement's JSON."""
     signatures: list[Signature]
+
+    @functools.cached_property
+    def body(self) -> bytes:
+        """The decoded payload (ValueError when it is not base64), decoded once."""
+        try:
+            return base64.b64decode(self.payload, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("payload is not base64") from None
 
 
 class Signature(BaseModel):
@@ -114,11 +124,26 @@ def raw_public(public: Ed25519PublicKey) -> bytes:
     return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
+def _holds_digests(annotation) -> bool:
+    """Whether a field of this type can hold a FileDigest or Transcript (at any depth)."""
+    if annotation in (FileDigest, Transcript):
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return bool(_digest_fields(annotation))
+    return any(_holds_digests(a) for a in typing.get_args(annotation))
+
+
+@functools.cache
+def _digest_fields(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of a model class that can hold file digests; computed once per class."""
+    return tuple(name for name, f in cls.model_fields.items() if _holds_digests(f.annotation))
+
+
 def _walk(value) -> Iterator[FileDigest | Transcript]:
     if isinstance(value, (FileDigest, Transcript)):
         yield value
     elif isinstance(value, BaseModel):
-        for name in type(value).model_fields:
+        for name in _digest_fields(type(value)):
             yield from _walk(getattr(value, name))
     elif isinstance(value, (list, tuple)):
         for item in value:
@@ -128,10 +153,20 @@ def _walk(value) -> Iterator[FileDigest | Transcript]:
             yield from _walk(item)
 
 
+def digest_pairs(record) -> set[tuple[str, str]]:
+    """(path, sha256) of every file digest the record holds."""
+    return {(f.path, f.sha256) for f in _walk(record)}
+
+
 def subjects_of(record) -> list[Subject]:
     """Every file digest the record holds, one subject per (path, sha256), sorted."""
-    pairs = sorted({(f.path, f.sha256) for f in _walk(record)})
-    return [Subject(name=p, digest=SubjectDigest(sha256=s)) for p, s in pairs]
+    return [Subject(name=p, digest=SubjectDigest(sha256=s)) for p, s in sorted(digest_pairs(record))]
+
+
+def subjects_match(statement: Statement, record) -> bool:
+    """The statement's subjects are exactly the record's own file digests."""
+    pairs = {(s.name, s.digest.sha256) for s in statement.subject}
+    return len(pairs) == len(statement.subject) and pairs == digest_pairs(record)
 
 
 def inside(path: Path, root: Path) -> bool:
@@ -206,10 +241,7 @@ def is_envelope(raw: dict) -> bool:
 
 
 def payload_bytes(envelope: Envelope) -> bytes:
-    try:
-        return base64.b64decode(envelope.payload, validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueError("payload is not base64") from None
+    return envelope.body
 
 
 def statement_of(envelope: Envelope, path: Path | str) -> Statement:

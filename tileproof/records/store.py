@@ -147,7 +147,7 @@ def unwrap(raw: dict) -> dict:
     return signing.Statement.model_validate_json(signing.payload_bytes(envelope)).predicate
 
 
-def _read(path: Path) -> tuple[dict, signing.Envelope | None, signing.Statement | None]:
+def read_file(path: Path) -> tuple[dict, signing.Envelope | None, signing.Statement | None]:
     """The record's JSON object, and its envelope and statement when signed."""
     try:
         raw = json.loads(path.read_text())
@@ -168,7 +168,8 @@ def _read(path: Path) -> tuple[dict, signing.Envelope | None, signing.Statement 
     return statement.predicate, envelope, statement
 
 
-def _validate(path: Path, raw: dict):
+def validate(path: Path, raw: dict):
+    """A record's JSON object as the record model, schema version first; one-line RecordError."""
     version = raw.get("schema_version")
     if version != SCHEMA_VERSION:
         raise RecordError(
@@ -186,7 +187,7 @@ def _validate(path: Path, raw: dict):
 def load_record(path: Path):
     """Read one record (plain or signed), checking its schema version before its shape.
     Says nothing about its signature: ``read_record`` does."""
-    return _validate(path, _read(path)[0])
+    return validate(path, read_file(path)[0])
 
 
 @dataclass(frozen=True)
@@ -204,8 +205,8 @@ class Loaded:
 
 def read_record(path: Path, registry: RunnerRegistry) -> Loaded:
     """Read one record and verify it: signature, key, revocation, kind, subjects."""
-    raw, envelope, statement = _read(path)
-    record = _validate(path, raw)
+    raw, envelope, statement = read_file(path)
+    record = validate(path, raw)
     return Loaded(record, verify(envelope, statement, record, registry))
 
 
