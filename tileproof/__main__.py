@@ -20,9 +20,9 @@ COMMANDS = {
     "status": ("tileproof.commands.status", "lesson x program x newest evidence"),
     "audit": ("tileproof.commands.audit", "check every record, transcript and published lesson"),
     "bench": ("tileproof.bench.core", "time the course kernels against cuBLAS/cupy on this GPU; bench record"),
-    "claims": ("tileproof.claims.core", "check every claim of the shipped documents; claims record"),
+    "claims": ("tileproof.commands.claims", "check every claim of the shipped documents; claims record"),
     "schema": ("tileproof.commands.schema", "regenerate schema/ and cpp/tolerances.h"),
-    "lint-kernels": ("tileproof.lint.engine", "static checks for known cuTile mistakes"),
+    "lint-kernels": ("tileproof.commands.lint", "static checks for known cuTile mistakes"),
     "keygen": ("tileproof.commands.keygen", "make a runner's signing key outside the repository; print its registry entry"),
 }
 

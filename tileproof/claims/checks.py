@@ -6,10 +6,10 @@ evidence a reviewer can rerun:
 - ``compile``: C++ with THE nvcc command (``build.nvcc_argv``; a wrong-flag claim
   changes exactly the flags it names, ``varied_nvcc_argv``), Python by AOT export
   (``build.export_argv``). Neither needs a GPU.
-- ``header``: ``python -m tileproof.claim_checks declared HEADER`` lists every
+- ``header``: ``python -m tileproof.claims.checks declared HEADER`` lists every
   ``__tile_builtin__`` the header declares (with its line and class); an
   ``identifier`` lookup is ``grep -nwE``.
-- ``api``: ``python -m tileproof.claim_checks api cuda.tile.NAME`` prints the
+- ``api``: ``python -m tileproof.claims.checks api cuda.tile.NAME`` prints the
   Python API's signature as JSON.
 - ``res-usage``: build, then ``cuobjdump -res-usage`` (``build.parse_res_usage``).
 - ``gpu``: a self-checking program; exit 0 = the stated result was observed,
@@ -32,10 +32,11 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
 
+from tileproof.claims.outcomes import ProbeOutcome, ProbeResult
+from tileproof.claims.spec import Check, Expected, FlagChange
 from tileproof.records.errors import TileproofError, ToolchainError
-from tileproof.records.models import GpuFacts, Step, Toolchain, Transcript
+from tileproof.records.models import GpuFacts, ProbeRole, Step, Toolchain, Transcript
 from tileproof.records.store import sha256_file
 from tileproof.toolchain.build import (
     _DECL,
@@ -49,24 +50,10 @@ from tileproof.toolchain.build import (
 from tileproof.toolchain.diagnose import diagnose
 from tileproof.toolchain.find import HAZARD_VARS, Tools, discover, runtime_tools
 
-if TYPE_CHECKING:
-    from tileproof.claims.core import Expected, FlagChange
-
-ProbeOutcome = Literal["as-stated", "contradicts", "unverifiable", "error"]
 ENV_DIAGNOSES = {"nvcc-symlink", "tileiras-missing", "cuda-home-old", "mixed-packages"}
 """Diagnoses that mean the toolchain is broken here: the probe errored, it showed nothing."""
 PREBUILT = Path("build") / "claims"
 """C++ GPU programs built where nvcc exists, for a GPU node without it (carry this folder)."""
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    role: str
-    kind: str
-    outcome: ProbeOutcome
-    why: str
-    steps: tuple[Step, ...] = ()
-    toolchain: str | None = None
 
 
 @dataclass
@@ -300,7 +287,8 @@ def find_function(entries, kernel: str):
 # --- the probes -------------------------------------------------------------------------------
 
 
-def run_probe(here: Here, name: str, role: str, check, expected, folder: Path) -> ProbeResult:
+def run_probe(here: Here, name: str, role: ProbeRole, check: Check, expected: Expected | None,
+              folder: Path) -> ProbeResult:
     """Run one probe; any ``TileproofError`` inside becomes an ``error`` outcome, not a crash."""
     runner = {
         "compile": _compile, "header": _header, "api": _api, "res-usage": _res_usage,
@@ -577,7 +565,7 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "api":
         print(json.dumps(api_info(argv[1])))
         return 0
-    print("usage: python -m tileproof.claim_checks declared HEADER | api DOTTED.NAME", file=sys.stderr)
+    print("usage: python -m tileproof.claims.checks declared HEADER | api DOTTED.NAME", file=sys.stderr)
     return 2
 
 

@@ -19,12 +19,12 @@ SCHEMAS = {
     f"run-record.v{models.SCHEMA_VERSION}.schema.json": models.RunRecord,
     f"session-record.v{models.SCHEMA_VERSION}.schema.json": models.SessionRecord,
     f"bench-record.v{models.SCHEMA_VERSION}.schema.json": models.BenchRecord,
-    f"claims-record.v{models.SCHEMA_VERSION}.schema.json": models.ClaimsRecord,
+    f"claims-record.v{models.CLAIMS_SCHEMA_VERSION}.schema.json": models.ClaimsRecord,  # reads v1 too
     f"check-report.v{models.REPORT_VERSION}.schema.json": models.CheckReport,
     f"lesson.v{models.LESSON_VERSION}.schema.json": models.LessonFront,
     f"runner-registry.v{registry.REGISTRY_VERSION}.schema.json": registry.RunnerRegistry,
-    f"signed-record.v{models.SCHEMA_VERSION}.schema.json": signing.Envelope,
-    f"record-statement.v{models.SCHEMA_VERSION}.schema.json": signing.Statement,
+    "signed-record.v1.schema.json": signing.Envelope,
+    "record-statement.v1.schema.json": signing.Statement,
 }
 CPP_HEADER = Path("cpp") / "tolerances.h"
 

@@ -40,12 +40,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import BaseModel, ConfigDict, Field
 
 from tileproof.records.errors import RecordError, TileproofError
-from tileproof.records.models import SCHEMA_VERSION, FileDigest, Transcript
+from tileproof.records.models import FileDigest, Transcript
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
-PREDICATE_TYPE = f"urn:tileproof:record:v{SCHEMA_VERSION}"
-"""The predicate is a tileproof record of this schema version."""
+PREDICATE_TYPE = "urn:tileproof:record:v1"
+"""The predicate is one tileproof record, of whichever kind and ``schema_version`` it says
+(v1 of this statement format; the record's own version is read by ``store.validate``)."""
 KEY_ENV = "TILEPROOF_SIGNING_KEY"
 """The private key that signs records; unset: records are written unsigned."""
 DEFAULT_KEY = Path("~/.config/tileproof/signing-key.pem")

@@ -27,7 +27,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records import signing
-from tileproof.records.models import SCHEMA_VERSION, FileDigest, Record, Transcript
+from tileproof.records.models import READABLE_VERSIONS, SCHEMA_VERSION, FileDigest, Record, Transcript
 from tileproof.records.registry import RunnerRegistry, Verification, verify
 
 RUNS = "runs"
@@ -171,9 +171,11 @@ def read_file(path: Path) -> tuple[dict, signing.Envelope | None, signing.Statem
 def validate(path: Path, raw: dict):
     """A record's JSON object as the record model, schema version first; one-line RecordError."""
     version = raw.get("schema_version")
-    if version != SCHEMA_VERSION:
+    kind = raw.get("kind")
+    readable = READABLE_VERSIONS.get(kind, (SCHEMA_VERSION,)) if isinstance(kind, str) else (SCHEMA_VERSION,)
+    if version not in readable:
         raise RecordError(
-            path, "schema_version", f"has version {version!r}; this tileproof reads {SCHEMA_VERSION}",
+            path, "schema_version", f"has version {version!r}; this tileproof reads {' or '.join(map(str, readable))}",
             "upgrade tileproof (pip install -U tileproof) or restore the record from git",
         )
     try:
