@@ -185,3 +185,68 @@ def test_private_key_inside_the_repository_is_refused_at_keygen(tmp_path):
     (tmp_path / "alias").symlink_to(root)
     assert main(["keygen", "--root", str(root), "--key", str(tmp_path / "alias" / "k.pem")]) == 2
     assert not (root / "k.pem").exists()
+
+
+# --- the same attacks through ``tileproof verify`` (exit status and the finding's name) ---
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A git repository with one H200 run record signed by the registered runner."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    from signing_keys import write_registry
+
+    root = tmp_path / "repo"
+    path = store.write_record(root, real_run(), RUNNER)
+    write_registry(root, REGISTRY)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "signed record")
+    return root, path
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), "-c", "user.email=t@example.invalid", "-c", "user.name=t",
+                    "-c", "commit.gpgsign=false", *args], check=True, capture_output=True)
+
+
+def verify_cmd(root: Path, capsys) -> tuple[int, str]:
+    from tileproof.__main__ import main
+
+    code = main(["verify", "--root", str(root)])
+    return code, capsys.readouterr().out
+
+
+def test_verify_command_passes_a_signed_intact_tree(repo, capsys):
+    code, out = verify_cmd(repo[0], capsys)
+    assert code == 0 and "1 verified" in out and "history: checked" in out
+
+
+def test_verify_command_names_a_resealed_edit(repo, capsys):
+    root, path = repo
+    forge(path, lambda r: {**r, "reason": "edited"})
+    code, out = verify_cmd(root, capsys)
+    assert code == 1 and f"runs/{path.name}: record-bad-signature:" in out
+    assert f"runs/{path.name}: differs from its first committed version" in out  # and the history says so
+
+
+def test_verify_command_names_a_foreign_key_and_a_git_rm(repo, capsys):
+    root, path = repo
+    other = store.write_record(root, real_run(run_id=real_run().run_id.replace("-run-", "-run-f")), new_signer())
+    code, out = verify_cmd(root, capsys)
+    assert code == 1 and f"runs/{other.name}: record-unknown-key:" in out
+    other.unlink()
+    git(root, "rm", "-q", f"runs/{path.name}")
+    git(root, "commit", "-q", "-m", "drop it")
+    code, out = verify_cmd(root, capsys)
+    assert code == 1 and f"runs/{path.name}: is missing" in out
+
+
+def test_verify_command_without_history_does_not_pass(tmp_path, capsys):
+    store.write_record(tmp_path, real_run(), RUNNER)
+    from signing_keys import write_registry
+
+    write_registry(tmp_path, REGISTRY)
+    code, out = verify_cmd(tmp_path, capsys)
+    assert code == 1 and "history: no-history" in out and "1 verified" in out

@@ -18,6 +18,10 @@ from typing import Literal, Mapping
 WATCHED = ("runs", "evidence")
 """Top-level folders whose committed files never change."""
 
+REGENERATED = frozenset({"evidence/AUDIT.md", "evidence/audit.html"})
+"""Watched files rewritten on purpose: the audit's own reports (``commands/audit.py``
+``REPORT_MD``/``REPORT_HTML``, which should take their names from here)."""
+
 HistoryStatus = Literal["checked", "no-history"]
 Problem = Literal["missing", "changed"]
 
@@ -78,7 +82,7 @@ def blob_id(data: bytes, object_format: Literal["sha1", "sha256"] = "sha1") -> s
     return hashlib.new(object_format, b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def check(history: GitHistory | NoHistory, regenerated: frozenset[str] = frozenset()) -> HistoryReport:
+def check(history: GitHistory | NoHistory, regenerated: frozenset[str] = REGENERATED) -> HistoryReport:
     """Every watched file ever committed, against the working tree. ``regenerated``:
     paths a command rewrites on purpose (the audit's own reports under evidence/)."""
     if isinstance(history, NoHistory):

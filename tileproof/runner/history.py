@@ -13,7 +13,16 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tileproof.records.history import WATCHED, FirstVersion, GitHistory, HistoryReport, NoHistory, blob_id, check
+from tileproof.records.history import (
+    REGENERATED,
+    WATCHED,
+    FirstVersion,
+    GitHistory,
+    HistoryReport,
+    NoHistory,
+    blob_id,
+    check,
+)
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -57,6 +66,6 @@ def read(root: Path) -> GitHistory | NoHistory:
     return GitHistory(first=tuple(first.values()), current=current)
 
 
-def check_repository(root: Path, regenerated: frozenset[str] = frozenset()) -> HistoryReport:
+def check_repository(root: Path, regenerated: frozenset[str] = REGENERATED) -> HistoryReport:
     """The audit's one call: read the repository's history and check it."""
     return check(read(root), regenerated)
