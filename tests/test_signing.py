@@ -278,3 +278,14 @@ def test_a_fully_signed_tree_audits_clean(tmp_path, monkeypatch):
     assert all("payloadType" in json.loads(p.read_text()) for p in store.record_files(tmp_path))
     result = audit.audit(tmp_path)
     assert result.findings == [] and len(result.records) == 6
+
+
+def test_keygen_default_path_is_under_the_home_config(tmp_path, monkeypatch):
+    from tileproof.__main__ import main
+
+    monkeypatch.delenv(signing.KEY_ENV, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert main(["keygen", "--root", str(tmp_path / "repo")]) == 0
+    key = tmp_path / "home" / ".config" / "tileproof" / "signing-key.pem"
+    assert key.is_file() and key.stat().st_mode & 0o777 == 0o600
+    assert key.parent.stat().st_mode & 0o777 == 0o700

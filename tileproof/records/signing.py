@@ -235,13 +235,13 @@ def envelope_of(record_json: dict, subjects: list[Subject], signer: Signer | Non
     return Envelope(payloadType=PAYLOAD_TYPE, payload=base64.b64encode(payload).decode(), signatures=sigs)
 
 
-
 def is_envelope(raw: dict) -> bool:
     """A record file's JSON object is an envelope (else it is a plain, unsigned record)."""
     return "payloadType" in raw and "schema_version" not in raw
 
 
 def payload_bytes(envelope: Envelope) -> bytes:
+    """The statement bytes the signatures cover (decoded once per envelope)."""
     return envelope.body
 
 
