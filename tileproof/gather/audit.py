@@ -20,6 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 from tileproof.gather import audit_scan
 from tileproof.gather.audit_scan import Helper, paused_gc, read
 from tileproof.gather.tree import Tree
+from tileproof.judge import trust
 from tileproof.judge.audit import registry
 from tileproof.judge.audit.result import AuditResult, Finding, LessonAudit
 from tileproof.judge.audit.rules import evidence, files, sessions
@@ -28,6 +29,7 @@ from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.records import lessons, store
 from tileproof.records.errors import RecordError
+from tileproof.records.registry import UNSIGNED, RunnerRegistry, Verification, load_registry
 from tileproof.records.models import Record, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
 
@@ -61,8 +63,11 @@ def audit(root: Path, outputs: Iterable[Path] = ()) -> AuditResult:
             helper.close()
 
 
-def _validate(root: Path, names: list[str], add) -> tuple[list[tuple[str, Any]], set[str]]:
-    """(file name, record) for each record that validates; the evidence paths of those that do not."""
+def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
+              verified: dict[str, Verification]) -> tuple[list[tuple[str, Any]], set[str]]:
+    """(file name, record) for each record that validates; the evidence paths of those that do not.
+    ``verified``: file name → its signature's verification, for each signed record (plain records
+    take the fast path and are ``registry.UNSIGNED``)."""
     records: list[tuple[str, Any]] = []
     raw_refs: set[str] = set()
     sruns = os.path.join(str(root), store.RUNS)
@@ -77,7 +82,10 @@ def _validate(root: Path, names: list[str], add) -> tuple[list[tuple[str, Any]],
             rec = _RECORD.validate_json(data)
         except ValidationError:
             try:
-                rec = store.load_record(root / store.RUNS / name)  # the one-line, version-first message
+                # a signed record (an envelope), or the one-line, version-first message
+                loaded = store.read_record(root / store.RUNS / name, runners)
+                rec = loaded.record
+                verified[name] = loaded.verification
             except RecordError as e:
                 add(Finding(file, files.SCHEMA, f"{e.field + ': ' if e.field else ''}{e.problem}"))
                 try:
@@ -132,7 +140,9 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
     add = findings.append
     flagged: set[str] = set()
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names)
-    records, raw_refs = _validate(root, names, add)
+    runners = load_registry(root)
+    verified: dict[str, Verification] = {}
+    records, raw_refs = _validate(root, names, add, runners, verified)
     refs_of = {name: evidence.transcripts(rec) for name, rec in records}
     trusted = _trusted(root, records)
     records.sort(key=lambda nr: (nr[1].created, nr[1].run_id))
@@ -151,8 +161,12 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
             model_digest = store.seal_of(rec)
             for rule_id, reason in files.seal_issues(rec, seals.get(name) or "", model_digest):
                 add(Finding(file, rule_id, reason))
-        # The seal's verdict on the content (not its bytes), as status and publish see it.
-        examined.append(store.examine(rec, model_digest if model_digest is not None else seals.get(name)))
+        # The seal's verdict on the content (not its bytes) and the signature's, as status and publish see them.
+        verification = verified.get(name, UNSIGNED)
+        for rule_id, reason in trust.issues(verification):
+            add(Finding(file, rule_id, reason))
+        examined.append(store.examine(rec, model_digest if model_digest is not None else seals.get(name),
+                                      verification))
         if isinstance(rec, RunRecord):
             for rule_id, reason in report_transcript_issues(rec, diffs.get(name)):
                 add(Finding(file, rule_id, reason))

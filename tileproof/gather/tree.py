@@ -19,7 +19,7 @@ from typing import Iterable
 from tileproof.claims import spec as claims_spec
 from tileproof.judge import claim_verdicts, gate
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
-from tileproof.records import lessons, store, tolerances
+from tileproof.records import lessons, registry, store, tolerances
 from tileproof.records.models import BenchRecord, ClaimsRecord, LessonFront, RunRecord
 from tileproof.records.store import Examined
 
@@ -82,8 +82,9 @@ class Tree:
 
     @classmethod
     def load(cls, root: Path) -> "Tree":
-        """Every record under runs/ (the first that fails validation raises one line)."""
-        return cls.of(root, [store.examine(r) for r in store.load_records(Path(root))])
+        """Every record under runs/, each with its seal checked and its signature verified against
+        ``lessons/runners.yaml`` (the first that fails validation raises one line)."""
+        return cls.of(root, store.read_records(Path(root), registry.load_registry(Path(root))))
 
     @classmethod
     def of(cls, root: Path, examined: Iterable[Examined]) -> "Tree":

@@ -1,33 +1,82 @@
-"""Which records count as evidence: the one funnel every decision goes through.
+"""Which records count as evidence: the one funnel every decision and the audit go through.
 
 A record counts only when what was checked about it when it was loaded
-(``store.Examined``) says so. Today that is its seal: a record whose seal is not
-the digest of its content (edited after writing) or that has no seal never
-counts, anywhere. A signature check plugs in here and nowhere else: give
-``Examined`` the signature's status when loading, and add its test to
-``refusal``; the rows, the performance claims and the claims all follow.
+(``store.Examined``) says so: its seal is intact (a record edited after writing,
+or with no seal, never counts) and its signature's standing
+(``records.registry.verify``) is one the policy accepts. Today's policy,
+``unsigned-counts``, keeps the committed legacy records (all unsigned, written
+before signing existed) counting, so the tree still audits clean; every other
+failed verification never counts. After the GPU re-run from a registered
+runner, :data:`POLICY` becomes ``signed-only`` (one line): then only
+``verified`` records count and an unsigned one is an audit finding. The rows,
+the performance claims, the refuted claims and the audit all follow, because
+they all ask ``admits``/``split`` here.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
+from tileproof.records.registry import Trust, Verification
 from tileproof.records.store import Examined, examine
+
+TrustPolicy = Literal["unsigned-counts", "signed-only"]
+
+POLICY: TrustPolicy = "unsigned-counts"
+"""The switch: ``signed-only`` once the evidence is re-established from signed records."""
+
+FINDING: dict[Trust, str] = {
+    "unsigned": "record-unsigned",
+    "unknown-key": "record-unknown-key",
+    "bad-signature": "record-bad-signature",
+    "revoked": "record-revoked-key",
+    "kind-not-allowed": "record-kind-not-allowed",
+    "subject-mismatch": "record-subject-mismatch",
+}
+"""Audit rule id for each trust word that is not ``verified``."""
+
+RULES: dict[str, str] = {
+    "record-unsigned": "a record carries no signature (counts only while the policy is unsigned-counts)",
+    "record-unknown-key": "a record is signed by a key that is not in lessons/runners.yaml",
+    "record-bad-signature": "a record's signature does not verify: its content changed after signing",
+    "record-revoked-key": "a record is signed by a key revoked at or before the record's time",
+    "record-kind-not-allowed": "a record is signed by a key that may not sign records of its kind",
+    "record-subject-mismatch": "a signed statement's subjects are not the file digests its record holds",
+}
+"""Rule id → what it catches, for the audit's rule list."""
+
+
+def counts(trust: Trust, policy: TrustPolicy = POLICY) -> bool:
+    """Whether a record with this trust may back a lesson, a claim or the audit's acceptance."""
+    return trust == "verified" or (trust == "unsigned" and policy == "unsigned-counts")
+
+
+def issues(verification: Verification, policy: TrustPolicy = POLICY) -> list[tuple[str, str]]:
+    """The audit's (rule id, reason) pairs for one record's verification: none when it counts."""
+    if counts(verification.trust, policy):
+        return []
+    return [(FINDING[verification.trust], verification.reason)]
+
+
+# --- the funnel: examined records in, the ones that count out -------------------------
+
 
 def refusal(item: Examined) -> str | None:
     """Why this record does not count, in the words decisions print; None when it counts."""
     if item.seal != "intact":
         return "seal broken"
+    if not counts(item.trust):
+        return f"signature {item.trust}"
     return None
 
 
-def counts(item: Examined) -> bool:
+def admits(item: Examined) -> bool:
     """Whether the record counts as evidence."""
     return refusal(item) is None
 
 
 def examined(records: Iterable) -> list[Examined]:
-    """Records as ``Examined`` (plain records are examined here, once each)."""
+    """Records as ``Examined`` (plain records are examined here, once each, as unsigned)."""
     return [r if isinstance(r, Examined) else examine(r) for r in records]
 
 

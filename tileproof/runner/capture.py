@@ -19,7 +19,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileproof.records.models import Environment, GitState, GpuFacts, HostFacts, Toolchain, Transcript
+from tileproof.records.models import (
+    Environment,
+    GitState,
+    GpuFacts,
+    HostFacts,
+    Toolchain,
+    Transcript,
+)
 from tileproof.records.parsers import GPU_QUERY_FIELDS, parse_gpu_query
 from tileproof.records.redact import RedactionRule, redact
 from tileproof.records.store import write_evidence

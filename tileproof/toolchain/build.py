@@ -26,8 +26,8 @@ from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     ApiInventory,
     ArtifactKind,
-    BuildVerdict,
     BuildResult,
+    BuildVerdict,
     Diagnosis,
     FileDigest,
     ResUsage,
