@@ -13,20 +13,25 @@ from pathlib import Path
 from tileproof.claims.spec import Claim, Loaded, load_all
 from tileproof.judge import claim_verdicts, trust
 from tileproof.records.models import ClaimsRecord
-from tileproof.records.store import examine, load_records, of_kind, rel, sha256_file
+from tileproof.records.registry import load_registry
+from tileproof.records.store import of_kind, read_records, rel, sha256_file
 
 
 def claims_records(root: Path) -> list[ClaimsRecord]:
-    """Every claims record under runs/ that counts (``trust.counts``), oldest first; selected by type."""
-    examined = [examine(r) for r in of_kind(load_records(Path(root)), ClaimsRecord)]
-    return trust.split(examined)[0]
+    """Every claims record under runs/ that counts (``trust.admits``), oldest first; selected by type."""
+    return trust.split(_claims_examined(Path(root)))[0]
+
+
+def _claims_examined(root: Path) -> list:
+    """The claims records, each with its seal checked and its signature verified."""
+    return of_kind(read_records(root, load_registry(root)), ClaimsRecord)
 
 
 def status_lines(root: Path, documents: list[str] | None = None) -> list[str]:
     """One line per claim with its newest decisive verdict, for ``tileproof status``."""
     root = Path(root)
     files = load_all(root, documents or None)
-    decided = claim_verdicts.latest([examine(r) for r in of_kind(load_records(root), ClaimsRecord)])
+    decided = claim_verdicts.latest(_claims_examined(root))
     rows = [["DOCUMENT", "CLAIM", "VERDICT", "ASSERTED", "TOOLCHAIN", "RUN"]]
     for loaded in files:
         for c in loaded.spec.claims:

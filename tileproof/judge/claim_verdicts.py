@@ -1,7 +1,7 @@
 """What the claims records say about a document's claims today, as pure functions.
 
 ``latest`` picks, per (document, claim id), the newest decisive result
-(confirmed/refuted) among the claims records that count (``trust.counts``), or
+(confirmed/refuted) among the claims records that count (``trust.admits``), or
 the newest result of any verdict for a claim never decided: a GPU node decides
 GPU claims and a machine with nvcc compile claims, so a newer
 ``unverifiable-here`` never hides an older decision. ``refuted`` lists the

@@ -7,7 +7,7 @@ check name → ``Bound``. Each results row gets one outcome from a closed set, a
 one-line reason and the command that would produce the missing evidence.
 
 Which record decides a row: among the program's run records that count
-(``trust.counts``: a record with a broken seal never counts), the newest one from the
+(``trust.admits``: a record with a broken seal never counts), the newest one from the
 row's class of hardware — compute capability >= 8.0 (as the record claims it)
 for required rows, below 8.0 for an optional ``gate`` row; a run that found no
 GPU at all counts only when no run of the program found one. A required row
@@ -29,7 +29,7 @@ refuted: the same rule whether the lesson is a draft or already published.
 ``Decision.blockers`` lists what stands in the way, each with a reason that is
 never empty; ``status``, ``publish`` and the audit print from it.
 
-Which records count at all is decided once, in ``trust.counts``.
+Which records count at all is decided once, in ``trust.admits``.
 
 Nothing here can be told to trust a record: there is no switch, and a record
 counts only through what it and its transcripts say.

@@ -6,7 +6,7 @@
 claim is supported, the command that would produce the missing evidence.
 
 Which record decides a claim: among the bench records of the claim's program, the
-newest (``created``, then run id) that counts (``trust.counts``: a broken seal
+newest (``created``, then run id) that counts (``trust.admits``: a broken seal
 never counts), has verdict ``passed``, a GPU whose compute
 capability equals the claim's (every place the record states one must agree) and
 at least one case matching the claim's ``case`` with a value for its ``metric``.
