@@ -70,6 +70,11 @@ def test_a_release_is_major_minor_and_sorts_as_numbers():
         Release.parse("13")
 
 
+def test_the_release_of_a_toolchain_is_the_one_its_pieces_share():
+    assert matrix.release_of(_record("13.5", [], "20261201T080446Z").toolchain) == Release(13, 5)
+    assert matrix.release_of(_record(None, [], "20261201T080446Z").toolchain) is None
+
+
 def test_records_group_by_release_and_a_mixed_toolchain_is_kept_apart():
     records = [*_three_releases(), _record(None, [_result("warning-20359-d", "refuted", "x")], "20261201T090000Z", "d")]
     groups, mixed = matrix.by_release(records)

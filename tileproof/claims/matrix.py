@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tileproof.claims.core import DECISIVE, claims_records
 from tileproof.claims.spec import load_all
-from tileproof.records.models import ClaimResult, ClaimResultV1, ClaimsRecord, ClaimVerdictName
+from tileproof.records.models import ClaimResult, ClaimResultV1, ClaimsRecord, ClaimVerdictName, Toolchain
 
 
 @dataclass(frozen=True, order=True)
@@ -47,9 +47,10 @@ class Release:
         return cls(int(m.group(1)), int(m.group(2)))
 
 
-def release_of(record: ClaimsRecord) -> Release | None:
-    """The release a claims record's verdicts hold for; None when its toolchain shares none."""
-    shared = record.toolchain.major_minor
+def release_of(toolchain: Toolchain) -> Release | None:
+    """The release a record's toolchain shares (a claims record's verdicts hold for it, a run
+    record's evidence was made with it); None when its pieces disagree."""
+    shared = toolchain.major_minor
     return Release.parse(shared) if shared else None
 
 
@@ -59,7 +60,7 @@ def by_release(records: Iterable[ClaimsRecord]) -> tuple[dict[Release, list[Clai
     groups: dict[Release, list[ClaimsRecord]] = {}
     mixed: list[ClaimsRecord] = []
     for record in records:
-        release = release_of(record)
+        release = release_of(record.toolchain)
         if release is None:
             mixed.append(record)
         else:
@@ -96,7 +97,7 @@ class Matrix:
         """The verdict of one claim for one release; None when no record of that release checked it.
 
         This is what the publish decision asks: the verdict for the release the lesson's
-        evidence was made with.
+        evidence was made with (``release_of(run_record.environment.toolchain)``).
         """
         return self.cells.get((document, claim_id), {}).get(release)
 
