@@ -11,7 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from tileproof.records.redact import RedactionRule
 
 SCHEMA_VERSION = 1
 """The record schema version this tileproof writes and reads (claims records: ``CLAIMS_SCHEMA_VERSION``)."""
@@ -31,6 +33,12 @@ LESSON_VERSION = 1
 
 Verdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout"]
 """Closed set of run verdicts. Only ``passed`` counts as passing."""
+
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$")]
+"""An environment variable name (upper case, digits, underscores)."""
+
+ArtifactKind = Literal["executable", "tilefatbin", "cubin"]
+"""What a build produces: a C++ executable, a tile fatbin, or an AOT-exported cubin."""
 
 BuildVerdict = Literal["built", "failed", "refused"]
 """``refused``: the build exited 0 but cannot be used (e.g. no tile code)."""
@@ -146,6 +154,13 @@ class Toolchain(Model):
     """One line per mismatch or hazard found."""
 
 
+class StreamCut(Model):
+    """Where a captured stream was cut: its first ``kept_bytes`` of ``total_bytes`` are kept."""
+
+    kept_bytes: int
+    total_bytes: int
+
+
 class Step(Model):
     """One subprocess: argv as a list, never a shell string."""
 
@@ -159,6 +174,14 @@ class Step(Model):
     timed_out: bool = False
     stdout: Transcript
     stderr: Transcript
+    stdout_cut: StreamCut | None = None
+    """Set when stdout passed the capture cap: the transcript holds only its head."""
+    stderr_cut: StreamCut | None = None
+    """Set when stderr passed the capture cap."""
+    redactions: dict[RedactionRule, int] = {}
+    """Credentials replaced before writing, per rule (never the values): both streams and a check report."""
+    strays_killed: int = 0
+    """Processes of the step still alive when it ended (detached grandchildren), killed by the runner."""
 
 
 class Diagnosis(Model):
@@ -202,7 +225,7 @@ class BuildResult(Model):
     """For Python programs: the exported kernel's name."""
     target: str
     """``sm_XX``."""
-    artifact_kind: Literal["executable", "tilefatbin", "cubin"]
+    artifact_kind: ArtifactKind
     key: str
     """Cache key: sha256 over source digests, flags, target and toolchain versions."""
     reused_from: str | None
@@ -270,6 +293,8 @@ class Environment(Model):
     env: dict[str, str]
     """Allowlisted environment variables only; never the whole environment."""
     pip_freeze: Transcript
+    pip_freeze_redactions: dict[RedactionRule, int] = {}
+    """Credentials (URL userinfo, tokens) replaced in pip freeze before writing, per rule."""
     nvidia_smi: Transcript | None
     nvidia_smi_query: Transcript | None
 
@@ -546,4 +571,6 @@ class LessonFront(Model):
     hardware: Hardware
     results: list[ResultRow]
     performance: list[PerfClaim] = []
+    env: list[EnvName] = []
+    """Extra environment variable names this lesson's programs receive (beyond the runner's allowlist)."""
     """Performance claims; each needs a supporting bench record before publish (none: no claim)."""
