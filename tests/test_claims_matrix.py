@@ -37,8 +37,9 @@ def _result(claim: str, verdict: str, why: str, document: str = "day79-cutile") 
                        check=[ProbeKind(role="check", kind="compile")], toolchain=None, steps=[])
 
 
-def _record(release: str | None, results: list[ClaimResult], when: str, tag: str = "0") -> ClaimsRecord:
-    chain = Toolchain(source="pip", tools=[], packages={"cuda-tile": "1.7.0"}, major_minor=release,
+def _record(release: str | None, results: list[ClaimResult], when: str, tag: str = "0",
+            cuda_tile: str = "1.7.0") -> ClaimsRecord:
+    chain = Toolchain(source="pip", tools=[], packages={"cuda-tile": cuda_tile}, major_minor=release,
                       coherent=release is not None, problems=[] if release else ["nvvm 13.5 beside nvcc 13.4"])
     return ClaimsRecord(schema_version=CLAIMS_SCHEMA_VERSION, kind="claims", run_id=f"{when}-claims-{tag * 8}",
                         created=datetime(2026, 12, 1, tzinfo=timezone.utc), tileproof_version="0",
@@ -102,6 +103,18 @@ def test_within_a_release_a_newer_unverifiable_does_not_hide_an_older_decision()
     assert (cell.verdict, cell.run_id) == ("refuted", "20261129T123104Z-claims-aaaaaaaa")
     records.append(_record("13.4", [_result("p10", "confirmed", "refused")], "20261201T090000Z", "c"))
     assert claim_matrix(records).cell("day79-cutile", "p10", Release(13, 4)).verdict == "confirmed"
+
+
+def test_a_column_with_records_of_two_cuda_tile_versions_says_so():
+    # cuda-tile 1.5.0 words the math.ceil error differently from 1.6.0 and 1.7.0 (same nvcc 13.4.92)
+    records = [_record("13.4", [_result("p04-math-ceil", "refuted", "wrong: fails, but not with /ceil/")],
+                       "20261201T081929Z", "a", cuda_tile="1.5.0"),
+               _record("13.4", [_result("p04-math-ceil", "confirmed", "wrong: fails (exit 1)")], "20261201T082020Z", "b")]
+    m = claim_matrix(records)
+    assert m.cuda_tile == {Release(13, 4): ["1.5.0", "1.7.0"]}
+    assert matrix.lines(m, [("day79-cutile", "p04-math-ceil")])[-1].startswith(
+        "13.4: records of cuda-tile 1.5.0, 1.7.0 share this column")
+    assert not any("share this column" in ln for ln in matrix.lines(claim_matrix(_three_releases()), []))
 
 
 def _cells(*verdicts: str | None) -> tuple[dict, list[Release]]:

@@ -9,7 +9,10 @@ one claims record per release, each from its own environment.
 Within one release the newest decisive result (confirmed/refuted) of a claim wins, and a
 newer unverifiable-here never hides an older decision: the rule of ``claims.core.latest``,
 applied per release. A record whose toolchain shares no release (a mixed install) is
-evidence for none: it is counted, and ``lines`` says so, never silently dropped.
+evidence for none: it is counted, and ``lines`` says so, never silently dropped. A column
+is one CUDA release; when its records were made with more than one cuda-tile version (whose
+Python-side verdicts can differ: cuda-tile 1.5.0 words the ``math.ceil`` error otherwise
+than 1.6 and 1.7), ``lines`` names them.
 
 ``claim_matrix`` and ``holds_text`` are pure (they read only the records given to them);
 ``status_lines`` reads the claims files and records of a tree for ``tileproof status``.
@@ -92,6 +95,9 @@ class Matrix:
     cells: dict[Key, dict[Release, Cell]]
     unattributed: list[str]
     """Run ids of claims records whose toolchain shares no release (not in any column)."""
+    cuda_tile: dict[Release, list[str]]
+    """The cuda-tile versions each release's records were made with (Python-side verdicts can
+    differ between cuda-tile versions of one CUDA release: a column is one CUDA release)."""
 
     def cell(self, document: str, claim_id: str, release: Release) -> Cell | None:
         """The verdict of one claim for one release; None when no record of that release checked it.
@@ -117,7 +123,9 @@ def claim_matrix(records: Iterable[ClaimsRecord]) -> Matrix:
                 earlier = row.get(release)
                 if earlier is None or r.verdict in DECISIVE or earlier.verdict not in DECISIVE:
                     row[release] = Cell(r, record.run_id)
-    return Matrix(releases=list(groups), cells=cells, unattributed=[r.run_id for r in mixed])
+    cuda_tile = {release: sorted({v for r in group if (v := r.toolchain.packages.get("cuda-tile"))})
+                 for release, group in groups.items()}
+    return Matrix(releases=list(groups), cells=cells, unattributed=[r.run_id for r in mixed], cuda_tile=cuda_tile)
 
 
 def _span(releases: list[Release]) -> str:
@@ -179,6 +187,10 @@ def lines(matrix: Matrix, claims: list[Key], documents: list[str] | None = None)
                      matrix.holds(*key) + ("  (no longer in its claims file)" if key in gone else "")])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    for release, versions in matrix.cuda_tile.items():
+        if len(versions) > 1:
+            out.append(f"{release}: records of cuda-tile {', '.join(versions)} share this column "
+                       "(the newest decisive one wins; Python-side verdicts may differ between them)")
     if matrix.unattributed:
         out.append(f"not in the matrix (toolchain of mixed releases): {', '.join(matrix.unattributed)}")
     return out
