@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from tileproof.claims import core as claims
+from tileproof.claims import matrix
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims
 from tileproof.records import lessons
@@ -114,4 +115,7 @@ def run(args: argparse.Namespace) -> int:
     claim_lines = claims.status_lines(args.root, args.lessons or None)
     if len(claim_lines) > 1:
         print("\n" + "\n".join(claim_lines))
+    matrix_lines = matrix.status_lines(args.root, args.lessons or None)
+    if matrix_lines:
+        print("\nclaims per toolchain release:\n" + "\n".join(matrix_lines))
     return 0

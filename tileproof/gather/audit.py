@@ -29,9 +29,14 @@ from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.records import lessons, store
 from tileproof.records.errors import RecordError
-from tileproof.records.registry import UNSIGNED, RunnerRegistry, Verification, load_registry
 from tileproof.records.models import Record, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
+from tileproof.records.registry import (
+    UNSIGNED,
+    RunnerRegistry,
+    Verification,
+    load_registry,
+)
 
 RULES = registry.load()
 LESSONS = "lessons"

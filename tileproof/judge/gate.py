@@ -49,7 +49,13 @@ from tileproof.judge.perf_claims import decide as decide_perf
 from tileproof.records import release
 from tileproof.records.capability import MIN_CC, below_tile, cc_tuple, sm_of
 from tileproof.records.lessons import GATE_CHECK, UNKNOWN, program_list_digest
-from tileproof.records.models import Hardware, LessonFront, ResultRow, RunRecord, ToolchainProblem
+from tileproof.records.models import (
+    Hardware,
+    LessonFront,
+    ResultRow,
+    RunRecord,
+    ToolchainProblem,
+)
 from tileproof.records.parsers import parse_gpu_query
 
 Outcome = Literal[

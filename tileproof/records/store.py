@@ -42,7 +42,13 @@ from tileproof.records.models import (
     Record,
     Transcript,
 )
-from tileproof.records.registry import UNSIGNED, RunnerRegistry, Trust, Verification, verify
+from tileproof.records.registry import (
+    UNSIGNED,
+    RunnerRegistry,
+    Trust,
+    Verification,
+    verify,
+)
 
 RUNS = "runs"
 EVIDENCE = "evidence"
