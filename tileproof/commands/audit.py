@@ -13,12 +13,13 @@ so an audit never leaves a tracked file changed. Exit 1 when there is a finding.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from tileproof.gather.audit import REPORT_HTML, REPORT_MD, audit, paused_gc
-from tileproof.records import store
 from tileproof.judge.audit.result import AuditResult
+from tileproof.records import store
 from tileproof.report import junit, render, summary
 
 OutputKind = Literal["md", "html", "junit", "json"]

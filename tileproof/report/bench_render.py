@@ -11,12 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from tileproof.judge.audit.result import AuditResult
+from tileproof.judge.perf_claims import ClaimDecision
 from tileproof.report import svg
 from tileproof.report.bench_view import REGRESSION, BarChart, BenchView, HistorySeries, bench_views, history
 from tileproof.report.markup import a, badge, e, link, md, mdlink
 
 
-def perf_rows(result: AuditResult) -> list[tuple[str, object]]:
+def perf_rows(result: AuditResult) -> list[tuple[str, ClaimDecision]]:
     """(lesson id, ClaimDecision) for every performance claim of every lesson."""
     return [(lesson.id, c) for lesson in result.lessons for c in lesson.decision.perf]
 
@@ -50,8 +51,8 @@ def markdown(result: AuditResult, base: Path) -> list[str]:
         links = ", ".join(mdlink(label, link(result.root, base, p)) for label, p in v.links)
         flag = "" if v.counted else " ⚠ the audit found something against this record: not counted"
         out += [f"### {md(v.program)}: {md(v.run_id)}{flag}", "",
-                f"{md(v.gpu)}, {md(v.created)}, verdict {v.verdict}. Ceilings: {md('; '.join(v.ceilings) or '-')}. "
-                f"Files: {links}", ""]
+                (f"{md(v.gpu)}, {md(v.created)}, verdict {v.verdict}. Ceilings: {md('; '.join(v.ceilings) or '-')}. "
+                f"Files: {links}"), ""]
         out += [f"- {md(n)}" for n in v.notes] + ([""] if v.notes else [])
         charts = [*v.head_to_head, *v.sweeps]
         if not newest:
@@ -84,8 +85,8 @@ def _md_history(result: AuditResult) -> list[str]:
     if not series:
         return out + ["No case was measured in more than one bench record yet.", ""]
     regressed = [s for s in series if s.regressed]
-    out += [f"Each case across bench records, oldest first; a drop of more than {REGRESSION:.0%} from the "
-            f"previous record is marked ▼ ({len(regressed)} now).", "",
+    out += [(f"Each case across bench records, oldest first; a drop of more than {REGRESSION:.0%} from the "
+            f"previous record is marked ▼ ({len(regressed)} now)."), "",
             "| Program | Case | Metric | Values (oldest → newest) | Change |", "|---|---|---|---|---|"]
     for s in series:
         values = " → ".join(p.value_text for p in s.points)
@@ -114,10 +115,10 @@ def _html_view(v: BenchView, result: AuditResult, base: Path, newest: bool) -> l
 def html(result: AuditResult, base: Path) -> list[str]:
     views = bench_views(result.records, result.bad_records)
     out = ['<h2 id="bench">Bench</h2>',
-           '<p class="muted">Head to head: each course kernel and cuBLAS launched in turn, cycle by cycle; the bar is '
+           ('<p class="muted">Head to head: each course kernel and cuBLAS launched in turn, cycle by cycle; the bar is '
            "the median of the per-cycle rate as % of cuBLAS, the whiskers its quartiles, and the control is cuBLAS "
            "against a second copy of itself (how far from 100% the method alone puts a ratio). Tile sweep: every "
-           "tile configuration's rate; the dashed line is the GPU's ceiling or the device copy's bandwidth.</p>"]
+           "tile configuration's rate; the dashed line is the GPU's ceiling or the device copy's bandwidth.</p>")]
     if not views:
         out.append("<p>No bench records.</p>")
     for v, newest in zip(views, _newest_flags(views)):

@@ -13,8 +13,9 @@ each case key across bench records, oldest first, and marks a drop of more than
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Literal
+from typing import Literal
 
 from tileproof.records.models import BenchCase, BenchRecord, PairedRatio
 

@@ -11,8 +11,8 @@ file (``asserted``). A refuted claim that its document still asserts is marked
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from tileproof.claims.matrix import claim_matrix
 from tileproof.judge.audit.result import ClaimsFileToday
@@ -69,9 +69,9 @@ def claims_view(records: Iterable, claims_files: Mapping[str, ClaimsFileToday | 
     matrix = claim_matrix(sorted(claims, key=lambda r: (r.created, r.run_id)))
     deciding = latest(claims)
     order: list[tuple[str, str]] = []
-    for document, today in claims_files.items():
-        if isinstance(today, ClaimsFileToday):
-            order += [(document, cid) for cid in today.today.asserted]
+    for document, file in claims_files.items():
+        if isinstance(file, ClaimsFileToday):
+            order += [(document, cid) for cid in file.today.asserted]
     order += [k for k in matrix.cells if k not in order]
     rows = []
     for document, cid in order:

@@ -277,7 +277,7 @@ table{border-collapse:collapse;margin:6px 0 10px;width:100%}
 th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa;font-weight:600}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
-.v{display:inline-block;padding:1px 7px;border-radius:10px;font-weight:600;font-size:12px}
+.v{display:inline-block;padding:1px 7px;border-radius:10px;font-weight:600;font-size:12px;white-space:nowrap}
 .v-passed{background:#dafbe1;color:#116329}.v-failed,.v-error,.v-timeout{background:#ffebe9;color:#82071e}
 .v-gated,.v-no-gpu{background:#fff8c5;color:#7d4e00}.v-other{background:#eaeef2;color:#424a53}
 .flag{color:#cf222e;font-weight:700}.muted{color:#57606a;font-size:12px}

@@ -12,7 +12,7 @@ or a work tree reads ``(a path on the machine that ran it)``.
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 PATH_LISTS = frozenset({"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "LIBRARY_PATH", "CPATH", "MANPATH"})
 HIDDEN = "(a path on the machine that ran it)"

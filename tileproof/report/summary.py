@@ -16,7 +16,7 @@ from tileproof.report.bench_view import history
 from tileproof.report.claims_render import view_of
 from tileproof.report.lesson_view import lesson_rows, verdict_text
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION: Literal[1] = 1
 
 
 class FindingOut(Model):

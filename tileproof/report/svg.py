@@ -62,8 +62,8 @@ def bar_chart(chart: BarChart) -> str:
     def x(v: float) -> float:
         return LABEL_W + PLOT_W * max(v, 0.0) / top
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" aria-label="{_e(chart.title)}" {FONT} font-size="11">',
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" aria-label="{_e(chart.title)}" {FONT} font-size="11">'),
            f"<title>{_e(chart.title)}</title>"]
     plot_bottom = top_pad + n * ROW
     for t in ticks:
@@ -123,8 +123,8 @@ def history_chart(series: HistorySeries, width: int = 180, height: int = 44) -> 
     pts = [xy(i, v) for i, v in enumerate(values)]
     colour = "#cf222e" if series.regressed else "#4a78c2"
     label = f"{series.key}: {series.metric} over {n} bench records"
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="spark" role="img" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" aria-label="{_e(label)}" {FONT} font-size="9">',
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="spark" role="img" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" aria-label="{_e(label)}" {FONT} font-size="9">'),
            f"<title>{_e(label)}</title>",
            f'<rect x="0.5" y="0.5" width="{width - 1}" height="{height - 1}" fill="none" stroke="#eaeef2"/>']
     if n > 1:
