@@ -37,8 +37,11 @@ def _newest_flags(views: list[BenchView]) -> list[bool]:
 def _md_chart(chart: BarChart) -> list[str]:
     head = f"**{md(chart.title)}**" + (f" (whiskers: {md(chart.whiskers)})" if chart.whiskers else "")
     lines = "; ".join(md(line.label) for line in chart.lines)
-    out = [head + (f"; reference line: {lines}" if lines else ""), "", "| Case | Kind | Value |", "|---|---|---|"]
-    out += [f"| {md(b.label)} | {b.kind} | {md(b.value_text)} |" for b in chart.bars]
+    out = [head + (f"; reference line: {lines}" if lines else ""), "",
+           "| Case | Kind | Value | Whiskers |", "|---|---|---|---|"]
+    out += [f"| {md(b.label)} | {b.kind} | {md(b.value_text)} | "
+            + (f"{b.low:.1f} to {b.high:.1f}" if b.low is not None and b.high is not None else "-") + " |"
+            for b in chart.bars]
     return out + [""]
 
 

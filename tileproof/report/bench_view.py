@@ -123,6 +123,8 @@ def _sweep_bar(case: BenchCase, reference: bool) -> Bar | None:
     low = value * case.median_ms / case.max_ms if case.max_ms > 0 else None
     high = value * case.median_ms / case.min_ms if case.min_ms > 0 else None
     pct = f", {case.pct_of_reference:.0f}% of ref" if case.pct_of_reference is not None and not reference else ""
+    if unit == "GB/s" and case.pct_of_ceiling is not None:
+        pct += f", {case.pct_of_ceiling:.0f}% of copy"
     noisy = " noisy" if case.noisy else ""
     return Bar(case_label(case.key or f"{case.name}/{case.variant}/x"), "reference" if reference else "case",
                value, f"{value:.0f} {unit}{pct}{noisy}", low, high)
