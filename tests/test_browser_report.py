@@ -133,3 +133,14 @@ def test_the_report_in_headless_chromium(built, tmp_path):
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy(png, Path(keep) / "audit-committed-records.png")
+
+
+@needs_chromium
+def test_the_report_prints(built, tmp_path):
+    """Printed (the page's print CSS): a PDF of several pages, with no console message."""
+    pdf = tmp_path / "audit.pdf"
+    got = chromium("--no-pdf-header-footer", f"--print-to-pdf={pdf}", built.as_uri())
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert console_messages(got.stderr) == []
+    data = pdf.read_bytes()
+    assert data[:5] == b"%PDF-" and len(re.findall(rb"/Type\s*/Page\b", data)) > 3

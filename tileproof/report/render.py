@@ -295,6 +295,7 @@ table.claims td{font-size:12.5px}table.history td{vertical-align:middle}
 details{margin:6px 0 12px}summary{cursor:pointer;color:#0969da}
 @media print{
 body{margin:0;max-width:none;font-size:10.5px}
+code,.mono{font-size:9.5px}.muted,.why,table.claims td{font-size:9px}.v{font-size:9.5px}th,td{padding:2px 5px}
 a{color:inherit}h2{break-after:avoid}h3{break-after:avoid}
 tr,figure,svg,.blockers,.banner{break-inside:avoid}
 .banner,.v,tr.standout td,tr.regressed td,.blockers{-webkit-print-color-adjust:exact;print-color-adjust:exact}
