@@ -19,8 +19,8 @@ WATCHED = ("runs", "evidence")
 """Top-level folders whose committed files never change."""
 
 REGENERATED = frozenset({"evidence/AUDIT.md", "evidence/audit.html"})
-"""Watched files rewritten on purpose: the audit's own reports (``commands/audit.py``
-``REPORT_MD``/``REPORT_HTML``, which should take their names from here)."""
+"""Watched files rewritten on purpose: the audit's own reports (``gather.audit`` takes
+``REPORT_MD``/``REPORT_HTML`` and its orphan exemptions from here)."""
 
 HistoryStatus = Literal["checked", "no-history"]
 Problem = Literal["missing", "changed"]
