@@ -69,7 +69,8 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, lis
     checked = history.check_repository(root)
     if checked.findings:
         return 1, [f"{name}: not published: committed records or transcripts were deleted or edited; nothing changed:",
-                   *(f"  {file}: {rule}: {reason}" for file, rule, reason in history_rules.history_issues(checked))]
+                   *(f"  {file}: {rule}: {reason}" for file, rule, reason in history_rules.history_issues(checked)),
+                   *describe(decision.blockers)]
     note = [] if checked.status == "checked" else [f"history: NOT CHECKED ({checked.reason})"]
     if lesson.front.status == "published":
         edited = rederive.rederive_issues(lesson, decision)
