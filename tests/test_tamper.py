@@ -289,15 +289,22 @@ def signed_template(tmp_path_factory):
     root = tmp_path_factory.mktemp("signed") / "repo"
     root.mkdir()
     info = audit_tree.clean_tree(root)
-    for path in store.record_files(root):  # the same records, now signed by the registered runner
+    git(root, "init", "-q")
+    commit(root, "sources", "kernels")  # the commit the runner had checked out, clean
+    for path in store.record_files(root):  # the same records, at that commit, signed by the registered runner
         rec = store.load_record(path)
         path.unlink()
-        store.write_record(root, rec, RUNNER)
+        store.write_record(root, at_head(root, rec), RUNNER)
     write_registry(root, _signed_registry())
-    git(root, "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "signed records")
+    commit(root, "signed records")
     return root, info
+
+
+def at_head(root: Path, rec):
+    """The record as a runner on a clean checkout of HEAD writes it (``git.commit`` is checked)."""
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    return rec.model_copy(update={"git": rec.git.model_copy(update={"commit": head, "dirty": False})})
 
 
 @pytest.fixture
@@ -308,8 +315,8 @@ def signed_tree(signed_template, tmp_path):
     return copy, info
 
 
-def commit(root: Path, message: str) -> None:
-    git(root, "add", "-A")
+def commit(root: Path, message: str, *paths: str) -> None:
+    git(root, "add", *(paths or ("-A",)))
     git(root, "commit", "-q", "-m", message)
 
 
@@ -335,8 +342,8 @@ def fake_h200_softmax(root: Path, signer: signing.Signer | None) -> Path:
     env = audit_tree.environment(root, sid, which="H200")
     run = audit_tree.run_record(root, env, "kernels/softmax.py", checks=["softmax"], lessons=["02-softmax"],
                                 when=LATER + timedelta(seconds=10))
-    path = store.write_record(root, run, signer)
-    store.write_record(root, audit_tree.session_record(sid, [run], LATER + timedelta(minutes=1)), signer)
+    path = store.write_record(root, at_head(root, run), signer)
+    store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], LATER + timedelta(minutes=1))), signer)
     return path
 
 
@@ -450,7 +457,12 @@ claims:
 
 def refute_a_claim(root: Path) -> Path:
     """01-vector-add back to draft, asserting a claim that a signed claims record refutes."""
-    from tileproof.records.models import CLAIMS_SCHEMA_VERSION, ClaimResult, ClaimsRecord, ProbeKind
+    from tileproof.records.models import (
+        CLAIMS_SCHEMA_VERSION,
+        ClaimResult,
+        ClaimsRecord,
+        ProbeKind,
+    )
 
     lesson = lessons.load(root, "01-vector-add")
     rows = [r.model_copy(update={"result": "?", "run_id": None}) for r in lesson.front.results]
@@ -461,6 +473,7 @@ def refute_a_claim(root: Path) -> Path:
     (folder / "snippets").mkdir(parents=True)
     (folder / "snippets" / "k.py").write_text("# k\n")
     (folder / "01-vector-add.claims.yaml").write_text(CLAIMS)
+    commit(root, "a claim", "lessons")  # the claims run checks a committed snippet
     run = real_run()
     result = ClaimResult(id="adds", document="01-vector-add", statement="The kernel adds two vectors.",
                          check=[ProbeKind(role="check", kind="compile")], verdict="refuted",
@@ -469,7 +482,7 @@ def refute_a_claim(root: Path) -> Path:
                           created=LATER, tileproof_version="0", git=run.git, host=run.host,
                           toolchain=audit_tree.toolchain(), gpu=None,
                           claims_files=[store.digest(root, folder / "snippets" / "k.py")], results=[result])
-    return store.write_record(root, record, RUNNER)
+    return store.write_record(root, at_head(root, record), RUNNER)
 
 
 def test_cli_git_rm_of_the_refuting_claims_record(signed_tree, capsys):
@@ -534,3 +547,19 @@ def test_a_registry_cannot_loosen_the_policy(tmp_path):
     with pytest.raises(RecordError, match="policy"):
         load_registry(tmp_path)
     assert trust.effective("signed-only") == "signed-only" and trust.effective(None) == trust.POLICY
+
+
+def test_cli_record_claiming_a_commit_it_does_not_match(signed_tree, capsys):
+    """A record that says "clean at HEAD" while attesting a source HEAD does not hold, and one naming
+    a commit this repository never had: the commit is a claim the audit checks against history."""
+    root, info = signed_tree
+    (root / "kernels" / "softmax.py").write_text('"""Lesson program: row softmax."""\nprint("faster")\n')
+    path = fake_h200_softmax(root, RUNNER)  # signed by the registered runner: only the commit claim is false
+    other = store.write_record(root, info["compile"].model_copy(update={
+        "run_id": store.new_run_id("compile", LATER), "created": LATER,
+        "git": info["compile"].git.model_copy(update={"commit": "f" * 40})}), RUNNER)
+    commit(root, "softmax, faster")
+    code, out = audit_cmd(root, capsys)
+    assert code == 1, out
+    assert f"runs/{path.name}: record-commit-mismatch: kernels/softmax.py: the record attests sha256" in out
+    assert f"runs/{other.name}: record-commit-unknown: git.commit ffffffffffff is not in this repository" in out

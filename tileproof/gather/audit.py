@@ -29,16 +29,16 @@ from tileproof.gather.tree import Tree
 from tileproof.judge import trust
 from tileproof.judge.audit import registry
 from tileproof.judge.audit.result import AuditResult, Finding, LessonAudit
-from tileproof.judge.audit.rules import evidence, files, rederive, sessions
+from tileproof.judge.audit.rules import commits, evidence, files, rederive, sessions
 from tileproof.judge.audit.rules import history as history_rules
 from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.records import lessons, store
 from tileproof.records.errors import RecordError
+from tileproof.records.history import REGENERATED, NoHistory
 from tileproof.records.models import Record, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
-from tileproof.records.history import REGENERATED
 from tileproof.records.registry import (
     UNSIGNED,
     RunnerRegistry,
@@ -199,11 +199,23 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
     lesson_audits = _lessons(root, Tree.of(root, examined), add)
     checked = history.check_repository(root)
     findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_rules.history_issues(checked)]
+    if checked.status == "checked":
+        _commit_claims(root, records, add)
     findings.sort()
     flagged |= {f.file[len(store.RUNS) + 1:] for f in findings if f.file.startswith(f"{store.RUNS}/")}
     return AuditResult(root=root, findings=findings, records=[rec for _, rec in records], lessons=lesson_audits,
                        evidence_files=evidence_files, evidence_bytes=evidence_bytes,
                        record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked)
+
+
+def _commit_claims(root: Path, records, add) -> None:
+    """Each record's ``git.commit`` checked against history (``judge.audit.rules.commits``)."""
+    found = history.at_commits(root, *commits.wanted(rec for _, rec in records))
+    if isinstance(found, NoHistory):
+        return
+    for name, rec in records:
+        for rule_id, reason in commits.commit_issues(rec, found):
+            add(Finding(f"{store.RUNS}/{name}", rule_id, reason))
 
 
 def _orphans(root: Path, names, disk, refs_of, raw_refs, outputs, add) -> tuple[int, int]:

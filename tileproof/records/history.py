@@ -68,6 +68,16 @@ class HistoryFinding:
 
 
 @dataclass(frozen=True)
+class AtCommits:
+    """What the git reader found at the commits records name (``runner.history.at_commits``)."""
+
+    known: Mapping[str, bool]
+    """Commit → whether it is in this repository's history."""
+    sha256: Mapping[tuple[str, str], str | None]
+    """(commit, path) → sha256 of the path's content at that commit; None when it has no such file."""
+
+
+@dataclass(frozen=True)
 class HistoryReport:
     status: HistoryStatus
     reason: str

@@ -25,6 +25,6 @@ def history_issues(report: HistoryReport) -> list[tuple[str, str, str]]:
     for f in report.findings:
         what = "deleted" if f.problem == "missing" else "edited"
         out.append((f.path, RULE_OF[f.problem],
-                    f"{what} after commit {f.commit[:12]}, which first added it; records and transcripts are never "
-                    f"deleted or edited (fix: git checkout {f.commit[:12]} -- {f.path})"))
+                    (f"{what} after commit {f.commit[:12]}, which first added it; records and transcripts are never "
+                     f"deleted or edited (fix: git checkout {f.commit[:12]} -- {f.path})")))
     return out
