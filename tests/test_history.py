@@ -211,3 +211,11 @@ def test_commit_claims_are_checked(repo):
     assert got == {"clean": [], "edited": [commits.MISMATCH], "dirty": [], "unknown": [commits.UNKNOWN], "none": []}
     (why,) = [w for _, w in commits.commit_issues(cases["edited"], found)]
     assert why.startswith("kernels/k.py: the record attests sha256 111111111111… and says the tree was clean at")
+
+
+def test_the_audits_report_names_come_from_the_history_exemptions():
+    """One list: the reports the audit writes into evidence/ are exactly the files history exempts."""
+    from tileproof.gather import audit
+
+    assert set(audit.COMMITTED_REPORTS) == set(REGENERATED)
+    assert {f"evidence/{audit.REPORT_MD}", f"evidence/{audit.REPORT_HTML}"} == set(REGENERATED)

@@ -533,8 +533,20 @@ def test_audit_without_history_is_not_a_pass(signed_tree, capsys):
     shutil.rmtree(root / ".git")
     code, out = audit_cmd(root, capsys)
     assert code == 1 and "0 findings" in out and "history: NOT CHECKED" in out and "not a git checkout" in out
-    code, out = cli(capsys, "audit", "--allow-no-history", "--root", str(root))
+    report = root.parent / "AUDIT.md"
+    code, out = cli(capsys, "audit", "--allow-no-history", "--root", str(root), "--md", str(report))
     assert code == 0 and "history: NOT CHECKED" in out
+    assert "history: NOT CHECKED" in report.read_text().splitlines()[2], "the report's headline says so too"
+
+
+def test_cli_transcript_edited_and_committed(signed_tree, capsys):
+    """A committed transcript rewritten in a later commit: the history names the transcript."""
+    root, info = signed_tree
+    stdout = info["run"].step.stdout.path
+    (root / stdout).write_text("every check passed\n")
+    commit(root, "tidy a transcript")
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and f"{stdout}: history-changed: edited after commit" in out, out
 
 
 def test_a_registry_cannot_loosen_the_policy(tmp_path):
