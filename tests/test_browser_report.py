@@ -84,7 +84,7 @@ def console_messages(stderr: str) -> list[str]:
 def built(tmp_path_factory):
     """The report of the committed records, written into a folder outside the repository."""
     out = tmp_path_factory.mktemp("report")
-    assert main(["audit", "--root", str(REPO), "--report-dir", str(out)]) == 0
+    assert main(["audit", "--allow-no-history", "--root", str(REPO), "--report-dir", str(out)]) == 0
     return out / "audit.html"
 
 

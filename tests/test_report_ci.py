@@ -38,14 +38,14 @@ def _expected_rows(result) -> int:
 
 def test_junit_of_the_committed_records(tmp_path, capsys):
     out = tmp_path / "audit.xml"
-    assert main(["audit", "--root", str(REPO), "--junit", str(out), "--json", str(tmp_path / "a.json")]) == 0
+    assert main(["audit", "--allow-no-history", "--root", str(REPO), "--junit", str(out), "--json", str(tmp_path / "a.json")]) == 0
     result = audit.audit(REPO)
     suites = _suites(out)
     assert set(suites) == {"lessons", "claims", "audit-rules"}
     assert len(list(suites["lessons"])) == _expected_rows(result) > 0
     claims = view_of(result)
     assert len(list(suites["claims"])) == len(claims.rows) > 0
-    assert len(list(suites["audit-rules"])) == len(load_rules())
+    assert len(list(suites["audit-rules"])) == len(load_rules()) + 1  # and the git-history case
     # Failures: the refuted claims still asserted; no audit rule fails on a clean tree.
     failed = [c.name for c in suites["claims"] if any(isinstance(r, junitparser.Failure) for r in c.result)]
     assert sorted(failed) == sorted(f"{r.document}/{r.claim_id}" for r in claims.standing_out)
@@ -61,13 +61,16 @@ def test_junit_failures_for_findings_and_blocked_rows(tmp_path):
     (tmp_path / info["run"].step.stdout.path).write_text("changed\n")
     (tmp_path / "kernels" / "vector_add.py").write_text('"""Changed after the run."""\n')
     out = tmp_path / "junit.xml"
-    assert main(["audit", "--root", str(tmp_path), "--junit", str(out)]) == 1
+    assert main(["audit", "--allow-no-history", "--root", str(tmp_path), "--junit", str(out)]) == 1
     result = audit.audit(tmp_path)
     suites = _suites(out)
     rules = {c.name: c for c in suites["audit-rules"]}
     for f in result.findings:
         failure = next(r for r in rules[f.rule].result if isinstance(r, junitparser.Failure))
         assert f.file in failure.text
+    # The test tree has no git history: the audit could not check it, and the JUnit says so.
+    assert not result.history_checked
+    assert any(isinstance(r, junitparser.Failure) and "NOT CHECKED" in r.message for r in rules["git-history"].result)
     blocked = [c for c in suites["lessons"] if any(isinstance(r, junitparser.Failure) for r in c.result)]
     expected = [r for lesson in result.lessons for r in lesson.decision.rows if r.blocks]
     assert len(blocked) == len(expected) > 0
@@ -76,13 +79,14 @@ def test_junit_failures_for_findings_and_blocked_rows(tmp_path):
 
 def test_json_summary_validates_and_matches_the_audit(tmp_path):
     out = tmp_path / "summary.json"
-    assert main(["audit", "--root", str(REPO), "--json", str(out)]) == 0
+    assert main(["audit", "--allow-no-history", "--root", str(REPO), "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     summary = AuditSummary.model_validate(data)
     schema = json.loads((REPO / "schema" / "audit-summary.v1.schema.json").read_text())
     assert set(schema["required"]) <= set(data)
     result = audit.audit(REPO)
     assert summary.passed and summary.records == len(result.records)
+    assert summary.history_checked == result.history_checked and summary.history_line == result.history_line()
     assert [lesson.id for lesson in summary.lessons] == [lesson.id for lesson in result.lessons]
     assert sum(c.refuted_and_asserted for c in summary.claims) == len(view_of(result).standing_out)
     controls = [p for b in summary.bench for p in b.head_to_head if p.control]
@@ -93,5 +97,5 @@ def test_json_summary_validates_and_matches_the_audit(tmp_path):
 @pytest.mark.parametrize("flag", ["--junit", "--json"])
 def test_no_write_writes_nothing(tmp_path, flag):
     out = tmp_path / "x"
-    assert main(["audit", "--root", str(REPO), flag, str(out), "--no-write"]) == 0
+    assert main(["audit", "--allow-no-history", "--root", str(REPO), flag, str(out), "--no-write"]) == 0
     assert not out.exists()

@@ -5,7 +5,8 @@ a failure when it blocks publishing, skipped when an optional row lacks evidence
 ``claims`` (every claim of ``report.claims_view``: a failure when refuted and still
 asserted, skipped when no release decided it, an error when its check could not run),
 ``audit-rules`` (every registered rule, plus any rule a finding names that is not
-registered: a failure listing that rule's findings). Written with the standard
+registered: a failure listing that rule's findings; and one case ``git-history``, a
+failure when the history could not be checked, as the audit's exit status says). Written with the standard
 library's ``xml.etree`` (tests read it back with an independent parser).
 """
 
@@ -84,6 +85,8 @@ def _rules(result: AuditResult) -> _Suite:
             suite.case(rule, "audit.rules", "failure", f"{len(found)} finding{'s' * (len(found) != 1)}", "\n".join(found))
         else:
             suite.case(rule, "audit.rules")
+    suite.case("git-history", "audit.history", None if result.history_checked else "failure",
+               result.history_line())
     return suite
 
 

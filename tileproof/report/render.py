@@ -162,7 +162,7 @@ def headline(result: AuditResult) -> str:
     what = ", ".join(f"{rule} {k}" for rule, k in sorted(rules.items()))
     return (f"FAILED: {plural(n, 'finding')} ({what})" if n else "PASSED: no findings") + (
         f" in {plural(len(result.records), 'record')}, {plural(result.evidence_files, 'evidence file')}, "
-        f"{plural(len(result.lessons), 'lesson')}")
+        f"{plural(len(result.lessons), 'lesson')}; {result.history_line()}")
 
 
 def _env_summary(env: Environment) -> dict[str, str]:

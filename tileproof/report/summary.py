@@ -106,7 +106,11 @@ class AuditSummary(Model):
 
     summary_version: Literal[1]
     passed: bool
-    """True when the audit has no finding (its exit status is 0)."""
+    """True when the audit has no finding (with ``history_checked``, its exit status is 0)."""
+    history_checked: bool
+    """Whether the git-history check ran (a tree without history cannot be checked)."""
+    history_line: str
+    """``history: checked (...)`` or ``history: NOT CHECKED (why)``."""
     records: int
     evidence_files: int
     findings: list[FindingOut]
@@ -144,7 +148,8 @@ def summary(result: AuditResult) -> AuditSummary:
     hist = [HistoryOut(program=s.program, case=s.key, metric=s.metric, run_ids=[p.run_id for p in s.points],
                        values=[p.value for p in s.points], regressed=s.regressed)
             for s in history(result.records, result.bad_records)]
-    return AuditSummary(summary_version=SUMMARY_VERSION, passed=result.ok, records=len(result.records),
+    return AuditSummary(summary_version=SUMMARY_VERSION, passed=result.ok, history_checked=result.history_checked,
+                        history_line=result.history_line(), records=len(result.records),
                         evidence_files=result.evidence_files,
                         findings=[FindingOut(file=f.file, rule=f.rule, reason=f.reason) for f in result.findings],
                         lessons=lessons, claims=claims, bench=bench, history=hist)
