@@ -238,3 +238,17 @@ def replace_records(result, records):
     from dataclasses import replace
 
     return replace(result, records=records)
+
+
+def test_a_record_that_does_not_count_is_named_with_why(tmp_path):
+    info = audit_tree.clean_tree(tmp_path)
+    path = tmp_path / "runs" / f"{info['run'].run_id}.json"
+    path.write_text(path.read_text().replace('"reason": "', '"reason": "edited after writing: ', 1))
+    result = audit.audit(tmp_path)
+    assert any(f.rule.startswith("record-seal") or "seal" in f.rule for f in result.findings)
+    lesson = next(lesson for lesson in result.lessons if lesson.id == "01-vector-add")
+    row = lesson.decision.rows[0]
+    assert info["run"].run_id in row.ignored
+    md = render.render_markdown(result, tmp_path / "evidence")
+    shown = next(r for r in lesson_rows(lesson) if r.program == row.row.program)
+    assert f"seal broken: {info['run'].run_id}" in shown.why and shown.why in md.replace("\\|", "|")
