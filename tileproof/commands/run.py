@@ -57,6 +57,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", type=int, default=0, metavar="N", help="GPU index (default 0)")
     parser.add_argument("--timeout", type=float, default=900.0, metavar="S", help="per-program timeout in seconds")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    parser.add_argument("--record-no-gpu", action="store_true",
+                        help="without a usable GPU, still run each program's gate and record the no-gpu runs "
+                             "(default: say so in one line, exit 1, write nothing)")
+
+
+def no_gpu_reason(device: int, env: dict[str, str]) -> str | None:
+    """Why GPU ``device`` is not usable here, or None; writes nothing (a quick look before a session)."""
+    if shutil.which("nvidia-smi", path=env.get("PATH")) is None:
+        return "nvidia-smi not found: no NVIDIA driver on this machine"
+    try:
+        query = subprocess.run(GPU_QUERY_ARGV, capture_output=True, text=True, env=env, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"nvidia-smi did not answer ({e})"
+    if not any(r["index"] == device for r in parse_gpu_query(query.stdout)) or query.returncode != 0:
+        return f"nvidia-smi lists no GPU {device} (exit {query.returncode})"
+    return None
 
 
 def select(root: Path, lesson_ids: list[str], names: list[str]) -> tuple[list[Path], dict[str, list]]:
@@ -131,6 +147,11 @@ def run(args: argparse.Namespace) -> int:
     chosen, all_lessons = select(root, args.lessons, args.program)
     if not chosen:
         raise TileproofError("no programs selected (fix: name a lesson with programs, or drop --program)")
+    if not args.record_no_gpu:
+        absent = no_gpu_reason(args.device, dict(os.environ))
+        if absent:
+            print(f"run: no usable GPU: {absent}; nothing run or recorded (--record-no-gpu records the gates)")
+            return 1
     session_id = new_run_id("session")
     env = child_env(args.device)
     with ThreadPoolExecutor(max_workers=2) as pool:  # pip freeze runs while the GPU is probed
