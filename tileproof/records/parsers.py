@@ -7,6 +7,7 @@ record's own transcripts, and capture uses them when a record is written.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
 from urllib.parse import unquote, urlsplit
@@ -56,8 +57,12 @@ def parse_pip_freeze(text: str) -> dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _pinned(line: str) -> tuple[str, str] | None:
-    """(canonical name, version) of one ``name==version`` or ``name @ ...whl`` line."""
+    """(canonical name, version) of one ``name==version`` or ``name @ ...whl`` line.
+
+    Cached: the sessions of a tree share most lines, and the audit reads every freeze.
+    """
     try:
         req = Requirement(line)
     except InvalidRequirement:
