@@ -82,8 +82,11 @@ def readme_commands(root: Path, env: dict, label: str) -> float:
 
 
 def du(paths: list[Path]) -> int:
-    proc = subprocess.run(["du", "-sbc", *map(str, paths)], capture_output=True, text=True, check=True)
-    return int(proc.stdout.strip().splitlines()[-1].split()[0])
+    """Bytes on disk under ``paths``, one ``du`` so a hard-linked file counts once."""
+    proc = subprocess.run(["du", "-skc", *map(str, paths)], capture_output=True, text=True)
+    if proc.stderr.strip():
+        print(f"  (du: {proc.stderr.strip().splitlines()[0]})")
+    return int(proc.stdout.strip().splitlines()[-1].split()[0]) * 1024
 
 
 def main() -> int:
@@ -100,11 +103,13 @@ def main() -> int:
 
         print("1. fresh clone, empty package caches (downloads from PyPI):")
         cold = readme_commands(clone(tmp, "cold"), env, "cold")
+        print(f"   (load average {os.getloadavg()[0]:.1f})")
         print("2. fresh clone, warm package caches:")
         warm_root = clone(tmp, "warm")
         warm = readme_commands(warm_root, env, "warm")
         shutil.rmtree(tmp / "cold")
 
+        print(f"   (load average {os.getloadavg()[0]:.1f})")
         print("3. light sessions in the warm clone: first run, then 3 reruns (and 3 with -R)")
         wenv = {**env, "PATH": f"{warm_root / '.nox-tool' / 'bin'}:{env['PATH']}"}
         worst = 0.0
@@ -126,6 +131,7 @@ def main() -> int:
         print(f"  size after every session ran once: .nox/ + .nox-tool/ + uv cache + pip cache = {size / 2**30:.2f} GiB "
               f"(.nox/ alone, its hard links to the cache counted: {nox_only / 2**30:.2f} GiB)")
 
+        print(f"   (load average {os.getloadavg()[0]:.1f})")
         print("4. cold compile of every default target in a fresh clone (tileproof's process alone):")
         third = clone(tmp, "compile")
         timed("nox --install-only -s compile", third, wenv)
