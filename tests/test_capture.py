@@ -73,3 +73,8 @@ def test_installed_packages_are_keyed_by_canonical_name():
     pk = installed_packages()
     assert pk and all(canonicalize_name(name) == name for name in pk)
     assert "pydantic-core" in pk and "typing-extensions" in pk
+
+
+def test_a_redacted_direct_reference_is_skipped_not_fatal():
+    text = "mypkg @ git+https://[REDACTED:url-userinfo]@github.com/o/mypkg.git@0123abc\nnumpy==2.4.6\n"
+    assert parse_pip_freeze(text) == {"numpy": "2.4.6"}

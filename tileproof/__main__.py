@@ -9,11 +9,12 @@ them.
 
 Output convention, for every command:
 
-- stdout is for results; the LAST line a command prints is one summary line
-  ``<command>: <what happened>`` (for example ``compile: up to date (84
-  artifacts cached, 0 compiler calls)`` or ``schema: 0 written, 8 up to date``),
-  printed whether the command succeeded or not, and its exit status is the
-  verdict (0 good, 1 a negative result, 2 bad input or a broken tree);
+- a command ends with one summary line ``<command>: <what happened>`` (for
+  example ``compile: up to date (84 artifacts cached, 0 compiler calls)`` or
+  ``schema: 0 written, 8 up to date``), printed whether it succeeded or not: the
+  last line on stdout, or on stderr where stdout carries only data meant for a
+  pipe (``lint-kernels``' findings); its exit status is the verdict (0 good, 1 a
+  negative result, 2 bad input or a broken tree);
 - stderr gets ``tileproof <command>: <problem>`` when a command cannot go on;
 - a closed stdout (``tileproof lint-kernels --list-rules | head``) ends the
   command quietly with status 141 (128 + SIGPIPE), as other Unix tools do; what
@@ -35,10 +36,10 @@ COMMANDS = {
     "publish": ("tileproof.commands.publish", "flip a lesson to published when its evidence allows"),
     "status": ("tileproof.commands.status", "lesson x program x newest evidence"),
     "audit": ("tileproof.commands.audit", "check every record, transcript and published lesson"),
-    "bench": ("tileproof.bench.core", "time the course kernels against cuBLAS/cupy on this GPU; bench record"),
-    "claims": ("tileproof.claims.core", "check every claim of the shipped documents; claims record"),
+    "bench": ("tileproof.commands.bench", "time the course kernels against cuBLAS/cupy on this GPU; bench record"),
+    "claims": ("tileproof.commands.claims", "check every claim of the shipped documents; claims record"),
     "schema": ("tileproof.commands.schema", "regenerate schema/ and cpp/tolerances.h"),
-    "lint-kernels": ("tileproof.lint.engine", "static checks for known cuTile mistakes"),
+    "lint-kernels": ("tileproof.commands.lint", "static checks for known cuTile mistakes"),
 }
 
 SIGPIPE_STATUS = 141

@@ -21,7 +21,7 @@ SCHEMAS = {
     f"run-record.v{models.SCHEMA_VERSION}.schema.json": models.RunRecord,
     f"session-record.v{models.SCHEMA_VERSION}.schema.json": models.SessionRecord,
     f"bench-record.v{models.SCHEMA_VERSION}.schema.json": models.BenchRecord,
-    f"claims-record.v{models.SCHEMA_VERSION}.schema.json": models.ClaimsRecord,
+    f"claims-record.v{models.CLAIMS_SCHEMA_VERSION}.schema.json": models.ClaimsRecord,  # reads v1 too
     f"check-report.v{models.REPORT_VERSION}.schema.json": models.CheckReport,
     f"lesson.v{models.LESSON_VERSION}.schema.json": models.LessonFront,
 }

@@ -12,8 +12,8 @@ import io
 import re
 from urllib.parse import unquote, urlsplit
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 GPU_QUERY_FIELDS = (
     "index",
@@ -65,14 +65,14 @@ def _pinned(line: str) -> tuple[str, str] | None:
     """
     try:
         req = Requirement(line)
-    except InvalidRequirement:
+    except ValueError:  # InvalidRequirement, or a URL packaging cannot read (a redacted host)
         return None
     name = canonicalize_name(req.name)
     if req.url:
-        wheel = unquote(urlsplit(req.url).path).rsplit("/", 1)[-1]
         try:
+            wheel = unquote(urlsplit(req.url).path).rsplit("/", 1)[-1]
             return name, str(parse_wheel_filename(wheel)[1])
-        except InvalidWheelFilename:
+        except ValueError:  # InvalidWheelFilename (not a wheel), or a URL urllib cannot split
             return None
     pins = [s for s in req.specifier if s.operator in ("==", "===")]
     if len(pins) != 1:

@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import TypeAdapter, ValidationError
 
 from tileproof.records.errors import RecordError, TileproofError
-from tileproof.records.models import SCHEMA_VERSION, FileDigest, Record, Transcript
+from tileproof.records.models import READABLE_VERSIONS, SCHEMA_VERSION, FileDigest, Record, Transcript
 
 RUNS = "runs"
 EVIDENCE = "evidence"
@@ -131,9 +131,11 @@ def load_record(path: Path):
     if not isinstance(raw, dict):
         raise RecordError(path, "", "expected a JSON object", "restore it from git")
     version = raw.get("schema_version")
-    if version != SCHEMA_VERSION:
+    kind = raw.get("kind")
+    readable = READABLE_VERSIONS.get(kind, (SCHEMA_VERSION,)) if isinstance(kind, str) else (SCHEMA_VERSION,)
+    if version not in readable:
         raise RecordError(
-            path, "schema_version", f"has version {version!r}; this tileproof reads {SCHEMA_VERSION}",
+            path, "schema_version", f"has version {version!r}; this tileproof reads {' or '.join(map(str, readable))}",
             "upgrade tileproof (pip install -U tileproof) or restore the record from git",
         )
     try:
