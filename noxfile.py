@@ -4,7 +4,7 @@ Environments: uv builds them where it is installed (``pip install 'nox[uv]'``),
 else venv; they are kept between runs (``nox -R`` also skips the install step).
 Every install uses ``constraints.txt``, the lock (``nox -s lock`` rewrites it
 from pyproject.toml). The light sessions (status, publish, audit, schema,
-lint-kernels) share ONE small environment, built by the ``light`` session they
+lint-kernels, keygen) share ONE small environment, built by the ``light`` session they
 require; compile, tests, claims and the GPU sessions each keep their own, with
 the toolchain hard-linked from uv's cache.
 
@@ -152,6 +152,12 @@ def audit(session):
 def schema(session):
     """Regenerate schema/ and cpp/tolerances.h from their single sources."""
     light_tileproof(session, "schema")
+
+
+@nox.session(python=False, requires=["light"])
+def keygen(session):
+    """Make this runner's signing key outside the repository (nox -s keygen -- [--key PATH] [--owner NAME])."""
+    light_tileproof(session, "keygen")
 
 
 @nox.session(name="lint-kernels", python=False, requires=["light"])

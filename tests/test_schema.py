@@ -27,4 +27,4 @@ def test_every_schema_names_its_dialect_and_itself():
         assert committed["$schema"] == GenerateJsonSchema.schema_dialect, path
         assert committed["$id"].endswith(path.name) and committed["$id"].startswith("urn:tileproof:"), path
         ids.add(committed["$id"])
-    assert len(ids) == len([p for p in rendered(REPO) if p.suffix == ".json"]) == 7
+    assert len(ids) == len([p for p in rendered(REPO) if p.suffix == ".json"])

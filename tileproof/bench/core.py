@@ -50,7 +50,14 @@ from tileproof.records.models import (
     Transcript,
     Verdict,
 )
-from tileproof.records.store import digest, header, new_run_id, write_evidence, write_record
+from tileproof.records.signing import Signer
+from tileproof.records.store import (
+    digest,
+    header,
+    new_run_id,
+    write_evidence,
+    write_record,
+)
 from tileproof.runner.capture import probe
 from tileproof.runner.execute import Outcome, run_program
 
@@ -305,6 +312,7 @@ class Session:
     quick: bool
     timeout: float
     cap: int
+    signer: Signer | None = None
 
 
 def _read_results(raw: bytes | None, outcome: Outcome) -> tuple[Verdict, str, tuple]:
@@ -354,7 +362,7 @@ def bench_one(s: Session, program: Path) -> BenchRecord:
         gpu_before=before, gpu_after=after, cases=cases, ceilings=ceilings, repeat_spread=repeat_spread,
         head_to_head=paired, verdict=verdict, reason=reason,
     )
-    write_record(s.root, record)
+    write_record(s.root, record, s.signer)
     print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)
     if cases:
         print("\n".join(summary(cases, repeat_spread, ceilings, paired)), flush=True)

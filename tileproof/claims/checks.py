@@ -38,6 +38,10 @@ from tileproof.claims.spec import Check, Expected, FlagChange
 from tileproof.records.errors import TileproofError, ToolchainError
 from tileproof.records.models import GpuFacts, ProbeRole, Step, Toolchain, Transcript
 from tileproof.records.store import sha256_file
+from tileproof.runner.capture import gpu_facts, runtime_toolchain
+from tileproof.runner.capture import tools as find_tools
+from tileproof.runner.environment import child_env
+from tileproof.runner.step import run_step
 from tileproof.toolchain.build import (
     _DECL,
     export_argv,
@@ -46,10 +50,6 @@ from tileproof.toolchain.build import (
     nvcc_argv,
     parse_res_usage,
 )
-from tileproof.runner.capture import gpu_facts, runtime_toolchain
-from tileproof.runner.capture import tools as find_tools
-from tileproof.runner.environment import child_env
-from tileproof.runner.step import run_step
 from tileproof.toolchain.diagnose import diagnose
 from tileproof.toolchain.find import Tools
 

@@ -13,8 +13,15 @@ from pathlib import Path
 
 from tileproof.bench.core import BENCH_DIR, Session, bench_one, select
 from tileproof.records.errors import TileproofError
+from tileproof.records.signing import signer_from_env
 from tileproof.records.store import new_run_id
-from tileproof.runner.capture import environment, git_state, host_facts, runtime_toolchain, session_start
+from tileproof.runner.capture import (
+    environment,
+    git_state,
+    host_facts,
+    runtime_toolchain,
+    session_start,
+)
 from tileproof.runner.environment import child_env
 from tileproof.runner.process import add_output_cap, install_signal_handlers, output_cap
 
@@ -34,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     root = args.root.resolve()
+    signer = signer_from_env(root)
     cap = output_cap(args.output_cap)
     chosen = select(root, args.program)
     if not chosen:
@@ -49,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"bench: no usable GPU: {gpu.no_gpu}; each program's own gate is recorded and the bench fails")
     session = Session(root=root, environment=environment(root, env_id, gpu, frozen, runtime_toolchain(None), env),
                       gpu=gpu.gpu, git=git_state(root), host=host_facts(), env=env, quick=args.quick,
-                      timeout=args.timeout, cap=cap)
+                      timeout=args.timeout, cap=cap, signer=signer)
     verdicts = []
     try:
         verdicts = [bench_one(session, program).verdict for program in chosen]

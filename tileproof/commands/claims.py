@@ -36,6 +36,7 @@ from tileproof.records.models import (
     ClaimsRecord,
     ProbeRole,
 )
+from tileproof.records.signing import signer_from_env
 from tileproof.records.store import digest, header, new_run_id, rel, write_record
 from tileproof.runner.capture import git_state, host_facts
 
@@ -65,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Check the selected claims and write one claims record; 1 when a check could not run."""
     root = args.root.resolve()
+    signer = signer_from_env(root)
     files = load_all(root, args.document)
     if not files:
         raise TileproofError(f"no claims files under {root / CLAIMS_DIR} (fix: add lessons/claims/<id>{SUFFIX})")
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         result = claim_result(f, c, [outcomes[id(t)] for t in tasks if t[0] is f and t[1] is c])
         results.append(result)
         print(f"{result.verdict:17}  {f.spec.document}/{c.id}  {result.why}", flush=True)
-    path = write_record(root, _record(root, run_id, here, files, results))
+    path = write_record(root, _record(root, run_id, here, files, results), signer)
     return _summary(root, path, results)
 
 

@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from tileproof.records.signing import signer_from_env
 from tileproof.runner.builds import compile_programs, kernel_index
 from tileproof.runner.capture import tools as find_tools
 from tileproof.runner.process import install_signal_handlers
@@ -29,10 +30,11 @@ def targets_from(args_arch: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     root = args.root.resolve()
+    signer = signer_from_env(root)  # before any build: a bad key must not leave builds without a record
     targets = targets_from(args.arch)
     tools = find_tools(args.system_nvcc, cache_file=root / BUILD_DIR / "tool-versions.json")
     require_coherent(tools)
     cpp = programs(root, "cpp")
     py = kernel_index(root, programs(root, "kernels"))
-    record = compile_programs(root, tools, targets, cpp, py, args.jobs)
+    record = compile_programs(root, tools, targets, cpp, py, args.jobs, signer)
     return 0 if record is None or record.passed else 1

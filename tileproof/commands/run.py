@@ -17,8 +17,15 @@ from pathlib import Path
 from tileproof.records import lessons
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import FileDigest, RunRecord, SessionRecord
-from tileproof.records.store import digest, header, new_run_id, sha256_file, write_record
 from tileproof.records.parsers import parse_gpu_query
+from tileproof.records.signing import signer_from_env
+from tileproof.records.store import (
+    digest,
+    header,
+    new_run_id,
+    sha256_file,
+    write_record,
+)
 from tileproof.runner.capture import (
     GPU_QUERY_ARGV,
     environment,
@@ -102,6 +109,7 @@ def program_argv(root: Path, program: Path, binaries: dict, target: str) -> tupl
 def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     root = args.root.resolve()
+    signer = signer_from_env(root)  # before any work: a bad key must not leave runs without records
     cap = output_cap(args.output_cap)
     chosen, all_lessons = select(root, args.lessons, args.program)
     if not chosen:
@@ -145,14 +153,14 @@ def run(args: argparse.Namespace) -> int:
             lesson_programs={i: lessons.program_list_digest(all_lessons[i].front) for i in in_lessons},
             sources=[digest(root, p) for p in [*dependencies(program), *lesson_files]], binary=binary,
             step=outcome.step, report=outcome.report, report_file=outcome.report_file, verdict=verdict, reason=reason,
-        ))
+        ), signer)
         run_ids.append(run_id)
         counts[verdict] += 1
         cut += bool(outcome.step.stdout_cut or outcome.step.stderr_cut)
         redacted += sum(outcome.step.redactions.values())
         print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)
     write_record(root, SessionRecord(**header(session_id, git, host), kind="session", session_id=session_id,
-                                     runs=run_ids, verdict_counts=dict(counts)))
+                                     runs=run_ids, verdict_counts=dict(counts)), signer)
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
     extras = (f"; {cut} transcript(s) cut at {cap} bytes" if cut else "") + \
         (f"; {redacted} credential(s) redacted" if redacted else "")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic.json_schema import GenerateJsonSchema
 
-from tileproof.records import models
+from tileproof.records import models, registry, signing
 from tileproof.records.tolerances import load_table, render_cpp_header
 
 SCHEMAS = {
@@ -24,6 +24,9 @@ SCHEMAS = {
     f"claims-record.v{models.CLAIMS_SCHEMA_VERSION}.schema.json": models.ClaimsRecord,  # reads v1 too
     f"check-report.v{models.REPORT_VERSION}.schema.json": models.CheckReport,
     f"lesson.v{models.LESSON_VERSION}.schema.json": models.LessonFront,
+    f"runner-registry.v{registry.REGISTRY_VERSION}.schema.json": registry.RunnerRegistry,
+    "signed-record.v1.schema.json": signing.Envelope,
+    "record-statement.v1.schema.json": signing.Statement,
 }
 CPP_HEADER = Path("cpp") / "tolerances.h"
 ID_PREFIX = "urn:tileproof:schema:"

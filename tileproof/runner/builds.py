@@ -17,12 +17,27 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from tileproof.records.models import BuildResult, CompileRecord, Step
-from tileproof.records.store import digest, header, new_run_id, sha256_file, write_record
+from tileproof.records.signing import Signer
+from tileproof.records.store import (
+    digest,
+    header,
+    new_run_id,
+    sha256_file,
+    write_record,
+)
 from tileproof.runner.capture import git_state, host_facts
 from tileproof.runner.environment import child_env
 from tileproof.runner.step import run_step
 from tileproof.toolchain.aot import declared_kernels
-from tileproof.toolchain.build import BUILD_DIR, cached, dependencies, execute, header_path, inventory, plan
+from tileproof.toolchain.build import (
+    BUILD_DIR,
+    cached,
+    dependencies,
+    execute,
+    header_path,
+    inventory,
+    plan,
+)
 from tileproof.toolchain.find import Tools
 
 LOCK_NAME = ".lock"
@@ -54,7 +69,7 @@ def line(result: BuildResult, state: str) -> str:
 
 
 def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
-                     workers: int) -> CompileRecord | None:
+                     workers: int, signer: Signer | None = None) -> CompileRecord | None:
     """Build what is not cached, print one line per artifact, write the record.
 
     Returns None when everything was cached (no compiler call, no record). Holds
@@ -63,11 +78,11 @@ def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Pat
     match the files under build/.
     """
     with build_lock(root):
-        return _compile_locked(root, tools, targets, cpp, py, workers)
+        return _compile_locked(root, tools, targets, cpp, py, workers, signer)
 
 
 def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
-                    workers: int) -> CompileRecord | None:
+                    workers: int, signer: Signer | None) -> CompileRecord | None:
     jobs = plan(root, tools, targets, cpp, py)
     run_id = new_run_id("compile")
     env = child_env(path_dirs=tools.path_dirs())
@@ -107,7 +122,7 @@ def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path
         api=inventory(header_file, tools.facts.packages.get("nvidia-cuda-crt")) if header_file.is_file() else None,
         passed=all(r.verdict == "built" for r in ordered),
     )
-    path = write_record(root, record)
+    path = write_record(root, record, signer)
     bad = [r for r in ordered if r.verdict != "built"]
     print(f"compile: {len(ordered) - len(bad)} built, {len(bad)} failed or refused; record {path.relative_to(root)}")
     return record

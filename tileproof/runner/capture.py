@@ -21,7 +21,14 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from tileproof.records.models import Environment, GitState, GpuFacts, HostFacts, Toolchain, Transcript
+from tileproof.records.models import (
+    Environment,
+    GitState,
+    GpuFacts,
+    HostFacts,
+    Toolchain,
+    Transcript,
+)
 from tileproof.records.parsers import GPU_QUERY_FIELDS, parse_gpu_query
 from tileproof.records.redact import RedactionRule, redact
 from tileproof.records.store import write_evidence

@@ -24,8 +24,8 @@ from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     ApiInventory,
     ArtifactKind,
-    BuildVerdict,
     BuildResult,
+    BuildVerdict,
     Diagnosis,
     FileDigest,
     ResUsage,
