@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from tileproof.records import lessons
+from tileproof.records.capability import sm_of
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import FileDigest, RunRecord, SessionRecord
 from tileproof.records.parsers import parse_gpu_query
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
     session_id = new_run_id("session")
     gpu, frozen = session_start(root, session_id, args.device)
-    target = f"sm_{gpu.gpu.compute_capability.replace('.', '')}" if gpu.gpu else DEFAULT_TARGETS[0]
+    target = sm_of(gpu.gpu.compute_capability) if gpu.gpu else DEFAULT_TARGETS[0]
     if gpu.no_gpu:
         print(f"run: no usable GPU: {gpu.no_gpu}; each program's own gate is recorded and the run fails")
     records = compile_records(root)

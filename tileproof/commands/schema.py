@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic.json_schema import GenerateJsonSchema
 
-from tileproof.records import models, registry, signing
+from tileproof.records import models, registry, signing, store
 from tileproof.records.tolerances import load_table, render_cpp_header
 
 SCHEMAS = {
@@ -70,11 +70,8 @@ def run(args: argparse.Namespace) -> int:
     written = 0
     for rel, text in files.items():
         path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
         if not path.is_file() or path.read_text() != text:
-            tmp = path.with_suffix(path.suffix + ".tmp")
-            tmp.write_text(text)
-            tmp.replace(path)
+            store.write_atomic(path, text)
             written += 1
             print(f"wrote {rel}")
     print(f"schema: {written} written, {len(files) - written} up to date")
