@@ -11,9 +11,10 @@ newer unverifiable-here never hides an older decision: ``judge.claim_verdicts.fo
 one implementation, which the publish decision folds per release too) over each group of
 ``judge.claim_verdicts.by_release``. A record whose toolchain shares no release (a mixed install) is
 evidence for none: it is counted, and ``lines`` says so, never silently dropped. A column
-is one CUDA release; when its records were made with more than one cuda-tile version (whose
-Python-side verdicts can differ: cuda-tile 1.5.0 words the ``math.ceil`` error otherwise
-than 1.6 and 1.7), ``lines`` names them.
+is one CUDA release; where the records differ in cuda-tile version (whose Python-side
+verdicts can differ: cuda-tile 1.5.0 words the ``math.ceil`` error otherwise than 1.6 and
+1.7), ``lines`` shows the cuda-tile versions of each column, and names a column whose
+records were made with more than one.
 
 ``claim_matrix`` and ``holds_text`` are pure (they read only the records given to them);
 ``status_lines`` reads the claims files and records of a tree for ``tileproof status``.
@@ -147,6 +148,10 @@ def lines(matrix: Matrix, claims: list[Key], documents: list[str] | None = None)
                      matrix.holds(*key) + ("  (no longer in its claims file)" if key in gone else "")])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    every = {v for versions in matrix.cuda_tile.values() for v in versions}
+    if len(every) > 1:  # records differ in cuda-tile: say which column was made with which
+        out.append("cuda-tile: " + "; ".join(f"{release} {', '.join(versions) or 'not recorded'}"
+                                              for release, versions in matrix.cuda_tile.items()))
     for release, versions in matrix.cuda_tile.items():
         if len(versions) > 1:
             out.append(f"{release}: records of cuda-tile {', '.join(versions)} share this column "
