@@ -216,17 +216,31 @@ def lesson_files(root: Path) -> list[Path]:
     return sorted(folder.glob("*.md")) if folder.is_dir() else []
 
 
+def _tables(lesson: lessons.Lesson, decision) -> dict[str, str | None]:
+    """The body's text of each compile-derived table the decision fills (None: markers missing)."""
+    out: dict[str, str | None] = {}
+    for name in decision.published_blocks():
+        try:
+            out[name] = lessons.block_text(lesson.shown, lesson.body, name)
+        except RecordError:
+            out[name] = None
+    return out
+
+
 def _lessons(root: Path, tree: Tree, add) -> list[LessonAudit]:
     out = []
     for path in lesson_files(root):
         file = f"{LESSONS}/{path.name}"
         try:
-            front = lessons.load_path(path).front
+            lesson = lessons.load_path(path)
         except (RecordError, ValidationError, ValueError) as e:
             add(Finding(file, lesson_rules.FRONT, str(e).splitlines()[0]))
             continue
+        front = lesson.front
         decision = tree.decide(front)
         for rule_id, reason in lesson_rules.published_issues(front.status, decision):
+            add(Finding(file, rule_id, reason))
+        for rule_id, reason in lesson_rules.table_issues(front.status, decision, _tables(lesson, decision)):
             add(Finding(file, rule_id, reason))
         out.append(LessonAudit(id=front.id, file=file, title=front.title, status=front.status,
                                programs=[p.path for p in front.programs], decision=decision))

@@ -25,7 +25,9 @@ document's claims by ``decide_claims`` over the claims records (run records
 decide the rows, bench records the performance claims, claims records the
 refuted claims): a claim blocks when it is refuted on the CUDA release the
 lesson's accepted run records were made with, and a release of that evidence
-that no claims record covers blocks too (fix: the claims-matrix session). A lesson is publishable only when every required row
+that no claims record covers blocks too (fix: the claims-matrix session). A
+lesson that declares a compile-derived table (``res_usage``) gets it from the
+compile records (``res_usage.decide_res_usage``), and is blocked while none fills it. A lesson is publishable only when every required row
 passed, every performance claim is supported and no claim it still asserts is
 refuted: the same rule whether the lesson is a draft or already published.
 ``Decision.blockers`` lists what stands in the way, each with a reason that is
@@ -47,10 +49,11 @@ from tileproof.judge import trust
 from tileproof.judge import claim_verdicts
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday, RefutedClaim, Release, UncheckedRelease
 from tileproof.judge.perf_claims import ClaimDecision
+from tileproof.judge.res_usage import ResUsageDecision, decide_res_usage
 from tileproof.judge.perf_claims import decide as decide_perf
 from tileproof.records import release
 from tileproof.records.capability import MIN_CC, below_tile, cc_tuple, sm_of
-from tileproof.records.lessons import GATE_CHECK, UNKNOWN, program_list_digest
+from tileproof.records.lessons import GATE_CHECK, RES_USAGE, UNKNOWN, program_list_digest
 from tileproof.records.models import (
     Hardware,
     LessonFront,
@@ -111,7 +114,7 @@ class RowDecision:
 class Blocker:
     """One thing that keeps a lesson from being published: what, why (never empty) and the fix."""
 
-    kind: Literal["row", "perf-claim", "refuted-claim", "claims-unchecked"]
+    kind: Literal["row", "perf-claim", "refuted-claim", "claims-unchecked", "res-usage"]
     subject: str
     """``kernels/x.py matmul``, ``perf claim <id>``, ``claim <id>``."""
     outcome: str
@@ -137,6 +140,8 @@ class Decision:
     accepted run records, and the document still asserts."""
     unchecked: tuple[UncheckedRelease, ...] = ()
     """Releases of the lesson's accepted run records that no claims record of its document covers."""
+    res_usage: ResUsageDecision | None = None
+    """The lesson's compile-derived REG/SHARED table (None when it declares none)."""
 
     @property
     def publishable(self) -> bool:
@@ -151,13 +156,21 @@ class Decision:
         out += [Blocker("refuted-claim", f"claim {c.claim_id}", "refuted", c.reason, c.command) for c in self.refuted]
         out += [Blocker("claims-unchecked", f"claims on {u.release}", "no-claims-record", u.reason, u.command)
                 for u in self.unchecked]
+        if self.res_usage is not None and not self.res_usage.filled:
+            out.append(Blocker("res-usage", self.res_usage.subject, "no-record", self.res_usage.reason,
+                               "nox -s compile"))
         return out
+
+    def published_blocks(self) -> dict[str, str]:
+        """The body's compile-derived tables as publish writes them (marker name → table)."""
+        return {RES_USAGE: self.res_usage.rendered()} if self.res_usage is not None else {}
 
     def lacking(self) -> str:
         """``1 of 5 required rows lack evidence``, ``1 of 2 performance claims lack a supporting bench record``,
         ``it still asserts 1 refuted claim(s)``: whichever apply (the rows' count when nothing does)."""
         parts = []
-        if self.missing or not (self.unsupported or self.refuted or self.unchecked):
+        tables = self.res_usage is not None and not self.res_usage.filled
+        if self.missing or not (self.unsupported or self.refuted or self.unchecked or tables):
             n, total = len(self.missing), sum(1 for r in self.rows if not r.row.optional)
             parts.append(f"{n} of {total} required rows lack evidence")
         if self.unsupported:
@@ -167,6 +180,8 @@ class Decision:
             parts.append(f"it still asserts {len(self.refuted)} refuted claim(s)")
         if self.unchecked:
             parts.append(f"its claims are unchecked on {', '.join(str(u.release) for u in self.unchecked)}")
+        if self.res_usage is not None and not self.res_usage.filled:
+            parts.append("no compile record fills its res-usage table")
         return " and ".join(parts)
 
     @property
@@ -479,4 +494,4 @@ def decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None
     refuted, unchecked = decide_claims(front, records, claims, today, rows)
     return Decision(front.id, rows,
                     tuple(decide_perf(front.performance, records)) if front.performance else (),
-                    refuted, unchecked)
+                    refuted, unchecked, decide_res_usage(front, records, today))

@@ -595,6 +595,28 @@ class PerfClaim(Model):
     """The bench program whose records can support the claim."""
 
 
+class ResUsageKernel(Model):
+    """One row of a compile-derived REG/SHARED table: a kernel and how the lesson describes it."""
+
+    name: str = Field(min_length=1)
+    """The kernel's source name (matched to ``cuobjdump -res-usage``'s mangled functions)."""
+    reduction: str
+    mechanism: str
+
+
+class ResUsageTable(Model):
+    """A REG/SHARED table in the body (``<!-- res-usage:begin -->``) that publish fills from the
+    compile records' ``cuobjdump -res-usage`` of one build: one REG/SHARED pair per CUDA release."""
+
+    program: str
+    """The C++ program (under ``cpp/``) the kernels are in; it must be one of the lesson's programs."""
+    target: str = Field(pattern=r"^sm_[0-9]+[a-z]?$")
+    """The build's target, e.g. ``sm_89``."""
+    artifact: ArtifactKind = "tilefatbin"
+    """Which build of the program: tile code shows in res-usage only in a ``--tilefatbin`` build."""
+    kernels: list[ResUsageKernel] = Field(min_length=1)
+
+
 class LessonFront(Model):
     lesson_version: Literal[1]
     id: str
@@ -607,3 +629,6 @@ class LessonFront(Model):
     env: list[EnvName] = []
     """Extra environment variable names this lesson's programs receive (beyond the runner's allowlist)."""
     """Performance claims; each needs a supporting bench record before publish (none: no claim)."""
+    res_usage: ResUsageTable | None = None
+    """A compile-derived REG/SHARED table the body holds (None: none); publish fills it from the
+    compile records that attest today's sources."""
