@@ -16,7 +16,7 @@ from pathlib import Path
 from tileproof.records import lessons
 from tileproof.records.capability import sm_of
 from tileproof.records.errors import TileproofError
-from tileproof.records.models import FileDigest, RunRecord, SessionRecord
+from tileproof.records.models import RUN_VERSION, FileDigest, RunRecord, RunVerdict, SessionRecord
 from tileproof.records.signing import signer_from_env
 from tileproof.records.store import (
     digest,
@@ -34,9 +34,10 @@ from tileproof.runner.capture import (
 )
 from tileproof.runner.environment import child_env
 from tileproof.runner.execute import run_program
+from tileproof.runner.julia import Absent, run_julia_program
 from tileproof.runner.locate import compile_records, find_binary
 from tileproof.runner.process import add_output_cap, install_signal_handlers, output_cap
-from tileproof.toolchain.build import DEFAULT_TARGETS, dependencies, programs
+from tileproof.toolchain.build import DEFAULT_TARGETS, dependencies, julia_programs, programs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def select(root: Path, lesson_ids: list[str], names: list[str]) -> tuple[list[Path], dict[str, lessons.Lesson]]:
     """Programs to run, and every lesson's front matter keyed by id."""
-    every = programs(root, "kernels") + programs(root, "cpp")
+    every = programs(root, "kernels") + julia_programs(root) + programs(root, "cpp")
     all_lessons = {lesson.id: lesson for lesson in lessons.load_all(root)}
     chosen = every
     if lesson_ids:
@@ -80,7 +81,7 @@ def lessons_of(all_lessons: dict[str, lessons.Lesson]) -> dict[str, list[str]]:
 
 def program_argv(root: Path, program: Path, binaries: dict, target: str) -> tuple[list[str], FileDigest | None]:
     """How to start a program, and the executable it attests (C++ only)."""
-    if program.suffix != ".cu":
+    if program.suffix != ".cu":  # (a .jl program is started by runner.julia, never from here)
         return [sys.executable, str(program)], None
     found = binaries[program]
     if found is None:
@@ -116,21 +117,28 @@ def run(args: argparse.Namespace) -> int:
     for program in chosen:
         rel = program.relative_to(root).as_posix()
         run_id = new_run_id("run")
-        argv, binary = program_argv(root, program, binaries, target)
         in_lessons = by_program.get(rel, [])
         extra = [n for i in in_lessons for n in all_lessons[i].front.env]
-        outcome = run_program(root, run_id, program.stem, argv, child_env(extra=extra, device=args.device),
-                              args.timeout, cap)
-        verdict, reason = outcome.verdict, outcome.reason
+        penv = child_env(extra=extra, device=args.device)
+        if program.suffix == ".jl":
+            binary = None
+            outcome = run_julia_program(root, run_id, program, penv, args.timeout, cap)
+        else:
+            argv, binary = program_argv(root, program, binaries, target)
+            outcome = run_program(root, run_id, program.stem, argv, penv, args.timeout, cap)
+        verdict: RunVerdict = "toolchain-absent" if isinstance(outcome, Absent) else outcome.verdict
+        reason = outcome.reason
+        report, report_file = (None, None) if isinstance(outcome, Absent) else (outcome.report, outcome.report_file)
         if gpu.gpu and gpu.gpu.runtime_compute_capability not in (None, gpu.gpu.compute_capability):
             verdict, reason = "error", (f"nvidia-smi says compute capability {gpu.gpu.compute_capability}, "
                                         f"the CUDA runtime says {gpu.gpu.runtime_compute_capability}")
         lesson_files = [root / "lessons" / f"{i}.md" for i in in_lessons]
         write_record(root, RunRecord(
-            **header(run_id, git, host), kind="run", environment=session_env, program=rel, lessons=in_lessons,
+            **header(run_id, git, host), kind="run", run_version=RUN_VERSION,
+            environment=session_env, program=rel, lessons=in_lessons,
             lesson_programs={i: lessons.program_list_digest(all_lessons[i].front) for i in in_lessons},
             sources=[digest(root, p) for p in [*dependencies(program), *lesson_files]], binary=binary,
-            step=outcome.step, report=outcome.report, report_file=outcome.report_file, verdict=verdict, reason=reason,
+            step=outcome.step, report=report, report_file=report_file, verdict=verdict, reason=reason,
         ), signer)
         run_ids.append(run_id)
         counts[verdict] += 1

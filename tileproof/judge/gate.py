@@ -55,6 +55,7 @@ from tileproof.records import release
 from tileproof.records.capability import MIN_CC, below_tile, cc_tuple, sm_of
 from tileproof.records.lessons import GATE_CHECK, RES_USAGE, UNKNOWN, program_list_digest
 from tileproof.records.models import (
+    TOOLCHAIN_ABSENT_FIX,
     Hardware,
     LessonFront,
     ResultRow,
@@ -73,6 +74,7 @@ Outcome = Literal[
     "incoherent-toolchain",
     "out-of-bounds",
     "missing-file",
+    "toolchain-absent",
 ]
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 __all__ = ["MIN_CC", "cc_tuple", "decide", "decide_row", "Decision", "RowDecision", "Bound", "OUTCOMES"]
@@ -351,6 +353,8 @@ def _command(front: LessonFront, row: ResultRow, outcome: Outcome, rec: RunRecor
         return None
     if outcome == "missing-file":
         return f"restore {row.program}, or fix programs in lessons/{front.id}.md"
+    if outcome == "toolchain-absent":
+        return f"{TOOLCHAIN_ABSENT_FIX}, then nox -s run-gpu -- {front.id}"
     run = f"nox -s run-gpu -- {front.id}"
     if row.optional:
         return f"on a GPU with {row.hardware}: {run}"
@@ -364,6 +368,8 @@ def _command(front: LessonFront, row: ResultRow, outcome: Outcome, rec: RunRecor
 
 
 def _required(rec: RunRecord, front: LessonFront, row: ResultRow, today, table, read_evidence):
+    if rec.verdict == "toolchain-absent":
+        return "toolchain-absent", f"run {rec.run_id}: {rec.reason}"
     if rec.verdict != "passed":
         outcome: Outcome = "gated" if rec.verdict == "gated" else "failed"
         return outcome, f"verdict {rec.verdict} in run {rec.run_id}: {rec.reason}"

@@ -36,8 +36,10 @@ RESULTS = "results"
 """Marker name of the results table: ``<!-- results:begin -->`` ... ``<!-- results:end -->``."""
 RES_USAGE = "res-usage"
 """Marker name of a REG/SHARED table filled from a compile record."""
-PROGRAM_DIRS = ("kernels", "cpp")
-PROGRAM_SUFFIXES = (".py", ".cu")
+PROGRAM_KINDS: dict[str, tuple[str, ...]] = {"kernels": (".py", ".jl"), "cpp": (".cu",)}
+"""Each top-level program folder and the program suffixes it holds (``.jl``: cuTile.jl, run by julia)."""
+PROGRAM_DIRS = tuple(PROGRAM_KINDS)
+PROGRAM_SUFFIXES = tuple(s for suffixes in PROGRAM_KINDS.values() for s in suffixes)
 GATE_CHECK = "gate"
 """Check name of a capability-gate row (a program refusing a GPU below cc 8.0)."""
 UNKNOWN = "?"
@@ -144,8 +146,9 @@ def _problems(path: Path, front: LessonFront):
     paths = [p.path for p in front.programs]
     for i, prog in enumerate(front.programs):
         pp = PurePosixPath(prog.path)
-        if pp.is_absolute() or ".." in pp.parts or pp.parts[0] not in PROGRAM_DIRS or pp.suffix not in PROGRAM_SUFFIXES:
-            yield f"programs.{i}.path", f"'{prog.path}' is not a program under kernels/ (.py) or cpp/ (.cu)", "fix the path"
+        if pp.is_absolute() or ".." in pp.parts or pp.suffix not in PROGRAM_KINDS.get(pp.parts[0], ()):
+            yield f"programs.{i}.path", f"'{prog.path}' is not a program under kernels/ (.py, .jl) or cpp/ (.cu)", \
+                "fix the path"
         if paths.index(prog.path) != i:
             yield f"programs.{i}.path", f"'{prog.path}' is listed twice", "list each program once"
         if not prog.checks:
