@@ -14,7 +14,7 @@ from tileproof.toolchain import find
 
 def _no_tools(monkeypatch):
     monkeypatch.setattr(find, "pip_bin", lambda: None)
-    monkeypatch.setattr(find, "package_versions", lambda: {})
+    monkeypatch.setattr(find, "package_versions", dict)
 
 
 def test_runtime_toolchain_records_the_cuda_tile_version(monkeypatch):

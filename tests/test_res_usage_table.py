@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 from datetime import timedelta
-from pathlib import Path
 
 import fixture_records as fx
 import pytest
@@ -26,10 +25,10 @@ from tileproof.records.models import (
     Hardware,
     LessonFront,
     LessonProgram,
+    ResultRow,
     ResUsage,
     ResUsageKernel,
     ResUsageTable,
-    ResultRow,
 )
 
 CU, HEADER, OTHER = "cpp/prog.cu", "cpp/harness.h", "cpp/other.cu"

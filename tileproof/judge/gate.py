@@ -45,12 +45,11 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Literal, Mapping, NamedTuple
 
-from tileproof.judge import trust
-from tileproof.judge import claim_verdicts
+from tileproof.judge import claim_verdicts, trust
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday, RefutedClaim, Release, UncheckedRelease
 from tileproof.judge.perf_claims import ClaimDecision
-from tileproof.judge.res_usage import ResUsageDecision, decide_res_usage
 from tileproof.judge.perf_claims import decide as decide_perf
+from tileproof.judge.res_usage import ResUsageDecision, decide_res_usage
 from tileproof.records import release
 from tileproof.records.capability import MIN_CC, below_tile, cc_tuple, sm_of
 from tileproof.records.lessons import GATE_CHECK, RES_USAGE, UNKNOWN, program_list_digest

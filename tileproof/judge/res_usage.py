@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from tileproof.judge import trust
 from tileproof.judge.claim_verdicts import Release, release_of
