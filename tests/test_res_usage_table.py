@@ -164,4 +164,4 @@ def test_publish_fills_the_spike_table_and_the_audit_rederives_it(spike_tree):
     path = spike_tree / "lessons" / f"{SPIKE}.md"
     path.write_text(path.read_text().replace("| 48 | 6144 B |", "| 40 | 4096 B |"))
     (finding,) = spike_findings()
-    assert finding.rule == "lesson-table-not-derived"
+    assert finding.rule == "lesson-rederive" and "body res-usage table line 4" in finding.reason
