@@ -67,7 +67,7 @@ def describe_tables(decision: gate.Decision) -> list[str]:
         return []
     head = f"  {table.subject}: {table.reason}" + (f" (skipped: {'; '.join(table.skipped)})"
                                                    if table.filled and table.skipped else "")
-    return [head, *(f"      {line}" for line in table.rendered().splitlines())]
+    return [head, *(f"      {line}".rstrip() for line in table.rendered().splitlines())]
 
 
 def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, list[str]]:

@@ -33,7 +33,7 @@ from tileproof.runner.capture import (
     session_start,
 )
 from tileproof.runner.environment import child_env
-from tileproof.runner.execute import run_program
+from tileproof.runner.execute import Outcome, run_program
 from tileproof.runner.julia import Absent, run_julia_program
 from tileproof.runner.locate import compile_records, find_binary
 from tileproof.runner.process import add_output_cap, install_signal_handlers, output_cap
@@ -90,6 +90,16 @@ def program_argv(root: Path, program: Path, binaries: dict, target: str) -> tupl
     return [str(found.path)], FileDigest(path=found.path.relative_to(root).as_posix(), sha256=sha256_file(found.path))
 
 
+def start(root: Path, run_id: str, program: Path, binaries: dict, target: str, env: dict[str, str], timeout: float,
+          cap: int | None) -> tuple[Outcome | Absent, FileDigest | None]:
+    """Run one program (a cuTile.jl one through ``runner.julia``: ``Absent`` where julia with cuTile.jl
+    is not found), and the executable it attests."""
+    if program.suffix == ".jl":
+        return run_julia_program(root, run_id, program, env, timeout, cap), None
+    argv, binary = program_argv(root, program, binaries, target)
+    return run_program(root, run_id, program.stem, argv, env, timeout, cap), binary
+
+
 def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     root = args.root.resolve()
@@ -120,12 +130,7 @@ def run(args: argparse.Namespace) -> int:
         in_lessons = by_program.get(rel, [])
         extra = [n for i in in_lessons for n in all_lessons[i].front.env]
         penv = child_env(extra=extra, device=args.device)
-        if program.suffix == ".jl":
-            binary = None
-            outcome = run_julia_program(root, run_id, program, penv, args.timeout, cap)
-        else:
-            argv, binary = program_argv(root, program, binaries, target)
-            outcome = run_program(root, run_id, program.stem, argv, penv, args.timeout, cap)
+        outcome, binary = start(root, run_id, program, binaries, target, penv, args.timeout, cap)
         verdict: RunVerdict = "toolchain-absent" if isinstance(outcome, Absent) else outcome.verdict
         reason = outcome.reason
         report, report_file = (None, None) if isinstance(outcome, Absent) else (outcome.report, outcome.report_file)
