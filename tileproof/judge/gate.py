@@ -12,7 +12,9 @@ row's class of hardware — compute capability >= 8.0 (as the record claims it)
 for required rows, below 8.0 for an optional ``gate`` row; a run that found no
 GPU at all counts only when no run of the program found one. A required row
 with no such record but a record from a smaller GPU is ``gated``. The decisive
-record must then, in order: have verdict ``passed``; show one compute
+record must then, in order: have verdict ``passed`` (a ``toolchain-absent`` record, a
+cuTile.jl program where no julia with cuTile.jl was found, is the row's outcome of that
+name, fix: ``TOOLCHAIN_ABSENT_FIX``); show one compute
 capability >= 8.0 in its own nvidia-smi transcript (re-read and digest-checked),
 its GPU facts, the CUDA runtime and the program's report (else ``forged-cc``);
 attest today's program sources and the lesson's program list (else ``stale``);
