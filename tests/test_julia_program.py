@@ -61,7 +61,8 @@ def test_a_jl_program_is_a_program_kind(tree):
 
 
 def test_without_julia_the_run_is_recorded_toolchain_absent_and_blocks(tree, capsys):
-    args = argparse.Namespace(lessons=[], program=["hello"], device=0, timeout=60.0, root=tree, output_cap=None)
+    args = argparse.Namespace(lessons=[], program=["hello"], device=0, timeout=60.0, root=tree, output_cap=None,
+                              record_no_gpu=True)
     assert run_cmd.run(args) == 1
     assert "toolchain-absent" in capsys.readouterr().out
     (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord)]
@@ -94,7 +95,8 @@ def _fake_julia(tmp_path, monkeypatch, has_cutile: bool) -> None:
 @pytest.mark.parametrize("has_cutile", [True, False])
 def test_where_julia_exists_the_program_runs_or_cutile_is_missing(tree, tmp_path, monkeypatch, has_cutile):
     _fake_julia(tmp_path, monkeypatch, has_cutile)
-    args = argparse.Namespace(lessons=[], program=["hello"], device=0, timeout=60.0, root=tree, output_cap=None)
+    args = argparse.Namespace(lessons=[], program=["hello"], device=0, timeout=60.0, root=tree, output_cap=None,
+                              record_no_gpu=True)
     assert run_cmd.run(args) == 1
     (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord)]
     if has_cutile:  # started like any program: --report appended; no report written, so not a pass
