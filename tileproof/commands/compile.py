@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from tileproof.records.models import BuildResult, CompileRecord
+from tileproof.records.safe_read import check_build_dir
 from tileproof.records.store import (
     digest,
     header,
@@ -127,6 +128,7 @@ def kernel_index(root: Path, sources: list[Path]) -> dict[Path, list[str]]:
 
 def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
+    check_build_dir(root, BUILD_DIR)  # a build/ link out of the repository: refused before anything is written
     targets = targets_from(args.arch)
     tools = discover(args.system_nvcc, cache_file=root / BUILD_DIR / "tool-versions.json")
     require_coherent(tools)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 
 class TileproofError(Exception):
@@ -23,3 +24,16 @@ class RecordError(TileproofError):
 
 class ToolchainError(TileproofError):
     """The tile toolchain is missing, mixed, or unsafe to use."""
+
+
+InputProblem = Literal["missing", "symlink", "special-file", "outside-repo", "too-large", "not-utf8", "too-deep",
+                       "unreadable"]
+"""Why ``records.safe_read`` refused an input file; each is a named audit finding."""
+
+
+class InputRefused(RecordError):
+    """An input file refused before parsing: a link, special file, outside the repo, too big, not UTF-8, too deep."""
+
+    def __init__(self, path: Path | str, kind: InputProblem, problem: str, fix: str, field: str = ""):
+        self.kind: InputProblem = kind
+        super().__init__(path, field, problem, fix)

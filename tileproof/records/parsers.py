@@ -7,7 +7,6 @@ record's own transcripts, and capture uses them when a record is written.
 from __future__ import annotations
 
 import csv
-import io
 import re
 
 GPU_QUERY_FIELDS = (
@@ -30,7 +29,9 @@ def parse_pip_freeze(text: str) -> dict[str, str]:
 
     Reads ``name==version`` lines and direct references to a wheel
     (``name @ file:///.../name-1.7.0-cp312-....whl``, as an offline install
-    writes them); editable and other direct references are skipped.
+    writes them); editable and other direct references, and wheel names with
+    no version in them, give no version (the audit then finds the package's
+    recorded version unbacked). Total: any text gives a dict.
     """
     out = {}
     for line in text.splitlines():
@@ -45,7 +46,10 @@ def parse_pip_freeze(text: str) -> dict[str, str]:
             name, _, version = line.partition("==")
         elif " @ " in line and line.split("#", 1)[0].endswith(".whl"):
             name, _, url = line.partition(" @ ")
-            version = url.split("#", 1)[0].rsplit("/", 1)[-1].split("-")[1]
+            parts = url.split("#", 1)[0].rsplit("/", 1)[-1].split("-")
+            if len(parts) < 2:  # "x @ file:///a.whl": a wheel name without a version says none
+                continue
+            version = parts[1]
         else:
             continue
         out[name.strip().lower().replace("_", "-")] = version.strip()
@@ -53,20 +57,36 @@ def parse_pip_freeze(text: str) -> dict[str, str]:
 
 
 def _int(value: str) -> int | None:
+    """``"81559 MiB"`` → 81559; None for anything else ("[N/A]", "inf", "nan", "")."""
     value = value.strip().split(" ")[0]
     try:
         return int(float(value))
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
+
+
+def _csv_rows(text: str) -> list[list[str]]:
+    """Non-blank CSV rows, one per line; a line csv cannot read (a NUL byte, a
+    stray quote or carriage return, a 128 KiB field) gives no row, so it names no GPU."""
+    rows = []
+    for line in text.splitlines():
+        try:
+            row = next(csv.reader([line]), [])
+        except csv.Error:
+            continue
+        if any(c.strip() for c in row):
+            rows.append(row)
+    return rows
 
 
 def parse_gpu_query(text: str) -> list[dict]:
     """Rows of ``nvidia-smi --query-gpu=... --format=csv`` (header kept).
 
     Returns one dict per GPU with keys index, name, uuid, compute_capability,
-    driver_version, memory_total_mib, clocks_sm_mhz, clocks_mem_mhz.
+    driver_version, memory_total_mib, clocks_sm_mhz, clocks_mem_mhz. Total:
+    any text gives a list (a field that is not a finite number is None).
     """
-    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    rows = _csv_rows(text)
     if not rows:
         return []
     header = [h.strip().split(" ")[0] for h in rows[0]]

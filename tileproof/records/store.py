@@ -20,6 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.models import SCHEMA_VERSION, FileDigest, Record, Transcript
+from tileproof.records.safe_read import decode, parse_json, read_bytes
 
 RUNS = "runs"
 EVIDENCE = "evidence"
@@ -117,14 +118,22 @@ def write_record(root: Path, record) -> Path:
     return path
 
 
-def load_record(path: Path):
-    """Read one record, checking its schema version before its shape."""
-    try:
-        raw = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise RecordError(path, "", "file is missing", "restore it from git") from None
-    except json.JSONDecodeError as e:
-        raise RecordError(path, f"line {e.lineno}", f"not valid JSON ({e.msg})", "restore it from git") from None
+def _root_of(path: Path) -> Path:
+    """The repository a record file belongs to: the folder above ``runs/``, else its own folder."""
+    return path.parent.parent if path.parent.name == RUNS else path.parent
+
+
+def load_record(path: Path, root: Path | None = None):
+    """Read one record, checking its schema version before its shape.
+
+    Read through ``safe_read`` (a regular file, never a link, at most 8 MiB,
+    UTF-8, nesting capped); every problem is one ``RecordError`` line.
+    """
+    path = Path(path)
+    root = _root_of(path) if root is None else root
+    shown = str(path)
+    text = decode(read_bytes(root, path.absolute(), "record", shown), shown)
+    raw = parse_json(text, shown)
     if not isinstance(raw, dict):
         raise RecordError(path, "", "expected a JSON object", "restore it from git")
     version = raw.get("schema_version")
@@ -141,11 +150,39 @@ def load_record(path: Path):
         raise RecordError(path, field, err["msg"], "restore the record from git; records are never edited") from None
 
 
+KEEP = frozenset({".gitkeep"})
+"""Names in ``runs/`` that are not records and not strays."""
+
+
 def record_files(root: Path) -> list[Path]:
     folder = root / RUNS
     return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
 
+def stray_files(root: Path) -> list[str]:
+    """Names in ``runs/`` that cannot be records (not ``*.json``, or not a file), sorted."""
+    folder = Path(root) / RUNS
+    if not folder.is_dir():
+        return []
+    with os.scandir(folder) as entries:
+        return sorted(e.name for e in entries if e.name not in KEEP and (
+            not e.name.endswith(".json") or not (e.is_file(follow_symlinks=False) or e.is_symlink())))
+
+
+def stray_error(name: str) -> RecordError:
+    """The one line for a stray entry of ``runs/`` (a leftover temp file says so)."""
+    leftover = name.startswith(".") and name.endswith(".tmp")
+    return RecordError(f"{RUNS}/{name}", "", "is not a record (records are runs/<run id>.json files)",
+                       "delete this leftover of an interrupted write" if leftover
+                       else "move it out of runs/; only tileproof writes there")
+
+
 def load_records(root: Path) -> list:
-    """Every record under ``runs/``, oldest first; the first bad one raises."""
-    return [load_record(p) for p in record_files(root)]
+    """Every record under ``runs/``, oldest first; the first bad one raises.
+
+    Anything else in ``runs/`` (a ``.txt``, a folder) is bad too: it raises.
+    """
+    stray = stray_files(root)
+    if stray:
+        raise stray_error(stray[0])
+    return [load_record(p, root) for p in record_files(root)]

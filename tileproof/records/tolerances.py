@@ -18,8 +18,9 @@ from pathlib import Path
 
 try:
     from tileproof.records.errors import TileproofError as _Base
+    from tileproof.records.safe_read import read_bytes as _safe_read
 except ImportError:  # loaded by path, outside the package
-    _Base = Exception
+    _Base, _safe_read = Exception, None
 
 TABLE_FILE = Path("kernels/tolerances.py")
 """The table, relative to the repository root."""
@@ -54,23 +55,33 @@ def load_table(repo_root: Path) -> Table:
     path = Path(repo_root) / TABLE_FILE
     if not path.is_file():
         raise ToleranceTableError(f"{path}: not found (the tolerance table must exist before the C++ header)")
-    module = _import_by_path(path)
+    module = _import_by_path(path, _source(Path(repo_root), path))
     raw = getattr(module, "TOLERANCES", None)
     if not isinstance(raw, dict) or not raw:
         raise ToleranceTableError(f"{path}: TOLERANCES must be a non-empty dict of check name -> Tolerance")
     return {_check_name(path, name): _bounds(path, name, entry) for name, entry in raw.items()}
 
 
-def _import_by_path(path: Path) -> object:
-    """Execute one Python file as a throwaway module, without touching its package."""
+def _source(repo_root: Path, path: Path) -> bytes:
+    """The table's bytes, through ``safe_read`` inside the package (a regular file
+    inside the repository, at most 1 MiB); read plainly when loaded by path."""
+    if _safe_read is None:
+        return path.read_bytes()
+    try:
+        return _safe_read(repo_root, TABLE_FILE, "tolerances")
+    except _Base as exc:
+        raise ToleranceTableError(str(exc)) from None
+
+
+def _import_by_path(path: Path, source: bytes) -> object:
+    """Execute ``source`` (read from ``path``) as a throwaway module, without touching its package."""
     name = "_tileproof_tolerance_table"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ToleranceTableError(f"{path}: cannot be loaded as a Python module")
+    spec = importlib.util.spec_from_loader(name, loader=None, origin=str(path))
     module = importlib.util.module_from_spec(spec)
+    module.__file__ = str(path)
     sys.modules[name] = module  # dataclasses/NamedTuple may look their module up
     try:
-        spec.loader.exec_module(module)
+        exec(compile(source, str(path), "exec"), module.__dict__)
     except Exception as exc:  # the file is someone else's code: report, don't crash
         raise ToleranceTableError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from exc
     finally:
