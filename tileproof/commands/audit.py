@@ -351,7 +351,7 @@ def report_diff(embedded: dict | None, text: bytes) -> list[str] | str:
     do not matter."""
     try:
         raw = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the JSON reader
         return "is not valid JSON"
     if not isinstance(raw, dict):
         return "is not a JSON object"
@@ -602,7 +602,7 @@ def byte_pass(root: str, record_names: list[str]):
     for name in record_names:
         try:
             raw = json.loads(_read(os.path.join(runs, name)))
-        except (OSError, ValueError):  # unreadable or not JSON: record-schema says so
+        except (OSError, ValueError, RecursionError):  # unreadable or not JSON: record-schema says so
             raw = None
         if not isinstance(raw, dict):
             seals[name] = None
@@ -717,7 +717,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: _Helpe
                 add(Finding(file, "record-schema", f"{e.field + ': ' if e.field else ''}{e.problem}"))
                 try:
                     raw_refs.update(raw_transcript_paths(json.loads(data)))
-                except ValueError:
+                except (ValueError, RecursionError):
                     pass
                 continue
         if name[:-5] != rec.run_id:

@@ -6,8 +6,19 @@ from pathlib import Path
 from typing import Literal
 
 
+_LINE_BREAKS = str.maketrans({c: repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
+def one_line(text: str) -> str:
+    """``text`` with every line break escaped (``\\n``): a file's own bytes never split a message."""
+    return text.translate(_LINE_BREAKS)
+
+
 class TileproofError(Exception):
     """Any error tileproof reports as one line and exit status 2."""
+
+    def __str__(self) -> str:
+        return one_line(super().__str__())
 
 
 class RecordError(TileproofError):
@@ -19,7 +30,7 @@ class RecordError(TileproofError):
 
     def __str__(self) -> str:
         where = f"{self.path}: {self.field}: " if self.field else f"{self.path}: "
-        return f"{where}{self.problem} (fix: {self.fix})"
+        return one_line(f"{where}{self.problem} (fix: {self.fix})")
 
 
 class ToolchainError(TileproofError):

@@ -90,6 +90,9 @@ def relative(root: Path | str, path: Path | str) -> str:
     for an absolute path elsewhere or one that climbs out with ``..``.
     """
     root_s, path_s = os.fspath(root), os.fspath(path)
+    if "\0" in path_s:
+        raise InputRefused(path_s, "unreadable", "the path holds a NUL byte, which no file name can",
+                           "name the file without control characters")
     if os.path.isabs(path_s):
         for base in (os.path.abspath(root_s), _real_root(root_s)):
             rel = os.path.relpath(os.path.normpath(path_s), base)
@@ -196,7 +199,7 @@ def decode(data: bytes, shown: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputRefused(shown, "not-utf8", f"byte {e.start} (0x{data[e.start]:02x}) is not UTF-8",
+        raise InputRefused(shown, "not-utf8", f"not UTF-8 (byte 0x{data[e.start]:02x})",
                            "save the file as UTF-8 text", field=f"byte {e.start}") from None
 
 

@@ -160,13 +160,16 @@ def record_files(root: Path) -> list[Path]:
 
 
 def stray_files(root: Path) -> list[str]:
-    """Names in ``runs/`` that cannot be records (not ``*.json``, or not a file), sorted."""
+    """Names in ``runs/`` that cannot be records (not ``*.json``, or a folder), sorted.
+
+    Links and special files named ``*.json`` are left to ``load_record``, which
+    refuses them by what they are."""
     folder = Path(root) / RUNS
     if not folder.is_dir():
         return []
     with os.scandir(folder) as entries:
         return sorted(e.name for e in entries if e.name not in KEEP and (
-            not e.name.endswith(".json") or not (e.is_file(follow_symlinks=False) or e.is_symlink())))
+            not e.name.endswith(".json") or e.is_dir(follow_symlinks=False)))
 
 
 def stray_error(name: str) -> RecordError:

@@ -82,7 +82,7 @@ def _import_by_path(path: Path, source: bytes) -> object:
     sys.modules[name] = module  # dataclasses/NamedTuple may look their module up
     try:
         exec(compile(source, str(path), "exec"), module.__dict__)
-    except Exception as exc:  # the file is someone else's code: report, don't crash
+    except (Exception, SystemExit) as exc:  # the file is someone else's code: report, don't crash (nor exit)
         raise ToleranceTableError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from exc
     finally:
         sys.modules.pop(name, None)

@@ -49,7 +49,7 @@ def parse_target(value: str) -> str:
         v = "sm_" + v
     if v in TILE_TARGETS:
         return v
-    m = re.fullmatch(r"sm_(\d+)", v)
+    m = re.fullmatch(r"sm_(\d{1,6})", v)  # more digits is no target (and past what int converts)
     if m and int(m.group(1)) < 80:
         raise TileproofError(
             f"--arch {value}: below sm_80, nvcc builds with exit 0 but no tile code ({NO_TILE_CODE.fix})"
@@ -181,7 +181,8 @@ def run_step(root: Path, run_id: str, name: str, argv: list[str], env: dict[str,
 
 
 _FUNC = re.compile(r"^\s*Function\s+(\S+?):\s*$")
-_FIELD = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d+)")
+_FIELD = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d{1,18})(?!\d)")
+"""``REG:40``; a number of 19+ digits is no cuobjdump count (and past what ``int`` converts at 4,300)."""
 
 
 def parse_res_usage(text: str) -> list[ResUsage]:
