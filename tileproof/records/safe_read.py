@@ -120,7 +120,7 @@ def _resolve(root: str, rel: str, kind: InputKind, shown: str) -> tuple[str, os.
     cur = real_root
     parts = rel.split("/")
     for i, part in enumerate(parts):
-        here = os.path.join(cur, part)
+        here = cur + os.sep + part
         try:
             st = os.lstat(here)
         except FileNotFoundError:
@@ -131,21 +131,24 @@ def _resolve(root: str, rel: str, kind: InputKind, shown: str) -> tuple[str, os.
         except OSError as e:
             raise InputRefused(shown, "unreadable", f"cannot be read ({e.strerror})", "check its permissions") from None
         if stat.S_ISLNK(st.st_mode):
-            if kind in NO_LINKS:
-                raise InputRefused(shown, "symlink", f"'{'/'.join(parts[:i + 1])}' is a symbolic link",
-                                   "replace it with the regular file it stands for (records and evidence are never links)")
-            target = os.path.realpath(here)
-            if not _inside(target, real_root):
-                raise InputRefused(shown, "outside-repo", f"'{'/'.join(parts[:i + 1])}' is a link to {target}, "
-                                   "outside the repository", "keep every input inside the repository")
-            try:
-                st = os.stat(target)
-            except OSError:
-                raise InputRefused(shown, "missing", f"'{'/'.join(parts[:i + 1])}' is a dangling link",
-                                   "restore the file it points to") from None
-            here = target
+            here, st = _follow(here, real_root, "/".join(parts[:i + 1]), kind, shown)
         cur = here
     return cur, st
+
+
+def _follow(here: str, real_root: str, link: str, kind: InputKind, shown: str) -> tuple[str, os.stat_result]:
+    """(target, its stat) of the link ``here``, where links are allowed and stay inside the repository."""
+    if kind in NO_LINKS:
+        raise InputRefused(shown, "symlink", f"'{link}' is a symbolic link",
+                           "replace it with the regular file it stands for (records and evidence are never links)")
+    target = os.path.realpath(here)
+    if not _inside(target, real_root):
+        raise InputRefused(shown, "outside-repo", f"'{link}' is a link to {target}, outside the repository",
+                           "keep every input inside the repository")
+    try:
+        return target, os.stat(target)
+    except OSError:
+        raise InputRefused(shown, "missing", f"'{link}' is a dangling link", "restore the file it points to") from None
 
 
 def read_bytes(root: Path | str, path: Path | str, kind: InputKind, shown: str | None = None) -> bytes:
@@ -155,11 +158,13 @@ def read_bytes(root: Path | str, path: Path | str, kind: InputKind, shown: str |
     name the file (default: its path relative to ``root``).
     """
     rel = relative(root, path)
-    shown = shown or rel
-    target, st = _resolve(os.fspath(root), rel, kind, shown)
-    what = _kind_of(st.st_mode)
-    if what is not None or not stat.S_ISREG(st.st_mode):
-        raise InputRefused(shown, "special-file", f"is {what or 'not a regular file'}, not a regular file",
+    return _read(os.fspath(root), rel, kind, shown or rel)
+
+
+def _read(root: str, rel: str, kind: InputKind, shown: str) -> bytes:
+    target, st = _resolve(root, rel, kind, shown)
+    if not stat.S_ISREG(st.st_mode):
+        raise InputRefused(shown, "special-file", f"is {_kind_of(st.st_mode) or 'not a regular file'}, not a regular file",
                            "replace it with a regular file")
     cap = LIMITS[kind]
     if st.st_size > cap:
@@ -211,9 +216,10 @@ def read_text(root: Path | str, path: Path | str, kind: InputKind, shown: str | 
 
 def read_evidence(root: Path | str, relpath: str) -> bytes:
     """One transcript under ``evidence/``: a plain file, never a link, at most 64 MiB."""
-    if not relative(root, relpath).startswith("evidence/"):
+    rel = relative(root, relpath)
+    if not rel.startswith("evidence/"):
         raise InputRefused(relpath, "outside-repo", "is not under evidence/", "reference transcripts under evidence/")
-    return read_bytes(root, relpath, "evidence")
+    return _read(os.fspath(root), rel, "evidence", rel)
 
 
 def read_file(path: Path | str, kind: InputKind, shown: str | None = None, root: Path | str | None = None) -> bytes:
