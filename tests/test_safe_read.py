@@ -368,3 +368,16 @@ def test_committed_tree_reads_clean():
     for rec in store.load_records(REPO):
         for t in audit.transcripts(rec):
             safe_read.read_evidence(REPO, t[1].path)
+
+
+def test_publish_evidence_reader_refuses_a_link_to_etc_passwd(tmp_path):
+    """The gate (publish, and the audit's lesson rule) reads transcripts through the safe reader."""
+    from tileproof.commands import publish
+
+    (tmp_path / "evidence" / "r").mkdir(parents=True)
+    (tmp_path / "evidence" / "r" / "pip-freeze.txt").symlink_to("/etc/passwd")
+    (tmp_path / "evidence" / "r" / "ok.txt").write_bytes(b"ok")
+    read = publish.evidence_reader(tmp_path)
+    assert read("evidence/r/ok.txt") == b"ok" and read("evidence/r/gone.txt") is None and read("runs/x") is None
+    with pytest.raises(InputRefused, match="symbolic link"):
+        read("evidence/r/pip-freeze.txt")

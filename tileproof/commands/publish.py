@@ -22,8 +22,9 @@ from typing import Iterable
 from tileproof.claims import core as claims
 from tileproof.judge import gate, perf_claims
 from tileproof.records import lessons, store, tolerances
-from tileproof.records.errors import RecordError
+from tileproof.records.errors import InputRefused, RecordError
 from tileproof.records.models import BenchRecord, LessonFront, RunRecord
+from tileproof.records.safe_read import read_evidence
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,10 +54,17 @@ def today_digests(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
 
 
 def evidence_reader(root: Path):
-    """A reader for files under evidence/ only; None for anything else or missing."""
+    """A reader for files under evidence/ only, through ``safe_read.read_evidence``; None
+    for a path elsewhere or a missing file; a link, FIFO or oversized file raises one line."""
     def read(rel: str) -> bytes | None:
-        path = _inside(root, rel, store.EVIDENCE)
-        return path.read_bytes() if path is not None and path.is_file() else None
+        if _inside(root, rel, store.EVIDENCE) is None:
+            return None
+        try:
+            return read_evidence(root, rel)
+        except InputRefused as e:
+            if e.kind == "missing":
+                return None
+            raise
     return read
 
 
