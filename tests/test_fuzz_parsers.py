@@ -271,7 +271,8 @@ table_bytes = st.one_of(
     st.lists(st.tuples(words | st.integers(), number, number), max_size=5).map(table_source),
     st.binary(max_size=500),
     st.sampled_from([b"TOLERANCES = {}\n", b"TOLERANCES = 1\n", b"raise SystemExit(3)\n", b"\x00",
-                     b"TOLERANCES = {'a': 1}\n", b"x = (" * 300]),
+                     b"TOLERANCES = {'a': 1}\n", b"x = (" * 300, b"x = " + b"-" * 100_000 + b"1",
+                     b"x = 1" + b"+1" * 200_000, b"x = a" + b".a" * 200_000]),
 )
 
 
