@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,6 +34,10 @@ def main() -> int:
     print(f"machine: {platform.machine()} {platform.system()} {platform.release()}, {os.cpu_count()} CPUs, "
           f"python {platform.python_version()}, hypothesis {hypothesis.__version__}; "
           f"load average {os.getloadavg()[0]:.1f} before")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=TESTS, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "tileproof", "tests"], cwd=TESTS,
+                           capture_output=True, text=True).stdout.strip()
+    print(f"code: commit {commit.stdout.strip() or '?'}{' with uncommitted changes' if dirty else ''}")
     print(f"budget: max_examples={args.examples} per target, random seed, no example database")
     total_failures, start = 0, time.perf_counter()
     for target in fuzz.TARGETS:
