@@ -379,3 +379,16 @@ def test_publish_evidence_reader_refuses_a_link_to_etc_passwd(tmp_path):
     assert read("evidence/r/ok.txt") == b"ok" and read("evidence/r/gone.txt") is None and read("runs/x") is None
     with pytest.raises(InputRefused, match="symbolic link"):
         read("evidence/r/pip-freeze.txt")
+
+
+def test_runner_registry_link_out_of_the_repo_is_refused(tmp_path):
+    """The trust anchor is read like every other input; absent it is still the empty registry."""
+    from tileproof.records import registry
+
+    assert registry.load_registry(tmp_path) is registry.EMPTY
+    (tmp_path / "keys.yaml").write_text("runners: []\n")
+    (tmp_path / "repo" / "lessons").mkdir(parents=True)
+    (tmp_path / "repo" / registry.REGISTRY).symlink_to(tmp_path / "keys.yaml")
+    with pytest.raises(InputRefused) as err:
+        registry.load_registry(tmp_path / "repo")
+    assert err.value.kind == "outside-repo" and one_line(err).startswith("lessons/runners.yaml: ")
