@@ -107,7 +107,7 @@ EMPTY = RunnerRegistry(registry_version=1, runners=[])
 
 def load_registry(root: Path) -> RunnerRegistry:
     """The committed registry; an empty one when the file does not exist (nothing verifies)."""
-    try:  # through safe_read: a regular file inside the repository, UTF-8, nesting capped
+    try:  # through safe_read, as a lessons/ file: regular, inside the repository, UTF-8, nesting capped
         raw = parse_yaml(read_text(root, REGISTRY, "lesson"), REGISTRY.as_posix())
     except InputRefused as e:
         if e.kind == "missing":
