@@ -70,6 +70,38 @@ def claims(session):
     tileproof(session, "claims")
 
 
+CLAIMS_RELEASES = ["13.3", "13.4", "13.5"]
+"""Toolchain releases each claim is checked against (``nox -s "claims-matrix(release='13.3')"``).
+13.2 and older do not work for the claims: their nvcc has no -enable-tile and no
+crt/cuda_tile.h, and tileiras 13.2 refuses cuda-tile 1.7's sm_90 target."""
+
+
+def release_requirements(release):
+    """The ``toolchain`` extra of pyproject.toml with its ``==`` pins moved to ``release``.
+
+    The pinned packages (nvcc, crt, cuobjdump, tileiras, nvvm, runtime) come from the extra,
+    so the package list has one source; extras of the others (cuda-tile's ``tileiras``,
+    which pins a CUDA range of its own) are dropped.
+    """
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    with open("pyproject.toml", "rb") as f:
+        extra = tomllib.load(f)["project"]["optional-dependencies"]["toolchain"]
+    reqs = [Requirement(r) for r in extra]
+    pinned = [f"{r.name}=={release}.*" for r in reqs if any(s.operator == "==" for s in r.specifier)]
+    return pinned + [f"{r.name}{r.specifier}" for r in reqs if not any(s.operator == "==" for s in r.specifier)]
+
+
+@nox.session(name="claims-matrix")
+@nox.parametrize("release", CLAIMS_RELEASES)
+def claims_matrix(session, release):
+    """Check every claim against one toolchain release in its own venv: one claims record per release."""
+    install(session, "-e", ".", *release_requirements(release), *(["cupy-cuda13x"] if HAS_GPU else []))
+    tileproof(session, "claims")
+
+
 @nox.session
 def publish(session):
     """Flip a lesson to published when its evidence allows (nox -s publish -- LESSON)."""
@@ -86,7 +118,7 @@ def status(session):
 
 @nox.session
 def audit(session):
-    """Check every record, transcript and published lesson; write evidence/AUDIT.md and audit.html."""
+    """Check every record, transcript and published lesson (reports only when asked: -- --report-dir DIR or --update-committed-report)."""
     install(session, "-e", ".")
     tileproof(session, "audit")
 

@@ -25,7 +25,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tileproof.claims import core as claims
+from tileproof.claims import spec as claims
 from tileproof.records import lessons, parsers, safe_read, store, tolerances
 from tileproof.records.errors import TileproofError
 from tileproof.toolchain import build, find

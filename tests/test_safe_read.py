@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tileproof.claims import core as claims
-from tileproof.commands import audit
+from tileproof.claims import spec as claims
+from tileproof.gather import audit
 from tileproof.records import lessons, parsers, safe_read, store, tolerances
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.toolchain import build
@@ -363,19 +363,21 @@ def test_committed_tree_reads_clean():
     """Every committed record, lesson and claims file passes the safe reader."""
     assert len(store.load_records(REPO)) == len(store.record_files(REPO)) > 0
     assert lessons.load_all(REPO) and claims.load_all(REPO)
+    from tileproof.judge.audit.rules.evidence import transcripts
+
     for rec in store.load_records(REPO):
-        for t in audit.transcripts(rec):
+        for t in transcripts(rec):
             safe_read.read_evidence(REPO, t[1].path)
 
 
-def test_publish_evidence_reader_refuses_a_link_to_etc_passwd(tmp_path):
+def test_gate_evidence_reader_refuses_a_link_to_etc_passwd(tmp_path):
     """The gate (publish, and the audit's lesson rule) reads transcripts through the safe reader."""
-    from tileproof.commands import publish
+    from tileproof.gather import tree
 
     (tmp_path / "evidence" / "r").mkdir(parents=True)
     (tmp_path / "evidence" / "r" / "pip-freeze.txt").symlink_to("/etc/passwd")
     (tmp_path / "evidence" / "r" / "ok.txt").write_bytes(b"ok")
-    read = publish.evidence_reader(tmp_path)
+    read = tree.evidence_reader(tmp_path)
     assert read("evidence/r/ok.txt") == b"ok" and read("evidence/r/gone.txt") is None and read("runs/x") is None
     with pytest.raises(InputRefused, match="symbolic link"):
         read("evidence/r/pip-freeze.txt")

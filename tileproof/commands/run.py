@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from tileproof.records import lessons
+from tileproof.records.capability import sm_of
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import FileDigest, RunRecord, SessionRecord
 from tileproof.records.signing import signer_from_env
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         raise TileproofError("no programs selected (fix: name a lesson with programs, or drop --program)")
     session_id = new_run_id("session")
     gpu, frozen = session_start(root, session_id, args.device)
-    target = f"sm_{gpu.gpu.compute_capability.replace('.', '')}" if gpu.gpu else DEFAULT_TARGETS[0]
+    target = sm_of(gpu.gpu.compute_capability) if gpu.gpu else DEFAULT_TARGETS[0]
     if gpu.no_gpu:
         print(f"run: no usable GPU: {gpu.no_gpu}; each program's own gate is recorded and the run fails")
     records = compile_records(root)

@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from tileproof.records import models, registry, signing
+from tileproof.records import models, registry, signing, store
 from tileproof.records.tolerances import load_table, render_cpp_header
 
 SCHEMAS = {
@@ -58,10 +58,7 @@ def run(args: argparse.Namespace) -> int:
         return 1 if bad else 0
     for rel, text in rendered(root).items():
         path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
         if not path.is_file() or path.read_text() != text:
-            tmp = path.with_suffix(path.suffix + ".tmp")
-            tmp.write_text(text)
-            tmp.replace(path)
+            store.write_atomic(path, text)
             print(f"wrote {rel}")
     return 0

@@ -1,19 +1,24 @@
-"""Which records count as evidence, by their signature's standing: the one switch.
+"""Which records count as evidence: the one funnel every decision and the audit go through.
 
-``records.registry.verify`` decides a record's ``Trust``; this module decides
-what that means for publishing and the audit. Today's policy,
+A record counts only when what was checked about it when it was loaded
+(``store.Examined``) says so: its seal is intact (a record edited after writing,
+or with no seal, never counts) and its signature's standing
+(``records.registry.verify``) is one the policy accepts. Today's policy,
 ``unsigned-counts``, keeps the committed legacy records (all unsigned, written
 before signing existed) counting, so the tree still audits clean; every other
 failed verification never counts. After the GPU re-run from a registered
 runner, :data:`POLICY` becomes ``signed-only`` (one line): then only
-``verified`` records count and an unsigned one is an audit finding.
+``verified`` records count and an unsigned one is an audit finding. The rows,
+the performance claims, the refuted claims and the audit all follow, because
+they all ask ``admits``/``split`` here.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Iterable, Literal
 
 from tileproof.records.registry import Trust, Verification
+from tileproof.records.store import Examined, examine
 
 TrustPolicy = Literal["unsigned-counts", "signed-only"]
 
@@ -51,3 +56,47 @@ def issues(verification: Verification, policy: TrustPolicy = POLICY) -> list[tup
     if counts(verification.trust, policy):
         return []
     return [(FINDING[verification.trust], verification.reason)]
+
+
+# --- the funnel: examined records in, the ones that count out -------------------------
+
+
+def refusal(item: Examined) -> str | None:
+    """Why this record does not count, in the words decisions print; None when it counts."""
+    if item.seal != "intact":
+        return "seal broken"
+    if not counts(item.trust):
+        return f"signature {item.trust}"
+    return None
+
+
+def admits(item: Examined) -> bool:
+    """Whether the record counts as evidence."""
+    return refusal(item) is None
+
+
+def examined(records: Iterable) -> list[Examined]:
+    """Records as ``Examined`` (plain records are examined here, once each, as unsigned)."""
+    return [r if isinstance(r, Examined) else examine(r) for r in records]
+
+
+def split(items: Iterable[Examined]) -> tuple[list[Any], dict[str, list[str]]]:
+    """(the records that count, refusal → run ids of those that do not)."""
+    good: list[Any] = []
+    refused: dict[str, list[str]] = {}
+    for item in items:
+        why = refusal(item)
+        if why is None:
+            good.append(item.record)
+        else:
+            refused.setdefault(why, []).append(item.record.run_id)
+    return good, refused
+
+
+def ignored_note(refused: dict[str, list[str]]) -> str:
+    """`` (ignored, seal broken: a, b)``, or empty."""
+    return "".join(f" (ignored, {why}: {', '.join(ids)})" for why, ids in refused.items())
+
+
+def ignored_ids(refused: dict[str, list[str]]) -> tuple[str, ...]:
+    return tuple(i for ids in refused.values() for i in ids)
