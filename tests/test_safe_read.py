@@ -311,6 +311,8 @@ def test_huge_numbers_do_not_escape_the_build_parsers():
     assert build.parse_res_usage("Function k:\nREG:" + "9" * 5000 + " SHARED:12\n")[0].shared_bytes == 12
     with pytest.raises(TileproofError, match="unknown target"):
         build.parse_target("sm_" + "9" * 5000)
+    with pytest.raises(TileproofError, match="unknown target"):
+        build.parse_target("9" * 5000 + ".0")
 
 
 def test_error_messages_escape_line_breaks_from_the_input():

@@ -52,7 +52,7 @@ HELPER_SUFFIXES = {"kernels": (".py",), "cpp": (".h", ".cuh")}
 def parse_target(value: str) -> str:
     """``sm_90`` (also ``90`` or ``9.0``) → ``sm_90``; refuse anything else in one line."""
     v = value.strip().lower()
-    if re.fullmatch(r"\d+\.\d", v):
+    if re.fullmatch(r"\d{1,4}\.\d", v):  # a longer major is no capability (and past what int converts)
         v = sm_of(v)
     elif re.fullmatch(r"\d+", v):
         v = "sm_" + v
