@@ -45,6 +45,7 @@ from tileproof.records.models import (
 from tileproof.records.registry import (
     UNSIGNED,
     RunnerRegistry,
+    TreePolicy,
     Trust,
     Verification,
     verify,
@@ -54,6 +55,8 @@ from tileproof.records.safe_read import decode, parse_json, read_bytes
 RUNS = "runs"
 EVIDENCE = "evidence"
 _RECORD = TypeAdapter(Record)
+FILE_MODE = 0o644
+"""Records and transcripts are readable by everyone (``tempfile`` would leave 0600)."""
 
 
 def new_run_id(kind: str, now: datetime | None = None) -> str:
@@ -92,6 +95,7 @@ def write_once(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -189,6 +193,8 @@ class Examined(Generic[R]):
     seal: SealStatus
     verification: Verification = UNSIGNED
     """``registry.UNSIGNED`` for a record that carries no signature (or was built in memory)."""
+    policy: TreePolicy | None = None
+    """The registry's own policy (``RunnerRegistry.policy``) it was examined under; None: the code's."""
 
     @property
     def trust(self) -> Trust:
@@ -200,9 +206,10 @@ Loaded = Examined
 """A record and its standing (``read_record``'s name for ``Examined``)."""
 
 
-def examine(record: R, digest: str | None = None, verification: Verification = UNSIGNED) -> Examined[R]:
+def examine(record: R, digest: str | None = None, verification: Verification = UNSIGNED,
+            policy: TreePolicy | None = None) -> Examined[R]:
     """``record`` with its seal checked (``digest``: its ``seal_of`` when already known)."""
-    return Examined(record, seal_status(record, digest), verification)
+    return Examined(record, seal_status(record, digest), verification, policy)
 
 
 def write_record(root: Path, record, signer: signing.Signer | None = None) -> Path:
@@ -292,7 +299,7 @@ def read_record(path: Path, registry: RunnerRegistry, root: Path | None = None) 
     """Read one record, check its seal and verify it: signature, key, revocation, kind, subjects."""
     raw, envelope, statement = read_file(path, root)
     record = validate(path, raw)
-    return examine(record, verification=verify(envelope, statement, record, registry))
+    return examine(record, verification=verify(envelope, statement, record, registry), policy=registry.policy)
 
 
 KEEP = frozenset({".gitkeep"})
