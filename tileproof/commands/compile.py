@@ -11,7 +11,7 @@ from tileproof.records.signing import signer_from_env
 from tileproof.runner.builds import compile_programs, kernel_index
 from tileproof.runner.capture import tools as find_tools
 from tileproof.runner.process import install_signal_handlers
-from tileproof.toolchain.build import BUILD_DIR, DEFAULT_TARGETS, parse_target, programs
+from tileproof.toolchain.build import BUILD_DIR, DEFAULT_TARGETS, julia_programs, parse_target, programs
 from tileproof.toolchain.find import require_coherent
 
 
@@ -38,5 +38,8 @@ def run(args: argparse.Namespace) -> int:
     require_coherent(tools)
     cpp = programs(root, "cpp")
     py = kernel_index(root, programs(root, "kernels"))
+    for jl in julia_programs(root):  # named, never silently left out: julia compiles them when they run
+        print(f"{jl.relative_to(root).as_posix()}: a cuTile.jl program, compiled by julia when tileproof run runs it "
+              f"(toolchain-absent where no julia with cuTile.jl is found)")
     record = compile_programs(root, tools, targets, cpp, py, args.jobs, signer)
     return 0 if record is None or record.passed else 1

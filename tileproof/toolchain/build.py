@@ -46,6 +46,9 @@ TILE_TARGETS = ("sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", 
 
 BUILD_DIR = "build"
 PROGRAM_DIRS = {"kernels": ".py", "cpp": ".cu"}
+"""Folders of programs this module builds (cuTile Python by AOT export, C++ with nvcc)."""
+JULIA = ".jl"
+"""``kernels/*.jl``: cuTile.jl programs, compiled by cuTile.jl when julia runs them (``runner.julia``)."""
 HELPER_SUFFIXES = {"kernels": (".py",), "cpp": (".h", ".cuh")}
 
 
@@ -96,8 +99,17 @@ def programs(root: Path, folder: str) -> list[Path]:
     return sorted(p for p in d.glob(f"*{PROGRAM_DIRS[folder]}") if is_program(p))
 
 
+def julia_programs(root: Path) -> list[Path]:
+    """Every ``kernels/*.jl`` program (cuTile.jl): nvcc builds none of them, julia compiles each at run time."""
+    d = Path(root) / "kernels"
+    return sorted(d.glob(f"*{JULIA}")) if d.is_dir() else []
+
+
 def dependencies(program: Path) -> list[Path]:
-    """The program and the helper files of its folder (headers, harness, tolerance table)."""
+    """The program and the helper files of its folder (headers, harness, tolerance table); a
+    cuTile.jl program is its own file only (the Python harness is not what it runs)."""
+    if program.suffix == JULIA:
+        return [program]
     folder = program.parent
     helpers = [
         p for p in sorted(folder.iterdir())
