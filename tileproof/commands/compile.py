@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from tileproof.records.safe_read import check_build_dir
 from tileproof.records.signing import signer_from_env
 from tileproof.runner.builds import compile_programs, kernel_index
 from tileproof.runner.capture import tools as find_tools
@@ -30,6 +31,7 @@ def targets_from(args_arch: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     root = args.root.resolve()
+    check_build_dir(root, BUILD_DIR)  # a build/ link out of the repository: refused before anything is written
     signer = signer_from_env(root)  # before any build: a bad key must not leave builds without a record
     targets = targets_from(args.arch)
     tools = find_tools(args.system_nvcc, cache_file=root / BUILD_DIR / "tool-versions.json")

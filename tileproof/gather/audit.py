@@ -106,7 +106,7 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
                 add(Finding(file, files.SCHEMA, f"{e.field + ': ' if e.field else ''}{e.problem}"))
                 try:
                     raw_refs.update(evidence.raw_transcript_paths(json.loads(data)))
-                except ValueError:
+                except (ValueError, RecursionError):
                     pass
                 continue
         for rule_id, reason in files.name_issues(name, rec.run_id):

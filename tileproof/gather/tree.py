@@ -20,7 +20,9 @@ from tileproof.claims import spec as claims_spec
 from tileproof.judge import claim_verdicts, gate
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
 from tileproof.records import lessons, registry, store, tolerances
+from tileproof.records.errors import InputRefused
 from tileproof.records.models import BenchRecord, ClaimsRecord, CompileRecord, LessonFront, RunRecord
+from tileproof.records.safe_read import read_evidence
 from tileproof.records.store import Examined
 
 
@@ -42,10 +44,17 @@ def today_digests(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
 
 
 def evidence_reader(root: Path) -> gate.EvidenceReader:
-    """A reader for files under evidence/ only; None for anything else or missing."""
+    """A reader for files under evidence/ only, through ``safe_read.read_evidence``; None
+    for a path elsewhere or a missing file; a link, FIFO or oversized file raises one line."""
     def read(rel: str) -> bytes | None:
-        path = inside(root, rel, store.EVIDENCE)
-        return path.read_bytes() if path is not None and path.is_file() else None
+        if inside(root, rel, store.EVIDENCE) is None:
+            return None
+        try:
+            return read_evidence(root, rel)
+        except InputRefused as e:
+            if e.kind == "missing":
+                return None
+            raise
     return read
 
 

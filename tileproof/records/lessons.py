@@ -28,8 +28,9 @@ import yaml
 from pydantic import ValidationError
 
 from tileproof.records import store
-from tileproof.records.errors import RecordError
+from tileproof.records.errors import InputRefused, RecordError
 from tileproof.records.models import LessonFront, ResultRow
+from tileproof.records.safe_read import parse_yaml, read_text
 
 LESSONS = "lessons"
 RESULTS = "results"
@@ -117,7 +118,7 @@ def parse(path: Path | str, text: str) -> Lesson:
     """Parse and validate one lesson; every problem is one line naming the field."""
     front_text, body = split(path, text)
     try:
-        raw = yaml.safe_load(front_text)
+        raw = parse_yaml(front_text, str(path))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 2}" if mark is not None else "front matter"
@@ -146,7 +147,8 @@ def _problems(path: Path, front: LessonFront):
     paths = [p.path for p in front.programs]
     for i, prog in enumerate(front.programs):
         pp = PurePosixPath(prog.path)
-        if pp.is_absolute() or ".." in pp.parts or pp.suffix not in PROGRAM_KINDS.get(pp.parts[0], ()):
+        top = pp.parts[0] if pp.parts else ""  # "" and "." have no parts
+        if pp.is_absolute() or ".." in pp.parts or pp.suffix not in PROGRAM_KINDS.get(top, ()):
             yield f"programs.{i}.path", f"'{prog.path}' is not a program under kernels/ (.py, .jl) or cpp/ (.cu)", \
                 "fix the path"
         if paths.index(prog.path) != i:
@@ -193,25 +195,34 @@ def _problems(path: Path, front: LessonFront):
                     "only publish fills results, from run records"
 
 
-def load_path(path: Path, shown: str | None = None) -> Lesson:
-    """Read and validate one lesson file; errors name it as ``shown`` (default: ``path``)."""
+def load_path(path: Path, shown: str | None = None, root: Path | None = None) -> Lesson:
+    """Read and validate one lesson file; errors name it as ``shown`` (default: ``path``).
+
+    Read through ``safe_read`` (a regular file inside ``root``, default the
+    folder above ``lessons/``; at most 4 MiB; UTF-8).
+    """
+    path = Path(path)
     shown = shown or str(path)
+    if root is None:
+        root = path.parent.parent if path.parent.name == LESSONS else path.parent
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RecordError(shown, "", "file is missing", "restore it from git") from None
-    except UnicodeDecodeError as e:
-        raise RecordError(shown, f"byte {e.start}", "not UTF-8 text", "save the lesson as UTF-8") from None
-    return dataclasses.replace(parse(shown, text), path=Path(path))
+        text = read_text(root, path.absolute(), "lesson", shown)
+    except InputRefused as e:
+        if e.kind == "missing":
+            raise RecordError(shown, "", "file is missing", "restore it from git") from None
+        if e.kind == "not-utf8":
+            raise RecordError(shown, e.field, "not UTF-8 text", "save the lesson as UTF-8") from None
+        raise
+    return dataclasses.replace(parse(shown, text), path=path)
 
 
 def load(root: Path, lesson_id: str) -> Lesson:
     path = find(root, lesson_id)
-    return load_path(path, f"{LESSONS}/{path.name}")
+    return load_path(path, f"{LESSONS}/{path.name}", Path(root))
 
 
 def load_all(root: Path) -> list[Lesson]:
-    return [load_path(Path(root) / LESSONS / f"{i}.md", f"{LESSONS}/{i}.md") for i in lesson_ids(root)]
+    return [load_path(Path(root) / LESSONS / f"{i}.md", f"{LESSONS}/{i}.md", Path(root)) for i in lesson_ids(root)]
 
 
 def missing_programs(root: Path, lesson: Lesson) -> list[tuple[str, str]]:

@@ -55,13 +55,13 @@ HELPER_SUFFIXES = {"kernels": (".py",), "cpp": (".h", ".cuh")}
 def parse_target(value: str) -> str:
     """``sm_90`` (also ``90`` or ``9.0``) → ``sm_90``; refuse anything else in one line."""
     v = value.strip().lower()
-    if re.fullmatch(r"\d+\.\d", v):
+    if re.fullmatch(r"\d{1,4}\.\d", v):  # a longer major is no capability (and past what int converts)
         v = sm_of(v)
     elif re.fullmatch(r"\d+", v):
         v = "sm_" + v
     if v in TILE_TARGETS:
         return v
-    m = re.fullmatch(r"sm_(\d+)", v)
+    m = re.fullmatch(r"sm_(\d{1,6})", v)  # more digits is no target (and past what int converts)
     if m and int(m.group(1)) < 80:
         raise TileproofError(
             f"--arch {value}: below sm_80, nvcc builds with exit 0 but no tile code ({NO_TILE_CODE.fix})"
@@ -176,7 +176,8 @@ def plan(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict
 
 
 _FUNC = re.compile(r"^\s*Function\s+(\S+?):\s*$")
-_FIELD = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d+)")
+_FIELD = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d{1,18})(?!\d)")
+"""``REG:40``; a number of 19+ digits is no cuobjdump count (and past what ``int`` converts at 4,300)."""
 
 
 def parse_res_usage(text: str) -> list[ResUsage]:
