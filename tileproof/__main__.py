@@ -23,6 +23,7 @@ COMMANDS = {
     "claims": ("tileproof.claims.core", "check every claim of the shipped documents; claims record"),
     "schema": ("tileproof.commands.schema", "regenerate schema/ and cpp/tolerances.h"),
     "lint-kernels": ("tileproof.lint.engine", "static checks for known cuTile mistakes"),
+    "fleet": ("tileproof.commands.fleet", "lessons x GPU kinds on a Slurm cluster or CI runners; merge; matrix"),
 }
 
 

@@ -18,6 +18,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from tileproof.fleet import devices
 from tileproof.records import lessons
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
@@ -55,6 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--program", action="append", default=[], metavar="NAME",
                         help="a program path or file name (repeatable)")
     parser.add_argument("--device", type=int, default=0, metavar="N", help="GPU index (default 0)")
+    parser.add_argument("--devices", default=None, metavar="all|N,M",
+                        help="every listed GPU at once, one run session per GPU (tileproof.fleet.devices)")
     parser.add_argument("--timeout", type=float, default=900.0, metavar="S", help="per-program timeout in seconds")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
 
@@ -128,6 +131,8 @@ def child_env(device: int) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
+    if args.devices is not None:
+        return devices.fan_out(args.devices, args.lessons, args.program, args.timeout, root)
     chosen, all_lessons = select(root, args.lessons, args.program)
     if not chosen:
         raise TileproofError("no programs selected (fix: name a lesson with programs, or drop --program)")
