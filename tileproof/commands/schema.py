@@ -11,6 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
+from tileproof.fleet.cluster import CLUSTER_VERSION, Cluster
 from tileproof.records import models
 from tileproof.records.tolerances import load_table, render_cpp_header
 
@@ -22,6 +23,7 @@ SCHEMAS = {
     f"claims-record.v{models.SCHEMA_VERSION}.schema.json": models.ClaimsRecord,
     f"check-report.v{models.REPORT_VERSION}.schema.json": models.CheckReport,
     f"lesson.v{models.LESSON_VERSION}.schema.json": models.LessonFront,
+    f"cluster.v{CLUSTER_VERSION}.schema.json": Cluster,
 }
 CPP_HEADER = Path("cpp") / "tolerances.h"
 
