@@ -14,10 +14,9 @@ import pytest
 
 from tileproof.fleet import matrix as mx
 from tileproof.fleet.merge import MergeConflict, Source, merge, plan_merge
-from tileproof.fleet.plan import Plan, make_plan, SUBMITTED_FILE, Submitted, ArrayResult
+from tileproof.fleet.plan import make_plan, SUBMITTED_FILE, Submitted, ArrayResult
 from tileproof.fleet.cluster import Cluster, GpuKind
 from tileproof.fleet import tasks
-from tileproof.records import store
 
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("fleet_course", REPO / "tests" / "data" / "fleet" / "course.py")

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from tileproof.fleet import matrix as mx
 from tileproof.fleet.merge import Source, merge
-from tileproof.fleet.plan import MATRIX_FILE, PLAN_FILE, SUBMITTED_FILE, Plan, Submitted
+from tileproof.fleet.plan import MATRIX_FILE, SUBMITTED_FILE, Plan, Submitted
 from tileproof.records import store
 from tileproof.records.errors import RecordError
 from tileproof.runner import children, worktree

@@ -30,8 +30,8 @@ def add(repo: Path, path: Path, commit: str) -> None:
     """``git worktree add --detach PATH COMMIT``; an existing worktree there is an error."""
     proc = _git("-C", str(repo), "worktree", "add", "--detach", str(path), commit)
     if proc.returncode != 0:
-        raise WorktreeError(f"{path}: git worktree add failed: {proc.stderr.strip().splitlines()[-1:]} "
-                            "(fix: remove the folder and rerun the task)")
+        why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise WorktreeError(f"{path}: git worktree add failed: {why} (fix: remove the folder and rerun the task)")
 
 
 def untracked(checkout: Path, folders: list[str]) -> list[str]:
