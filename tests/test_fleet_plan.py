@@ -120,3 +120,12 @@ def test_devices_fan_out_leaves_one_record_per_program_and_gpu(tmp_path):
     assert got == sorted((p, d, "no-gpu") for p in course.PROGRAMS for d in ("0", "1"))
     assert len(list((repo / "runs").glob("*-session-*.json"))) == 2
     assert "[gpu 1]" in proc.stdout and "0/2 GPUs passed every program" in proc.stdout
+
+
+def test_slurm_job_states_are_a_closed_set():
+    from tileproof.runner.slurm import ENDED, SlurmError, _state
+
+    assert _state("CANCELLED by 0", "scontrol") == "CANCELLED" and "CANCELLED" in ENDED
+    assert _state("COMPLETED", "sacct") == "COMPLETED" and _state("RUNNING", "sacct") not in ENDED
+    with pytest.raises(SlurmError, match="job state 'DONE-ISH' is not one tileproof knows"):
+        _state("DONE-ISH", "sacct")

@@ -110,8 +110,8 @@ def plan_merge(root: Path, sources: list[Source]) -> MergePlan:
 
 
 WRITERS = 16
-"""Files written at once: each write is fsynced, and on one disk the fsyncs overlap
-(tests/benchmarks/fleet_scale.txt: 16 writers are ~10x one)."""
+"""Files written at once: each write is fsynced (``store.write_once``), and concurrent
+fsyncs overlap; tests/benchmarks/fleet_scale.txt times a 400,000-file merge."""
 
 
 def merge(root: Path, sources: list[Source]) -> MergePlan:
