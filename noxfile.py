@@ -98,6 +98,13 @@ def schema(session):
     tileproof(session, "schema")
 
 
+@nox.session
+def keygen(session):
+    """Make this runner's signing key outside the repository (nox -s keygen -- [--key PATH] [--owner NAME])."""
+    install(session, "-e", ".")
+    tileproof(session, "keygen")
+
+
 @nox.session(name="lint-kernels")
 def lint_kernels(session):
     """Static checks over kernels/ for known cuTile mistakes."""

@@ -22,6 +22,7 @@ import pytest
 from conftest import gpu, no_gpu
 
 from tileproof.bench import core as bench
+from tileproof.commands import bench as bench_cmd
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     BenchRecord,
@@ -332,13 +333,13 @@ def tree(tmp_path):
 
 def args(root, *program, quick=False):
     return argparse.Namespace(program=list(program), quick=quick, device=0, timeout=600.0,
-                              root=root)
+                              root=root, output_cap=None)
 
 
 @no_gpu
 def test_no_gpu_bench_is_recorded_and_fails(tree, capsys, monkeypatch):
     monkeypatch.delenv("CUDA_TILE_CACHE_DIR", raising=False)
-    assert bench.run(args(tree)) == 1
+    assert bench_cmd.run(args(tree)) == 1
     out = capsys.readouterr().out
     assert "no usable GPU" in out and "0/2 programs passed" in out
     records = load_records(tree)
@@ -360,7 +361,7 @@ def test_no_gpu_bench_is_recorded_and_fails(tree, capsys, monkeypatch):
 
 def test_unknown_program_is_one_line(tree):
     with pytest.raises(TileproofError, match="no such bench program") as e:
-        bench.run(args(tree, "matmull"))
+        bench_cmd.run(args(tree, "matmull"))
     assert "\n" not in str(e.value) and "matmul_bench" in str(e.value)
 
 
@@ -652,7 +653,7 @@ def test_warm_up_runs_the_case_for_its_time(ms_each, expected):
 
 @gpu
 def test_quick_softmax_bench_passes_on_this_gpu(tree):
-    assert bench.run(args(tree, "softmax", quick=True)) == 0
+    assert bench_cmd.run(args(tree, "softmax", quick=True)) == 0
     [rec] = load_records(tree)
     assert rec.verdict == "passed" and rec.cases and rec.ceilings["gbps"] > 0
     assert all(c.checked for c in rec.cases if c.name != "copy")

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tileproof.commands.compile import compile_programs
+from tileproof.runner.builds import compile_programs
 from tileproof.records.errors import TileproofError
 from tileproof.toolchain import build
-from tileproof.toolchain.find import discover
+from tileproof.runner.capture import tools as discover
 
 DATA = Path(__file__).parent / "data" / "nvcc"
 REPO = Path(__file__).resolve().parents[1]

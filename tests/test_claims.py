@@ -3,9 +3,12 @@ what publish asks (``refuted_claims``). Real compiler calls are kept to three.""
 
 from __future__ import annotations
 
+import argparse
+import ast
 import json
 import shutil
 import textwrap
+import typing
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -13,18 +16,24 @@ import pytest
 
 from tileproof.claims import checks as claim_checks
 from tileproof.claims import core as claims
-from tileproof.claims.checks import Here, ProbeResult, judge_compile, varied_nvcc_argv
+from tileproof.claims import outcomes, quotes, spec
+from tileproof.claims.checks import Here, judge_compile, varied_nvcc_argv
+from tileproof.claims.outcomes import ProbeResult
+from tileproof.commands import claims as claims_cmd
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.models import (
-    SCHEMA_VERSION,
+    CLAIMS_SCHEMA_VERSION,
+    CheckKind,
     ClaimResult,
+    ClaimResultV1,
     ClaimsRecord,
     GpuFacts,
+    ProbeKind,
     Step,
     Toolchain,
     Transcript,
 )
-from tileproof.records.store import digest, new_run_id, write_record
+from tileproof.records.store import digest, load_record, new_run_id, write_record
 from tileproof.runner.capture import git_state, host_facts
 from tileproof.toolchain.build import nvcc_argv
 
@@ -50,14 +59,14 @@ def _here(root: Path, **over) -> Here:
 def _spec(kind: str, **fields):
     """A check model from a dict, as a claims file would give it."""
     expected = fields.pop("_expected", None)
-    return claims.Probe.model_validate({"check": {"kind": kind, **fields}, "expected": expected}).check
+    return spec.Probe.model_validate({"check": {"kind": kind, **fields}, "expected": expected}).check
 
 
 # --- the shipped claims files ----------------------------------------------------------
 
 
 def test_shipped_claims_files_validate():
-    files = claims.load_all(REPO)
+    files = spec.load_all(REPO)
     assert [f.spec.document for f in files] == SHIPPED
     counts = {f.spec.document: len(f.spec.claims) for f in files}
     assert counts["cutile-pitfalls"] >= 15 and counts["day79-cutile"] >= 10 and counts["tile-reduction-spike"] >= 7
@@ -67,18 +76,18 @@ def test_shipped_claims_files_validate():
 
 @pytest.mark.parametrize("document", SHIPPED)
 def test_asserted_quotes_are_in_their_documents(document):
-    loaded = claims.load_all(REPO, [document])[0]
+    loaded = spec.load_all(REPO, [document])[0]
     if not (REPO / loaded.spec.path).is_file():
         pytest.skip(f"{loaded.spec.path} is not in this checkout")
-    assert claims.quote_problems(REPO, loaded) == []
+    assert quotes.quote_problems(REPO, loaded) == []
 
 
 def test_quote_matching_ignores_markdown_and_line_breaks():
     doc = "> The Tile API in CUDA 13.3 has no\n> additive reduction. It offers `reduce_max`,\n| `k` | 24 | 0 B |"
-    assert claims.quote_found(doc, "The Tile API in CUDA 13.3 has no additive reduction.")
-    assert claims.quote_found(doc, "It offers reduce_max")
-    assert claims.quote_found(doc, "| `k` | 24 | 0 B |")
-    assert not claims.quote_found(doc, "has an additive reduction")
+    assert quotes.quote_found(doc, "The Tile API in CUDA 13.3 has no additive reduction.")
+    assert quotes.quote_found(doc, "It offers reduce_max")
+    assert quotes.quote_found(doc, "| `k` | 24 | 0 B |")
+    assert not quotes.quote_found(doc, "has an additive reduction")
 
 
 # --- bad input: one line naming file and field ---------------------------------------------
@@ -124,7 +133,7 @@ BAD = [
 def test_bad_claims_file_is_one_line(tmp_path, body, field, problem):
     path = _write(tmp_path, body)
     with pytest.raises(RecordError) as err:
-        claims.load_file(path, "lessons/claims/doc.claims.yaml")
+        spec.load_file(path, "lessons/claims/doc.claims.yaml")
     text = str(err.value)
     assert "\n" not in text
     assert text.startswith("lessons/claims/doc.claims.yaml: ")
@@ -134,12 +143,12 @@ def test_bad_claims_file_is_one_line(tmp_path, body, field, problem):
 def test_document_must_match_the_file_name(tmp_path):
     path = _write(tmp_path, GOOD, name="other.claims.yaml")
     with pytest.raises(RecordError, match="rename the file to doc.claims.yaml"):
-        claims.load_file(path)
+        spec.load_file(path)
 
 
 def test_unknown_document_suggests_the_closest(tmp_path):
     with pytest.raises(TileproofError, match="did you mean day79-cutile"):
-        claims.load_all(REPO, ["day79-cutlie"])
+        spec.load_all(REPO, ["day79-cutlie"])
 
 
 # --- the nvcc command, varied -------------------------------------------------------------
@@ -148,15 +157,15 @@ def test_unknown_document_suggests_the_closest(tmp_path):
 def test_wrong_flag_argv_is_the_nvcc_command_with_one_change():
     nvcc, src, out = Path("/x/nvcc"), Path("k.cu"), Path("k.out")
     base = nvcc_argv(nvcc, src, "sm_90", out)
-    change = claims.FlagChange(replace={"-std=c++20": "-std=c++17"})
+    change = spec.FlagChange(replace={"-std=c++20": "-std=c++17"})
     assert varied_nvcc_argv(nvcc, src, "sm_90", out, change=change) == [
         "-std=c++17" if a == "-std=c++20" else a for a in base]
-    assert varied_nvcc_argv(nvcc, src, "sm_90", out, change=claims.FlagChange(drop=["-enable-tile"])) == [
+    assert varied_nvcc_argv(nvcc, src, "sm_90", out, change=spec.FlagChange(drop=["-enable-tile"])) == [
         a for a in base if a != "-enable-tile"]
-    added = varied_nvcc_argv(nvcc, src, "sm_90", out, change=claims.FlagChange(add=["-cubin"]))
+    added = varied_nvcc_argv(nvcc, src, "sm_90", out, change=spec.FlagChange(add=["-cubin"]))
     assert added.index("-cubin") == added.index("k.cu") - 1 and len(added) == len(base) + 1
     with pytest.raises(TileproofError, match="not in the nvcc command"):
-        varied_nvcc_argv(nvcc, src, "sm_90", out, change=claims.FlagChange(drop=["-G"]))
+        varied_nvcc_argv(nvcc, src, "sm_90", out, change=spec.FlagChange(drop=["-G"]))
 
 
 # --- judging a compile transcript: the table --------------------------------------------------
@@ -188,7 +197,7 @@ JUDGE = [
 
 @pytest.mark.parametrize("code,text,outcome,pattern,absent,lang,want", [j[1:] for j in JUDGE], ids=[j[0] for j in JUDGE])
 def test_judge_compile(code, text, outcome, pattern, absent, lang, want):
-    expected = claims.Expected(outcome=outcome, pattern=pattern, absent=absent)
+    expected = spec.Expected(outcome=outcome, pattern=pattern, absent=absent)
     got, why = judge_compile(_step(code, timed_out=code is None), text, expected, lang)
     assert got == want, why
     assert "\n" not in why
@@ -214,13 +223,13 @@ VERDICTS = [
 
 @pytest.mark.parametrize("probes,want", [v[1:] for v in VERDICTS], ids=[v[0] for v in VERDICTS])
 def test_verdict_table(probes, want):
-    verdict, why = claims.combine(probes)
+    verdict, why = outcomes.combine(probes)
     assert verdict == want
     assert ("wrong" in why or "right" in why) == (len(probes) > 1)
 
 
 def test_same_reason_is_said_once():
-    verdict, why = claims.combine([_p("wrong", "unverifiable", "needs a GPU"), _p("right", "unverifiable", "needs a GPU")])
+    verdict, why = outcomes.combine([_p("wrong", "unverifiable", "needs a GPU"), _p("right", "unverifiable", "needs a GPU")])
     assert (verdict, why) == ("unverifiable-here", "wrong+right: needs a GPU")
 
 
@@ -248,14 +257,14 @@ def test_header_check(tmp_path, symbols, match, outcome, want):
     header.write_text(HEADER)
     here = _here(tmp_path, header=header)
     check = _spec("header", symbols=symbols, match=match, _expected={"outcome": outcome})
-    got = claim_checks.run_probe(here, "doc.one.check", "check", check, claims.Expected(outcome=outcome), tmp_path)
+    got = claim_checks.run_probe(here, "doc.one.check", "check", check, spec.Expected(outcome=outcome), tmp_path)
     assert got.outcome == want, got.why
     assert got.steps and (tmp_path / got.steps[0].stdout.path).is_file(), "the lookup's transcript is evidence"
 
 
 def test_header_check_without_a_header_is_unverifiable(tmp_path):
     check = _spec("header", symbols=["sum"], _expected={"outcome": "lacks"})
-    got = claim_checks.run_probe(_here(tmp_path), "d.c.check", "check", check, claims.Expected(outcome="lacks"), tmp_path)
+    got = claim_checks.run_probe(_here(tmp_path), "d.c.check", "check", check, spec.Expected(outcome="lacks"), tmp_path)
     assert got.outcome == "unverifiable" and "no cuda_tile.h" in got.why
 
 
@@ -267,7 +276,7 @@ def test_header_check_without_a_header_is_unverifiable(tmp_path):
 ])
 def test_api_check(tmp_path, symbol, parameter, default, outcome, want):
     check = _spec("api", symbol=symbol, parameter=parameter, default=default, _expected={"outcome": outcome})
-    got = claim_checks.run_probe(_here(tmp_path), "d.c.check", "check", check, claims.Expected(outcome=outcome), tmp_path)
+    got = claim_checks.run_probe(_here(tmp_path), "d.c.check", "check", check, spec.Expected(outcome=outcome), tmp_path)
     assert got.outcome == want, got.why
 
 
@@ -283,7 +292,7 @@ def test_res_usage_entry_by_source_name():
 
 
 def test_not_checkable_is_unverifiable_with_its_reason(tmp_path):
-    check = claims.NotCheckable(kind="not-checkable", reason="a contract, not a behaviour")
+    check = spec.NotCheckable(kind="not-checkable", reason="a contract, not a behaviour")
     got = claim_checks.run_probe(_here(tmp_path), "d.c.check", "check", check, None, tmp_path)
     assert got.outcome == "unverifiable" and "a contract, not a behaviour" in got.why
 
@@ -291,7 +300,7 @@ def test_not_checkable_is_unverifiable_with_its_reason(tmp_path):
 def test_gpu_check_without_a_gpu_is_unverifiable_naming_why(tmp_path):
     (tmp_path / "p.py").write_text("raise SystemExit(0)\n")
     check = _spec("gpu", program="p.py", _expected={"outcome": "observed"})
-    got = claim_checks.run_probe(_here(tmp_path), "d.c.wrong", "wrong", check, claims.Expected(outcome="observed"), tmp_path)
+    got = claim_checks.run_probe(_here(tmp_path), "d.c.wrong", "wrong", check, spec.Expected(outcome="observed"), tmp_path)
     assert got.outcome == "unverifiable" and "needs a GPU (nvidia-smi not found" in got.why and not got.steps
 
 
@@ -310,7 +319,7 @@ def test_gpu_report_line_and_exit_code(tmp_path, monkeypatch, script, want):
     (tmp_path / "p.py").write_text(script + "\n")
     check = _spec("gpu", program="p.py", _expected={"outcome": "observed"})
     here = _here(tmp_path, gpu=H200)
-    got = claim_checks.run_probe(here, "d.c.check", "check", check, claims.Expected(outcome="observed"), tmp_path)
+    got = claim_checks.run_probe(here, "d.c.check", "check", check, spec.Expected(outcome="observed"), tmp_path)
     assert got.outcome == want, got.why
     assert "NVIDIA H200 cc 9.0" in (got.toolchain or "")
 
@@ -319,7 +328,7 @@ def test_gpu_check_needing_an_old_card_is_unverifiable_on_a_new_one(tmp_path):
     (tmp_path / "p.py").write_text("raise SystemExit(0)\n")
     check = _spec("gpu", program="p.py", needs="cc<8.0", _expected={"outcome": "observed"})
     got = claim_checks.run_probe(_here(tmp_path, gpu=H200), "d.c.check", "check", check,
-                                 claims.Expected(outcome="observed"), tmp_path)
+                                 spec.Expected(outcome="observed"), tmp_path)
     assert got.outcome == "unverifiable" and "below compute capability 8.0" in got.why
 
 
@@ -334,7 +343,7 @@ def test_gpu_claim_program_on_a_real_gpu(tmp_path):
     folder = REPO / "lessons" / "claims"
     check = _spec("gpu", program="snippets/gpu_grid.py", args=["--case", "blocks-not-threads"],
                   _expected={"outcome": "observed"})
-    got = claim_checks.run_probe(here, "d.c.check", "check", check, claims.Expected(outcome="observed"), folder)
+    got = claim_checks.run_probe(here, "d.c.check", "check", check, spec.Expected(outcome="observed"), folder)
     assert got.outcome == "as-stated", got.why
 
 
@@ -355,7 +364,7 @@ def test_real_nvcc_fails_with_the_headers_cxx20_error(tmp_path):
     (tmp_path / "x.cu").write_text("#include <cuda_tile.h>\nint main() { return 0; }\n")
     check = _spec("compile", snippet="x.cu", flags={"replace": {"-std=c++20": "-std=c++17"}},
                   _expected={"outcome": "fails"})
-    expected = claims.Expected(outcome="fails", pattern=r'#error\s+"This file needs C\+\+20')
+    expected = spec.Expected(outcome="fails", pattern=r'#error\s+"This file needs C\+\+20')
     got = claim_checks.run_probe(here, "d.cxx17.wrong", "wrong", check, expected, tmp_path)
     assert got.outcome == "as-stated", got.why
     assert "-std=c++17" in got.steps[0].argv and got.toolchain.startswith("nvcc 13.")
@@ -385,7 +394,7 @@ def test_real_aot_export(tmp_path, kernel, outcome, pattern):
     (tmp_path / "k.py").write_text(PY_SNIPPET)
     check = _spec("compile", snippet="k.py", kernel=kernel, _expected={"outcome": outcome})
     got = claim_checks.run_probe(here, f"d.{kernel}.check", "check", check,
-                                 claims.Expected(outcome=outcome, pattern=pattern), tmp_path)
+                                 spec.Expected(outcome=outcome, pattern=pattern), tmp_path)
     assert got.outcome == "as-stated", got.why
 
 
@@ -424,9 +433,10 @@ def _record(root: Path, verdict: str, why: str = "wrong: compiles (exit 0)", whe
     files = [digest(root, snippet)]
     if snippet_sha:
         files = [files[0].model_copy(update={"sha256": snippet_sha})]
-    result = ClaimResult(id="says-x", document="doc", statement="X holds.", check="compile", verdict=verdict, why=why,
+    result = ClaimResult(id="says-x", document="doc", statement="X holds.", check=[ProbeKind(role="check", kind="compile")],
+                         verdict=verdict, why=why,
                          toolchain="cuda-tile 1.7.0, tileiras 13.4.92", steps=[])
-    record = ClaimsRecord(schema_version=SCHEMA_VERSION, kind="claims", run_id=run_id, created=datetime.now(timezone.utc),
+    record = ClaimsRecord(schema_version=CLAIMS_SCHEMA_VERSION, kind="claims", run_id=run_id, created=datetime.now(timezone.utc),
                           tileproof_version="0", git=git_state(root), host=host_facts(), toolchain=_toolchain(),
                           gpu=None, claims_files=files, results=[result])
     write_record(root, record)
@@ -486,16 +496,14 @@ def test_status_lines_list_every_claim(tmp_path):
 
 
 def _args(root: Path, *extra: str):
-    import argparse
-
     parser = argparse.ArgumentParser()
-    claims.add_arguments(parser)
+    claims_cmd.add_arguments(parser)
     return parser.parse_args(["--root", str(root), "--jobs", "1", *extra])
 
 
 def test_command_writes_one_record_and_exits_1_when_a_check_errors(tmp_path, capsys):
     root = _repo(tmp_path)  # its snippet declares no kernel: the export errors outside the compiler
-    assert claims.run(_args(root)) == 1
+    assert claims_cmd.run(_args(root)) == 1
     out = capsys.readouterr().out
     assert "\nerror              doc/says-x  " in out
     assert "\nunverifiable-here  doc/contract  not checkable by a program: a contract" in out
@@ -507,15 +515,15 @@ def test_command_writes_one_record_and_exits_1_when_a_check_errors(tmp_path, cap
 
 
 def test_gpu_only_selects_claims_with_a_gpu_probe(tmp_path):
-    files = claims.load_all(REPO)
-    chosen = claims.selected(files, gpu_only=True)
+    files = spec.load_all(REPO)
+    chosen = spec.selected(files, gpu_only=True)
     assert chosen and all(any(p.check.kind == "gpu" for _r, p in c.probes()) for _f, c in chosen)
     assert {c.id for _f, c in chosen} >= {"p11-order-f-no-transpose", "launch-block-size-1"}
 
 
 def test_list_runs_nothing(tmp_path, capsys):
     root = _repo(tmp_path)
-    assert claims.run(_args(root, "--list")) == 0
+    assert claims_cmd.run(_args(root, "--list")) == 0
     out = capsys.readouterr().out
     assert "says-x" in out and "compile" in out and not (root / "runs").exists()
 
@@ -529,3 +537,101 @@ def test_claim_checks_helpers_print_their_evidence(tmp_path, capsys):
     info = json.loads(capsys.readouterr().out)
     assert info["found"] and info["parameters"]["indent"] == "None"
     assert claim_checks.main(["nope"]) == 2
+
+
+# --- the record's typed probes, and the old records -------------------------------------
+
+
+def test_committed_version_1_claims_records_still_load_sealed():
+    paths = sorted((REPO / "runs").glob("*-claims-*.json"))
+    if not paths:
+        pytest.skip("no committed claims records")
+    records = claims.claims_records(REPO)
+    assert {r.run_id for r in records} == {p.stem for p in paths}   # every one read, every seal intact
+    old = [r for r in records if r.schema_version == 1]
+    assert old and all(isinstance(res, ClaimResultV1) and isinstance(res.check, str) for r in old for res in r.results)
+
+
+def test_command_writes_typed_probe_kinds_at_version_2(tmp_path):
+    root = _repo(tmp_path)
+    claims_cmd.run(_args(root))
+    (record,) = claims.claims_records(root)
+    assert record.schema_version == CLAIMS_SCHEMA_VERSION == 2
+    assert {r.id: r.check for r in record.results} == {
+        "says-x": [ProbeKind(role="check", kind="compile")],
+        "contract": [ProbeKind(role="check", kind="not-checkable")],
+    }
+    raw = json.loads(next((root / "runs").glob("*-claims-*.json")).read_text())
+    assert raw["results"][0]["check"] == [{"role": "check", "kind": "compile"}]
+
+
+def test_a_pitfall_records_its_wrong_and_right_probes_in_order():
+    files = spec.load_all(REPO)
+    pair = next(c for f in files for c in f.spec.claims if c.wrong is not None and c.right is not None)
+    assert [k.role for k in pair.probe_kinds()] == ["wrong", "right"]
+    assert pair.kinds_text() == ", ".join(f"{k.role}:{k.kind}" for k in pair.probe_kinds())
+
+
+@pytest.mark.parametrize("version, check, problem", [
+    (2, "compile", r"results\.list\[ClaimResult\]\.0\.check: Input should be a valid list"),
+    (1, [{"role": "check", "kind": "compile"}], "schema_version 1 claims records hold ClaimResultV1 results"),
+    (2, [{"role": "check", "kind": "compiles"}], r"results\.list\[ClaimResult\]\.0\.check\.0\.kind: Input should be 'compile'"),
+    (3, [{"role": "check", "kind": "compile"}], "this tileproof reads 1 or 2"),
+], ids=["v2-text", "v1-list", "v2-unknown-kind", "v3"])
+def test_claims_record_version_and_check_shape_must_agree(tmp_path, version, check, problem):
+    root = _repo(tmp_path)
+    claims_cmd.run(_args(root))
+    path = next((root / "runs").glob("*-claims-*.json"))
+    raw = json.loads(path.read_text())
+    raw["schema_version"] = version
+    raw["results"][0]["check"] = check
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(raw))
+    with pytest.raises(RecordError, match=problem):
+        load_record(bad)
+
+
+def test_check_kinds_are_one_list():
+    """The record's CheckKind and the claims file's check models name the same kinds."""
+    models = {typing.get_args(m.model_fields["kind"].annotation)[0]
+              for m in typing.get_args(typing.get_args(spec.Check)[0])}
+    assert models == set(spec.CHECK_KINDS) == set(typing.get_args(CheckKind))
+
+
+def test_claims_modules_import_no_cycle():
+    """spec <- outcomes <- checks, quotes <- spec, core <- spec: no module of claims/ imports in a circle."""
+    folder = REPO / "tileproof" / "claims"
+    graph = {}
+    for path in folder.glob("*.py"):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module)
+            elif isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+        graph[path.stem] = {n.rsplit(".", 1)[1] for n in names if n.startswith("tileproof.claims.")}
+    assert graph["spec"] == set() and graph["outcomes"] == {"spec"} and "core" not in graph["checks"]
+    done: set[str] = set()
+
+    def visit(name: str, stack: tuple[str, ...]) -> None:
+        assert name not in stack, f"import cycle: {' -> '.join(stack + (name,))}"
+        if name not in done:
+            for dep in graph.get(name, ()):
+                visit(dep, stack + (name,))
+            done.add(name)
+
+    for name in graph:
+        visit(name, ())
+
+
+def test_list_ends_with_a_summary_line(tmp_path, capsys):
+    root = _repo(tmp_path)
+    assert claims_cmd.run(_args(root, "--list")) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "claims: 1 files, 2 claims, 0 quote warnings; nothing run"
+
+
+def test_run_ends_with_a_summary_line(tmp_path, capsys):
+    root = _repo(tmp_path)
+    assert claims_cmd.run(_args(root)) == 1
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("claims: 1 unverifiable-here, 1 error; record runs/") and last.endswith("exit 1)")

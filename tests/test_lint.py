@@ -12,12 +12,16 @@ import argparse
 import ast
 import importlib.util
 import io
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tileproof.lint import engine as lint
+from tileproof.commands import lint
+from tileproof.lint import registry
 from tileproof.lint.engine import RULES, Finding, lint_paths, lint_source
 
 REPO = Path(__file__).resolve().parents[1]
@@ -242,3 +246,46 @@ def test_snippet_agrees_with_compiler(path, case):
             pytest.skip(f"tileiras is not installed: {e}")
         compiled, error = False, e
     assert compiled == case["compiles"], f"cuda-tile {ct.__version__} said: {error!r}"
+
+
+# ----------------------------------------------------------------------------- the registry
+
+def test_each_rule_module_registers_its_own_id_only():
+    """A rule is one file: rules/tpNNN.py registers TPNNN and nothing else."""
+    modules = {p.stem.upper() for p in (REPO / "tileproof" / "lint" / "rules").glob("tp*.py")}
+    registered = {r for r in RULES if r not in registry.ENGINE_RULES}
+    assert modules == registered == set(SNIPPET_RULES)
+    for rule in registered:
+        owner = next(r for r in registry.rules_for_all() if r.id == rule)
+        assert owner.fn.__module__ == f"tileproof.lint.rules.{rule.lower()}"
+
+
+def test_registering_an_id_twice_is_refused():
+    with pytest.raises(registry.DuplicateRuleError, match="TP003"):
+        registry.rule("TP003", "again", "a second TP003", on=(ast.Call,))(lambda d, n, e: ())
+
+
+def test_cli_summary_line_also_when_clean(tmp_path, capsys):
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    (tmp_path / "other.py").write_text("y = 2\n")
+    assert lint.run(_cli(str(tmp_path))) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines()[-1] == "lint-kernels: 2 files, 0 findings"
+    (tmp_path / "bad.py").write_text(KERNEL.format(comment=""))
+    assert lint.run(_cli(str(tmp_path))) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == "lint-kernels: 3 files, 1 findings in 1 files"
+
+
+def test_list_rules_survives_a_closed_pipe():
+    """`lint-kernels --list-rules | head -0`: the reader is gone before the first line; no traceback, exit 0."""
+    read, write = os.pipe()
+    os.close(read)   # every write now fails with EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "tileproof", "lint-kernels", "--list-rules"],
+                              stdout=write, stderr=subprocess.PIPE, cwd=REPO, timeout=60)
+    finally:
+        os.close(write)
+    err = proc.stderr.decode()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err

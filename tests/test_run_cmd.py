@@ -25,7 +25,7 @@ def tree(tmp_path):
 
 
 def args(root, *program):
-    return argparse.Namespace(lessons=[], program=list(program), device=0, timeout=300.0, root=root)
+    return argparse.Namespace(lessons=[], program=list(program), device=0, timeout=300.0, root=root, output_cap=None)
 
 
 def run(root, *program):
@@ -64,3 +64,40 @@ def test_vector_add_passes_on_this_gpu(tree):
     runs = [r for r in load_records(tree) if isinstance(r, RunRecord)]
     assert [r.verdict for r in runs] == ["passed"]
     assert float(runs[0].environment.gpu.compute_capability) >= 8.0
+
+
+HANG = '''"""A fake lesson program: its grandchild leaves the session and sleeps forever."""
+import subprocess
+from pathlib import Path
+
+AOT_SIGNATURES = {}  # makes it a program for ``run``'s discovery
+
+kid = subprocess.Popen(["setsid", "sleep", "infinity"])
+Path(__file__).with_suffix(".pid").write_text(str(kid.pid))
+print("GPU 0: fake, compute capability 9.0", flush=True)
+subprocess.run(["sleep", "infinity"])
+'''
+
+
+@pytest.mark.skipif(shutil.which("setsid") is None or not Path("/proc/self/stat").exists(),
+                    reason="needs setsid(1) and /proc (Linux)")
+def test_setsid_sleep_infinity_under_timeout_3_ends_and_leaves_nothing(tree, capsys):
+    (tree / "kernels" / "hang.py").write_text(HANG)
+    assert run_cmd.run(argparse.Namespace(lessons=[], program=["hang"], device=0, timeout=3.0, root=tree,
+                                          output_cap=None)) == 1
+    rec = next(r for r in load_records(tree) if isinstance(r, RunRecord))
+    assert rec.verdict == "timeout" and rec.step.timed_out and rec.step.exit_code is None
+    assert 3.0 <= rec.step.duration_s < 5.0
+    assert rec.step.strays_killed == 1 and "left running were killed" in rec.reason
+    pid = int((tree / "kernels" / "hang.pid").read_text())
+    assert not Path(f"/proc/{pid}").exists(), "killed and reaped"
+    marker = b"TILEPROOF_STEP="
+    for proc in Path("/proc").iterdir():  # nothing of the step is left anywhere
+        if proc.name.isdigit() and proc.name != str(__import__("os").getpid()):
+            try:
+                env = (proc / "environ").read_bytes()
+                cmd = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            assert not (marker in env and b"infinity" in cmd), proc
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("run: 1 timeout; session ")

@@ -114,5 +114,37 @@ def test_unusable_entries_are_rejected(tmp_path: Path, entry: str, problem: str)
 
 
 def test_broken_table_file_is_reported(tmp_path: Path) -> None:
-    with pytest.raises(ToleranceTableError, match="importing it failed: ZeroDivisionError"):
+    # The table is parsed, never executed (issue 13): `1 / 0` is reported as code, not run.
+    with pytest.raises(ToleranceTableError, match=r"tolerances\.py:1: TOLERANCES must be a non-empty dict literal"):
         load_table(fake_repo(tmp_path, "TOLERANCES = 1 / 0\n"))
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ("TOLERANCES = {\n    'a': Tolerance(rtol=RTOL, atol=0.0),\n}\n", r":2: TOLERANCES\['a'\] value 'RTOL' is not a literal"),
+        ("TOLERANCES = {**BASE}\n", r":1: TOLERANCES: '\*\*' unpacking is not a literal"),
+        ("TOLERANCES = {'a': Tolerance(rtol=1e-5)}\n", r":1: TOLERANCES\['a'\] needs numeric rtol and atol"),
+        ("TOLERANCES = {'a': Tolerance(rtol='x', atol=0.0)}\n", r"needs numeric rtol and atol \(rtol is 'x'\)"),
+        ("X = 1\n", r"no module-level TOLERANCES"),
+        ("TOLERANCES = {'a': Tolerance(1e-5, 0.0)}\nTOLERANCES = {}\n", r":2: TOLERANCES is assigned twice"),
+        ("def f(:\n", r":1: not valid Python"),
+    ],
+    ids=["name", "unpacking", "missing-atol", "string", "no-table", "twice", "syntax"],
+)
+def test_table_that_is_not_a_literal_is_one_line_naming_the_line(tmp_path: Path, source: str, problem: str) -> None:
+    with pytest.raises(ToleranceTableError, match=problem) as info:
+        load_table(fake_repo(tmp_path, source))
+    assert "\n" not in str(info.value)
+
+
+def test_load_table_executes_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    source = f"open({str(marker)!r}, 'w').write('x')\n" + FAKE_TABLE
+    assert load_table(fake_repo(tmp_path, source)) == {"zeta": (1e-5, 0.0), "alpha": (1e-4, 1e-3)}
+    assert not marker.exists()
+
+
+def test_positional_and_float_text_entries(tmp_path: Path) -> None:
+    source = "TOLERANCES = {'a': Tolerance(1e-5, 0.0), 'b': Tolerance(rtol=float('1e-3'), atol=2)}\n"
+    assert load_table(fake_repo(tmp_path, source)) == {"a": (1e-5, 0.0), "b": (1e-3, 2.0)}

@@ -2,9 +2,9 @@
 import pytest
 
 from tileproof.records.errors import ToolchainError
+from tileproof.runner.capture import tools as discover
 from tileproof.toolchain.find import (
     coherence,
-    discover,
     major_minor,
     parse_release,
     require_coherent,

@@ -19,10 +19,12 @@ COMMANDS = {
     "publish": ("tileproof.commands.publish", "flip a lesson to published when its evidence allows"),
     "status": ("tileproof.commands.status", "lesson x program x newest evidence"),
     "audit": ("tileproof.commands.audit", "check every record, transcript and published lesson"),
-    "bench": ("tileproof.bench.core", "time the course kernels against cuBLAS/cupy on this GPU; bench record"),
-    "claims": ("tileproof.claims.core", "check every claim of the shipped documents; claims record"),
+    "bench": ("tileproof.commands.bench", "time the course kernels against cuBLAS/cupy on this GPU; bench record"),
+    "claims": ("tileproof.commands.claims", "check every claim of the shipped documents; claims record"),
     "schema": ("tileproof.commands.schema", "regenerate schema/ and cpp/tolerances.h"),
-    "lint-kernels": ("tileproof.lint.engine", "static checks for known cuTile mistakes"),
+    "lint-kernels": ("tileproof.commands.lint", "static checks for known cuTile mistakes"),
+    "keygen": ("tileproof.commands.keygen", "make a runner's signing key outside the repository; print its registry entry"),
+    "verify": ("tileproof.commands.verify", "every record's signature against lessons/runners.yaml, and git history"),
     "fleet": ("tileproof.commands.fleet", "lessons x GPU kinds on a Slurm cluster or CI runners; merge; matrix"),
 }
 

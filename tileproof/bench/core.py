@@ -1,11 +1,13 @@
-"""``tileproof bench``: time the course kernels against cuBLAS/cupy here; bench records.
+"""Benchmarking: time the course kernels against cuBLAS/cupy here; bench records.
+
+The command is ``commands/bench.py`` (thin); this module holds the work.
 
 The bench programs are ``kernels/bench/*_bench.py``: standalone cuTile programs with the
 course programs' contract (gate first, ``--report`` check report with one check per case
 run before any timing, exit code = verdict), which also write their raw per-launch
-timings to ``--results``. This command
+timings to ``--results``. ``tileproof bench``
 
-* captures the environment once, as ``run`` does (run_cmd's functions, not copies),
+* captures the environment once, as ``run`` does (``runner.capture``, one implementation),
 * reads the GPU's clocks, temperature, power, P-state and throttle reasons with
   ``nvidia-smi --query-gpu`` before and after each program (reading only: nothing here
   or in the programs changes a clock or a power setting),
@@ -24,29 +26,31 @@ timings to ``--results``. This command
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tileproof.commands.run import child_env, gpu_facts, versions
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     BenchCase,
     BenchRecord,
     CheckReport,
     Environment,
+    GitState,
+    GpuFacts,
+    HostFacts,
     PairedRatio,
     Transcript,
+    Verdict,
 )
+from tileproof.records.signing import Signer
 from tileproof.records.store import (
     digest,
     header,
@@ -54,15 +58,8 @@ from tileproof.records.store import (
     write_evidence,
     write_record,
 )
-from tileproof.runner.capture import (
-    env_allowlisted,
-    git_state,
-    host_facts,
-    installed_packages,
-    pip_freeze,
-)
-from tileproof.runner.execute import run_program
-from tileproof.toolchain.find import runtime_tools
+from tileproof.runner.capture import probe
+from tileproof.runner.execute import Outcome, run_program
 
 BENCH_DIR = Path("kernels") / "bench"
 NOISY_SPREAD = 0.10
@@ -71,17 +68,6 @@ GPU_STATE_FIELDS = ("index", "clocks.sm", "clocks.mem", "temperature.gpu", "powe
                     "clocks_throttle_reasons.active")
 """Read before and after each program; the last field is ``clocks_event_reasons.active``
 on drivers that dropped the old name (tried second)."""
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--program", action="append", default=[], metavar="NAME",
-                        help="a bench program under kernels/bench/ by path, file name or stem (repeatable)")
-    parser.add_argument("--quick", action="store_true",
-                        help="a smoke run: fewer sizes, tiles and repeats (not for claims)")
-    parser.add_argument("--device", type=int, default=0, metavar="N", help="GPU index (default 0)")
-    parser.add_argument("--timeout", type=float, default=600.0, metavar="S",
-                        help="per-program timeout in seconds (default 600)")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
 
 
 # --- choosing and describing programs -----------------------------------------
@@ -257,15 +243,13 @@ def gpu_state(root: Path, run_id: str, when: str, env: dict[str, str]) -> Transc
     if shutil.which("nvidia-smi", path=env.get("PATH")) is None:
         return None
     fields = list(GPU_STATE_FIELDS)
-    proc = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv"],
-                          capture_output=True, env=env)
-    if proc.returncode != 0:  # newer drivers call the throttle reasons "clocks_event_reasons"
+    done = probe(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv"], env)
+    if done.exit_code != 0:  # newer drivers call the throttle reasons "clocks_event_reasons"
         fields[-1] = "clocks_event_reasons.active"
-        retry = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv"],
-                               capture_output=True, env=env)
-        if retry.returncode == 0:
-            proc = retry
-    return write_evidence(root, run_id, f"nvidia-smi-{when}.csv", proc.stdout + proc.stderr)
+        retry = probe(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv"], env)
+        if retry.exit_code == 0:
+            done = retry
+    return write_evidence(root, run_id, f"nvidia-smi-{when}.csv", done.stdout + done.stderr)
 
 
 def _state_line(root: Path, t: Transcript | None) -> str:
@@ -315,98 +299,71 @@ def best_lines(cases: list[BenchCase]) -> list[str]:
     return lines
 
 
-def run(args: argparse.Namespace) -> int:
-    root = args.root.resolve()
-    chosen = select(root, args.program)
-    if not chosen:
-        raise TileproofError(f"no bench programs under {BENCH_DIR.as_posix()}/ (fix: restore kernels/bench/)")
-    env_id = new_run_id("bench-env")
-    env = child_env(args.device)
-    own_cache = None
-    if "CUDA_TILE_CACHE_DIR" not in env:
-        own_cache = tempfile.mkdtemp(prefix="tileproof-jit-")
-        env["CUDA_TILE_CACHE_DIR"] = own_cache
-    gpu, smi, smi_q, no_gpu = gpu_facts(root, env_id, args.device, dict(os.environ))
-    if no_gpu:
-        print(f"bench: no usable GPU: {no_gpu}; each program's own gate is recorded and the bench fails")
-    environment = Environment(
-        session_id=env_id,
-        gpu=gpu,
-        toolchain=runtime_tools(None),
-        toolchain_env="clean",
-        versions=versions(),
-        packages=installed_packages(),
-        env=env_allowlisted(env),
-        pip_freeze=write_evidence(root, env_id, "pip-freeze.txt", pip_freeze()),
-        nvidia_smi=smi,
-        nvidia_smi_query=smi_q,
-    )
-    git, host = git_state(root), host_facts()
-    verdicts = []
+@dataclass(frozen=True)
+class Session:
+    """What every bench program of one command shares."""
+
+    root: Path
+    environment: Environment
+    gpu: GpuFacts | None
+    git: GitState
+    host: HostFacts
+    env: dict[str, str]
+    quick: bool
+    timeout: float
+    cap: int
+    signer: Signer | None = None
+
+
+def _read_results(raw: bytes | None, outcome: Outcome) -> tuple[Verdict, str, tuple]:
+    """Verdict, reason and (cases, ceilings, repeat spread, head to head) from a results file."""
+    verdict: Verdict = outcome.verdict
+    reason = outcome.reason
+    empty: tuple = ([], {}, {}, {})
+    if raw is None:
+        return ("error", reason + "; wrote no results file", empty) if verdict == "passed" else (verdict, reason, empty)
     try:
-        for program in chosen:
-            rel = program.relative_to(root).as_posix()
-            run_id = new_run_id("bench")
-            print(f"bench: {rel} [{run_id}]", flush=True)
-            before = gpu_state(root, run_id, "before", env)
-            print(f"  gpu before: {_state_line(root, before)}", flush=True)
-            with tempfile.TemporaryDirectory(prefix="tileproof-bench-") as tmp:
-                results_path = Path(tmp) / "results.json"
-                argv = [sys.executable, str(program), "--results", str(results_path),
-                        *(["--quick"] if args.quick else [])]
-                outcome = run_program(root, run_id, program.stem, argv, env, args.timeout)
-                raw = results_path.read_bytes() if results_path.is_file() else None
-            after = gpu_state(root, run_id, "after", env)
-            print(f"  gpu after:  {_state_line(root, after)}", flush=True)
-            verdict, reason = outcome.verdict, outcome.reason
-            if gpu and gpu.runtime_compute_capability not in (None, gpu.compute_capability):
-                verdict, reason = "error", (f"nvidia-smi says compute capability {gpu.compute_capability}, "
-                                            f"the CUDA runtime says {gpu.runtime_compute_capability}")
-            results_file = write_evidence(root, run_id, f"{program.stem}-results.json", raw) if raw else None
-            cases, ceilings, repeat_spread, paired = [], {}, {}, {}
-            if raw is not None:
-                try:
-                    results = json.loads(raw)
-                    cases, ceilings, repeat_spread = build_cases(results, outcome.report)
-                    paired = head_to_head(results)
-                    skipped = results.get("skipped") or []
-                    if skipped and verdict == "passed":
-                        reason += (f"; {len(skipped)} config(s) skipped: "
-                                   + "; ".join(f"{s['key']}: {s['reason']}" for s in skipped)[:300])
-                except (KeyError, TypeError, ValueError, IndexError) as e:
-                    cases, ceilings, repeat_spread, paired = [], {}, {}, {}
-                    if verdict == "passed":
-                        verdict = "error"
-                    reason += f"; results file unreadable: {type(e).__name__}: {e}"
-            elif verdict == "passed":
-                verdict, reason = "error", reason + "; wrote no results file"
-            record = BenchRecord(
-                **header(run_id, git, host),
-                kind="bench",
-                environment=environment,
-                program=rel,
-                sources=[digest(root, p) for p in sources(root, program)],
-                step=outcome.step,
-                report=outcome.report,
-                report_file=outcome.report_file,
-                results_file=results_file,
-                gpu_before=before,
-                gpu_after=after,
-                cases=cases,
-                ceilings=ceilings,
-                repeat_spread=repeat_spread,
-                head_to_head=paired,
-                verdict=verdict,
-                reason=reason,
-            )
-            write_record(root, record)
-            verdicts.append(verdict)
-            print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)
-            if cases:
-                print("\n".join(summary(cases, repeat_spread, ceilings, paired)), flush=True)
-    finally:
-        if own_cache is not None:
-            shutil.rmtree(own_cache, ignore_errors=True)
-    passed = verdicts.count("passed")
-    print(f"bench: {passed}/{len(verdicts)} programs passed")
-    return 0 if passed == len(verdicts) else 1
+        results = json.loads(raw)
+        cases, ceilings, repeat_spread = build_cases(results, outcome.report)
+        paired = head_to_head(results)
+        skipped = results.get("skipped") or []
+        if skipped and verdict == "passed":
+            reason += (f"; {len(skipped)} config(s) skipped: "
+                       + "; ".join(f"{s['key']}: {s['reason']}" for s in skipped)[:300])
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        return ("error" if verdict == "passed" else verdict,
+                reason + f"; results file unreadable: {type(e).__name__}: {e}", empty)
+    return verdict, reason, (cases, ceilings, repeat_spread, paired)
+
+
+def bench_one(s: Session, program: Path) -> BenchRecord:
+    """Run one bench program between two GPU-state reads; write and print its record."""
+    rel = program.relative_to(s.root).as_posix()
+    run_id = new_run_id("bench")
+    print(f"bench: {rel} [{run_id}]", flush=True)
+    before = gpu_state(s.root, run_id, "before", s.env)
+    print(f"  gpu before: {_state_line(s.root, before)}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="tileproof-bench-") as tmp:
+        results_path = Path(tmp) / "results.json"
+        argv = [sys.executable, str(program), "--results", str(results_path), *(["--quick"] if s.quick else [])]
+        outcome = run_program(s.root, run_id, program.stem, argv, s.env, s.timeout, s.cap)
+        raw = results_path.read_bytes() if results_path.is_file() else None
+    after = gpu_state(s.root, run_id, "after", s.env)
+    print(f"  gpu after:  {_state_line(s.root, after)}", flush=True)
+    verdict, reason, (cases, ceilings, repeat_spread, paired) = _read_results(raw, outcome)
+    if s.gpu and s.gpu.runtime_compute_capability not in (None, s.gpu.compute_capability):
+        verdict, reason = "error", (f"nvidia-smi says compute capability {s.gpu.compute_capability}, "
+                                    f"the CUDA runtime says {s.gpu.runtime_compute_capability}")
+    record = BenchRecord(
+        **header(run_id, s.git, s.host), kind="bench", environment=s.environment, program=rel,
+        sources=[digest(s.root, p) for p in sources(s.root, program)], step=outcome.step, report=outcome.report,
+        report_file=outcome.report_file,
+        results_file=write_evidence(s.root, run_id, f"{program.stem}-results.json", raw) if raw else None,
+        gpu_before=before, gpu_after=after, cases=cases, ceilings=ceilings, repeat_spread=repeat_spread,
+        head_to_head=paired, verdict=verdict, reason=reason,
+    )
+    write_record(s.root, record, s.signer)
+    print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)
+    if cases:
+        print("\n".join(summary(cases, repeat_spread, ceilings, paired)), flush=True)
+    return record

@@ -1,15 +1,15 @@
 """Running one claim probe and judging what it showed.
 
-Every probe runs as a subprocess through ``build.run_step``, so its transcript is
+Every probe runs as a subprocess through ``runner.step.run_step``, so its transcript is
 evidence a reviewer can rerun:
 
 - ``compile``: C++ with THE nvcc command (``build.nvcc_argv``; a wrong-flag claim
   changes exactly the flags it names, ``varied_nvcc_argv``), Python by AOT export
   (``build.export_argv``). Neither needs a GPU.
-- ``header``: ``python -m tileproof.claim_checks declared HEADER`` lists every
+- ``header``: ``python -m tileproof.claims.checks declared HEADER`` lists every
   ``__tile_builtin__`` the header declares (with its line and class); an
   ``identifier`` lookup is ``grep -nwE``.
-- ``api``: ``python -m tileproof.claim_checks api cuda.tile.NAME`` prints the
+- ``api``: ``python -m tileproof.claims.checks api cuda.tile.NAME`` prints the
   Python API's signature as JSON.
 - ``res-usage``: build, then ``cuobjdump -res-usage`` (``build.parse_res_usage``).
 - ``gpu``: a self-checking program; exit 0 = the stated result was observed,
@@ -32,11 +32,16 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
 
+from tileproof.claims.outcomes import ProbeOutcome, ProbeResult
+from tileproof.claims.spec import Check, Expected, FlagChange
 from tileproof.records.errors import TileproofError, ToolchainError
-from tileproof.records.models import GpuFacts, Step, Toolchain, Transcript
+from tileproof.records.models import GpuFacts, ProbeRole, Step, Toolchain, Transcript
 from tileproof.records.store import sha256_file
+from tileproof.runner.capture import gpu_facts, runtime_toolchain
+from tileproof.runner.capture import tools as find_tools
+from tileproof.runner.environment import child_env
+from tileproof.runner.step import run_step
 from tileproof.toolchain.build import (
     _DECL,
     export_argv,
@@ -44,29 +49,14 @@ from tileproof.toolchain.build import (
     inventory,
     nvcc_argv,
     parse_res_usage,
-    run_step,
 )
 from tileproof.toolchain.diagnose import diagnose
-from tileproof.toolchain.find import HAZARD_VARS, Tools, discover, runtime_tools
+from tileproof.toolchain.find import Tools
 
-if TYPE_CHECKING:
-    from tileproof.claims.core import Expected, FlagChange
-
-ProbeOutcome = Literal["as-stated", "contradicts", "unverifiable", "error"]
 ENV_DIAGNOSES = {"nvcc-symlink", "tileiras-missing", "cuda-home-old", "mixed-packages"}
 """Diagnoses that mean the toolchain is broken here: the probe errored, it showed nothing."""
 PREBUILT = Path("build") / "claims"
 """C++ GPU programs built where nvcc exists, for a GPU node without it (carry this folder)."""
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    role: str
-    kind: str
-    outcome: ProbeOutcome
-    why: str
-    steps: tuple[Step, ...] = ()
-    toolchain: str | None = None
 
 
 @dataclass
@@ -122,21 +112,19 @@ def _version(dist: str) -> str | None:
 def survey(root: Path, run_id: str, device: int = 0, need_gpu: bool = True, gpu_arch: str = "sm_90",
            timeout: float = 300.0) -> Here:
     """Find nvcc (the pip toolchain, as ``compile`` does), tileiras, cuda-tile and the GPU."""
-    from tileproof.commands.run import gpu_facts
-
     try:
-        tools, no_nvcc = discover(), None
+        tools, no_nvcc = find_tools(), None
     except ToolchainError as e:
         tools, no_nvcc = None, "no nvcc on this machine"
         detail = str(e)
     if tools is not None:
         header = header_path(tools)
         toolchain = tools.facts
-        env = tools.child_env()
+        env = child_env(path_dirs=tools.path_dirs())
     else:
         header = _pip_header()
-        toolchain = runtime_tools(None)
-        env = {k: v for k, v in os.environ.items() if k not in HAZARD_VARS}
+        toolchain = runtime_toolchain(None)
+        env = child_env()
     by_tool = {t.name: t.version for t in toolchain.tools}
     versions = {
         "nvcc": by_tool.get("nvcc"),
@@ -146,7 +134,8 @@ def survey(root: Path, run_id: str, device: int = 0, need_gpu: bool = True, gpu_
     }
     gpu, smi, smi_q, no_gpu = None, None, None, "no GPU probe selected"
     if need_gpu:
-        gpu, smi, smi_q, no_gpu = gpu_facts(root, run_id, device, dict(os.environ))
+        probe = gpu_facts(root, run_id, device)
+        gpu, smi, smi_q, no_gpu = probe.gpu, probe.smi, probe.smi_query, probe.no_gpu
     env = with_tileproof(env)
     gpu_env = dict(env, CUDA_VISIBLE_DEVICES=str(device), PYTHONUNBUFFERED="1")
     here = Here(root=root, run_id=run_id, tools=tools, no_nvcc=no_nvcc, header=header if header and header.is_file() else None,
@@ -300,7 +289,8 @@ def find_function(entries, kernel: str):
 # --- the probes -------------------------------------------------------------------------------
 
 
-def run_probe(here: Here, name: str, role: str, check, expected, folder: Path) -> ProbeResult:
+def run_probe(here: Here, name: str, role: ProbeRole, check: Check, expected: Expected | None,
+              folder: Path) -> ProbeResult:
     """Run one probe; any ``TileproofError`` inside becomes an ``error`` outcome, not a crash."""
     runner = {
         "compile": _compile, "header": _header, "api": _api, "res-usage": _res_usage,
@@ -577,7 +567,7 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "api":
         print(json.dumps(api_info(argv[1])))
         return 0
-    print("usage: python -m tileproof.claim_checks declared HEADER | api DOTTED.NAME", file=sys.stderr)
+    print("usage: python -m tileproof.claims.checks declared HEADER | api DOTTED.NAME", file=sys.stderr)
     return 2
 
 

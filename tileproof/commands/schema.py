@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from tileproof.fleet.cluster import CLUSTER_VERSION, Cluster
-from tileproof.records import models
+from tileproof.records import models, registry, signing
 from tileproof.records.tolerances import load_table, render_cpp_header
 
 SCHEMAS = {
@@ -20,9 +20,12 @@ SCHEMAS = {
     f"run-record.v{models.SCHEMA_VERSION}.schema.json": models.RunRecord,
     f"session-record.v{models.SCHEMA_VERSION}.schema.json": models.SessionRecord,
     f"bench-record.v{models.SCHEMA_VERSION}.schema.json": models.BenchRecord,
-    f"claims-record.v{models.SCHEMA_VERSION}.schema.json": models.ClaimsRecord,
+    f"claims-record.v{models.CLAIMS_SCHEMA_VERSION}.schema.json": models.ClaimsRecord,  # reads v1 too
     f"check-report.v{models.REPORT_VERSION}.schema.json": models.CheckReport,
     f"lesson.v{models.LESSON_VERSION}.schema.json": models.LessonFront,
+    f"runner-registry.v{registry.REGISTRY_VERSION}.schema.json": registry.RunnerRegistry,
+    "signed-record.v1.schema.json": signing.Envelope,
+    "record-statement.v1.schema.json": signing.Statement,
     f"cluster.v{CLUSTER_VERSION}.schema.json": Cluster,
 }
 CPP_HEADER = Path("cpp") / "tolerances.h"

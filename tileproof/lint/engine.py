@@ -1,31 +1,33 @@
-"""``lint-kernels``: static checks for known cuTile mistakes, before anything compiles.
+"""The lint API: findings for a file's text or for files and folders, ignores applied.
 
-    python -m tileproof lint-kernels [PATH ...]      (default: kernels)
-
-One line per finding, ``path:line:col: RULE message (fix: ...)``, sorted; exit status 1
-when there is any finding (a file that does not parse is one, TP000), 0 when clean.
-A finding is silenced on its own line by ``# tileproof: ignore[TP003] <reason>``; the
-reason is required, and an ignore without one (or naming an unknown rule) is itself a
+A finding is ``path:line:col: RULE message (fix: ...)``; a file that does not parse is one
+(TP000). A finding is silenced on its own line by ``# tileproof: ignore[TP003] <reason>``;
+the reason is required, and an ignore without one (or naming an unknown rule) is itself a
 finding (TP900) and silences nothing.
 
-The rules themselves live in ``lint_rules.py``; this module is the API and the CLI.
-Standard library only: linting never imports cuda.tile or the code it reads.
+Which code is device code and what is known about its values is ``lint.interp``; the rules
+are one module each under ``lint/rules/``, in the one table of ``lint.registry``; the
+command is ``commands/lint.py``. Standard library only: linting never imports cuda.tile or
+the code it reads.
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
 import io
 import re
-import sys
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileproof.lint.rules import RULES, check_module
+import tileproof.lint.rules  # noqa: F401  (registers every rule)
+from tileproof.lint.interp import check_module
+from tileproof.lint.registry import ENGINE_RULES, table
 
-__all__ = ["RULES", "Finding", "add_arguments", "lint_paths", "lint_source", "run"]
+__all__ = ["RULES", "Finding", "lint_paths", "lint_source", "python_files"]
+
+RULES: dict[str, tuple[str, str]] = table()
+"""id -> (slug, one-line description) of every rule, sorted; ``--list-rules`` prints it."""
 
 _IGNORE = re.compile(r"#\s*tileproof:\s*ignore\[([^\]]*)\](.*)$")
 
@@ -65,7 +67,7 @@ def lint_source(source: str, path: str) -> list[Finding]:
 def lint_paths(paths: list[Path]) -> list[Finding]:
     """Lint every ``.py`` file under the given files and folders, sorted by path."""
     findings: list[Finding] = []
-    for file in _python_files(paths):
+    for file in python_files(paths):
         try:
             source = file.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
@@ -76,7 +78,8 @@ def lint_paths(paths: list[Path]) -> list[Finding]:
     return sorted(findings)
 
 
-def _python_files(paths: list[Path]) -> list[Path]:
+def python_files(paths: list[Path]) -> list[Path]:
+    """Every ``.py`` file under the given files and folders (hidden and __pycache__ skipped), sorted."""
     files: set[Path] = set()
     for path in paths:
         if path.is_dir():
@@ -107,7 +110,7 @@ def _ignore_comments(source: str, path: str) -> tuple[dict[int, set[str]], list[
         line, col = tok.start[0], tok.start[1] + 1
         ids = [i.strip().upper() for i in match.group(1).split(",") if i.strip()]
         reason = match.group(2).strip(" \t-:—")
-        unknown = [i for i in ids if i not in RULES or i in ("TP000", "TP900")]
+        unknown = [i for i in ids if i not in RULES or i in ENGINE_RULES]
         if not ids or unknown:
             what = f"unknown rule id {', '.join(unknown)}" if unknown else "no rule id"
             bad.append(Finding(path, line, col, "TP900",
@@ -122,30 +125,3 @@ def _ignore_comments(source: str, path: str) -> tuple[dict[int, set[str]], list[
         else:
             ignores.setdefault(line, set()).update(ids)
     return ignores, bad
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``lint-kernels`` command line."""
-    parser.add_argument("paths", nargs="*", type=Path, default=[Path("kernels")],
-                        help="files or folders to check (default: kernels)")
-    parser.add_argument("--list-rules", action="store_true",
-                        help="print every rule id, slug and description, and exit")
-
-
-def run(args: argparse.Namespace) -> int:
-    """Print the findings; 1 when there are any, 0 when clean, 2 for a missing path."""
-    if args.list_rules:
-        for rule, (slug, description) in RULES.items():
-            print(f"{rule}  {slug:<26} {description}")
-        return 0
-    try:
-        findings = lint_paths(list(args.paths))
-    except FileNotFoundError as e:
-        print(f"lint-kernels: {e} (fix: pass existing files or folders)", file=sys.stderr)
-        return 2
-    for finding in findings:
-        print(finding.format())
-    if findings:
-        files = len({f.path for f in findings})
-        print(f"{len(findings)} finding(s) in {files} file(s)", file=sys.stderr)
-    return 1 if findings else 0

@@ -11,10 +11,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from tileproof.records.redact import RedactionRule
 
 SCHEMA_VERSION = 1
-"""The record schema version this tileproof writes and reads."""
+"""The record schema version this tileproof writes and reads (claims records: ``CLAIMS_SCHEMA_VERSION``)."""
+
+CLAIMS_SCHEMA_VERSION = 2
+"""Claims records: 2 stores each claim's probes typed (``ProbeKind``); 1 (still read) as text."""
+
+READABLE_VERSIONS: dict[str, tuple[int, ...]] = {"claims": (1, CLAIMS_SCHEMA_VERSION)}
+"""Record kinds whose schema moved on: kind -> every version this tileproof reads, newest last.
+Any other kind is read at ``SCHEMA_VERSION`` only."""
 
 REPORT_VERSION = 1
 """The check-report version the programs write (see kernels/harness.py)."""
@@ -24,6 +33,12 @@ LESSON_VERSION = 1
 
 Verdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout"]
 """Closed set of run verdicts. Only ``passed`` counts as passing."""
+
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$")]
+"""An environment variable name (upper case, digits, underscores)."""
+
+ArtifactKind = Literal["executable", "tilefatbin", "cubin"]
+"""What a build produces: a C++ executable, a tile fatbin, or an AOT-exported cubin."""
 
 BuildVerdict = Literal["built", "failed", "refused"]
 """``refused``: the build exited 0 but cannot be used (e.g. no tile code)."""
@@ -139,6 +154,13 @@ class Toolchain(Model):
     """One line per mismatch or hazard found."""
 
 
+class StreamCut(Model):
+    """Where a captured stream was cut: its first ``kept_bytes`` of ``total_bytes`` are kept."""
+
+    kept_bytes: int
+    total_bytes: int
+
+
 class Step(Model):
     """One subprocess: argv as a list, never a shell string."""
 
@@ -152,6 +174,14 @@ class Step(Model):
     timed_out: bool = False
     stdout: Transcript
     stderr: Transcript
+    stdout_cut: StreamCut | None = None
+    """Set when stdout passed the capture cap: the transcript holds only its head."""
+    stderr_cut: StreamCut | None = None
+    """Set when stderr passed the capture cap."""
+    redactions: dict[RedactionRule, int] = {}
+    """Credentials replaced before writing, per rule (never the values): both streams and a check report."""
+    strays_killed: int = 0
+    """Processes of the step still alive when it ended (detached grandchildren), killed by the runner."""
 
 
 class Diagnosis(Model):
@@ -195,7 +225,7 @@ class BuildResult(Model):
     """For Python programs: the exported kernel's name."""
     target: str
     """``sm_XX``."""
-    artifact_kind: Literal["executable", "tilefatbin", "cubin"]
+    artifact_kind: ArtifactKind
     key: str
     """Cache key: sha256 over source digests, flags, target and toolchain versions."""
     reused_from: str | None
@@ -263,6 +293,8 @@ class Environment(Model):
     env: dict[str, str]
     """Allowlisted environment variables only; never the whole environment."""
     pip_freeze: Transcript
+    pip_freeze_redactions: dict[RedactionRule, int] = {}
+    """Credentials (URL userinfo, tokens) replaced in pip freeze before writing, per rule."""
     nvidia_smi: Transcript | None
     nvidia_smi_query: Transcript | None
 
@@ -396,8 +428,22 @@ ClaimVerdictName = Literal["confirmed", "refuted", "unverifiable-here", "error"]
 ``error``: the check itself could not run (a tool failure, not a finding)."""
 
 
-class ClaimResult(Model):
-    """One claim's check, run here, and what it showed."""
+CheckKind = Literal["compile", "header", "api", "res-usage", "gpu", "not-checkable"]
+"""How a claim probe is checked (the ``kind`` of a check in a claims file)."""
+
+ProbeRole = Literal["check", "wrong", "right"]
+"""A probe's part in its claim: the claim's own ``check``, or a pitfall's ``wrong``/``right`` code."""
+
+
+class ProbeKind(Model):
+    """One probe a claim ran: its role and the kind of its check."""
+
+    role: ProbeRole
+    kind: CheckKind
+
+
+class _ClaimResultFields(Model):
+    """What every version of a claim result holds."""
 
     id: str
     document: str
@@ -407,9 +453,6 @@ class ClaimResult(Model):
     """Where the document makes the claim: path, section and its words."""
     asserted: bool = True
     """False when the document no longer asserts it (or only reports it as someone's claim)."""
-    check: str
-    """The check kinds run: ``compile``, ``header``, ``api``, ``res-usage``, ``gpu``, ``not-checkable``,
-    or ``wrong:compile, right:gpu`` for a pitfall's wrong/right pair."""
     verdict: ClaimVerdictName
     why: str
     """One line: what the evidence showed, or why it cannot be checked here."""
@@ -418,7 +461,26 @@ class ClaimResult(Model):
     steps: list[Step]
 
 
+class ClaimResult(_ClaimResultFields):
+    """One claim's check, run here, and what it showed (claims records of version 2)."""
+
+    check: list[ProbeKind] = Field(min_length=1)
+    """The probes run, in order: one ``check``, or a pitfall's ``wrong`` and/or ``right``."""
+
+
+class ClaimResultV1(_ClaimResultFields):
+    """A claim result as version-1 claims records hold it: read, never written, never parsed."""
+
+    check: str
+    """The check kinds as text (``compile``, or ``wrong:compile, right:gpu``); kept as written so the
+    record's seal still holds. No code reads it back."""
+
+
 class ClaimsRecord(RecordBase):
+    """One ``tileproof claims`` run: every claim's verdict, and what it was checked with."""
+
+    schema_version: Literal[1, 2]  # type: ignore[assignment]
+    """2 (``CLAIMS_SCHEMA_VERSION``) for records written now; 1 for older ones (results as text)."""
     kind: Literal["claims"]
     toolchain: Toolchain
     gpu: GpuFacts | None
@@ -427,7 +489,15 @@ class ClaimsRecord(RecordBase):
     nvidia_smi: Transcript | None = None
     nvidia_smi_query: Transcript | None = None
     """The GPU transcripts that ``gpu`` was read from, when a GPU was probed."""
-    results: list[ClaimResult]
+    results: list[ClaimResult] | list[ClaimResultV1]
+
+    @model_validator(mode="after")
+    def _results_fit_version(self) -> "ClaimsRecord":
+        want = ClaimResult if self.schema_version == CLAIMS_SCHEMA_VERSION else ClaimResultV1
+        if not all(type(r) is want for r in self.results):
+            raise ValueError(f"schema_version {self.schema_version} claims records hold "
+                             f"{want.__name__} results (check as {'a list of probes' if want is ClaimResult else 'text'})")
+        return self
 
 
 Record = Annotated[
@@ -501,4 +571,6 @@ class LessonFront(Model):
     hardware: Hardware
     results: list[ResultRow]
     performance: list[PerfClaim] = []
+    env: list[EnvName] = []
+    """Extra environment variable names this lesson's programs receive (beyond the runner's allowlist)."""
     """Performance claims; each needs a supporting bench record before publish (none: no claim)."""

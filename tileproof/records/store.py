@@ -4,6 +4,12 @@ A record goes to ``runs/<run id>.json`` by writing a temp file in the same
 folder and hard-linking it to its final name (``os.link`` fails if the name
 exists, so nothing recorded is ever overwritten). Evidence files go under
 ``evidence/<run id>/`` the same way and are referenced by path and sha256.
+
+Given a signer, the record file is a DSSE envelope around an in-toto statement
+whose predicate is the record (``records.signing``); without one it is the plain
+record, as before signing existed, and reads back as ``unsigned``.
+``load_record`` reads both forms; ``read_record`` also says whether the record
+verifies against the runner registry (``records.registry.verify``).
 """
 
 from __future__ import annotations
@@ -13,13 +19,22 @@ import json
 import os
 import secrets
 import tempfile
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
+from tileproof.records import signing
 from tileproof.records.errors import RecordError, TileproofError
-from tileproof.records.models import SCHEMA_VERSION, FileDigest, Record, Transcript
+from tileproof.records.models import (
+    READABLE_VERSIONS,
+    SCHEMA_VERSION,
+    FileDigest,
+    Record,
+    Transcript,
+)
+from tileproof.records.registry import RunnerRegistry, Verification, verify
 
 RUNS = "runs"
 EVIDENCE = "evidence"
@@ -108,17 +123,38 @@ def seal_of(record) -> str:
     return sha256_bytes(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
 
 
-def write_record(root: Path, record) -> Path:
-    """Validate, seal and write a record to ``runs/<run_id>.json``, once."""
+def write_record(root: Path, record, signer: signing.Signer | None = None) -> Path:
+    """Validate, seal and write a record to ``runs/<run_id>.json``, once: a signed
+    DSSE envelope when ``signer`` is given, else the plain (unsigned) record."""
     record = _RECORD.validate_python(record.model_dump(mode="python"))
     record = record.model_copy(update={"seal": seal_of(record)})
     path = record_path(root, record.run_id)
-    write_once(path, (record.model_dump_json(indent=2) + "\n").encode())
+    if signer is None:
+        data = record.model_dump_json(indent=2)
+    else:
+        if signer.path is not None:
+            signing.refuse_inside(signer.path, root)
+        body = json.loads(record.model_dump_json())  # the bytes a plain record file would parse to
+        data = signing.envelope_of(body, signing.subjects_of(record), signer).model_dump_json(indent=2)
+    write_once(path, (data + "\n").encode())
     return path
 
 
-def load_record(path: Path):
-    """Read one record, checking its schema version before its shape."""
+_FIX = "restore the record from git; records are never edited"
+
+
+def unwrap(raw: dict) -> dict:
+    """A record file's JSON object → the record's JSON object (the predicate of an
+    envelope, or the object itself for a plain record). Raises ValueError when an
+    envelope holds no statement."""
+    if not signing.is_envelope(raw):
+        return raw
+    envelope = signing.Envelope.model_validate(raw)
+    return signing.Statement.model_validate_json(signing.payload_bytes(envelope)).predicate
+
+
+def read_file(path: Path) -> tuple[dict, signing.Envelope | None, signing.Statement | None]:
+    """The record's JSON object, and its envelope and statement when signed."""
     try:
         raw = json.loads(path.read_text())
     except FileNotFoundError:
@@ -127,10 +163,25 @@ def load_record(path: Path):
         raise RecordError(path, f"line {e.lineno}", f"not valid JSON ({e.msg})", "restore it from git") from None
     if not isinstance(raw, dict):
         raise RecordError(path, "", "expected a JSON object", "restore it from git")
+    if not signing.is_envelope(raw):
+        return raw, None, None
+    try:
+        envelope = signing.Envelope.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise RecordError(path, ".".join(str(p) for p in err["loc"]), f"DSSE envelope: {err['msg']}", _FIX) from None
+    statement = signing.statement_of(envelope, path)
+    return statement.predicate, envelope, statement
+
+
+def validate(path: Path, raw: dict):
+    """A record's JSON object as the record model, schema version first; one-line RecordError."""
     version = raw.get("schema_version")
-    if version != SCHEMA_VERSION:
+    kind = raw.get("kind")
+    readable = READABLE_VERSIONS.get(kind, (SCHEMA_VERSION,)) if isinstance(kind, str) else (SCHEMA_VERSION,)
+    if version not in readable:
         raise RecordError(
-            path, "schema_version", f"has version {version!r}; this tileproof reads {SCHEMA_VERSION}",
+            path, "schema_version", f"has version {version!r}; this tileproof reads {' or '.join(map(str, readable))}",
             "upgrade tileproof (pip install -U tileproof) or restore the record from git",
         )
     try:
@@ -138,7 +189,33 @@ def load_record(path: Path):
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
-        raise RecordError(path, field, err["msg"], "restore the record from git; records are never edited") from None
+        raise RecordError(path, field, err["msg"], _FIX) from None
+
+
+def load_record(path: Path):
+    """Read one record (plain or signed), checking its schema version before its shape.
+    Says nothing about its signature: ``read_record`` does."""
+    return validate(path, read_file(path)[0])
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A record and its standing against the runner registry."""
+
+    record: object
+    verification: Verification
+
+    @property
+    def trust(self):
+        """The ``registry.Trust`` word."""
+        return self.verification.trust
+
+
+def read_record(path: Path, registry: RunnerRegistry) -> Loaded:
+    """Read one record and verify it: signature, key, revocation, kind, subjects."""
+    raw, envelope, statement = read_file(path)
+    record = validate(path, raw)
+    return Loaded(record, verify(envelope, statement, record, registry))
 
 
 def record_files(root: Path) -> list[Path]:
@@ -149,3 +226,8 @@ def record_files(root: Path) -> list[Path]:
 def load_records(root: Path) -> list:
     """Every record under ``runs/``, oldest first; the first bad one raises."""
     return [load_record(p) for p in record_files(root)]
+
+
+def read_records(root: Path, registry: RunnerRegistry) -> list[Loaded]:
+    """Every record under ``runs/`` with its trust, oldest first; the first unreadable one raises."""
+    return [read_record(p, registry) for p in record_files(root)]

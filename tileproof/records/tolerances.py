@@ -4,22 +4,19 @@ The Python programs read ``kernels/tolerances.py`` directly. The C++ programs in
 ``cpp/`` cannot, so ``nox -s schema`` renders the same numbers into the committed
 header ``cpp/tolerances.h`` and a test fails when the two disagree.
 
-Stdlib only, and importable on its own: the table file is loaded by path, so
-neither the ``kernels`` package nor ``cuda.tile`` is imported.
+Stdlib only, and importable on its own. The table file is parsed, never executed
+(``ast`` + ``ast.literal_eval``): reading it runs no repository code, and neither the
+``kernels`` package nor ``cuda.tile`` is imported.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import ast
 import math
 import re
-import sys
 from pathlib import Path
 
-try:
-    from tileproof.records.errors import TileproofError as _Base
-except ImportError:  # loaded by path, outside the package
-    _Base = Exception
+from tileproof.records.errors import TileproofError
 
 TABLE_FILE = Path("kernels/tolerances.py")
 """The table, relative to the repository root."""
@@ -45,37 +42,82 @@ _CPP_KEYWORDS = frozenset(
 )
 
 
-class ToleranceTableError(_Base):
+class ToleranceTableError(TileproofError):
     """kernels/tolerances.py is missing, or its TOLERANCES cannot be used."""
 
 
 def load_table(repo_root: Path) -> Table:
-    """Import ``kernels/tolerances.py`` by file path and return its checks as (rtol, atol)."""
+    """Read ``TOLERANCES`` from ``kernels/tolerances.py`` without executing the file.
+
+    The file is parsed with :mod:`ast`; the table's assignment must be a dict literal of
+    ``"name": Tolerance(rtol=<number>, atol=<number>)`` (positional also accepted; a number is
+    a literal or ``float("inf")``-style text). Anything else is one error naming file and line.
+    """
     path = Path(repo_root) / TABLE_FILE
     if not path.is_file():
         raise ToleranceTableError(f"{path}: not found (the tolerance table must exist before the C++ header)")
-    module = _import_by_path(path)
-    raw = getattr(module, "TOLERANCES", None)
-    if not isinstance(raw, dict) or not raw:
-        raise ToleranceTableError(f"{path}: TOLERANCES must be a non-empty dict of check name -> Tolerance")
-    return {_check_name(path, name): _bounds(path, name, entry) for name, entry in raw.items()}
-
-
-def _import_by_path(path: Path) -> object:
-    """Execute one Python file as a throwaway module, without touching its package."""
-    name = "_tileproof_tolerance_table"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ToleranceTableError(f"{path}: cannot be loaded as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses/NamedTuple may look their module up
     try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # the file is someone else's code: report, don't crash
-        raise ToleranceTableError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from exc
-    finally:
-        sys.modules.pop(name, None)
-    return module
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, ValueError) as exc:
+        line = getattr(exc, "lineno", None)
+        where = f"{path}:{line}" if line else f"{path}"
+        raise ToleranceTableError(f"{where}: not valid Python ({exc}) (fix: correct the syntax)") from None
+    node = _table_node(path, tree)
+    if not isinstance(node, ast.Dict) or not node.keys:
+        raise ToleranceTableError(
+            f"{path}:{node.lineno}: TOLERANCES must be a non-empty dict literal of check name -> Tolerance "
+            "(fix: write the table out literally)"
+        )
+    table: Table = {}
+    for key, value in zip(node.keys, node.values):
+        if key is None:
+            raise ToleranceTableError(f"{path}:{value.lineno}: TOLERANCES: '**' unpacking is not a literal "
+                                      "(fix: write every entry out)")
+        name = _check_name(path, _literal_at(path, key, "a check name"))
+        table[name] = _bounds(path, name, value)
+    return table
+
+
+def _table_node(path: Path, tree: ast.Module) -> ast.expr:
+    """The value assigned to ``TOLERANCES`` at module level (exactly once)."""
+    found: list[ast.expr] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "TOLERANCES"
+                                                for t in stmt.targets):
+            found.append(stmt.value)
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
+                and stmt.target.id == "TOLERANCES" and stmt.value is not None:
+            found.append(stmt.value)
+    if not found:
+        raise ToleranceTableError(f"{path}: no module-level TOLERANCES = {{...}} assignment "
+                                  "(fix: define the table as a dict literal)")
+    if len(found) > 1:
+        raise ToleranceTableError(f"{path}:{found[1].lineno}: TOLERANCES is assigned twice "
+                                  "(fix: keep one literal table)")
+    return found[0]
+
+
+def _literal_at(path: Path, node: ast.expr, what: str) -> object:
+    """``ast.literal_eval`` of one node, or one error line naming file and line."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise ToleranceTableError(
+            f"{path}:{node.lineno}: {what} '{ast.unparse(node)}' is not a literal; the table is read "
+            "without running the file (fix: write the value out as a literal)"
+        ) from None
+
+
+def _number(path: Path, name: str, node: ast.expr) -> object:
+    """A literal, or ``float("<text>")`` (the only way to write inf/nan), never executed code."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float" \
+            and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, str):
+        try:
+            return float(node.args[0].value)
+        except ValueError:
+            pass
+    return _literal_at(path, node, f"TOLERANCES[{name!r}] value")
 
 
 def _check_name(path: Path, name: object) -> str:
@@ -87,16 +129,30 @@ def _check_name(path: Path, name: object) -> str:
     return name
 
 
-def _bounds(path: Path, name: str, entry: object) -> tuple[float, float]:
-    """(rtol, atol) from a Tolerance-like entry: finite and non-negative."""
-    try:
-        rtol, atol = float(entry.rtol), float(entry.atol)  # type: ignore[attr-defined]
-    except (AttributeError, TypeError, ValueError) as exc:
-        raise ToleranceTableError(f"{path}: TOLERANCES[{name!r}] needs numeric rtol and atol ({exc})") from exc
-    for field, value in (("rtol", rtol), ("atol", atol)):
-        if not math.isfinite(value) or value < 0:
-            raise ToleranceTableError(f"{path}: TOLERANCES[{name!r}].{field} = {value!r}; must be finite and >= 0")
-    return rtol, atol
+def _bounds(path: Path, name: str, entry: ast.expr) -> tuple[float, float]:
+    """(rtol, atol) from a ``Tolerance(rtol=..., atol=...)`` call: literal, finite and non-negative."""
+    if not (isinstance(entry, ast.Call) and isinstance(entry.func, (ast.Name, ast.Attribute))
+            and (entry.func.id if isinstance(entry.func, ast.Name) else entry.func.attr) == "Tolerance"):
+        raise ToleranceTableError(
+            f"{path}:{entry.lineno}: TOLERANCES[{name!r}] needs numeric rtol and atol: write "
+            f"Tolerance(rtol=..., atol=...), not '{ast.unparse(entry)}'"
+        )
+    given: dict[str, ast.expr] = dict(zip(("rtol", "atol"), entry.args))
+    given.update({kw.arg: kw.value for kw in entry.keywords if kw.arg is not None})
+    if set(given) != {"rtol", "atol"} or len(entry.args) > 2 or any(kw.arg is None for kw in entry.keywords):
+        raise ToleranceTableError(f"{path}:{entry.lineno}: TOLERANCES[{name!r}] needs numeric rtol and atol, "
+                                  f"got '{ast.unparse(entry)}'")
+    out: dict[str, float] = {}
+    for field in ("rtol", "atol"):
+        value = _number(path, name, given[field])
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ToleranceTableError(f"{path}:{given[field].lineno}: TOLERANCES[{name!r}] needs numeric rtol "
+                                      f"and atol ({field} is {value!r})")
+        out[field] = float(value)
+        if not math.isfinite(out[field]) or out[field] < 0:
+            raise ToleranceTableError(f"{path}: TOLERANCES[{name!r}].{field} = {out[field]!r}; "
+                                      "must be finite and >= 0")
+    return out["rtol"], out["atol"]
 
 
 def _literal(value: float) -> str:

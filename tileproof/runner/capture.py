@@ -1,8 +1,10 @@
-"""Capturing the environment once per session: host, git, GPU, packages, env.
+"""Capturing the environment once per session: host, git, GPU, packages, env, toolchain.
 
-Raw transcripts (pip freeze, nvidia-smi) are kept verbatim as evidence; the
-parsers here turn them into fields, and are what the gate and the audit use
-to re-read a record's own transcripts.
+One implementation, used by ``run``, ``bench`` and the claims probes. Raw
+transcripts (pip freeze, nvidia-smi) are kept as evidence, pip freeze redacted
+for credentials first (``records.redact``); the parsers in ``records.parsers``
+turn them into fields, and are what the gate and the audit use to re-read a
+record's own transcripts. Every process here goes through ``process.start_and_wait``.
 """
 
 from __future__ import annotations
@@ -10,15 +12,31 @@ from __future__ import annotations
 import importlib.metadata as md
 import os
 import platform
-import re
-import subprocess
+import shutil
 import sys
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
-from tileproof.records.models import GitState, HostFacts
-from tileproof.records.parsers import GPU_QUERY_FIELDS
+from tileproof.records.models import (
+    Environment,
+    GitState,
+    GpuFacts,
+    HostFacts,
+    Toolchain,
+    Transcript,
+)
+from tileproof.records.parsers import GPU_QUERY_FIELDS, parse_gpu_query
+from tileproof.records.redact import RedactionRule, redact
+from tileproof.records.store import write_evidence
+from tileproof.runner.environment import child_env
+from tileproof.runner.process import Finished, start_and_wait
+from tileproof.toolchain.find import Tools, discover, runtime_tools
 
 GPU_QUERY_ARGV = ["nvidia-smi", f"--query-gpu={','.join(GPU_QUERY_FIELDS)}", "--format=csv"]
+PROBE_TIMEOUT_S = 120.0
+"""A capture (git, pip freeze, nvidia-smi, ``--version``) that takes longer is killed."""
 
 ENV_ALLOWLIST = (
     "CUDA_HOME",
@@ -40,6 +58,28 @@ ENV_ALLOWLIST = (
 """Environment variables worth recording; nothing else is ever captured."""
 
 
+def probe(argv: list[str], env: dict[str, str] | None = None, timeout: float = PROBE_TIMEOUT_S,
+          cwd: Path | None = None) -> Finished:
+    """Run a short capture command (allowlisted environment unless ``env`` is given)."""
+    return start_and_wait(argv, env=child_env() if env is None else env, cwd=cwd, timeout=timeout)
+
+
+def output_of(argv: list[str]) -> str:
+    """stdout + stderr of argv as text: the ``toolchain.find.VersionText`` tileproof uses."""
+    done = probe(argv, timeout=30)
+    return (done.stdout + done.stderr).decode(errors="replace")
+
+
+def tools(system_nvcc: str | None = None, cache_file: Path | None = None) -> Tools:
+    """``toolchain.find.discover``, reading versions through this runner."""
+    return discover(system_nvcc, cache_file=cache_file, version_text=output_of)
+
+
+def runtime_toolchain(nvcc_version: str | None) -> Toolchain:
+    """``toolchain.find.runtime_tools``, reading versions through this runner."""
+    return runtime_tools(nvcc_version, output_of)
+
+
 def host_facts() -> HostFacts:
     return HostFacts(
         system=platform.system(),
@@ -51,22 +91,21 @@ def host_facts() -> HostFacts:
 
 
 def git_state(root: Path) -> GitState:
-    def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    def git(*args: str) -> Finished:
+        return probe(["git", "-C", str(root), *args], timeout=60)
 
-    try:
-        head = git("rev-parse", "HEAD")
-    except OSError:
-        return GitState(commit=None, dirty=True)
-    if head.returncode != 0:
+    head = git("rev-parse", "HEAD")
+    if head.exit_code != 0:
         return GitState(commit=None, dirty=True)
     status = git("status", "--porcelain", "--untracked-files=no")
-    return GitState(commit=head.stdout.strip(), dirty=bool(status.stdout.strip()))
+    dirty = status.exit_code != 0 or bool(status.stdout.strip())
+    return GitState(commit=head.stdout.decode(errors="replace").strip(), dirty=dirty)
 
 
-def env_allowlisted(env: dict[str, str] | None = None) -> dict[str, str]:
-    env = os.environ if env is None else env
-    return {k: env[k] for k in ENV_ALLOWLIST if k in env}
+def env_allowlisted(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables worth recording (``ENV_ALLOWLIST``) out of ``env``."""
+    source = os.environ if env is None else env
+    return {k: source[k] for k in ENV_ALLOWLIST if k in source}
 
 
 def installed_packages() -> dict[str, str]:
@@ -80,6 +119,87 @@ def installed_packages() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def pip_freeze() -> str:
-    proc = subprocess.run([sys.executable, "-m", "pip", "freeze", "--all"], capture_output=True, text=True)
-    return proc.stdout + (f"# pip freeze exited {proc.returncode}: {proc.stderr.strip()}\n" if proc.returncode else "")
+def pip_freeze() -> tuple[bytes, dict[RedactionRule, int]]:
+    """``pip freeze --all``, credentials redacted, and the redaction counts."""
+    done = probe([sys.executable, "-m", "pip", "freeze", "--all"])
+    text = done.stdout
+    if done.exit_code != 0:
+        text += f"# pip freeze exited {done.exit_code}: {done.stderr.decode(errors='replace').strip()}\n".encode()
+    return redact(text)
+
+
+def versions() -> dict[str, str | None]:
+    pk = installed_packages()
+    return {
+        "cuda-tile": pk.get("cuda-tile"),
+        "cupy": next((v for k, v in pk.items() if k.startswith("cupy")), None),
+        "numpy": pk.get("numpy"),
+        "python": platform.python_version(),
+        "os": platform.platform(),
+        "kernel": platform.release(),
+    }
+
+
+@dataclass(frozen=True)
+class GpuProbe:
+    """What nvidia-smi and the CUDA runtime said about the GPU, with the transcripts."""
+
+    gpu: GpuFacts | None
+    smi: Transcript | None
+    smi_query: Transcript | None
+    no_gpu: str | None
+    """Why there is no usable GPU (None when there is one)."""
+
+
+def runtime_capability(device: int, env: dict[str, str]) -> str | None:
+    """Compute capability as the CUDA runtime (through cupy) reports it."""
+    code = ("import cupy, sys; p = cupy.cuda.runtime.getDeviceProperties(int(sys.argv[1])); "
+            "print(f\"{p['major']}.{p['minor']}\")")
+    done = probe([sys.executable, "-c", code, str(device)], env=env)
+    return (done.stdout.decode(errors="replace").strip() or None) if done.exit_code == 0 else None
+
+
+def gpu_facts(root: Path, session_id: str, device: int) -> GpuProbe:
+    """nvidia-smi raw + query transcripts, parsed; cupy's view of the capability."""
+    env = child_env()
+    if shutil.which("nvidia-smi", path=env.get("PATH")) is None:
+        return GpuProbe(None, None, None, "nvidia-smi not found: no NVIDIA driver on this machine")
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        runtime = pool.submit(runtime_capability, device, env)
+        raw_f = pool.submit(probe, ["nvidia-smi"], env)
+        query_f = pool.submit(probe, GPU_QUERY_ARGV, env)
+        raw, query, runtime_cc = raw_f.result(), query_f.result(), runtime.result()
+    smi = write_evidence(root, session_id, "nvidia-smi.txt", raw.stdout + raw.stderr)
+    smi_q = write_evidence(root, session_id, "nvidia-smi-query.csv", query.stdout + query.stderr)
+    rows = parse_gpu_query(query.stdout.decode(errors="replace")) if query.exit_code == 0 else []
+    row = next((r for r in rows if r["index"] == device), None)
+    if row is None:
+        return GpuProbe(None, smi, smi_q, f"nvidia-smi lists no GPU {device} (exit {query.exit_code})")
+    return GpuProbe(GpuFacts(runtime_compute_capability=runtime_cc, **row), smi, smi_q, None)
+
+
+def session_start(root: Path, session_id: str, device: int) -> tuple[GpuProbe, tuple[bytes, dict]]:
+    """The GPU probe and pip freeze, run side by side (the start of every run/bench session)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        freeze = pool.submit(pip_freeze)
+        gpu = gpu_facts(root, session_id, device)
+        return gpu, freeze.result()
+
+
+def environment(root: Path, session_id: str, gpu: GpuProbe, frozen: tuple[bytes, dict],
+                toolchain: Toolchain, env: dict[str, str]) -> Environment:
+    """The session's Environment: what ``run`` and ``bench`` records share."""
+    text, redactions = frozen
+    return Environment(
+        session_id=session_id,
+        gpu=gpu.gpu,
+        toolchain=toolchain,
+        toolchain_env="clean",
+        versions=versions(),
+        packages=installed_packages(),
+        env=env_allowlisted(env),
+        pip_freeze=write_evidence(root, session_id, "pip-freeze.txt", text),
+        pip_freeze_redactions=redactions,
+        nvidia_smi=gpu.smi,
+        nvidia_smi_query=gpu.smi_query,
+    )

@@ -1,18 +1,15 @@
 """Running one program: timeout, streams, its check report, and the verdict.
 
 The verdict comes from the exit code and the program's structured report,
-never from its printed text. Streams are kept verbatim; a gated or no-GPU
+never from its printed text. Streams are kept (capped and redacted, see
+``runner.step``); a gated or no-GPU
 run's stdout is named ``<program>-gate-stdout.txt`` so a reviewer finds the
 refusal transcript by name.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +17,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from tileproof.records.models import CheckReport, Step, Transcript, Verdict
+from tileproof.records.redact import RedactionRule, merge, redact
 from tileproof.records.store import write_evidence
+from tileproof.runner.process import start_and_wait
+from tileproof.runner.step import to_step
 from tileproof.toolchain.diagnose import diagnose
 
 
@@ -52,51 +52,37 @@ def verdict_of(exit_code: int | None, timed_out: bool, report: CheckReport | Non
     return "error", f"exit code {exit_code} disagrees with report passed={report.passed}"
 
 
-def _read_report(path: Path) -> tuple[CheckReport | None, bytes | None, str | None]:
+def _read_report(path: Path) -> tuple[CheckReport | None, bytes | None, str | None, dict[RedactionRule, int]]:
+    """The report as kept (redacted, like the streams), parsed from those same bytes."""
     if not path.is_file():
-        return None, None, None
-    data = path.read_bytes()
+        return None, None, None, {}
+    data, redactions = redact(path.read_bytes())
     try:
-        return CheckReport.model_validate_json(data), data, None
+        return CheckReport.model_validate_json(data), data, None, redactions
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
-        return None, data, f"check report invalid at {field or '(root)'}: {err['msg']}"
+        return None, data, f"check report invalid at {field or '(root)'}: {err['msg']}", redactions
 
 
-def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float) -> Outcome:
-    """Run argv with ``--report`` appended, kill its process group at ``timeout``."""
+def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float,
+                cap: int | None = None) -> Outcome:
+    """Run argv with ``--report`` appended; its whole process tree dies at ``timeout``."""
     with tempfile.TemporaryDirectory(prefix="tileproof-") as tmp:
         report_path = Path(tmp) / "check-report.json"
         full = [*argv, "--report", str(report_path)]
         started = datetime.now(timezone.utc)
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(full, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-        duration = time.perf_counter() - t0
-        code = None if timed_out else proc.returncode
-        report, raw, problem = _read_report(report_path)
-    verdict, reason = verdict_of(code, timed_out, report, problem)
-    found = diagnose((out + err).decode(errors="replace"), code)
+        done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap)
+        report, raw, problem, report_redactions = _read_report(report_path)
+    verdict, reason = verdict_of(done.exit_code, done.timed_out, report, problem)
+    found = diagnose((done.stdout + done.stderr).decode(errors="replace"), done.exit_code)
     if found and verdict not in ("passed",):
         reason += "; " + "; ".join(f"{d.title} (fix: {d.fix})" for d in found)
+    if done.strays_killed:
+        reason += f"; {done.strays_killed} process(es) it left running were killed"
     tag = "-gate" if verdict in ("gated", "no-gpu") else ""
-    step = Step(
-        name=stem,
-        argv=full,
-        started=started,
-        ended=datetime.now(timezone.utc),
-        duration_s=round(duration, 3),
-        exit_code=code,
-        timed_out=timed_out,
-        stdout=write_evidence(root, run_id, f"{stem}{tag}-stdout.txt", out),
-        stderr=write_evidence(root, run_id, f"{stem}{tag}-stderr.txt", err),
-    )
+    step = to_step(root, run_id, stem, started, done, f"{stem}{tag}-stdout.txt", f"{stem}{tag}-stderr.txt")
+    if report_redactions:
+        step = step.model_copy(update={"redactions": merge(step.redactions, report_redactions)})
     report_file = write_evidence(root, run_id, "check-report.json", raw) if raw is not None else None
     return Outcome(step=step, report=report, report_file=report_file, verdict=verdict, reason=reason)

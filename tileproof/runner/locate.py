@@ -14,7 +14,10 @@ from pathlib import Path
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import CompileRecord
 from tileproof.records.store import load_records, sha256_file
+from tileproof.runner.builds import compile_programs
+from tileproof.runner.capture import tools as find_tools
 from tileproof.toolchain.build import dependencies
+from tileproof.toolchain.find import require_coherent
 
 
 @dataclass(frozen=True)
@@ -48,19 +51,19 @@ def _attested(root: Path, program: Path, target: str, records: list[CompileRecor
 def find_binary(root: Path, program: Path, target: str, records: list[CompileRecord]) -> Binary | None:
     """The attested executable for ``target``, building it here if possible.
 
-    ``records``: the compile records already read (``compile_records``).
+    ``records``: the compile records already read (``compile_records``). A build
+    on demand holds build/'s lock (``builds.compile_programs``); when another
+    tileproof built it meanwhile, nothing is built and its record, read again
+    from runs/, attests the binary.
     """
     found = _attested(root, program, target, records)
     if found is not None:
         return found
-    from tileproof.commands.compile import compile_programs
-    from tileproof.toolchain.find import discover, require_coherent
-
     try:
-        tools = discover()
+        tools = find_tools()
         require_coherent(tools)
     except TileproofError:
         return None
     print(f"run: building {program.relative_to(root)} for {target} (no attested binary)")
-    built = compile_programs(root, tools, [target], [program], {}, 1)
-    return _attested(root, program, target, [built]) if built else None
+    compile_programs(root, tools, [target], [program], {}, 1)
+    return _attested(root, program, target, compile_records(root))

@@ -4,6 +4,10 @@ Outputs go to ``build/<cache key>/`` (ignored by git). The key covers the
 source digests (program and its folder's helpers), the argv with paths
 abstracted, the target and the toolchain versions, so a warm rerun with no
 change makes no compiler call.
+
+This module writes argv and reads output; it starts no process. ``execute``
+takes a ``StepRunner`` (``runner.builds`` passes ``runner.step.run_step`` bound
+to the run; tests may pass a fake), pypa/build's ``runner=`` style.
 """
 
 from __future__ import annotations
@@ -11,25 +15,28 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 import sys
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     ApiInventory,
+    ArtifactKind,
     BuildResult,
+    BuildVerdict,
     Diagnosis,
     FileDigest,
     ResUsage,
     Step,
 )
-from tileproof.records.store import sha256_file, write_evidence
+from tileproof.records.store import sha256_file
 from tileproof.toolchain.diagnose import NO_TILE_CODE, diagnose
 from tileproof.toolchain.find import Tools
+
+StepRunner = Callable[[str, list[str]], Step]
+"""Runs one named argv as a step of the current run (its streams kept as evidence)."""
 
 DEFAULT_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 TILE_TARGETS = ("sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121")
@@ -105,7 +112,7 @@ class Job:
     program: Path
     kernel: str | None
     target: str
-    kind: str  # executable | tilefatbin | cubin
+    kind: ArtifactKind
     argv: tuple[str, ...]
     out: Path
     key: str
@@ -154,32 +161,6 @@ def plan(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict
 # --- running and inspecting --------------------------------------------------
 
 
-def run_step(root: Path, run_id: str, name: str, argv: list[str], env: dict[str, str], timeout: float | None = None) -> Step:
-    """Run argv (never through a shell), keep stdout/stderr verbatim as evidence."""
-    started = datetime.now(timezone.utc)
-    t0 = time.perf_counter()
-    timed_out = False
-    try:
-        proc = subprocess.run(argv, capture_output=True, env=env, cwd=root, timeout=timeout)
-        out, err, code = proc.stdout, proc.stderr, proc.returncode
-    except subprocess.TimeoutExpired as e:
-        out, err, code, timed_out = e.stdout or b"", e.stderr or b"", None, True
-    except OSError as e:
-        out, err, code = b"", f"{argv[0]}: {e.strerror}\n".encode(), 127
-    duration = time.perf_counter() - t0
-    return Step(
-        name=name,
-        argv=list(argv),
-        started=started,
-        ended=datetime.now(timezone.utc),
-        duration_s=round(duration, 3),
-        exit_code=code,
-        timed_out=timed_out,
-        stdout=write_evidence(root, run_id, f"{name}.stdout.txt", out),
-        stderr=write_evidence(root, run_id, f"{name}.stderr.txt", err),
-    )
-
-
 _FUNC = re.compile(r"^\s*Function\s+(\S+?):\s*$")
 _FIELD = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d+)")
 
@@ -216,16 +197,17 @@ def has_tile_code(res_usage_text: str, kind: str) -> bool:
     return functions and "tile ir code" in res_usage_text
 
 
-def execute(root: Path, run_id: str, job: Job, tools: Tools) -> BuildResult:
+def execute(root: Path, run_id: str, job: Job, tools: Tools, run_step: StepRunner) -> BuildResult:
     """Build one artifact, inspect it, and cache it under build/<key>/."""
     job.out.parent.mkdir(parents=True, exist_ok=True)
-    env = tools.child_env()
-    step = run_step(root, run_id, job.name, list(job.argv), env)
+    step = run_step(job.name, list(job.argv))
     text = (root / step.stdout.path).read_text(errors="replace") + (root / step.stderr.path).read_text(errors="replace")
     diagnoses: list[Diagnosis] = diagnose(text, step.exit_code)
-    res, inspect, artifact, verdict = [], None, None, "failed"
+    res: list[ResUsage] = []
+    inspect, artifact = None, None
+    verdict: BuildVerdict = "failed"
     if step.exit_code == 0 and job.out.exists():
-        inspect = run_step(root, run_id, f"{job.name}.res-usage", [str(tools.tool("cuobjdump")), "-res-usage", str(job.out)], env)
+        inspect = run_step(f"{job.name}.res-usage", [str(tools.tool("cuobjdump")), "-res-usage", str(job.out)])
         listing = (root / inspect.stdout.path).read_text(errors="replace")
         res = parse_res_usage(listing)
         artifact = FileDigest(path=job.out.relative_to(root).as_posix(), sha256=sha256_file(job.out))
@@ -250,7 +232,9 @@ def execute(root: Path, run_id: str, job: Job, tools: Tools) -> BuildResult:
     )
     if verdict == "built":
         meta = {"run_id": run_id, "result": result.model_dump(mode="json")}
-        (job.out.parent / "meta.json").write_text(json.dumps(meta, indent=1))
+        tmp = job.out.parent / f".meta.json.{run_id}.tmp"
+        tmp.write_text(json.dumps(meta, indent=1))
+        tmp.replace(job.out.parent / "meta.json")  # atomic: a reader sees the old meta or the new
     return result
 
 

@@ -5,6 +5,11 @@ running tileproof. nvcc is always called by its real path (through a symlink it
 loses its include paths). Every piece must share one major.minor, and
 CUDA_HOME/CUDA_PATH must not name another toolkit: tileiras would load that
 toolkit's libnvvm and fail with exit 5 ("failed to compile Tile IR program").
+
+This module starts no process (the toolchain layer sits below the runner):
+where a tool's ``--version`` must be read, the caller passes ``version_text``,
+a callable that runs an argv and returns its output (``runner.capture.output_of``;
+tests pass a fake).
 """
 
 from __future__ import annotations
@@ -15,9 +20,10 @@ import json
 import os
 import re
 import shutil
-import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from tileproof.records.errors import ToolchainError
 from tileproof.records.models import Toolchain, ToolVersion
@@ -35,6 +41,8 @@ PACKAGES = (
 TOOLS = ("nvcc", "tileiras", "ptxas", "cuobjdump")
 MIN_SYSTEM_NVCC = (13, 3)
 HAZARD_VARS = ("CUDA_HOME", "CUDA_PATH")
+VersionText = Callable[[list[str]], str]
+"""Runs argv, returns its stdout and stderr as text: how this layer asks the runner for a process."""
 _RELEASE = re.compile(r"release (\d+)\.(\d+), V(\d+\.\d+\.\d+)")
 
 
@@ -54,13 +62,9 @@ class Tools:
             raise ToolchainError(f"{name} not found in {self.bin} (fix: pip install 'tileproof[toolchain]' or nox -s compile)")
         return path
 
-    def child_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        """Environment for children: tool dir first on PATH, hazard vars removed."""
-        env = dict(os.environ if base is None else base)
-        for var in HAZARD_VARS:
-            env.pop(var, None)
-        env["PATH"] = os.pathsep.join([str(self.bin), *self.extra_path, env.get("PATH", "")])
-        return env
+    def path_dirs(self) -> list[str]:
+        """Folders children need first on PATH (``runner.environment.child_env``)."""
+        return [str(self.bin), *self.extra_path]
 
 
 def major_minor(version: str | None) -> str | None:
@@ -97,7 +101,7 @@ def package_versions() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def tool_version(path: Path | None, cache: dict | None = None) -> str | None:
+def tool_version(path: Path | None, version_text: VersionText, cache: dict | None = None) -> str | None:
     """Release of a tool from its ``--version``; ``cache`` maps path+size+mtime → version."""
     if path is None:
         return None
@@ -108,24 +112,24 @@ def tool_version(path: Path | None, cache: dict | None = None) -> str | None:
             return None
         key = f"{path}:{st.st_size}:{st.st_mtime_ns}"
         if key not in cache:
-            cache[key] = tool_version(path)
+            cache[key] = tool_version(path, version_text)
         return cache[key]
-    try:
-        proc = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=30)
-    except OSError:
-        return None
-    return parse_release(proc.stdout + proc.stderr)
+    return parse_release(version_text([str(path), "--version"]))
 
 
 def toolkit_version_at(home: str) -> str | None:
-    """Version of the toolkit a CUDA_HOME names (version.json, else its nvcc)."""
+    """Version of the toolkit a CUDA_HOME names, from its version.json (else version.txt); no process."""
     vj = Path(home) / "version.json"
     if vj.is_file():
         try:
             return json.loads(vj.read_text())["cuda"]["version"]
         except (ValueError, KeyError, TypeError):
             pass
-    return tool_version(Path(home) / "bin" / "nvcc") if (Path(home) / "bin" / "nvcc").exists() else None
+    vt = Path(home) / "version.txt"
+    if vt.is_file():
+        m = re.search(r"(\d+\.\d+\.\d+)", vt.read_text(errors="replace"))
+        return m.group(1) if m else None
+    return None
 
 
 def coherence(tools: dict[str, str | None], packages: dict[str, str], env: dict[str, str]) -> tuple[str | None, list[str]]:
@@ -164,13 +168,13 @@ def _read_cache(path: Path | None) -> dict:
 def _write_cache(path: Path | None, cache: dict) -> None:
     if path is not None and cache != _read_cache(path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per process: two compiles may race
         tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
         tmp.replace(path)
 
 
 def discover(system_nvcc: str | None = None, env: dict[str, str] | None = None,
-             cache_file: Path | None = None) -> Tools:
+             cache_file: Path | None = None, *, version_text: VersionText) -> Tools:
     """Find the toolchain: pip's by default, a system nvcc only when asked.
 
     ``cache_file`` keeps tool versions keyed by path, size and mtime, so a warm
@@ -182,14 +186,14 @@ def discover(system_nvcc: str | None = None, env: dict[str, str] | None = None,
         nvcc = Path(system_nvcc).resolve()
         if not nvcc.exists():
             raise ToolchainError(f"--system-nvcc {system_nvcc}: no such file")
-        version = tool_version(nvcc)
+        version = tool_version(nvcc, version_text)
         mm = tuple(int(x) for x in (major_minor(version) or "0.0").split("."))
         if mm < MIN_SYSTEM_NVCC:
             raise ToolchainError(
                 f"--system-nvcc {system_nvcc}: CUDA {version or 'unknown'} has no tile support; "
                 f"need >= {'.'.join(map(str, MIN_SYSTEM_NVCC))} (fix: drop --system-nvcc to use the pip toolchain)"
             )
-        bin_dir, source = nvcc.parent, "system"
+        bin_dir = nvcc.parent
     else:
         found = pip_bin()
         if found is None:
@@ -197,12 +201,13 @@ def discover(system_nvcc: str | None = None, env: dict[str, str] | None = None,
                 "the pip tile toolchain (nvidia/cu13/bin/nvcc) is not installed in this interpreter "
                 "(fix: pip install 'tileproof[toolchain]', or run nox -s compile)"
             )
-        bin_dir, source = found, "pip"
+        bin_dir = found
     paths: dict[str, Path | None] = {}
+    source: Literal["pip", "system"] = "system" if system_nvcc else "pip"
     for name in TOOLS:
         cand = bin_dir / name
         paths[name] = cand if cand.exists() else (Path(w).resolve() if (w := shutil.which(name)) else None)
-    versions = {name: tool_version(paths[name], cache) for name in TOOLS}
+    versions = {name: tool_version(paths[name], version_text, cache) for name in TOOLS}
     _write_cache(cache_file, cache)
     packages = package_versions() if source == "pip" else {}
     shared, problems = coherence(versions, packages, env)
@@ -221,7 +226,7 @@ def require_coherent(tools: Tools, ignore_env: bool = True) -> None:
     """Refuse with one line when the pieces disagree.
 
     ``ignore_env``: CUDA_HOME problems are not fatal when children get a clean
-    environment (``Tools.child_env``), which is what tileproof always does.
+    environment (``runner.environment.child_env``), which is what tileproof always does.
     """
     problems = [p for p in tools.facts.problems if not (ignore_env and p.startswith(HAZARD_VARS))]
     if problems:
@@ -238,7 +243,7 @@ def nvvm_version(lib: Path) -> str | None:
     return m.group(3).decode() if m else None
 
 
-def runtime_tools(nvcc_version: str | None, env: dict[str, str] | None = None) -> Toolchain:
+def runtime_tools(nvcc_version: str | None, version_text: VersionText, env: dict[str, str] | None = None) -> Toolchain:
     """The toolchain the programs use at run time, found the way cuTile finds it.
 
     cuTile takes tileiras from the pip packages when they agree, else from
@@ -254,8 +259,8 @@ def runtime_tools(nvcc_version: str | None, env: dict[str, str] | None = None) -
     ptxas = base / "ptxas" if base and (base / "ptxas").exists() else None
     nvvm = base.parent / "lib" / "libnvvm.so.4" if base else None
     versions = {
-        "tileiras": tool_version(tileiras),
-        "ptxas": tool_version(ptxas),
+        "tileiras": tool_version(tileiras, version_text),
+        "ptxas": tool_version(ptxas, version_text),
         "nvvm": nvvm_version(nvvm) if nvvm and nvvm.exists() else None,
         "nvcc": nvcc_version,
     }

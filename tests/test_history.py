@@ -1,0 +1,163 @@
+"""Nothing deleted or rewritten unseen: the git-history check over real temporary
+repositories (deleted, edited, renamed, restored, merged from two hosts), a shallow
+clone and a folder without git, and this repository itself."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tileproof.records.history import REGENERATED, GitHistory, NoHistory, blob_id, check
+from tileproof.runner import history
+
+REPO = Path(__file__).resolve().parents[1]
+REPORTS = REGENERATED
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "t@example.invalid")
+    git(root, "config", "user.name", "t")
+    git(root, "config", "commit.gpgsign", "false")
+    write(root, "runs/20261201T000000Z-run-00000001.json", '{"a": 1}\n')
+    write(root, "evidence/20261201T000000Z-run-00000001/run.stdout.txt", "check ok\n")
+    write(root, "evidence/AUDIT.md", "# audit\n")
+    write(root, "lessons/runners.yaml", "registry_version: 1\nrunners: []\n")
+    commit(root, "records")
+    return root
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text(text)
+
+
+def commit(root: Path, message: str) -> None:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
+def findings(root: Path):
+    report = history.check_repository(root, REPORTS)
+    assert report.status == "checked", report.reason
+    return {(f.path, f.problem) for f in report.findings}
+
+
+def test_clean_history_passes_and_counts_files(repo):
+    report = history.check_repository(repo, REPORTS)
+    assert report.status == "checked" and report.findings == () and report.files == 2
+    assert "lessons/runners.yaml" not in str(report)  # only runs/ and evidence/ are append-only
+
+
+def test_git_rm_of_a_committed_record_is_a_finding(repo):
+    git(repo, "rm", "-q", "runs/20261201T000000Z-run-00000001.json")
+    commit(repo, "drop the inconvenient record")
+    report = history.check_repository(repo, REPORTS)
+    (f,) = report.findings
+    assert f.problem == "missing" and f.path == "runs/20261201T000000Z-run-00000001.json"
+    assert "git checkout" in str(f) and "\n" not in str(f)
+
+
+def test_a_transcript_edited_and_committed_is_a_finding(repo):
+    write(repo, "evidence/20261201T000000Z-run-00000001/run.stdout.txt", "check ok (edited)\n")
+    commit(repo, "tidy a transcript")
+    assert findings(repo) == {("evidence/20261201T000000Z-run-00000001/run.stdout.txt", "changed")}
+
+
+def test_an_uncommitted_edit_or_deletion_is_a_finding(repo):
+    write(repo, "runs/20261201T000000Z-run-00000001.json", '{"a": 2}\n')
+    (repo / "evidence/20261201T000000Z-run-00000001/run.stdout.txt").unlink()
+    assert findings(repo) == {("runs/20261201T000000Z-run-00000001.json", "changed"),
+                              ("evidence/20261201T000000Z-run-00000001/run.stdout.txt", "missing")}
+
+
+def test_a_renamed_record_is_missing_under_its_name(repo):
+    git(repo, "mv", "runs/20261201T000000Z-run-00000001.json", "runs/20261201T000000Z-run-00000002.json")
+    commit(repo, "rename")
+    assert findings(repo) == {("runs/20261201T000000Z-run-00000001.json", "missing")}
+
+
+def test_deleted_then_restored_is_clean_again(repo):
+    path = "runs/20261201T000000Z-run-00000001.json"
+    first = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "rm", "-q", path)
+    commit(repo, "drop")
+    git(repo, "checkout", first, "--", path)
+    commit(repo, "restore")
+    assert findings(repo) == set()
+
+
+def test_the_audits_own_reports_may_change(repo):
+    write(repo, "evidence/AUDIT.md", "# audit, again\n")
+    commit(repo, "re-audit")
+    assert findings(repo) == set()
+    assert history.check_repository(repo).findings == ()  # REGENERATED is the default
+    changed = history.check_repository(repo, frozenset()).findings
+    assert {(f.path, f.problem) for f in changed} == {("evidence/AUDIT.md", "changed")}
+
+
+def test_records_from_two_hosts_merge_without_conflict(repo):
+    git(repo, "checkout", "-q", "-b", "host-b")
+    write(repo, "runs/20261201T010000Z-run-bbbbbbbb.json", '{"host": "b"}\n')
+    commit(repo, "host b")
+    git(repo, "checkout", "-q", "main")
+    write(repo, "runs/20261201T010000Z-run-aaaaaaaa.json", '{"host": "a"}\n')
+    commit(repo, "host a")
+    git(repo, "merge", "-q", "--no-edit", "host-b")  # check=True: a conflict would raise
+    report = history.check_repository(repo, REPORTS)
+    assert report.findings == () and report.files == 4
+
+
+def test_a_shallow_clone_cannot_check(repo, tmp_path):
+    write(repo, "runs/20261201T020000Z-run-00000003.json", "{}\n")
+    commit(repo, "second")
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True)
+    report = history.check_repository(shallow, REPORTS)
+    assert report.status == "no-history" and "shallow" in report.reason and report.findings == ()
+
+
+def test_no_git_checkout_cannot_check(tmp_path):
+    (tmp_path / "runs").mkdir()
+    report = history.check_repository(tmp_path, REPORTS)
+    assert report.status == "no-history" and "not a git checkout" in report.reason
+
+
+def test_no_history_is_never_checked():
+    report = check(NoHistory("test"))
+    assert report.status != "checked" and "could not check" in report.reason
+
+
+def test_blob_id_is_gits(tmp_path):
+    (tmp_path / "f").write_bytes(b"hello\n")
+    out = subprocess.run(["git", "hash-object", str(tmp_path / "f")], capture_output=True, text=True, check=True)
+    assert blob_id(b"hello\n") == out.stdout.strip()
+
+
+def test_pure_check_over_given_inputs():
+    from tileproof.records.history import FirstVersion
+
+    h = GitHistory(first=(FirstVersion("runs/a.json", "c" * 40, "1" * 40),
+                          FirstVersion("runs/b.json", "c" * 40, "2" * 40)),
+                   current={"runs/a.json": "1" * 40, "runs/b.json": "3" * 40})
+    assert [(f.path, f.problem) for f in check(h).findings] == [("runs/b.json", "changed")]
+
+
+def test_this_repository_history_is_intact():
+    report = history.check_repository(REPO, REPORTS)
+    if report.status == "no-history":
+        pytest.skip(f"this checkout has no history to check: {report.reason}")
+    assert report.findings == (), "\n".join(map(str, report.findings))
+    assert report.files > 100

@@ -1,0 +1,223 @@
+"""The runner's containment: deadlines kill whole process trees, streams are capped,
+a signal kills every live child, children get the allowlisted environment only."""
+
+import os
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tileproof.records.errors import TileproofError
+from tileproof.runner import process
+from tileproof.runner.environment import CHILD_ENV, child_env
+from tileproof.runner.process import Interrupted, start_and_wait
+from tileproof.runner.step import run_step
+
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the process table is read from /proc")
+
+
+def script(tmp_path: Path, body: str) -> list[str]:
+    p = tmp_path / "prog.py"
+    p.write_text(textwrap.dedent(body))
+    return [sys.executable, str(p)]
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+DETACHED = """
+    import subprocess, sys, time
+    kid = subprocess.Popen(["setsid", "sleep", "infinity"])  # its own session; keeps our pipes open
+    open(sys.argv[1], "w").write(str(kid.pid))
+    print("started", flush=True)
+    {tail}
+"""
+
+
+@linux
+def test_setsid_grandchild_dies_at_the_deadline(tmp_path):
+    pid_file = tmp_path / "pid"
+    argv = script(tmp_path, DETACHED.format(tail="time.sleep(600)"))
+    t0 = time.perf_counter()
+    done = start_and_wait([*argv, str(pid_file)], env=child_env(), timeout=3)
+    assert time.perf_counter() - t0 < 5
+    assert done.timed_out and done.exit_code is None and done.stdout == b"started\n"
+    assert done.strays_killed == 1
+    assert not Path(f"/proc/{pid_file.read_text()}").exists(), "killed, and reaped by the subreaper"
+
+
+@linux
+def test_detached_grandchild_of_a_finished_program_is_killed(tmp_path):
+    """The program exits 0 at once; its grandchild holds the pipes: the step still ends now."""
+    pid_file = tmp_path / "pid"
+    argv = script(tmp_path, DETACHED.format(tail="time.sleep(0.5); sys.exit(0)"))
+    t0 = time.perf_counter()
+    done = start_and_wait([*argv, str(pid_file)], env=child_env(), timeout=60)
+    assert time.perf_counter() - t0 < 10
+    assert done.exit_code == 0 and not done.timed_out and done.strays_killed == 1
+    assert not alive(int(pid_file.read_text()))
+
+
+def test_program_closing_its_streams_still_runs_to_its_deadline(tmp_path):
+    argv = script(tmp_path, """
+        import os, time
+        os.close(1); os.close(2)
+        time.sleep(600)
+    """)
+    done = start_and_wait(argv, env=child_env(), timeout=1)
+    assert done.timed_out and done.exit_code is None
+
+
+def test_each_stream_is_capped_and_counted(tmp_path):
+    argv = script(tmp_path, """
+        import sys
+        sys.stdout.write("x" * 5_000_000)
+        sys.stderr.write("short\\n")
+    """)
+    done = start_and_wait(argv, env=child_env(), timeout=60, cap=4096)
+    assert done.exit_code == 0
+    assert len(done.stdout) == 4096 and done.stdout_total == 5_000_000
+    assert done.stderr == b"short\n" and done.stderr_total == 6
+
+
+def test_cut_transcript_says_where(tmp_path):
+    argv = script(tmp_path, "print('y' * 10000)")
+    step = run_step(tmp_path, "r1", "big", argv, child_env(), timeout=60, cap=2048)
+    assert step.stdout_cut is not None
+    assert (step.stdout_cut.kept_bytes, step.stdout_cut.total_bytes) == (2048, 10001)
+    text = (tmp_path / step.stdout.path).read_text()
+    assert text.startswith("y" * 2048) and text.endswith("[tileproof: output cut at byte 2048 of 10001; "
+                                                          "raise --output-cap to keep more]\n")
+    assert step.stderr_cut is None
+
+
+def test_output_cap_from_the_environment(monkeypatch):
+    monkeypatch.setenv(process.CAP_VAR, "4096")
+    assert process.output_cap() == 4096 and process.output_cap(8192) == 8192
+    monkeypatch.setenv(process.CAP_VAR, "lots")
+    with pytest.raises(TileproofError, match="TILEPROOF_OUTPUT_CAP") as e:
+        process.output_cap()
+    assert "\n" not in str(e.value)
+    monkeypatch.delenv(process.CAP_VAR)
+    assert process.output_cap() == process.DEFAULT_CAP == 16 * 1024 * 1024
+
+
+def test_missing_program_is_exit_127_not_a_crash(tmp_path):
+    done = start_and_wait([str(tmp_path / "no-such-tool")], env=child_env(), timeout=5)
+    assert done.exit_code == 127 and b"no-such-tool" in done.stderr
+
+
+@linux
+def test_a_signal_kills_every_live_child(tmp_path):
+    """What SIGTERM/SIGINT do (``_on_signal``): kill the live trees; then nothing new starts."""
+    argv = script(tmp_path, "import time; time.sleep(600)")
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(done=start_and_wait(argv, env=child_env(), timeout=600)))
+    worker.start()
+    for _ in range(200):
+        if process._live:
+            break
+        time.sleep(0.01)
+    pid = next(iter(process._live))
+    process._stopping.set()
+    try:
+        process.kill_all_live()
+        worker.join(10)
+        assert not worker.is_alive() and result["done"].exit_code == -9
+        assert not alive(pid)
+        with pytest.raises(Interrupted):
+            start_and_wait(argv, env=child_env(), timeout=5)
+    finally:
+        process._stopping.clear()
+
+
+def test_children_get_the_allowlist_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "a" * 36)
+    monkeypatch.setenv("CUDA_HOME", "/usr/local/cuda-12.0")
+    monkeypatch.setenv("LESSON_KNOB", "7")
+    argv = script(tmp_path, "import os, json; print(json.dumps(sorted(os.environ)))")
+    names = set(eval(start_and_wait(argv, env=child_env(device=3), timeout=60).stdout))
+    assert "GITHUB_TOKEN" not in names and "CUDA_HOME" not in names and "LESSON_KNOB" not in names
+    assert names - {process.MARKER_VAR, "PYTHONUNBUFFERED"} <= set(CHILD_ENV)
+    extra = child_env(extra=["LESSON_KNOB", "CUDA_HOME"], device=3)
+    assert extra["LESSON_KNOB"] == "7" and "CUDA_HOME" not in extra and extra["CUDA_VISIBLE_DEVICES"] == "3"
+    assert child_env(path_dirs=["/opt/tools"], base={"PATH": "/bin"})["PATH"] == os.pathsep.join(["/opt/tools", "/bin"])
+
+
+PARENT = """
+import sys
+from tileproof.runner.process import install_signal_handlers, start_and_wait
+from tileproof.runner.environment import child_env
+install_signal_handlers()
+try:
+    start_and_wait([sys.executable, sys.argv[1], sys.argv[2]], env=child_env(), timeout=600)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def _wait_for(path: Path, seconds: float = 20) -> int:
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        if path.is_file() and path.read_text():
+            return int(path.read_text())
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never written")
+
+
+def _gone(pid: int, seconds: float = 5) -> bool:
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@linux
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_killing_tileproof_kills_what_it_started(tmp_path, how):
+    """SIGTERM: the whole tree, a setsid grandchild included. ``kill -9``: the direct child
+    (PR_SET_PDEATHSIG), e.g. nvcc; nothing can run in tileproof after SIGKILL, so a grandchild
+    that left the session outlives it (README, "The programs")."""
+    import signal
+    import subprocess
+
+    prog = tmp_path / "compiler.py"
+    prog.write_text("import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
+    pid_file = tmp_path / "pid"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(prog), str(pid_file)])
+    try:
+        child = _wait_for(pid_file)
+        parent.send_signal(getattr(signal, how))
+        parent.wait(20)
+        assert _gone(child), f"the child outlived tileproof's {how}"
+        if how == "SIGTERM":
+            assert parent.returncode == 130
+    finally:
+        parent.kill()
+
+
+def test_toolchain_asks_its_caller_to_run_tools(tmp_path):
+    """toolchain/ starts no process: versions come through the ``version_text`` it is given."""
+    from tileproof.toolchain.find import discover, tool_version
+
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text("not run: the fake runner answers for it\n")
+    asked: list[list[str]] = []
+
+    def fake(argv: list[str]) -> str:
+        asked.append(argv)
+        return "Cuda compilation tools, release 13.4, V13.4.92\n"
+
+    assert tool_version(nvcc, fake) == "13.4.92" and asked == [[str(nvcc), "--version"]]
+    tools = discover(system_nvcc=str(nvcc), env={}, version_text=fake)
+    assert tools.source == "system" and {t.name: t.version for t in tools.facts.tools}["nvcc"] == "13.4.92"

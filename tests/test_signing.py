@@ -1,0 +1,291 @@
+"""Signed records: the DSSE envelope and in-toto statement on disk, checked by a second
+implementation (securesystemslib's DSSE + key code; PyNaCl/libsodium over a PAE built
+here from the DSSE spec), the unsigned form, and loading signing keys."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ec import SECP256R1, generate_private_key
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from signing_keys import REPO, entry, new_signer, real_run, registry_of
+
+from tileproof.records import registry, signing, store
+from tileproof.records.errors import RecordError, TileproofError
+
+
+@pytest.fixture
+def signed(tmp_path):
+    """A real H200 run record written signed into a fresh tree."""
+    signer = new_signer()
+    path = store.write_record(tmp_path, real_run(), signer)
+    return tmp_path, signer, path
+
+
+def test_signed_file_is_a_dsse_envelope_of_an_in_toto_statement(signed):
+    _root, signer, path = signed
+    env = json.loads(path.read_text())
+    assert set(env) == {"payloadType", "payload", "signatures"}
+    assert env["payloadType"] == "application/vnd.in-toto+json"
+    assert env["signatures"] == [{"keyid": hashlib.sha256(signing.raw_public(signer.public)).hexdigest(),
+                                  "sig": env["signatures"][0]["sig"]}]
+    statement = json.loads(base64.b64decode(env["payload"]))
+    assert statement["_type"] == "https://in-toto.io/Statement/v1"
+    assert statement["predicateType"] == "urn:tileproof:record:v1"
+    rec = store.load_record(path)
+    assert statement["predicate"] == json.loads(rec.model_dump_json())
+    names = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]}
+    # sources, and every transcript: step streams, report, pip freeze, nvidia-smi
+    for f in [*rec.sources, rec.step.stdout, rec.step.stderr, rec.report_file, rec.environment.pip_freeze,
+              rec.environment.nvidia_smi, rec.environment.nvidia_smi_query]:
+        assert names[f.path] == f.sha256
+    assert "kernels/fused.py" in names or any(n.startswith("kernels/") for n in names)
+
+
+def test_securesystemslib_verifies_the_envelope(signed):
+    """A second DSSE implementation (its own envelope parsing, PAE and key handling)."""
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.signer import SSlibKey
+
+    _root, signer, path = signed
+    key = SSlibKey.from_dict(signer.keyid, {"keytype": "ed25519", "scheme": "ed25519",
+                                            "keyval": {"public": signing.raw_public(signer.public).hex()}})
+    envelope = Envelope.from_dict(json.loads(path.read_text()))
+    assert set(envelope.verify([key], 1)) == {signer.keyid}
+    other = new_signer()
+    stranger = SSlibKey.from_dict(signer.keyid, {"keytype": "ed25519", "scheme": "ed25519",
+                                                 "keyval": {"public": signing.raw_public(other.public).hex()}})
+    with pytest.raises(Exception, match="threshold|Accepted signatures"):
+        envelope.verify([stranger], 1)
+
+
+def test_pynacl_verifies_over_a_pae_built_from_the_spec(signed):
+    """libsodium's ed25519 over ``DSSEv1 SP LEN(type) SP type SP LEN(body) SP body``."""
+    from nacl.exceptions import BadSignatureError
+    from nacl.signing import VerifyKey
+
+    _root, signer, path = signed
+    env = json.loads(path.read_text())
+    body = base64.b64decode(env["payload"])
+    ptype = env["payloadType"].encode()
+    message = b" ".join([b"DSSEv1", str(len(ptype)).encode(), ptype, str(len(body)).encode(), body])
+    sig = base64.b64decode(env["signatures"][0]["sig"])
+    VerifyKey(signing.raw_public(signer.public)).verify(message, sig)
+    with pytest.raises(BadSignatureError):
+        VerifyKey(signing.raw_public(signer.public)).verify(message + b" ", sig)
+
+
+def test_signed_record_reads_back_verified_and_equal_to_the_plain_one(signed, tmp_path):
+    root, signer, path = signed
+    loaded = store.read_record(path, registry_of(entry(signer)))
+    assert loaded.trust == "verified" and loaded.verification.keyid == signer.keyid
+    plain = store.write_record(tmp_path / "plain", real_run())
+    assert store.load_record(plain) == loaded.record
+    assert loaded.record.seal == store.seal_of(loaded.record)  # the seal stays inside the predicate
+
+
+def test_without_a_key_the_record_is_plain_and_unsigned(tmp_path):
+    path = store.write_record(tmp_path, real_run())
+    assert "schema_version" in json.loads(path.read_text())  # the pre-signing format, unchanged
+    loaded = store.read_record(path, registry.EMPTY)
+    assert loaded.trust == "unsigned" and loaded.verification.keyid is None
+
+
+def test_envelope_without_signatures_is_unsigned(signed, tmp_path):
+    _root, signer, path = signed
+    env = json.loads(path.read_text())
+    env["signatures"] = []
+    path.write_text(json.dumps(env))
+    assert store.read_record(path, registry_of(entry(signer))).trust == "unsigned"
+
+
+def test_committed_records_all_load_and_are_unsigned(repo_root):
+    reg = registry.load_registry(repo_root)
+    loaded = store.read_records(repo_root, reg)
+    assert loaded and {x.trust for x in loaded} == {"unsigned"}
+    assert [x.record for x in loaded] == store.load_records(repo_root)
+
+
+def test_a_broken_envelope_is_one_line(signed):
+    _root, _signer, path = signed
+    env = json.loads(path.read_text())
+    env["payload"] = "not base64!"
+    path.write_text(json.dumps(env))
+    with pytest.raises(RecordError) as e:
+        store.load_record(path)
+    assert "\n" not in str(e.value) and "payload" in str(e.value) and "fix:" in str(e.value)
+
+
+def test_audit_reads_a_signed_record_as_sealed(tmp_path):
+    """The audit's byte pass takes the seal of the predicate, not of the envelope."""
+    from tileproof.commands import audit
+
+    path = store.write_record(tmp_path, real_run(), new_signer())
+    seals, _disk, _diffs = audit.byte_pass(str(tmp_path), [path.name])
+    assert seals[path.name] == store.load_record(path).seal
+
+
+# --- keys ------------------------------------------------------------------------------
+
+
+def pem(key) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def test_load_signer_reads_a_0600_key_outside_the_repo(tmp_path):
+    key = Ed25519PrivateKey.generate()
+    path = tmp_path / "key.pem"
+    path.write_bytes(pem(key))
+    path.chmod(0o600)
+    signer = signing.load_signer(path, tmp_path / "repo")
+    assert signer.keyid == signing.keyid_of(key.public_key()) and signer.path == path
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_load_signer_refuses_a_key_others_can_read(tmp_path, mode):
+    path = tmp_path / "key.pem"
+    path.write_bytes(pem(Ed25519PrivateKey.generate()))
+    path.chmod(mode)
+    with pytest.raises(RecordError, match=f"mode {mode:o}.*chmod 600"):
+        signing.load_signer(path, tmp_path / "repo")
+
+
+def test_load_signer_refuses_a_key_that_is_not_ed25519(tmp_path):
+    path = tmp_path / "key.pem"
+    path.write_bytes(pem(generate_private_key(SECP256R1())))
+    path.chmod(0o600)
+    with pytest.raises(RecordError, match="not an unencrypted PEM ed25519"):
+        signing.load_signer(path, tmp_path / "repo")
+
+
+def test_signer_from_env(tmp_path, monkeypatch):
+    monkeypatch.delenv(signing.KEY_ENV, raising=False)
+    assert signing.signer_from_env(tmp_path) is None
+    monkeypatch.setenv(signing.KEY_ENV, str(tmp_path / "missing.pem"))
+    with pytest.raises(RecordError, match="cannot read the signing key"):
+        signing.signer_from_env(tmp_path / "repo")  # named but absent: fail closed, never unsigned
+
+
+def test_keygen_writes_0600_outside_and_prints_a_valid_entry(tmp_path, capsys, monkeypatch):
+    from tileproof.__main__ import main
+
+    monkeypatch.delenv(signing.KEY_ENV, raising=False)
+    key = tmp_path / "home" / "k.pem"
+    assert main(["keygen", "--root", str(tmp_path / "repo"), "--key", str(key), "--owner", "lead",
+                 "--may-sign", "run,session"]) == 0
+    assert os.stat(key).st_mode & 0o777 == 0o600
+    out = capsys.readouterr().out
+    signer = signing.load_signer(key, tmp_path / "repo")
+    assert signer.keyid in out and signing.raw_public(signer.public).hex() in out
+    import yaml
+
+    listed = yaml.safe_load(out[out.index("- owner"):])
+    reg = registry.RunnerRegistry(registry_version=1, runners=listed)
+    assert reg.runners[0].keyid == signer.keyid and reg.runners[0].may_sign == ["run", "session"]
+    assert main(["keygen", "--root", str(tmp_path / "repo"), "--key", str(key)]) == 2  # never overwritten
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_keygen_takes_the_path_from_the_environment(tmp_path, monkeypatch):
+    from tileproof.__main__ import main
+
+    key = tmp_path / "env.pem"
+    monkeypatch.setenv(signing.KEY_ENV, str(key))
+    assert main(["keygen", "--root", str(tmp_path / "repo")]) == 0 and key.is_file()
+    assert signing.signer_from_env(tmp_path / "repo").keyid == signing.load_signer(key, tmp_path / "repo").keyid
+
+
+def test_run_command_signs_with_the_environment_key(tmp_path, monkeypatch):
+    """``tileproof run`` end to end (its no-GPU gate path here): every record it writes
+    is an envelope that verifies; a key inside the root is refused before anything runs."""
+    import argparse
+    import shutil
+
+    from tileproof.commands import run
+
+    root = tmp_path / "repo"
+    for folder in ("kernels", "lessons"):
+        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "cpp").mkdir()
+    key = tmp_path / "k.pem"
+    key.write_bytes(pem(Ed25519PrivateKey.generate()))
+    key.chmod(0o600)
+    monkeypatch.setenv(signing.KEY_ENV, str(key))
+    ns = argparse.Namespace(lessons=[], program=["vector_add"], device=0, timeout=300.0, output_cap=None, root=root)
+    run.run(ns)
+    reg = registry_of(entry(signing.load_signer(key, root)))
+    loaded = store.read_records(root, reg)
+    assert {x.record.kind for x in loaded} == {"run", "session"}
+    assert {x.trust for x in loaded} == {"verified"}
+    inside = root / "k.pem"
+    shutil.copy(key, inside)
+    monkeypatch.setenv(signing.KEY_ENV, str(inside))
+    with pytest.raises(TileproofError, match="inside the repository"):
+        run.run(ns)
+    assert len(store.record_files(root)) == 2  # nothing more was written
+
+
+def test_repo_has_the_registry_file():
+    assert (REPO / registry.REGISTRY).is_file()
+    registry.load_registry(REPO)
+
+
+def _one_committed_record_per_kind_and_version():
+    seen = {}
+    for path in store.record_files(REPO):
+        rec = store.load_record(path)
+        seen.setdefault((rec.kind, rec.schema_version), path)
+    return sorted(seen.values())
+
+
+@pytest.mark.parametrize("path", _one_committed_record_per_kind_and_version(), ids=lambda p: p.stem)
+def test_every_committed_kind_signs_and_verifies(tmp_path, path):
+    """compile, run, session, bench and claims (v1 and v2) records, as committed: signed,
+    they verify here and in securesystemslib, and read back as the same record."""
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.signer import SSlibKey
+
+    signer = new_signer()
+    rec = store.load_record(path)
+    out = store.write_record(tmp_path, rec, signer)
+    loaded = store.read_record(out, registry_of(entry(signer)))
+    assert loaded.trust == "verified"
+    assert loaded.record.model_dump(mode="json") == store.load_record(store.write_record(
+        tmp_path / "plain", rec)).model_dump(mode="json")
+    key = SSlibKey.from_dict(signer.keyid, {"keytype": "ed25519", "scheme": "ed25519",
+                                            "keyval": {"public": signing.raw_public(signer.public).hex()}})
+    assert set(Envelope.from_dict(json.loads(out.read_text())).verify([key], 1)) == {signer.keyid}
+
+
+def test_a_fully_signed_tree_audits_clean(tmp_path, monkeypatch):
+    """The audit's clean tree with every record written signed: 0 findings, as unsigned."""
+    import functools
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "data" / "audit"))
+    import audit_tree
+
+    from tileproof.commands import audit
+
+    monkeypatch.setattr(store, "write_record", functools.partial(store.write_record, signer=new_signer()))
+    audit_tree.clean_tree(tmp_path)
+    assert all("payloadType" in json.loads(p.read_text()) for p in store.record_files(tmp_path))
+    result = audit.audit(tmp_path)
+    assert result.findings == [] and len(result.records) == 6
+
+
+def test_keygen_default_path_is_under_the_home_config(tmp_path, monkeypatch):
+    from tileproof.__main__ import main
+
+    monkeypatch.delenv(signing.KEY_ENV, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert main(["keygen", "--root", str(tmp_path / "repo")]) == 0
+    key = tmp_path / "home" / ".config" / "tileproof" / "signing-key.pem"
+    assert key.is_file() and key.stat().st_mode & 0o777 == 0o600
+    assert key.parent.stat().st_mode & 0o777 == 0o700

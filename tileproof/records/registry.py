@@ -1,0 +1,175 @@
+"""The runner registry: which public keys may sign which records, and when.
+
+``lessons/runners.yaml`` (committed; adding, rotating or revoking a key is a
+reviewed commit) lists each runner key: owner, keyid, raw public key (hex),
+the record kinds it may sign, the date it was added and, once revoked, the
+instant from which its signatures no longer count. A record's signing time is
+its own ``created``: records a key signed before its revocation stay valid,
+those dated from then on are refused (a revoked key can still backdate; the
+append-only history check is what catches a record added after the fact
+with an old date, see README "Threat model").
+
+It lives under ``lessons/`` and not ``runs/``: ``runs/`` and ``evidence/`` are
+the append-only log GPU hosts add to (every file there must keep its first
+committed bytes), while the registry is policy that changes on every rotation
+and must be reviewed like the lessons it vouches for.
+
+:func:`verify` is the one place a record's :data:`Trust` is decided.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import typing
+from dataclasses import dataclass
+from datetime import date
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from pydantic import (
+    AwareDatetime,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from tileproof.records import models, signing
+from tileproof.records.errors import RecordError
+
+REGISTRY = Path("lessons") / "runners.yaml"
+REGISTRY_VERSION = 1
+
+RecordKind = Literal[tuple(typing.get_args(c.model_fields["kind"].annotation)[0]
+                           for c in typing.get_args(typing.get_args(models.Record)[0]))]
+"""Every record kind (``compile``, ``run``, ``session``, ``bench``, ``claims``), from the models."""
+RUNNER_KINDS: tuple[str, ...] = typing.get_args(RecordKind)
+
+Trust = Literal["verified", "unsigned", "unknown-key", "bad-signature", "revoked", "kind-not-allowed",
+                "subject-mismatch"]
+"""A record's standing against the registry. Only ``verified`` means a registered runner,
+allowed to sign this kind and not revoked at the record's time, signed exactly these bytes
+and these subjects are the record's own digests. ``unsigned``: a plain (legacy) record or
+an envelope without signatures; ``subject-mismatch``: validly signed, but the statement's
+subjects are not the digests the record holds."""
+
+
+class RunnerKey(models.Model):
+    """One runner's public key and what it may sign."""
+
+    owner: str = Field(min_length=1)
+    """Who holds the private key (a person or a host), e.g. ``lead on h200-runner-1``."""
+    keyid: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """sha256 of the raw public key, hex (what ``keygen`` prints)."""
+    public_key: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """The raw 32-byte ed25519 public key, hex."""
+    may_sign: list[RecordKind] = Field(min_length=1)
+    """Record kinds this key may sign."""
+    added: date
+    """When the key was registered (the reviewed commit's date)."""
+    revoked_since: AwareDatetime | None = None
+    """Records this key signed with ``created`` at or after this instant are refused."""
+
+    @model_validator(mode="after")
+    def _keyid_is_the_key_digest(self):
+        if hashlib.sha256(bytes.fromhex(self.public_key)).hexdigest() != self.keyid:
+            raise ValueError("keyid is not the sha256 of public_key (copy both from tileproof keygen)")
+        return self
+
+
+class RunnerRegistry(models.Model):
+    """``lessons/runners.yaml``: every runner key ever registered (revoked ones stay, revoked)."""
+
+    registry_version: Literal[1]
+    runners: list[RunnerKey]
+
+    @field_validator("runners")
+    @classmethod
+    def _unique(cls, runners: list[RunnerKey]) -> list[RunnerKey]:
+        seen = [r.keyid for r in runners]
+        dup = sorted({k for k in seen if seen.count(k) > 1})
+        if dup:
+            raise ValueError(f"keyid {dup[0]} is listed twice (one entry per key; revoke, never re-add)")
+        return runners
+
+    @cached_property
+    def keys(self) -> dict[str, tuple[RunnerKey, Ed25519PublicKey]]:
+        """keyid → (entry, loaded public key), built once per registry."""
+        return {r.keyid: (r, Ed25519PublicKey.from_public_bytes(bytes.fromhex(r.public_key))) for r in self.runners}
+
+
+EMPTY = RunnerRegistry(registry_version=1, runners=[])
+
+
+def load_registry(root: Path) -> RunnerRegistry:
+    """The committed registry; an empty one when the file does not exist (nothing verifies)."""
+    path = Path(root) / REGISTRY
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        return EMPTY
+    except yaml.YAMLError as e:
+        raise RecordError(REGISTRY, "", f"not valid YAML ({str(e).splitlines()[0]})", "restore it from git") from None
+    try:
+        return RunnerRegistry.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise RecordError(REGISTRY.as_posix(), field, err["msg"],
+                          "fix the entry as tileproof keygen printed it; see schema/runner-registry.v1.schema.json") from None
+
+
+@dataclass(frozen=True)
+class Verification:
+    """A record's trust and, when signed, by which key and why not verified."""
+
+    trust: Trust
+    keyid: str | None
+    reason: str
+    """One line: who vouched, or what failed."""
+
+
+UNSIGNED = Verification("unsigned", None, "no signature (written without a signing key, or before signing existed)")
+
+_ORDER: tuple[Trust, ...] = ("bad-signature", "subject-mismatch", "revoked", "kind-not-allowed", "unknown-key")
+"""When no signature verifies, the first of these found is reported."""
+
+
+def verify(envelope: signing.Envelope | None, statement: signing.Statement | None, record,
+           registry: RunnerRegistry) -> Verification:
+    """The record's trust. ``envelope`` and ``statement`` are None for a plain record;
+    ``record`` is the validated predicate (its ``kind``, ``created`` and digests count)."""
+    if envelope is None or not envelope.signatures:
+        return UNSIGNED
+    message = signing.pae(envelope.payloadType, signing.payload_bytes(envelope))
+    failures: dict[Trust, Verification] = {}
+    for sig in envelope.signatures:
+        v = _verify_signature(sig, message, statement, record, registry)
+        if v.trust == "verified":
+            return v
+        failures.setdefault(v.trust, v)
+    return next(failures[t] for t in _ORDER if t in failures)
+
+
+def _verify_signature(sig: signing.Signature, message: bytes, statement: signing.Statement, record,
+                      registry: RunnerRegistry) -> Verification:
+    entry = registry.keys.get(sig.keyid)
+    if entry is None:
+        return Verification("unknown-key", sig.keyid, f"key {sig.keyid[:16]}… is not in {REGISTRY.as_posix()}")
+    runner, public = entry
+    who = f"key {sig.keyid[:16]}… ({runner.owner})"
+    if not signing.verify_one(public, sig, message):
+        return Verification("bad-signature", sig.keyid, f"{who}: the signature does not match the content")
+    if runner.revoked_since is not None and record.created >= runner.revoked_since:
+        return Verification("revoked", sig.keyid, f"{who} is revoked since {runner.revoked_since.isoformat()}; "
+                                                  f"the record is dated {record.created.isoformat()}")
+    if record.kind not in runner.may_sign:
+        return Verification("kind-not-allowed", sig.keyid,
+                            f"{who} may sign {', '.join(runner.may_sign)}, not {record.kind} records")
+    if not signing.subjects_match(statement, record):
+        return Verification("subject-mismatch", sig.keyid,
+                            f"{who} signed subjects that are not the record's own file digests")
+    return Verification("verified", sig.keyid, f"signed by {who}")

@@ -1,0 +1,156 @@
+"""Compiling programs: the build plan run as steps, under one lock on build/, and its record.
+
+``compile`` calls this, and so does ``run`` when a C++ program has no attested
+binary yet (``runner.locate``). Library code, not a command: it prints one line
+per artifact and one summary line, and returns the record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from tileproof.records.models import BuildResult, CompileRecord, Step
+from tileproof.records.signing import Signer
+from tileproof.records.store import (
+    digest,
+    header,
+    new_run_id,
+    sha256_file,
+    write_record,
+)
+from tileproof.runner.capture import git_state, host_facts
+from tileproof.runner.environment import child_env
+from tileproof.runner.step import run_step
+from tileproof.toolchain.aot import declared_kernels
+from tileproof.toolchain.build import (
+    BUILD_DIR,
+    cached,
+    dependencies,
+    execute,
+    header_path,
+    inventory,
+    plan,
+)
+from tileproof.toolchain.find import Tools
+
+LOCK_NAME = ".lock"
+
+
+@contextmanager
+def build_lock(root: Path) -> Iterator[None]:
+    """Hold ``build/.lock`` (filelock); say once when another tileproof holds it."""
+    folder = root / BUILD_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(folder / LOCK_NAME))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"compile: waiting for {BUILD_DIR}/{LOCK_NAME} (another compile or run is building)", flush=True)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def line(result: BuildResult, state: str) -> str:
+    what = result.program + (f":{result.kernel}" if result.kernel else "")
+    seconds = f"{result.step.duration_s:6.1f}s" if result.step else "       "
+    extra = "; ".join(f"{d.id}: {d.fix}" for d in result.diagnoses)
+    tail = f"  [{extra}]" if extra else ""
+    return f"  {state:8} {what:44} {result.target:7} {result.artifact_kind:10} {seconds}{tail}"
+
+
+def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
+                     workers: int, signer: Signer | None = None) -> CompileRecord | None:
+    """Build what is not cached, print one line per artifact, write the record.
+
+    Returns None when everything was cached (no compiler call, no record). Holds
+    ``build/.lock`` throughout, so a second compile (or run building on demand)
+    waits, then finds this one's artifacts cached: a record's digests always
+    match the files under build/.
+    """
+    with build_lock(root):
+        return _compile_locked(root, tools, targets, cpp, py, workers, signer)
+
+
+def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
+                    workers: int, signer: Signer | None) -> CompileRecord | None:
+    jobs = plan(root, tools, targets, cpp, py)
+    run_id = new_run_id("compile")
+    env = child_env(path_dirs=tools.path_dirs())
+
+    def step(name: str, argv: list[str]) -> Step:
+        return run_step(root, run_id, name, argv, env)
+
+    results: dict[int, BuildResult] = {}
+    todo = []
+    for i, job in enumerate(jobs):
+        earlier = cached(root, job)
+        if earlier is None:
+            todo.append((i, job))
+        else:
+            results[i] = earlier
+            print(line(earlier, "cached"))
+    if not todo:
+        print(f"compile: up to date ({len(jobs)} artifacts cached, 0 compiler calls)")
+        return None
+    print(f"compile: {len(todo)} of {len(jobs)} artifacts to build on {workers} workers (record {run_id})", flush=True)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(execute, root, run_id, job, tools, step): i for i, job in todo}
+        for fut in as_completed(futures):
+            result = fut.result()
+            results[futures[fut]] = result
+            print(line(result, result.verdict), flush=True)
+    ordered = [results[i] for i in range(len(jobs))]
+    sources = sorted({p for j in jobs for p in dependencies(j.program)})
+    header_file = header_path(tools)
+    record = CompileRecord(
+        **header(run_id, git_state(root), host_facts()),
+        kind="compile",
+        toolchain=tools.facts,
+        targets=targets,
+        sources=[digest(root, p) for p in sources],
+        builds=ordered,
+        api=inventory(header_file, tools.facts.packages.get("nvidia-cuda-crt")) if header_file.is_file() else None,
+        passed=all(r.verdict == "built" for r in ordered),
+    )
+    path = write_record(root, record, signer)
+    bad = [r for r in ordered if r.verdict != "built"]
+    print(f"compile: {len(ordered) - len(bad)} built, {len(bad)} failed or refused; record {path.relative_to(root)}")
+    return record
+
+
+def kernel_index(root: Path, sources: list[Path]) -> dict[Path, list[str]]:
+    """Kernel names each Python program declares, importing only changed programs.
+
+    ``build/kernel-index.json`` maps a program to the digests of its
+    dependencies and its declared kernels; a warm rerun imports nothing.
+    """
+    index_path = root / BUILD_DIR / "kernel-index.json"
+    try:
+        index = json.loads(index_path.read_text()) if index_path.is_file() else {}
+    except ValueError:
+        index = {}
+    out, fresh = {}, {}
+    for src in sources:
+        rel = src.relative_to(root).as_posix()
+        deps = {p.relative_to(root).as_posix(): sha256_file(p) for p in dependencies(src)}
+        entry = index.get(rel)
+        if not entry or entry.get("deps") != deps:
+            entry = {"deps": deps, "kernels": list(declared_kernels(src))}
+        fresh[rel] = entry
+        out[src] = entry["kernels"]
+    if fresh != index:
+        index_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = index_path.with_name(f".{index_path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(fresh, indent=1, sort_keys=True))
+        tmp.replace(index_path)  # atomic: a second compile reads the old index or this one
+    return out

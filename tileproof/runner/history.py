@@ -1,0 +1,71 @@
+"""The thin git reader behind ``records.history``: first committed versions of
+every file under runs/ and evidence/, and the working tree's object ids.
+
+``git log --reverse --raw -z --no-renames`` lists, oldest first, each commit's
+added/changed/deleted files with their object ids; a path's first ``A`` is its
+first committed version (a rename is a delete plus an add, so a moved record is
+a missing one). No git, no repository, or a shallow clone: ``NoHistory``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from tileproof.records.history import (
+    REGENERATED,
+    WATCHED,
+    FirstVersion,
+    GitHistory,
+    HistoryReport,
+    NoHistory,
+    blob_id,
+    check,
+)
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=300)
+
+
+def read(root: Path) -> GitHistory | NoHistory:
+    """What ``records.history.check`` needs, from the repository at ``root``."""
+    root = Path(root)
+    if shutil.which("git") is None:
+        return NoHistory("git is not installed")
+    inside = _git(root, "rev-parse", "--is-inside-work-tree")
+    if inside.returncode != 0 or inside.stdout.strip() != b"true":
+        return NoHistory(f"{root} is not a git checkout")
+    if _git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == b"true":
+        return NoHistory("a shallow clone (fix: git fetch --unshallow)")
+    fmt = _git(root, "rev-parse", "--show-object-format").stdout.strip().decode() or "sha1"
+    if _git(root, "rev-parse", "--verify", "-q", "HEAD").returncode != 0:
+        return GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
+    log = _git(root, "-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev",
+               "-z", "--format=%x01%H", "--relative", "--", *WATCHED)
+    if log.returncode != 0:
+        return NoHistory(f"git log failed: {log.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+    first: dict[str, FirstVersion] = {}
+    commit, tokens = "", iter(log.stdout.split(b"\0"))
+    for token in tokens:
+        token = token.lstrip(b"\n")
+        if token.startswith(b"\x01"):
+            commit = token[1:].decode()
+        elif token.startswith(b":"):
+            *_modes, _old, new, status = token.decode().split()
+            path = next(tokens).decode()
+            if status == "A" and path not in first:
+                first[path] = FirstVersion(path, commit, new)
+    current: dict[str, str | None] = {}
+    for path in first:
+        try:
+            current[path] = blob_id((root / path).read_bytes(), fmt)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            current[path] = None
+    return GitHistory(first=tuple(first.values()), current=current)
+
+
+def check_repository(root: Path, regenerated: frozenset[str] = REGENERATED) -> HistoryReport:
+    """The audit's one call: read the repository's history and check it."""
+    return check(read(root), regenerated)
