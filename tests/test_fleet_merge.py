@@ -17,6 +17,7 @@ from tileproof.fleet.merge import MergeConflict, Source, merge, plan_merge
 from tileproof.fleet.plan import make_plan, SUBMITTED_FILE, Submitted, ArrayResult
 from tileproof.fleet.cluster import Cluster, GpuKind
 from tileproof.fleet import tasks
+from tileproof.records.errors import TileproofError
 
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("fleet_course", REPO / "tests" / "data" / "fleet" / "course.py")
@@ -184,3 +185,24 @@ def test_finish_merges_what_tasks_wrote_and_shows_a_dead_task_as_a_gap(tmp_path,
     assert (folder / "matrix.json").is_file()
     table = "\n".join(mx.render(result))
     assert "fleet-online-softmax x sm_90: gap" in table
+
+
+def test_a_task_runs_its_lesson_in_its_own_worktree_and_a_requeued_task_adds_to_it(tmp_path, repo):
+    """What an array task does, without Slurm: a real worktree of the plan's commit, a real ``tileproof run``."""
+    cluster = Cluster(cluster_version=1, name="t", kinds={"cpu": GpuKind()})
+    plan = make_plan(cluster=cluster, lesson_programs=dict(course.LESSONS), kinds=[], repo=repo,
+                     commit=course.git(repo, "rev-parse", "HEAD").strip(), python=sys.executable,
+                     folder=tmp_path / "fleet", fleet_id="t")
+    assert tasks.run_task(plan, "cpu", 1) == 1  # no GPU here: the run records no-gpu and fails
+    checkout = plan.checkout(plan.task("cpu", 1))
+    assert course.git(checkout, "rev-parse", "HEAD").strip() == plan.commit
+    assert tasks.run_task(plan, "cpu", 1) == 1  # requeued: same worktree, a second session
+    own = tasks.own_runs(tasks.task_files(plan, plan.task("cpu", 1)))
+    assert len([p for p in own if "-session-" in p.name]) == 2 and len(own) == 4
+    assert not list((repo / "runs").glob("*-run-*.json"))  # nothing written outside the task's worktree
+    course.git(checkout, "checkout", "-q", "--detach", "HEAD~0")
+    (checkout / "x").write_text("x")
+    course.git(checkout, "add", "x")
+    course.git(checkout, "commit", "-q", "-m", "other")
+    with pytest.raises(TileproofError, match="a worktree of another commit is there"):
+        tasks.run_task(plan, "cpu", 1)

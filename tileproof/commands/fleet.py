@@ -16,7 +16,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from tileproof.fleet import jobs, plan as fplan, tasks
+from tileproof.fleet import jobs, sbatch, tasks
+from tileproof.fleet import plan as fplan
 from tileproof.fleet import matrix as mx
 from tileproof.fleet.cluster import load_cluster
 from tileproof.fleet.merge import Source, merge
@@ -54,8 +55,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from tileproof.fleet import sbatch
-
     root = args.root.resolve()
     cluster = load_cluster(args.cluster)
     chosen = [lessons.load(root, i) for i in args.lesson] if args.lesson else lessons.load_all(root)

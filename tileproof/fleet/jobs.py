@@ -21,6 +21,8 @@ from tileproof.runner import slurm
 
 @dataclass(frozen=True)
 class Launched:
+    """What submit did: each array's answer, and the merge job's id."""
+
     submitted: Submitted
     merge_job: str | None
     """None when every array was refused (nothing to merge)."""

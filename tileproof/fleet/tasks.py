@@ -11,7 +11,7 @@ from tileproof.fleet import matrix as mx
 from tileproof.fleet.merge import Source, merge
 from tileproof.fleet.plan import MATRIX_FILE, SUBMITTED_FILE, Plan, Submitted
 from tileproof.records import store
-from tileproof.records.errors import RecordError
+from tileproof.records.errors import RecordError, TileproofError
 from tileproof.runner import children, worktree
 
 RECORD_FOLDERS = [store.RUNS, store.EVIDENCE]
@@ -37,7 +37,12 @@ def run_task(plan: Plan, kind: str, index: int) -> int:
     task = plan.task(kind, index)
     checkout = plan.checkout(task)
     checkout.parent.mkdir(parents=True, exist_ok=True)
-    worktree.add(Path(plan.repo), checkout, plan.commit)
+    if (checkout / ".git").exists():  # Slurm requeued the task: its earlier records stay, a new session adds
+        if worktree.head(checkout) != plan.commit:
+            raise TileproofError(f"{checkout}: a worktree of another commit is there (fix: remove it; "
+                                 f"the plan runs {plan.commit[:12]})")
+    else:
+        worktree.add(Path(plan.repo), checkout, plan.commit)
     print(f"fleet task {kind}[{index}]: lesson {task.lesson} in {checkout} at {plan.commit[:12]}", flush=True)
     done = children.tileproof(["run", task.lesson, "--root", str(checkout), *plan.run_args], cwd=checkout,
                               python=plan.python, pythonpath=checkout)

@@ -17,6 +17,8 @@ from tileproof.runner.capture import GPU_QUERY_ARGV
 
 @dataclass(frozen=True)
 class Finished:
+    """A tileproof child that ended: its argv, exit status and (when captured) output."""
+
     argv: list[str]
     exit_code: int
     output: str

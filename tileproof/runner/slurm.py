@@ -39,6 +39,8 @@ class SlurmError(TileproofError):
 
 @dataclass(frozen=True)
 class Submission:
+    """sbatch's answer: a job id, or its refusal."""
+
     job_id: str | None
     refused: str | None
     """sbatch's last error line when it refused the job."""
