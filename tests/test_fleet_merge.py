@@ -206,3 +206,38 @@ def test_a_task_runs_its_lesson_in_its_own_worktree_and_a_requeued_task_adds_to_
     course.git(checkout, "commit", "-q", "-m", "other")
     with pytest.raises(TileproofError, match="a worktree of another commit is there"):
         tasks.run_task(plan, "cpu", 1)
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tileproof", *args], cwd=cwd, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+
+
+def test_ci_runners_collect_then_merge_prints_the_matrix(tmp_path, repo):
+    """The workflow's path: each runner's checkout -> ``fleet collect`` -> artifact; ``fleet merge`` of them all."""
+    artifacts = tmp_path / "artifacts"
+    for i, kind in enumerate(("sm_90", "sm_80")):
+        wt = tmp_path / "runners" / kind
+        course.git(repo, "worktree", "add", "-q", "--detach", str(wt))
+        course.host_records(wt, i, which="H200" if kind == "sm_90" else "A100")
+        got = _cli("fleet", "collect", "--out", str(artifacts / f"records-{kind}"), "--root", str(wt), cwd=wt)
+        assert got.returncode == 0 and "12 files into" in got.stdout, got.stdout + got.stderr  # 3 records, 9 transcripts
+        assert len(list((artifacts / f"records-{kind}" / "runs").glob("*.json"))) == 3  # 2 runs + session
+    merged = _cli("fleet", "merge", str(artifacts / "records-sm_90"), str(artifacts / "records-sm_80"),
+                  "--root", str(repo), cwd=repo)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert "LESSON" in merged.stdout and "records-sm_90" in merged.stdout and "audit: exit 0" in merged.stdout
+    assert len(list((repo / "runs").glob("*.json"))) == 6
+    # a runner that died before its session record: its column is a gap and the merge says so
+    dead = tmp_path / "runners" / "sm_120"
+    course.git(repo, "worktree", "add", "-q", "--detach", str(dead))
+    course.host_records(dead, 9)
+    for f in (dead / "runs").glob("*-session-*.json"):
+        f.unlink()
+    assert _cli("fleet", "collect", "--out", str(artifacts / "records-sm_120"), "--root", str(dead),
+                cwd=dead).returncode == 0
+    again = _cli("fleet", "merge", *(str(artifacts / f"records-{k}") for k in ("sm_90", "sm_80", "sm_120")),
+                 "--root", str(repo), cwd=repo)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "fleet-vector-add x records-sm_120: gap: session" in again.stdout
+    assert "11 files written, 24 already there" in again.stdout  # the dead runner's 2 runs + their transcripts
