@@ -19,8 +19,11 @@ sys.path.insert(0, str(Path(__file__).parent / "data" / "audit"))
 import audit_tree  # noqa: E402
 
 from tileproof.__main__ import main  # noqa: E402
-from tileproof.commands import audit
-from tileproof.commands.audit import RULES, Finding  # noqa: E402
+from tileproof.gather import audit as audit_run  # noqa: E402
+from tileproof.gather import audit_scan  # noqa: E402
+from tileproof.judge.audit.rules import evidence, gpu, packages, sessions, toolchain, verdicts  # noqa: E402
+from tileproof.gather.audit import RULES  # noqa: E402
+from tileproof.judge.audit.result import Finding  # noqa: E402
 from tileproof.records import store  # noqa: E402
 from tileproof.records.models import CheckReport  # noqa: E402
 
@@ -227,9 +230,9 @@ CASES = {
     "gated-resealed-as-passed": (t_gated_to_passed, {"verdict-exit-code", "verdict-report", "session-runs"}),
     "cc-resealed": (t_cc_resealed, {"cc-transcript", "report-transcript", "lesson-published-without-evidence"}),
     "runtime-cc-resealed": (t_runtime_cc, {"cc-runtime", "lesson-published-without-evidence"}),
-    "driver-resealed": (t_driver, {"gpu-transcript"}),
+    "driver-resealed": (t_driver, {"gpu-transcript", "lesson-rederive"}),  # the published hardware block, too
     "exit-code-resealed": (t_exit_code, {"verdict-exit-code"}),
-    "report-resealed": (t_report_edited, {"report-transcript"}),
+    "report-resealed": (t_report_edited, {"report-transcript", "lesson-rederive"}),  # its published result cell
     "report-passed-resealed": (t_report_not_passed, {"verdict-report", "report-transcript",
                                                      "lesson-published-without-evidence"}),
     "packages-resealed": (t_packages, {"packages-freeze"}),
@@ -247,7 +250,7 @@ CASES = {
 
 def test_clean_tree_passes(tree):
     root, _ = tree
-    result = audit.audit(root)
+    result = audit_run.audit(root)
     assert result.findings == []
     assert len(result.records) == 6 and result.evidence_files == 19
     by_id = {lesson.id: lesson for lesson in result.lessons}
@@ -262,7 +265,7 @@ def test_clean_tree_passes(tree):
 def test_tamper_is_caught(tree, tamper, expected):
     root, info = tree
     tamper(root, info)
-    result = audit.audit(root)
+    result = audit_run.audit(root)
     assert rules(result) == expected, "\n".join(map(str, result.findings))
     assert expected <= set(RULES)
 
@@ -273,7 +276,7 @@ def test_tamper_findings_name_the_file(tree):
     t_future_schema(root, info)
     t_lesson_flipped(root, info)
     t_orphan(root, info)
-    found = {f.rule: f for f in audit.audit(root).findings}
+    found = {f.rule: f for f in audit_run.audit(root).findings}
     assert found["evidence-digest"].file == info["run"].step.stdout.path
     assert info["run"].run_id in found["evidence-digest"].reason and "step.stdout" in found["evidence-digest"].reason
     assert found["record-schema"].file.startswith("runs/") and "version 2" in found["record-schema"].reason
@@ -286,7 +289,7 @@ def test_tamper_findings_name_the_file(tree):
 def test_orphan_folder_is_one_finding(tree):
     root, info = tree
     t_interrupted_run(root, info)
-    (finding,) = audit.audit(root).findings
+    (finding,) = audit_run.audit(root).findings
     assert finding.file == "evidence/20251129T120000Z-run-0badc0de/"
     assert "2 files" in finding.reason and "no runs/20251129T120000Z-run-0badc0de.json" in finding.reason
 
@@ -297,10 +300,10 @@ def test_seal_catches_whitespace_only_edit(tree):
     raw = json.loads(path.read_text())
     raw["reason"] = raw["reason"]  # same content, different bytes: compact JSON
     path.write_text(json.dumps(raw))
-    result = audit.audit(root)
+    result = audit_run.audit(root)
     assert rules(result) == set()  # canonical content is unchanged: nothing was forged
     path.write_text(json.dumps(raw).replace('"duration_s": 2.0', '"duration_s": 2'))
-    (finding,) = audit.audit(root).findings
+    (finding,) = audit_run.audit(root).findings
     assert finding.rule == "record-seal" and "bytes changed" in finding.reason
 
 
@@ -309,19 +312,38 @@ def test_seal_catches_whitespace_only_edit(tree):
 
 def test_cli_clean_writes_reports_and_exits_0(tree, capsys):
     root, _ = tree
-    assert main(["audit", "--root", str(root)]) == 0
+    assert main(["audit", "--allow-no-history", "--root", str(root), "--update-committed-report"]) == 0
     assert (root / "evidence" / "AUDIT.md").read_text().startswith("# tileproof audit")
     assert "<!DOCTYPE html>" in (root / "evidence" / "audit.html").read_text()
     out = capsys.readouterr().out
     assert "lessons/02-softmax.md: draft, 0/1 required rows have evidence" in out
-    assert main(["audit", "--root", str(root)]) == 0, "the reports themselves are never orphans"
+    assert main(["audit", "--allow-no-history", "--root", str(root)]) == 0, "the reports themselves are never orphans"
     assert not [p for p in (root / "evidence").iterdir() if ".tmp" in p.name]
+
+
+def test_cli_by_default_rewrites_nothing(tree, capsys):
+    """Issue 17: a plain audit leaves every file as it was; the last line says no report was written."""
+    root, _ = tree
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    assert main(["audit", "--allow-no-history", "--root", str(root)]) == 0
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("audit: 6 records, 19 evidence files, 2 lessons: 0 findings; wrote no report")
+
+
+def test_cli_report_dir_writes_both_reports_outside_evidence(tree, tmp_path):
+    root, _ = tree
+    out = tmp_path / "reports"
+    assert main(["audit", "--allow-no-history", "--root", str(root), "--report-dir", str(out)]) == 0
+    assert (out / "AUDIT.md").read_text().startswith("# tileproof audit")
+    assert "<!DOCTYPE html>" in (out / "audit.html").read_text()
+    assert not (root / "evidence" / "AUDIT.md").exists()
 
 
 def test_cli_findings_exit_1(tree, capsys):
     root, info = tree
     t_orphan(root, info)
-    assert main(["audit", "--root", str(root), "--no-write"]) == 1
+    assert main(["audit", "--allow-no-history", "--root", str(root), "--no-write"]) == 1
     captured = capsys.readouterr()
     assert "evidence/notes/benchmark.txt: evidence-orphan: no record references this file" in captured.out
     assert "1 finding" in captured.err
@@ -331,7 +353,7 @@ def test_cli_findings_exit_1(tree, capsys):
 def test_cli_custom_outputs_are_not_orphans(tree):
     root, _ = tree
     md, html = root / "evidence" / "custom.md", root / "evidence" / "custom.html"
-    assert main(["audit", "--root", str(root), "--md", str(md), "--html", str(html)]) == 0
+    assert main(["audit", "--allow-no-history", "--root", str(root), "--md", str(md), "--html", str(html)]) == 0
     assert md.is_file() and html.is_file()
 
 
@@ -378,47 +400,47 @@ def test_verdict_issues(template, verdict, code, timed_out, report, expected):
     rec = template[1]["run"]
     step = rec.step.model_copy(update={"exit_code": code, "timed_out": timed_out})
     rec = rec.model_copy(update={"verdict": verdict, "step": step, "report": report})
-    assert {rule for rule, _ in audit.verdict_issues(rec)} == expected
+    assert {rule for rule, _ in verdicts.verdict_issues(rec)} == expected
 
 
 def test_toolchain_issues_table(template):
     tc = audit_tree.toolchain()
-    assert audit.toolchain_issues(tc) == []
+    assert toolchain.toolchain_issues(tc) == []
     mixed = audit_tree.toolchain({**audit_tree.TOOLS, "nvcc": "13.5.1"})
-    ((rule, reason),) = audit.toolchain_issues(mixed)
+    ((rule, reason),) = toolchain.toolchain_issues(mixed)
     assert rule == "toolchain-mixed" and "13.5: nvcc" in reason
     nvvm = tc.model_copy(update={"packages": {**tc.packages, "nvidia-nvvm": "13.3.0"}})
-    assert audit.toolchain_issues(nvvm)[0][0] == "toolchain-mixed"
+    assert toolchain.toolchain_issues(nvvm)[0][0] == "toolchain-mixed"
     wrong = tc.model_copy(update={"major_minor": "13.5"})
-    assert "13.5 recorded" in audit.toolchain_issues(wrong)[0][1]
+    assert "13.5 recorded" in toolchain.toolchain_issues(wrong)[0][1]
 
 
 def test_freeze_names_and_packages(template):
     env = template[1]["env"]
-    assert audit.freeze_names(audit_tree.PIP_FREEZE) == {"tileproof"}
+    assert packages.freeze_names(audit_tree.PIP_FREEZE) == {"tileproof"}
     from tileproof.records.parsers import parse_pip_freeze
 
     freeze = parse_pip_freeze(audit_tree.PIP_FREEZE)
-    assert audit.packages_issues(env, freeze) == []
-    issues = audit.packages_issues(env, {**freeze, "numpy": "2.0.0", "extra-pkg": "1.0"})
+    assert packages.packages_issues(env, freeze) == []
+    issues = packages.packages_issues(env, {**freeze, "numpy": "2.0.0", "extra-pkg": "1.0"})
     assert [r for r, _ in issues] == ["packages-freeze"]
     assert "numpy 2.3.5 recorded, pip freeze 2.0.0" in issues[0][1] and "extra-pkg 1.0 in pip freeze" in issues[0][1]
 
 
 def test_evidence_path_ok():
-    assert audit.evidence_path_ok("evidence/r/x.txt")
+    assert evidence.evidence_path_ok("evidence/r/x.txt")
     for bad in ("runs/x.json", "/evidence/x", "evidence/../runs/x.json", "evidence//x", "evidence"):
-        assert not audit.evidence_path_ok(bad), bad
+        assert not evidence.evidence_path_ok(bad), bad
 
 
 def test_transcripts_found_by_type(template):
     info = template[1]
-    where = {w for w, _ in audit.transcripts(info["run"])}
+    where = {w for w, _ in evidence.transcripts(info["run"])}
     assert where == {"environment.pip_freeze", "environment.nvidia_smi", "environment.nvidia_smi_query",
                      "step.stdout", "step.stderr", "report_file"}
-    assert {w for w, _ in audit.transcripts(info["compile"])} == {
+    assert {w for w, _ in evidence.transcripts(info["compile"])} == {
         f"builds[{i}].step.{s}" for i in range(2) for s in ("stdout", "stderr")}
-    assert audit.transcripts(info["session"]) == []
+    assert evidence.transcripts(info["session"]) == []
 
 
 def test_findings_sort_and_print():
@@ -429,9 +451,9 @@ def test_findings_sort_and_print():
 
 def test_parallel_scan_matches_inline(tree, monkeypatch):
     root, _ = tree
-    inline = audit.audit(root)
-    monkeypatch.setattr(audit, "PARALLEL_MIN_RECORDS", 1)
-    forked = audit.audit(root)
+    inline = audit_run.audit(root)
+    monkeypatch.setattr(audit_scan, "PARALLEL_MIN_RECORDS", 1)
+    forked = audit_run.audit(root)
     assert forked.findings == inline.findings and forked.evidence_bytes == inline.evidence_bytes
 
 
@@ -440,37 +462,37 @@ def test_raw_seal_equals_store_seal(template):
     for written in (info["run"], info["compile"], info["session"]):
         rec = store.load_record(record_file(root, written))
         raw = json.loads(record_file(root, rec).read_text())
-        assert audit.raw_seal(raw) == store.seal_of(rec) == rec.seal != ""
+        assert store.seal_of_json(raw) == store.seal_of(rec) == rec.seal != ""
 
 
 def test_cc_issues_table(template):
     env = template[1]["env"]
     rows = [{"index": 0, "name": "NVIDIA H200", "uuid": env.gpu.uuid, "compute_capability": "9.0",
              "driver_version": "580.95.05"}]
-    assert audit.cc_issues(env, rows) == []
-    assert audit.cc_issues(env, None) == []  # no trustworthy transcript: the evidence rules speak
-    assert [r for r, _ in audit.cc_issues(env, [])] == ["cc-transcript"]
+    assert gpu.cc_issues(env, rows) == []
+    assert gpu.cc_issues(env, None) == []  # no trustworthy transcript: the evidence rules speak
+    assert [r for r, _ in gpu.cc_issues(env, [])] == ["cc-transcript"]
     no_gpu = env.model_copy(update={"gpu": None})
-    ((rule, reason),) = audit.cc_issues(no_gpu, rows)
+    ((rule, reason),) = gpu.cc_issues(no_gpu, rows)
     assert rule == "cc-transcript" and "NVIDIA H200 (cc 9.0)" in reason
     no_query = env.model_copy(update={"nvidia_smi_query": None})
-    assert [r for r, _ in audit.cc_issues(no_query, None)] == ["cc-transcript"]
+    assert [r for r, _ in gpu.cc_issues(no_query, None)] == ["cc-transcript"]
 
 
 def test_session_issues_table(template):
     info = template[1]
     run, session = info["run"], info["session"]
-    assert audit.session_issues(session, [run]) == []
-    assert [r for r, _ in audit.session_issues(session, [])] == ["session-runs", "session-runs"]
+    assert sessions.session_issues(session, [run]) == []
+    assert [r for r, _ in sessions.session_issues(session, [])] == ["session-runs", "session-runs"]
     extra = run.model_copy(update={"run_id": "20251129T120000Z-run-00000000"})
-    issues = audit.session_issues(session, [run, extra])
+    issues = sessions.session_issues(session, [run, extra])
     assert [r for r, _ in issues] == ["session-runs", "session-runs"] and "not listed" in issues[0][1]
 
 
 def test_report_diff_compares_json_values():
     embedded = {"program": "p", "checks": [{"max_abs_err": 0.0, "rtol": 1e-05}], "passed": True}
     spelled = b'{"passed": true, "checks": [{"rtol": 0.00001, "max_abs_err": 0}], "program": "p"}'
-    assert audit.report_diff(embedded, spelled) == []
-    assert audit.report_diff(embedded, spelled.replace(b"true", b"false")) == ["passed"]
-    assert audit.report_diff(embedded, b"{ truncated") == "is not valid JSON"
-    assert audit.report_diff(None, spelled) == "holds a check report the record lacks"
+    assert verdicts.report_diff(embedded, spelled) == []
+    assert verdicts.report_diff(embedded, spelled.replace(b"true", b"false")) == ["passed"]
+    assert verdicts.report_diff(embedded, b"{ truncated") == "is not valid JSON"
+    assert verdicts.report_diff(None, spelled) == "holds a check report the record lacks"

@@ -20,6 +20,7 @@ from tileproof.claims import outcomes, quotes, spec
 from tileproof.claims.checks import Here, judge_compile, varied_nvcc_argv
 from tileproof.claims.outcomes import ProbeResult
 from tileproof.commands import claims as claims_cmd
+from tileproof.gather import tree
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.models import (
     CLAIMS_SCHEMA_VERSION,
@@ -38,7 +39,7 @@ from tileproof.runner.capture import git_state, host_facts
 from tileproof.toolchain.build import nvcc_argv
 
 REPO = Path(__file__).resolve().parents[1]
-SHIPPED = ["cutile-pitfalls", "day79-cutile", "tile-reduction-spike"]
+SHIPPED = ["cutile-julia-mapping", "cutile-pitfalls", "day79-cutile", "tile-reduction-spike"]
 
 
 def _toolchain() -> Toolchain:
@@ -70,7 +71,8 @@ def test_shipped_claims_files_validate():
     assert [f.spec.document for f in files] == SHIPPED
     counts = {f.spec.document: len(f.spec.claims) for f in files}
     assert counts["cutile-pitfalls"] >= 15 and counts["day79-cutile"] >= 10 and counts["tile-reduction-spike"] >= 7
-    sections = {c.source.section.split(":")[0] for c in files[0].spec.claims}
+    pitfalls = next(f for f in files if f.spec.document == "cutile-pitfalls")
+    sections = {c.source.section.split(":")[0] for c in pitfalls.spec.claims}
     assert {f"Lesson {n}" for n in range(1, 16)} <= sections, "every one of the fifteen lessons has a claim"
 
 
@@ -443,33 +445,38 @@ def _record(root: Path, verdict: str, why: str = "wrong: compiles (exit 0)", whe
     return run_id
 
 
+def refuted(root, document):
+    """The judge's refuted claims (``claim_verdicts.refuted`` via ``gather.tree``) as (claim id, why, run id)."""
+    return [(r.claim_id, r.why, r.run_id) for r in tree.refuted_claims(root, document)]
+
+
 def test_refuted_claims_names_claim_why_and_run(tmp_path):
     root = _repo(tmp_path)
-    assert claims.refuted_claims(root, "doc") == []
+    assert refuted(root, "doc") == []
     run = _record(root, "refuted")
-    assert claims.refuted_claims(root, "doc") == [("says-x", "wrong: compiles (exit 0) [cuda-tile 1.7.0, tileiras 13.4.92]", run)]
-    assert claims.refuted_claims(root, "no-claims-file") == []
+    assert refuted(root, "doc") == [("says-x", "wrong: compiles (exit 0) [cuda-tile 1.7.0, tileiras 13.4.92]", run)]
+    assert refuted(root, "no-claims-file") == []
 
 
 def test_a_newer_unverifiable_does_not_hide_a_refutation(tmp_path):
     root = _repo(tmp_path)
     run = _record(root, "refuted", when="20990101T000000Z")
     _record(root, "unverifiable-here", why="needs a GPU", when="20990102T000000Z")
-    assert [r[2] for r in claims.refuted_claims(root, "doc")] == [run]
+    assert [r[2] for r in refuted(root, "doc")] == [run]
     _record(root, "confirmed", why="compiles (exit 0)", when="20990103T000000Z")
-    assert claims.refuted_claims(root, "doc") == []
+    assert refuted(root, "doc") == []
 
 
 def test_asserted_false_no_longer_blocks(tmp_path):
     root = _repo(tmp_path, asserted=False)
     _record(root, "refuted")
-    assert claims.refuted_claims(root, "doc") == []
+    assert refuted(root, "doc") == []
 
 
 def test_a_changed_snippet_makes_the_refutation_stale_but_still_blocking(tmp_path):
     root = _repo(tmp_path)
     _record(root, "refuted", snippet_sha="0" * 64)
-    (got,) = claims.refuted_claims(root, "doc")
+    (got,) = refuted(root, "doc")
     assert "stale: lessons/claims/snippets/k.py changed since; rerun nox -s claims" in got[1]
     assert any("refuted (stale)" in line for line in claims.status_lines(root))
 
@@ -482,7 +489,7 @@ def test_a_record_with_a_broken_seal_does_not_count(tmp_path):
     body["results"][0]["verdict"] = "confirmed"
     path.chmod(0o644)
     path.write_text(json.dumps(body))
-    assert claims.refuted_claims(root, "doc") == []
+    assert refuted(root, "doc") == []
     assert claims.claims_records(root) == []
 
 

@@ -193,6 +193,7 @@ def test_a_task_runs_its_lesson_in_its_own_worktree_and_a_requeued_task_adds_to_
     plan = make_plan(cluster=cluster, lesson_programs=dict(course.LESSONS), kinds=[], repo=repo,
                      commit=course.git(repo, "rev-parse", "HEAD").strip(), python=sys.executable,
                      folder=tmp_path / "fleet", fleet_id="t")
+    plan = plan.model_copy(update={"run_args": ["--record-no-gpu"]})
     assert tasks.run_task(plan, "cpu", 1) == 1  # no GPU here: the run records no-gpu and fails
     checkout = plan.checkout(plan.task("cpu", 1))
     assert course.git(checkout, "rev-parse", "HEAD").strip() == plan.commit

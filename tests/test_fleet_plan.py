@@ -112,7 +112,7 @@ def test_devices_all_is_every_gpu_nvidia_smi_lists():
 def test_devices_fan_out_leaves_one_record_per_program_and_gpu(tmp_path):
     """Real child runs on this machine (no GPU): each device's session records its programs' gates."""
     repo = course.course_repo(tmp_path / "course")
-    proc = subprocess.run([sys.executable, "-m", "tileproof", "run", "--devices", "0,1", "--root", str(repo)],
+    proc = subprocess.run([sys.executable, "-m", "tileproof", "run", "--devices", "0,1", "--record-no-gpu", "--root", str(repo)],
                           cwd=repo, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert proc.returncode == 1, proc.stdout + proc.stderr  # never a pass without a GPU
     runs = [json.loads(p.read_text()) for p in (repo / "runs").glob("*-run-*.json")]

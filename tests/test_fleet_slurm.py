@@ -134,7 +134,7 @@ def test_real_array_and_afterany_merge_job_on_a_single_node_cluster(tmp_path, cl
     folder = tmp_path / "fleet"
     proc = subprocess.run(
         [sys.executable, "-m", "tileproof", "fleet", "submit", "--cluster", str(REPO / ".ci" / "slurm-cluster.yaml"),
-         "--root", str(repo), "--out", str(folder), "--wait", "--timeout", "180"],
+         "--root", str(repo), "--out", str(folder), "--wait", "--timeout", "180", "--run-arg=--record-no-gpu"],
         cwd=repo, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
     logs = "".join(f"\n--- {p.name}\n{p.read_text()}" for p in sorted((folder / "logs").glob("*")))
     assert proc.returncode == 1, proc.stdout + proc.stderr + logs  # no-gpu cells: never a pass

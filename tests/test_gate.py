@@ -125,14 +125,17 @@ CASES = [
     ("nvvm-of-other-release", 0, lambda w: [w.rec(tc=fx.toolchain(nvvm="13.5.2"))], "incoherent-toolchain",
      "nvvm 13.5.2"),
     ("toolchain-marked-incoherent", 0,
-     lambda w: [w.rec(tc=fx.toolchain(coherent=False, problems=("nvcc not found",)))], "incoherent-toolchain",
+     lambda w: [w.rec(tc=fx.toolchain(coherent=False, problems=(fx.problem("tool-missing", "nvcc", "nvcc not found"),)))], "incoherent-toolchain",
      "nvcc not found"),
     ("cuda-home-hazard-in-clean-env", 0,
-     lambda w: [w.rec(tc=fx.toolchain(coherent=False, problems=("CUDA_HOME=/usr/local/cuda names CUDA 12.6",)))],
+     lambda w: [w.rec(tc=fx.toolchain(coherent=False, problems=(fx.problem("hazard-var", "CUDA_HOME", "CUDA_HOME=/usr/local/cuda names CUDA 12.6"),)))],
      "passed", ""),
     ("cuda-home-hazard-as-is", 0,
      lambda w: [w.rec(toolchain_env="as-is",
-                      tc=fx.toolchain(coherent=False, problems=("CUDA_HOME=/usr/local/cuda names CUDA 12.6",)))],
+                      tc=fx.toolchain(coherent=False, problems=(fx.problem("hazard-var", "CUDA_HOME", "CUDA_HOME=/usr/local/cuda names CUDA 12.6"),)))],
+     "incoherent-toolchain", "CUDA_HOME"),
+    ("old-text-hazard-counts-even-in-clean-env", 0,
+     lambda w: [w.rec(tc=fx.toolchain(coherent=False, problems=("CUDA_HOME=/usr/local/cuda names CUDA 12.6",)))],
      "incoherent-toolchain", "CUDA_HOME"),
     ("rtol-looser-than-table", 0, lambda w: [w.rec(checks=[fx.check("matmul", 1e-3, 1e-3)])], "out-of-bounds",
      "the table allows rtol 0.0001"),
@@ -242,3 +245,16 @@ def test_cc_tuple():
     assert gate.cc_tuple("9.0") == (9, 0) and gate.cc_tuple("12.1") == (12, 1)
     assert gate.cc_tuple("10.0") > gate.cc_tuple("9.0")
     assert gate.cc_tuple("") is None and gate.cc_tuple("nine") is None and gate.cc_tuple(None) is None
+
+
+def test_cc_and_sm_convert_both_ways():
+    from tileproof.records.capability import below_tile, cc_of, sm_of
+
+    assert sm_of("9.0") == "sm_90" and sm_of("12.1") == "sm_121" and sm_of("10.0") == "sm_100"
+    assert cc_of("sm_90") == "9.0" and cc_of("sm_121") == "12.1" and cc_of("sm_100") == "10.0"
+    assert all(cc_of(sm_of(cc)) == cc for cc in ("7.5", "8.0", "8.9", "9.0", "10.0", "12.1"))
+    assert below_tile("7.5") and not below_tile("8.0") and not below_tile(None) and not below_tile("x")
+    with pytest.raises(ValueError):
+        sm_of("nine")
+    with pytest.raises(ValueError):
+        cc_of("compute_90")

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tileproof.records import lessons
+from tileproof.records import lessons, store
 from tileproof.records.errors import RecordError
 from tileproof.records.models import Hardware, ResUsage
 from tileproof.records.tolerances import load_table
@@ -239,7 +239,7 @@ def test_write_is_atomic(tmp_path, monkeypatch):
     def fail(*_):
         raise OSError("disk full")
 
-    monkeypatch.setattr(lessons.os, "replace", fail)
+    monkeypatch.setattr(store.os, "replace", fail)  # lessons.write goes through store.write_atomic
     with pytest.raises(OSError):
         lessons.write(path, "new")
     assert path.read_text() == "old"

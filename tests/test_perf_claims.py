@@ -328,13 +328,15 @@ def test_rows_and_claims_missing_are_both_listed(tree, capsys):
 
 
 def test_lessons_without_claims_read_no_bench_records(tree, capsys, monkeypatch):
-    """A lesson with no claims is decided exactly as before: bench records are not even read."""
-    from tileproof.commands import publish
+    """A lesson with no claims is decided exactly as before: the bench records (loaded once, with
+    every record, by type) are never judged for it."""
+    from tileproof.gather.tree import Tree
+    from tileproof.judge import gate
 
-    def refuse(root):
-        raise AssertionError("bench records read for a lesson without claims")
+    def refuse(claims, records):
+        raise AssertionError("bench records judged for a lesson without claims")
 
-    monkeypatch.setattr(publish, "bench_records", refuse)
+    monkeypatch.setattr(gate, "decide_perf", refuse)
     code, out = cli(capsys, "publish", LESSON, "--root", str(tree), "--dry-run")
     assert code == 0 and "perf claim" not in out
-    assert publish.decide(tree, lessons.load(tree, LESSON)).perf == ()
+    assert Tree.load(tree).decide(lessons.load(tree, LESSON)).perf == ()

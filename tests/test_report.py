@@ -23,8 +23,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "data" / "audit"))
 import audit_tree  # noqa: E402
 
-from tileproof.commands import audit
-from tileproof.commands.audit import Finding  # noqa: E402
+from tileproof.gather import audit  # noqa: E402
+from tileproof.judge.audit.result import AuditResult, Finding  # noqa: E402
+from tileproof.records import store  # noqa: E402
 from tileproof.report import render as report  # noqa: E402
 
 CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "",
@@ -121,7 +122,7 @@ def test_markdown_links_relative(clean):
 
 def test_markdown_cells_escape_pipes(clean):
     root, result = clean
-    odd = audit.AuditResult(root=root, findings=[Finding("runs/x.json", "record-seal", "a | b\nc")],
+    odd = AuditResult(root=root, findings=[Finding("runs/x.json", "record-seal", "a | b\nc")],
                             records=[], lessons=[], evidence_files=0, evidence_bytes=0, record_files=1)
     md = report.render_markdown(odd, root / "evidence")
     assert "| `runs/x.json` | record-seal | a \\| b c |" in md
@@ -144,7 +145,7 @@ def _chromium(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
 def test_html_in_headless_chromium(tampered, tmp_path):
     root, result = tampered
     page = root / "evidence" / audit.REPORT_HTML
-    audit.write_atomically(page, report.render_html(result, page.parent))
+    store.write_atomic(page, report.render_html(result, page.parent))
     # The DOM as the browser built it: parsed, with the findings table first.
     dom = _chromium("--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]

@@ -13,7 +13,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ec import SECP256R1, generate_private_key
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from signing_keys import REPO, entry, new_signer, real_run, registry_of
+from signing_keys import REPO, entry, new_signer, real_run, registry_of, write_registry
 
 from tileproof.records import registry, signing, store
 from tileproof.records.errors import RecordError, TileproofError
@@ -123,10 +123,10 @@ def test_a_broken_envelope_is_one_line(signed):
 
 def test_audit_reads_a_signed_record_as_sealed(tmp_path):
     """The audit's byte pass takes the seal of the predicate, not of the envelope."""
-    from tileproof.commands import audit
+    from tileproof.gather import audit_scan
 
     path = store.write_record(tmp_path, real_run(), new_signer())
-    seals, _disk, _diffs = audit.byte_pass(str(tmp_path), [path.name])
+    seals, _disk, _diffs = audit_scan.byte_pass(str(tmp_path), [path.name])
     assert seals[path.name] == store.load_record(path).seal
 
 
@@ -217,7 +217,8 @@ def test_run_command_signs_with_the_environment_key(tmp_path, monkeypatch):
     key.write_bytes(pem(Ed25519PrivateKey.generate()))
     key.chmod(0o600)
     monkeypatch.setenv(signing.KEY_ENV, str(key))
-    ns = argparse.Namespace(lessons=[], program=["vector_add"], device=0, timeout=300.0, output_cap=None, root=root)
+    ns = argparse.Namespace(lessons=[], program=["vector_add"], device=0, timeout=300.0, output_cap=None, root=root,
+                            record_no_gpu=True)
     run.run(ns)
     reg = registry_of(entry(signing.load_signer(key, root)))
     loaded = store.read_records(root, reg)
@@ -263,21 +264,46 @@ def test_every_committed_kind_signs_and_verifies(tmp_path, path):
     assert set(Envelope.from_dict(json.loads(out.read_text())).verify([key], 1)) == {signer.keyid}
 
 
-def test_a_fully_signed_tree_audits_clean(tmp_path, monkeypatch):
-    """The audit's clean tree with every record written signed: 0 findings, as unsigned."""
+def _signed_audit_tree(tmp_path, monkeypatch, signer):
+    """The audit's clean tree (its lesson published by ``publish``) with every record signed by
+    ``signer``, registered in the tree's lessons/runners.yaml."""
     import functools
     import sys
 
     sys.path.insert(0, str(REPO / "tests" / "data" / "audit"))
     import audit_tree
 
-    from tileproof.commands import audit
-
-    monkeypatch.setattr(store, "write_record", functools.partial(store.write_record, signer=new_signer()))
+    monkeypatch.setattr(store, "write_record", functools.partial(store.write_record, signer=signer))
+    write_registry(tmp_path, registry_of(entry(signer)))
     audit_tree.clean_tree(tmp_path)
     assert all("payloadType" in json.loads(p.read_text()) for p in store.record_files(tmp_path))
+
+
+def test_a_fully_signed_tree_audits_clean(tmp_path, monkeypatch):
+    """The audit's clean tree with every record written signed by a registered runner: 0 findings."""
+    from tileproof.gather import audit
+
+    _signed_audit_tree(tmp_path, monkeypatch, new_signer())
     result = audit.audit(tmp_path)
     assert result.findings == [] and len(result.records) == 6
+
+
+def test_records_signed_by_an_unregistered_key_are_findings_and_never_count(tmp_path, monkeypatch):
+    """The signature check is wired into the one funnel (``trust.admits``): the audit names every
+    such record, and the published lesson that rests on them loses its evidence."""
+    from tileproof.gather import audit
+
+    _signed_audit_tree(tmp_path, monkeypatch, new_signer())
+    write_registry(tmp_path, registry_of())  # the runner's key is no longer (or never was) registered
+    result = audit.audit(tmp_path)
+    rules = {f.rule for f in result.findings}
+    assert "record-unknown-key" in rules
+    assert sum(f.rule == "record-unknown-key" for f in result.findings) == 6
+    published = [lesson for lesson in result.lessons if lesson.status == "published"]
+    assert published and not any(lesson.publishable for lesson in published)
+    assert "lesson-published-without-evidence" in rules
+    (row,) = [r for r in published[0].decision.rows if not r.row.optional][:1]
+    assert "ignored, signature unknown-key" in row.reason
 
 
 def test_keygen_default_path_is_under_the_home_config(tmp_path, monkeypatch):

@@ -34,7 +34,8 @@ def test_coherent_toolchain():
 def test_mixed_packages_are_named():
     shared, problems = coherence(GOOD_TOOLS, {**GOOD_PKGS, "nvidia-nvvm": "13.5.37"}, {})
     assert shared is None
-    assert len(problems) == 1 and "nvidia-nvvm" in problems[0] and "13.5" in problems[0]
+    assert len(problems) == 1 and "nvidia-nvvm" in problems[0].detail and "13.5" in problems[0].detail
+    assert problems[0].kind == "mixed-releases"
 
 
 def test_cuda_home_naming_older_toolkit(tmp_path):
@@ -42,7 +43,8 @@ def test_cuda_home_naming_older_toolkit(tmp_path):
     home.mkdir()
     (home / "version.json").write_text('{"cuda": {"name": "CUDA SDK", "version": "13.0.2"}}')
     _, problems = coherence(GOOD_TOOLS, GOOD_PKGS, {"CUDA_HOME": str(home)})
-    assert len(problems) == 1 and problems[0].startswith("CUDA_HOME=") and "exit 5" in problems[0]
+    assert len(problems) == 1 and problems[0].detail.startswith("CUDA_HOME=") and "exit 5" in problems[0].detail
+    assert (problems[0].kind, problems[0].subject) == ("hazard-var", "CUDA_HOME")
 
 
 def test_system_nvcc_too_old_is_refused(tmp_path):

@@ -35,6 +35,8 @@ from pathlib import Path
 
 from tileproof.claims.outcomes import ProbeOutcome, ProbeResult
 from tileproof.claims.spec import Check, Expected, FlagChange
+from tileproof.records import store
+from tileproof.records.capability import sm_of
 from tileproof.records.errors import TileproofError, ToolchainError
 from tileproof.records.models import GpuFacts, ProbeRole, Step, Toolchain, Transcript
 from tileproof.records.store import sha256_file
@@ -445,11 +447,13 @@ def prebuilt_path(root: Path, src: Path, target: str) -> Path:
     return root / PREBUILT / f"{src.stem}-{sha256_file(src)[:12]}-{target}"
 
 
-def _cpp_binary(here: Here, name: str, src: Path, target: str) -> tuple[Path | None, list[Step], str | None, str | None]:
+def _cpp_binary(here: Here, name: str, src: Path,
+                target: str) -> tuple[Path | None, list[Step], tuple[ProbeOutcome, str] | None, str | None]:
     """Build (where nvcc exists) or find (where it does not) a C++ GPU program for ``target``.
 
-    Returns the binary, the build step, a problem (``error: ...`` when the build failed)
-    and the nvcc release that built it (kept beside a prebuilt binary in ``<binary>.json``).
+    Returns the binary, the build step, a problem as (probe outcome, why): ``error`` when the
+    build failed, ``unverifiable`` when nothing here can build it; and the nvcc release that
+    built it (kept beside a prebuilt binary in ``<binary>.json``).
     """
     out = prebuilt_path(here.root, src, target)
     meta = out.with_name(out.name + ".json")
@@ -457,16 +461,16 @@ def _cpp_binary(here: Here, name: str, src: Path, target: str) -> tuple[Path | N
         if out.is_file():
             built_by = json.loads(meta.read_text()).get("nvcc") if meta.is_file() else None
             return out, [], None, built_by
-        return None, [], (f"no nvcc on this machine and no prebuilt {out.relative_to(here.root)} "
-                          f"(build it where nvcc exists: python -m tileproof claims --gpu-arch {target}; "
-                          "carry build/claims)"), None
+        return None, [], ("unverifiable", f"no nvcc on this machine and no prebuilt {out.relative_to(here.root)} "
+                                          f"(build it where nvcc exists: python -m tileproof claims --gpu-arch "
+                                          f"{target}; carry build/claims)"), None
     out.parent.mkdir(parents=True, exist_ok=True)
     argv = varied_nvcc_argv(here.tools.tool("nvcc"), src, target, out)
     step, text = _step(here, f"{name}.nvcc", argv)
     if step.exit_code != 0 or not out.is_file():
-        return None, [step], f"error: the build failed: {_ran(step, text) or first_error(text, 'cpp')}", None
-    meta.write_text(json.dumps({"nvcc": here.versions.get("nvcc"), "argv": argv, "run_id": here.run_id,
-                                "source_sha256": sha256_file(src)}, indent=1) + "\n")
+        return None, [step], ("error", f"the build failed: {_ran(step, text) or first_error(text, 'cpp')}"), None
+    store.write_atomic(meta, json.dumps({"nvcc": here.versions.get("nvcc"), "argv": argv, "run_id": here.run_id,
+                                         "source_sha256": sha256_file(src)}, indent=1) + "\n")
     return out, [step], None, here.versions.get("nvcc")
 
 
@@ -475,11 +479,11 @@ def _gpu(here: Here, name, check, expected, folder):
     not_here = _gpu_ready(here, check.needs)
     steps: list[Step] = []
     if src.suffix == ".cu":
-        target = f"sm_{here.gpu.compute_capability.replace('.', '')}" if not_here is None else here.gpu_arch
+        target = sm_of(here.gpu.compute_capability) if not_here is None else here.gpu_arch
         binary, steps, problem, built_by = _cpp_binary(here, name, src, target)
-        if problem:
-            outcome = "error" if problem.startswith("error: ") else "unverifiable"
-            return outcome, problem.removeprefix("error: "), steps, None
+        if problem is not None:
+            outcome, why = problem
+            return outcome, why, steps, None
         if not_here:
             return "unverifiable", f"{not_here} (built {binary.relative_to(here.root)} for {target})", steps, None
         argv = [str(binary), *check.args]

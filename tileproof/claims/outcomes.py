@@ -65,11 +65,22 @@ def toolchains(probes: list[ProbeResult]) -> str | None:
     return "; ".join(chains) or None
 
 
+def first_evidence(probes: list[ProbeResult]):
+    """The transcript to open first: of the probes that gave the verdict (the same groups, in the same
+    order, as ``combine``), the first step's stderr when it exited non-zero with output, else its stdout."""
+    for outcome in ("error", "contradicts", "unverifiable", "as-stated"):
+        steps = [s for p in probes if p.outcome == outcome for s in p.steps]
+        if steps:
+            step = steps[0]
+            return step.stderr if step.exit_code and step.stderr.bytes else step.stdout
+    return None
+
+
 def claim_result(loaded: Loaded, claim: Claim, probes: list[ProbeResult]) -> ClaimResult:
     """The claims-record entry of one claim from its probes' results."""
     verdict, why = combine(probes)
     return ClaimResult(
         id=claim.id, document=loaded.spec.document, statement=claim.statement, source=loaded.source_text(claim),
         asserted=claim.asserted, check=claim.probe_kinds(), verdict=verdict, why=why, toolchain=toolchains(probes),
-        steps=[s for p in probes for s in p.steps],
+        steps=[s for p in probes for s in p.steps], evidence=first_evidence(probes),
     )

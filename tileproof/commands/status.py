@@ -4,8 +4,10 @@ One line per results row: the lesson's status, the program and check, what the
 newest evidence says (the gate's outcome, worded for an author), the run id and
 the GPU; one line per performance claim (check ``perf:<id>``): the bench
 program, the claim's outcome with the value it rests on, the bench record and
-its GPU; then one line per lesson saying what is left. Reads only; exit 0
-unless an input is malformed (one line, exit 2).
+its GPU; then one line per lesson saying what is left, from the same decision
+``publish`` takes (``gather.tree.Tree.decide``): "ready" exactly when
+``publish --dry-run`` would exit 0. Reads only; exit 0 unless an input is
+malformed (one line, exit 2).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import sys
 from pathlib import Path
 
 from tileproof.claims import core as claims
-from tileproof.commands import publish
+from tileproof.claims import matrix
+from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims
-from tileproof.records import lessons, store
+from tileproof.records import lessons
 
 WORDS = {
     "passed": "passed",
@@ -66,11 +69,13 @@ def summary(lesson: lessons.Lesson, decision: gate.Decision) -> str:
     head = f"{lesson.id}: {lesson.front.status}, {ready}/{len(required)} required rows have evidence"
     if decision.perf:
         head += f", {len(decision.perf) - len(decision.unsupported)}/{len(decision.perf)} performance claims supported"
+    if decision.refuted:
+        head += f", {len(decision.refuted)} refuted claim(s) still asserted"
     if lesson.front.status == "published":
         return head + ("" if decision.publishable else "; PUBLISHED WITHOUT EVIDENCE (audit fails)")
     if decision.publishable:
         return head + f"; ready: nox -s publish -- {lesson.id}"
-    first = decision.missing[0] if decision.missing else decision.unsupported[0]
+    first = decision.blockers[0]
     return head + f"; next: {first.command} (nox -s publish -- {lesson.id} --dry-run lists every row)"
 
 
@@ -83,11 +88,11 @@ def status(root: Path, ids: list[str]) -> list[str]:
     chosen = [lessons.load(root, i) for i in ids] if ids else lessons.load_all(root)
     if not chosen:
         return ["no lessons under lessons/"]
-    records = store.load_records(Path(root))  # run records for the rows, bench records for perf claims
+    tree = Tree.load(Path(root))
     rows = [["LESSON", "STATUS", "PROGRAM", "CHECK", "EVIDENCE", "RUN", "GPU"]]
     footer = []
     for lesson in chosen:
-        decision = publish.decide(root, lesson, records, bench=records)
+        decision = tree.decide(lesson)
         for r in decision.rows:
             evidence = WORDS[r.outcome]
             if r.outcome == "failed" and r.record and r.record.verdict != "passed":
@@ -96,6 +101,8 @@ def status(root: Path, ids: list[str]) -> list[str]:
             run = r.record.run_id if r.record else "-"
             rows.append([lesson.id, lesson.front.status, r.row.program, r.row.check, evidence, run, _gpu(r)])
         rows.extend(_perf_row(lesson, c) for c in decision.perf)
+        rows.extend([lesson.id, lesson.front.status, "-", f"claim:{c.claim_id}", "refuted", c.run_id, "-"]
+                    for c in decision.refuted)
         footer.append(summary(lesson, decision))
         if lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS) != "\n" + lessons.render_results_table(
                 lesson.front.results):
@@ -108,4 +115,7 @@ def run(args: argparse.Namespace) -> int:
     claim_lines = claims.status_lines(args.root, args.lessons or None)
     if len(claim_lines) > 1:
         print("\n" + "\n".join(claim_lines))
+    matrix_lines = matrix.status_lines(args.root, args.lessons or None)
+    if matrix_lines:
+        print("\nclaims per toolchain release:\n" + "\n".join(matrix_lines))
     return 0

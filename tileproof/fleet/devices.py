@@ -41,17 +41,19 @@ def plan_devices(spec: str, rows: list[dict] | None) -> list[int]:
     return wanted
 
 
-def child_args(lessons: list[str], programs: list[str], timeout: float, root: Path, device: int) -> list[str]:
-    """The ``tileproof run`` arguments of the child pinned to ``device``."""
-    return [*lessons, *(a for p in programs for a in ("--program", p)), "--timeout", str(timeout),
+def child_args(lessons: list[str], programs: list[str], timeout: float, root: Path, device: int,
+               extra: list[str] | None = None) -> list[str]:
+    """The ``tileproof run`` arguments of the child pinned to ``device`` (``extra``: flags passed on)."""
+    return [*(extra or []), *lessons, *(a for p in programs for a in ("--program", p)), "--timeout", str(timeout),
             "--root", str(root), "--device", str(device)]
 
 
-def fan_out(spec: str, lessons: list[str], programs: list[str], timeout: float, root: Path, say=print) -> int:
+def fan_out(spec: str, lessons: list[str], programs: list[str], timeout: float, root: Path,
+            extra: list[str] | None = None, say=print) -> int:
     """Run every selected program on every chosen GPU at once; exit 0 only when every child did."""
     indexes = plan_devices(spec, children.visible_gpu_rows())
     say(f"run: --devices {spec}: GPUs {', '.join(map(str, indexes))}, one run session each, at once")
-    done = children.in_parallel([(["run", *child_args(lessons, programs, timeout, root, i)], root)
+    done = children.in_parallel([(["run", *child_args(lessons, programs, timeout, root, i, extra)], root)
                                  for i in indexes])
     for i, d in zip(indexes, done):
         for line in d.output.splitlines():

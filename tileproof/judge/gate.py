@@ -6,8 +6,8 @@ evidence through ``read_evidence(path) -> bytes | None``, the tolerance table as
 check name → ``Bound``. Each results row gets one outcome from a closed set, a
 one-line reason and the command that would produce the missing evidence.
 
-Which record decides a row: among the program's run records whose seal is
-intact (a record with a broken seal never counts), the newest one from the
+Which record decides a row: among the program's run records that count
+(``trust.admits``: a record with a broken seal never counts), the newest one from the
 row's class of hardware — compute capability >= 8.0 (as the record claims it)
 for required rows, below 8.0 for an optional ``gate`` row; a run that found no
 GPU at all counts only when no run of the program found one. A required row
@@ -20,9 +20,16 @@ have a coherent toolchain; and report the row's check passed within the
 tolerance table's bound (else ``failed`` / ``out-of-bounds``).
 
 The lesson's performance claims (front matter ``performance:``) are decided by
-``perf_claims.decide`` over the bench records among ``records`` (run records
-decide the rows, bench records the claims); a lesson is publishable only when
-every required row passed and every claim is supported.
+``perf_claims.decide`` over the bench records among ``records``, and its
+document's claims by ``claim_verdicts.refuted`` over the claims records (run
+records decide the rows, bench records the performance claims, claims records
+the refuted claims). A lesson is publishable only when every required row
+passed, every performance claim is supported and no claim it still asserts is
+refuted: the same rule whether the lesson is a draft or already published.
+``Decision.blockers`` lists what stands in the way, each with a reason that is
+never empty; ``status``, ``publish`` and the audit print from it.
+
+Which records count at all is decided once, in ``trust.admits``.
 
 Nothing here can be told to trust a record: there is no switch, and a record
 counts only through what it and its transcripts say.
@@ -34,13 +41,22 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Literal, Mapping, NamedTuple
 
+from tileproof.judge import trust
+from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday, RefutedClaim
+from tileproof.judge.claim_verdicts import refuted as refuted_claims
 from tileproof.judge.perf_claims import ClaimDecision
 from tileproof.judge.perf_claims import decide as decide_perf
+from tileproof.records import release
+from tileproof.records.capability import MIN_CC, below_tile, cc_tuple, sm_of
 from tileproof.records.lessons import GATE_CHECK, UNKNOWN, program_list_digest
-from tileproof.records.models import Hardware, LessonFront, ResultRow, RunRecord
+from tileproof.records.models import (
+    Hardware,
+    LessonFront,
+    ResultRow,
+    RunRecord,
+    ToolchainProblem,
+)
 from tileproof.records.parsers import parse_gpu_query
-from tileproof.records.store import seal_of
-from tileproof.toolchain.find import HAZARD_VARS, major_minor
 
 Outcome = Literal[
     "passed",
@@ -54,9 +70,7 @@ Outcome = Literal[
     "missing-file",
 ]
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
-MIN_CC = (8, 0)
-COHERENCE_PACKAGES = ("nvidia-cuda-nvcc", "nvidia-cuda-tileiras", "nvidia-nvvm")
-COHERENCE_TOOLS = ("nvcc", "tileiras", "ptxas", "nvvm")
+__all__ = ["MIN_CC", "cc_tuple", "decide", "decide_row", "Decision", "RowDecision", "Bound", "OUTCOMES"]
 
 EvidenceReader = Callable[[str], "bytes | None"]
 
@@ -92,15 +106,59 @@ class RowDecision:
 
 
 @dataclass(frozen=True)
+class Blocker:
+    """One thing that keeps a lesson from being published: what, why (never empty) and the fix."""
+
+    kind: Literal["row", "perf-claim", "refuted-claim"]
+    subject: str
+    """``kernels/x.py matmul``, ``perf claim <id>``, ``claim <id>``."""
+    outcome: str
+    reason: str
+    command: str | None
+
+    def __post_init__(self) -> None:
+        if not self.reason.strip():
+            raise ValueError(f"{self.subject}: a blocker without a reason")
+
+    def __str__(self) -> str:
+        return f"{self.subject}: {self.outcome}: {self.reason}"
+
+
+@dataclass(frozen=True)
 class Decision:
     lesson: str
     rows: tuple[RowDecision, ...]
     perf: tuple[ClaimDecision, ...] = ()
     """One decision per performance claim of the lesson."""
+    refuted: tuple[RefutedClaim, ...] = ()
+    """Claims of the lesson's document that the evidence refutes and the document still asserts."""
 
     @property
     def publishable(self) -> bool:
-        return not any(r.blocks for r in self.rows) and not self.unsupported
+        return not self.blockers
+
+    @property
+    def blockers(self) -> list[Blocker]:
+        """Everything in the way of publishing, rows first, then performance claims, then refuted claims."""
+        out = [Blocker("row", f"{r.row.program} {r.row.check}", r.outcome, r.reason, r.command) for r in self.missing]
+        out += [Blocker("perf-claim", f"perf claim {c.claim.id} ({c.claim.statement})", c.outcome, c.reason, c.command)
+                for c in self.unsupported]
+        out += [Blocker("refuted-claim", f"claim {c.claim_id}", "refuted", c.reason, c.command) for c in self.refuted]
+        return out
+
+    def lacking(self) -> str:
+        """``1 of 5 required rows lack evidence``, ``1 of 2 performance claims lack a supporting bench record``,
+        ``it still asserts 1 refuted claim(s)``: whichever apply (the rows' count when nothing does)."""
+        parts = []
+        if self.missing or not (self.unsupported or self.refuted):
+            n, total = len(self.missing), sum(1 for r in self.rows if not r.row.optional)
+            parts.append(f"{n} of {total} required rows lack evidence")
+        if self.unsupported:
+            parts.append(f"{len(self.unsupported)} of {len(self.perf)} performance claims lack a supporting "
+                         f"bench record")
+        if self.refuted:
+            parts.append(f"it still asserts {len(self.refuted)} refuted claim(s)")
+        return " and ".join(parts)
 
     @property
     def missing(self) -> list[RowDecision]:
@@ -118,7 +176,7 @@ class Decision:
         for program in dict.fromkeys(r.row.program for r in self.rows if not r.row.optional):
             mine = [r for r in self.rows if r.row.program == program and not r.row.optional]
             if all(r.outcome == "passed" for r in mine):
-                out[program] = max((r.record for r in mine), key=_age).run_id
+                out[program] = max((r.record for r in mine if r.record is not None), key=_age).run_id
         return out
 
     def hardware(self) -> Hardware | None:
@@ -141,15 +199,6 @@ class Decision:
 
 
 # --- helpers (pure) ------------------------------------------------------------------
-
-
-def cc_tuple(value: str | None) -> tuple[int, int] | None:
-    """``"9.0"`` → (9, 0); None when it is not ``major.minor``."""
-    try:
-        major, minor = (value or "").strip().split(".")
-        return int(major), int(minor)
-    except ValueError:
-        return None
 
 
 def _age(rec: RunRecord):
@@ -177,10 +226,6 @@ def hardware_of(rec: RunRecord) -> Hardware:
         cuda_tile=env.versions.get("cuda-tile") or pk.get("cuda-tile"),
         run_id=rec.run_id,
     )
-
-
-def sealed(rec) -> bool:
-    return bool(rec.seal) and seal_of(rec) == rec.seal
 
 
 def verify_capability(rec: RunRecord, read_evidence: EvidenceReader) -> tuple[tuple[int, int] | None, str | None]:
@@ -235,21 +280,25 @@ def staleness(rec: RunRecord, front: LessonFront, program: str, today: Mapping[s
 def toolchain_problem(rec: RunRecord) -> str | None:
     """Why the record's toolchain is not one release, or None."""
     tc = rec.environment.toolchain
-    tools = {t.name: t.version for t in tc.tools}
-    pieces = {f"{n} {tools[n]}": major_minor(tools[n]) for n in COHERENCE_TOOLS if tools.get(n)}
-    pieces.update({f"{n} {tc.packages[n]}": major_minor(tc.packages[n]) for n in COHERENCE_PACKAGES if tc.packages.get(n)})
-    releases = set(pieces.values())
-    if not any(k.startswith("tileiras") or k.startswith("nvidia-cuda-tileiras") for k in pieces):
+    found = {n: v for n, v in release.pieces({t.name: t.version for t in tc.tools}, tc.packages).items() if v}
+    if not release.names_tileiras(found):
         return "the record names no tileiras version"
+    releases = {release.major_minor(v) for v in found.values()}
     if len(releases) != 1 or None in releases:
-        return "mixed releases: " + ", ".join(sorted(pieces))
+        return "mixed releases: " + ", ".join(sorted(f"{n} {v}" for n, v in found.items()))
     if tc.major_minor is not None and tc.major_minor not in releases:
         return f"the record says {tc.major_minor} but its pieces are {releases.pop()}"
     clean = rec.environment.toolchain_env == "clean"
-    problems = [p for p in tc.problems if not (clean and p.startswith(HAZARD_VARS))]
+    problems = [str(p) for p in tc.problems if not (clean and _harmless_when_clean(p))]
     if problems or (not tc.coherent and not clean):
         return "; ".join(problems) or "the record marks its toolchain incoherent"
     return None
+
+
+def _harmless_when_clean(problem: ToolchainProblem | str) -> bool:
+    """A CUDA_HOME/CUDA_PATH hazard cannot reach children given a clean environment. A problem
+    recorded as text (toolchain version 1) is never read for its kind: it always counts."""
+    return isinstance(problem, ToolchainProblem) and problem.kind == "hazard-var"
 
 
 def _bounds(rec: RunRecord, check: str, table: Mapping[str, Bound]) -> tuple[Outcome, str] | None:
@@ -295,8 +344,8 @@ def _required(rec: RunRecord, front: LessonFront, row: ResultRow, today, table, 
         outcome: Outcome = "gated" if rec.verdict == "gated" else "failed"
         return outcome, f"verdict {rec.verdict} in run {rec.run_id}: {rec.reason}"
     cc, problem = verify_capability(rec, read_evidence)
-    if problem:
-        return "forged-cc", f"run {rec.run_id}: {problem}"
+    if problem or cc is None:
+        return "forged-cc", f"run {rec.run_id}: {problem or 'no compute capability'}"
     if cc < MIN_CC:
         return "gated", f"run {rec.run_id} ran on compute capability {cc[0]}.{cc[1]}, below 8.0"
     problem = staleness(rec, front, row.program, today)
@@ -316,8 +365,8 @@ def _gate_row(rec: RunRecord, front: LessonFront, row: ResultRow, today, read_ev
         return "failed", f"run {rec.run_id}: expected the capability gate (verdict gated, exit 1), got " \
                          f"verdict {rec.verdict}, exit {rec.step.exit_code}"
     cc, problem = verify_capability(rec, read_evidence)
-    if problem:
-        return "forged-cc", f"run {rec.run_id}: {problem}"
+    if problem or cc is None:
+        return "forged-cc", f"run {rec.run_id}: {problem or 'no compute capability'}"
     if cc >= MIN_CC:
         return "failed", f"run {rec.run_id} ran on compute capability {cc[0]}.{cc[1]}, which the gate must accept"
     problem = staleness(rec, front, row.program, today)
@@ -331,27 +380,28 @@ def _result_text(rec: RunRecord, row: ResultRow) -> str:
     where = f"{gpu.name}, cc {gpu.compute_capability}" if gpu else "no GPU"
     if row.check == GATE_CHECK:
         return f"gated, exit 1 ({where})"
-    check = next(c for c in rec.report.checks if c.name == row.check)
+    check = next((c for c in rec.report.checks if c.name == row.check), None) if rec.report else None
+    if check is None:
+        return UNKNOWN
     return f"passed: max abs err {_num(check.max_abs_err)}, max rel err {_num(check.max_rel_err)} ({where})"
 
 
 def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Mapping[str, str | None],
                table: Mapping[str, Bound], read_evidence: EvidenceReader) -> RowDecision:
+    """One row's decision; ``records``: ``store.Examined`` records (plain ones are examined here)."""
     def done(outcome: Outcome, reason: str, rec: RunRecord | None = None) -> RowDecision:
-        if ignored:
-            reason += f" (ignored, seal broken: {', '.join(ignored)})"
+        reason += trust.ignored_note(refused)
         result = _result_text(rec, row) if outcome == "passed" and rec else UNKNOWN
-        return RowDecision(row, outcome, reason, _command(front, row, outcome, rec), rec, result, ignored)
+        return RowDecision(row, outcome, reason, _command(front, row, outcome, rec), rec, result,
+                           trust.ignored_ids(refused))
 
-    mine = [r for r in records if isinstance(r, RunRecord) and r.program == row.program]
-    ignored = tuple(r.run_id for r in mine if not sealed(r))
+    mine, refused = trust.split(r for r in trust.examined(records)
+                                if isinstance(r.record, RunRecord) and r.record.program == row.program)
     if today.get(row.program) is None:
         return done("missing-file", f"{row.program} does not exist (lessons/{front.id}.md programs)")
-    mine = [r for r in mine if sealed(r)]
 
     def low(r: RunRecord) -> bool:
-        cc = cc_tuple(r.environment.gpu.compute_capability) if r.environment.gpu else None
-        return cc is not None and cc < MIN_CC
+        return below_tile(r.environment.gpu.compute_capability) if r.environment.gpu else False
 
     gate_row = row.optional and row.check == GATE_CHECK
     fitting = [r for r in mine if low(r) == gate_row]
@@ -362,7 +412,7 @@ def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Map
         if others and not gate_row:
             rec = max(others, key=_age)
             gpu = rec.environment.gpu
-            sm = "sm_" + gpu.compute_capability.replace(".", "")
+            sm = sm_of(gpu.compute_capability)
             return done("gated", f"only run on {gpu.name} ({sm}, cc {gpu.compute_capability}), below 8.0: "
                                  f"run {rec.run_id}, verdict {rec.verdict}")
         return done("no-record", f"no run record for {row.program}" + (" on a GPU below cc 8.0" if gate_row else ""))
@@ -374,11 +424,24 @@ def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Map
     return done(outcome, reason, rec)
 
 
+class Today(dict):
+    """Today's files: path → sha256 (None when gone), and the lesson's claims file as it is today."""
+
+    def __init__(self, digests: Mapping[str, str | None], claims: ClaimsToday = NO_CLAIMS):
+        super().__init__(digests)
+        self.claims = claims
+
+
 def decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None],
            table: Mapping[str, Bound], read_evidence: EvidenceReader) -> Decision:
     """The publish decision for one lesson: one ``RowDecision`` per results row (from the run
-    records in ``records``) and one ``ClaimDecision`` per performance claim (from its bench records)."""
-    records = list(records)
+    records in ``records``), one ``ClaimDecision`` per performance claim (from its bench records)
+    and the refuted claims its document still asserts (from the claims records; ``today``: a ``Today``
+    for the claims file and its snippets' digests, a plain mapping when it has none). ``records``: ``store.Examined`` records
+    (plain ones are examined here)."""
+    records = trust.examined(records)
+    claims = today.claims if isinstance(today, Today) else NO_CLAIMS
     return Decision(front.id, tuple(decide_row(front, row, records, today, table, read_evidence)
                                     for row in front.results),
-                    tuple(decide_perf(front.performance, records)) if front.performance else ())
+                    tuple(decide_perf(front.performance, records)) if front.performance else (),
+                    tuple(refuted_claims(front.id, records, claims, today)))

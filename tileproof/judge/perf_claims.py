@@ -6,8 +6,8 @@
 claim is supported, the command that would produce the missing evidence.
 
 Which record decides a claim: among the bench records of the claim's program, the
-newest (``created``, then run id) that has verdict ``passed``, an intact seal
-(``store.seal_of(r) == r.seal``; a broken seal never counts), a GPU whose compute
+newest (``created``, then run id) that counts (``trust.admits``: a broken seal
+never counts), has verdict ``passed``, a GPU whose compute
 capability equals the claim's (every place the record states one must agree) and
 at least one case matching the claim's ``case`` with a value for its ``metric``.
 ``name/variant/shape/*`` matches every tile configuration of that shape (the key's
@@ -36,8 +36,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Literal
 
+from tileproof.judge import trust
 from tileproof.records.models import BenchCase, BenchRecord, PerfClaim
-from tileproof.records.store import seal_of
 
 Outcome = Literal["supported", "no-bench-record", "wrong-hardware", "below-claim", "spread-exceeds-margin", "noisy"]
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
@@ -91,10 +91,6 @@ def matches(pattern: str, key: str) -> bool:
         prefix = pattern[:-1]
         return key.startswith(prefix) and len(key) > len(prefix) and "/" not in key[len(prefix):]
     return key == pattern
-
-
-def sealed(rec: BenchRecord) -> bool:
-    return bool(rec.seal) and seal_of(rec) == rec.seal
 
 
 def record_cc(rec: BenchRecord) -> str | None:
@@ -178,25 +174,18 @@ def _describe(claim: PerfClaim, rec: BenchRecord, case: BenchCase, value: float,
 # --- the decision --------------------------------------------------------------------
 
 
-def decide_claim(claim: PerfClaim, bench_records: Iterable, intact: set[int] | None = None) -> ClaimDecision:
-    """One claim's decision; ``intact``: ``id()`` of the records whose seal holds (computed here when not given)."""
-    mine = [r for r in bench_records if isinstance(r, BenchRecord) and r.program == claim.program]
-    if intact is None:
-        intact = {id(r) for r in mine if sealed(r)}
-
-    def sealed_ok(r: BenchRecord) -> bool:
-        return id(r) in intact
-
-    ignored = tuple(r.run_id for r in mine if not sealed_ok(r))
+def decide_claim(claim: PerfClaim, bench_records: Iterable) -> ClaimDecision:
+    """One claim's decision; ``bench_records``: ``store.Examined`` records (plain ones are examined here)."""
+    counted, refused = trust.split(r for r in trust.examined(bench_records)
+                                   if isinstance(r.record, BenchRecord) and r.record.program == claim.program)
 
     def done(outcome: Outcome, reason: str, rec=None, case=None, value=None, holds=None) -> ClaimDecision:
-        if ignored:
-            reason += f" (ignored, seal broken: {', '.join(ignored)})"
+        reason += trust.ignored_note(refused)
         margin = value - claim.at_least if value is not None else None
         return ClaimDecision(claim, outcome, reason, _command(claim, outcome, holds), rec, case, value, margin,
-                             ignored)
+                             trust.ignored_ids(refused))
 
-    usable = [r for r in mine if sealed_ok(r) and r.verdict == "passed" and _cases(r, claim)]
+    usable = [r for r in counted if r.verdict == "passed" and _cases(r, claim)]
     fitting = [r for r in usable if record_cc(r) == claim.compute_capability]
     if not fitting:
         if usable:
@@ -206,10 +195,9 @@ def decide_claim(claim: PerfClaim, bench_records: Iterable, intact: set[int] | N
             return done("wrong-hardware", f"bench records of {claim.program} with {claim.case} come only from other "
                                           f"hardware (newest: run {rec.run_id}, {where}); the claim is about cc "
                                           f"{claim.compute_capability}")
-        sealed_mine = [r for r in mine if sealed_ok(r)]
-        if not sealed_mine:
+        if not counted:
             why = f"no bench record of {claim.program}"
-        elif not any(r.verdict == "passed" for r in sealed_mine):
+        elif not any(r.verdict == "passed" for r in counted):
             why = f"no bench record of {claim.program} with verdict passed"
         else:
             why = f"no passed bench record of {claim.program} has a case {claim.case} with {claim.metric}"
@@ -227,6 +215,5 @@ def decide(claims: Iterable[PerfClaim], bench_records: Iterable) -> list[ClaimDe
     claims = list(claims)
     if not claims:
         return []
-    records = [r for r in bench_records if isinstance(r, BenchRecord)]
-    intact = {id(r) for r in records if sealed(r)}
-    return [decide_claim(c, records, intact) for c in claims]
+    records = [r for r in trust.examined(bench_records) if isinstance(r.record, BenchRecord)]
+    return [decide_claim(c, records) for c in claims]

@@ -1,19 +1,30 @@
-"""Which records count as evidence, by their signature's standing: the one switch.
+"""Which records count as evidence: the one funnel every decision and the audit go through.
 
-``records.registry.verify`` decides a record's ``Trust``; this module decides
-what that means for publishing and the audit. Today's policy,
+A record counts only when what was checked about it when it was loaded
+(``store.Examined``) says so: its seal is intact (a record edited after writing,
+or with no seal, never counts) and its signature's standing
+(``records.registry.verify``) is one the policy accepts. Today's policy,
 ``unsigned-counts``, keeps the committed legacy records (all unsigned, written
 before signing existed) counting, so the tree still audits clean; every other
 failed verification never counts. After the GPU re-run from a registered
 runner, :data:`POLICY` becomes ``signed-only`` (one line): then only
-``verified`` records count and an unsigned one is an audit finding.
+``verified`` records count and an unsigned one is an audit finding. The rows,
+the performance claims, the refuted claims and the audit all follow, because
+they all ask ``admits``/``split`` here.
+
+A tree can tighten the policy for itself, never loosen it: ``policy: signed-only``
+in its ``lessons/runners.yaml`` (``RunnerRegistry.policy``, carried on each
+``Examined`` record as it is read) makes :func:`effective` ``signed-only`` there,
+whatever :data:`POLICY` says. The tamper suite uses this to run the real commands
+under ``signed-only`` without touching this module.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Iterable, Literal
 
-from tileproof.records.registry import Trust, Verification
+from tileproof.records.registry import TreePolicy, Trust, Verification
+from tileproof.records.store import Examined, examine
 
 TrustPolicy = Literal["unsigned-counts", "signed-only"]
 
@@ -41,6 +52,12 @@ RULES: dict[str, str] = {
 """Rule id → what it catches, for the audit's rule list."""
 
 
+def effective(tree: TreePolicy | None) -> TrustPolicy:
+    """The policy in force: the code's (:data:`POLICY`), tightened to ``signed-only`` when the
+    tree's registry says so; a registry can never loosen it."""
+    return "signed-only" if tree == "signed-only" else POLICY
+
+
 def counts(trust: Trust, policy: TrustPolicy = POLICY) -> bool:
     """Whether a record with this trust may back a lesson, a claim or the audit's acceptance."""
     return trust == "verified" or (trust == "unsigned" and policy == "unsigned-counts")
@@ -51,3 +68,47 @@ def issues(verification: Verification, policy: TrustPolicy = POLICY) -> list[tup
     if counts(verification.trust, policy):
         return []
     return [(FINDING[verification.trust], verification.reason)]
+
+
+# --- the funnel: examined records in, the ones that count out -------------------------
+
+
+def refusal(item: Examined) -> str | None:
+    """Why this record does not count, in the words decisions print; None when it counts."""
+    if item.seal != "intact":
+        return "seal broken"
+    if not counts(item.trust, effective(item.policy)):
+        return f"signature {item.trust}"
+    return None
+
+
+def admits(item: Examined) -> bool:
+    """Whether the record counts as evidence."""
+    return refusal(item) is None
+
+
+def examined(records: Iterable) -> list[Examined]:
+    """Records as ``Examined`` (plain records are examined here, once each, as unsigned)."""
+    return [r if isinstance(r, Examined) else examine(r) for r in records]
+
+
+def split(items: Iterable[Examined]) -> tuple[list[Any], dict[str, list[str]]]:
+    """(the records that count, refusal → run ids of those that do not)."""
+    good: list[Any] = []
+    refused: dict[str, list[str]] = {}
+    for item in items:
+        why = refusal(item)
+        if why is None:
+            good.append(item.record)
+        else:
+            refused.setdefault(why, []).append(item.record.run_id)
+    return good, refused
+
+
+def ignored_note(refused: dict[str, list[str]]) -> str:
+    """`` (ignored, seal broken: a, b)``, or empty."""
+    return "".join(f" (ignored, {why}: {', '.join(ids)})" for why, ids in refused.items())
+
+
+def ignored_ids(refused: dict[str, list[str]]) -> tuple[str, ...]:
+    return tuple(i for ids in refused.values() for i in ids)

@@ -18,9 +18,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -28,6 +26,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from tileproof.records import store
 from tileproof.records.errors import RecordError
 from tileproof.records.models import LessonFront, ResultRow
 
@@ -346,18 +345,7 @@ def render(lesson: Lesson, front: LessonFront) -> str:
 
 
 def write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one rename (temp file in the same folder)."""
+    """Replace ``path`` with ``text`` in one rename (``store.write_atomic``), keeping its mode."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    store.write_atomic(path, text.encode("utf-8"), mode)

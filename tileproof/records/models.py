@@ -142,7 +142,29 @@ class ToolVersion(Model):
     """``major.minor.patch`` as the tool or its package reports it."""
 
 
+ToolchainProblemKind = Literal["tool-missing", "mixed-releases", "hazard-var"]
+"""``tool-missing``: a tool of the release was not found; ``mixed-releases``: the pieces are of more
+than one major.minor; ``hazard-var``: CUDA_HOME/CUDA_PATH names another toolkit (harmless when the
+children's environment is ``clean``, which removes it)."""
+
+
+class ToolchainProblem(Model):
+    """One mismatch or hazard, by kind: code reads ``kind``, people read ``detail``."""
+
+    kind: ToolchainProblemKind
+    subject: str
+    """What it is about: the tool's name, the variable's name, or ``release``."""
+    detail: str
+    """One line for a person, with the fix."""
+
+    def __str__(self) -> str:
+        return self.detail
+
+
 class Toolchain(Model):
+    version: Literal[1, 2] = 1
+    """2: ``problems`` are ``ToolchainProblem``s. 1 (records written before, field absent): one
+    line of text each; read as written and judged fail-closed (a text problem always counts)."""
     source: Literal["pip", "system"]
     tools: list[ToolVersion]
     packages: dict[str, str]
@@ -150,8 +172,16 @@ class Toolchain(Model):
     major_minor: str | None
     """The one release every piece shares; None when they disagree."""
     coherent: bool
-    problems: list[str]
-    """One line per mismatch or hazard found."""
+    problems: list[ToolchainProblem | str]
+    """One per mismatch or hazard found (text only in version 1)."""
+
+    @model_validator(mode="after")
+    def _typed_in_v2(self) -> "Toolchain":
+        if self.version >= 2 and any(isinstance(p, str) for p in self.problems):
+            raise ValueError("toolchain version 2 holds problems as {kind, subject, detail}, not text")
+        if self.version == 1 and any(isinstance(p, ToolchainProblem) for p in self.problems):
+            raise ValueError("toolchain version 1 holds problems as text; set version 2 for typed problems")
+        return self
 
 
 class StreamCut(Model):
@@ -456,6 +486,9 @@ class _ClaimResultFields(Model):
     verdict: ClaimVerdictName
     why: str
     """One line: what the evidence showed, or why it cannot be checked here."""
+    evidence: Transcript | None = None
+    """The transcript a reader should open first: the deciding probe's stderr when its step failed,
+    else its stdout (``claims.outcomes.first_evidence``); None in records written before it existed."""
     toolchain: str | None
     """The toolchain release the verdict holds for (a claim can be true for 13.3 and false for 13.5)."""
     steps: list[Step]

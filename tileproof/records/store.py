@@ -10,6 +10,12 @@ whose predicate is the record (``records.signing``); without one it is the plain
 record, as before signing existed, and reads back as ``unsigned``.
 ``load_record`` reads both forms; ``read_record`` also says whether the record
 verifies against the runner registry (``records.registry.verify``).
+
+Also the one implementation of: atomic replacement of a file that is meant to
+be rewritten (``write_atomic``: lessons, reports, caches, schemas), the seal
+check (``seal_status``) and typed loading (``Examined``: a record with its seal
+status and its signature's verification, computed once, from which the judge's
+``trust.admits`` alone decides whether it counts).
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Generic, Iterable, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
+from tileproof import __version__
 from tileproof.records import signing
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.models import (
@@ -34,11 +42,20 @@ from tileproof.records.models import (
     Record,
     Transcript,
 )
-from tileproof.records.registry import RunnerRegistry, Verification, verify
+from tileproof.records.registry import (
+    UNSIGNED,
+    RunnerRegistry,
+    TreePolicy,
+    Trust,
+    Verification,
+    verify,
+)
 
 RUNS = "runs"
 EVIDENCE = "evidence"
 _RECORD = TypeAdapter(Record)
+FILE_MODE = 0o644
+"""Records and transcripts are readable by everyone (``tempfile`` would leave 0600)."""
 
 
 def new_run_id(kind: str, now: datetime | None = None) -> str:
@@ -77,6 +94,7 @@ def write_once(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -87,6 +105,27 @@ def write_once(path: Path, data: bytes) -> None:
             raise TileproofError(f"{path}: already exists; records and evidence are never overwritten") from None
     finally:
         os.unlink(tmp)
+
+
+def write_atomic(path: Path, data: bytes | str, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` in one ``os.replace`` (temp file in the same folder, fsynced):
+    a reader sees the old file or the new one, never half of one. For files meant to be rewritten
+    (a lesson, a report, a cache); records and evidence use ``write_once``."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)  # mkstemp makes it 0600
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def write_evidence(root: Path, run_id: str, name: str, data: bytes | str) -> Transcript:
@@ -100,8 +139,6 @@ def write_evidence(root: Path, run_id: str, name: str, data: bytes | str) -> Tra
 
 def header(run_id: str, git, host) -> dict:
     """The fields every record starts with (``RecordBase``), created now."""
-    from tileproof import __version__
-
     return dict(schema_version=SCHEMA_VERSION, run_id=run_id, created=datetime.now(timezone.utc),
                 tileproof_version=__version__, git=git, host=host)
 
@@ -118,9 +155,60 @@ def seal_of(record) -> str:
     field added to the model later, with a default, leaves the seals of the records
     written before it intact (they are read without it, so it stays unset).
     """
-    body = record.model_dump(mode="json", exclude_unset=True)
+    return seal_of_json(record.model_dump(mode="json", exclude_unset=True))
+
+
+def seal_of_json(raw: dict) -> str:
+    """The seal digest of a record's JSON object (as read from its file, or dumped from its model):
+    sha256 over the canonical JSON with ``seal`` emptied. ``write_record`` writes exactly the model's
+    dump, so for an untouched file this equals ``seal_of(record)``, without building a model."""
+    body = dict(raw)
     body["seal"] = ""
     return sha256_bytes(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+
+
+SealStatus = Literal["intact", "broken", "missing"]
+"""``intact``: the seal is the digest of the content; ``broken``: it is not (edited after writing);
+``missing``: the record has no seal (not written by ``write_record``)."""
+
+
+def seal_status(record, digest: str | None = None) -> SealStatus:
+    """The one seal check. ``digest``: ``seal_of(record)`` when the caller already has it."""
+    if not record.seal:
+        return "missing"
+    return "intact" if (digest if digest is not None else seal_of(record)) == record.seal else "broken"
+
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Examined(Generic[R]):
+    """A record as loaded, with what was checked about it once: its seal and its signature's
+    verification against the runner registry. Whether it counts as evidence is the judge's call
+    (``judge.trust.admits``), made from these fields only."""
+
+    record: R
+    seal: SealStatus
+    verification: Verification = UNSIGNED
+    """``registry.UNSIGNED`` for a record that carries no signature (or was built in memory)."""
+    policy: TreePolicy | None = None
+    """The registry's own policy (``RunnerRegistry.policy``) it was examined under; None: the code's."""
+
+    @property
+    def trust(self) -> Trust:
+        """The ``registry.Trust`` word."""
+        return self.verification.trust
+
+
+Loaded = Examined
+"""A record and its standing (``read_record``'s name for ``Examined``)."""
+
+
+def examine(record: R, digest: str | None = None, verification: Verification = UNSIGNED,
+            policy: TreePolicy | None = None) -> Examined[R]:
+    """``record`` with its seal checked (``digest``: its ``seal_of`` when already known)."""
+    return Examined(record, seal_status(record, digest), verification, policy)
 
 
 def write_record(root: Path, record, signer: signing.Signer | None = None) -> Path:
@@ -198,24 +286,11 @@ def load_record(path: Path):
     return validate(path, read_file(path)[0])
 
 
-@dataclass(frozen=True)
-class Loaded:
-    """A record and its standing against the runner registry."""
-
-    record: object
-    verification: Verification
-
-    @property
-    def trust(self):
-        """The ``registry.Trust`` word."""
-        return self.verification.trust
-
-
-def read_record(path: Path, registry: RunnerRegistry) -> Loaded:
-    """Read one record and verify it: signature, key, revocation, kind, subjects."""
+def read_record(path: Path, registry: RunnerRegistry) -> Examined:
+    """Read one record, check its seal and verify it: signature, key, revocation, kind, subjects."""
     raw, envelope, statement = read_file(path)
     record = validate(path, raw)
-    return Loaded(record, verify(envelope, statement, record, registry))
+    return examine(record, verification=verify(envelope, statement, record, registry), policy=registry.policy)
 
 
 def record_files(root: Path) -> list[Path]:
@@ -228,6 +303,12 @@ def load_records(root: Path) -> list:
     return [load_record(p) for p in record_files(root)]
 
 
-def read_records(root: Path, registry: RunnerRegistry) -> list[Loaded]:
-    """Every record under ``runs/`` with its trust, oldest first; the first unreadable one raises."""
+def read_records(root: Path, registry: RunnerRegistry) -> list[Examined]:
+    """Every record under ``runs/`` with its seal and trust, oldest first; the first unreadable one raises."""
     return [read_record(p, registry) for p in record_files(root)]
+
+
+def of_kind(records: Iterable, kind: type) -> list:
+    """The records of one model type (``RunRecord``, ``BenchRecord``...): selected by type, never by
+    file name. Accepts records or ``Examined`` records (and returns the same)."""
+    return [r for r in records if isinstance(r.record if isinstance(r, Examined) else r, kind)]

@@ -18,8 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from tileproof.commands.audit import RULES, AuditResult
+from tileproof.judge.audit.registry import load as load_rules
+from tileproof.judge.audit.result import AuditResult
+from tileproof.records.capability import cc_of, cc_tuple
 from tileproof.records.models import CompileRecord, Environment, RunRecord
+
+RULES = load_rules()
 
 NO_LESSON = "(no lesson)"
 NO_GPU = ("no GPU", "")
@@ -56,17 +60,42 @@ class View:
     counts: Counter
 
 
+@dataclass(frozen=True)
+class LessonRow:
+    """One line of a lesson's table: a results row, a performance claim or a refuted claim."""
+
+    program: str
+    check: str
+    outcome: str
+    run_id: str | None
+    reason: str
+    command: str | None
+
+
+def lesson_rows(lesson) -> list[LessonRow]:
+    """Every results row, performance claim and refuted claim of the lesson's publish decision."""
+    d = lesson.decision
+    out = [LessonRow(r.row.program, r.row.check + (" (optional)" if r.row.optional else ""), r.outcome,
+                     r.record.run_id if r.record else None, r.reason, r.command) for r in d.rows]
+    out += [LessonRow(c.claim.program, f"perf:{c.claim.id}", c.outcome, c.record.run_id if c.record else None,
+                      c.reason, c.command) for c in d.perf]
+    out += [LessonRow("-", f"claim:{c.claim_id}", "refuted", c.run_id, c.reason, c.command) for c in d.refuted]
+    return out
+
+
+def verdict_text(lesson) -> str:
+    """``publishable``, or what it lacks (the decision's own words)."""
+    return "publishable" if lesson.publishable else lesson.decision.lacking()
+
+
 def gpu_key(rec: RunRecord) -> tuple[str, str]:
     gpu = rec.environment.gpu
     return (gpu.name, gpu.compute_capability) if gpu else NO_GPU
 
 
 def _cc_order(key: tuple[str, str]):
-    try:
-        major, minor = key[1].split(".")
-        return (0, -int(major), -int(minor), key[0])
-    except ValueError:
-        return (1, 0, 0, key[0])
+    cc = cc_tuple(key[1])
+    return (0, -cc[0], -cc[1], key[0]) if cc is not None else (1, 0, 0, key[0])
 
 
 def view(result: AuditResult) -> View:
@@ -83,7 +112,7 @@ def view(result: AuditResult) -> View:
             for b in rec.builds:
                 builds[(b.program, b.target)] = b.verdict
     gpus = sorted({g for _, g in cells}, key=_cc_order)
-    compiled = {}
+    compiled: dict[str, list[str]] = {}
     for (program, target), verdict in sorted(builds.items(), key=lambda kv: (kv[0][0], _target_order(kv[0][1]))):
         compiled.setdefault(program, []).append(f"{target} {verdict}")
     programs_seen = {p for p, _ in cells} | set(compiled)
@@ -105,9 +134,11 @@ def view(result: AuditResult) -> View:
 
 
 def _target_order(target: str):
-    """sm_80 < sm_90 < sm_100: by number, not by text."""
-    digits = "".join(c for c in target if c.isdigit())
-    return (int(digits) if digits else 0, target)
+    """sm_80 < sm_90 < sm_100: by compute capability, not by text (an unreadable target sorts first)."""
+    try:
+        return (cc_tuple(cc_of(target)) or (0, 0), target)
+    except ValueError:
+        return ((0, 0), target)
 
 
 def _row(lesson, program, gpus, cells, compiled) -> Row:
@@ -129,7 +160,8 @@ def headline(result: AuditResult) -> str:
     rules = Counter(f.rule for f in result.findings)
     what = ", ".join(f"{rule} {k}" for rule, k in sorted(rules.items()))
     return (f"FAILED: {n} finding{'s' * (n != 1)} ({what})" if n else "PASSED: no findings") + (
-        f" in {len(result.records)} records, {result.evidence_files} evidence files, {len(result.lessons)} lessons")
+        f" in {len(result.records)} records, {result.evidence_files} evidence files, {len(result.lessons)} lessons"
+        f"; {result.history_line()}")
 
 
 def _env_summary(env: Environment) -> dict[str, str]:
@@ -191,15 +223,13 @@ def render_markdown(result: AuditResult, base: Path) -> str:
     if not result.lessons:
         out.append("No lessons under lessons/.")
     for lesson in result.lessons:
-        verdict = "publishable" if lesson.publishable else f"{len(lesson.missing)} required row(s) lack evidence"
         out += [f"### {_md(lesson.id)}: {_md(lesson.title)}", "",
-                f"Status **{lesson.status}**; gate: {verdict}.", "",
+                f"Status **{lesson.status}**; publish decision: {_md(verdict_text(lesson))}.", "",
                 "| Program | Check | Outcome | Run | Reason / fix |", "|---|---|---|---|---|"]
-        for r in lesson.rows:
+        for r in lesson_rows(lesson):
             fix = f" (fix: `{_md(r.command)}`)" if r.command else ""
-            check = r.check + (" (optional)" if r.optional else "")
             run = _mdlink(r.run_id, link(result, base, f"runs/{r.run_id}.json")) if r.run_id else "-"
-            out.append(f"| `{_md(r.program)}` | {_md(check)} | {r.outcome} | {run} | {_md(r.reason)}{fix} |")
+            out.append(f"| `{_md(r.program)}` | {_md(r.check)} | {r.outcome} | {run} | {_md(r.reason)}{fix} |")
         out.append("")
     out += ["## Lessons × programs × GPUs", "",
             "Newest run of each program on each GPU; (+n) counts older runs. Verdicts over all runs: "
@@ -294,13 +324,13 @@ def render_html(result: AuditResult, base: Path) -> str:
     if not result.lessons:
         p.append("<p>No lessons under lessons/.</p>")
     for lesson in result.lessons:
-        gate = "publishable" if lesson.publishable else f"{len(lesson.missing)} required row(s) lack evidence"
+        gate = verdict_text(lesson)
         p.append(f"<h3>{_a(lesson.id, link(result, base, lesson.file))}: {_e(lesson.title)}</h3>"
                  f'<p>Status <span class="v v-{"passed" if lesson.status == "published" else "gated"}">'
                  f"{_e(lesson.status)}</span> &middot; gate: {_e(gate)}</p>")
         p.append("<table><tr><th>Program</th><th>Check</th><th>Outcome</th><th>Run</th><th>Reason / fix</th></tr>")
-        for r in lesson.rows:
-            check = r.check + (" (optional)" if r.optional else "")
+        for r in lesson_rows(lesson):
+            check = r.check
             run = _a(r.run_id, link(result, base, f"runs/{r.run_id}.json")) if r.run_id else "-"
             fix = f'<br><span class="muted">fix: <code>{_e(r.command)}</code></span>' if r.command else ""
             outcome = OUTCOME_CLASS.get(r.outcome, "failed")

@@ -8,7 +8,6 @@ per artifact and one summary line, and returns the record.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from tileproof.records import store
 from tileproof.records.models import BuildResult, CompileRecord, Step
 from tileproof.records.signing import Signer
 from tileproof.records.store import (
@@ -149,8 +149,6 @@ def kernel_index(root: Path, sources: list[Path]) -> dict[Path, list[str]]:
         fresh[rel] = entry
         out[src] = entry["kernels"]
     if fresh != index:
-        index_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = index_path.with_name(f".{index_path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(fresh, indent=1, sort_keys=True))
-        tmp.replace(index_path)  # atomic: a second compile reads the old index or this one
+        # atomic (a unique temp file per writer): a second compile reads the old index or this one
+        store.write_atomic(index_path, json.dumps(fresh, indent=1, sort_keys=True))
     return out

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tileproof.records import store
+from tileproof.records.capability import sm_of
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     ApiInventory,
@@ -51,7 +53,7 @@ def parse_target(value: str) -> str:
     """``sm_90`` (also ``90`` or ``9.0``) → ``sm_90``; refuse anything else in one line."""
     v = value.strip().lower()
     if re.fullmatch(r"\d+\.\d", v):
-        v = "sm_" + v.replace(".", "")
+        v = sm_of(v)
     elif re.fullmatch(r"\d+", v):
         v = "sm_" + v
     if v in TILE_TARGETS:
@@ -232,9 +234,7 @@ def execute(root: Path, run_id: str, job: Job, tools: Tools, run_step: StepRunne
     )
     if verdict == "built":
         meta = {"run_id": run_id, "result": result.model_dump(mode="json")}
-        tmp = job.out.parent / f".meta.json.{run_id}.tmp"
-        tmp.write_text(json.dumps(meta, indent=1))
-        tmp.replace(job.out.parent / "meta.json")  # atomic: a reader sees the old meta or the new
+        store.write_atomic(job.out.parent / "meta.json", json.dumps(meta, indent=1))
     return result
 
 

@@ -25,18 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from tileproof.records import release, store
 from tileproof.records.errors import ToolchainError
-from tileproof.records.models import Toolchain, ToolVersion
+from tileproof.records.models import Toolchain, ToolchainProblem, ToolVersion
+from tileproof.records.release import PACKAGES, major_minor
 
-PACKAGES = (
-    "nvidia-cuda-nvcc",
-    "nvidia-cuda-tileiras",
-    "nvidia-nvvm",
-    "nvidia-cuda-crt",
-    "nvidia-cuda-runtime",
-    "nvidia-cuda-cuobjdump",
-)
-"""The pip distributions that make one tile toolchain (same major.minor)."""
+__all__ = ["PACKAGES", "major_minor", "coherence", "discover", "require_coherent", "runtime_tools"]
 
 TOOLS = ("nvcc", "tileiras", "ptxas", "cuobjdump")
 MIN_SYSTEM_NVCC = (13, 3)
@@ -65,13 +59,6 @@ class Tools:
     def path_dirs(self) -> list[str]:
         """Folders children need first on PATH (``runner.environment.child_env``)."""
         return [str(self.bin), *self.extra_path]
-
-
-def major_minor(version: str | None) -> str | None:
-    if not version:
-        return None
-    m = re.match(r"(\d+)\.(\d+)", version)
-    return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
 def parse_release(text: str) -> str | None:
@@ -132,26 +119,29 @@ def toolkit_version_at(home: str) -> str | None:
     return None
 
 
-def coherence(tools: dict[str, str | None], packages: dict[str, str], env: dict[str, str]) -> tuple[str | None, list[str]]:
-    """The shared major.minor and one line per problem (empty when coherent)."""
-    pieces = {f"{k} (tool)": v for k, v in tools.items() if k != "cuobjdump"}
-    pieces.update({k: v for k, v in packages.items() if k in PACKAGES})
-    problems = [f"{name} not found" for name, v in pieces.items() if v is None and "tool" in name]
-    releases = {name: major_minor(v) for name, v in pieces.items() if v}
-    distinct = sorted(set(releases.values()))
-    if len(distinct) > 1:
-        groups = "; ".join(f"{r}: {', '.join(n for n, x in releases.items() if x == r)}" for r in distinct)
-        problems.append(f"mixed releases ({groups}): install one release, e.g. pip install 'tileproof[toolchain]'")
-    shared = distinct[0] if len(distinct) == 1 else None
+def coherence(tools: dict[str, str | None], packages: dict[str, str],
+              env: dict[str, str]) -> tuple[str | None, list[ToolchainProblem]]:
+    """The shared major.minor and one problem per mismatch or hazard (empty when coherent);
+    the pieces are ``records.release``'s."""
+    found = release.pieces(tools, packages)
+    problems = [ToolchainProblem(kind="tool-missing", subject=name, detail=f"{name} (tool) not found")
+                for name, v in found.items() if v is None and name in tools]
+    groups = release.by_release({f"{n} (tool)" if n in tools else n: v for n, v in found.items()})
+    if len(groups) > 1:
+        problems.append(ToolchainProblem(
+            kind="mixed-releases", subject="release",
+            detail=f"mixed releases ({release.describe_mixed(groups)}): install one release, "
+                   f"e.g. pip install 'tileproof[toolchain]'"))
+    shared = next(iter(groups)) if len(groups) == 1 else None
     for var in HAZARD_VARS:
         home = env.get(var)
         if home:
             theirs = major_minor(toolkit_version_at(home))
             if theirs != shared:
-                problems.append(
-                    f"{var}={home} names CUDA {theirs or 'unknown'}, not {shared}: tileiras would load its libnvvm "
-                    f"and fail with exit 5; unset {var}"
-                )
+                problems.append(ToolchainProblem(
+                    kind="hazard-var", subject=var,
+                    detail=f"{var}={home} names CUDA {theirs or 'unknown'}, not {shared}: tileiras would load "
+                           f"its libnvvm and fail with exit 5; unset {var}"))
     return shared, problems
 
 
@@ -167,10 +157,7 @@ def _read_cache(path: Path | None) -> dict:
 
 def _write_cache(path: Path | None, cache: dict) -> None:
     if path is not None and cache != _read_cache(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per process: two compiles may race
-        tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
-        tmp.replace(path)
+        store.write_atomic(path, json.dumps(cache, indent=1, sort_keys=True))
 
 
 def discover(system_nvcc: str | None = None, env: dict[str, str] | None = None,
@@ -212,6 +199,7 @@ def discover(system_nvcc: str | None = None, env: dict[str, str] | None = None,
     packages = package_versions() if source == "pip" else {}
     shared, problems = coherence(versions, packages, env)
     facts = Toolchain(
+        version=2,
         source=source,
         tools=[ToolVersion(name=n, path=str(paths[n]) if paths[n] else None, version=versions[n]) for n in TOOLS],
         packages=packages,
@@ -228,7 +216,8 @@ def require_coherent(tools: Tools, ignore_env: bool = True) -> None:
     ``ignore_env``: CUDA_HOME problems are not fatal when children get a clean
     environment (``runner.environment.child_env``), which is what tileproof always does.
     """
-    problems = [p for p in tools.facts.problems if not (ignore_env and p.startswith(HAZARD_VARS))]
+    problems = [str(p) for p in tools.facts.problems
+                if not (ignore_env and isinstance(p, ToolchainProblem) and p.kind == "hazard-var")]
     if problems:
         raise ToolchainError("tile toolchain is not coherent: " + " | ".join(problems))
 
@@ -269,6 +258,7 @@ def runtime_tools(nvcc_version: str | None, version_text: VersionText, env: dict
     shared, problems = coherence(relevant, {}, env)
     used = {k: v for k, v in packages.items() if k in PACKAGES[:3]} if pip_ok else {}
     return Toolchain(
+        version=2,
         source="pip" if pip_ok else "system",
         tools=[ToolVersion(name=k, path=str(paths[k]) if paths[k] else None, version=v) for k, v in versions.items()],
         packages=used,

@@ -58,7 +58,13 @@ def course_repo(root: Path) -> Path:
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "course")
+    global COMMIT
+    COMMIT = git(root, "rev-parse", "HEAD").strip()
     return root
+
+
+COMMIT: str | None = None
+"""The newest course's commit: simulated hosts ran it (the audit checks a record's commit is in history)."""
 
 
 def host_records(root: Path, host: int, which: str = "H200", sessions: int = 1, when: datetime | None = None) -> int:
@@ -74,9 +80,11 @@ def host_records(root: Path, host: int, which: str = "H200", sessions: int = 1, 
         runs = []
         for program, check in PROGRAMS.items():
             lid = next(l for l, ps in LESSONS.items() if program in ps)
-            runs.append(tree.run_record(root, env, program, checks=[check], lessons=[lid], when=when))
+            run = tree.run_record(root, env, program, checks=[check], lessons=[lid], when=when)
+            runs.append(run.model_copy(update={"git": run.git.model_copy(update={"commit": COMMIT})}))
             store.write_record(root, runs[-1])
-        store.write_record(root, tree.session_record(sid, runs, when))
+        closing = tree.session_record(sid, runs, when)
+        store.write_record(root, closing.model_copy(update={"git": closing.git.model_copy(update={"commit": COMMIT})}))
         written += len(runs) + 1
         when += timedelta(seconds=30)
     return written

@@ -25,6 +25,7 @@ from tileproof.records.models import (
     RunRecord,
     Step,
     Toolchain,
+    ToolchainProblem,
     ToolVersion,
     Transcript,
 )
@@ -57,8 +58,10 @@ def transcript(path: str, data: bytes | str) -> Transcript:
 
 
 def toolchain(nvcc: str = "13.4.92", tileiras: str = "13.4.92", nvvm: str = "13.4.92", coherent: bool = True,
-              problems: tuple[str, ...] = ()) -> Toolchain:
+              problems: tuple[ToolchainProblem | str, ...] = ()) -> Toolchain:
+    """Typed problems make a version-2 toolchain; text ones a version-1 (old) one."""
     return Toolchain(
+        version=1 if any(isinstance(p, str) for p in problems) else 2,
         source="pip",
         tools=[ToolVersion(name=n, path=f"/fixture/nvidia/cu13/bin/{n}", version=v)
                for n, v in (("tileiras", tileiras), ("ptxas", nvcc), ("nvvm", nvvm), ("nvcc", nvcc))],
@@ -67,6 +70,10 @@ def toolchain(nvcc: str = "13.4.92", tileiras: str = "13.4.92", nvvm: str = "13.
         coherent=coherent,
         problems=list(problems),
     )
+
+
+def problem(kind: str, subject: str, detail: str) -> ToolchainProblem:
+    return ToolchainProblem(kind=kind, subject=subject, detail=detail)
 
 
 def check(name: str, rtol: float, atol: float, passed: bool = True, err: float = 2.5e-5) -> Check:

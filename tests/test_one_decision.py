@@ -1,0 +1,144 @@
+"""Issue 13's done-when: ``status``, ``publish --dry-run`` and ``audit`` give one answer.
+
+Each case builds a FIXTURE tree (the day-79 tree of conftest.py with the real lessons as
+drafts) and changes one thing. For every lesson in it, through the real CLI
+(``tileproof.__main__.main``):
+
+- ``status`` says "ready" exactly when ``publish --dry-run`` exits 0;
+- once the lesson is published (by ``publish`` when it may be, else flipped by hand, as a
+  careless author would), the audit has a finding against the lesson's file exactly when
+  it was not ready;
+- no reason anywhere in the decision is empty, nor the finding's.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import fixture_records as fx
+import pytest
+import yaml
+
+from tileproof.__main__ import main
+from tileproof.gather.tree import Tree
+from tileproof.records import lessons, store
+from tileproof.records.models import CLAIMS_SCHEMA_VERSION, ClaimResult, ClaimsRecord, ProbeKind, RunRecord
+
+LESSON = "day79-cutile"
+PROGRAM = "kernels/tile_matmul_softmax.py"
+
+
+def newer_copy(root, program: str, n: int, **env_update) -> None:
+    """A newer, sealed copy of the program's FIXTURE run record with its environment changed
+    (what a rerun on another machine, or a forger who reseals, would write)."""
+    old = next(r for r in store.of_kind(store.load_records(root), RunRecord) if r.program == program)
+    env = old.environment
+    if "gpu_cc" in env_update:
+        cc = env_update.pop("gpu_cc")
+        env_update["gpu"] = env.gpu.model_copy(update={"compute_capability": cc})
+    created = old.created + timedelta(days=n)
+    run_id = f"FIXTURE-{created.strftime('%Y%m%dT%H%M%SZ')}-run-{n:08x}"
+    store.write_record(root, old.model_copy(update={
+        "run_id": run_id, "created": created, "environment": env.model_copy(update=env_update)}))
+
+
+def all_passing(root) -> None:
+    pass
+
+
+def stale_row(root) -> None:
+    (root / "kernels" / "fused.py").write_text("# edited after the run\n")
+
+
+def claim_refuted(root) -> None:
+    claim_id = yaml.safe_load((root / "lessons" / "claims" / f"{LESSON}.claims.yaml").read_text())["claims"][0]["id"]
+    created = fx.T0 + timedelta(days=30)
+    run_id = f"FIXTURE-{created.strftime('%Y%m%dT%H%M%SZ')}-claims-0000000a"
+    result = ClaimResult(id=claim_id, document=LESSON, statement="FIXTURE claim", check=[ProbeKind(role="check", kind="compile")], verdict="refuted",
+                         why="wrong: compiles (exit 0)", toolchain="tileiras 13.4.92", steps=[])
+    store.write_record(root, ClaimsRecord(
+        schema_version=CLAIMS_SCHEMA_VERSION, kind="claims", run_id=run_id, created=created, tileproof_version="0.1.0",
+        git=fx.GitState(commit=fx.COMMIT, dirty=False),
+        host=fx.HostFacts(system="fixture", release="fixture", machine="x86_64", python="3.11.7", cpu_count=16),
+        toolchain=fx.toolchain(), gpu=None, claims_files=[], results=[result]))
+
+
+def perf_claim_without_bench(root) -> None:
+    path = root / "lessons" / f"{LESSON}.md"
+    claim = dict(id="matmul-80", statement="tile matmul reaches >= 80% of cuBLAS at 4096³ on sm_90",
+                 case="matmul/grouped/4096x4096x4096/*", metric="pct_of_reference", at_least=80,
+                 compute_capability="9.0")
+    perf = yaml.safe_dump({"performance": [claim]}, sort_keys=False, allow_unicode=True, width=4096)
+    path.write_text(path.read_text().replace("\nhardware:\n", "\n" + perf + "hardware:\n", 1))
+
+
+def mixed_toolchain(root) -> None:
+    newer_copy(root, PROGRAM, 1, toolchain=fx.toolchain(tileiras="13.3.1"))
+
+
+def forged_cc(root) -> None:
+    newer_copy(root, PROGRAM, 2, gpu_cc="10.0")  # the nvidia-smi transcript still says 9.0
+
+
+CASES = {
+    "all-passing": (all_passing, {LESSON: True}),
+    "one-stale-row": (stale_row, {LESSON: False}),
+    "asserted-claim-refuted": (claim_refuted, {LESSON: False}),
+    "perf-claim-without-bench-record": (perf_claim_without_bench, {LESSON: False}),
+    "mixed-toolchain": (mixed_toolchain, {LESSON: False}),
+    "forged-cc": (forged_cc, {LESSON: False}),
+}
+"""Case → (what it changes, lesson → whether it may be published); lessons not named: never."""
+
+
+def status_ready(root, lesson_id: str, capsys) -> bool:
+    capsys.readouterr()
+    assert main(["status", lesson_id, "--root", str(root)]) == 0
+    out = capsys.readouterr().out
+    footer = next(line for line in out.splitlines() if line.startswith(f"{lesson_id}: "))
+    return footer.endswith(f"; ready: nox -s publish -- {lesson_id}")
+
+
+def flip_to_published(root, lesson_id: str) -> None:
+    """What a careless author does: status published, without the publish command."""
+    lesson = lessons.load(root, lesson_id)
+    lesson.path.write_text(lessons.render(lesson, lesson.front.model_copy(update={"status": "published"})))
+
+
+def lesson_findings(root, lesson_id: str, capsys) -> list[str]:
+    capsys.readouterr()
+    main(["audit", "--root", str(root)])
+    out = capsys.readouterr().out
+    return [line for line in out.splitlines() if line.startswith(f"lessons/{lesson_id}.md: ")]
+
+
+def no_empty_reason(root, lesson_id: str) -> None:
+    decision = Tree.load(root).decide(lessons.load(root, lesson_id))
+    reasons = [r.reason for r in decision.rows] + [c.reason for c in decision.perf] + [c.reason for c in decision.refuted]
+    assert all(r.strip() for r in reasons), reasons
+    assert all(b.reason.strip() for b in decision.blockers)
+    assert decision.publishable == (not decision.blockers)
+
+
+@pytest.mark.parametrize("change, expected", CASES.values(), ids=CASES.keys())
+def test_status_publish_and_audit_agree(tree, capsys, change, expected):
+    change(tree)
+    for lesson_id in lessons.lesson_ids(tree):
+        may = expected.get(lesson_id, False)
+        no_empty_reason(tree, lesson_id)
+        ready = status_ready(tree, lesson_id, capsys)
+        try:
+            dry = main(["publish", lesson_id, "--dry-run", "--root", str(tree)])
+        except SystemExit as e:  # bad input exits 2 from the CLI
+            dry = e.code
+        assert ready == (dry == 0) == may, (lesson_id, ready, dry)
+        if may:
+            assert main(["publish", lesson_id, "--root", str(tree)]) == 0
+        else:
+            flip_to_published(tree, lesson_id)
+        found = lesson_findings(tree, lesson_id, capsys)
+        assert bool(found) == (not may), found
+        for line in found:
+            assert "lesson-published-without-evidence" in line or "lesson-front" in line
+            assert not line.rstrip().endswith("lacks"), line
+            assert line.split("lacks ", 1)[-1].strip(), line

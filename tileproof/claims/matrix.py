@@ -1,0 +1,210 @@
+"""The claims matrix: each claim's verdict per toolchain release.
+
+A claim can hold for one release and not for the next (nvcc 13.4 numbers a warning
+20359-D, 13.5 numbers it 20360-D), so claims records are grouped by the release their
+toolchain shares (``Toolchain.major_minor``: nvcc, tileiras, nvvm and crt of one
+major.minor), one column per release. ``nox -s "claims-matrix(release='13.3')"`` writes
+one claims record per release, each from its own environment.
+
+Within one release the newest decisive result (confirmed/refuted) of a claim wins, and a
+newer unverifiable-here never hides an older decision: the rule of ``claims.core.latest``,
+applied per release. A record whose toolchain shares no release (a mixed install) is
+evidence for none: it is counted, and ``lines`` says so, never silently dropped. A column
+is one CUDA release; when its records were made with more than one cuda-tile version (whose
+Python-side verdicts can differ: cuda-tile 1.5.0 words the ``math.ceil`` error otherwise
+than 1.6 and 1.7), ``lines`` names them.
+
+``claim_matrix`` and ``holds_text`` are pure (they read only the records given to them);
+``status_lines`` reads the claims files and records of a tree for ``tileproof status``.
+Nothing here runs a tool.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tileproof.claims.core import claims_records
+from tileproof.claims.spec import load_all
+from tileproof.judge.claim_verdicts import DECISIVE
+from tileproof.records.models import (
+    ClaimResult,
+    ClaimResultV1,
+    ClaimsRecord,
+    ClaimVerdictName,
+    Toolchain,
+)
+
+
+@dataclass(frozen=True, order=True)
+class Release:
+    """A toolchain release: the CUDA major.minor every piece of a claims record's toolchain shares."""
+
+    major: int
+    minor: int
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    @classmethod
+    def parse(cls, text: str) -> Release:
+        """``13.4`` (or ``13.4.92``) as a release; anything else is a ``ValueError``."""
+        m = re.fullmatch(r"(\d+)\.(\d+)(\.\d+)*", text.strip())
+        if not m:
+            raise ValueError(f"{text!r} is not a release (expected MAJOR.MINOR such as 13.4)")
+        return cls(int(m.group(1)), int(m.group(2)))
+
+
+def release_of(toolchain: Toolchain) -> Release | None:
+    """The release a record's toolchain shares (a claims record's verdicts hold for it, a run
+    record's evidence was made with it); None when its pieces disagree."""
+    shared = toolchain.major_minor
+    return Release.parse(shared) if shared else None
+
+
+def by_release(records: Iterable[ClaimsRecord]) -> tuple[dict[Release, list[ClaimsRecord]], list[ClaimsRecord]]:
+    """The records grouped by release (releases ascending, each group in the given order), and
+    the records that share no release."""
+    groups: dict[Release, list[ClaimsRecord]] = {}
+    mixed: list[ClaimsRecord] = []
+    for record in records:
+        release = release_of(record.toolchain)
+        if release is None:
+            mixed.append(record)
+        else:
+            groups.setdefault(release, []).append(record)
+    return dict(sorted(groups.items())), mixed
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One claim on one release: the result that decides it there and the record it is in."""
+
+    result: ClaimResult | ClaimResultV1
+    run_id: str
+
+    @property
+    def verdict(self) -> ClaimVerdictName:
+        return self.result.verdict
+
+
+Key = tuple[str, str]
+"""(document id, claim id)."""
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """Claim x release: the cell of each claim on each release that checked it."""
+
+    releases: list[Release]
+    cells: dict[Key, dict[Release, Cell]]
+    unattributed: list[str]
+    """Run ids of claims records whose toolchain shares no release (not in any column)."""
+    cuda_tile: dict[Release, list[str]]
+    """The cuda-tile versions each release's records were made with (Python-side verdicts can
+    differ between cuda-tile versions of one CUDA release: a column is one CUDA release)."""
+
+    def cell(self, document: str, claim_id: str, release: Release) -> Cell | None:
+        """The verdict of one claim for one release; None when no record of that release checked it.
+
+        This is what the publish decision asks: the verdict for the release the lesson's
+        evidence was made with (``release_of(run_record.environment.toolchain)``).
+        """
+        return self.cells.get((document, claim_id), {}).get(release)
+
+    def holds(self, document: str, claim_id: str) -> str:
+        """For which releases the claim holds, in words: ``confirmed on 13.3-13.4; refuted since 13.5``."""
+        return holds_text(self.cells.get((document, claim_id), {}), self.releases)
+
+
+def claim_matrix(records: Iterable[ClaimsRecord]) -> Matrix:
+    """The matrix of these records (oldest first: a later decisive result wins within its release)."""
+    groups, mixed = by_release(records)
+    cells: dict[Key, dict[Release, Cell]] = {}
+    for release, group in groups.items():
+        for record in group:
+            for r in record.results:
+                row = cells.setdefault((r.document, r.id), {})
+                earlier = row.get(release)
+                if earlier is None or r.verdict in DECISIVE or earlier.verdict not in DECISIVE:
+                    row[release] = Cell(r, record.run_id)
+    cuda_tile = {release: sorted({v for r in group if (v := r.toolchain.packages.get("cuda-tile"))})
+                 for release, group in groups.items()}
+    return Matrix(releases=list(groups), cells=cells, unattributed=[r.run_id for r in mixed], cuda_tile=cuda_tile)
+
+
+def _span(releases: list[Release]) -> str:
+    return str(releases[0]) if len(releases) == 1 else f"{releases[0]}-{releases[-1]}"
+
+
+def holds_text(row: dict[Release, Cell], releases: list[Release]) -> str:
+    """For which releases a claim holds, in words.
+
+    Runs of one verdict over adjacent releases: ``confirmed on 13.3-13.5``; ``confirmed on
+    13.3-13.4; refuted since 13.5`` (a decisive change that lasts to the newest release
+    reads "since"). Releases where the claim was not decided follow the decided ones
+    (``confirmed on 13.4; unverifiable-here on 13.3, 13.5``); a release that did not check the
+    claim at all breaks a run and is not named; ``unchecked`` when no release checked it.
+    """
+    runs: list[tuple[ClaimVerdictName, list[Release]]] = []
+    for i, release in enumerate(releases):
+        cell = row.get(release)
+        if cell is None:
+            continue
+        adjacent = bool(runs) and i > 0 and runs[-1][1][-1] == releases[i - 1]
+        if adjacent and runs[-1][0] == cell.verdict:
+            runs[-1][1].append(release)
+        else:
+            runs.append((cell.verdict, [release]))
+    if not runs:
+        return "unchecked"
+    decided = [(v, span) for v, span in runs if v in DECISIVE]
+    words = [f"{v} since {span[0]}" if i > 0 and span[-1] == releases[-1] else f"{v} on {_span(span)}"
+             for i, (v, span) in enumerate(decided)]
+    rest: dict[ClaimVerdictName, list[str]] = {}
+    for v, span in runs:
+        if v not in DECISIVE:
+            rest.setdefault(v, []).append(_span(span))
+    words += [f"{v} on {', '.join(spans)}" for v, spans in rest.items()]
+    return "; ".join(words)
+
+
+SHORT: dict[ClaimVerdictName, str] = {
+    "confirmed": "confirmed", "refuted": "REFUTED", "unverifiable-here": "unverif.", "error": "error",
+}
+"""Each verdict as a matrix cell shows it (a refutation stands out)."""
+
+
+def lines(matrix: Matrix, claims: list[Key], documents: list[str] | None = None) -> list[str]:
+    """The matrix as a table: one row per claim, one column per release.
+
+    ``claims`` are the claims of today's claims files, in their order; a claim a record holds
+    that no claims file lists any more is shown after them (nothing recorded is dropped),
+    only for ``documents`` when given.
+    """
+    if not matrix.releases:
+        return []
+    gone = [k for k in matrix.cells if k not in claims and (documents is None or k[0] in documents)]
+    rows = [["DOCUMENT", "CLAIM", *map(str, matrix.releases), "HOLDS"]]
+    for key in [*claims, *gone]:
+        row = matrix.cells.get(key, {})
+        rows.append([*key, *(SHORT[row[r].verdict] if r in row else "-" for r in matrix.releases),
+                     matrix.holds(*key) + ("  (no longer in its claims file)" if key in gone else "")])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    for release, versions in matrix.cuda_tile.items():
+        if len(versions) > 1:
+            out.append(f"{release}: records of cuda-tile {', '.join(versions)} share this column "
+                       "(the newest decisive one wins; Python-side verdicts may differ between them)")
+    if matrix.unattributed:
+        out.append(f"not in the matrix (toolchain of mixed releases): {', '.join(matrix.unattributed)}")
+    return out
+
+
+def status_lines(root: Path, documents: list[str] | None = None) -> list[str]:
+    """The claims matrix of the tree at ``root`` (all documents, or only ``documents``)."""
+    files = load_all(Path(root), documents or None)
+    claims = [(f.spec.document, c.id) for f in files for c in f.spec.claims]
+    return lines(claim_matrix(claims_records(Path(root))), claims, documents or None)

@@ -1,0 +1,261 @@
+"""The audit's orchestration: read runs/, evidence/ and lessons/ once, apply every rule, decide every lesson.
+
+``audit(root)`` validates each record, lets ``audit_scan`` hash every evidence
+file (in a second process when that pays off), applies the rules of
+``judge.audit.rules`` (per-record checks through the registry, file-level rules
+here) and asks the one publish decision (``gather.tree.Tree.decide``) for every
+lesson, from the records as examined here: a record whose seal is broken never
+counts, exactly as for ``status`` and ``publish``. It writes nothing.
+
+It also checks git history once (``runner.history.check_repository``): each
+record or transcript once committed and now missing or changed is a finding
+(``judge.audit.rules.history``); a tree without history is reported as not
+checked (``AuditResult.history``), never as passed. Each published lesson is
+re-derived from the records its decision accepts (``judge.audit.rules.rederive``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterable
+
+from pydantic import TypeAdapter, ValidationError
+
+from tileproof.gather import audit_scan
+from tileproof.gather.audit_scan import Helper, paused_gc, read
+from tileproof.gather.tree import Tree
+from tileproof.judge import trust
+from tileproof.judge.audit import registry
+from tileproof.judge.audit.result import AuditResult, Finding, LessonAudit
+from tileproof.judge.audit.rules import commits, evidence, files, rederive, sessions
+from tileproof.judge.audit.rules import history as history_rules
+from tileproof.judge.audit.rules import lessons as lesson_rules
+from tileproof.judge.audit.rules.packages import freeze_names
+from tileproof.judge.audit.rules.verdicts import report_transcript_issues
+from tileproof.records import lessons, store
+from tileproof.records.errors import RecordError
+from tileproof.records.history import REGENERATED, NoHistory
+from tileproof.records.models import Record, RunRecord
+from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
+from tileproof.records.registry import (
+    UNSIGNED,
+    RunnerRegistry,
+    Verification,
+    load_registry,
+)
+from tileproof.runner import history
+
+RULES = registry.load()
+LESSONS = "lessons"
+REPORT_MD = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswith(".md"))
+REPORT_HTML = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswith(".html"))
+COMMITTED_REPORTS = (f"{store.EVIDENCE}/{REPORT_MD}", f"{store.EVIDENCE}/{REPORT_HTML}")
+"""The committed reports (rewritten only by ``audit --update-committed-report``): never orphans and
+exempt from the history check, both from one list, ``records.history.REGENERATED``."""
+KEEP_FILES = frozenset({".gitkeep"})
+"""Names in evidence/ that are never orphans."""
+
+_RECORD = TypeAdapter(Record)
+
+
+def audit(root: Path, outputs: Iterable[Path] = ()) -> AuditResult:
+    """Read runs/, evidence/ and lessons/ under ``root`` and apply every rule.
+
+    ``outputs``: report files being written (skipped by the orphan rule).
+    The cyclic garbage collector is paused meanwhile: 10,000 records kept alive
+    make each of its passes longer, which tripled the audit's time.
+    """
+    with paused_gc():
+        runs_dir = Path(root) / store.RUNS
+        names = sorted(e.name for e in os.scandir(runs_dir)
+                       if e.name.endswith(".json") and e.is_file()) if runs_dir.is_dir() else []
+        helper = Helper(len(names))
+        try:
+            return _audit(Path(root), names, outputs, helper)
+        finally:
+            helper.close()
+
+
+def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
+              verified: dict[str, Verification]) -> tuple[list[tuple[str, Any]], set[str]]:
+    """(file name, record) for each record that validates; the evidence paths of those that do not.
+    ``verified``: file name → its signature's verification, for each signed record (plain records
+    take the fast path and are ``registry.UNSIGNED``)."""
+    records: list[tuple[str, Any]] = []
+    raw_refs: set[str] = set()
+    sruns = os.path.join(str(root), store.RUNS)
+    for name in names:
+        file = f"{store.RUNS}/{name}"
+        try:
+            data = read(os.path.join(sruns, name))
+        except OSError as e:
+            add(Finding(file, files.SCHEMA, f"cannot be read ({e.strerror})"))
+            continue
+        try:
+            rec = _RECORD.validate_json(data)
+        except ValidationError:
+            try:
+                # a signed record (an envelope), or the one-line, version-first message
+                loaded = store.read_record(root / store.RUNS / name, runners)
+                rec = loaded.record
+                verified[name] = loaded.verification
+            except RecordError as e:
+                add(Finding(file, files.SCHEMA, f"{e.field + ': ' if e.field else ''}{e.problem}"))
+                try:
+                    raw_refs.update(evidence.raw_transcript_paths(json.loads(data)))
+                except ValueError:
+                    pass
+                continue
+        for rule_id, reason in files.name_issues(name, rec.run_id):
+            add(Finding(file, rule_id, reason))
+        records.append((name, rec))
+    return records, raw_refs
+
+
+def _trusted(root: Path, records) -> dict[str, bytes | None]:
+    """The transcripts the consistency rules re-read (a session's pip freeze and nvidia-smi query,
+    shared by its records), kept only where their digest is the one their record gives."""
+    trusted: dict[str, bytes | None] = {}
+    for _, rec in records:
+        if isinstance(rec, RunRecord):
+            for t in (rec.environment.pip_freeze, rec.environment.nvidia_smi_query):
+                if t is not None and t.path not in trusted and evidence.evidence_path_ok(t.path):
+                    try:
+                        data = read(os.path.join(str(root), t.path))
+                    except OSError:
+                        data = None
+                    trusted[t.path] = data if data is not None and store.sha256_bytes(data) == t.sha256 else None
+    return trusted
+
+
+def _context(records, trusted: dict[str, bytes | None]) -> registry.Context:
+    queries: dict[str, list[dict] | None] = {}
+    freezes: dict[str, tuple[dict, set] | None] = {}
+
+    def query_rows(t):
+        if t.path not in queries:
+            text = trusted.get(t.path)
+            queries[t.path] = None if text is None else parse_gpu_query(text.decode("utf-8", "replace"))
+        return queries[t.path]
+
+    def freeze(t):
+        if t.path not in freezes:
+            text = trusted.get(t.path)
+            decoded = None if text is None else text.decode("utf-8", "replace")
+            freezes[t.path] = None if decoded is None else (parse_pip_freeze(decoded), freeze_names(decoded))
+        return freezes[t.path]
+
+    return registry.Context({rec.run_id for _, rec in records}, query_rows, freeze)
+
+
+def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper) -> AuditResult:
+    findings: list[Finding] = []
+    add = findings.append
+    flagged: set[str] = set()
+    bytes_done = helper.submit(audit_scan.byte_pass, str(root), names)
+    runners = load_registry(root)
+    policy = trust.effective(runners.policy)
+    verified: dict[str, Verification] = {}
+    records, raw_refs = _validate(root, names, add, runners, verified)
+    refs_of = {name: evidence.transcripts(rec) for name, rec in records}
+    trusted = _trusted(root, records)
+    records.sort(key=lambda nr: (nr[1].created, nr[1].run_id))
+    ctx = _context(records, trusted)
+    for name, rec in records:
+        findings += [Finding(f"{store.RUNS}/{name}", r, why) for r, why in registry.run_checks(rec, ctx)]
+    findings += sessions.session_findings(records)
+
+    seals, disk, diffs = bytes_done()
+    examined = []
+    for name, rec in records:
+        file = f"{store.RUNS}/{name}"
+        model_digest = None
+        if seals.get(name) != rec.seal:
+            flagged.add(name)
+            model_digest = store.seal_of(rec)
+            for rule_id, reason in files.seal_issues(rec, seals.get(name) or "", model_digest):
+                add(Finding(file, rule_id, reason))
+        # The seal's verdict on the content (not its bytes) and the signature's, as status and publish see them.
+        verification = verified.get(name, UNSIGNED)
+        for rule_id, reason in trust.issues(verification, policy):
+            add(Finding(file, rule_id, reason))
+        examined.append(store.examine(rec, model_digest if model_digest is not None else seals.get(name),
+                                      verification, runners.policy))
+        if isinstance(rec, RunRecord):
+            for rule_id, reason in report_transcript_issues(rec, diffs.get(name)):
+                add(Finding(file, rule_id, reason))
+        for where, t in refs_of[name]:
+            got = disk.get(t.path)
+            if got is not None and got[1] == t.sha256 and got[0] == t.bytes:
+                continue  # the common case; disk holds only normalised paths under evidence/
+            for rule_id, reason in evidence.evidence_issues(f"{file} {where}", t, got):
+                # Missing and digest findings name the evidence file; the reason names the record.
+                add(Finding(t.path if rule_id != evidence.PATH else file, rule_id, reason))
+                flagged.add(name)
+
+    evidence_files, evidence_bytes = _orphans(root, names, disk, refs_of, raw_refs, outputs, add)
+    lesson_audits = _lessons(root, Tree.of(root, examined), add)
+    checked = history.check_repository(root)
+    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_rules.history_issues(checked)]
+    if checked.status == "checked":
+        _commit_claims(root, records, add)
+    findings.sort()
+    flagged |= {f.file[len(store.RUNS) + 1:] for f in findings if f.file.startswith(f"{store.RUNS}/")}
+    return AuditResult(root=root, findings=findings, records=[rec for _, rec in records], lessons=lesson_audits,
+                       evidence_files=evidence_files, evidence_bytes=evidence_bytes,
+                       record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked)
+
+
+def _commit_claims(root: Path, records, add) -> None:
+    """Each record's ``git.commit`` checked against history (``judge.audit.rules.commits``)."""
+    found = history.at_commits(root, *commits.wanted(rec for _, rec in records))
+    if isinstance(found, NoHistory):
+        return
+    for name, rec in records:
+        for rule_id, reason in commits.commit_issues(rec, found):
+            add(Finding(f"{store.RUNS}/{name}", rule_id, reason))
+
+
+def _orphans(root: Path, names, disk, refs_of, raw_refs, outputs, add) -> tuple[int, int]:
+    """Counts the evidence files (reports being written and keep files aside) and reports orphans."""
+    referenced = {t.path for refs in refs_of.values() for _, t in refs} | raw_refs
+    skip = set(COMMITTED_REPORTS) | {store.rel(root, Path(p)) for p in outputs}
+    count = size_sum = 0
+    orphans: list[str] = []
+    for rel, (size, _sha) in disk.items():
+        if rel in skip or rel.rsplit("/", 1)[-1] in KEEP_FILES:
+            continue
+        count += 1
+        size_sum += size
+        if rel not in referenced:
+            orphans.append(rel)
+    for rule_id, file, reason in evidence.orphan_issues(orphans, referenced, {n[:-5] for n in names}):
+        add(Finding(file, rule_id, reason))
+    return count, size_sum
+
+
+def lesson_files(root: Path) -> list[Path]:
+    folder = root / LESSONS
+    return sorted(folder.glob("*.md")) if folder.is_dir() else []
+
+
+def _lessons(root: Path, tree: Tree, add) -> list[LessonAudit]:
+    out = []
+    for path in lesson_files(root):
+        file = f"{LESSONS}/{path.name}"
+        try:
+            lesson = lessons.load_path(path)
+            front = lesson.front
+        except (RecordError, ValidationError, ValueError) as e:
+            add(Finding(file, lesson_rules.FRONT, str(e).splitlines()[0]))
+            continue
+        decision = tree.decide(front)
+        for rule_id, reason in lesson_rules.published_issues(front.status, decision):
+            add(Finding(file, rule_id, reason))
+        for rule_id, reason in rederive.rederive_issues(lesson, decision):
+            add(Finding(file, rule_id, reason))
+        out.append(LessonAudit(id=front.id, file=file, title=front.title, status=front.status,
+                               programs=[p.path for p in front.programs], decision=decision))
+    return out

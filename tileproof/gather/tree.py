@@ -1,0 +1,119 @@
+"""The publish decision's inputs, read from a repository tree in one place.
+
+``Tree(root)`` loads every record under runs/ once, each examined once
+(``store.examine``: its seal checked) and selected by type; for a lesson it
+gathers today's digests (the programs, every source the program's records
+attest, the snippets of the lesson's claims), the tolerance table, a reader for
+evidence/ and today's claims file, and asks ``gate.decide``. ``status``,
+``publish`` and ``audit`` all come through ``Tree.decide``; none gathers
+anything itself. The audit, which has already validated and sealed every record,
+builds its ``Tree`` from them (``Tree.of``) instead of reading runs/ again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Iterable
+
+from tileproof.claims import spec as claims_spec
+from tileproof.judge import claim_verdicts, gate
+from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
+from tileproof.records import lessons, registry, store, tolerances
+from tileproof.records.models import BenchRecord, ClaimsRecord, LessonFront, RunRecord
+from tileproof.records.store import Examined
+
+
+def inside(root: Path, rel: str, folder: str | None = None) -> Path | None:
+    """``root/rel`` when ``rel`` is a plain relative path (under ``folder``), else None."""
+    pp = PurePosixPath(rel)
+    if pp.is_absolute() or ".." in pp.parts or (folder and pp.parts[:1] != (folder,)):
+        return None
+    return Path(root) / pp
+
+
+def today_digests(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
+    """path → sha256 of the file today, None when it does not exist."""
+    out: dict[str, str | None] = {}
+    for rel in paths:
+        path = inside(root, rel)
+        out[rel] = store.sha256_file(path) if path is not None and path.is_file() else None
+    return out
+
+
+def evidence_reader(root: Path) -> gate.EvidenceReader:
+    """A reader for files under evidence/ only; None for anything else or missing."""
+    def read(rel: str) -> bytes | None:
+        path = inside(root, rel, store.EVIDENCE)
+        return path.read_bytes() if path is not None and path.is_file() else None
+    return read
+
+
+def load_table(root: Path) -> dict[str, gate.Bound]:
+    """The tolerance table (kernels/tolerances.py) as check name → Bound; {} when absent."""
+    if not (Path(root) / tolerances.TABLE_FILE).is_file():
+        return {}
+    return {name: gate.Bound(rtol, atol) for name, (rtol, atol) in tolerances.load_table(Path(root)).items()}
+
+
+def claims_today(root: Path, lesson_id: str) -> ClaimsToday:
+    """The lesson's claims file as it is today (``NO_CLAIMS`` when it has none); one line if unreadable."""
+    root = Path(root)
+    path = root / claims_spec.CLAIMS_DIR / f"{lesson_id}{claims_spec.SUFFIX}"
+    if not path.is_file():
+        return NO_CLAIMS
+    shown = store.rel(root, path)
+    loaded = claims_spec.load_file(path, shown)
+    snippets = {}
+    for c in loaded.spec.claims:
+        names = [getattr(p.check, "snippet", None) or getattr(p.check, "program", None) for _r, p in c.probes()]
+        snippets[c.id] = tuple(dict.fromkeys(store.rel(root, loaded.folder / n) for n in names if n))
+    return ClaimsToday(shown, {c.id: c.asserted for c in loaded.spec.claims}, snippets)
+
+
+@dataclass
+class Tree:
+    """A repository's records, examined once, and the readers for everything else the decision needs."""
+
+    root: Path
+    records: list[Examined] = field(default_factory=list)
+    """Run, bench and claims records (other kinds are not evidence for a lesson)."""
+    _table: dict[str, gate.Bound] | None = None
+
+    @classmethod
+    def load(cls, root: Path) -> "Tree":
+        """Every record under runs/, each with its seal checked and its signature verified against
+        ``lessons/runners.yaml`` (the first that fails validation raises one line)."""
+        return cls.of(root, store.read_records(Path(root), registry.load_registry(Path(root))))
+
+    @classmethod
+    def of(cls, root: Path, examined: Iterable[Examined]) -> "Tree":
+        """A tree over records already loaded and examined."""
+        kinds = (RunRecord, BenchRecord, ClaimsRecord)
+        return cls(Path(root), [e for e in examined if isinstance(e.record, kinds)])
+
+    def table(self) -> dict[str, gate.Bound]:
+        if self._table is None:
+            self._table = load_table(self.root)
+        return self._table
+
+    def decide(self, lesson: lessons.Lesson | LessonFront) -> gate.Decision:
+        """The one publish decision for ``lesson``, with every input gathered here."""
+        front = lesson.front if isinstance(lesson, lessons.Lesson) else lesson
+        programs = {row.program for row in front.results}
+        runs = [e for e in store.of_kind(self.records, RunRecord) if e.record.program in programs]
+        claims = claims_today(self.root, front.id)
+        paths = programs | {s.path for e in runs for s in e.record.sources}
+        paths |= {p for ps in claims.snippets.values() for p in ps}
+        others = [e for e in self.records if not isinstance(e.record, RunRecord)]
+        today = gate.Today(today_digests(self.root, sorted(paths)), claims)
+        return gate.decide(front, runs + others, today, self.table(), evidence_reader(self.root))
+
+
+def refuted_claims(root: Path, document: str, tree: Tree | None = None) -> list:
+    """``claim_verdicts.refuted`` for one document, with its inputs read from ``root`` (the lesson
+    decision asks the same through ``Tree.decide``)."""
+    tree = tree or Tree.load(root)
+    claims = claims_today(root, document)
+    today = today_digests(root, sorted({p for ps in claims.snippets.values() for p in ps}))
+    return claim_verdicts.refuted(document, tree.records, claims, today)

@@ -1,0 +1,97 @@
+"""What the audit found: findings, each lesson's publish decision, and the counts the reports show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tileproof.judge import gate
+from tileproof.records.history import HistoryReport
+
+Issue = tuple[str, str]
+"""(rule id, reason): what a pure rule returns; the orchestrator adds the file."""
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One line of the audit: the file at fault, the rule, and why."""
+
+    file: str
+    rule: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.rule}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class LessonAudit:
+    """A lesson as the audit sees it: its front matter's facts and the one publish decision."""
+
+    id: str
+    file: str
+    title: str
+    status: str
+    programs: list[str]
+    decision: gate.Decision
+
+    @property
+    def publishable(self) -> bool:
+        return self.decision.publishable
+
+    @property
+    def missing(self) -> list[gate.RowDecision]:
+        """Required rows the decision does not accept today."""
+        return self.decision.missing
+
+    def summary(self) -> str:
+        """``lessons/x.md: draft, 1/2 required rows have evidence; missing: ...`` (every blocker)."""
+        required = [r for r in self.decision.rows if not r.row.optional]
+        ready = sum(1 for r in required if r.outcome == "passed")
+        head = f"{self.file}: {self.status}, {ready}/{len(required)} required rows have evidence"
+        blockers = self.decision.blockers
+        if not blockers:
+            return head
+        return head + "; missing: " + "; ".join(
+            f"{b}" + (f" (fix: {b.command})" if b.command else "") for b in blockers)
+
+
+@dataclass
+class AuditResult:
+    root: Path
+    findings: list[Finding]
+    records: list
+    """Every record that validated, oldest first."""
+    lessons: list[LessonAudit]
+    evidence_files: int
+    evidence_bytes: int
+    record_files: int
+    bad_records: set[str] = field(default_factory=set)
+    """Record names (``runs/<name>.json``) with a finding against them or their evidence."""
+    history: HistoryReport | None = None
+    """The git-history check (``runner.history``); None only for a result built without one."""
+
+    @property
+    def ok(self) -> bool:
+        """No finding. Says nothing about history: see :attr:`history_checked`."""
+        return not self.findings
+
+    @property
+    def history_checked(self) -> bool:
+        """Whether the history check ran (its findings, if any, are among ``findings``)."""
+        return self.history is not None and self.history.status == "checked"
+
+    def history_line(self) -> str:
+        """``history: checked (...)`` or, loudly, ``history: NOT CHECKED (...)``: never a pass when not checked."""
+        if self.history is None:
+            return "history: NOT CHECKED (not asked)"
+        if self.history.status != "checked":
+            return f"history: NOT CHECKED ({self.history.reason})"
+        return f"history: checked ({self.history.reason})"
+
+    def summary_line(self, written: list[Path] | None = None) -> str:
+        """The audit's last line: what was read, what was found, what was written."""
+        n = len(self.findings)
+        wrote = f"; wrote {' and '.join(map(str, written))}" if written else "; wrote no report"
+        return (f"audit: {len(self.records)} records, {self.evidence_files} evidence files, "
+                f"{len(self.lessons)} lessons: {n} finding{'s' * (n != 1)}{wrote}; {self.history_line()}")
