@@ -209,9 +209,16 @@ def lint_kernels(session):
 
 
 @nox.session
+def fleet(session):
+    """Lessons x GPU kinds through Slurm or CI runners, merged (nox -s fleet -- submit --cluster FILE --wait)."""
+    install(session, "-e", ".")
+    tileproof(session, "fleet")
+
+
+@nox.session
 def tests(session):
     """Run the test suite (CPU only; GPU tests skip with a reason)."""
-    install(session, "-e", ".[toolchain,test]")
+    install(session, "-e", ".[toolchain,test,record]")
     session.run("python", "-m", "tileproof", "lint-kernels")
     session.run("python", "-m", "pytest", *session.posargs)
 

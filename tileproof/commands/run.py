@@ -14,6 +14,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from tileproof.fleet import devices
 from tileproof.records import lessons
 from tileproof.records.capability import sm_of
 from tileproof.records.errors import TileproofError
@@ -49,6 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--program", action="append", default=[], metavar="NAME",
                         help="a program path or file name (repeatable)")
     parser.add_argument("--device", type=int, default=0, metavar="N", help="GPU index (default 0)")
+    parser.add_argument("--devices", default=None, metavar="all|N,M",
+                        help="every listed GPU at once, one run session per GPU (tileproof.fleet.devices)")
     parser.add_argument("--timeout", type=float, default=900.0, metavar="S", help="per-program timeout in seconds")
     add_output_cap(parser)
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
@@ -121,6 +124,9 @@ def start(root: Path, run_id: str, program: Path, binaries: dict, target: str, e
 def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     root = args.root.resolve()
+    if getattr(args, "devices", None) is not None:  # a Namespace built by hand (tests) has no --devices
+        return devices.fan_out(args.devices, args.lessons, args.program, args.timeout, root,
+                               ["--record-no-gpu"] if getattr(args, "record_no_gpu", False) else [])
     signer = signer_from_env(root)  # before any work: a bad key must not leave runs without records
     cap = output_cap(args.output_cap)
     chosen, all_lessons = select(root, args.lessons, args.program)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic.json_schema import GenerateJsonSchema
 
+from tileproof.fleet.cluster import CLUSTER_VERSION, Cluster
 from tileproof.records import models, registry, signing, store
 from tileproof.records.tolerances import load_table, render_cpp_header
 from tileproof.report import summary
@@ -29,6 +30,7 @@ SCHEMAS = {
     "signed-record.v1.schema.json": signing.Envelope,
     "record-statement.v1.schema.json": signing.Statement,
     f"audit-summary.v{summary.SUMMARY_VERSION}.schema.json": summary.AuditSummary,
+    f"cluster.v{CLUSTER_VERSION}.schema.json": Cluster,
 }
 CPP_HEADER = Path("cpp") / "tolerances.h"
 ID_PREFIX = "urn:tileproof:schema:"
