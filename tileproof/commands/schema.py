@@ -16,7 +16,7 @@ from tileproof.records.tolerances import load_table, render_cpp_header
 
 SCHEMAS = {
     f"compile-record.v{models.SCHEMA_VERSION}.schema.json": models.CompileRecord,
-    f"run-record.v{models.SCHEMA_VERSION}.schema.json": models.RunRecord,
+    f"run-record.v{models.RUN_SCHEMA_VERSION}.schema.json": models.RunRecord,  # reads v1 too
     f"session-record.v{models.SCHEMA_VERSION}.schema.json": models.SessionRecord,
     f"bench-record.v{models.SCHEMA_VERSION}.schema.json": models.BenchRecord,
     f"claims-record.v{models.CLAIMS_SCHEMA_VERSION}.schema.json": models.ClaimsRecord,  # reads v1 too

@@ -57,6 +57,7 @@ from tileproof.records.models import (
     ToolchainProblem,
 )
 from tileproof.records.parsers import parse_gpu_query
+from tileproof.records.tolerances import TABLE_FILE, entry_digest
 
 Outcome = Literal[
     "passed",
@@ -257,8 +258,16 @@ def verify_capability(rec: RunRecord, read_evidence: EvidenceReader) -> tuple[tu
     return next(iter(values.values())), None
 
 
-def staleness(rec: RunRecord, front: LessonFront, program: str, today: Mapping[str, str | None]) -> str | None:
-    """Why the record no longer attests today's files, or None."""
+def staleness(rec: RunRecord, front: LessonFront, program: str, today: Mapping[str, str | None],
+              table: Mapping[str, Bound] | None = None, check: str | None = None) -> str | None:
+    """Why the record no longer attests today's inputs, or None.
+
+    A record depends on the lesson's program list, on each file in its ``sources`` (the program and
+    the helpers it uses) and, from run-record version 2, on each tolerance entry it attests
+    (``rec.tolerances``): an entry changed or gone stales it, an entry it does not use never does.
+    A version-1 record lists the whole tolerance file among its sources and stays whole-file
+    dependent. ``check``: the row's check, which a version-2 record must attest the entry of
+    (``table``: today's table; None: entries are not compared)."""
     since = f"since run {rec.run_id} (commit {_short(rec.git.commit, rec.git.dirty)})"
     attested = rec.lesson_programs.get(front.id)
     if attested is None:
@@ -272,9 +281,26 @@ def staleness(rec: RunRecord, front: LessonFront, program: str, today: Mapping[s
         gone = [p for p in changed if today.get(p) is None]
         what = ", ".join(changed) + (f" ({', '.join(gone)} deleted)" if gone else "")
         return f"{what} changed {since}"
+    if table is not None and rec.schema_version >= 2:
+        problem = _entries_changed(rec, table, check, since)
+        if problem:
+            return problem
     if program.endswith(".cu") and rec.binary is None:
         return "the record names no built binary for a C++ program"
     return None
+
+
+def _entries_changed(rec: RunRecord, table: Mapping[str, Bound], check: str | None, since: str) -> str | None:
+    """Why a version-2 record's tolerance entries are not today's, or None."""
+    if check is not None and check != GATE_CHECK and check not in rec.tolerances:
+        return f"the record does not attest the tolerance entry of check '{check}' ({TABLE_FILE})"
+    gone = sorted(n for n in rec.tolerances if n not in table)
+    changed = sorted(n for n, digest in rec.tolerances.items()
+                     if n in table and entry_digest(n, table[n].rtol, table[n].atol) != digest)
+    if not (gone or changed):
+        return None
+    parts = [f"tolerance entry '{n}' changed" for n in changed] + [f"tolerance entry '{n}' removed" for n in gone]
+    return f"{', '.join(parts)} in {TABLE_FILE} {since}"
 
 
 def toolchain_problem(rec: RunRecord) -> str | None:
@@ -348,7 +374,7 @@ def _required(rec: RunRecord, front: LessonFront, row: ResultRow, today, table, 
         return "forged-cc", f"run {rec.run_id}: {problem or 'no compute capability'}"
     if cc < MIN_CC:
         return "gated", f"run {rec.run_id} ran on compute capability {cc[0]}.{cc[1]}, below 8.0"
-    problem = staleness(rec, front, row.program, today)
+    problem = staleness(rec, front, row.program, today, table, row.check)
     if problem:
         return "stale", problem
     problem = toolchain_problem(rec)
@@ -360,7 +386,7 @@ def _required(rec: RunRecord, front: LessonFront, row: ResultRow, today, table, 
     return "passed", f"run {rec.run_id}"
 
 
-def _gate_row(rec: RunRecord, front: LessonFront, row: ResultRow, today, read_evidence):
+def _gate_row(rec: RunRecord, front: LessonFront, row: ResultRow, today, table, read_evidence):
     if rec.verdict != "gated" or rec.step.exit_code != 1 or (rec.report and rec.report.gate != "below-sm80"):
         return "failed", f"run {rec.run_id}: expected the capability gate (verdict gated, exit 1), got " \
                          f"verdict {rec.verdict}, exit {rec.step.exit_code}"
@@ -369,7 +395,7 @@ def _gate_row(rec: RunRecord, front: LessonFront, row: ResultRow, today, read_ev
         return "forged-cc", f"run {rec.run_id}: {problem or 'no compute capability'}"
     if cc >= MIN_CC:
         return "failed", f"run {rec.run_id} ran on compute capability {cc[0]}.{cc[1]}, which the gate must accept"
-    problem = staleness(rec, front, row.program, today)
+    problem = staleness(rec, front, row.program, today, table, row.check)
     if problem:
         return "stale", problem
     return "passed", f"run {rec.run_id}"
@@ -418,7 +444,7 @@ def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Map
         return done("no-record", f"no run record for {row.program}" + (" on a GPU below cc 8.0" if gate_row else ""))
     rec = max(fitting, key=_age)
     if gate_row:
-        outcome, reason = _gate_row(rec, front, row, today, read_evidence)
+        outcome, reason = _gate_row(rec, front, row, today, table, read_evidence)
     else:
         outcome, reason = _required(rec, front, row, today, table, read_evidence)
     return done(outcome, reason, rec)

@@ -14,6 +14,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from tileproof.records.redact import RedactionRule
+from tileproof.records.tolerances import TABLE_PATHS
 
 SCHEMA_VERSION = 1
 """The record schema version this tileproof writes and reads (claims records: ``CLAIMS_SCHEMA_VERSION``)."""
@@ -21,7 +22,11 @@ SCHEMA_VERSION = 1
 CLAIMS_SCHEMA_VERSION = 2
 """Claims records: 2 stores each claim's probes typed (``ProbeKind``); 1 (still read) as text."""
 
-READABLE_VERSIONS: dict[str, tuple[int, ...]] = {"claims": (1, CLAIMS_SCHEMA_VERSION)}
+RUN_SCHEMA_VERSION = 2
+"""Run records: 2 attests the tolerance entries of the program's checks one by one (``tolerances``)
+and lists no tolerance file among its sources; 1 (still read) lists the whole table file."""
+
+READABLE_VERSIONS: dict[str, tuple[int, ...]] = {"claims": (1, CLAIMS_SCHEMA_VERSION), "run": (1, RUN_SCHEMA_VERSION)}
 """Record kinds whose schema moved on: kind -> every version this tileproof reads, newest last.
 Any other kind is read at ``SCHEMA_VERSION`` only."""
 
@@ -330,6 +335,12 @@ class Environment(Model):
 
 
 class RunRecord(RecordBase):
+    """One program's run. What it depends on (``gate.staleness``): the lesson's program list, every
+    file in ``sources`` (version 2: the program and the helpers it includes or imports; version 1: also
+    the whole tolerance file) and, in version 2, each tolerance entry in ``tolerances``."""
+
+    schema_version: Literal[1, 2]  # type: ignore[assignment]
+    """2 (``RUN_SCHEMA_VERSION``) for records written now; 1 for older ones (whole-file tolerance source)."""
     kind: Literal["run"]
     environment: Environment
     program: str
@@ -340,6 +351,9 @@ class RunRecord(RecordBase):
     (``lessons.program_list_digest``); a changed list makes the record stale."""
     sources: list[FileDigest]
     """The program, its helpers, and the lesson files, as they were run."""
+    tolerances: dict[str, str] = {}
+    """Version 2: check name → sha256 of its tolerance entry as run (``tolerances.entry_digest``), for
+    every check of the program (its report's and its lessons'); empty in version 1."""
     binary: FileDigest | None
     """The C++ executable run (its source and headers are in ``sources``); None for Python programs."""
     step: Step
@@ -348,6 +362,15 @@ class RunRecord(RecordBase):
     verdict: Verdict
     reason: str
     """One line: why this verdict."""
+
+    @model_validator(mode="after")
+    def _tolerances_fit_version(self) -> "RunRecord":
+        if self.schema_version == 1 and self.tolerances:
+            raise ValueError("run records of schema_version 1 attest no tolerance entries; set schema_version 2")
+        if self.schema_version >= 2 and set(TABLE_PATHS) & {s.path for s in self.sources}:
+            raise ValueError("run records of schema_version 2 attest tolerance entries, not the table file "
+                             "(list them in tolerances)")
+        return self
 
 
 class SessionRecord(RecordBase):

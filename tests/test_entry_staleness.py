@@ -1,0 +1,89 @@
+"""Evidence depends on exactly what it used: a version-2 run record attests the tolerance entries of
+its own checks (``RunRecord.tolerances``), so an unrelated new entry stales nothing and a changed
+entry stales only the rows whose checks use it. Version-1 records stay whole-file dependent."""
+
+import fixture_records as fx
+
+from tileproof.judge.gate import Bound, decide
+from tileproof.records.models import FileDigest, Hardware, LessonFront, LessonProgram, ResultRow
+from tileproof.records.tolerances import entry_digest, entry_digests
+
+PY, CU, HELPER = "kernels/prog.py", "cpp/prog.cu", "kernels/harness.py"
+TABLE_PY, TABLE_H = "kernels/tolerances.py", "cpp/tolerances.h"
+FRONT = LessonFront(
+    lesson_version=1, id="demo", title="Demo", status="draft",
+    programs=[LessonProgram(path=PY, checks=["matmul", "softmax"]), LessonProgram(path=CU, checks=["fused"])],
+    hardware=Hardware(),
+    results=[ResultRow(program=PY, check="matmul", bound="b"), ResultRow(program=PY, check="softmax", bound="b"),
+             ResultRow(program=CU, check="fused", bound="b")],
+)
+TABLE = {"matmul": Bound(1e-4, 1e-3), "softmax": Bound(1e-5, 1e-6), "fused": Bound(1e-4, 1e-3)}
+TODAY = {PY: fx.sha("py"), CU: fx.sha("cu"), HELPER: fx.sha("harness"), TABLE_PY: fx.sha("table v1"),
+         TABLE_H: fx.sha("header v1")}
+GROWN = {TABLE_PY: fx.sha("table v2: one more entry"), TABLE_H: fx.sha("header v2: one more entry")}
+
+
+def _records(tmp_path, version):
+    (tmp_path / "evidence/s").mkdir(parents=True)
+    (tmp_path / "evidence/s/q.csv").write_text(fx.query_csv(fx.H200))
+    q = fx.transcript("evidence/s/q.csv", fx.query_csv(fx.H200))
+    plain = {n: (b.rtol, b.atol) for n, b in TABLE.items()}
+
+    def one(n, program, checks):
+        srcs = {program: TODAY[program], HELPER: TODAY[HELPER], "lessons/demo.md": "any"}
+        if version == 1:
+            table_file = TABLE_H if program == CU else TABLE_PY
+            srcs[table_file] = TODAY[table_file]
+        return fx.run_record(n=n, program=program, front=FRONT, sources=srcs, query=q,
+                             checks=[fx.check(c, *plain[c]) for c in checks],
+                             binary=FileDigest(path="build/x/prog", sha256=fx.sha("bin")) if program == CU else None,
+                             tolerances=entry_digests(plain, checks) if version == 2 else None)
+    return [one(1, PY, ["matmul", "softmax"]), one(2, CU, ["fused"])]
+
+
+def _outcomes(tmp_path, records, table, today=TODAY):
+    read = lambda rel: (tmp_path / rel).read_bytes() if (tmp_path / rel).is_file() else None  # noqa: E731
+    return [r.outcome for r in decide(FRONT, records, today, table, read).rows]
+
+
+def test_entry_digest_is_canonical():
+    assert entry_digest("matmul", 1e-4, 1e-3) == entry_digest("matmul", 0.0001, 0.001)
+    assert entry_digest("matmul", 1e-4, 1e-3) != entry_digest("matmul", 1e-4, 2e-3)
+    assert entry_digest("matmul", 1e-4, 1e-3) != entry_digest("fused", 1e-4, 1e-3)
+    assert entry_digests({"a": (0.0, 0.0), "b": (1.0, 1.0)}, ["b", "zz"]) == {"b": entry_digest("b", 1.0, 1.0)}
+
+
+def test_unrelated_new_entry_stales_nothing(tmp_path):
+    records = _records(tmp_path, 2)
+    assert _outcomes(tmp_path, records, TABLE) == ["passed"] * 3
+    grown = dict(TABLE, new_lesson_check=Bound(0.0, 0.0))
+    today = dict(TODAY, **GROWN)  # both files changed; no entry a record used did
+    assert _outcomes(tmp_path, records, grown, today) == ["passed"] * 3
+
+
+def test_changed_entry_stales_only_its_rows(tmp_path):
+    records = _records(tmp_path, 2)
+    changed = dict(TABLE, softmax=Bound(2e-5, 1e-6))
+    read = lambda rel: (tmp_path / rel).read_bytes() if (tmp_path / rel).is_file() else None  # noqa: E731
+    rows = decide(FRONT, records, TODAY, changed, read).rows
+    # the Python record used 'softmax': both its rows are stale (one record, one program); the C++ one is not
+    assert [r.outcome for r in rows] == ["stale", "stale", "passed"]
+    assert "tolerance entry 'softmax' changed in kernels/tolerances.py" in rows[0].reason
+    removed = {k: v for k, v in TABLE.items() if k != "fused"}
+    cu = decide(FRONT, records, TODAY, removed, read).rows[2]
+    assert cu.outcome == "stale" and "tolerance entry 'fused' removed" in cu.reason
+
+
+def test_version_2_record_must_attest_its_rows_entry(tmp_path):
+    records = _records(tmp_path, 2)
+    front = FRONT.model_copy(update={"results": [*FRONT.results, ResultRow(program=CU, check="softmax", bound="b")]})
+    read = lambda rel: (tmp_path / rel).read_bytes() if (tmp_path / rel).is_file() else None  # noqa: E731
+    row = decide(front, records, TODAY, TABLE, read).rows[3]
+    assert row.outcome == "stale" and "does not attest the tolerance entry of check 'softmax'" in row.reason
+
+
+def test_version_1_records_stay_whole_file_dependent(tmp_path):
+    records = _records(tmp_path, 1)
+    assert _outcomes(tmp_path, records, TABLE) == ["passed"] * 3
+    # documented (README, "What a run record depends on"): old records list the whole table file
+    assert _outcomes(tmp_path, records, dict(TABLE, other=Bound(0.0, 0.0)), dict(TODAY, **GROWN)) == ["stale"] * 3
