@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from tileproof.commands.schema import rendered, stale
+from tileproof.records.generated import rendered, stale
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -15,3 +15,26 @@ def test_every_record_kind_has_a_schema():
     for kind in ("compile", "session"):
         assert f"{kind}-record.v1.schema.json" in names
     assert "run-record.v2.schema.json" in names  # run records moved to version 2 (per-entry tolerances)
+
+
+def test_compile_makes_the_generated_header_current_before_any_compiler(tmp_path, capsys):
+    """A new tolerance entry needs no `nox -s schema` by hand: compile rewrites cpp/tolerances.h first."""
+    import argparse
+    import shutil
+
+    import pytest
+
+    from tileproof.commands import compile as compile_cmd
+    from tileproof.records.errors import TileproofError
+
+    for part in ("kernels", "cpp", "schema", "lessons"):
+        shutil.copytree(REPO / part, tmp_path / part)
+    table = tmp_path / "kernels" / "tolerances.py"
+    table.write_text(table.read_text().replace('TOLERANCES = {\n', 'TOLERANCES = {\n    "brand_new": Tolerance(rtol=0.0, atol=0.0),\n'))
+    assert [p.as_posix() for p in stale(tmp_path)] == ["cpp/tolerances.h"]
+    args = argparse.Namespace(root=tmp_path, arch=["sm_90"], system_nvcc=str(tmp_path / "no-such-nvcc"), jobs=1)
+    with pytest.raises(TileproofError):  # no compiler here: it stops after the header was made current
+        compile_cmd.run(args)
+    assert stale(tmp_path) == []
+    assert '"brand_new"' in (tmp_path / "cpp" / "tolerances.h").read_text()
+    assert "compile: regenerated cpp/tolerances.h" in capsys.readouterr().out

@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from tileproof.records.generated import COMMAND, make_current
 from tileproof.records.signing import signer_from_env
 from tileproof.runner.builds import compile_programs, kernel_index
 from tileproof.runner.capture import tools as find_tools
@@ -32,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     signer = signer_from_env(root)  # before any build: a bad key must not leave builds without a record
     targets = targets_from(args.arch)
+    for rel in make_current(root):  # nvcc reads cpp/tolerances.h: never compile against a stale one
+        print(f"compile: regenerated {rel} from its source ({COMMAND} does the same)")
     tools = find_tools(args.system_nvcc, cache_file=root / BUILD_DIR / "tool-versions.json")
     require_coherent(tools)
     cpp = programs(root, "cpp")

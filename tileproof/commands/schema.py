@@ -1,47 +1,17 @@
 """``tileproof schema``: regenerate every derived file from its single source.
 
 ``schema/*.schema.json`` come from the pydantic models; ``cpp/tolerances.h``
-from the tolerance table in ``kernels/tolerances.py``. A test fails with
-"run nox -s schema" when the committed files differ from what this renders.
+from the tolerance table in ``kernels/tolerances.py``; the front-matter reference
+in ``AUTHORING.md`` from ``LessonFront`` (all in ``records.generated``). A
+test fails with "run nox -s schema" when the committed files differ from what this renders.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from tileproof.records import models, registry, signing, store
-from tileproof.records.tolerances import load_table, render_cpp_header
-
-SCHEMAS = {
-    f"compile-record.v{models.SCHEMA_VERSION}.schema.json": models.CompileRecord,
-    f"run-record.v{models.RUN_SCHEMA_VERSION}.schema.json": models.RunRecord,  # reads v1 too
-    f"session-record.v{models.SCHEMA_VERSION}.schema.json": models.SessionRecord,
-    f"bench-record.v{models.SCHEMA_VERSION}.schema.json": models.BenchRecord,
-    f"claims-record.v{models.CLAIMS_SCHEMA_VERSION}.schema.json": models.ClaimsRecord,  # reads v1 too
-    f"check-report.v{models.REPORT_VERSION}.schema.json": models.CheckReport,
-    f"lesson.v{models.LESSON_VERSION}.schema.json": models.LessonFront,
-    f"runner-registry.v{registry.REGISTRY_VERSION}.schema.json": registry.RunnerRegistry,
-    "signed-record.v1.schema.json": signing.Envelope,
-    "record-statement.v1.schema.json": signing.Statement,
-}
-CPP_HEADER = Path("cpp") / "tolerances.h"
-
-
-def rendered(root: Path) -> dict[Path, str]:
-    """Every generated file, path relative to root → its text."""
-    out = {
-        Path("schema") / name: json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n"
-        for name, model in SCHEMAS.items()
-    }
-    out[CPP_HEADER] = render_cpp_header(load_table(root))
-    return out
-
-
-def stale(root: Path) -> list[Path]:
-    """Generated files whose committed text differs from what the sources render."""
-    return [p for p, text in rendered(root).items() if not (root / p).is_file() or (root / p).read_text() != text]
+from tileproof.records.generated import make_current, stale
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,9 +26,6 @@ def run(args: argparse.Namespace) -> int:
         for p in bad:
             print(f"{p}: differs from its source (fix: nox -s schema)")
         return 1 if bad else 0
-    for rel, text in rendered(root).items():
-        path = root / rel
-        if not path.is_file() or path.read_text() != text:
-            store.write_atomic(path, text)
-            print(f"wrote {rel}")
+    for rel in make_current(root):
+        print(f"wrote {rel}")
     return 0

@@ -565,6 +565,8 @@ Record = Annotated[
 
 
 class LessonProgram(Model):
+    """A program of the lesson."""
+
     path: str
     """Under ``kernels/`` or ``cpp/``."""
     checks: list[str]
@@ -572,7 +574,10 @@ class LessonProgram(Model):
 
 
 class ResultRow(Model):
+    """One row of the lesson's results table."""
+
     program: str
+    """A path listed in ``programs``."""
     check: str
     """A check name, or ``gate`` for the capability-gate row."""
     bound: str
@@ -582,10 +587,14 @@ class ResultRow(Model):
     hardware: str | None = None
     """For optional rows: the hardware they need (e.g. ``cc < 8.0``)."""
     result: str = "?"
+    """``?`` in a draft; publish writes what the deciding record showed."""
     run_id: str | None = None
+    """The record behind ``result``, written by publish."""
 
 
 class Hardware(Model):
+    """Where the published evidence ran: written by publish, never by hand."""
+
     gpu: str | None = None
     compute_capability: str | None = None
     driver: str | None = None
@@ -619,14 +628,24 @@ class PerfClaim(Model):
 
 
 class LessonFront(Model):
+    """A lesson's YAML front matter (``lessons/<id>.md``), read by ``records.lessons``."""
+
     lesson_version: Literal[1]
+    """The front-matter version; ``1``."""
     id: str
+    """The lesson id; equals the file name without ``.md``."""
     title: str
+    """The lesson's title as readers see it."""
     status: Literal["draft", "published"]
+    """``draft`` until ``nox -s publish -- ID`` finds passing records for every required row; only publish
+    writes ``published``."""
     programs: list[LessonProgram]
+    """The programs the lesson teaches with, each with the checks it must pass."""
     hardware: Hardware
+    """Written by publish from the newest record behind a passed row; ``{}`` in a draft."""
     results: list[ResultRow]
+    """One row per program and check (plus an optional ``gate`` row); cells written by publish."""
     performance: list[PerfClaim] = []
+    """Performance claims; each needs a supporting bench record before publish (none: no claim)."""
     env: list[EnvName] = []
     """Extra environment variable names this lesson's programs receive (beyond the runner's allowlist)."""
-    """Performance claims; each needs a supporting bench record before publish (none: no claim)."""

@@ -1,0 +1,61 @@
+"""Every generated file, rendered from its one source: ``schema/*.schema.json`` from the pydantic
+models, ``cpp/tolerances.h`` from the tolerance table (``kernels/tolerances.py``) and the
+front-matter reference in ``AUTHORING.md`` from ``LessonFront`` (``records.guide``).
+
+``tileproof schema`` (``nox -s schema``) writes them; ``compile`` makes them current before any
+compiler runs; ``tileproof check`` and the tests report each stale one in one line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tileproof.records import guide, models, registry, signing
+from tileproof.records.store import write_atomic
+from tileproof.records.tolerances import HEADER_FILE, REGENERATE, load_table, render_cpp_header
+
+SCHEMAS = {
+    f"compile-record.v{models.SCHEMA_VERSION}.schema.json": models.CompileRecord,
+    f"run-record.v{models.RUN_SCHEMA_VERSION}.schema.json": models.RunRecord,  # reads v1 too
+    f"session-record.v{models.SCHEMA_VERSION}.schema.json": models.SessionRecord,
+    f"bench-record.v{models.SCHEMA_VERSION}.schema.json": models.BenchRecord,
+    f"claims-record.v{models.CLAIMS_SCHEMA_VERSION}.schema.json": models.ClaimsRecord,  # reads v1 too
+    f"check-report.v{models.REPORT_VERSION}.schema.json": models.CheckReport,
+    f"lesson.v{models.LESSON_VERSION}.schema.json": models.LessonFront,
+    f"runner-registry.v{registry.REGISTRY_VERSION}.schema.json": registry.RunnerRegistry,
+    "signed-record.v1.schema.json": signing.Envelope,
+    "record-statement.v1.schema.json": signing.Statement,
+}
+CPP_HEADER = HEADER_FILE
+COMMAND = REGENERATE
+"""The command that rewrites every generated file."""
+
+
+def rendered(root: Path) -> dict[Path, str]:
+    """Every generated file, path relative to root → its text."""
+    out = {
+        Path("schema") / name: json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n"
+        for name, model in SCHEMAS.items()
+    }
+    out[CPP_HEADER] = render_cpp_header(load_table(root))
+    path = Path(root) / guide.GUIDE
+    if path.is_file():
+        out[guide.GUIDE] = guide.with_reference(path.read_text(encoding="utf-8"))
+    return out
+
+
+def stale(root: Path) -> list[Path]:
+    """Generated files whose committed text differs from what the sources render."""
+    return [p for p, text in rendered(root).items() if not (root / p).is_file() or (root / p).read_text() != text]
+
+
+def make_current(root: Path) -> list[Path]:
+    """Write every stale generated file (``store.write_atomic``); the paths written."""
+    written = []
+    for rel, text in rendered(root).items():
+        path = Path(root) / rel
+        if not path.is_file() or path.read_text() != text:
+            write_atomic(path, text)
+            written.append(rel)
+    return written
