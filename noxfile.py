@@ -125,7 +125,7 @@ def audit(session):
 
 @nox.session
 def schema(session):
-    """Regenerate schema/ and cpp/tolerances.h from their single sources."""
+    """Regenerate schema/, cpp/tolerances.h and AUTHORING.md's front-matter reference from their sources."""
     install(session, "-e", ".")
     tileproof(session, "schema")
 
@@ -144,9 +144,17 @@ def lint_kernels(session):
     tileproof(session, "lint-kernels")
 
 
+@nox.session(name="new-lesson", default=False)
+def new_lesson(session):
+    """Scaffold a draft lesson: ``nox -s new-lesson -- ID [--python NAME] [--cpp NAME]`` (AUTHORING.md)."""
+    install(session, "-e", ".")
+    tileproof(session, "new-lesson")
+
+
 @nox.session
 def tests(session):
     """Run the test suite (CPU only; GPU tests skip with a reason)."""
     install(session, "-e", ".[toolchain,test]")
     session.run("python", "-m", "tileproof", "lint-kernels")
+    session.run("python", "-m", "tileproof", "check")
     session.run("python", "-m", "pytest", *session.posargs)

@@ -87,3 +87,17 @@ def test_version_1_records_stay_whole_file_dependent(tmp_path):
     assert _outcomes(tmp_path, records, TABLE) == ["passed"] * 3
     # documented (README, "What a run record depends on"): old records list the whole table file
     assert _outcomes(tmp_path, records, dict(TABLE, other=Bound(0.0, 0.0)), dict(TODAY, **GROWN)) == ["stale"] * 3
+
+
+def test_a_check_without_a_tolerance_entry_blocks_publish(tmp_path):
+    """status and publish print the one decision's blockers: an unlisted check is one of its kinds."""
+    records = _records(tmp_path, 2)
+    table = {k: v for k, v in TABLE.items() if k != "fused"}
+    read = lambda rel: (tmp_path / rel).read_bytes() if (tmp_path / rel).is_file() else None  # noqa: E731
+    d = decide(FRONT, records, TODAY, table, read)
+    assert not d.publishable
+    kinds = [(b.kind, b.subject) for b in d.blockers]
+    assert ("no-tolerance-entry", "cpp/prog.cu fused") in kinds
+    blocker = next(b for b in d.blockers if b.kind == "no-tolerance-entry")
+    assert "kernels/tolerances.py" in blocker.reason and blocker.command.startswith('add "fused": Tolerance(')
+    assert "1 check(s) have no tolerance entry" in d.lacking()

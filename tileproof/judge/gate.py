@@ -110,7 +110,7 @@ class RowDecision:
 class Blocker:
     """One thing that keeps a lesson from being published: what, why (never empty) and the fix."""
 
-    kind: Literal["row", "perf-claim", "refuted-claim"]
+    kind: Literal["row", "perf-claim", "refuted-claim", "no-tolerance-entry"]
     subject: str
     """``kernels/x.py matmul``, ``perf claim <id>``, ``claim <id>``."""
     outcome: str
@@ -133,6 +133,8 @@ class Decision:
     """One decision per performance claim of the lesson."""
     refuted: tuple[RefutedClaim, ...] = ()
     """Claims of the lesson's document that the evidence refutes and the document still asserts."""
+    unlisted: tuple[ResultRow, ...] = ()
+    """Required rows whose check has no entry in the tolerance table: nothing can ever pass them."""
 
     @property
     def publishable(self) -> bool:
@@ -145,13 +147,17 @@ class Decision:
         out += [Blocker("perf-claim", f"perf claim {c.claim.id} ({c.claim.statement})", c.outcome, c.reason, c.command)
                 for c in self.unsupported]
         out += [Blocker("refuted-claim", f"claim {c.claim_id}", "refuted", c.reason, c.command) for c in self.refuted]
+        out += [Blocker("no-tolerance-entry", f"{r.program} {r.check}", "no-tolerance-entry",
+                        f"check '{r.check}' has no entry in {TABLE_FILE}",
+                        f"add \"{r.check}\": Tolerance(rtol=..., atol=...) with its derivation to {TABLE_FILE}")
+                for r in self.unlisted]
         return out
 
     def lacking(self) -> str:
         """``1 of 5 required rows lack evidence``, ``1 of 2 performance claims lack a supporting bench record``,
         ``it still asserts 1 refuted claim(s)``: whichever apply (the rows' count when nothing does)."""
         parts = []
-        if self.missing or not (self.unsupported or self.refuted):
+        if self.missing or not (self.unsupported or self.refuted or self.unlisted):
             n, total = len(self.missing), sum(1 for r in self.rows if not r.row.optional)
             parts.append(f"{n} of {total} required rows lack evidence")
         if self.unsupported:
@@ -159,6 +165,8 @@ class Decision:
                          f"bench record")
         if self.refuted:
             parts.append(f"it still asserts {len(self.refuted)} refuted claim(s)")
+        if self.unlisted:
+            parts.append(f"{len(self.unlisted)} check(s) have no tolerance entry")
         return " and ".join(parts)
 
     @property
@@ -470,4 +478,5 @@ def decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None
     return Decision(front.id, tuple(decide_row(front, row, records, today, table, read_evidence)
                                     for row in front.results),
                     tuple(decide_perf(front.performance, records)) if front.performance else (),
-                    tuple(refuted_claims(front.id, records, claims, today)))
+                    tuple(refuted_claims(front.id, records, claims, today)),
+                    tuple(r for r in front.results if not r.optional and r.check != GATE_CHECK and r.check not in table))
