@@ -38,8 +38,10 @@ from tileproof.records.store import digest, load_record, new_run_id, write_recor
 from tileproof.runner.capture import git_state, host_facts
 from tileproof.toolchain.build import nvcc_argv
 
+import discovered  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
-SHIPPED = ["cutile-julia-mapping", "cutile-pitfalls", "day79-cutile", "tile-reduction-spike"]
+SHIPPED = discovered.claims_documents()  # every lessons/claims/*.claims.yaml
 
 
 def _toolchain() -> Toolchain:

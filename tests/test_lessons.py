@@ -12,7 +12,9 @@ from tileproof.records.errors import RecordError
 from tileproof.records.models import Hardware, ResUsage
 from tileproof.records.tolerances import load_table
 
-LESSON_IDS = ["day79-cutile", "tile-reduction-spike"]
+import discovered
+
+LESSON_IDS = discovered.lesson_ids()
 
 
 def test_repo_lessons_load_and_drafts_claim_nothing(repo_root):
