@@ -6,9 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
-from tileproof.records.generated import COMMAND, make_current
 from tileproof.records.signing import signer_from_env
-from tileproof.runner.builds import compile_programs, kernel_index
+from tileproof.runner.builds import compile_programs, kernel_index, make_generated_current
 from tileproof.runner.capture import tools as find_tools
 from tileproof.runner.process import install_signal_handlers
 from tileproof.toolchain.build import BUILD_DIR, DEFAULT_TARGETS, parse_target, programs
@@ -33,8 +32,7 @@ def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     signer = signer_from_env(root)  # before any build: a bad key must not leave builds without a record
     targets = targets_from(args.arch)
-    for rel in make_current(root):  # nvcc reads cpp/tolerances.h: never compile against a stale one
-        print(f"compile: regenerated {rel} from its source ({COMMAND} does the same)")
+    make_generated_current(root)  # before finding tools: a stale header is fixed even where nvcc is missing
     tools = find_tools(args.system_nvcc, cache_file=root / BUILD_DIR / "tool-versions.json")
     require_coherent(tools)
     cpp = programs(root, "cpp")

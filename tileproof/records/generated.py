@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tileproof.records import guide, models, registry, signing
 from tileproof.records.store import write_atomic
-from tileproof.records.tolerances import HEADER_FILE, REGENERATE, load_table, render_cpp_header
+from tileproof.records.tolerances import HEADER_FILE, REGENERATE, TABLE_FILE, load_table, render_cpp_header
 
 SCHEMAS = {
     f"compile-record.v{models.SCHEMA_VERSION}.schema.json": models.CompileRecord,
@@ -32,13 +32,16 @@ COMMAND = REGENERATE
 """The command that rewrites every generated file."""
 
 
-def rendered(root: Path) -> dict[Path, str]:
-    """Every generated file, path relative to root → its text."""
-    out = {
-        Path("schema") / name: json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n"
-        for name, model in SCHEMAS.items()
-    }
-    out[CPP_HEADER] = render_cpp_header(load_table(root))
+def rendered(root: Path, present_only: bool = False) -> dict[Path, str]:
+    """Every generated file, path relative to root → its text. ``present_only``: only those whose
+    source and folder exist in this tree (a partial tree, e.g. a test's, gets nothing new)."""
+    root = Path(root)
+    out: dict[Path, str] = {}
+    if not present_only or (root / "schema").is_dir():
+        out.update({Path("schema") / name: json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n"
+                    for name, model in SCHEMAS.items()})
+    if not present_only or ((root / TABLE_FILE).is_file() and (root / CPP_HEADER).parent.is_dir()):
+        out[CPP_HEADER] = render_cpp_header(load_table(root))
     path = Path(root) / guide.GUIDE
     if path.is_file():
         out[guide.GUIDE] = guide.with_reference(path.read_text(encoding="utf-8"))
@@ -50,10 +53,10 @@ def stale(root: Path) -> list[Path]:
     return [p for p, text in rendered(root).items() if not (root / p).is_file() or (root / p).read_text() != text]
 
 
-def make_current(root: Path) -> list[Path]:
+def make_current(root: Path, present_only: bool = False) -> list[Path]:
     """Write every stale generated file (``store.write_atomic``); the paths written."""
     written = []
-    for rel, text in rendered(root).items():
+    for rel, text in rendered(root, present_only).items():
         path = Path(root) / rel
         if not path.is_file() or path.read_text() != text:
             write_atomic(path, text)

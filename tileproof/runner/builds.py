@@ -16,6 +16,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from tileproof.records import store
+from tileproof.records.generated import COMMAND, make_current
 from tileproof.records.models import BuildResult, CompileRecord, Step
 from tileproof.records.signing import Signer
 from tileproof.records.store import (
@@ -91,6 +92,12 @@ def failure_lines(root: Path, result: BuildResult) -> list[str]:
     return out
 
 
+def make_generated_current(root: Path) -> None:
+    """Rewrite every stale generated file (nvcc reads cpp/tolerances.h: never build against a stale one)."""
+    for rel in make_current(root, present_only=True):
+        print(f"compile: regenerated {rel} from its source ({COMMAND} does the same)", flush=True)
+
+
 def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
                      workers: int, signer: Signer | None = None) -> CompileRecord | None:
     """Build what is not cached, print one line per artifact, write the record.
@@ -106,6 +113,7 @@ def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Pat
 
 def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
                     workers: int, signer: Signer | None) -> CompileRecord | None:
+    make_generated_current(root)
     jobs = plan(root, tools, targets, cpp, py)
     run_id = new_run_id("compile")
     env = child_env(path_dirs=tools.path_dirs())

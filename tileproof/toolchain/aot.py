@@ -124,8 +124,10 @@ def declared_kernels(path: Path) -> dict[str, list]:
         for sig in sigs:
             _fits(path, name, kernels[name], sig)
         out[name] = list(sigs)
+    covered = {id(kernels[n]) for n in out}  # a kernel bound to several names needs signatures under one
     for name, kernel in kernels.items():
-        if name not in out:
+        if id(kernel) not in covered:
+            covered.add(id(kernel))
             inferred = infer(kernel)
             if inferred is None:
                 raise RecordError(path, f"AOT_SIGNATURES[{name!r}]", "missing, and the kernel's annotations "
