@@ -38,3 +38,20 @@ def test_compile_makes_the_generated_header_current_before_any_compiler(tmp_path
     assert stale(tmp_path) == []
     assert '"brand_new"' in (tmp_path / "cpp" / "tolerances.h").read_text()
     assert "compile: regenerated cpp/tolerances.h" in capsys.readouterr().out
+
+
+def test_the_guides_front_matter_reference_is_generated_from_the_model(tmp_path):
+    """AUTHORING.md's reference lists every LessonFront field with its docstring; an edit there is stale."""
+    import shutil
+
+    from tileproof.records.models import LessonFront
+
+    guide = (REPO / "AUTHORING.md").read_text()
+    for name, info in LessonFront.model_fields.items():
+        assert f"| `{name}` |" in guide and info.description, name
+    shutil.copytree(REPO / "schema", tmp_path / "schema")
+    shutil.copytree(REPO / "kernels", tmp_path / "kernels")
+    (tmp_path / "cpp").mkdir()
+    shutil.copy(REPO / "cpp" / "tolerances.h", tmp_path / "cpp" / "tolerances.h")
+    (tmp_path / "AUTHORING.md").write_text(guide.replace("| `title` |", "| `heading` |"))
+    assert [p.as_posix() for p in stale(tmp_path)] == ["AUTHORING.md"]

@@ -642,7 +642,7 @@ class LessonFront(Model):
     programs: list[LessonProgram]
     """The programs the lesson teaches with, each with the checks it must pass."""
     hardware: Hardware
-    """Written by publish from the newest record behind a passed row; ``{}`` in a draft."""
+    """Written by publish from the newest record behind a passed row; every field null in a draft."""
     results: list[ResultRow]
     """One row per program and check (plus an optional ``gate`` row); cells written by publish."""
     performance: list[PerfClaim] = []
