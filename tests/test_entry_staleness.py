@@ -1,6 +1,7 @@
 """Evidence depends on exactly what it used: a version-2 run record attests the tolerance entries of
 its own checks (``RunRecord.tolerances``), so an unrelated new entry stales nothing and a changed
-entry stales only the rows whose checks use it. Version-1 records stay whole-file dependent."""
+entry stales only the rows whose checks use it. Version-1 records (the committed evidence) are judged
+the same way where git history holds the table version they attest, else whole-file."""
 
 import fixture_records as fx
 
@@ -101,3 +102,71 @@ def test_a_check_without_a_tolerance_entry_blocks_publish(tmp_path):
     blocker = next(b for b in d.blockers if b.kind == "no-tolerance-entry")
     assert "kernels/tolerances.py" in blocker.reason and blocker.command.startswith('add "fused": Tolerance(')
     assert "1 check(s) have no tolerance entry" in d.lacking()
+
+
+# --- the committed evidence (version-1 records) against a grown table, in a temp git repository ---
+
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tileproof.gather.tree import Tree  # noqa: E402
+from tileproof.records import lessons  # noqa: E402
+from tileproof.records.generated import make_current  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def committed(tmp_path):
+    """The repository's records, evidence, lessons and programs, committed once in a fresh git repository."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    root = tmp_path / "repo"
+    for part in ("runs", "evidence", "lessons", "kernels", "cpp", "schema"):
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "PATH": __import__("os").environ["PATH"], "HOME": str(tmp_path)}
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "as committed"]):
+        subprocess.run(["git", "-C", str(root), *argv], check=True, env=env, capture_output=True)
+    return root
+
+
+def _statuses(root):
+    tree = Tree.load(root)
+    return {(lid, r.row.program, r.row.check): r.outcome
+            for lid in lessons.lesson_ids(root) for r in tree.decide(lessons.load(root, lid)).rows}
+
+
+def _edit_table(root, old, new):
+    table = root / "kernels" / "tolerances.py"
+    text = table.read_text()
+    assert old in text
+    table.write_text(text.replace(old, new, 1))
+    make_current(root)  # cpp/tolerances.h too, as compile would
+
+
+def test_an_unrelated_new_entry_leaves_every_committed_row_as_it_was(committed):
+    before = _statuses(committed)
+    assert "passed" in before.values()
+    _edit_table(committed, "TOLERANCES = {\n", 'TOLERANCES = {\n    "brand_new_check": Tolerance(rtol=0.0, atol=0.0),\n')
+    assert _statuses(committed) == before
+
+
+def test_a_changed_entry_stales_only_the_committed_rows_that_use_it(committed):
+    before = _statuses(committed)
+    _edit_table(committed, '"fused": Tolerance(rtol=1e-4, atol=1e-3)', '"fused": Tolerance(rtol=2e-4, atol=1e-3)')
+    after = _statuses(committed)
+    moved = {k for k in before if before[k] != after[k]}
+    assert moved == {k for k in before if k[2] == "fused" and before[k] == "passed"} and moved
+    assert all(after[k] == "stale" for k in moved)
+
+
+def test_without_history_a_version_1_record_stays_whole_file_dependent(committed):
+    shutil.rmtree(committed / ".git")
+    before = _statuses(committed)
+    _edit_table(committed, "TOLERANCES = {\n", 'TOLERANCES = {\n    "brand_new_check": Tolerance(rtol=0.0, atol=0.0),\n')
+    after = _statuses(committed)
+    assert all(after[k] == "stale" for k in before if before[k] == "passed" and k[2] != "gate")

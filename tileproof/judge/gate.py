@@ -57,7 +57,7 @@ from tileproof.records.models import (
     ToolchainProblem,
 )
 from tileproof.records.parsers import parse_gpu_query
-from tileproof.records.tolerances import TABLE_FILE, entry_digest
+from tileproof.records.tolerances import TABLE_FILE, TABLE_PATHS, entry_digest
 
 Outcome = Literal[
     "passed",
@@ -273,8 +273,9 @@ def staleness(rec: RunRecord, front: LessonFront, program: str, today: Mapping[s
     A record depends on the lesson's program list, on each file in its ``sources`` (the program and
     the helpers it uses) and, from run-record version 2, on each tolerance entry it attests
     (``rec.tolerances``): an entry changed or gone stales it, an entry it does not use never does.
-    A version-1 record lists the whole tolerance file among its sources and stays whole-file
-    dependent. ``check``: the row's check, which a version-2 record must attest the entry of
+    A version-1 record lists the whole tolerance file among its sources: when ``today.tables_at``
+    holds the table that version attested (read back from git history), only its checks' entries
+    are compared; otherwise the file stays a whole-file dependency. ``check``: the row's check, which a version-2 record must attest the entry of
     (``table``: today's table; None: entries are not compared)."""
     since = f"since run {rec.run_id} (commit {_short(rec.git.commit, rec.git.dirty)})"
     attested = rec.lesson_programs.get(front.id)
@@ -285,6 +286,10 @@ def staleness(rec: RunRecord, front: LessonFront, program: str, today: Mapping[s
     if program not in {s.path for s in rec.sources}:
         return f"the record does not attest {program}"
     changed = [s.path for s in rec.sources if not s.path.startswith("lessons/") and today.get(s.path) != s.sha256]
+    if table is not None and rec.schema_version == 1 and isinstance(today, Today):
+        problem, changed = _v1_table_files(rec, changed, table, today.tables_at, check, since)
+        if problem:
+            return problem
     if changed:
         gone = [p for p in changed if today.get(p) is None]
         what = ", ".join(changed) + (f" ({', '.join(gone)} deleted)" if gone else "")
@@ -296,6 +301,32 @@ def staleness(rec: RunRecord, front: LessonFront, program: str, today: Mapping[s
     if program.endswith(".cu") and rec.binary is None:
         return "the record names no built binary for a C++ program"
     return None
+
+
+def _checks_used(rec: RunRecord, check: str | None) -> set[str]:
+    """The check names a record's tolerance entries matter for: its report's and the row's."""
+    names = {c.name for c in rec.report.checks} if rec.report is not None else set()
+    return names | ({check} if check is not None and check != GATE_CHECK else set())
+
+
+def _v1_table_files(rec: RunRecord, changed: list[str], table: Mapping[str, Bound],
+                    tables_at: Mapping[str, Mapping[str, Bound]], check: str | None,
+                    since: str) -> tuple[str | None, list[str]]:
+    """A version-1 record attests a whole tolerance file. Where that version is known (its digest
+    found in git history, ``tables_at``), only the entries of the record's checks count: (why they
+    changed, or None; the changed paths left). Where it is not known, the file stays changed."""
+    attested = {s.path: s.sha256 for s in rec.sources}
+    left = []
+    for path in changed:
+        then = tables_at.get(attested[path]) if path in TABLE_PATHS else None
+        if then is None:
+            left.append(path)
+            continue
+        moved = sorted(n for n in _checks_used(rec, check) if then.get(n) != table.get(n))
+        if moved:
+            return (", ".join(f"tolerance entry '{n}' {'changed' if n in table else 'removed'}" for n in moved)
+                    + f" in {TABLE_FILE} {since}"), left
+    return None, left
 
 
 def _entries_changed(rec: RunRecord, table: Mapping[str, Bound], check: str | None, since: str) -> str | None:
@@ -459,11 +490,15 @@ def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Map
 
 
 class Today(dict):
-    """Today's files: path → sha256 (None when gone), and the lesson's claims file as it is today."""
+    """Today's files: path → sha256 (None when gone), the lesson's claims file as it is today, and
+    ``tables_at``: sha256 of a committed version of a tolerance file (the table, or the header
+    rendered from it) → the table it holds, read back from git history for version-1 records."""
 
-    def __init__(self, digests: Mapping[str, str | None], claims: ClaimsToday = NO_CLAIMS):
+    def __init__(self, digests: Mapping[str, str | None], claims: ClaimsToday = NO_CLAIMS,
+                 tables_at: Mapping[str, Mapping[str, Bound]] | None = None):
         super().__init__(digests)
         self.claims = claims
+        self.tables_at = dict(tables_at or {})
 
 
 def decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None],

@@ -24,7 +24,8 @@ CLAIMS_SCHEMA_VERSION = 2
 
 RUN_SCHEMA_VERSION = 2
 """Run records: 2 attests the tolerance entries of the program's checks one by one (``tolerances``)
-and lists no tolerance file among its sources; 1 (still read) lists the whole table file."""
+and lists no tolerance file among its sources; 1 (still read) lists the whole table file (judged per
+entry where git history holds that version of the file, else whole-file)."""
 
 READABLE_VERSIONS: dict[str, tuple[int, ...]] = {"claims": (1, CLAIMS_SCHEMA_VERSION), "run": (1, RUN_SCHEMA_VERSION)}
 """Record kinds whose schema moved on: kind -> every version this tileproof reads, newest last.

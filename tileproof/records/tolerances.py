@@ -62,8 +62,15 @@ def load_table(repo_root: Path) -> Table:
     path = Path(repo_root) / TABLE_FILE
     if not path.is_file():
         raise ToleranceTableError(f"{path}: not found (the tolerance table must exist before the C++ header)")
+    return parse_table(path.read_text(encoding="utf-8"), path)
+
+
+def parse_table(text: str, path: Path | str = TABLE_FILE) -> Table:
+    """``TOLERANCES`` from the text of a table file (``load_table``'s rules; ``path`` names it in errors):
+    also how a committed version of the table, read back from git history, is read."""
+    path = Path(path)
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = ast.parse(text, filename=str(path))
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
         where = f"{path}:{line}" if line else f"{path}"
