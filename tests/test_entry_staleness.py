@@ -117,6 +117,7 @@ from tileproof.records import lessons  # noqa: E402
 from tileproof.records.generated import make_current  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+NEW_ENTRY = 'TOLERANCES = {\n    "brand_new_check": Tolerance(rtol=0.0, atol=0.0),\n'
 
 
 @pytest.fixture
@@ -151,7 +152,7 @@ def _edit_table(root, old, new):
 def test_an_unrelated_new_entry_leaves_every_committed_row_as_it_was(committed):
     before = _statuses(committed)
     assert "passed" in before.values()
-    _edit_table(committed, "TOLERANCES = {\n", 'TOLERANCES = {\n    "brand_new_check": Tolerance(rtol=0.0, atol=0.0),\n')
+    _edit_table(committed, "TOLERANCES = {\n", NEW_ENTRY)
     assert _statuses(committed) == before
 
 
@@ -167,6 +168,6 @@ def test_a_changed_entry_stales_only_the_committed_rows_that_use_it(committed):
 def test_without_history_a_version_1_record_stays_whole_file_dependent(committed):
     shutil.rmtree(committed / ".git")
     before = _statuses(committed)
-    _edit_table(committed, "TOLERANCES = {\n", 'TOLERANCES = {\n    "brand_new_check": Tolerance(rtol=0.0, atol=0.0),\n')
+    _edit_table(committed, "TOLERANCES = {\n", NEW_ENTRY)
     after = _statuses(committed)
     assert all(after[k] == "stale" for k in before if before[k] == "passed" and k[2] != "gate")

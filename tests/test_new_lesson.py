@@ -49,7 +49,8 @@ def _fill_in(root: Path) -> None:
     table = root / TABLE_FILE
     text = table.read_text()
     start = text.index("    # scaled_add: doubling")
-    stop = text.index('"row_max": Tolerance(rtol=0.0, atol=0.0),\n') + len('"row_max": Tolerance(rtol=0.0, atol=0.0),\n')
+    last = '"row_max": Tolerance(rtol=0.0, atol=0.0),\n'
+    stop = text.index(last) + len(last)
     table.write_text(text[:start] + (DATA / "entries.txt").read_text() + text[stop:])
     found = {str(p) for p in problems(root)}
     fix = f"write bound: '{bound_text(0.0, 2.384185791015625e-07)}'"
@@ -87,7 +88,8 @@ def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy):
     # the discovered tests pick the new programs and lesson up; none of them was edited
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            "tests/test_kernels_import.py", "tests/test_lessons.py", "tests/test_discovered_programs.py",
+                            "tests/test_kernels_import.py", "tests/test_lessons.py",
+                            "tests/test_discovered_programs.py",
                             "-k", "scaled_add or row_max or row-ops or finds_nothing or complete"],
                            cwd=copy, capture_output=True, text=True, timeout=600, env=env)
     assert tests.returncode == 0, tests.stdout[-3000:]
@@ -109,7 +111,8 @@ def test_scaffolded_programs_compile_for_sm_90(copy):
     scaffold(copy, "row-ops", "scaled_add", "row_max")
     _fill_in(copy)
     py = copy / "kernels" / "scaled_add.py"
-    record = compile_programs(copy, tools, ["sm_90"], [copy / "cpp" / "row_max.cu"], {py: list(declared_kernels(py))}, 2)
+    record = compile_programs(copy, tools, ["sm_90"], [copy / "cpp" / "row_max.cu"],
+                              {py: list(declared_kernels(py))}, 2)
     assert record is not None and record.passed, [b.verdict for b in record.builds]
     assert {(b.program, b.artifact_kind) for b in record.builds} == {
         ("cpp/row_max.cu", "executable"), ("cpp/row_max.cu", "tilefatbin"), ("kernels/scaled_add.py", "cubin")}

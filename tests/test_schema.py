@@ -30,7 +30,8 @@ def test_compile_makes_the_generated_header_current_before_any_compiler(tmp_path
     for part in ("kernels", "cpp", "schema", "lessons"):
         shutil.copytree(REPO / part, tmp_path / part)
     table = tmp_path / "kernels" / "tolerances.py"
-    table.write_text(table.read_text().replace('TOLERANCES = {\n', 'TOLERANCES = {\n    "brand_new": Tolerance(rtol=0.0, atol=0.0),\n'))
+    entry = '    "brand_new": Tolerance(rtol=0.0, atol=0.0),\n'
+    table.write_text(table.read_text().replace("TOLERANCES = {\n", "TOLERANCES = {\n" + entry))
     assert [p.as_posix() for p in stale(tmp_path)] == ["cpp/tolerances.h"]
     args = argparse.Namespace(root=tmp_path, arch=["sm_90"], system_nvcc=str(tmp_path / "no-such-nvcc"), jobs=1)
     with pytest.raises(TileproofError):  # no compiler here: it stops after the header was made current

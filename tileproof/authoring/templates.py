@@ -100,8 +100,10 @@ constexpr std::size_t kTiles = 64;  // grid size: one tile per block
 constexpr std::size_t kSide = 32;   // keep in step with the 32_ic below
 
 __tile_global__ void {name}(const float* __restrict__ in, float* __restrict__ out, std::size_t tiles) {{
-    auto src = ct::partition_view{{ct::tensor_span{{in, ct::extents{{tiles * 32, 32_ic}}}}, ct::shape{{32_ic, 32_ic}}}};
-    auto dst = ct::partition_view{{ct::tensor_span{{out, ct::extents{{tiles * 32, 32_ic}}}}, ct::shape{{32_ic, 32_ic}}}};
+    auto src = ct::partition_view{{ct::tensor_span{{in, ct::extents{{tiles * 32, 32_ic}}}},
+                                   ct::shape{{32_ic, 32_ic}}}};
+    auto dst = ct::partition_view{{ct::tensor_span{{out, ct::extents{{tiles * 32, 32_ic}}}},
+                                   ct::shape{{32_ic, 32_ic}}}};
     auto v = src.load(ct::bid().x, 0);
     dst.store(v + v, ct::bid().x, 0);
 }}

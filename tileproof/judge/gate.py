@@ -514,4 +514,5 @@ def decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None
                                     for row in front.results),
                     tuple(decide_perf(front.performance, records)) if front.performance else (),
                     tuple(refuted_claims(front.id, records, claims, today)),
-                    tuple(r for r in front.results if not r.optional and r.check != GATE_CHECK and r.check not in table))
+                    tuple(r for r in front.results
+                          if not r.optional and r.check != GATE_CHECK and r.check not in table))

@@ -1,8 +1,9 @@
 """The front-matter reference of the author's guide, rendered from the lesson models.
 
-``AUTHORING.md`` (the author's guide, linked from the README) holds a table per model (``LessonFront`` and the models it nests)
-between two markers; everything between them is generated from the fields' types, defaults
-and docstrings, so the guide cannot drift from what ``records.lessons`` accepts.
+``AUTHORING.md`` (the author's guide, linked from the README) holds a table per model
+(``LessonFront`` and the models it nests) between two markers; everything between them is
+generated from the fields' types, defaults and docstrings, so the guide cannot drift from what
+``records.lessons`` accepts.
 ``tileproof schema`` rewrites it; a test and ``tileproof check`` fail while it is stale.
 """
 
@@ -17,7 +18,8 @@ from pydantic_core import PydanticUndefined
 from tileproof.records.models import Hardware, LessonFront, LessonProgram, PerfClaim, ResultRow
 
 GUIDE = Path("AUTHORING.md")
-BEGIN = "<!-- front-matter reference: generated from tileproof/records/models.py by `nox -s schema`; do not edit -->"
+BEGIN = ("<!-- front-matter reference: generated from tileproof/records/models.py by `nox -s schema`; "
+         "do not edit -->")
 END = "<!-- end of the generated front-matter reference -->"
 MODELS: tuple[type[BaseModel], ...] = (LessonFront, LessonProgram, ResultRow, Hardware, PerfClaim)
 
@@ -46,7 +48,8 @@ def reference() -> str:
         for name, info in model.model_fields.items():
             default = "required" if info.is_required() else (
                 f"`{info.default!r}`" if info.default is not PydanticUndefined else "computed")
-            rows.append(f"| `{name}` | `{_cell(_type(info.annotation))}` | {default} | {_cell(info.description or '')} |")
+            kind, meaning = _cell(_type(info.annotation)), _cell(info.description or "")
+            rows.append(f"| `{name}` | `{kind}` | {default} | {meaning} |")
         parts.append(f"### `{model.__name__}`\n\n" + (f"{doc}\n\n" if doc and "Base for" not in doc else "") +
                      "\n".join(rows))
     return "\n\n".join(parts)

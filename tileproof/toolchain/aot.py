@@ -97,7 +97,7 @@ def _fits(path: Path, name: str, kernel, sig) -> None:
         constant = isinstance(given, ConstantConstraint)
         if getattr(node, "constant", False) and not constant:
             raise RecordError(path, where, f"parameter '{pname}' is a ct.Constant; the signature gives "
-                              f"{type(given).__name__}", f"give its value (e.g. TILE) in that place")
+                              f"{type(given).__name__}", "give its value (e.g. TILE) in that place")
         if constant and not getattr(node, "constant", False):
             raise RecordError(path, where, f"parameter '{pname}' is a runtime parameter but the signature gives "
                               f"the constant {given.value!r}: the export would bake it in",
