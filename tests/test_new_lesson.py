@@ -97,8 +97,10 @@ def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy):
     assert " passed" in ran and " failed" not in ran
 
 
-def test_scaffolded_programs_compile_for_sm_90(copy):
-    """compile (the one nvcc command and the AOT export) on the filled-in lesson's two programs."""
+@pytest.mark.parametrize("filled", [False, True], ids=["skeleton", "filled-in"])
+def test_scaffolded_programs_compile_for_sm_90(copy, filled):
+    """compile (the one nvcc command and the AOT export) on the lesson's two programs, as the scaffold
+    wrote them and as filled in."""
     from tileproof.records.errors import TileproofError
     from tileproof.runner.builds import compile_programs
     from tileproof.runner.capture import tools as discover
@@ -109,7 +111,8 @@ def test_scaffolded_programs_compile_for_sm_90(copy):
     except TileproofError as e:
         pytest.skip(f"no tile toolchain here: {e}")
     scaffold(copy, "row-ops", "scaled_add", "row_max")
-    _fill_in(copy)
+    if filled:
+        _fill_in(copy)
     py = copy / "kernels" / "scaled_add.py"
     record = compile_programs(copy, tools, ["sm_90"], [copy / "cpp" / "row_max.cu"],
                               {py: list(declared_kernels(py))}, 2)
