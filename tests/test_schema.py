@@ -56,3 +56,17 @@ def test_the_guides_front_matter_reference_is_generated_from_the_model(tmp_path)
     shutil.copy(REPO / "cpp" / "tolerances.h", tmp_path / "cpp" / "tolerances.h")
     (tmp_path / "AUTHORING.md").write_text(guide.replace("| `title` |", "| `heading` |"))
     assert [p.as_posix() for p in stale(tmp_path)] == ["AUTHORING.md"]
+
+
+def test_every_schema_names_its_dialect_and_itself():
+    import json
+
+    from pydantic.json_schema import GenerateJsonSchema
+
+    ids = set()
+    for path in (p for p in rendered(REPO) if p.suffix == ".json"):
+        committed = json.loads((REPO / path).read_text())
+        assert committed["$schema"] == GenerateJsonSchema.schema_dialect, path
+        assert committed["$id"].endswith(path.name) and committed["$id"].startswith("urn:tileproof:"), path
+        ids.add(committed["$id"])
+    assert len(ids) == len([p for p in rendered(REPO) if p.suffix == ".json"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tileproof.records.generated import make_current, stale
+from tileproof.records.generated import make_current, rendered, stale
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,11 +21,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
+    total = len(rendered(root))
     if args.check:
         bad = stale(root)
         for p in bad:
             print(f"{p}: differs from its source (fix: nox -s schema)")
+        print(f"schema: {len(bad)} stale, {total - len(bad)} up to date")
         return 1 if bad else 0
-    for rel in make_current(root):
+    written = make_current(root)
+    for rel in written:
         print(f"wrote {rel}")
+    print(f"schema: {len(written)} written, {total - len(written)} up to date")
     return 0

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic.json_schema import GenerateJsonSchema
+
 from tileproof.records import guide, models, registry, signing
 from tileproof.records.store import write_atomic
 from tileproof.records.tolerances import HEADER_FILE, REGENERATE, TABLE_FILE, load_table, render_cpp_header
@@ -28,8 +30,15 @@ SCHEMAS = {
     "record-statement.v1.schema.json": signing.Statement,
 }
 CPP_HEADER = HEADER_FILE
+ID_PREFIX = "urn:tileproof:schema:"
+"""A schema's ``$id`` is this plus its file name: a name, not a place to fetch it from."""
 COMMAND = REGENERATE
 """The command that rewrites every generated file."""
+
+
+def json_schema(name: str, model) -> dict:
+    """The model's JSON Schema, naming its dialect (``$schema``) and itself (``$id``)."""
+    return {"$schema": GenerateJsonSchema.schema_dialect, "$id": ID_PREFIX + name, **model.model_json_schema()}
 
 
 def rendered(root: Path, present_only: bool = False) -> dict[Path, str]:
@@ -38,7 +47,7 @@ def rendered(root: Path, present_only: bool = False) -> dict[Path, str]:
     root = Path(root)
     out: dict[Path, str] = {}
     if not present_only or (root / "schema").is_dir():
-        out.update({Path("schema") / name: json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n"
+        out.update({Path("schema") / name: json.dumps(json_schema(name, model), indent=2, sort_keys=True) + "\n"
                     for name, model in SCHEMAS.items()})
     if not present_only or ((root / TABLE_FILE).is_file() and (root / CPP_HEADER).parent.is_dir()):
         out[CPP_HEADER] = render_cpp_header(load_table(root))
