@@ -152,7 +152,7 @@ def t_interrupted_run(root, info):
 
 def t_future_schema(root, info):
     raw = json.loads(record_file(root, info["run"]).read_text())
-    raw.update(schema_version=3, run_id=raw["run_id"].replace("-run-", "-run-f"), future_field=True)
+    raw.update(schema_version=2, run_id=raw["run_id"].replace("-run-", "-run-f"), future_field=True)
     (root / "runs" / f"{raw['run_id']}.json").write_text(json.dumps(raw, indent=2))
 
 
@@ -279,7 +279,7 @@ def test_tamper_findings_name_the_file(tree):
     found = {f.rule: f for f in audit_run.audit(root).findings}
     assert found["evidence-digest"].file == info["run"].step.stdout.path
     assert info["run"].run_id in found["evidence-digest"].reason and "step.stdout" in found["evidence-digest"].reason
-    assert found["record-schema"].file.startswith("runs/") and "version 3" in found["record-schema"].reason
+    assert found["record-schema"].file.startswith("runs/") and "version 2" in found["record-schema"].reason
     assert "reads 1" in found["record-schema"].reason
     assert found["lesson-published-without-evidence"].file == "lessons/02-softmax.md"
     assert "gated" in found["lesson-published-without-evidence"].reason

@@ -1,6 +1,6 @@
-"""Evidence depends on exactly what it used: a version-2 run record attests the tolerance entries of
+"""Evidence depends on exactly what it used: a run record of run_version 3 attests the tolerance entries of
 its own checks (``RunRecord.tolerances``), so an unrelated new entry stales nothing and a changed
-entry stales only the rows whose checks use it. Version-1 records (the committed evidence) are judged
+entry stales only the rows whose checks use it. Older records (the committed evidence) are judged
 the same way where git history holds the table version they attest, else whole-file."""
 
 import fixture_records as fx
@@ -104,7 +104,7 @@ def test_a_check_without_a_tolerance_entry_blocks_publish(tmp_path):
     assert "1 check(s) have no tolerance entry" in d.lacking()
 
 
-# --- the committed evidence (version-1 records) against a grown table, in a temp git repository ---
+# --- the committed evidence (records before run_version 3) against a grown table, in a temp git repository ---
 
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
@@ -114,7 +114,7 @@ import pytest  # noqa: E402
 
 from tileproof.gather.tree import Tree  # noqa: E402
 from tileproof.records import lessons  # noqa: E402
-from tileproof.records.generated import make_current  # noqa: E402
+from tileproof.authoring.generated import make_current  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 NEW_ENTRY = 'TOLERANCES = {\n    "brand_new_check": Tolerance(rtol=0.0, atol=0.0),\n'

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tileproof.claims import spec as claims_spec
-from tileproof.records import generated, lessons, store
+from tileproof.authoring import generated
+from tileproof.records import lessons, store
 from tileproof.records.errors import TileproofError
 from tileproof.records.tolerances import TABLE_FILE, Table, load_table
 

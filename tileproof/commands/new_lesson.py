@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from tileproof.authoring.scaffold import scaffold
-from tileproof.records.generated import COMMAND, make_current
+from tileproof.authoring.generated import COMMAND, make_current
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -2,7 +2,7 @@
 
 ``schema/*.schema.json`` come from the pydantic models; ``cpp/tolerances.h``
 from the tolerance table in ``kernels/tolerances.py``; the front-matter reference
-in ``AUTHORING.md`` from ``LessonFront`` (all in ``records.generated``). A
+in ``AUTHORING.md`` from ``LessonFront`` (all in ``authoring.generated``). A
 test fails with "run nox -s schema" when the committed files differ from what this renders.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tileproof.records.generated import make_current, rendered, stale
+from tileproof.authoring.generated import make_current, rendered, stale
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

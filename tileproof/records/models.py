@@ -22,12 +22,7 @@ SCHEMA_VERSION = 1
 CLAIMS_SCHEMA_VERSION = 2
 """Claims records: 2 stores each claim's probes typed (``ProbeKind``); 1 (still read) as text."""
 
-RUN_SCHEMA_VERSION = 2
-"""Run records: 2 attests the tolerance entries of the program's checks one by one (``tolerances``)
-and lists no tolerance file among its sources; 1 (still read) lists the whole table file (judged per
-entry where git history holds that version of the file, else whole-file)."""
-
-READABLE_VERSIONS: dict[str, tuple[int, ...]] = {"claims": (1, CLAIMS_SCHEMA_VERSION), "run": (1, RUN_SCHEMA_VERSION)}
+READABLE_VERSIONS: dict[str, tuple[int, ...]] = {"claims": (1, CLAIMS_SCHEMA_VERSION)}
 """Record kinds whose schema moved on: kind -> every version this tileproof reads, newest last.
 Any other kind is read at ``SCHEMA_VERSION`` only."""
 
@@ -38,7 +33,28 @@ LESSON_VERSION = 1
 """The lesson front-matter version."""
 
 Verdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout"]
-"""Closed set of run verdicts. Only ``passed`` counts as passing."""
+"""Closed set of verdicts of a program that was started. Only ``passed`` counts as passing."""
+
+RunVerdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout", "toolchain-absent"]
+"""A run record's verdict: ``Verdict``, or ``toolchain-absent`` (run records of ``run_version`` 2): the
+program's toolchain is not on this machine (a ``kernels/*.jl`` program where no ``julia`` with
+cuTile.jl is found), so it could not be started; never a pass."""
+
+TOOLCHAIN_ABSENT_FIX = "install Julia + cuTile.jl on a GPU runner"
+"""The fix a ``toolchain-absent`` run record and the publish decision name (one wording)."""
+
+TOOLCHAIN_ABSENT_RUN_VERSION = 2
+"""The first ``RunRecord.run_version`` that may hold the verdict ``toolchain-absent``."""
+
+ENTRY_RUN_VERSION = 3
+"""The first ``RunRecord.run_version`` that attests the tolerance entries of its checks one by one
+(``RunRecord.tolerances``) and lists no tolerance file among its sources. Older run records list the
+whole table file (judged per entry where git history holds that version of it, else whole-file)."""
+
+RUN_VERSION = 3
+"""``RunRecord.run_version`` of the run records written now: 3 attests tolerance entries
+(``ENTRY_RUN_VERSION``); 2 may hold the verdict ``toolchain-absent``; 1 (records written before,
+field absent; still read) predates both."""
 
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$")]
 """An environment variable name (upper case, digits, underscores)."""
@@ -337,12 +353,14 @@ class Environment(Model):
 
 class RunRecord(RecordBase):
     """One program's run. What it depends on (``gate.staleness``): the lesson's program list, every
-    file in ``sources`` (version 2: the program and the helpers it includes or imports; version 1: also
-    the whole tolerance file) and, in version 2, each tolerance entry in ``tolerances``."""
+    file in ``sources`` (from run_version 3: the program and the helpers it includes or imports; before:
+    also the whole tolerance file) and, from run_version 3, each tolerance entry in ``tolerances``."""
 
-    schema_version: Literal[1, 2]  # type: ignore[assignment]
-    """2 (``RUN_SCHEMA_VERSION``) for records written now; 1 for older ones (whole-file tolerance source)."""
     kind: Literal["run"]
+    run_version: Literal[1, 2, 3] = 1
+    """3 (``RUN_VERSION``) for records written now: tolerance entries attested one by one
+    (``ENTRY_RUN_VERSION``); 2 and up: the verdict may be ``toolchain-absent``; 1 (records written
+    before, field absent): the verdicts of ``Verdict`` only, the tolerance table a whole-file source."""
     environment: Environment
     program: str
     lessons: list[str]
@@ -353,24 +371,26 @@ class RunRecord(RecordBase):
     sources: list[FileDigest]
     """The program, its helpers, and the lesson files, as they were run."""
     tolerances: dict[str, str] = {}
-    """Version 2: check name → sha256 of its tolerance entry as run (``tolerances.entry_digest``), for
-    every check of the program (its report's and its lessons'); empty in version 1."""
+    """From run_version 3: check name → sha256 of its tolerance entry as run (``tolerances.entry_digest``),
+    for every check of the program (its report's and its lessons'); empty before."""
     binary: FileDigest | None
     """The C++ executable run (its source and headers are in ``sources``); None for Python programs."""
     step: Step
     report: CheckReport | None
     report_file: Transcript | None
-    verdict: Verdict
+    verdict: RunVerdict
     reason: str
     """One line: why this verdict."""
 
     @model_validator(mode="after")
-    def _tolerances_fit_version(self) -> "RunRecord":
-        if self.schema_version == 1 and self.tolerances:
-            raise ValueError("run records of schema_version 1 attest no tolerance entries; set schema_version 2")
-        if self.schema_version >= 2 and set(TABLE_PATHS) & {s.path for s in self.sources}:
-            raise ValueError("run records of schema_version 2 attest tolerance entries, not the table file "
-                             "(list them in tolerances)")
+    def _fits_version(self) -> "RunRecord":
+        if self.verdict == "toolchain-absent" and self.run_version < TOOLCHAIN_ABSENT_RUN_VERSION:
+            raise ValueError(f"verdict toolchain-absent needs run_version {TOOLCHAIN_ABSENT_RUN_VERSION}")
+        if self.run_version < ENTRY_RUN_VERSION and self.tolerances:
+            raise ValueError(f"run records before run_version {ENTRY_RUN_VERSION} attest no tolerance entries")
+        if self.run_version >= ENTRY_RUN_VERSION and set(TABLE_PATHS) & {s.path for s in self.sources}:
+            raise ValueError(f"run records of run_version {ENTRY_RUN_VERSION} attest tolerance entries, not the "
+                             "table file (list them in tolerances)")
         return self
 
 
@@ -569,7 +589,7 @@ class LessonProgram(Model):
     """A program of the lesson."""
 
     path: str
-    """Under ``kernels/`` or ``cpp/``."""
+    """``kernels/*.py``, ``kernels/*.jl`` (cuTile.jl) or ``cpp/*.cu``."""
     checks: list[str]
     """Check names (tolerance-table keys) the program must pass."""
 
@@ -628,6 +648,28 @@ class PerfClaim(Model):
     """The bench program whose records can support the claim."""
 
 
+class ResUsageKernel(Model):
+    """One row of a compile-derived REG/SHARED table: a kernel and how the lesson describes it."""
+
+    name: str = Field(min_length=1)
+    """The kernel's source name (matched to ``cuobjdump -res-usage``'s mangled functions)."""
+    reduction: str
+    mechanism: str
+
+
+class ResUsageTable(Model):
+    """A REG/SHARED table in the body (``<!-- res-usage:begin -->``) that publish fills from the
+    compile records' ``cuobjdump -res-usage`` of one build: one REG/SHARED pair per CUDA release."""
+
+    program: str
+    """The C++ program (under ``cpp/``) the kernels are in; it must be one of the lesson's programs."""
+    target: str = Field(pattern=r"^sm_[0-9]+[a-z]?$")
+    """The build's target, e.g. ``sm_89``."""
+    artifact: ArtifactKind = "tilefatbin"
+    """Which build of the program: tile code shows in res-usage only in a ``--tilefatbin`` build."""
+    kernels: list[ResUsageKernel] = Field(min_length=1)
+
+
 class LessonFront(Model):
     """A lesson's YAML front matter (``lessons/<id>.md``), read by ``records.lessons``."""
 
@@ -650,3 +692,6 @@ class LessonFront(Model):
     """Performance claims; each needs a supporting bench record before publish (none: no claim)."""
     env: list[EnvName] = []
     """Extra environment variable names this lesson's programs receive (beyond the runner's allowlist)."""
+    res_usage: ResUsageTable | None = None
+    """A compile-derived REG/SHARED table the body holds (None: none); publish fills it from the
+    compile records that attest today's sources."""

@@ -18,7 +18,8 @@ import math
 import re
 from pathlib import Path
 
-from tileproof.records.errors import TileproofError
+from tileproof.records.errors import InputRefused, TileproofError
+from tileproof.records.safe_read import read_text
 
 TABLE_FILE = Path("kernels/tolerances.py")
 """The table, relative to the repository root."""
@@ -62,7 +63,7 @@ def load_table(repo_root: Path) -> Table:
     path = Path(repo_root) / TABLE_FILE
     if not path.is_file():
         raise ToleranceTableError(f"{path}: not found (the tolerance table must exist before the C++ header)")
-    return parse_table(path.read_text(encoding="utf-8"), path)
+    return parse_table(_source(Path(repo_root)), path)
 
 
 def parse_table(text: str, path: Path | str = TABLE_FILE) -> Table:
@@ -71,10 +72,11 @@ def parse_table(text: str, path: Path | str = TABLE_FILE) -> Table:
     path = Path(path)
     try:
         tree = ast.parse(text, filename=str(path))
-    except (SyntaxError, ValueError) as exc:
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:  # the last two: nesting past the parser
         line = getattr(exc, "lineno", None)
         where = f"{path}:{line}" if line else f"{path}"
-        raise ToleranceTableError(f"{where}: not valid Python ({exc}) (fix: correct the syntax)") from None
+        problem = exc or type(exc).__name__  # MemoryError and RecursionError say nothing themselves
+        raise ToleranceTableError(f"{where}: not valid Python ({problem}) (fix: correct the syntax)") from None
     node = _table_node(path, tree)
     if not isinstance(node, ast.Dict) or not node.keys:
         raise ToleranceTableError(
@@ -102,6 +104,14 @@ def entry_digest(name: str, rtol: float, atol: float) -> str:
 def entry_digests(table: Table, names) -> dict[str, str]:
     """check name → ``entry_digest`` for each of ``names`` that the table has (sorted by name)."""
     return {n: entry_digest(n, *table[n]) for n in sorted(set(names)) if n in table}
+
+
+def _source(repo_root: Path) -> str:
+    """The table's text through ``safe_read`` (a regular file inside the repository, at most 1 MiB, UTF-8)."""
+    try:
+        return read_text(repo_root, TABLE_FILE, "tolerances")
+    except InputRefused as exc:
+        raise ToleranceTableError(str(exc)) from None
 
 
 def _table_node(path: Path, tree: ast.Module) -> ast.expr:

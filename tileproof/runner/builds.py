@@ -16,7 +16,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from tileproof.records import store
-from tileproof.records.generated import COMMAND, make_current
+from tileproof.records.tolerances import HEADER_FILE, REGENERATE, TABLE_FILE, load_table, render_cpp_header
 from tileproof.records.models import BuildResult, CompileRecord, Step
 from tileproof.records.signing import Signer
 from tileproof.records.store import (
@@ -92,10 +92,17 @@ def failure_lines(root: Path, result: BuildResult) -> list[str]:
     return out
 
 
-def make_generated_current(root: Path) -> None:
-    """Rewrite every stale generated file (nvcc reads cpp/tolerances.h: never build against a stale one)."""
-    for rel in make_current(root, present_only=True):
-        print(f"compile: regenerated {rel} from its source ({COMMAND} does the same)", flush=True)
+def make_header_current(root: Path) -> None:
+    """Rewrite cpp/tolerances.h when it is stale (nvcc reads it: never build against a stale one); the
+    ``compile`` command makes every generated file current first (``authoring.generated``)."""
+    table, header = Path(root) / TABLE_FILE, Path(root) / HEADER_FILE
+    if not table.is_file() or not header.parent.is_dir():
+        return
+    text = render_cpp_header(load_table(root))
+    if not header.is_file() or header.read_text(encoding="utf-8") != text:
+        store.write_atomic(header, text)
+        print(f"compile: regenerated {HEADER_FILE.as_posix()} from {TABLE_FILE.as_posix()} "
+              f"({REGENERATE} does the same)", flush=True)
 
 
 def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
@@ -113,7 +120,7 @@ def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Pat
 
 def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
                     workers: int, signer: Signer | None) -> CompileRecord | None:
-    make_generated_current(root)
+    make_header_current(root)
     jobs = plan(root, tools, targets, cpp, py)
     run_id = new_run_id("compile")
     env = child_env(path_dirs=tools.path_dirs())

@@ -2,8 +2,8 @@
 models, ``cpp/tolerances.h`` from the tolerance table (``kernels/tolerances.py``) and the
 front-matter reference in ``AUTHORING.md`` from ``LessonFront`` (``records.guide``).
 
-``tileproof schema`` (``nox -s schema``) writes them; ``compile`` makes them current before any
-compiler runs; ``tileproof check`` and the tests report each stale one in one line.
+``tileproof schema`` (``nox -s schema``) writes them; the ``compile`` command makes them current
+before any compiler runs (and ``runner.builds`` the header, for builds ``run`` starts itself); ``tileproof check`` and the tests report each stale one in one line.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from pathlib import Path
 from pydantic.json_schema import GenerateJsonSchema
 
 from tileproof.records import guide, models, registry, signing
+from tileproof.report import summary
 from tileproof.records.store import write_atomic
 from tileproof.records.tolerances import HEADER_FILE, REGENERATE, TABLE_FILE, load_table, render_cpp_header
 
 SCHEMAS = {
     f"compile-record.v{models.SCHEMA_VERSION}.schema.json": models.CompileRecord,
-    f"run-record.v{models.RUN_SCHEMA_VERSION}.schema.json": models.RunRecord,  # reads v1 too
+    f"run-record.v{models.SCHEMA_VERSION}.schema.json": models.RunRecord,
     f"session-record.v{models.SCHEMA_VERSION}.schema.json": models.SessionRecord,
     f"bench-record.v{models.SCHEMA_VERSION}.schema.json": models.BenchRecord,
     f"claims-record.v{models.CLAIMS_SCHEMA_VERSION}.schema.json": models.ClaimsRecord,  # reads v1 too
@@ -28,6 +29,7 @@ SCHEMAS = {
     f"runner-registry.v{registry.REGISTRY_VERSION}.schema.json": registry.RunnerRegistry,
     "signed-record.v1.schema.json": signing.Envelope,
     "record-statement.v1.schema.json": signing.Statement,
+    f"audit-summary.v{summary.SUMMARY_VERSION}.schema.json": summary.AuditSummary,
 }
 CPP_HEADER = HEADER_FILE
 ID_PREFIX = "urn:tileproof:schema:"
