@@ -192,7 +192,7 @@ def audit(session):
 
 @nox.session(python=False, requires=["light"])
 def schema(session):
-    """Regenerate schema/ and cpp/tolerances.h from their single sources."""
+    """Regenerate schema/, cpp/tolerances.h and AUTHORING.md's front-matter reference from their sources."""
     light_tileproof(session, "schema")
 
 
@@ -208,6 +208,12 @@ def lint_kernels(session):
     light_tileproof(session, "lint-kernels")
 
 
+@nox.session(name="new-lesson", default=False, python=False, requires=["light"])
+def new_lesson(session):
+    """Scaffold a draft lesson: ``nox -s new-lesson -- ID [--python NAME] [--cpp NAME]`` (AUTHORING.md)."""
+    light_tileproof(session, "new-lesson")
+
+
 @nox.session
 def fleet(session):
     """Lessons x GPU kinds through Slurm or CI runners, merged (nox -s fleet -- submit --cluster FILE --wait)."""
@@ -220,6 +226,7 @@ def tests(session):
     """Run the test suite (CPU only; GPU tests skip with a reason)."""
     install(session, "-e", ".[toolchain,test,record]")
     session.run("python", "-m", "tileproof", "lint-kernels")
+    session.run("python", "-m", "tileproof", "check")
     session.run("python", "-m", "pytest", *session.posargs)
 
 

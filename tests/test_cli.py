@@ -24,6 +24,8 @@ OPTIONS = {
     "keygen": ["--key", "--owner", "--may-sign", "--root"],
     "verify": ["--root"],
     "fleet": ["submit", "task", "finish", "show", "collect", "merge"],
+    "check": ["--root"],
+    "new-lesson": ["--python", "--cpp", "--title", "--root", "ID"],
 }
 """Options each command's --help must list (a hand-written list, not read from the parsers)."""
 

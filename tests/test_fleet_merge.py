@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tileproof.fleet import matrix as mx
-from tileproof.fleet.merge import MergeConflict, Source, merge, plan_merge
-from tileproof.fleet.plan import make_plan, SUBMITTED_FILE, Submitted, ArrayResult
-from tileproof.fleet.cluster import Cluster, GpuKind
 from tileproof.fleet import tasks
+from tileproof.fleet.cluster import Cluster, GpuKind
+from tileproof.fleet.merge import MergeConflict, Source, merge, plan_merge
+from tileproof.fleet.plan import SUBMITTED_FILE, ArrayResult, Submitted, make_plan
 from tileproof.records.errors import TileproofError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -446,8 +446,11 @@ def test_seed_from_environment_and_flag(monkeypatch):
 
 # --------------------------------------------------------------------------- tolerance table
 
+import discovered  # noqa: E402
+
 REQUIRED_CHECKS = {"matmul", "softmax", "fused", "online_softmax", "vector_add",
                    "tile_max_native", "tile_sum_via_scan", "tile_sum_native"}
+REQUIRED_CHECKS |= {c for checks in discovered.program_checks().values() for c in checks}  # and every new one
 
 
 def test_tolerance_table_has_every_check_with_sane_bounds():

@@ -5,6 +5,7 @@ import json
 import math
 import re
 
+import discovered
 import pytest
 
 from tileproof.records import lessons, store
@@ -12,7 +13,7 @@ from tileproof.records.errors import RecordError
 from tileproof.records.models import Hardware, ResUsage
 from tileproof.records.tolerances import load_table
 
-LESSON_IDS = ["day79-cutile", "tile-reduction-spike"]
+LESSON_IDS = discovered.lesson_ids()
 
 
 def test_repo_lessons_load_and_drafts_claim_nothing(repo_root):

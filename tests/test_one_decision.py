@@ -22,7 +22,13 @@ import yaml
 from tileproof.__main__ import main
 from tileproof.gather.tree import Tree
 from tileproof.records import lessons, store
-from tileproof.records.models import CLAIMS_SCHEMA_VERSION, ClaimResult, ClaimsRecord, ProbeKind, RunRecord
+from tileproof.records.models import (
+    CLAIMS_SCHEMA_VERSION,
+    ClaimResult,
+    ClaimsRecord,
+    ProbeKind,
+    RunRecord,
+)
 
 LESSON = "day79-cutile"
 PROGRAM = "kernels/tile_matmul_softmax.py"

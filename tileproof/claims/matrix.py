@@ -29,8 +29,19 @@ from pathlib import Path
 
 from tileproof.claims.core import claims_records
 from tileproof.claims.spec import load_all
-from tileproof.judge.claim_verdicts import DECISIVE, Release, by_release, fold, release_of
-from tileproof.records.models import ClaimResult, ClaimResultV1, ClaimsRecord, ClaimVerdictName
+from tileproof.judge.claim_verdicts import (
+    DECISIVE,
+    Release,
+    by_release,
+    fold,
+    release_of,
+)
+from tileproof.records.models import (
+    ClaimResult,
+    ClaimResultV1,
+    ClaimsRecord,
+    ClaimVerdictName,
+)
 
 __all__ = ["Cell", "Matrix", "Release", "by_release", "claim_matrix", "holds_text", "lines", "release_of",
            "status_lines"]

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from tileproof.fleet import jobs, sbatch, tasks
-from tileproof.fleet import plan as fplan
 from tileproof.fleet import matrix as mx
+from tileproof.fleet import plan as fplan
 from tileproof.fleet.cluster import load_cluster
 from tileproof.fleet.merge import Source, merge
 from tileproof.records import lessons, store

@@ -15,10 +15,16 @@ from collections import Counter
 from pathlib import Path
 
 from tileproof.fleet import devices
-from tileproof.records import lessons
+from tileproof.records import lessons, tolerances
 from tileproof.records.capability import sm_of
 from tileproof.records.errors import TileproofError
-from tileproof.records.models import RUN_VERSION, FileDigest, RunRecord, RunVerdict, SessionRecord
+from tileproof.records.models import (
+    RUN_VERSION,
+    FileDigest,
+    RunRecord,
+    RunVerdict,
+    SessionRecord,
+)
 from tileproof.records.parsers import parse_gpu_query
 from tileproof.records.signing import signer_from_env
 from tileproof.records.store import (
@@ -42,7 +48,8 @@ from tileproof.runner.execute import Outcome, run_program
 from tileproof.runner.julia import Absent, run_julia_program
 from tileproof.runner.locate import compile_records, find_binary
 from tileproof.runner.process import add_output_cap, install_signal_handlers, output_cap
-from tileproof.toolchain.build import DEFAULT_TARGETS, dependencies, julia_programs, programs
+from tileproof.toolchain.build import DEFAULT_TARGETS, julia_programs, programs
+from tileproof.toolchain.uses import run_sources
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,6 +107,12 @@ def lessons_of(all_lessons: dict[str, lessons.Lesson]) -> dict[str, list[str]]:
     return by_program
 
 
+def checks_of(program: str, report, in_lessons: list[lessons.Lesson]) -> set[str]:
+    """The check names a run used: its report's, and those its lessons list for the program."""
+    names = {c.name for c in report.checks} if report is not None else set()
+    return names | {c for lesson in in_lessons for p in lesson.front.programs if p.path == program for c in p.checks}
+
+
 def program_argv(root: Path, program: Path, binaries: dict, target: str) -> tuple[list[str], FileDigest | None]:
     """How to start a program, and the executable it attests (C++ only)."""
     if program.suffix != ".cu":  # (a .jl program is started by runner.julia, never from here)
@@ -150,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
     session_env = environment(root, session_id, gpu, frozen, toolchain, env)
     git, host = git_state(root), host_facts()
     by_program = lessons_of(all_lessons)
+    table = tolerances.load_table(root)
     run_ids: list[str] = []
     counts: Counter[str] = Counter()
     cut = redacted = 0
@@ -167,11 +181,13 @@ def run(args: argparse.Namespace) -> int:
             verdict, reason = "error", (f"nvidia-smi says compute capability {gpu.gpu.compute_capability}, "
                                         f"the CUDA runtime says {gpu.gpu.runtime_compute_capability}")
         lesson_files = [root / "lessons" / f"{i}.md" for i in in_lessons]
+        used = checks_of(rel, report, [all_lessons[i] for i in in_lessons])
         write_record(root, RunRecord(
             **header(run_id, git, host), kind="run", run_version=RUN_VERSION,
             environment=session_env, program=rel, lessons=in_lessons,
             lesson_programs={i: lessons.program_list_digest(all_lessons[i].front) for i in in_lessons},
-            sources=[digest(root, p) for p in [*dependencies(program), *lesson_files]], binary=binary,
+            sources=[digest(root, p) for p in [*run_sources(root, program), *lesson_files]],
+            tolerances=tolerances.entry_digests(table, used), binary=binary,
             step=outcome.step, report=report, report_file=report_file, verdict=verdict, reason=reason,
         ), signer)
         run_ids.append(run_id)

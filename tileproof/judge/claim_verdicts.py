@@ -34,7 +34,13 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, NamedTuple
 
 from tileproof.judge import trust
-from tileproof.records.models import ClaimResult, ClaimResultV1, ClaimsRecord, Toolchain, Transcript
+from tileproof.records.models import (
+    ClaimResult,
+    ClaimResultV1,
+    ClaimsRecord,
+    Toolchain,
+    Transcript,
+)
 
 DECISIVE = ("confirmed", "refuted")
 

@@ -13,7 +13,14 @@ from pathlib import Path
 from tileproof.judge.audit.result import AuditResult
 from tileproof.judge.perf_claims import ClaimDecision
 from tileproof.report import svg
-from tileproof.report.bench_view import REGRESSION, BarChart, BenchView, HistorySeries, bench_views, history
+from tileproof.report.bench_view import (
+    REGRESSION,
+    BarChart,
+    BenchView,
+    HistorySeries,
+    bench_views,
+    history,
+)
 from tileproof.report.markup import a, badge, e, link, md, mdlink
 
 

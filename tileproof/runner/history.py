@@ -96,6 +96,34 @@ def at_commits(root: Path, commits: Iterable[str], pairs: Iterable[tuple[str, st
     if missing is not None:
         return missing
     queries = [f"{c}^{{commit}}" for c in commits] + [f"{c}:{p}" for c, p in pairs]
+    answers = _cat_file(root, queries)
+    return AtCommits(known={c: answers[i] is not None for i, c in enumerate(commits)},
+                     sha256={cp: None if data is None else hashlib.sha256(data).hexdigest()
+                             for cp, data in zip(pairs, answers[len(commits):])})
+
+
+def versions(root: Path, path: str) -> dict[str, bytes] | NoHistory:
+    """Every committed version of ``path`` reachable from HEAD, by the sha256 of its content (one
+    ``git log`` and one ``git cat-file --batch``): how a record's whole-file digest of the tolerance
+    table is read back as the table it attests."""
+    missing = _no_history(Path(root))
+    if missing is not None:
+        return missing
+    log = _git(root, "log", "--format=%H", "--no-renames", "--", path)
+    if log.returncode != 0:
+        return {}
+    commits = log.stdout.decode().split()
+    found: dict[str, bytes] = {}
+    for data in _cat_file(root, [f"{c}:{path}" for c in commits]):
+        if data is not None:
+            found.setdefault(hashlib.sha256(data).hexdigest(), data)
+    return found
+
+
+def _cat_file(root: Path, queries: list[str]) -> list[bytes | None]:
+    """``git cat-file --batch`` over ``queries``: each object's content, or None when missing."""
+    if not queries:
+        return []
     out = subprocess.run(["git", "-C", str(root), "cat-file", "--batch"], check=False,
                          input="".join(q + "\n" for q in queries).encode(), capture_output=True, timeout=300).stdout
     answers: list[bytes | None] = []
@@ -113,6 +141,4 @@ def at_commits(root: Path, commits: Iterable[str], pairs: Iterable[tuple[str, st
             at += size + 1
         else:
             answers.append(None)
-    return AtCommits(known={c: answers[i] is not None for i, c in enumerate(commits)},
-                     sha256={cp: None if data is None else hashlib.sha256(data).hexdigest()
-                             for cp, data in zip(pairs, answers[len(commits):])})
+    return answers

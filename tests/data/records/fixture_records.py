@@ -91,8 +91,9 @@ def run_record(*, n: int, program: str, front: LessonFront | None, sources: dict
                runtime_cc: str | None = "same", report_cc: str | None = "same", verdict: str = "passed",
                exit_code: int | None = None, tc: Toolchain | None = None, toolchain_env: str = "clean",
                lesson_programs: dict[str, str] | None = None, binary: FileDigest | None = None,
-               seal: bool = True) -> RunRecord:
-    """One sealed FIXTURE run record (n orders records in time: larger is newer)."""
+               seal: bool = True, tolerances: dict[str, str] | None = None) -> RunRecord:
+    """One sealed FIXTURE run record (n orders records in time: larger is newer); run_version 3
+    (entries attested one by one) when ``tolerances`` is given, else run_version 1."""
     run_id = f"{PREFIX}{(T0 + timedelta(minutes=n)).strftime('%Y%m%dT%H%M%SZ')}-run-{n:08x}"
     created = T0 + timedelta(minutes=n)
     facts = None
@@ -115,7 +116,8 @@ def run_record(*, n: int, program: str, front: LessonFront | None, sources: dict
         exit_code = 0 if verdict == "passed" else 1
     out = transcript(f"evidence/{run_id}/run.stdout.txt", "FIXTURE\n")
     rec = RunRecord(
-        schema_version=1, kind="run", run_id=run_id, created=created, tileproof_version="0.1.0",
+        schema_version=1, run_version=1 if tolerances is None else 3, kind="run", run_id=run_id, created=created,
+        tileproof_version="0.1.0", tolerances=tolerances or {},
         git=GitState(commit=COMMIT, dirty=False),
         host=HostFacts(system="fixture", release="fixture", machine="x86_64", python="3.11.7", cpu_count=16),
         environment=Environment(
