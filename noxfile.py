@@ -14,6 +14,8 @@ nox.options.sessions = ["compile", "tests"]
 
 HAS_GPU = shutil.which("nvidia-smi") is not None
 TOOLCHAIN = ".[toolchain]"
+RUFF_PATHS = ["tileproof", "tests", "noxfile.py", "kernels"]
+"""What ruff checks (kernels/ is checked, never fixed: see pyproject.toml [tool.ruff])."""
 
 
 def install(session, *reqs):
@@ -146,7 +148,13 @@ def lint_kernels(session):
 
 @nox.session
 def tests(session):
-    """Run the test suite (CPU only; GPU tests skip with a reason)."""
+    """Run the test suite (CPU only; GPU tests skip with a reason), mypy and ruff.
+
+    The import contract (pyproject.toml [tool.importlinter]) runs inside the suite,
+    in tests/test_architecture.py. mypy and ruff read their settings from pyproject.toml.
+    """
     install(session, "-e", ".[toolchain,test]")
+    session.run("python", "-m", "mypy")
+    session.run("python", "-m", "ruff", "check", *RUFF_PATHS)
     session.run("python", "-m", "tileproof", "lint-kernels")
     session.run("python", "-m", "pytest", *session.posargs)

@@ -21,7 +21,7 @@ from tileproof.gather import audit_scan
 from tileproof.gather.audit_scan import Helper, paused_gc, read
 from tileproof.gather.tree import Tree
 from tileproof.judge import trust
-from tileproof.judge.audit import registry
+from tileproof.judge.audit import registry, rules
 from tileproof.judge.audit.result import AuditResult, Finding, LessonAudit
 from tileproof.judge.audit.rules import evidence, files, sessions
 from tileproof.judge.audit.rules import lessons as lesson_rules
@@ -38,7 +38,7 @@ from tileproof.records.registry import (
     load_registry,
 )
 
-RULES = registry.load()
+RULES = rules.load()
 LESSONS = "lessons"
 REPORT_MD = "AUDIT.md"
 REPORT_HTML = "audit.html"
