@@ -119,6 +119,7 @@ def survey(root: Path, run_id: str, device: int = 0, need_gpu: bool = True, gpu_
     except ToolchainError as e:
         tools, no_nvcc = None, "no nvcc on this machine"
         detail = str(e)
+    header: Path | None
     if tools is not None:
         header = header_path(tools)
         toolchain = tools.facts
@@ -134,6 +135,7 @@ def survey(root: Path, run_id: str, device: int = 0, need_gpu: bool = True, gpu_
         "cuda-tile": _version("cuda-tile"),
         "nvidia-cuda-crt": _version("nvidia-cuda-crt"),
     }
+    no_gpu: str | None
     gpu, smi, smi_q, no_gpu = None, None, None, "no GPU probe selected"
     if need_gpu:
         probe = gpu_facts(root, run_id, device)
@@ -479,12 +481,14 @@ def _gpu(here: Here, name, check, expected, folder):
     not_here = _gpu_ready(here, check.needs)
     steps: list[Step] = []
     if src.suffix == ".cu":
-        target = sm_of(here.gpu.compute_capability) if not_here is None else here.gpu_arch
+        # _gpu_ready returns None only where here.gpu is set.
+        target = sm_of(here.gpu.compute_capability) if not_here is None and here.gpu else here.gpu_arch
         binary, steps, problem, built_by = _cpp_binary(here, name, src, target)
         if problem is not None:
             outcome, why = problem
             return outcome, why, steps, None
-        if not_here:
+        assert binary is not None, "_cpp_binary gives a binary whenever it reports no problem"
+        if not_here or here.gpu is None:
             return "unverifiable", f"{not_here} (built {binary.relative_to(here.root)} for {target})", steps, None
         argv = [str(binary), *check.args]
         chain = (f"nvcc {built_by or 'unknown'}{'' if steps else ' (prebuilt)'}, {here.gpu.name} "

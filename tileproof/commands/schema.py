@@ -11,10 +11,12 @@ import argparse
 import json
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from tileproof.records import models, registry, signing, store
 from tileproof.records.tolerances import load_table, render_cpp_header
 
-SCHEMAS = {
+SCHEMAS: dict[str, type[BaseModel]] = {
     f"compile-record.v{models.SCHEMA_VERSION}.schema.json": models.CompileRecord,
     f"run-record.v{models.SCHEMA_VERSION}.schema.json": models.RunRecord,
     f"session-record.v{models.SCHEMA_VERSION}.schema.json": models.SessionRecord,

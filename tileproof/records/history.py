@@ -77,7 +77,11 @@ class HistoryReport:
     findings: tuple[HistoryFinding, ...] = field(default_factory=tuple)
 
 
-def blob_id(data: bytes, object_format: Literal["sha1", "sha256"] = "sha1") -> str:
+ObjectFormat = Literal["sha1", "sha256"]
+"""The object formats git has (``git rev-parse --show-object-format``)."""
+
+
+def blob_id(data: bytes, object_format: ObjectFormat = "sha1") -> str:
     """Git's object id of a file with these bytes (``git hash-object``), computed in process."""
     return hashlib.new(object_format, b"blob %d\0" % len(data) + data).hexdigest()
 

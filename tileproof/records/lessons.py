@@ -167,8 +167,8 @@ def _problems(path: Path, front: LessonFront):
         if key in seen:
             yield f"results.{i}", f"{row.program} {row.check} has two rows", "keep one"
         seen.add(key)
-    for prog, check in sorted(wanted - seen):
-        yield "results", f"no row for {prog} {check}", "add a results row for every program check"
+    for program, check in sorted(wanted - seen):
+        yield "results", f"no row for {program} {check}", "add a results row for every program check"
     claim_ids = [c.id for c in front.performance]
     for i, claim in enumerate(front.performance):
         pp = PurePosixPath(claim.program)
@@ -297,7 +297,7 @@ def front_values(front: LessonFront) -> dict[str, Any]:
     """The publish-owned keys as plain data (optional-row fields only where used)."""
     rows = []
     for row in front.results:
-        d = {"program": row.program, "check": row.check, "bound": row.bound}
+        d: dict[str, Any] = {"program": row.program, "check": row.check, "bound": row.bound}
         if row.optional:
             d.update(optional=True, hardware=row.hardware)
         d.update(result=row.result, run_id=row.run_id)

@@ -43,8 +43,11 @@ from tileproof.records.errors import RecordError
 REGISTRY = Path("lessons") / "runners.yaml"
 REGISTRY_VERSION = 1
 
-RecordKind = Literal[tuple(typing.get_args(c.model_fields["kind"].annotation)[0]
-                           for c in typing.get_args(typing.get_args(models.Record)[0]))]
+if typing.TYPE_CHECKING:
+    RecordKind = str  # built from the models at run time, which a type checker cannot follow
+else:
+    RecordKind = Literal[tuple(typing.get_args(c.model_fields["kind"].annotation)[0]
+                               for c in typing.get_args(typing.get_args(models.Record)[0]))]
 """Every record kind (``compile``, ``run``, ``session``, ``bench``, ``claims``), from the models."""
 RUNNER_KINDS: tuple[str, ...] = typing.get_args(RecordKind)
 
@@ -142,7 +145,7 @@ def verify(envelope: signing.Envelope | None, statement: signing.Statement | Non
            registry: RunnerRegistry) -> Verification:
     """The record's trust. ``envelope`` and ``statement`` are None for a plain record;
     ``record`` is the validated predicate (its ``kind``, ``created`` and digests count)."""
-    if envelope is None or not envelope.signatures:
+    if envelope is None or statement is None or not envelope.signatures:  # the two come together
         return UNSIGNED
     message = signing.pae(envelope.payloadType, signing.payload_bytes(envelope))
     failures: dict[Trust, Verification] = {}

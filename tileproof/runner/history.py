@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import cast, get_args
 
 from tileproof.records.history import (
     REGENERATED,
@@ -20,6 +21,7 @@ from tileproof.records.history import (
     GitHistory,
     HistoryReport,
     NoHistory,
+    ObjectFormat,
     blob_id,
     check,
 )
@@ -39,7 +41,10 @@ def read(root: Path) -> GitHistory | NoHistory:
         return NoHistory(f"{root} is not a git checkout")
     if _git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == b"true":
         return NoHistory("a shallow clone (fix: git fetch --unshallow)")
-    fmt = _git(root, "rev-parse", "--show-object-format").stdout.strip().decode() or "sha1"
+    named = _git(root, "rev-parse", "--show-object-format").stdout.strip().decode() or "sha1"
+    if named not in get_args(ObjectFormat):
+        return NoHistory(f"git names an object format tileproof does not know: {named!r}")
+    fmt = cast(ObjectFormat, named)
     if _git(root, "rev-parse", "--verify", "-q", "HEAD").returncode != 0:
         return GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
     log = _git(root, "-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev",

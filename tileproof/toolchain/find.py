@@ -243,7 +243,8 @@ def runtime_tools(nvcc_version: str | None, version_text: VersionText, env: dict
     pip = pip_bin()
     packages = package_versions()
     pip_ok = pip is not None and len({major_minor(packages.get(p)) for p in PACKAGES[:3]}) == 1
-    tileiras = pip / "tileiras" if pip_ok else (Path(w).resolve() if (w := shutil.which("tileiras", path=env.get("PATH"))) else None)
+    on_path = shutil.which("tileiras", path=env.get("PATH"))
+    tileiras = pip / "tileiras" if pip is not None and pip_ok else (Path(on_path).resolve() if on_path else None)
     base = tileiras.parent if tileiras else None
     ptxas = base / "ptxas" if base and (base / "ptxas").exists() else None
     nvvm = base.parent / "lib" / "libnvvm.so.4" if base else None
