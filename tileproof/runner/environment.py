@@ -20,6 +20,8 @@ CHILD_ENV = (
     "CUDA_TILE_CACHE_DIR", "CUDA_TILE_DISABLE_CACHE", "CUDA_TILE_LOGS", "CUDA_TILE_TEMP_DIR",
     "CUDA_TILE_ENABLE_CRASH_DUMP", "CUDA_TILE_COMPILER_TIMEOUT_SEC",
     "CUPY_CACHE_DIR", "TILEPROOF_SEED", "TILEPROOF_OUTPUT_CAP",
+    # Shared GPU hosts switch NVLink multicast off through these; a child must keep them.
+    "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
 )
 """Names a child may inherit (README, "The programs"); a lesson adds more with ``env:``."""
 
