@@ -86,7 +86,6 @@ def release_requirements(release):
     which pins a CUDA range of its own) are dropped.
     """
     import tomllib
-
     from packaging.requirements import Requirement
 
     with open("pyproject.toml", "rb") as f:

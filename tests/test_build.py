@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tileproof.runner.builds import compile_programs
 from tileproof.records.errors import TileproofError
-from tileproof.toolchain import build
+from tileproof.runner.builds import compile_programs
 from tileproof.runner.capture import tools as discover
+from tileproof.toolchain import build
 
 DATA = Path(__file__).parent / "data" / "nvcc"
 REPO = Path(__file__).resolve().parents[1]

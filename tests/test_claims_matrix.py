@@ -119,7 +119,7 @@ def test_a_column_with_records_of_two_cuda_tile_versions_says_so():
 
 def _cells(*verdicts: str | None) -> tuple[dict, list[Release]]:
     releases = [Release(13, n) for n in range(3, 3 + len(verdicts))]
-    row = {r: matrix.Cell(_result("c", v, "-"), "run") for r, v in zip(releases, verdicts) if v is not None}
+    row = {r: matrix.Cell(_result("c", v, "-"), "run") for r, v in zip(releases, verdicts, strict=True) if v is not None}
     return row, releases
 
 

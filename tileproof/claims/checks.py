@@ -172,7 +172,7 @@ def _pip_header() -> Path | None:
 
 
 def varied_nvcc_argv(nvcc: Path, source: Path, target: str, out: Path, tilefatbin: bool = False,
-                     change: "FlagChange | None" = None) -> list[str]:
+                     change: FlagChange | None = None) -> list[str]:
     """THE nvcc command (``build.nvcc_argv``) with the one change a wrong-flag claim is about.
 
     Dropped and replaced flags must be in the command: a claim cannot vary a flag the
@@ -246,7 +246,7 @@ def _ran(step: Step, text: str) -> str | None:
     return None
 
 
-def judge_compile(step: Step, text: str, expected: "Expected", lang: str) -> tuple[ProbeOutcome, str]:
+def judge_compile(step: Step, text: str, expected: Expected, lang: str) -> tuple[ProbeOutcome, str]:
     """A compile step against what the document says it does."""
     broken = _ran(step, text)
     if broken:

@@ -193,7 +193,7 @@ def lines(matrix: Matrix, claims: list[Key], documents: list[str] | None = None)
         rows.append([*key, *(SHORT[row[r].verdict] if r in row else "-" for r in matrix.releases),
                      matrix.holds(*key) + ("  (no longer in its claims file)" if key in gone else "")])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    out = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     for release, versions in matrix.cuda_tile.items():
         if len(versions) > 1:
             out.append(f"{release}: records of cuda-tile {', '.join(versions)} share this column "

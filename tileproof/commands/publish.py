@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate

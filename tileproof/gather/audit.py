@@ -10,10 +10,12 @@ counts, exactly as for ``status`` and ``publish``. It writes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -93,10 +95,8 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
                 verified[name] = loaded.verification
             except RecordError as e:
                 add(Finding(file, files.SCHEMA, f"{e.field + ': ' if e.field else ''}{e.problem}"))
-                try:
+                with contextlib.suppress(ValueError):  # not JSON: the schema finding says so
                     raw_refs.update(evidence.raw_transcript_paths(json.loads(data)))
-                except ValueError:
-                    pass
                 continue
         for rule_id, reason in files.name_issues(name, rec.run_id):
             add(Finding(file, rule_id, reason))

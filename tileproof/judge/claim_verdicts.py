@@ -16,8 +16,9 @@ the digests of its snippets in ``today`` (path → sha256, None when gone).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, NamedTuple
+from typing import NamedTuple
 
 from tileproof.judge import trust
 from tileproof.records.models import ClaimResult, ClaimsRecord, Transcript

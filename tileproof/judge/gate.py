@@ -38,8 +38,9 @@ counts only through what it and its transcripts say.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Literal, Mapping, NamedTuple
+from typing import Literal, NamedTuple
 
 from tileproof.judge import trust
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday, RefutedClaim

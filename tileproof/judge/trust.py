@@ -15,7 +15,8 @@ they all ask ``admits``/``split`` here.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from tileproof.records.registry import Trust, Verification
 from tileproof.records.store import Examined, examine

@@ -12,8 +12,9 @@ shallow clone) is ``no-history``: it could not be checked, which is never a pass
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Mapping
+from typing import Literal
 
 WATCHED = ("runs", "evidence")
 """Top-level folders whose committed files never change."""

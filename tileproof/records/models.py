@@ -9,7 +9,7 @@ carries ``schema_version``; readers check it before anything else (see
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -44,7 +44,7 @@ BuildVerdict = Literal["built", "failed", "refused"]
 """``refused``: the build exited 0 but cannot be used (e.g. no tile code)."""
 
 NonFinite = Literal["nan", "inf", "-inf"]
-Number = Union[float, NonFinite]
+Number = float | NonFinite
 """A float as the programs write it: non-finite values are strings (valid JSON)."""
 
 
@@ -176,7 +176,7 @@ class Toolchain(Model):
     """One per mismatch or hazard found (text only in version 1)."""
 
     @model_validator(mode="after")
-    def _typed_in_v2(self) -> "Toolchain":
+    def _typed_in_v2(self) -> Toolchain:
         if self.version >= 2 and any(isinstance(p, str) for p in self.problems):
             raise ValueError("toolchain version 2 holds problems as {kind, subject, detail}, not text")
         if self.version == 1 and any(isinstance(p, ToolchainProblem) for p in self.problems):
@@ -525,7 +525,7 @@ class ClaimsRecord(RecordBase):
     results: list[ClaimResult] | list[ClaimResultV1]
 
     @model_validator(mode="after")
-    def _results_fit_version(self) -> "ClaimsRecord":
+    def _results_fit_version(self) -> ClaimsRecord:
         want = ClaimResult if self.schema_version == CLAIMS_SCHEMA_VERSION else ClaimResultV1
         if not all(type(r) is want for r in self.results):
             raise ValueError(f"schema_version {self.schema_version} claims records hold "
@@ -534,7 +534,7 @@ class ClaimsRecord(RecordBase):
 
 
 Record = Annotated[
-    Union[CompileRecord, RunRecord, SessionRecord, BenchRecord, ClaimsRecord], Field(discriminator="kind")
+    CompileRecord | RunRecord | SessionRecord | BenchRecord | ClaimsRecord, Field(discriminator="kind")
 ]
 
 

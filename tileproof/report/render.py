@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from tileproof.judge.audit.rules import load as load_rules
 from tileproof.judge.audit.result import AuditResult
+from tileproof.judge.audit.rules import load as load_rules
 from tileproof.records.capability import cc_of, cc_tuple
 from tileproof.records.models import CompileRecord, Environment, RunRecord
 

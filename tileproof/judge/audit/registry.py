@@ -10,8 +10,8 @@ returning ``Issue``s. Every module in ``judge/audit/rules/`` is imported by
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from tileproof.judge.audit.result import Issue
 
@@ -44,9 +44,9 @@ class Context:
 
     known: set[str]
     """Run ids of every record that validated."""
-    query_rows: Callable[[object], "list[dict] | None"]
+    query_rows: Callable[[object], list[dict] | None]
     """A transcript → its nvidia-smi rows parsed, None when no trustworthy transcript."""
-    freeze: Callable[[object], "tuple[dict, set] | None"]
+    freeze: Callable[[object], tuple[dict, set] | None]
     """A transcript → (pip freeze parsed, unpinned names), None when no trustworthy transcript."""
     memo: dict = field(default_factory=dict)
     """For facts many records share (one environment per session): key → issues."""

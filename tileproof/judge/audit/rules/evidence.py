@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typing
 from collections import defaultdict
-from functools import lru_cache
-from typing import Iterator
+from collections.abc import Iterator
+from functools import cache
 
 from pydantic import BaseModel
 
@@ -54,7 +54,7 @@ def _collect(obj, where: str, out: list) -> None:
             _collect(item, f"{where}[{key}]", out)
 
 
-@lru_cache(maxsize=None)
+@cache
 
 
 def _transcript_fields(cls: type[BaseModel]) -> tuple[tuple[str, bool], ...]:
