@@ -119,7 +119,10 @@ def status(session):
 
 @nox.session
 def audit(session):
-    """Check every record, transcript and published lesson (reports only when asked: -- --report-dir DIR or --update-committed-report)."""
+    """Check every record, transcript and published lesson.
+
+    Reports are written only when asked: ``-- --report-dir DIR`` or ``--update-committed-report``.
+    """
     install(session, "-e", ".")
     tileproof(session, "audit")
 

@@ -23,7 +23,8 @@ COMMANDS = {
     "claims": ("tileproof.commands.claims", "check every claim of the shipped documents; claims record"),
     "schema": ("tileproof.commands.schema", "regenerate schema/ and cpp/tolerances.h"),
     "lint-kernels": ("tileproof.commands.lint", "static checks for known cuTile mistakes"),
-    "keygen": ("tileproof.commands.keygen", "make a runner's signing key outside the repository; print its registry entry"),
+    "keygen": ("tileproof.commands.keygen",
+               "make a runner's signing key outside the repository; print its registry entry"),
     "verify": ("tileproof.commands.verify", "every record's signature against lessons/runners.yaml, and git history"),
 }
 

@@ -84,7 +84,8 @@ class Here:
 
     def notes(self) -> list[str]:
         lines = [f"nvcc: {self.versions.get('nvcc') or 'none (' + (self.no_nvcc or '?') + ')'}; "
-                 f"tileiras {self.versions.get('tileiras') or 'none'}; cuda-tile {self.versions.get('cuda-tile') or 'none'}"]
+                 f"tileiras {self.versions.get('tileiras') or 'none'}; "
+                 f"cuda-tile {self.versions.get('cuda-tile') or 'none'}"]
         if self.gpu:
             lines.append(f"GPU: {self.gpu.name}, compute capability {self.gpu.compute_capability}, "
                          f"driver {self.gpu.driver_version}")
@@ -142,8 +143,9 @@ def survey(root: Path, run_id: str, device: int = 0, need_gpu: bool = True, gpu_
         gpu, smi, smi_q, no_gpu = probe.gpu, probe.smi, probe.smi_query, probe.no_gpu
     env = with_tileproof(env)
     gpu_env = dict(env, CUDA_VISIBLE_DEVICES=str(device), PYTHONUNBUFFERED="1")
-    here = Here(root=root, run_id=run_id, tools=tools, no_nvcc=no_nvcc, header=header if header and header.is_file() else None,
-                versions=versions, toolchain=toolchain, gpu=gpu, no_gpu=no_gpu, smi=smi, smi_query=smi_q, env=env, gpu_env=gpu_env,
+    here = Here(root=root, run_id=run_id, tools=tools, no_nvcc=no_nvcc,
+                header=header if header and header.is_file() else None, versions=versions, toolchain=toolchain,
+                gpu=gpu, no_gpu=no_gpu, smi=smi, smi_query=smi_q, env=env, gpu_env=gpu_env,
                 gpu_arch=gpu_arch, timeout=timeout)
     if tools is None:
         here._notes.append(f"C++ compile, header and res-usage checks are unverifiable here ({detail})")
@@ -341,7 +343,8 @@ def _header(here: Here, name, check, expected, folder):
         return "unverifiable", "no cuda_tile.h on this machine (no tile toolchain installed)", [], None
     chain = f"cuda_tile.h of CUDA {here.versions.get('nvidia-cuda-crt') or here.versions.get('nvcc')}"
     if check.match == "declaration":
-        step, text = _step(here, f"{name}.declared", [sys.executable, "-m", "tileproof.claims.checks", "declared", str(here.header)])
+        step, text = _step(here, f"{name}.declared",
+                           [sys.executable, "-m", "tileproof.claims.checks", "declared", str(here.header)])
         if step.exit_code != 0:
             return "error", f"listing declarations failed: {first_error(text, 'python')}", [step], chain
         lines: dict[str, list[str]] = {}
@@ -392,7 +395,8 @@ def _api(here: Here, name, check, expected, folder):
     else:
         default = info["parameters"][check.parameter]
         has = check.default is None or default == check.default
-        what = f"{check.symbol}: {check.parameter}" + (f" defaults to {default}" if default is not None else " has no default")
+        what = f"{check.symbol}: {check.parameter}" + (f" defaults to {default}" if default is not None
+                                                        else " has no default")
     ok = has if expected.outcome == "declares" else not has
     return ("as-stated" if ok else "contradicts"), what, [step], chain
 
@@ -406,8 +410,10 @@ def _res_usage(here: Here, name, check, expected, folder):
         argv = varied_nvcc_argv(here.tools.tool("nvcc"), src, check.target, out, check.tilefatbin, check.flags)
         build, text = _step(here, f"{name}.nvcc", argv)
         if build.exit_code != 0 or not out.exists():
-            return "error", _ran(build, text) or f"the build failed: {first_error(text, 'cpp')}", [build], here.nvcc_chain()
-        inspect_step, listing = _step(here, f"{name}.res-usage", [str(here.tools.tool("cuobjdump")), "-res-usage", str(out)])
+            why = _ran(build, text) or f"the build failed: {first_error(text, 'cpp')}"
+            return "error", why, [build], here.nvcc_chain()
+        inspect_step, listing = _step(here, f"{name}.res-usage",
+                                      [str(here.tools.tool("cuobjdump")), "-res-usage", str(out)])
     steps = [build, inspect_step]
     if inspect_step.exit_code != 0:
         return "error", f"cuobjdump failed: {first_error(listing, 'cpp')}", steps, here.nvcc_chain()
@@ -419,10 +425,12 @@ def _res_usage(here: Here, name, check, expected, folder):
             return "as-stated", f"no res-usage entry for {check.kernel} ({common})", steps, chain
         return "contradicts", f"{check.kernel}: REG {entry.registers}, SHARED {entry.shared_bytes} B", steps, chain
     if entry is None:
-        return "contradicts", f"no res-usage entry for {check.kernel}: the build holds no tile code for it", steps, chain
+        return ("contradicts", f"no res-usage entry for {check.kernel}: the build holds no tile code for it",
+                steps, chain)
     b = check.bounds
     parts = [f"REG {entry.registers}" + (f" (claim {b.registers[0]}..{b.registers[1]})" if b.registers else ""),
-             f"SHARED {entry.shared_bytes} B" + (f" (claim {b.shared_bytes[0]}..{b.shared_bytes[1]} B)" if b.shared_bytes else "")]
+             f"SHARED {entry.shared_bytes} B"
+             + (f" (claim {b.shared_bytes[0]}..{b.shared_bytes[1]} B)" if b.shared_bytes else "")]
     ok = within(entry.registers, b.registers) and within(entry.shared_bytes, b.shared_bytes)
     return ("as-stated" if ok else "contradicts"), f"{check.kernel}: {', '.join(parts)}", steps, chain
 

@@ -55,7 +55,8 @@ def run(args) -> int:
             if lesson.status == "draft":
                 print(lesson.summary())
         for path, kind in wanted:
-            text = render.render_markdown(result, path.parent) if kind == "md" else render.render_html(result, path.parent)
+            render_as = render.render_markdown if kind == "md" else render.render_html
+            text = render_as(result, path.parent)
             store.write_atomic(path, text)
     print(result.summary_line([p for p, _ in wanted]), file=sys.stderr if result.findings else sys.stdout)
     return 1 if result.findings else 0

@@ -438,8 +438,8 @@ def decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None
     """The publish decision for one lesson: one ``RowDecision`` per results row (from the run
     records in ``records``), one ``ClaimDecision`` per performance claim (from its bench records)
     and the refuted claims its document still asserts (from the claims records; ``today``: a ``Today``
-    for the claims file and its snippets' digests, a plain mapping when it has none). ``records``: ``store.Examined`` records
-    (plain ones are examined here)."""
+    for the claims file and its snippets' digests, a plain mapping when it has none).
+    ``records``: ``store.Examined`` records (plain ones are examined here)."""
     records = trust.examined(records)
     claims = today.claims if isinstance(today, Today) else NO_CLAIMS
     return Decision(front.id, tuple(decide_row(front, row, records, today, table, read_evidence)

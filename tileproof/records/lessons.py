@@ -143,8 +143,10 @@ def _problems(path: Path, front: LessonFront):
     paths = [p.path for p in front.programs]
     for i, prog in enumerate(front.programs):
         pp = PurePosixPath(prog.path)
-        if pp.is_absolute() or ".." in pp.parts or pp.parts[0] not in PROGRAM_DIRS or pp.suffix not in PROGRAM_SUFFIXES:
-            yield f"programs.{i}.path", f"'{prog.path}' is not a program under kernels/ (.py) or cpp/ (.cu)", "fix the path"
+        if pp.is_absolute() or ".." in pp.parts or pp.parts[0] not in PROGRAM_DIRS \
+                or pp.suffix not in PROGRAM_SUFFIXES:
+            yield f"programs.{i}.path", f"'{prog.path}' is not a program under kernels/ (.py) or cpp/ (.cu)", \
+                "fix the path"
         if paths.index(prog.path) != i:
             yield f"programs.{i}.path", f"'{prog.path}' is listed twice", "list each program once"
         if not prog.checks:
@@ -163,7 +165,8 @@ def _problems(path: Path, front: LessonFront):
                 yield f"results.{i}", "an optional row must be a 'gate' row that names its hardware", \
                     "set check: gate and hardware: 'cc < 8.0'"
         elif key not in wanted:
-            yield f"results.{i}.check", f"'{row.check}' is not a check of {row.program}", "add it to the program's checks"
+            yield f"results.{i}.check", f"'{row.check}' is not a check of {row.program}", \
+                "add it to the program's checks"
         if key in seen:
             yield f"results.{i}", f"{row.program} {row.check} has two rows", "keep one"
         seen.add(key)
@@ -180,7 +183,8 @@ def _problems(path: Path, front: LessonFront):
     if front.status == "draft":
         for name, value in front.hardware.model_dump().items():
             if value is not None:
-                yield f"hardware.{name}", "must be null while the lesson is draft", "only publish fills the hardware block"
+                yield f"hardware.{name}", "must be null while the lesson is draft", \
+                    "only publish fills the hardware block"
         for i, row in enumerate(front.results):
             if row.result != UNKNOWN or row.run_id is not None:
                 yield f"results.{i}.result", f"must be '{UNKNOWN}' (with run_id null) while the lesson is draft", \

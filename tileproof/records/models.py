@@ -528,8 +528,9 @@ class ClaimsRecord(RecordBase):
     def _results_fit_version(self) -> ClaimsRecord:
         want = ClaimResult if self.schema_version == CLAIMS_SCHEMA_VERSION else ClaimResultV1
         if not all(type(r) is want for r in self.results):
+            check_as = "a list of probes" if want is ClaimResult else "text"
             raise ValueError(f"schema_version {self.schema_version} claims records hold "
-                             f"{want.__name__} results (check as {'a list of probes' if want is ClaimResult else 'text'})")
+                             f"{want.__name__} results (check as {check_as})")
         return self
 
 

@@ -122,7 +122,8 @@ def load_registry(root: Path) -> RunnerRegistry:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise RecordError(REGISTRY.as_posix(), field, err["msg"],
-                          "fix the entry as tileproof keygen printed it; see schema/runner-registry.v1.schema.json") from None
+                          "fix the entry as tileproof keygen printed it; "
+                          "see schema/runner-registry.v1.schema.json") from None
 
 
 @dataclass(frozen=True)

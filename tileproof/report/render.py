@@ -255,7 +255,8 @@ def render_markdown(result: AuditResult, base: Path) -> str:
     for env in v.environments:
         out += [f"### Session {_md(env.session_id)}", ""]
         out += [f"- {k}: {_md(val)}" for k, val in _env_summary(env).items()]
-        out.append("- transcripts: " + ", ".join(_mdlink(label, link(result, base, p)) for label, p in _env_transcripts(env)))
+        transcript_links = (_mdlink(label, link(result, base, p)) for label, p in _env_transcripts(env))
+        out.append("- transcripts: " + ", ".join(transcript_links))
         out.append("")
     if v.other_sessions:
         out += [f"{v.other_sessions} older session(s) not shown: no table cell's newest run came from them.", ""]
@@ -282,7 +283,7 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 .flag{color:#cf222e;font-weight:700}.muted{color:#57606a;font-size:12px}
 a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:4px 0 12px}dt{font-weight:600}dd{margin:0}
-"""
+"""  # noqa: E501 (a rule per line as the stylesheet is written; wrapping would change the report's bytes)
 
 
 def _e(text) -> str:
@@ -314,7 +315,8 @@ def render_html(result: AuditResult, base: Path) -> str:
         p.append("<table><tr><th>File</th><th>Rule</th><th>Reason</th></tr>")
         for f in result.findings:
             p.append(f'<tr><td class="mono">{_a(f.file, link(result, base, f.file))}</td>'
-                     f'<td class="mono" title="{_e(RULES.get(f.rule, ""))}">{_e(f.rule)}</td><td>{_e(f.reason)}</td></tr>')
+                     f'<td class="mono" title="{_e(RULES.get(f.rule, ""))}">{_e(f.rule)}</td>'
+                     f'<td>{_e(f.reason)}</td></tr>')
         p.append("</table>")
     else:
         p.append("<p>None.</p>")

@@ -53,7 +53,8 @@ class Tools:
     def tool(self, name: str) -> Path:
         path = self.paths.get(name)
         if path is None:
-            raise ToolchainError(f"{name} not found in {self.bin} (fix: pip install 'tileproof[toolchain]' or nox -s compile)")
+            raise ToolchainError(f"{name} not found in {self.bin} "
+                                 "(fix: pip install 'tileproof[toolchain]' or nox -s compile)")
         return path
 
     def path_dirs(self) -> list[str]:

@@ -1,4 +1,5 @@
-"""Evidence references: every transcript a record names exists under evidence/ with its digest; nothing there is orphaned."""
+"""Evidence references: every transcript a record names exists under evidence/ with its digest;
+nothing there is orphaned."""
 
 from __future__ import annotations
 
