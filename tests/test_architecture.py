@@ -15,7 +15,11 @@ from pathlib import Path
 
 import grimp
 import pytest
-import tomllib
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: pytest brings tomli
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -206,7 +206,7 @@ def discover(system_nvcc: str | None = None, env: dict[str, str] | None = None,
         packages=packages,
         major_minor=shared,
         coherent=not problems,
-        problems=problems,
+        problems=list[ToolchainProblem | str](problems),  # the field also reads version 1's text
     )
     return Tools(bin=bin_dir, source=source, paths=paths, facts=facts)
 
@@ -266,5 +266,5 @@ def runtime_tools(nvcc_version: str | None, version_text: VersionText, env: dict
         packages=used,
         major_minor=shared,
         coherent=not problems,
-        problems=problems,
+        problems=list[ToolchainProblem | str](problems),  # the field also reads version 1's text
     )
