@@ -4,6 +4,7 @@ clone and a folder without git, and this repository itself."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 from pathlib import Path
@@ -161,3 +162,60 @@ def test_this_repository_history_is_intact():
         pytest.skip(f"this checkout has no history to check: {report.reason}")
     assert report.findings == (), "\n".join(map(str, report.findings))
     assert report.files > 100
+
+
+# --- a record's git.commit is a claim, checked against history ---------------------------
+
+
+def head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def test_at_commits_reads_blobs_and_knows_commits(repo):
+    now = head(repo)
+    stdout = "evidence/20261201T000000Z-run-00000001/run.stdout.txt"
+    write(repo, stdout, "edited later\n")
+    commit(repo, "edit")
+    unknown = "0" * 40
+    found = history.at_commits(repo, [now, unknown], [(now, stdout), (now, "kernels/none.py"), (unknown, stdout)])
+    assert found.known == {now: True, unknown: False}
+    assert found.sha256[(now, stdout)] == hashlib.sha256(b"check ok\n").hexdigest()  # that commit's bytes
+    assert found.sha256[(now, "kernels/none.py")] is None and found.sha256[(unknown, stdout)] is None
+
+
+def test_at_commits_without_history_cannot_check(tmp_path):
+    assert isinstance(history.at_commits(tmp_path, ["0" * 40], []), NoHistory)
+    assert history.at_commits(tmp_path, [], []).known == {}  # nothing claimed: nothing to ask git
+
+
+def test_commit_claims_are_checked(repo):
+    """Unknown commit; clean at a commit whose file differs; dirty (only the commit is claimed); no commit."""
+    from signing_keys import real_run
+
+    from tileproof.judge.audit.rules import commits
+    from tileproof.records.models import FileDigest, GitState
+
+    write(repo, "kernels/k.py", "print('k')\n")
+    commit(repo, "kernel")
+    now = head(repo)
+    good = FileDigest(path="kernels/k.py", sha256=hashlib.sha256(b"print('k')\n").hexdigest())
+    bad = good.model_copy(update={"sha256": "1" * 64})
+
+    def rec(commit_id, dirty, source):
+        return real_run(git=GitState(commit=commit_id, dirty=dirty), sources=[source])
+
+    cases = {"clean": rec(now, False, good), "edited": rec(now, False, bad), "dirty": rec(now, True, bad),
+             "unknown": rec("f" * 40, False, good), "none": rec(None, True, bad)}
+    found = history.at_commits(repo, *commits.wanted(cases.values()))
+    got = {name: [rule for rule, _ in commits.commit_issues(r, found)] for name, r in cases.items()}
+    assert got == {"clean": [], "edited": [commits.MISMATCH], "dirty": [], "unknown": [commits.UNKNOWN], "none": []}
+    (why,) = [w for _, w in commits.commit_issues(cases["edited"], found)]
+    assert why.startswith("kernels/k.py: the record attests sha256 111111111111… and says the tree was clean at")
+
+
+def test_the_audits_report_names_come_from_the_history_exemptions():
+    """One list: the reports the audit writes into evidence/ are exactly the files history exempts."""
+    from tileproof.gather import audit
+
+    assert set(audit.COMMITTED_REPORTS) == set(REGENERATED)
+    assert {f"evidence/{audit.REPORT_MD}", f"evidence/{audit.REPORT_HTML}"} == set(REGENERATED)

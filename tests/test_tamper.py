@@ -1,9 +1,13 @@
 """The tamper suite: issue 14's attacks, each replayed against a signed record or a
-real git repository, decided at the records layer (``store.read_record`` with the
-registry, ``judge.trust.counts``, ``runner.history``). Each edit is the careful
-forger's: the record's seal recomputed with tileproof's own ``store.seal_of`` (which
-the seal alone did not catch). Where the final refusal belongs to the publish decision
-and the audit (wired at merge), the test stops at the API they will call.
+real git repository. Each edit is the careful forger's: the record's seal recomputed
+with tileproof's own ``store.seal_of`` (which the seal alone did not catch).
+
+The first half decides at the records layer (``store.read_record`` with the registry,
+``judge.trust.counts``, ``runner.history``); the second half replays every attack
+through the real commands, ``main(["publish", ...])`` and ``main(["audit", ...])``, on
+a committed tree whose records are signed by a key registered in that tree's
+``lessons/runners.yaml`` with ``policy: signed-only``: publish exits 1 and the audit
+exits 1 naming the finding, and each attack has a control that passes.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -250,3 +255,324 @@ def test_verify_command_without_history_does_not_pass(tmp_path, capsys):
     write_registry(tmp_path, REGISTRY)
     code, out = verify_cmd(tmp_path, capsys)
     assert code == 1 and "history: no-history" in out and "1 verified" in out
+
+
+# --- every attack through the real commands: ``publish`` refuses, ``audit`` exits 1 naming it ---
+#
+# The tree is tests/data/audit's clean tree (a published lesson 01-vector-add from an H200
+# session, a draft 02-softmax that only ran on a T4), its records re-signed by RUNNER, the key
+# registered in the tree's own lessons/runners.yaml with ``policy: signed-only``, committed to
+# a real git repository. Each control (the same steps without the attack, or with the
+# registered key) passes, so each refusal below is the attack's and nothing else's.
+
+sys.path.insert(0, str(REPO / "tests" / "data" / "audit"))
+import audit_tree  # noqa: E402
+
+from tileproof.__main__ import main  # noqa: E402
+from tileproof.records import lessons  # noqa: E402
+
+LATER = audit_tree.T0 + timedelta(hours=2)
+"""When the attacker's records are dated (after every genuine one)."""
+
+
+def _signed_registry(runner_entry=None):
+    return registry_of(runner_entry or entry(RUNNER, owner="lead on the H200 runner")).model_copy(
+        update={"policy": "signed-only"})
+
+
+@pytest.fixture(scope="module")
+def signed_template(tmp_path_factory):
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    from signing_keys import write_registry
+
+    root = tmp_path_factory.mktemp("signed") / "repo"
+    root.mkdir()
+    info = audit_tree.clean_tree(root)
+    git(root, "init", "-q")
+    commit(root, "sources", "kernels")  # the commit the runner had checked out, clean
+    for path in store.record_files(root):  # the same records, at that commit, signed by the registered runner
+        rec = store.load_record(path)
+        path.unlink()
+        store.write_record(root, at_head(root, rec), RUNNER)
+    write_registry(root, _signed_registry())
+    commit(root, "signed records")
+    return root, info
+
+
+def at_head(root: Path, rec):
+    """The record as a runner on a clean checkout of HEAD writes it (``git.commit`` is checked)."""
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    return rec.model_copy(update={"git": rec.git.model_copy(update={"commit": head, "dirty": False})})
+
+
+@pytest.fixture
+def signed_tree(signed_template, tmp_path):
+    root, info = signed_template
+    copy = tmp_path / "repo"
+    shutil.copytree(root, copy, symlinks=True)
+    return copy, info
+
+
+def commit(root: Path, message: str, *paths: str) -> None:
+    git(root, "add", *(paths or ("-A",)))
+    git(root, "commit", "-q", "-m", message)
+
+
+def cli(capsys, *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def audit_cmd(root: Path, capsys) -> tuple[int, str]:
+    return cli(capsys, "audit", "--root", str(root))
+
+
+def publish_cmd(root: Path, lesson: str, capsys) -> tuple[int, str]:
+    return cli(capsys, "publish", lesson, "--root", str(root))
+
+
+def fake_h200_softmax(root: Path, signer: signing.Signer | None) -> Path:
+    """What the fake nvidia-smi + cupy + sitecustomize made tileproof write on a CPU box: a
+    passing "NVIDIA H200, cc 9.0" run of kernels/softmax.py (whose lesson only has a T4 run),
+    its transcripts and its closing session record, all in the shape a real run has."""
+    sid = store.new_run_id("session", LATER)
+    env = audit_tree.environment(root, sid, which="H200")
+    run = audit_tree.run_record(root, env, "kernels/softmax.py", checks=["softmax"], lessons=["02-softmax"],
+                                when=LATER + timedelta(seconds=10))
+    path = store.write_record(root, at_head(root, run), signer)
+    store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], LATER + timedelta(minutes=1))), signer)
+    return path
+
+
+def test_signed_tree_audits_clean_and_publishes(signed_tree, capsys):
+    """The control: signed, registered, committed: the audit passes with history checked."""
+    root, _ = signed_tree
+    code, out = audit_cmd(root, capsys)
+    assert code == 0, out
+    assert "0 findings" in out and "history: checked" in out
+    code, out = publish_cmd(root, "01-vector-add", capsys)
+    assert code == 0 and "already published" in out, out
+
+
+def test_cli_edited_result_resealed(signed_tree, capsys):
+    """(a) Edit a passing record's result and recompute its seal with ``store.seal_of``."""
+    root, info = signed_tree
+    path = store.record_path(root, info["run"].run_id)
+
+    def better(r):
+        r["report"]["checks"][0]["max_abs_err"] = 1e-12
+        return r
+    forge(path, better)
+    assert store.seal_status(store.load_record(path)) == "intact", "the forger's seal holds"
+    commit(root, "a better result")
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and f"runs/{path.name}: record-bad-signature:" in out, out
+    assert f"runs/{path.name}: history-changed:" in out
+    code, out = publish_cmd(root, "01-vector-add", capsys)
+    assert code == 1 and "not published" in out and "signature bad-signature" in out, out
+    assert f"runs/{path.name}: history-changed:" in out
+
+
+def test_cli_broken_source_digest_resealed(signed_tree, capsys):
+    """(b) Break the kernel, put its new sha256 into the old passing record, reseal."""
+    root, info = signed_tree
+    source = root / "kernels" / "vector_add.py"
+    source.write_text('"""Lesson program: c = a + b."""\nraise SystemExit("broken")\n')
+    new = store.sha256_file(source)
+    path = store.record_path(root, info["run"].run_id)
+
+    def attest_broken(r):
+        for s in r["sources"]:
+            if s["path"] == "kernels/vector_add.py":
+                s["sha256"] = new
+        return r
+    forge(path, attest_broken)
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and f"runs/{path.name}: record-bad-signature:" in out, out
+    code, out = publish_cmd(root, "01-vector-add", capsys)
+    assert code == 1 and "signature bad-signature" in out, out
+
+
+@pytest.mark.parametrize("signer, rule", [(new_signer(), "record-unknown-key"), (None, "record-unsigned")],
+                         ids=["own-key", "unsigned"])
+def test_cli_fake_gpu_record(signed_tree, capsys, signer, rule):
+    """(c) A record "made on a fake GPU": signed by a key not in the registry, or unsigned."""
+    root, _ = signed_tree
+    path = fake_h200_softmax(root, signer)
+    commit(root, "an H200 run of softmax")
+    code, out = publish_cmd(root, "02-softmax", capsys)
+    assert code == 1 and "stays draft" in out and f"signature {rule.removeprefix('record-')}" in out, out
+    assert lessons.load(root, "02-softmax").front.status == "draft"
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and f"runs/{path.name}: {rule}:" in out, out
+
+
+def test_cli_fake_gpu_record_control_registered_key_publishes(signed_tree, capsys):
+    """The same record signed by the registered runner is evidence: the refusal above is the key's."""
+    root, _ = signed_tree
+    fake_h200_softmax(root, RUNNER)
+    commit(root, "an H200 run of softmax")
+    code, out = publish_cmd(root, "02-softmax", capsys)
+    assert code == 0 and "published from NVIDIA H200 (cc 9.0)" in out, out
+
+
+def test_cli_hand_edited_published_lesson(signed_tree, capsys):
+    """(d) Hand-edit a published lesson's hardware block and results to NVIDIA B200, cc 10.0."""
+    root, _ = signed_tree
+    path = root / "lessons" / "01-vector-add.md"
+    text = path.read_text()
+    edited = (text.replace("gpu: NVIDIA H200", "gpu: NVIDIA B200").replace("compute_capability: '9.0'",
+                                                                           "compute_capability: '10.0'")
+              .replace("(NVIDIA H200, cc 9.0)", "(NVIDIA B200, cc 10.0)"))
+    assert edited.count("B200") >= 3, "the edit reached the hardware block, the front matter and the table"
+    path.write_text(edited)
+    commit(root, "it ran on a B200")
+    code, out = audit_cmd(root, capsys)
+    assert code == 1, out
+    assert ("lessons/01-vector-add.md: lesson-rederive: hardware.gpu: the lesson says 'NVIDIA B200', "
+            "the records give 'NVIDIA H200'") in out
+    assert "hardware.compute_capability: the lesson says '10.0', the records give '9.0'" in out
+    assert "results[0].result (kernels/vector_add.py vector_add): the lesson says 'passed:" in out
+    assert "body results table line 3:" in out and "(NVIDIA B200, cc 10.0)" in out
+    code, out = publish_cmd(root, "01-vector-add", capsys)
+    assert code == 1 and "does not show what its records give" in out and "hardware.gpu" in out, out
+    assert path.read_text() == edited
+
+
+CLAIMS = """\
+claims_version: 1
+document: 01-vector-add
+path: lessons/01-vector-add.md
+claims:
+- id: adds
+  statement: The kernel adds two vectors.
+  source: {section: Lesson}
+  check: {kind: compile, snippet: snippets/k.py, kernel: k}
+  expected: {outcome: compiles}
+"""
+
+
+def refute_a_claim(root: Path) -> Path:
+    """01-vector-add back to draft, asserting a claim that a signed claims record refutes."""
+    from tileproof.records.models import (
+        CLAIMS_SCHEMA_VERSION,
+        ClaimResult,
+        ClaimsRecord,
+        ProbeKind,
+    )
+
+    lesson = lessons.load(root, "01-vector-add")
+    rows = [r.model_copy(update={"result": "?", "run_id": None}) for r in lesson.front.results]
+    draft = lesson.front.model_copy(update={"status": "draft", "hardware": type(lesson.front.hardware)(),
+                                            "results": rows})
+    lesson.path.write_text(lessons.render(lesson, draft))
+    folder = root / "lessons" / "claims"
+    (folder / "snippets").mkdir(parents=True)
+    (folder / "snippets" / "k.py").write_text("# k\n")
+    (folder / "01-vector-add.claims.yaml").write_text(CLAIMS)
+    commit(root, "a claim", "lessons")  # the claims run checks a committed snippet
+    run = real_run()
+    result = ClaimResult(id="adds", document="01-vector-add", statement="The kernel adds two vectors.",
+                         check=[ProbeKind(role="check", kind="compile")], verdict="refuted",
+                         why="wrong: does not compile (exit 1)", toolchain="cuda-tile 1.7.0, tileiras 13.4.92",
+                         steps=[])
+    record = ClaimsRecord(schema_version=CLAIMS_SCHEMA_VERSION, kind="claims", run_id=store.new_run_id("claims", LATER),
+                          created=LATER, tileproof_version="0", git=run.git, host=run.host,
+                          toolchain=audit_tree.toolchain(), gpu=None,
+                          claims_files=[store.digest(root, folder / "snippets" / "k.py")], results=[result])
+    return store.write_record(root, at_head(root, record), RUNNER)
+
+
+def test_cli_git_rm_of_the_refuting_claims_record(signed_tree, capsys):
+    """(e) ``git rm`` the claims record that refuted a claim the lesson asserts. Once deleted, the
+    refutation is no longer among the records, so the decision alone would publish: the history
+    check (which publish consults too) is what refuses, in publish and in the audit."""
+    root, _ = signed_tree
+    claims = refute_a_claim(root)
+    commit(root, "a refuted claim")
+    code, out = publish_cmd(root, "01-vector-add", capsys)
+    assert code == 1 and "claim adds: refuted" in out, out  # the control: the refutation blocks
+    code, out = audit_cmd(root, capsys)
+    assert code == 0, out
+    git(root, "rm", "-q", f"runs/{claims.name}")
+    commit(root, "drop the refutation")
+    code, out = publish_cmd(root, "01-vector-add", capsys)
+    assert code == 1 and f"runs/{claims.name}: history-missing:" in out, out
+    assert lessons.load(root, "01-vector-add").front.status == "draft"
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and f"runs/{claims.name}: history-missing: deleted after commit" in out, out
+
+
+@pytest.mark.parametrize("revoked", [True, False], ids=["after-revocation", "control-not-revoked"])
+def test_cli_record_signed_after_revocation(signed_tree, capsys, revoked):
+    """(f) The runner's key was revoked (leaked); a record it signs dated after that is refused,
+    while the records it signed before still count (01-vector-add stays backed)."""
+    from signing_keys import write_registry
+
+    root, _ = signed_tree
+    if revoked:
+        write_registry(root, _signed_registry(entry(RUNNER, owner="lead on the H200 runner",
+                                                    revoked_since=LATER - timedelta(minutes=1))))
+    path = fake_h200_softmax(root, RUNNER)
+    commit(root, "revoke the runner key; a new softmax run")
+    code, out = publish_cmd(root, "02-softmax", capsys)
+    code_audit, out_audit = audit_cmd(root, capsys)
+    if not revoked:
+        assert code == 0 and code_audit == 0, out + out_audit
+        return
+    assert code == 1 and "signature revoked" in out, out
+    assert code_audit == 1 and f"runs/{path.name}: record-revoked-key:" in out_audit, out_audit
+    assert "lessons/01-vector-add.md" not in out_audit, "records signed before the revocation still count"
+
+
+def test_audit_without_history_is_not_a_pass(signed_tree, capsys):
+    """No .git: the audit says NOT CHECKED and exits 1; --allow-no-history exits 0, still saying so."""
+    root, _ = signed_tree
+    shutil.rmtree(root / ".git")
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and "0 findings" in out and "history: NOT CHECKED" in out and "not a git checkout" in out
+    report = root.parent / "AUDIT.md"
+    code, out = cli(capsys, "audit", "--allow-no-history", "--root", str(root), "--md", str(report))
+    assert code == 0 and "history: NOT CHECKED" in out
+    assert "history: NOT CHECKED" in report.read_text().splitlines()[2], "the report's headline says so too"
+
+
+def test_cli_transcript_edited_and_committed(signed_tree, capsys):
+    """A committed transcript rewritten in a later commit: the history names the transcript."""
+    root, info = signed_tree
+    stdout = info["run"].step.stdout.path
+    (root / stdout).write_text("every check passed\n")
+    commit(root, "tidy a transcript")
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and f"{stdout}: history-changed: edited after commit" in out, out
+
+
+def test_a_registry_cannot_loosen_the_policy(tmp_path):
+    """``policy:`` in lessons/runners.yaml can only say signed-only; anything else is refused."""
+    from tileproof.records.errors import RecordError
+    from tileproof.records.registry import load_registry
+
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / "runners.yaml").write_text("registry_version: 1\nrunners: []\npolicy: unsigned-counts\n")
+    with pytest.raises(RecordError, match="policy"):
+        load_registry(tmp_path)
+    assert trust.effective("signed-only") == "signed-only" and trust.effective(None) == trust.POLICY
+
+
+def test_cli_record_claiming_a_commit_it_does_not_match(signed_tree, capsys):
+    """A record that says "clean at HEAD" while attesting a source HEAD does not hold, and one naming
+    a commit this repository never had: the commit is a claim the audit checks against history."""
+    root, info = signed_tree
+    (root / "kernels" / "softmax.py").write_text('"""Lesson program: row softmax."""\nprint("faster")\n')
+    path = fake_h200_softmax(root, RUNNER)  # signed by the registered runner: only the commit claim is false
+    other = store.write_record(root, info["compile"].model_copy(update={
+        "run_id": store.new_run_id("compile", LATER), "created": LATER,
+        "git": info["compile"].git.model_copy(update={"commit": "f" * 40})}), RUNNER)
+    commit(root, "softmax, faster")
+    code, out = audit_cmd(root, capsys)
+    assert code == 1, out
+    assert f"runs/{path.name}: record-commit-mismatch: kernels/softmax.py: the record attests sha256" in out
+    assert f"runs/{other.name}: record-commit-unknown: git.commit ffffffffffff is not in this repository" in out

@@ -7,6 +7,15 @@ writes reports only where asked: ``--md PATH``/``--html PATH``,
 ``--update-committed-report`` (the committed evidence/AUDIT.md and
 evidence/audit.html). By default nothing is written, so an audit never leaves
 a tracked file changed. Exit 1 when there is a finding.
+
+History: every file once committed under runs/ and evidence/ must still be there,
+unchanged (findings ``history-missing``/``history-changed``). A tree without git
+history (no git, not a checkout, a shallow clone) cannot be checked; the audit
+then prints ``history: NOT CHECKED (why)`` and exits 1, because an exit status of
+0 is read as "passed" and nothing unchecked passes. ``--allow-no-history`` is for
+a tree known to have no history (an unpacked source archive, a test tree): the
+audit then exits 0 on no findings, still printing NOT CHECKED. A reviewer and CI
+run it without the flag, on a full clone (``git fetch --unshallow`` first).
 """
 
 from __future__ import annotations
@@ -27,6 +36,9 @@ def add_arguments(parser) -> None:
                         help=f"write both reports into this folder ({REPORT_MD}, {REPORT_HTML})")
     parser.add_argument("--update-committed-report", action="store_true",
                         help=f"rewrite the committed evidence/{REPORT_MD} and evidence/{REPORT_HTML}")
+    parser.add_argument("--allow-no-history", action="store_true",
+                        help="exit 0 on no findings even when git history could not be checked "
+                             "(still printed as NOT CHECKED); for trees without history on purpose")
     parser.add_argument("--no-write", action="store_true", help="write no report (the default; kept for scripts)")
 
 
@@ -58,5 +70,6 @@ def run(args) -> int:
             render_as = render.render_markdown if kind == "md" else render.render_html
             text = render_as(result, path.parent)
             store.write_atomic(path, text)
-    print(result.summary_line([p for p, _ in wanted]), file=sys.stderr if result.findings else sys.stdout)
-    return 1 if result.findings else 0
+    failed = bool(result.findings) or not (result.history_checked or args.allow_no_history)
+    print(result.summary_line([p for p, _ in wanted]), file=sys.stderr if failed else sys.stdout)
+    return 1 if failed else 0

@@ -6,6 +6,14 @@ rewrites the lesson's status, hardware block and results (front matter and body
 table) in one atomic replace. Otherwise nothing is written and each blocker is
 printed with the command that would clear it. Exit status: 0 published (or would
 publish, or already published with evidence), 1 evidence missing, 2 bad input.
+
+Publish also refuses when git history shows a record or transcript once committed
+under runs/ or evidence/ is now missing or changed (``runner.history``): a deleted
+refutation is no longer among the records the decision reads, so the history is
+what still says it was there. A tree without history is published from its
+records with a ``history: NOT CHECKED`` line (the audit, not publish, fails closed
+on that). An already published lesson whose hardware or results differ from what
+the decision derives (``judge.audit.rules.rederive``: a hand edit) is refused too.
 """
 
 from __future__ import annotations
@@ -17,8 +25,11 @@ from pathlib import Path
 
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate
+from tileproof.judge.audit.rules import history as history_rules
+from tileproof.judge.audit.rules import rederive
 from tileproof.records import lessons
 from tileproof.records.errors import RecordError
+from tileproof.runner import history
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,9 +67,19 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, lis
         raise RecordError(lesson.shown, field, f"{path} does not exist", f"restore {path} or fix the program list")
     decision = Tree.load(root).decide(lesson)
     name = lesson.id
+    checked = history.check_repository(root)
+    if checked.findings:
+        return 1, [f"{name}: not published: committed records or transcripts were deleted or edited; nothing changed:",
+                   *(f"  {file}: {rule}: {reason}" for file, rule, reason in history_rules.history_issues(checked)),
+                   *describe(decision.blockers)]
+    note = [] if checked.status == "checked" else [f"history: NOT CHECKED ({checked.reason})"]
     if lesson.front.status == "published":
+        edited = rederive.rederive_issues(lesson, decision)
+        if edited:
+            return 1, [f"{name}: published, but it does not show what its records give; nothing changed:",
+                       *(f"  {rule}: {reason}" for rule, reason in edited)]
         if decision.publishable:
-            return 0, [f"{name}: already published (run {lesson.front.hardware.run_id}); nothing changed"]
+            return 0, [f"{name}: already published (run {lesson.front.hardware.run_id}); nothing changed", *note]
         return 1, [f"{name}: published, but its evidence no longer holds (nox -s audit fails); nothing changed:",
                    *describe(decision.blockers)]
     if not decision.publishable:
@@ -69,9 +90,9 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, lis
         raise ValueError(f"{name}: publishable without a passed required row")
     summary = f"{hw.gpu} (cc {hw.compute_capability}), driver {hw.driver}, run {hw.run_id}"
     if dry_run:
-        return 0, [f"{name}: would publish from {summary} (dry run: nothing changed)", *describe_all(decision)]
+        return 0, [f"{name}: would publish from {summary} (dry run: nothing changed)", *describe_all(decision), *note]
     lessons.write(lesson.path, text)
-    return 0, [f"{name}: published from {summary}", *describe_all(decision)]
+    return 0, [f"{name}: published from {summary}", *describe_all(decision), *note]
 
 
 def run(args: argparse.Namespace) -> int:

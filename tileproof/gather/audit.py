@@ -6,6 +6,12 @@ file (in a second process when that pays off), applies the rules of
 here) and asks the one publish decision (``gather.tree.Tree.decide``) for every
 lesson, from the records as examined here: a record whose seal is broken never
 counts, exactly as for ``status`` and ``publish``. It writes nothing.
+
+It also checks git history once (``runner.history.check_repository``): each
+record or transcript once committed and now missing or changed is a finding
+(``judge.audit.rules.history``); a tree without history is reported as not
+checked (``AuditResult.history``), never as passed. Each published lesson is
+re-derived from the records its decision accepts (``judge.audit.rules.rederive``).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -25,12 +31,14 @@ from tileproof.gather.tree import Tree
 from tileproof.judge import trust
 from tileproof.judge.audit import registry, rules
 from tileproof.judge.audit.result import AuditResult, Finding, LessonAudit
-from tileproof.judge.audit.rules import evidence, files, sessions
+from tileproof.judge.audit.rules import commits, evidence, files, rederive, sessions
+from tileproof.judge.audit.rules import history as history_rules
 from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.records import lessons, store
 from tileproof.records.errors import RecordError
+from tileproof.records.history import REGENERATED, NoHistory
 from tileproof.records.models import Record, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
 from tileproof.records.registry import (
@@ -39,13 +47,15 @@ from tileproof.records.registry import (
     Verification,
     load_registry,
 )
+from tileproof.runner import history
 
 RULES = rules.load()
 LESSONS = "lessons"
-REPORT_MD = "AUDIT.md"
-REPORT_HTML = "audit.html"
+REPORT_MD = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswith(".md"))
+REPORT_HTML = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswith(".html"))
 COMMITTED_REPORTS = (f"{store.EVIDENCE}/{REPORT_MD}", f"{store.EVIDENCE}/{REPORT_HTML}")
-"""The committed reports (rewritten only by ``audit --update-committed-report``): never orphans."""
+"""The committed reports (rewritten only by ``audit --update-committed-report``): never orphans and
+exempt from the history check, both from one list, ``records.history.REGENERATED``."""
 KEEP_FILES = frozenset({".gitkeep"})
 """Names in evidence/ that are never orphans."""
 
@@ -146,6 +156,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
     flagged: set[str] = set()
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names)
     runners = load_registry(root)
+    policy = trust.effective(runners.policy)
     verified: dict[str, Verification] = {}
     records, raw_refs = _validate(root, names, add, runners, verified)
     refs_of = {name: evidence.transcripts(rec) for name, rec in records}
@@ -168,10 +179,10 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
                 add(Finding(file, rule_id, reason))
         # The seal's verdict on the content (not its bytes) and the signature's, as status and publish see them.
         verification = verified.get(name, UNSIGNED)
-        for rule_id, reason in trust.issues(verification):
+        for rule_id, reason in trust.issues(verification, policy):
             add(Finding(file, rule_id, reason))
         examined.append(store.examine(rec, model_digest if model_digest is not None else seals.get(name),
-                                      verification))
+                                      verification, runners.policy))
         if isinstance(rec, RunRecord):
             for rule_id, reason in report_transcript_issues(rec, diffs.get(name)):
                 add(Finding(file, rule_id, reason))
@@ -186,11 +197,25 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
 
     evidence_files, evidence_bytes = _orphans(root, names, disk, refs_of, raw_refs, outputs, add)
     lesson_audits = _lessons(root, Tree.of(root, examined), add)
+    checked = history.check_repository(root)
+    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_rules.history_issues(checked)]
+    if checked.status == "checked":
+        _commit_claims(root, records, add)
     findings.sort()
     flagged |= {f.file[len(store.RUNS) + 1:] for f in findings if f.file.startswith(f"{store.RUNS}/")}
     return AuditResult(root=root, findings=findings, records=[rec for _, rec in records], lessons=lesson_audits,
                        evidence_files=evidence_files, evidence_bytes=evidence_bytes,
-                       record_files=len(names), bad_records={n[:-5] for n in flagged})
+                       record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked)
+
+
+def _commit_claims(root: Path, records, add) -> None:
+    """Each record's ``git.commit`` checked against history (``judge.audit.rules.commits``)."""
+    found = history.at_commits(root, *commits.wanted(rec for _, rec in records))
+    if isinstance(found, NoHistory):
+        return
+    for name, rec in records:
+        for rule_id, reason in commits.commit_issues(rec, found):
+            add(Finding(f"{store.RUNS}/{name}", rule_id, reason))
 
 
 def _orphans(root: Path, names, disk, refs_of, raw_refs, outputs, add) -> tuple[int, int]:
@@ -221,12 +246,15 @@ def _lessons(root: Path, tree: Tree, add) -> list[LessonAudit]:
     for path in lesson_files(root):
         file = f"{LESSONS}/{path.name}"
         try:
-            front = lessons.load_path(path).front
+            lesson = lessons.load_path(path)
+            front = lesson.front
         except (RecordError, ValidationError, ValueError) as e:
             add(Finding(file, lesson_rules.FRONT, str(e).splitlines()[0]))
             continue
         decision = tree.decide(front)
         for rule_id, reason in lesson_rules.published_issues(front.status, decision):
+            add(Finding(file, rule_id, reason))
+        for rule_id, reason in rederive.rederive_issues(lesson, decision):
             add(Finding(file, rule_id, reason))
         out.append(LessonAudit(id=front.id, file=file, title=front.title, status=front.status,
                                programs=[p.path for p in front.programs], decision=decision))

@@ -11,6 +11,12 @@ runner, :data:`POLICY` becomes ``signed-only`` (one line): then only
 ``verified`` records count and an unsigned one is an audit finding. The rows,
 the performance claims, the refuted claims and the audit all follow, because
 they all ask ``admits``/``split`` here.
+
+A tree can tighten the policy for itself, never loosen it: ``policy: signed-only``
+in its ``lessons/runners.yaml`` (``RunnerRegistry.policy``, carried on each
+``Examined`` record as it is read) makes :func:`effective` ``signed-only`` there,
+whatever :data:`POLICY` says. The tamper suite uses this to run the real commands
+under ``signed-only`` without touching this module.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from tileproof.records.registry import Trust, Verification
+from tileproof.records.registry import TreePolicy, Trust, Verification
 from tileproof.records.store import Examined, examine
 
 TrustPolicy = Literal["unsigned-counts", "signed-only"]
@@ -47,6 +53,12 @@ RULES: dict[str, str] = {
 """Rule id → what it catches, for the audit's rule list."""
 
 
+def effective(tree: TreePolicy | None) -> TrustPolicy:
+    """The policy in force: the code's (:data:`POLICY`), tightened to ``signed-only`` when the
+    tree's registry says so; a registry can never loosen it."""
+    return "signed-only" if tree == "signed-only" else POLICY
+
+
 def counts(trust: Trust, policy: TrustPolicy = POLICY) -> bool:
     """Whether a record with this trust may back a lesson, a claim or the audit's acceptance."""
     return trust == "verified" or (trust == "unsigned" and policy == "unsigned-counts")
@@ -66,7 +78,7 @@ def refusal(item: Examined) -> str | None:
     """Why this record does not count, in the words decisions print; None when it counts."""
     if item.seal != "intact":
         return "seal broken"
-    if not counts(item.trust):
+    if not counts(item.trust, effective(item.policy)):
         return f"signature {item.trust}"
     return None
 

@@ -20,8 +20,8 @@ WATCHED = ("runs", "evidence")
 """Top-level folders whose committed files never change."""
 
 REGENERATED = frozenset({"evidence/AUDIT.md", "evidence/audit.html"})
-"""Watched files rewritten on purpose: the audit's own reports (``commands/audit.py``
-``REPORT_MD``/``REPORT_HTML``, which should take their names from here)."""
+"""Watched files rewritten on purpose: the audit's own reports (``gather.audit`` takes
+``REPORT_MD``/``REPORT_HTML`` and its orphan exemptions from here)."""
 
 HistoryStatus = Literal["checked", "no-history"]
 Problem = Literal["missing", "changed"]
@@ -66,6 +66,16 @@ class HistoryFinding:
         what = "is missing" if self.problem == "missing" else "differs from its first committed version"
         return (f"{self.path}: {what} (committed in {self.commit[:12]}; records and transcripts are never "
                 f"deleted or edited; fix: git checkout {self.commit[:12]} -- {self.path})")
+
+
+@dataclass(frozen=True)
+class AtCommits:
+    """What the git reader found at the commits records name (``runner.history.at_commits``)."""
+
+    known: Mapping[str, bool]
+    """Commit → whether it is in this repository's history."""
+    sha256: Mapping[tuple[str, str], str | None]
+    """(commit, path) → sha256 of the path's content at that commit; None when it has no such file."""
 
 
 @dataclass(frozen=True)

@@ -83,11 +83,18 @@ class RunnerKey(models.Model):
         return self
 
 
+TreePolicy = Literal["signed-only"]
+"""What a registry may say about the trust policy: only ever to tighten it (``judge.trust.effective``)."""
+
+
 class RunnerRegistry(models.Model):
     """``lessons/runners.yaml``: every runner key ever registered (revoked ones stay, revoked)."""
 
     registry_version: Literal[1]
     runners: list[RunnerKey]
+    policy: TreePolicy | None = None
+    """``signed-only``: in this tree only verified records count, whatever the code's default
+    (``judge.trust.POLICY``). A registry can tighten the policy, never loosen it; absent: the default."""
 
     @field_validator("runners")
     @classmethod

@@ -46,6 +46,7 @@ from tileproof.records.models import (
 from tileproof.records.registry import (
     UNSIGNED,
     RunnerRegistry,
+    TreePolicy,
     Trust,
     Verification,
     verify,
@@ -189,6 +190,8 @@ class Examined(Generic[R]):
     seal: SealStatus
     verification: Verification = UNSIGNED
     """``registry.UNSIGNED`` for a record that carries no signature (or was built in memory)."""
+    policy: TreePolicy | None = None
+    """The registry's own policy (``RunnerRegistry.policy``) it was examined under; None: the code's."""
 
     @property
     def trust(self) -> Trust:
@@ -200,9 +203,10 @@ Loaded = Examined
 """A record and its standing (``read_record``'s name for ``Examined``)."""
 
 
-def examine(record: R, digest: str | None = None, verification: Verification = UNSIGNED) -> Examined[R]:
+def examine(record: R, digest: str | None = None, verification: Verification = UNSIGNED,
+            policy: TreePolicy | None = None) -> Examined[R]:
     """``record`` with its seal checked (``digest``: its ``seal_of`` when already known)."""
-    return Examined(record, seal_status(record, digest), verification)
+    return Examined(record, seal_status(record, digest), verification, policy)
 
 
 def write_record(root: Path, record, signer: signing.Signer | None = None) -> Path:
@@ -284,7 +288,7 @@ def read_record(path: Path, registry: RunnerRegistry) -> Examined:
     """Read one record, check its seal and verify it: signature, key, revocation, kind, subjects."""
     raw, envelope, statement = read_file(path)
     record = validate(path, raw)
-    return examine(record, verification=verify(envelope, statement, record, registry))
+    return examine(record, verification=verify(envelope, statement, record, registry), policy=registry.policy)
 
 
 def record_files(root: Path) -> list[Path]:

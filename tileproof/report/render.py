@@ -160,7 +160,8 @@ def headline(result: AuditResult) -> str:
     rules = Counter(f.rule for f in result.findings)
     what = ", ".join(f"{rule} {k}" for rule, k in sorted(rules.items()))
     return (f"FAILED: {n} finding{'s' * (n != 1)} ({what})" if n else "PASSED: no findings") + (
-        f" in {len(result.records)} records, {result.evidence_files} evidence files, {len(result.lessons)} lessons")
+        f" in {len(result.records)} records, {result.evidence_files} evidence files, {len(result.lessons)} lessons"
+        f"; {result.history_line()}")
 
 
 def _env_summary(env: Environment) -> dict[str, str]:

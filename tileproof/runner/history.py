@@ -5,18 +5,25 @@ every file under runs/ and evidence/, and the working tree's object ids.
 added/changed/deleted files with their object ids; a path's first ``A`` is its
 first committed version (a rename is a delete plus an add, so a moved record is
 a missing one). No git, no repository, or a shallow clone: ``NoHistory``.
+
+:func:`at_commits` reads, for the commits records name (``git.commit``), whether
+each is in this repository's history and the sha256 of each attested path's blob
+there (one ``git cat-file --batch`` for all of them).
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 from typing import cast, get_args
 
 from tileproof.records.history import (
     REGENERATED,
     WATCHED,
+    AtCommits,
     FirstVersion,
     GitHistory,
     HistoryReport,
@@ -31,9 +38,8 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=300)
 
 
-def read(root: Path) -> GitHistory | NoHistory:
-    """What ``records.history.check`` needs, from the repository at ``root``."""
-    root = Path(root)
+def _no_history(root: Path) -> NoHistory | None:
+    """Why ``root`` has no usable history, or None when it has."""
     if shutil.which("git") is None:
         return NoHistory("git is not installed")
     inside = _git(root, "rev-parse", "--is-inside-work-tree")
@@ -41,6 +47,15 @@ def read(root: Path) -> GitHistory | NoHistory:
         return NoHistory(f"{root} is not a git checkout")
     if _git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == b"true":
         return NoHistory("a shallow clone (fix: git fetch --unshallow)")
+    return None
+
+
+def read(root: Path) -> GitHistory | NoHistory:
+    """What ``records.history.check`` needs, from the repository at ``root``."""
+    root = Path(root)
+    missing = _no_history(root)
+    if missing is not None:
+        return missing
     named = _git(root, "rev-parse", "--show-object-format").stdout.strip().decode() or "sha1"
     if named not in get_args(ObjectFormat):
         return NoHistory(f"git names an object format tileproof does not know: {named!r}")
@@ -74,3 +89,35 @@ def read(root: Path) -> GitHistory | NoHistory:
 def check_repository(root: Path, regenerated: frozenset[str] = REGENERATED) -> HistoryReport:
     """The audit's one call: read the repository's history and check it."""
     return check(read(root), regenerated)
+
+
+def at_commits(root: Path, commits: Iterable[str], pairs: Iterable[tuple[str, str]]) -> AtCommits | NoHistory:
+    """Which of ``commits`` are in this repository's history, and for each (commit, path) of
+    ``pairs`` the sha256 of the path's content at that commit (None when it has no such file)."""
+    commits, pairs = sorted(set(commits)), sorted(set(pairs))
+    if not commits:
+        return AtCommits(known={}, sha256={})
+    missing = _no_history(Path(root))
+    if missing is not None:
+        return missing
+    queries = [f"{c}^{{commit}}" for c in commits] + [f"{c}:{p}" for c, p in pairs]
+    out = subprocess.run(["git", "-C", str(root), "cat-file", "--batch"], check=False,
+                         input="".join(q + "\n" for q in queries).encode(), capture_output=True, timeout=300).stdout
+    answers: list[bytes | None] = []
+    at = 0
+    for _ in queries:  # "<oid> <type> <size>\n<content>\n", or "<query> missing|ambiguous\n"
+        end = out.find(b"\n", at)
+        if end < 0:
+            answers.append(None)
+            continue
+        head = out[at:end].split()
+        at = end + 1
+        if len(head) == 3 and head[2].isdigit():
+            size = int(head[2])
+            answers.append(out[at:at + size])
+            at += size + 1
+        else:
+            answers.append(None)
+    return AtCommits(known={c: answers[i] is not None for i, c in enumerate(commits)},
+                     sha256={cp: None if data is None else hashlib.sha256(data).hexdigest()
+                             for cp, data in zip(pairs, answers[len(commits):], strict=True)})

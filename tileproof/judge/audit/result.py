@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tileproof.judge import gate
+from tileproof.records.history import HistoryReport
 
 Issue = tuple[str, str]
 """(rule id, reason): what a pure rule returns; the orchestrator adds the file."""
@@ -67,14 +68,30 @@ class AuditResult:
     record_files: int
     bad_records: set[str] = field(default_factory=set)
     """Record names (``runs/<name>.json``) with a finding against them or their evidence."""
+    history: HistoryReport | None = None
+    """The git-history check (``runner.history``); None only for a result built without one."""
 
     @property
     def ok(self) -> bool:
+        """No finding. Says nothing about history: see :attr:`history_checked`."""
         return not self.findings
+
+    @property
+    def history_checked(self) -> bool:
+        """Whether the history check ran (its findings, if any, are among ``findings``)."""
+        return self.history is not None and self.history.status == "checked"
+
+    def history_line(self) -> str:
+        """``history: checked (...)`` or, loudly, ``history: NOT CHECKED (...)``: never a pass when not checked."""
+        if self.history is None:
+            return "history: NOT CHECKED (not asked)"
+        if self.history.status != "checked":
+            return f"history: NOT CHECKED ({self.history.reason})"
+        return f"history: checked ({self.history.reason})"
 
     def summary_line(self, written: list[Path] | None = None) -> str:
         """The audit's last line: what was read, what was found, what was written."""
         n = len(self.findings)
         wrote = f"; wrote {' and '.join(map(str, written))}" if written else "; wrote no report"
         return (f"audit: {len(self.records)} records, {self.evidence_files} evidence files, "
-                f"{len(self.lessons)} lessons: {n} finding{'s' * (n != 1)}{wrote}")
+                f"{len(self.lessons)} lessons: {n} finding{'s' * (n != 1)}{wrote}; {self.history_line()}")

@@ -1,0 +1,65 @@
+"""Commits: a record's ``git.commit`` is a claim, checked against this repository's history.
+
+A record names the commit its machine had checked out and whether the tree was
+dirty (``runner.capture.git_state``). The audit checks the claim where history
+exists: the commit must be in this repository's history, and a record that says
+it was clean must attest exactly that commit's files (every source it attests,
+by sha256, is that commit's blob). A record with no commit (``commit: null``, a
+node whose copy had no ``.git``) claims nothing and is not checked here; a dirty
+one only claims its commit. Without history nothing is checked (the audit says so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tileproof.judge.audit.registry import rule
+from tileproof.judge.audit.result import Issue
+from tileproof.records.history import AtCommits
+from tileproof.records.models import (
+    BenchRecord,
+    ClaimsRecord,
+    CompileRecord,
+    FileDigest,
+    RunRecord,
+)
+
+UNKNOWN = rule("record-commit-unknown", "a record names a git commit that is not in this repository's history")
+MISMATCH = rule("record-commit-mismatch", "a record says its tree was clean at a commit, but a source it attests "
+                                          "is not that commit's file")
+
+
+def attested(record) -> list[FileDigest]:
+    """The repository files a record attests (the ones a commit holds; not transcripts or builds)."""
+    if isinstance(record, (RunRecord, CompileRecord, BenchRecord)):
+        return list(record.sources)
+    if isinstance(record, ClaimsRecord):
+        return list(record.claims_files)
+    return []
+
+
+def wanted(records: Iterable) -> tuple[set[str], set[tuple[str, str]]]:
+    """The commits records name, and (commit, path) for every source those records attest."""
+    named = [rec for rec in records if rec.git.commit]
+    return ({rec.git.commit for rec in named},
+            {(rec.git.commit, f.path) for rec in named if not rec.git.dirty for f in attested(rec)})
+
+
+def commit_issues(record, found: AtCommits) -> list[Issue]:
+    """Whether the record's commit exists, and (when it says clean) whether its sources are that commit's."""
+    commit = record.git.commit
+    if not commit:
+        return []
+    if not found.known.get(commit, False):
+        return [(UNKNOWN, (f"git.commit {commit[:12]} is not in this repository's history (fix: fetch the branch "
+                           f"that holds it, or restore the node's .git from a bundle before running)"))]
+    if record.git.dirty:
+        return []
+    out = []
+    for f in attested(record):
+        at = found.sha256.get((commit, f.path))
+        if at != f.sha256:
+            what = "has no such file" if at is None else f"holds sha256 {at[:12]}…"
+            out.append((MISMATCH, (f"{f.path}: the record attests sha256 {f.sha256[:12]}… and says the tree was "
+                                   f"clean at {commit[:12]}, which {what} (fix: commit the sources before running)")))
+    return out
