@@ -1,74 +1,134 @@
 """tileproof's sessions. Each is a few lines; the logic lives in the tileproof package.
 
-GPU sessions default to on only where nvidia-smi exists; run on a machine without
-a GPU they say so in one line and fail (a skipped session would count as success).
+Environments: uv builds them where it is installed (``pip install 'nox[uv]'``),
+else venv; they are kept between runs (``nox -R`` also skips the install step).
+Every install uses ``constraints.txt``, the lock (``nox -s lock`` rewrites it
+from pyproject.toml). The light sessions (status, publish, audit, schema,
+lint-kernels, keygen) share ONE small environment, built by the ``light`` session they
+require; compile, tests, claims and the GPU sessions each keep their own, with
+the toolchain hard-linked from uv's cache.
+
+GPU sessions default to on only where nvidia-smi exists; on a machine without a
+GPU they say so in one line and fail within seconds, before installing
+anything (a skipped session would count as success); ``-- --record-no-gpu``
+installs and records each program's gate instead.
 """
 
+import hashlib
 import shutil
+import subprocess
 import sys
+from pathlib import Path
 
 import nox
 
-nox.options.default_venv_backend = "venv"
+nox.needs_version = ">=2024.10.9"
+nox.options.default_venv_backend = "uv|venv"
+nox.options.reuse_venv = "yes"
 nox.options.sessions = ["compile", "tests"]
 
 HAS_GPU = shutil.which("nvidia-smi") is not None
-TOOLCHAIN = ".[toolchain]"
+LOCK = "constraints.txt"
+LIGHT_PYTHON = "light-python.txt"
+"""In nox's shared cache folder: the interpreter the ``light`` session prepared."""
 RUFF_PATHS = ["tileproof", "tests", "noxfile.py", "kernels"]
 """What ruff checks (kernels/ is checked, never fixed: see pyproject.toml [tool.ruff])."""
 
 
-def install(session, *reqs):
-    """Install into the session's venv; with --no-venv use the interpreter as it is.
+def passthrough(session) -> bool:
+    """``--no-venv``: use the interpreter as it is, install nothing."""
+    return isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv)
 
-    ``-- --wheelhouse DIR`` installs from a local wheel folder with --no-index
-    (a GPU node without network).
-    """
-    if isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv):
-        return
+
+def wheelhouse(session) -> list[str]:
+    """``-- --wheelhouse DIR`` (a GPU node without network) → pip's offline options."""
     args = list(session.posargs)
     if "--wheelhouse" in args:
-        wheels = args[args.index("--wheelhouse") + 1]
-        session.install("--no-index", "--find-links", wheels, *reqs)
-    else:
-        session.install(*reqs)
+        return ["--no-index", "--find-links", args[args.index("--wheelhouse") + 1]]
+    return []
 
 
-def tileproof(session, *args):
-    """``python -m tileproof ...`` with the session's interpreter (``--wheelhouse DIR`` is nox's, not passed on)."""
-    python = sys.executable if isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv) else "python"
+def install(session, *reqs, locked=True):
+    """Install ``reqs`` (under the lock unless ``locked`` is False) into the session's venv; nothing with --no-venv."""
+    if not passthrough(session):
+        session.install(*wheelhouse(session), *(["-c", LOCK] if locked else []), *reqs)
+
+
+def own_args(session, *drop: str) -> list[str]:
+    """posargs for tileproof: nox's ``--wheelhouse DIR`` (and ``drop``) left out."""
     posargs = list(session.posargs)
     if "--wheelhouse" in posargs:
         i = posargs.index("--wheelhouse")
         del posargs[i:i + 2]
-    session.run(python, "-m", "tileproof", *args, *posargs)
+    return [a for a in posargs if a not in drop]
+
+
+def tileproof(session, *args, drop=()):
+    """``python -m tileproof ...`` with the session's interpreter."""
+    python = sys.executable if passthrough(session) else "python"
+    session.run(python, "-m", "tileproof", *args, *own_args(session, *drop))
+
+
+def require_gpu(session):
+    """Fail in seconds, before any install, where ``nvidia-smi -L`` lists no GPU."""
+    if "--record-no-gpu" in session.posargs:
+        return
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+        found = listed.returncode == 0 and "GPU " in listed.stdout
+    except (OSError, subprocess.TimeoutExpired):
+        found = False
+    if not found:
+        session.error("no GPU: nvidia-smi -L lists none; nothing installed or recorded "
+                      "(-- --record-no-gpu records each program's gate instead)")
+
+
+@nox.session(default=False)
+def light(session):
+    """The one small environment the light sessions share (required by them; not run alone)."""
+    if not passthrough(session):
+        stamp = session.env_dir / "tileproof-lock.sha256"
+        want = hashlib.sha256(Path("pyproject.toml").read_bytes() + Path(LOCK).read_bytes()).hexdigest()
+        if not stamp.is_file() or stamp.read_text() != want:  # install only when pyproject or the lock changed
+            install(session, "-e", ".")
+            stamp.write_text(want)
+    python = sys.executable if passthrough(session) else str(Path(session.bin) / "python")
+    (session.cache_dir / LIGHT_PYTHON).write_text(python)
+
+
+def light_tileproof(session, *args):
+    """``python -m tileproof ...`` in the environment the ``light`` session prepared."""
+    python = (session.cache_dir / LIGHT_PYTHON).read_text()
+    session.run(python, "-m", "tileproof", *args, *own_args(session), external=True)
 
 
 @nox.session
 def compile(session):
     """Build every program for every target (no GPU needed) and write a compile record."""
-    install(session, "-e", TOOLCHAIN)
+    install(session, "-e", ".[toolchain]")
     tileproof(session, "compile")
 
 
 @nox.session(name="run-gpu", default=HAS_GPU)
 def run_gpu(session):
     """Run every lesson program on this machine's GPU and write run records."""
-    install(session, "-e", TOOLCHAIN, *(["cupy-cuda13x"] if HAS_GPU else []))
+    require_gpu(session)
+    install(session, "-e", ".[toolchain,record,gpu]" if HAS_GPU else ".[toolchain,record]")
     tileproof(session, "run")
 
 
 @nox.session(default=HAS_GPU)
 def bench(session):
     """Time the course kernels against cuBLAS/cupy in the same run and write a bench record."""
-    install(session, "-e", TOOLCHAIN, *(["cupy-cuda13x"] if HAS_GPU else []))
-    tileproof(session, "bench")
+    require_gpu(session)
+    install(session, "-e", ".[toolchain,record,gpu]" if HAS_GPU else ".[toolchain,record]")
+    tileproof(session, "bench", drop=("--record-no-gpu",))  # bench records the gates itself
 
 
 @nox.session
 def claims(session):
     """Check each document's claims that this machine can check (GPU-level ones where a GPU exists)."""
-    install(session, "-e", TOOLCHAIN, *(["cupy-cuda13x"] if HAS_GPU else []))
+    install(session, "-e", ".[toolchain,gpu]" if HAS_GPU else ".[toolchain]")
     tileproof(session, "claims")
 
 
@@ -99,53 +159,48 @@ def release_requirements(release):
 @nox.parametrize("release", CLAIMS_RELEASES)
 def claims_matrix(session, release):
     """Check every claim against one toolchain release in its own venv: one claims record per release."""
-    install(session, "-e", ".", *release_requirements(release), *(["cupy-cuda13x"] if HAS_GPU else []))
+    install(session, "-e", ".", *release_requirements(release), *(["cupy-cuda13x"] if HAS_GPU else []),
+            locked=False)  # another release than the lock's
     tileproof(session, "claims")
 
 
-@nox.session
+@nox.session(python=False, requires=["light"])
 def publish(session):
     """Flip a lesson to published when its evidence allows (nox -s publish -- LESSON)."""
-    install(session, "-e", ".")
-    tileproof(session, "publish")
+    light_tileproof(session, "publish")
 
 
-@nox.session
+@nox.session(python=False, requires=["light"])
 def status(session):
     """Show lesson x program x newest evidence."""
-    install(session, "-e", ".")
-    tileproof(session, "status")
+    light_tileproof(session, "status")
 
 
-@nox.session
+@nox.session(python=False, requires=["light"])
 def audit(session):
     """Check every record, transcript and published lesson.
 
     Reports are written only when asked: ``-- --report-dir DIR`` or ``--update-committed-report``.
     """
-    install(session, "-e", ".")
-    tileproof(session, "audit")
+    light_tileproof(session, "audit")
 
 
-@nox.session
+@nox.session(python=False, requires=["light"])
 def schema(session):
     """Regenerate schema/ and cpp/tolerances.h from their single sources."""
-    install(session, "-e", ".")
-    tileproof(session, "schema")
+    light_tileproof(session, "schema")
 
 
-@nox.session
+@nox.session(python=False, requires=["light"])
 def keygen(session):
     """Make this runner's signing key outside the repository (nox -s keygen -- [--key PATH] [--owner NAME])."""
-    install(session, "-e", ".")
-    tileproof(session, "keygen")
+    light_tileproof(session, "keygen")
 
 
-@nox.session(name="lint-kernels")
+@nox.session(name="lint-kernels", python=False, requires=["light"])
 def lint_kernels(session):
     """Static checks over kernels/ for known cuTile mistakes."""
-    install(session, "-e", ".")
-    tileproof(session, "lint-kernels")
+    light_tileproof(session, "lint-kernels")
 
 
 @nox.session
@@ -160,3 +215,13 @@ def tests(session):
     session.run("python", "-m", "ruff", "check", *RUFF_PATHS)
     session.run("python", "-m", "tileproof", "lint-kernels")
     session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(python=False)
+def lock(session):
+    """Rewrite constraints.txt from pyproject.toml (-- --upgrade to take new releases)."""
+    if not nox.virtualenv.HAS_UV:
+        session.error("nox -s lock needs uv: pip install 'nox[uv]' (or pipx install uv)")
+    session.run(nox.virtualenv.UV, "pip", "compile", "-q", "pyproject.toml", "--all-extras", "--universal",
+                "--python-version", "3.10", "--custom-compile-command", "nox -s lock", "-o", LOCK,
+                *session.posargs, external=True)

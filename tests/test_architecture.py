@@ -27,12 +27,12 @@ LINT_IMPORTS = "from importlinter.cli import lint_imports_command; lint_imports_
 
 
 def lint_imports(cwd: Path, pythonpath: Path | None = None) -> subprocess.CompletedProcess:
-    """``lint-imports`` over ``cwd/pyproject.toml`` (no cache: nothing written into the tree)."""
+    """``lint-imports`` in ``cwd``, which reads ``cwd/pyproject.toml`` (no cache: nothing written into the tree)."""
     env = None
     if pythonpath is not None:
         env = {"PYTHONPATH": str(pythonpath), "PATH": "/usr/bin:/bin"}
     return subprocess.run(
-        [sys.executable, "-c", LINT_IMPORTS, "--no-cache", "--no-logo", "pyproject.toml"],
+        [sys.executable, "-c", LINT_IMPORTS, "--no-cache", "--no-logo"],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
     )
 

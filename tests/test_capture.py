@@ -36,3 +36,45 @@ def test_env_allowlist_never_copies_everything():
 def test_editable_install_is_read_from_pips_comment():
     text = "# Editable Git install with no remote (tileproof==0.1.0)\n-e /work/main\nnumpy==2.4.6\n"
     assert parse_pip_freeze(text) == {"tileproof": "0.1.0", "numpy": "2.4.6"}
+
+
+def test_wheel_reference_reads_the_decoded_wheel_version():
+    """An offline install's ``name @ file:///...whl``: URL-decoded, version from the wheel's file name."""
+    text = ("torch @ file:///tmp/gpu-node/wheels/torch-2.13.0%2Bcpu-cp312-cp312-manylinux_2_28_x86_64.whl"
+            "#sha256=0123abcd\n"
+            "annotated-types @ file:///w/annotated_types-0.8.0-py3-none-any.whl#sha256=f0\n")
+    assert parse_pip_freeze(text) == {"torch": "2.13.0+cpu", "annotated-types": "0.8.0"}
+
+
+def test_names_are_canonical():
+    text = "Typing_Extensions==4.16.0\nzope.interface==7.2\nPyYAML==6.0.4\n"
+    assert parse_pip_freeze(text) == {"typing-extensions": "4.16.0", "zope-interface": "7.2", "pyyaml": "6.0.4"}
+
+
+def test_lines_that_are_not_pins_are_skipped():
+    text = ("pkg @ git+https://example.invalid/pkg.git@abc\n-e /work/main\nnot a requirement !!\n"
+            "broken @ file:///w/not-a-wheel.tar.gz\nnumpy>=2\nnumpy==2.4.6\n")
+    assert parse_pip_freeze(text) == {"numpy": "2.4.6"}
+
+
+def test_real_freeze_wheel_lines_match_their_wheel_names():
+    """Every ``@ file://...whl`` line of the H200 transcript reads the version its wheel file names."""
+    text = (DATA / "pip-freeze.txt").read_text()
+    pk = parse_pip_freeze(text)
+    assert pk["cuda-tile"] == "1.7.0" and pk["annotated-types"] == "0.8.0" and pk["colorlog"] == "6.12.0"
+    assert all("%" not in v and "/" not in v for v in pk.values())
+
+
+def test_installed_packages_are_keyed_by_canonical_name():
+    from packaging.utils import canonicalize_name
+
+    from tileproof.runner.capture import installed_packages
+
+    pk = installed_packages()
+    assert pk and all(canonicalize_name(name) == name for name in pk)
+    assert "pydantic-core" in pk and "typing-extensions" in pk
+
+
+def test_a_redacted_direct_reference_is_skipped_not_fatal():
+    text = "mypkg @ git+https://[REDACTED:url-userinfo]@github.com/o/mypkg.git@0123abc\nnumpy==2.4.6\n"
+    assert parse_pip_freeze(text) == {"numpy": "2.4.6"}

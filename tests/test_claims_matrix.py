@@ -190,7 +190,7 @@ def test_the_matrix_session_pins_every_toolchain_package_of_one_release(monkeypa
     reqs = nox_file.release_requirements("13.3")
     assert sorted(r for r in reqs if r.endswith("==13.3.*")) == sorted(
         f"{p}==13.3.*" for p in ("nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-cuda-cuobjdump",
-                                 "nvidia-cuda-tileiras", "nvidia-nvvm", "nvidia-cuda-runtime"))
+                                 "nvidia-cuda-tileiras", "nvidia-nvvm", "nvidia-cuda-runtime", "nvidia-nvjitlink"))
     assert not any("13.4" in r for r in reqs), "no pin of the project's default release is left"
     assert "cuda-tile>=1.5" in reqs and not any("[" in r for r in reqs), "cuda-tile without its tileiras extra"
     assert {"13.3", "13.4", "13.5"} <= set(nox_file.CLAIMS_RELEASES)

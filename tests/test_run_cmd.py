@@ -2,6 +2,8 @@
 
 import argparse
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,12 +26,13 @@ def tree(tmp_path):
     return tmp_path
 
 
-def args(root, *program):
-    return argparse.Namespace(lessons=[], program=list(program), device=0, timeout=300.0, root=root, output_cap=None)
+def args(root, *program, record_no_gpu=True):
+    return argparse.Namespace(lessons=[], program=list(program), device=0, timeout=300.0, root=root, output_cap=None,
+                              record_no_gpu=record_no_gpu)
 
 
-def run(root, *program):
-    return run_cmd.run(args(root, *program))
+def run(root, *program, record_no_gpu=True):
+    return run_cmd.run(args(root, *program, record_no_gpu=record_no_gpu))
 
 
 @no_gpu
@@ -50,6 +53,26 @@ def test_no_gpu_run_is_recorded_and_fails(tree, capsys):
     assert {s.path for s in rec.sources} >= {"kernels/vector_add.py", "kernels/harness.py", "kernels/tolerances.py"}
     assert (tree / rec.environment.pip_freeze.path).read_text()
     assert "CUDA_HOME" not in rec.environment.env
+
+
+@no_gpu
+def test_no_gpu_run_writes_nothing_unless_asked(tree, capsys):
+    before = sorted(p.relative_to(tree) for p in tree.rglob("*"))
+    assert run(tree, "vector_add", record_no_gpu=False) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("run: no usable GPU") and "--record-no-gpu" in out[0]
+    assert sorted(p.relative_to(tree) for p in tree.rglob("*")) == before
+    assert not (tree / "runs").exists() and not (tree / "evidence").exists()
+
+
+@no_gpu
+def test_no_gpu_run_is_refused_by_the_cli(tree):
+    """The command line itself: one line, exit 1, nothing written."""
+    proc = subprocess.run([sys.executable, "-m", "tileproof", "run", "--root", str(tree), "--program", "vector_add"],
+                          capture_output=True, text=True, cwd=tree)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.strip().startswith("run: no usable GPU") and len(proc.stdout.strip().splitlines()) == 1
+    assert not (tree / "runs").exists() and not (tree / "evidence").exists()
 
 
 def test_unknown_program_is_one_line(tree):
@@ -84,7 +107,7 @@ subprocess.run(["sleep", "infinity"])
 def test_setsid_sleep_infinity_under_timeout_3_ends_and_leaves_nothing(tree, capsys):
     (tree / "kernels" / "hang.py").write_text(HANG)
     assert run_cmd.run(argparse.Namespace(lessons=[], program=["hang"], device=0, timeout=3.0, root=tree,
-                                          output_cap=None)) == 1
+                                          output_cap=None, record_no_gpu=True)) == 1
     rec = next(r for r in load_records(tree) if isinstance(r, RunRecord))
     assert rec.verdict == "timeout" and rec.step.timed_out and rec.step.exit_code is None
     assert 3.0 <= rec.step.duration_s < 5.0

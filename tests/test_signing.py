@@ -217,7 +217,8 @@ def test_run_command_signs_with_the_environment_key(tmp_path, monkeypatch):
     key.write_bytes(pem(Ed25519PrivateKey.generate()))
     key.chmod(0o600)
     monkeypatch.setenv(signing.KEY_ENV, str(key))
-    ns = argparse.Namespace(lessons=[], program=["vector_add"], device=0, timeout=300.0, output_cap=None, root=root)
+    ns = argparse.Namespace(lessons=[], program=["vector_add"], device=0, timeout=300.0, output_cap=None, root=root,
+                            record_no_gpu=True)
     run.run(ns)
     reg = registry_of(entry(signing.load_signer(key, root)))
     loaded = store.read_records(root, reg)

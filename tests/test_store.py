@@ -78,3 +78,11 @@ def test_a_field_added_later_keeps_old_seals(tmp_path):
     edited = tmp_path / old.name
     edited.write_text(json.dumps(raw))
     assert store.seal_of(store.load_record(edited)) != rec.seal
+
+
+def test_records_and_transcripts_are_readable_by_everyone(tmp_path):
+    """0644, not tempfile's 0600: a checkout's records are readable by the other users of the machine."""
+    record = store.write_record(tmp_path, session())
+    transcript = store.write_evidence(tmp_path, "r1", "stdout.txt", "hello\n")
+    for path in (record, tmp_path / transcript.path):
+        assert path.stat().st_mode & 0o777 == 0o644, oct(path.stat().st_mode)

@@ -1,14 +1,31 @@
-"""The command line: ``python -m tileproof COMMAND ...``.
+"""The command line: ``tileproof COMMAND ...`` (or ``python -m tileproof COMMAND ...``).
 
 Each command lives in its own module exposing ``add_arguments(parser)`` and
 ``run(args) -> int``; this file only parses, dispatches and turns a
-``TileproofError`` into one line on stderr and exit status 2.
+``TileproofError`` into one line on stderr and exit status 2. Only the chosen
+command's module is imported (``tileproof --help`` imports none), and its
+options are added to its own subparser, so ``tileproof COMMAND --help`` lists
+them.
+
+Output convention, for every command:
+
+- a command ends with one summary line ``<command>: <what happened>`` (for
+  example ``compile: up to date (84 artifacts cached, 0 compiler calls)`` or
+  ``schema: 0 written, 8 up to date``), printed whether it succeeded or not: the
+  last line on stdout, or on stderr where stdout carries only data meant for a
+  pipe (``lint-kernels``' findings); its exit status is the verdict (0 good, 1 a
+  negative result, 2 bad input or a broken tree);
+- stderr gets ``tileproof <command>: <problem>`` when a command cannot go on;
+- a closed stdout (``tileproof lint-kernels --list-rules | head``) ends the
+  command quietly with status 141 (128 + SIGPIPE), as other Unix tools do; what
+  it had written to disk so far stays.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from tileproof.records.errors import TileproofError
@@ -28,26 +45,50 @@ COMMANDS = {
     "verify": ("tileproof.commands.verify", "every record's signature against lessons/runners.yaml, and git history"),
 }
 
+SIGPIPE_STATUS = 141
+"""Exit status when stdout is closed early (128 + SIGPIPE, as a shell reports it)."""
+
+
+def chosen_command(argv: list[str]) -> str | None:
+    """The command named in ``argv`` (its first non-option word), if any."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    """The CLI parser; only the chosen command's module is imported to add its options."""
+    parser = argparse.ArgumentParser(
+        prog="tileproof", description="Evidence-tracking build and run orchestrator for cuTile lessons.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    name = chosen_command(argv)
+    for command, (module, help_text) in COMMANDS.items():
+        cmd_parser = sub.add_parser(command, help=help_text, description=help_text)
+        if command == name:
+            importlib.import_module(module).add_arguments(cmd_parser)
+    return parser
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tileproof", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (_module, help_text) in COMMANDS.items():
-        sub.add_parser(name, help=help_text)
-    # Parse the command first, then import only that command's module.
-    args, rest = parser.parse_known_args(argv)
-    module = importlib.import_module(COMMANDS[args.command][0])
-    cmd_parser = argparse.ArgumentParser(prog=f"tileproof {args.command}", description=COMMANDS[args.command][1])
-    module.add_arguments(cmd_parser)
-    cmd_args = cmd_parser.parse_args(rest)
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        return int(module.run(cmd_args) or 0)
-    except TileproofError as e:
-        print(f"tileproof {args.command}: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"tileproof {args.command}: interrupted; records written so far are kept", file=sys.stderr)
-        return 130
+        args = build_parser(argv).parse_args(argv)
+        module = importlib.import_module(COMMANDS[args.command][0])
+        try:
+            return int(module.run(args) or 0)
+        except TileproofError as e:
+            print(f"tileproof {args.command}: {e}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print(f"tileproof {args.command}: interrupted; records written so far are kept", file=sys.stderr)
+            return 130
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (``| head``): silence the interpreter's final flush of stdout.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return SIGPIPE_STATUS
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ interrupted, and the records written so far stay as they are.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -17,6 +18,7 @@ from tileproof.records import lessons
 from tileproof.records.capability import sm_of
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import FileDigest, RunRecord, SessionRecord
+from tileproof.records.parsers import parse_gpu_query
 from tileproof.records.signing import signer_from_env
 from tileproof.records.store import (
     digest,
@@ -26,9 +28,11 @@ from tileproof.records.store import (
     write_record,
 )
 from tileproof.runner.capture import (
+    GPU_QUERY_ARGV,
     environment,
     git_state,
     host_facts,
+    probe,
     runtime_toolchain,
     session_start,
 )
@@ -47,6 +51,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=900.0, metavar="S", help="per-program timeout in seconds")
     add_output_cap(parser)
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    parser.add_argument("--record-no-gpu", action="store_true",
+                        help="without a usable GPU, still run each program's gate and record the no-gpu runs "
+                             "(default: say so in one line, exit 1, write nothing)")
+
+
+def no_gpu_reason(device: int) -> str | None:
+    """Why GPU ``device`` is not usable here, or None; writes nothing (a quick look before a session)."""
+    if shutil.which("nvidia-smi") is None:
+        return "nvidia-smi not found: no NVIDIA driver on this machine"
+    query = probe(GPU_QUERY_ARGV, timeout=60)
+    rows = parse_gpu_query(query.stdout.decode(errors="replace")) if query.exit_code == 0 else []
+    if not any(r["index"] == device for r in rows):
+        return f"nvidia-smi lists no GPU {device} (exit {query.exit_code})"
+    return None
 
 
 def select(root: Path, lesson_ids: list[str], names: list[str]) -> tuple[list[Path], dict[str, lessons.Lesson]]:
@@ -97,6 +115,11 @@ def run(args: argparse.Namespace) -> int:
     chosen, all_lessons = select(root, args.lessons, args.program)
     if not chosen:
         raise TileproofError("no programs selected (fix: name a lesson with programs, or drop --program)")
+    if not args.record_no_gpu:
+        absent = no_gpu_reason(args.device)
+        if absent:
+            print(f"run: no usable GPU: {absent}; nothing run or recorded (--record-no-gpu records the gates)")
+            return 1
     session_id = new_run_id("session")
     gpu, frozen = session_start(root, session_id, args.device)
     target = sm_of(gpu.gpu.compute_capability) if gpu.gpu else DEFAULT_TARGETS[0]

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema
 
 from tileproof.records import models, registry, signing, store
 from tileproof.records.tolerances import load_table, render_cpp_header
@@ -29,12 +30,19 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "record-statement.v1.schema.json": signing.Statement,
 }
 CPP_HEADER = Path("cpp") / "tolerances.h"
+ID_PREFIX = "urn:tileproof:schema:"
+"""A schema's ``$id`` is this plus its file name: a name, not a place to fetch it from."""
+
+
+def json_schema(name: str, model) -> dict:
+    """The model's JSON Schema, naming its dialect (``$schema``) and itself (``$id``)."""
+    return {"$schema": GenerateJsonSchema.schema_dialect, "$id": ID_PREFIX + name, **model.model_json_schema()}
 
 
 def rendered(root: Path) -> dict[Path, str]:
     """Every generated file, path relative to root → its text."""
     out = {
-        Path("schema") / name: json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n"
+        Path("schema") / name: json.dumps(json_schema(name, model), indent=2, sort_keys=True) + "\n"
         for name, model in SCHEMAS.items()
     }
     out[CPP_HEADER] = render_cpp_header(load_table(root))
@@ -53,14 +61,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
+    files = rendered(root)
     if args.check:
         bad = stale(root)
         for p in bad:
             print(f"{p}: differs from its source (fix: nox -s schema)")
+        print(f"schema: {len(bad)} stale, {len(files) - len(bad)} up to date")
         return 1 if bad else 0
-    for rel, text in rendered(root).items():
+    written = 0
+    for rel, text in files.items():
         path = root / rel
         if not path.is_file() or path.read_text() != text:
             store.write_atomic(path, text)
+            written += 1
             print(f"wrote {rel}")
+    print(f"schema: {written} written, {len(files) - written} up to date")
     return 0

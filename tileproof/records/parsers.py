@@ -7,8 +7,13 @@ record's own transcripts, and capture uses them when a record is written.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
+from urllib.parse import unquote, urlsplit
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 GPU_QUERY_FIELDS = (
     "index",
@@ -26,30 +31,53 @@ _EDITABLE = re.compile(r"^# Editable .*\((\S+)==(\S+)\)$")
 
 
 def parse_pip_freeze(text: str) -> dict[str, str]:
-    """``pip freeze`` → {name: version}.
+    """``pip freeze`` → {canonical name: version}.
 
     Reads ``name==version`` lines and direct references to a wheel
     (``name @ file:///.../name-1.7.0-cp312-....whl``, as an offline install
-    writes them); editable and other direct references are skipped.
+    writes them: the URL is decoded and the wheel's file name parsed, so
+    ``torch-2.13.0%2Bcpu-...whl`` reads ``2.13.0+cpu``); editable installs are
+    read from pip's ``# Editable ... (name==version)`` comment. Names are
+    canonical (PEP 503), as ``installed_packages`` gives them; versions are
+    pip's, as ``importlib.metadata`` reads them; other
+    direct references and lines that are not requirements are skipped.
     """
     out = {}
     for line in text.splitlines():
         line = line.strip()
         editable = _EDITABLE.match(line)
         if editable:  # "# Editable Git install with no remote (name==version)" above its "-e PATH"
-            out[editable.group(1).lower().replace("_", "-")] = editable.group(2)
+            pinned = _pinned(f"{editable.group(1)}=={editable.group(2)}")
+        elif not line or line.startswith(("#", "-e ")):
             continue
-        if not line or line.startswith(("#", "-e ")):
-            continue
-        if "==" in line:
-            name, _, version = line.partition("==")
-        elif " @ " in line and line.split("#", 1)[0].endswith(".whl"):
-            name, _, url = line.partition(" @ ")
-            version = url.split("#", 1)[0].rsplit("/", 1)[-1].split("-")[1]
         else:
-            continue
-        out[name.strip().lower().replace("_", "-")] = version.strip()
+            pinned = _pinned(line)
+        if pinned is not None:
+            out[pinned[0]] = pinned[1]
     return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _pinned(line: str) -> tuple[str, str] | None:
+    """(canonical name, version) of one ``name==version`` or ``name @ ...whl`` line.
+
+    Cached: the sessions of a tree share most lines, and the audit reads every freeze.
+    """
+    try:
+        req = Requirement(line)
+    except ValueError:  # InvalidRequirement, or a URL packaging cannot read (a redacted host)
+        return None
+    name = canonicalize_name(req.name)
+    if req.url:
+        try:
+            wheel = unquote(urlsplit(req.url).path).rsplit("/", 1)[-1]
+            return name, str(parse_wheel_filename(wheel)[1])
+        except ValueError:  # InvalidWheelFilename (not a wheel), or a URL urllib cannot split
+            return None
+    pins = [s for s in req.specifier if s.operator in ("==", "===")]
+    if len(pins) != 1:
+        return None
+    return name, pins[0].version
 
 
 def _int(value: str) -> int | None:

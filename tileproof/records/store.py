@@ -55,6 +55,8 @@ from tileproof.records.registry import (
 RUNS = "runs"
 EVIDENCE = "evidence"
 _RECORD = TypeAdapter(Record)
+FILE_MODE = 0o644
+"""Records and transcripts are readable by everyone (``tempfile`` would leave 0600)."""
 
 
 def new_run_id(kind: str, now: datetime | None = None) -> str:
@@ -93,6 +95,7 @@ def write_once(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

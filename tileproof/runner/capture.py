@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from tileproof.records.models import (
     Environment,
     GitState,
@@ -109,11 +111,15 @@ def env_allowlisted(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def installed_packages() -> dict[str, str]:
-    """Every distribution visible to this interpreter → version."""
+    """Every distribution visible to this interpreter → version, by canonical name.
+
+    Names are canonicalised (PEP 503) with ``packaging``, as ``parse_pip_freeze``
+    does, so a record's packages and its pip freeze transcript compare key by key.
+    """
     out: dict[str, str] = {}
     for dist in md.distributions():
         name = dist.metadata["Name"]
-        key = name.lower().replace("_", "-") if name else None
+        key = canonicalize_name(name) if name else None
         if key and key not in out:  # the first on sys.path is the one imported
             out[key] = dist.version
     return dict(sorted(out.items()))

@@ -1,0 +1,108 @@
+"""The command line as a user meets it: --help per command, the console script, a closed pipe."""
+
+import importlib.metadata as md
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tileproof.__main__ import COMMANDS, SIGPIPE_STATUS, main
+
+REPO = Path(__file__).resolve().parents[1]
+
+OPTIONS = {
+    "compile": ["--arch", "--system-nvcc", "--jobs", "--root"],
+    "run": ["--program", "--device", "--timeout", "--record-no-gpu", "--root", "LESSON"],
+    "publish": ["--dry-run", "--root", "lesson"],
+    "status": ["--root", "LESSON"],
+    "audit": ["--root"],
+    "bench": ["--quick", "--program", "--device", "--timeout"],
+    "claims": ["--document", "--list", "--gpu-only", "--jobs"],
+    "schema": ["--check", "--root"],
+    "lint-kernels": ["--list-rules"],
+    "keygen": ["--key", "--owner", "--may-sign", "--root"],
+    "verify": ["--root"],
+}
+"""Options each command's --help must list (a hand-written list, not read from the parsers)."""
+
+
+def test_the_table_covers_every_command():
+    assert set(OPTIONS) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_lists_the_commands_options(command, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: tileproof {command} ")
+    missing = [o for o in OPTIONS[command] if o not in out]
+    assert not missing, f"tileproof {command} --help does not list {missing}:\n{out}"
+
+
+def test_top_level_help_lists_commands_and_imports_none():
+    code = ("import sys\nfrom tileproof.__main__ import COMMANDS, main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass\n"
+            "print('imported:', [m for m, _help in COMMANDS.values() if m in sys.modules])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert all(name in proc.stdout for name in COMMANDS)
+    assert "imported: []" in proc.stdout
+
+
+def test_a_command_imports_only_its_own_module():
+    code = ("import sys\nfrom tileproof.__main__ import main\ntry:\n    main(['schema', '--help'])\n"
+            "except SystemExit:\n    pass\n"
+            "from tileproof.__main__ import COMMANDS\n"
+            "print(COMMANDS['schema'][0] in sys.modules, COMMANDS['audit'][0] in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "True False"
+
+
+def test_console_script_is_declared():
+    eps = md.entry_points(group="console_scripts", name="tileproof")
+    assert [ep.value for ep in eps] == ["tileproof.__main__:main"]
+    assert next(iter(eps)).load() is main
+
+
+def test_console_script_runs():
+    script = Path(sys.executable).parent / "tileproof"
+    if not script.is_file():
+        pytest.skip(f"no {script}: tileproof is not installed into this interpreter's environment")
+    proc = subprocess.run([str(script), "schema", "--help"], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0 and "--check" in proc.stdout, proc.stderr
+
+
+def test_output_into_head_ends_without_a_traceback():
+    proc = subprocess.run(f"'{sys.executable}' -m tileproof lint-kernels --list-rules | head -1",
+                          shell=True, capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("TP") and len(proc.stdout.splitlines()) == 1
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("argv", [["lint-kernels", "--list-rules"], ["schema", "--help"], ["--help"],
+                                  ["schema", "--check"]])
+def test_a_closed_stdout_ends_quietly(argv):
+    """The reader is gone before the command writes a byte: no traceback; the CLI's own answer is 141."""
+    proc = subprocess.Popen([sys.executable, "-m", "tileproof", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    code = proc.wait()
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    # lint-kernels treats a closed pipe itself and argparse's --help ignores it (the reader chose
+    # to stop: 0); elsewhere __main__ answers 128 + SIGPIPE.
+    assert code == (0 if argv[0] == "lint-kernels" or "--help" in argv else SIGPIPE_STATUS), err
+
+
+def test_schema_ends_with_one_summary_line():
+    proc = subprocess.run([sys.executable, "-m", "tileproof", "schema", "--check", "--root", str(REPO)],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    from tileproof.commands.schema import rendered
+
+    assert proc.stdout.strip().splitlines()[-1] == f"schema: 0 stale, {len(rendered(REPO))} up to date"
