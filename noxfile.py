@@ -164,6 +164,15 @@ def claims_matrix(session, release):
     tileproof(session, "claims")
 
 
+@nox.session(name="compile-matrix")
+@nox.parametrize("release", CLAIMS_RELEASES)
+def compile_matrix(session, release):
+    """Build every program with one toolchain release in its own venv: one compile record per release,
+    so a lesson's REG/SHARED table (``res_usage``) gets one column per release (``-- --arch sm_89``)."""
+    install(session, "-e", ".", *release_requirements(release), locked=False)  # another release than the lock's
+    tileproof(session, "compile")
+
+
 @nox.session(python=False, requires=["light"])
 def publish(session):
     """Flip a lesson to published when its evidence allows (nox -s publish -- LESSON)."""

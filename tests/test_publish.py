@@ -23,6 +23,8 @@ def test_fixture_records_attest_todays_lesson(repo_root):
     front = lessons.load(repo_root, LESSON).front
     for rec in store.load_records(repo_root / "tests" / "data" / "records" / "day79"):
         assert rec.run_id.startswith("FIXTURE-") and rec.host.system == "fixture"
+        if rec.kind != "run":  # the FIXTURE claims record of the runs' release attests no program list
+            continue
         assert rec.lesson_programs[LESSON] == lessons.program_list_digest(front), \
             f"the lesson's program list changed: regenerate the fixtures with {REGENERATE}"
 

@@ -236,8 +236,23 @@ def _matching_line(text: str, pattern: str) -> str:
     return _short(text[start: end if end != -1 else None])
 
 
-def _ran(step: Step, text: str) -> str | None:
-    """Why a step showed nothing about the claim (timeout, missing tool, broken toolchain), else None."""
+_TOOL_FATAL = re.compile(r"^(nvcc|ptxas|nvlink|fatbinary)\b[^\n]*?\bfatal\s*:\s*(.+)$", re.M)
+"""nvcc or a tool it drives giving up for its own reasons: ``nvcc fatal : Unknown option '-enable-tile'``
+(a release before tile code), ``ptxas ... fatal : Unsupported .version 9.5`` (a ptxas of another release)."""
+_NO_FILE = re.compile(r"fatal error: (\S+): No such file or directory"
+                      r"|catastrophic error: cannot open source file \"([^\"]+)\"")
+"""A header or source the compiler could not open (13.2's ``cuda_tile.h`` includes a ``crt/cuda_tile.h`` it lacks)."""
+_DIAGNOSTIC = re.compile(r"\berror\b|#error")
+"""A line in which a compiler reports a problem with what it compiled (``first_error`` shows it)."""
+
+
+def _ran(step: Step, text: str, nvcc: bool = False) -> str | None:
+    """Why a step showed nothing about the claim (timeout, missing tool, broken toolchain), else None.
+
+    ``nvcc``: the step is an nvcc build, which also fails for its own reasons: an option this
+    release does not know, a header it cannot open, or a failing exit with no diagnostic at all.
+    Each of those is the tool's failure (the probe errors), never a finding about the claim.
+    """
     if step.timed_out:
         return f"{step.name}: timed out after {step.duration_s:.0f}s"
     if step.exit_code == 127:
@@ -245,12 +260,25 @@ def _ran(step: Step, text: str) -> str | None:
     env = [d for d in diagnose(text, step.exit_code) if d.id in ENV_DIAGNOSES]
     if env:
         return f"{env[0].title} (fix: {env[0].fix})"
+    if not nvcc or step.exit_code == 0:
+        return None
+    fatal = _TOOL_FATAL.search(text)
+    if fatal:
+        return (f"{step.name}: {fatal.group(1)} failed for its own reasons ({_short(fatal.group(2))}): "
+                f"the check could not run with this toolchain")
+    missing = _NO_FILE.search(text)
+    if missing:
+        return (f"{step.name}: the compiler could not open {missing.group(1) or missing.group(2)} "
+                f"(a header this toolchain lacks): the check could not run")
+    if not _DIAGNOSTIC.search(text):
+        return f"{step.name}: nvcc exited {step.exit_code} with no diagnostic: {first_error(text, 'cpp')}"
     return None
 
 
 def judge_compile(step: Step, text: str, expected: Expected, lang: str) -> tuple[ProbeOutcome, str]:
-    """A compile step against what the document says it does."""
-    broken = _ran(step, text)
+    """A compile step against what the document says it does; a tool that failed for its own
+    reasons (``_ran``) makes the probe an ``error``, never a confirmation or a refutation."""
+    broken = _ran(step, text, nvcc=lang == "cpp")
     if broken:
         return "error", broken
     rejected = step.exit_code != 0
@@ -410,7 +438,7 @@ def _res_usage(here: Here, name, check, expected, folder):
         argv = varied_nvcc_argv(here.tools.tool("nvcc"), src, check.target, out, check.tilefatbin, check.flags)
         build, text = _step(here, f"{name}.nvcc", argv)
         if build.exit_code != 0 or not out.exists():
-            why = _ran(build, text) or f"the build failed: {first_error(text, 'cpp')}"
+            why = _ran(build, text, nvcc=True) or f"the build failed: {first_error(text, 'cpp')}"
             return "error", why, [build], here.nvcc_chain()
         inspect_step, listing = _step(here, f"{name}.res-usage",
                                       [str(here.tools.tool("cuobjdump")), "-res-usage", str(out)])
@@ -478,7 +506,8 @@ def _cpp_binary(here: Here, name: str, src: Path,
     argv = varied_nvcc_argv(here.tools.tool("nvcc"), src, target, out)
     step, text = _step(here, f"{name}.nvcc", argv)
     if step.exit_code != 0 or not out.is_file():
-        return None, [step], ("error", f"the build failed: {_ran(step, text) or first_error(text, 'cpp')}"), None
+        why = _ran(step, text, nvcc=True) or first_error(text, "cpp")
+        return None, [step], ("error", f"the build failed: {why}"), None
     store.write_atomic(meta, json.dumps({"nvcc": here.versions.get("nvcc"), "argv": argv, "run_id": here.run_id,
                                          "source_sha256": sha256_file(src)}, indent=1) + "\n")
     return out, [step], None, here.versions.get("nvcc")

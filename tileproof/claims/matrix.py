@@ -7,12 +7,14 @@ major.minor), one column per release. ``nox -s "claims-matrix(release='13.3')"``
 one claims record per release, each from its own environment.
 
 Within one release the newest decisive result (confirmed/refuted) of a claim wins, and a
-newer unverifiable-here never hides an older decision: the rule of ``claims.core.latest``,
-applied per release. A record whose toolchain shares no release (a mixed install) is
+newer unverifiable-here never hides an older decision: ``judge.claim_verdicts.fold`` (the
+one implementation, which the publish decision folds per release too) over each group of
+``judge.claim_verdicts.by_release``. A record whose toolchain shares no release (a mixed install) is
 evidence for none: it is counted, and ``lines`` says so, never silently dropped. A column
-is one CUDA release; when its records were made with more than one cuda-tile version (whose
-Python-side verdicts can differ: cuda-tile 1.5.0 words the ``math.ceil`` error otherwise
-than 1.6 and 1.7), ``lines`` names them.
+is one CUDA release; where the records differ in cuda-tile version (whose Python-side
+verdicts can differ: cuda-tile 1.5.0 words the ``math.ceil`` error otherwise than 1.6 and
+1.7), ``lines`` shows the cuda-tile versions of each column, and names a column whose
+records were made with more than one.
 
 ``claim_matrix`` and ``holds_text`` are pure (they read only the records given to them);
 ``status_lines`` reads the claims files and records of a tree for ``tileproof status``.
@@ -21,61 +23,17 @@ Nothing here runs a tool.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from tileproof.claims.core import claims_records
 from tileproof.claims.spec import load_all
-from tileproof.judge.claim_verdicts import DECISIVE
-from tileproof.records.models import (
-    ClaimResult,
-    ClaimResultV1,
-    ClaimsRecord,
-    ClaimVerdictName,
-    Toolchain,
-)
+from tileproof.judge.claim_verdicts import DECISIVE, Release, by_release, fold, release_of
+from tileproof.records.models import ClaimResult, ClaimResultV1, ClaimsRecord, ClaimVerdictName
 
-
-@dataclass(frozen=True, order=True)
-class Release:
-    """A toolchain release: the CUDA major.minor every piece of a claims record's toolchain shares."""
-
-    major: int
-    minor: int
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}"
-
-    @classmethod
-    def parse(cls, text: str) -> Release:
-        """``13.4`` (or ``13.4.92``) as a release; anything else is a ``ValueError``."""
-        m = re.fullmatch(r"(\d+)\.(\d+)(\.\d+)*", text.strip())
-        if not m:
-            raise ValueError(f"{text!r} is not a release (expected MAJOR.MINOR such as 13.4)")
-        return cls(int(m.group(1)), int(m.group(2)))
-
-
-def release_of(toolchain: Toolchain) -> Release | None:
-    """The release a record's toolchain shares (a claims record's verdicts hold for it, a run
-    record's evidence was made with it); None when its pieces disagree."""
-    shared = toolchain.major_minor
-    return Release.parse(shared) if shared else None
-
-
-def by_release(records: Iterable[ClaimsRecord]) -> tuple[dict[Release, list[ClaimsRecord]], list[ClaimsRecord]]:
-    """The records grouped by release (releases ascending, each group in the given order), and
-    the records that share no release."""
-    groups: dict[Release, list[ClaimsRecord]] = {}
-    mixed: list[ClaimsRecord] = []
-    for record in records:
-        release = release_of(record.toolchain)
-        if release is None:
-            mixed.append(record)
-        else:
-            groups.setdefault(release, []).append(record)
-    return dict(sorted(groups.items())), mixed
+__all__ = ["Cell", "Matrix", "Release", "by_release", "claim_matrix", "holds_text", "lines", "release_of",
+           "status_lines"]
 
 
 @dataclass(frozen=True)
@@ -120,16 +78,12 @@ class Matrix:
 
 
 def claim_matrix(records: Iterable[ClaimsRecord]) -> Matrix:
-    """The matrix of these records (oldest first: a later decisive result wins within its release)."""
+    """The matrix of these records (a later decisive result wins within its release)."""
     groups, mixed = by_release(records)
     cells: dict[Key, dict[Release, Cell]] = {}
     for release, group in groups.items():
-        for record in group:
-            for r in record.results:
-                row = cells.setdefault((r.document, r.id), {})
-                earlier = row.get(release)
-                if earlier is None or r.verdict in DECISIVE or earlier.verdict not in DECISIVE:
-                    row[release] = Cell(r, record.run_id)
+        for key, decided in fold(group).items():
+            cells.setdefault(key, {})[release] = Cell(decided.result, decided.run_id)
     cuda_tile = {release: sorted({v for r in group if (v := r.toolchain.packages.get("cuda-tile"))})
                  for release, group in groups.items()}
     return Matrix(releases=list(groups), cells=cells, unattributed=[r.run_id for r in mixed], cuda_tile=cuda_tile)
@@ -194,6 +148,10 @@ def lines(matrix: Matrix, claims: list[Key], documents: list[str] | None = None)
                      matrix.holds(*key) + ("  (no longer in its claims file)" if key in gone else "")])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    every = {v for versions in matrix.cuda_tile.values() for v in versions}
+    if len(every) > 1:  # records differ in cuda-tile: say which column was made with which
+        out.append("cuda-tile: " + "; ".join(f"{release} {', '.join(versions) or 'not recorded'}"
+                                              for release, versions in matrix.cuda_tile.items()))
     for release, versions in matrix.cuda_tile.items():
         if len(versions) > 1:
             out.append(f"{release}: records of cuda-tile {', '.join(versions)} share this column "

@@ -31,6 +31,7 @@ from pydantic import (
 
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.models import CheckKind, ProbeKind, ProbeRole
+from tileproof.records.safe_read import parse_yaml, read_file_text
 from tileproof.records.store import rel
 
 CLAIMS_DIR = Path("lessons") / "claims"
@@ -324,7 +325,7 @@ def load_file(path: Path, shown: str | None = None) -> Loaded:
     """Parse and validate one claims file; any problem is one line naming file and field."""
     shown = shown or path.as_posix()
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = parse_yaml(read_file_text(path, "claims", shown), shown)
     except FileNotFoundError:
         raise RecordError(shown, "", "file is missing", f"create it, or drop the document from {CLAIMS_DIR}") from None
     except yaml.YAMLError as e:

@@ -5,8 +5,9 @@ this prints the findings, each draft lesson's summary and one last line, and
 writes reports only where asked: ``--md PATH``/``--html PATH``,
 ``--report-dir DIR`` (both, as AUDIT.md and audit.html), or
 ``--update-committed-report`` (the committed evidence/AUDIT.md and
-evidence/audit.html). By default nothing is written, so an audit never leaves
-a tracked file changed. Exit 1 when there is a finding.
+evidence/audit.html). For CI: ``--junit PATH`` (JUnit XML, ``report.junit``) and
+``--json PATH`` (``report.summary.AuditSummary``). By default nothing is written,
+so an audit never leaves a tracked file changed. Exit 1 when there is a finding.
 
 History: every file once committed under runs/ and evidence/ must still be there,
 unchanged (findings ``history-missing``/``history-changed``). A tree without git
@@ -21,11 +22,23 @@ run it without the flag, on a full clone (``git fetch --unshallow`` first).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from tileproof.gather.audit import REPORT_HTML, REPORT_MD, audit, paused_gc
+from tileproof.judge.audit.result import AuditResult
 from tileproof.records import store
-from tileproof.report import render
+from tileproof.report import junit, render, summary
+
+OutputKind = Literal["md", "html", "junit", "json"]
+RENDER: dict[OutputKind, Callable[[AuditResult, Path], str]] = {
+    "md": render.render_markdown,
+    "html": render.render_html,
+    "junit": lambda result, _base: junit.junit_xml(result),
+    "json": lambda result, _base: summary.summary_json(result),
+}
+"""Each output kind → its text, given the audit and the folder it is written to (links are relative to it)."""
 
 
 def add_arguments(parser) -> None:
@@ -36,15 +49,19 @@ def add_arguments(parser) -> None:
                         help=f"write both reports into this folder ({REPORT_MD}, {REPORT_HTML})")
     parser.add_argument("--update-committed-report", action="store_true",
                         help=f"rewrite the committed evidence/{REPORT_MD} and evidence/{REPORT_HTML}")
+    parser.add_argument("--junit", type=Path, default=None,
+                        help="write JUnit XML here (a test case per lesson row, claim and audit rule)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="write a machine-readable summary here (schema/audit-summary.v1.schema.json)")
     parser.add_argument("--allow-no-history", action="store_true",
                         help="exit 0 on no findings even when git history could not be checked "
                              "(still printed as NOT CHECKED); for trees without history on purpose")
     parser.add_argument("--no-write", action="store_true", help="write no report (the default; kept for scripts)")
 
 
-def outputs(args) -> list[tuple[Path, str]]:
-    """(path, "md" | "html") of each report asked for."""
-    out: list[tuple[Path, str]] = []
+def outputs(args) -> list[tuple[Path, OutputKind]]:
+    """(path, kind) of each report asked for."""
+    out: list[tuple[Path, OutputKind]] = []
     if args.no_write:
         return out
     if args.update_committed_report:
@@ -54,6 +71,8 @@ def outputs(args) -> list[tuple[Path, str]]:
         out += [(args.report_dir / REPORT_MD, "md"), (args.report_dir / REPORT_HTML, "html")]
     out += [(args.md, "md")] if args.md else []
     out += [(args.html, "html")] if args.html else []
+    out += [(args.junit, "junit")] if args.junit else []
+    out += [(args.json, "json")] if args.json else []
     return out
 
 
@@ -67,9 +86,7 @@ def run(args) -> int:
             if lesson.status == "draft":
                 print(lesson.summary())
         for path, kind in wanted:
-            render_as = render.render_markdown if kind == "md" else render.render_html
-            text = render_as(result, path.parent)
-            store.write_atomic(path, text)
+            store.write_atomic(path, RENDER[kind](result, path.parent))
     failed = bool(result.findings) or not (result.history_checked or args.allow_no_history)
     print(result.summary_line([p for p, _ in wanted]), file=sys.stderr if failed else sys.stdout)
     return 1 if failed else 0

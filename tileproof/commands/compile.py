@@ -6,11 +6,12 @@ import argparse
 import os
 from pathlib import Path
 
+from tileproof.records.safe_read import check_build_dir
 from tileproof.records.signing import signer_from_env
 from tileproof.runner.builds import compile_programs, kernel_index
 from tileproof.runner.capture import tools as find_tools
 from tileproof.runner.process import install_signal_handlers
-from tileproof.toolchain.build import BUILD_DIR, DEFAULT_TARGETS, parse_target, programs
+from tileproof.toolchain.build import BUILD_DIR, DEFAULT_TARGETS, julia_programs, parse_target, programs
 from tileproof.toolchain.find import require_coherent
 
 
@@ -30,11 +31,15 @@ def targets_from(args_arch: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     root = args.root.resolve()
+    check_build_dir(root, BUILD_DIR)  # a build/ link out of the repository: refused before anything is written
     signer = signer_from_env(root)  # before any build: a bad key must not leave builds without a record
     targets = targets_from(args.arch)
     tools = find_tools(args.system_nvcc, cache_file=root / BUILD_DIR / "tool-versions.json")
     require_coherent(tools)
     cpp = programs(root, "cpp")
     py = kernel_index(root, programs(root, "kernels"))
+    for jl in julia_programs(root):  # named, never silently left out: julia compiles them when they run
+        print(f"{jl.relative_to(root).as_posix()}: a cuTile.jl program, compiled by julia when tileproof run runs it "
+              f"(toolchain-absent where no julia with cuTile.jl is found)")
     record = compile_programs(root, tools, targets, cpp, py, args.jobs, signer)
     return 0 if record is None or record.passed else 1

@@ -3,7 +3,8 @@
 Asks the one publish decision (``gather.tree.Tree.decide`` → ``gate.decide``:
 rows, performance claims and refuted claims) and, only when nothing blocks,
 rewrites the lesson's status, hardware block and results (front matter and body
-table) in one atomic replace. Otherwise nothing is written and each blocker is
+table) and its compile-derived tables (``res_usage``: REG/SHARED from the compile
+records) in one atomic replace. Otherwise nothing is written and each blocker is
 printed with the command that would clear it. Exit status: 0 published (or would
 publish, or already published with evidence), 1 evidence missing, 2 bad input.
 
@@ -57,7 +58,17 @@ def describe_all(decision: gate.Decision) -> list[str]:
     for c in decision.perf:
         lines.append(f"  perf claim {c.claim.id} ({c.claim.statement}): {c.outcome}: {c.reason}")
         lines += [f"      fix: {c.command}"] if c.command else []
-    return lines
+    return lines + describe_tables(decision)
+
+
+def describe_tables(decision: gate.Decision) -> list[str]:
+    """The compile-derived tables the lesson's body would get, as they would be written."""
+    table = decision.res_usage
+    if table is None:
+        return []
+    head = f"  {table.subject}: {table.reason}" + (f" (skipped: {'; '.join(table.skipped)})"
+                                                   if table.filled and table.skipped else "")
+    return [head, *(f"      {line}".rstrip() for line in table.rendered().splitlines())]
 
 
 def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, list[str]]:
@@ -83,8 +94,9 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, lis
         return 1, [f"{name}: published, but its evidence no longer holds (nox -s audit fails); nothing changed:",
                    *describe(decision.blockers)]
     if not decision.publishable:
-        return 1, [f"{name}: stays draft; {decision.lacking()}; nothing changed:", *describe(decision.blockers)]
-    text = lessons.render(lesson, decision.published_front(lesson.front))
+        return 1, [f"{name}: stays draft; {decision.lacking()}; nothing changed:", *describe(decision.blockers),
+                   *(describe_tables(decision) if dry_run else [])]
+    text = lessons.render(lesson, decision.published_front(lesson.front), decision.published_blocks())
     hw = decision.hardware()
     if hw is None:  # a publishable decision has a passed required row behind it
         raise ValueError(f"{name}: publishable without a passed required row")

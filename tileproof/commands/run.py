@@ -17,7 +17,7 @@ from pathlib import Path
 from tileproof.records import lessons
 from tileproof.records.capability import sm_of
 from tileproof.records.errors import TileproofError
-from tileproof.records.models import FileDigest, RunRecord, SessionRecord
+from tileproof.records.models import RUN_VERSION, FileDigest, RunRecord, RunVerdict, SessionRecord
 from tileproof.records.parsers import parse_gpu_query
 from tileproof.records.signing import signer_from_env
 from tileproof.records.store import (
@@ -37,10 +37,11 @@ from tileproof.runner.capture import (
     session_start,
 )
 from tileproof.runner.environment import child_env
-from tileproof.runner.execute import run_program
+from tileproof.runner.execute import Outcome, run_program
+from tileproof.runner.julia import Absent, run_julia_program
 from tileproof.runner.locate import compile_records, find_binary
 from tileproof.runner.process import add_output_cap, install_signal_handlers, output_cap
-from tileproof.toolchain.build import DEFAULT_TARGETS, dependencies, programs
+from tileproof.toolchain.build import DEFAULT_TARGETS, dependencies, julia_programs, programs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +70,7 @@ def no_gpu_reason(device: int) -> str | None:
 
 def select(root: Path, lesson_ids: list[str], names: list[str]) -> tuple[list[Path], dict[str, lessons.Lesson]]:
     """Programs to run, and every lesson's front matter keyed by id."""
-    every = programs(root, "kernels") + programs(root, "cpp")
+    every = programs(root, "kernels") + julia_programs(root) + programs(root, "cpp")
     all_lessons = {lesson.id: lesson for lesson in lessons.load_all(root)}
     chosen = every
     if lesson_ids:
@@ -98,13 +99,23 @@ def lessons_of(all_lessons: dict[str, lessons.Lesson]) -> dict[str, list[str]]:
 
 def program_argv(root: Path, program: Path, binaries: dict, target: str) -> tuple[list[str], FileDigest | None]:
     """How to start a program, and the executable it attests (C++ only)."""
-    if program.suffix != ".cu":
+    if program.suffix != ".cu":  # (a .jl program is started by runner.julia, never from here)
         return [sys.executable, str(program)], None
     found = binaries[program]
     if found is None:
         raise TileproofError(f"{program.relative_to(root).as_posix()}: no binary built for {target} from today's "
                              f"source (fix: nox -s compile -- --arch {target})")
     return [str(found.path)], FileDigest(path=found.path.relative_to(root).as_posix(), sha256=sha256_file(found.path))
+
+
+def start(root: Path, run_id: str, program: Path, binaries: dict, target: str, env: dict[str, str], timeout: float,
+          cap: int | None) -> tuple[Outcome | Absent, FileDigest | None]:
+    """Run one program (a cuTile.jl one through ``runner.julia``: ``Absent`` where julia with cuTile.jl
+    is not found), and the executable it attests."""
+    if program.suffix == ".jl":
+        return run_julia_program(root, run_id, program, env, timeout, cap), None
+    argv, binary = program_argv(root, program, binaries, target)
+    return run_program(root, run_id, program.stem, argv, env, timeout, cap), binary
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,21 +150,23 @@ def run(args: argparse.Namespace) -> int:
     for program in chosen:
         rel = program.relative_to(root).as_posix()
         run_id = new_run_id("run")
-        argv, binary = program_argv(root, program, binaries, target)
         in_lessons = by_program.get(rel, [])
         extra = [n for i in in_lessons for n in all_lessons[i].front.env]
-        outcome = run_program(root, run_id, program.stem, argv, child_env(extra=extra, device=args.device),
-                              args.timeout, cap)
-        verdict, reason = outcome.verdict, outcome.reason
+        penv = child_env(extra=extra, device=args.device)
+        outcome, binary = start(root, run_id, program, binaries, target, penv, args.timeout, cap)
+        verdict: RunVerdict = "toolchain-absent" if isinstance(outcome, Absent) else outcome.verdict
+        reason = outcome.reason
+        report, report_file = (None, None) if isinstance(outcome, Absent) else (outcome.report, outcome.report_file)
         if gpu.gpu and gpu.gpu.runtime_compute_capability not in (None, gpu.gpu.compute_capability):
             verdict, reason = "error", (f"nvidia-smi says compute capability {gpu.gpu.compute_capability}, "
                                         f"the CUDA runtime says {gpu.gpu.runtime_compute_capability}")
         lesson_files = [root / "lessons" / f"{i}.md" for i in in_lessons]
         write_record(root, RunRecord(
-            **header(run_id, git, host), kind="run", environment=session_env, program=rel, lessons=in_lessons,
+            **header(run_id, git, host), kind="run", run_version=RUN_VERSION,
+            environment=session_env, program=rel, lessons=in_lessons,
             lesson_programs={i: lessons.program_list_digest(all_lessons[i].front) for i in in_lessons},
             sources=[digest(root, p) for p in [*dependencies(program), *lesson_files]], binary=binary,
-            step=outcome.step, report=outcome.report, report_file=outcome.report_file, verdict=verdict, reason=reason,
+            step=outcome.step, report=report, report_file=report_file, verdict=verdict, reason=reason,
         ), signer)
         run_ids.append(run_id)
         counts[verdict] += 1

@@ -16,6 +16,7 @@ from pydantic.json_schema import GenerateJsonSchema
 
 from tileproof.records import models, registry, signing, store
 from tileproof.records.tolerances import load_table, render_cpp_header
+from tileproof.report import summary
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     f"compile-record.v{models.SCHEMA_VERSION}.schema.json": models.CompileRecord,
@@ -28,6 +29,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     f"runner-registry.v{registry.REGISTRY_VERSION}.schema.json": registry.RunnerRegistry,
     "signed-record.v1.schema.json": signing.Envelope,
     "record-statement.v1.schema.json": signing.Statement,
+    f"audit-summary.v{summary.SUMMARY_VERSION}.schema.json": summary.AuditSummary,
 }
 CPP_HEADER = Path("cpp") / "tolerances.h"
 ID_PREFIX = "urn:tileproof:schema:"

@@ -32,6 +32,7 @@ WORDS = {
     "incoherent-toolchain": "mixed toolchain",
     "out-of-bounds": "out of bounds",
     "missing-file": "no such file",
+    "toolchain-absent": "toolchain absent",
 }
 """Each gate outcome as the status table shows it."""
 

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from tileproof.gather import audit_scan
+from tileproof.gather.audit_claims import claims_files_today
 from tileproof.gather.audit_scan import Helper, paused_gc, read
 from tileproof.gather.tree import Tree
 from tileproof.judge import trust
@@ -105,7 +106,7 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
                 verified[name] = loaded.verification
             except RecordError as e:
                 add(Finding(file, files.SCHEMA, f"{e.field + ': ' if e.field else ''}{e.problem}"))
-                with contextlib.suppress(ValueError):  # not JSON: the schema finding says so
+                with contextlib.suppress(ValueError, RecursionError):  # not JSON: the schema finding says so
                     raw_refs.update(evidence.raw_transcript_paths(json.loads(data)))
                 continue
         for rule_id, reason in files.name_issues(name, rec.run_id):
@@ -205,7 +206,8 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
     flagged |= {f.file[len(store.RUNS) + 1:] for f in findings if f.file.startswith(f"{store.RUNS}/")}
     return AuditResult(root=root, findings=findings, records=[rec for _, rec in records], lessons=lesson_audits,
                        evidence_files=evidence_files, evidence_bytes=evidence_bytes,
-                       record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked)
+                       record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked,
+                       claims_files=claims_files_today(root))
 
 
 def _commit_claims(root: Path, records, add) -> None:

@@ -68,7 +68,7 @@ def byte_pass(root: str, record_names: list[str]):
     for name in record_names:
         try:
             raw = json.loads(read(os.path.join(runs, name)))
-        except (OSError, ValueError):  # unreadable or not JSON: record-schema says so
+        except (OSError, ValueError, RecursionError):  # unreadable, not JSON, nested past json: record-schema says so
             raw = None
         if not isinstance(raw, dict):
             seals[name] = None

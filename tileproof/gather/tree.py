@@ -20,7 +20,9 @@ from tileproof.claims import spec as claims_spec
 from tileproof.judge import claim_verdicts, gate
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
 from tileproof.records import lessons, registry, store, tolerances
-from tileproof.records.models import BenchRecord, ClaimsRecord, LessonFront, RunRecord
+from tileproof.records.errors import InputRefused
+from tileproof.records.models import BenchRecord, ClaimsRecord, CompileRecord, LessonFront, RunRecord
+from tileproof.records.safe_read import read_evidence
 from tileproof.records.store import Examined
 
 
@@ -42,10 +44,17 @@ def today_digests(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
 
 
 def evidence_reader(root: Path) -> gate.EvidenceReader:
-    """A reader for files under evidence/ only; None for anything else or missing."""
+    """A reader for files under evidence/ only, through ``safe_read.read_evidence``; None
+    for a path elsewhere or a missing file; a link, FIFO or oversized file raises one line."""
     def read(rel: str) -> bytes | None:
-        path = inside(root, rel, store.EVIDENCE)
-        return path.read_bytes() if path is not None and path.is_file() else None
+        if inside(root, rel, store.EVIDENCE) is None:
+            return None
+        try:
+            return read_evidence(root, rel)
+        except InputRefused as e:
+            if e.kind == "missing":
+                return None
+            raise
     return read
 
 
@@ -77,7 +86,7 @@ class Tree:
 
     root: Path
     records: list[Examined] = field(default_factory=list)
-    """Run, bench and claims records (other kinds are not evidence for a lesson)."""
+    """Run, bench, claims and compile records (other kinds are not evidence for a lesson)."""
     _table: dict[str, gate.Bound] | None = None
 
     @classmethod
@@ -89,7 +98,7 @@ class Tree:
     @classmethod
     def of(cls, root: Path, examined: Iterable[Examined]) -> Tree:
         """A tree over records already loaded and examined."""
-        kinds = (RunRecord, BenchRecord, ClaimsRecord)
+        kinds = (RunRecord, BenchRecord, ClaimsRecord, CompileRecord)
         return cls(Path(root), [e for e in examined if isinstance(e.record, kinds)])
 
     def table(self) -> dict[str, gate.Bound]:
@@ -105,6 +114,8 @@ class Tree:
         claims = claims_today(self.root, front.id)
         paths = programs | {s.path for e in runs for s in e.record.sources}
         paths |= {p for ps in claims.snippets.values() for p in ps}
+        if front.res_usage is not None:  # the compile records' sources: res_usage.attested_beside compares them
+            paths |= {s.path for e in store.of_kind(self.records, CompileRecord) for s in e.record.sources}
         others = [e for e in self.records if not isinstance(e.record, RunRecord)]
         today = gate.Today(today_digests(self.root, sorted(paths)), claims)
         return gate.decide(front, runs + others, today, self.table(), evidence_reader(self.root))

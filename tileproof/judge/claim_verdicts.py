@@ -1,14 +1,27 @@
 """What the claims records say about a document's claims today, as pure functions.
 
-``latest`` picks, per (document, claim id), the newest decisive result
-(confirmed/refuted) among the claims records that count (``trust.admits``), or
-the newest result of any verdict for a claim never decided: a GPU node decides
-GPU claims and a machine with nvcc compile claims, so a newer
-``unverifiable-here`` never hides an older decision. ``refuted`` lists the
-claims of a lesson that the newest decision refutes and that today's claims file
-does not mark ``asserted: false``; a refuted claim deleted from the file still
-counts (mark it ``asserted: false`` after fixing the document instead), and a
-refutation whose snippet changed since still counts, and says so.
+``fold`` picks, per (document, claim id), the newest decisive result
+(confirmed/refuted) among the claims records given, or the newest result of any
+verdict for a claim never decided: a GPU node decides GPU claims and a machine
+with nvcc compile claims, so a newer ``unverifiable-here`` never hides an older
+decision. It is the one implementation of that rule: ``latest`` folds the claims
+records that count (``trust.admits``), ``by_release`` groups them by the CUDA
+release their toolchain shares (``release_of``) and the claims matrix
+(``claims.matrix``) and the publish decision fold each group.
+
+A claim can hold on one release and not on the next, so the publish decision asks
+the verdict for the release the lesson's evidence was made with (the release of its
+accepted run records): ``refuted(..., releases=...)`` lists the claims of a lesson
+that the newest decision *on that release* refutes, and ``unchecked_releases``
+names each such release that no claims record of the document covers (a blocker
+whose fix is ``nox -s "claims-matrix(release='X')"``; another release's verdict is
+never used instead). Without ``releases`` (a lesson with no accepted evidence yet,
+or the claims-only view of ``status``), the newest decision over every release counts.
+
+A refuted claim that today's claims file marks ``asserted: false`` does not block;
+a refuted claim deleted from the file still counts (mark it ``asserted: false``
+after fixing the document instead), and a refutation whose snippet changed since
+still counts, and says so.
 
 Nothing here reads a file: today's claims file comes in as ``ClaimsToday`` and
 the digests of its snippets in ``today`` (path → sha256, None when gone).
@@ -16,14 +29,60 @@ the digests of its snippets in ``today`` (path → sha256, None when gone).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from tileproof.judge import trust
-from tileproof.records.models import ClaimResult, ClaimsRecord, Transcript
+from tileproof.records.models import ClaimResult, ClaimResultV1, ClaimsRecord, Toolchain, Transcript
 
 DECISIVE = ("confirmed", "refuted")
+
+
+@dataclass(frozen=True, order=True)
+class Release:
+    """A toolchain release: the CUDA major.minor every piece of a record's toolchain shares."""
+
+    major: int
+    minor: int
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    @classmethod
+    def parse(cls, text: str) -> Release:
+        """``13.4`` (or ``13.4.92``) as a release; anything else is a ``ValueError``."""
+        m = re.fullmatch(r"(\d+)\.(\d+)(\.\d+)*", text.strip())
+        if not m:
+            raise ValueError(f"{text!r} is not a release (expected MAJOR.MINOR such as 13.4)")
+        return cls(int(m.group(1)), int(m.group(2)))
+
+
+def release_of(toolchain: Toolchain) -> Release | None:
+    """The release a record's toolchain shares (a claims record's verdicts hold for it, a run
+    record's evidence was made with it); None when its pieces disagree."""
+    shared = toolchain.major_minor
+    return Release.parse(shared) if shared else None
+
+
+def by_release(records: Iterable[ClaimsRecord]) -> tuple[dict[Release, list[ClaimsRecord]], list[ClaimsRecord]]:
+    """The records grouped by release (releases ascending, each group in the given order), and
+    the records that share no release."""
+    groups: dict[Release, list[ClaimsRecord]] = {}
+    mixed: list[ClaimsRecord] = []
+    for record in records:
+        release = release_of(record.toolchain)
+        if release is None:
+            mixed.append(record)
+        else:
+            groups.setdefault(release, []).append(record)
+    return dict(sorted(groups.items())), mixed
+
+
+def matrix_command(release: Release) -> str:
+    """The command that writes a claims record for ``release`` (the noxfile's parametrised session)."""
+    return f"nox -s \"claims-matrix(release='{release}')\""
 
 
 @dataclass(frozen=True)
@@ -42,7 +101,9 @@ NO_CLAIMS = ClaimsToday()
 
 
 class Decided(NamedTuple):
-    result: ClaimResult
+    """One claim's deciding result and the record it is in."""
+
+    result: ClaimResult | ClaimResultV1
     run_id: str
     attested: dict[str, str]
     """The record's claims files, snippets and documents: path → sha256 as checked."""
@@ -67,12 +128,11 @@ class RefutedClaim:
         return f"{self.why} (claims record {self.run_id})"
 
 
-def latest(records: Iterable, document: str | None = None) -> dict[tuple[str, str], Decided]:
-    """Per (document, claim id): the deciding result and its record (see the module docstring);
-    ``records``: any records (``store.Examined`` or plain); only claims records that count are read."""
-    counted, _ = trust.split(r for r in trust.examined(records) if isinstance(r.record, ClaimsRecord))
+def fold(records: Iterable[ClaimsRecord], document: str | None = None) -> dict[tuple[str, str], Decided]:
+    """Per (document, claim id): the deciding result among ``records`` (see the module docstring).
+    Pure: every record given is read (``latest`` and ``by_release`` decide which count)."""
     out: dict[tuple[str, str], Decided] = {}
-    for record in sorted(counted, key=lambda r: (r.created, r.run_id)):  # oldest first: later ones win
+    for record in sorted(records, key=lambda r: (r.created, r.run_id)):  # oldest first: later ones win
         attested = {d.path: d.sha256 for d in record.claims_files}
         for r in record.results:
             if document is not None and r.document != document:
@@ -84,12 +144,28 @@ def latest(records: Iterable, document: str | None = None) -> dict[tuple[str, st
     return out
 
 
+def counted(records: Iterable) -> list[ClaimsRecord]:
+    """The claims records among ``records`` (``store.Examined`` or plain) that count (``trust.admits``)."""
+    return trust.split(r for r in trust.examined(records) if isinstance(r.record, ClaimsRecord))[0]
+
+
+def latest(records: Iterable, document: str | None = None) -> dict[tuple[str, str], Decided]:
+    """Per (document, claim id): the deciding result and its record over every release;
+    ``records``: any records (``store.Examined`` or plain); only claims records that count are read."""
+    return fold(counted(records), document)
+
+
+def latest_on(records: Iterable, release: Release, document: str | None = None) -> dict[tuple[str, str], Decided]:
+    """``latest``, over the claims records of one release only."""
+    return fold(by_release(counted(records))[0].get(release, []), document)
+
+
 def changed_since(snippets: Iterable[str], decided: Decided, today: Mapping[str, str | None]) -> list[str]:
     """The snippets whose bytes differ today (``today``: path → sha256) from what the record checked."""
     return [p for p in dict.fromkeys(snippets) if decided.attested.get(p) != today.get(p)]
 
 
-def evidence_of(result: ClaimResult) -> Transcript | None:
+def evidence_of(result: ClaimResult | ClaimResultV1) -> Transcript | None:
     """The transcript a reader should open first: the one the result names (``evidence``); for a
     result written before that field, its first step's (stderr when it failed with output, else stdout)."""
     if result.evidence is not None:
@@ -101,16 +177,25 @@ def evidence_of(result: ClaimResult) -> Transcript | None:
 
 
 def refuted(lesson_id: str, records: Iterable, claims: ClaimsToday,
-            today: Mapping[str, str | None]) -> list[RefutedClaim]:
-    """The lesson's claims that block publishing, sorted by claim id (see the module docstring)."""
+            today: Mapping[str, str | None], releases: Iterable[Release] | None = None) -> list[RefutedClaim]:
+    """The lesson's claims that block publishing, sorted by claim id then release (see the module
+    docstring); ``releases``: those of the lesson's accepted evidence, None for every release at once."""
+    if releases is None:
+        scopes: list[tuple[Release | None, dict[tuple[str, str], Decided]]] = [(None, latest(records, lesson_id))]
+    else:
+        groups = by_release(counted(records))[0]
+        scopes = [(rel, fold(groups.get(rel, []), lesson_id)) for rel in sorted(set(releases))]
+    found = [(claim_id, rel, decided) for rel, decided_by in scopes for (_doc, claim_id), decided in decided_by.items()]
     out = []
-    for (_doc, claim_id), decided in sorted(latest(records, lesson_id).items()):
+    for claim_id, rel, decided in sorted(found, key=lambda f: (f[0], f[1] or Release(0, 0))):
         result = decided.result
         if result.verdict != "refuted" or claims.asserted.get(claim_id) is False:
             continue
         evidence = evidence_of(result)
         why = (result.why or f"refuted by claims record {decided.run_id}") + (
             f" [{result.toolchain}]" if result.toolchain else "")
+        if rel is not None:
+            why += f" (refuted on {rel}, the release of the lesson's evidence)"
         why += f" (evidence: {evidence.path})" if evidence else ""
         changed = changed_since(claims.snippets.get(claim_id, ()), decided, today)
         if changed:
@@ -120,3 +205,34 @@ def refuted(lesson_id: str, records: Iterable, claims: ClaimsToday,
                                 f"correct the document, then set 'asserted: false' on {claim_id} in {where}",
                                 tuple(changed)))
     return out
+
+
+@dataclass(frozen=True)
+class UncheckedRelease:
+    """A release the lesson's evidence was made with that no claims record of its document covers:
+    publishing is refused until the claims are checked on it (another release's verdict never stands in)."""
+
+    release: Release
+    document: str
+    evidence: tuple[str, ...]
+    """Run ids of the accepted run records made with this release."""
+
+    @property
+    def reason(self) -> str:
+        return (f"no claims record of release {self.release} checked {self.document}'s claims, and the "
+                f"lesson's evidence ({', '.join(self.evidence)}) was made with {self.release}")
+
+    @property
+    def command(self) -> str:
+        return matrix_command(self.release)
+
+
+def unchecked_releases(lesson_id: str, records: Iterable, claims: ClaimsToday,
+                       evidence: Mapping[Release, Iterable[str]]) -> list[UncheckedRelease]:
+    """The releases of ``evidence`` (release → accepted run ids) on which no counted claims record
+    checked the lesson's document; none when the document has no claims (no claims file, no results)."""
+    groups = by_release(counted(records))[0]
+    if claims.file is None and not any(fold(g, lesson_id) for g in groups.values()):
+        return []
+    return [UncheckedRelease(rel, lesson_id, tuple(sorted(set(ids)))) for rel, ids in sorted(evidence.items())
+            if not fold(groups.get(rel, []), lesson_id)]

@@ -12,7 +12,9 @@ row's class of hardware — compute capability >= 8.0 (as the record claims it)
 for required rows, below 8.0 for an optional ``gate`` row; a run that found no
 GPU at all counts only when no run of the program found one. A required row
 with no such record but a record from a smaller GPU is ``gated``. The decisive
-record must then, in order: have verdict ``passed``; show one compute
+record must then, in order: have verdict ``passed`` (a ``toolchain-absent`` record, a
+cuTile.jl program where no julia with cuTile.jl was found, is the row's outcome of that
+name, fix: ``TOOLCHAIN_ABSENT_FIX``); show one compute
 capability >= 8.0 in its own nvidia-smi transcript (re-read and digest-checked),
 its GPU facts, the CUDA runtime and the program's report (else ``forged-cc``);
 attest today's program sources and the lesson's program list (else ``stale``);
@@ -21,9 +23,14 @@ tolerance table's bound (else ``failed`` / ``out-of-bounds``).
 
 The lesson's performance claims (front matter ``performance:``) are decided by
 ``perf_claims.decide`` over the bench records among ``records``, and its
-document's claims by ``claim_verdicts.refuted`` over the claims records (run
-records decide the rows, bench records the performance claims, claims records
-the refuted claims). A lesson is publishable only when every required row
+document's claims by ``decide_claims`` over the claims records (run records
+decide the rows, bench records the performance claims, claims records the
+refuted claims): a claim blocks when it is refuted on the CUDA release the
+lesson's accepted run records were made with, and a release of that evidence
+that no claims record covers blocks too (fix: the claims-matrix session). A
+lesson that declares a compile-derived table (``res_usage``) gets it from the
+compile records (``res_usage.decide_res_usage``), and is blocked while none fills it.
+A lesson is publishable only when every required row
 passed, every performance claim is supported and no claim it still asserts is
 refuted: the same rule whether the lesson is a draft or already published.
 ``Decision.blockers`` lists what stands in the way, each with a reason that is
@@ -42,15 +49,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from tileproof.judge import trust
-from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday, RefutedClaim
-from tileproof.judge.claim_verdicts import refuted as refuted_claims
+from tileproof.judge import claim_verdicts, trust
+from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday, RefutedClaim, Release, UncheckedRelease
 from tileproof.judge.perf_claims import ClaimDecision
 from tileproof.judge.perf_claims import decide as decide_perf
+from tileproof.judge.res_usage import ResUsageDecision, decide_res_usage
 from tileproof.records import release
 from tileproof.records.capability import MIN_CC, below_tile, cc_tuple, sm_of
-from tileproof.records.lessons import GATE_CHECK, UNKNOWN, program_list_digest
+from tileproof.records.lessons import GATE_CHECK, RES_USAGE, UNKNOWN, program_list_digest
 from tileproof.records.models import (
+    TOOLCHAIN_ABSENT_FIX,
     Hardware,
     LessonFront,
     ResultRow,
@@ -69,6 +77,7 @@ Outcome = Literal[
     "incoherent-toolchain",
     "out-of-bounds",
     "missing-file",
+    "toolchain-absent",
 ]
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 __all__ = ["MIN_CC", "cc_tuple", "decide", "decide_row", "Decision", "RowDecision", "Bound", "OUTCOMES"]
@@ -106,11 +115,15 @@ class RowDecision:
         return f"{self.row.program} {self.row.check}: {self.outcome}: {self.reason}"
 
 
+BlockerKind = Literal["row", "perf-claim", "refuted-claim", "claims-unchecked", "res-usage"]
+"""What kind of thing keeps a lesson from being published."""
+
+
 @dataclass(frozen=True)
 class Blocker:
     """One thing that keeps a lesson from being published: what, why (never empty) and the fix."""
 
-    kind: Literal["row", "perf-claim", "refuted-claim"]
+    kind: BlockerKind
     subject: str
     """``kernels/x.py matmul``, ``perf claim <id>``, ``claim <id>``."""
     outcome: str
@@ -132,7 +145,12 @@ class Decision:
     perf: tuple[ClaimDecision, ...] = ()
     """One decision per performance claim of the lesson."""
     refuted: tuple[RefutedClaim, ...] = ()
-    """Claims of the lesson's document that the evidence refutes and the document still asserts."""
+    """Claims of the lesson's document that the evidence refutes, on the release of the lesson's
+    accepted run records, and the document still asserts."""
+    unchecked: tuple[UncheckedRelease, ...] = ()
+    """Releases of the lesson's accepted run records that no claims record of its document covers."""
+    res_usage: ResUsageDecision | None = None
+    """The lesson's compile-derived REG/SHARED table (None when it declares none)."""
 
     @property
     def publishable(self) -> bool:
@@ -145,13 +163,23 @@ class Decision:
         out += [Blocker("perf-claim", f"perf claim {c.claim.id} ({c.claim.statement})", c.outcome, c.reason, c.command)
                 for c in self.unsupported]
         out += [Blocker("refuted-claim", f"claim {c.claim_id}", "refuted", c.reason, c.command) for c in self.refuted]
+        out += [Blocker("claims-unchecked", f"claims on {u.release}", "no-claims-record", u.reason, u.command)
+                for u in self.unchecked]
+        if self.res_usage is not None and not self.res_usage.filled:
+            out.append(Blocker("res-usage", self.res_usage.subject, "no-record", self.res_usage.reason,
+                               "nox -s compile"))
         return out
+
+    def published_blocks(self) -> dict[str, str]:
+        """The body's compile-derived tables as publish writes them (marker name → table)."""
+        return {RES_USAGE: self.res_usage.rendered()} if self.res_usage is not None else {}
 
     def lacking(self) -> str:
         """``1 of 5 required rows lack evidence``, ``1 of 2 performance claims lack a supporting bench record``,
         ``it still asserts 1 refuted claim(s)``: whichever apply (the rows' count when nothing does)."""
         parts = []
-        if self.missing or not (self.unsupported or self.refuted):
+        tables = self.res_usage is not None and not self.res_usage.filled
+        if self.missing or not (self.unsupported or self.refuted or self.unchecked or tables):
             n, total = len(self.missing), sum(1 for r in self.rows if not r.row.optional)
             parts.append(f"{n} of {total} required rows lack evidence")
         if self.unsupported:
@@ -159,6 +187,10 @@ class Decision:
                          f"bench record")
         if self.refuted:
             parts.append(f"it still asserts {len(self.refuted)} refuted claim(s)")
+        if self.unchecked:
+            parts.append(f"its claims are unchecked on {', '.join(str(u.release) for u in self.unchecked)}")
+        if self.res_usage is not None and not self.res_usage.filled:
+            parts.append("no compile record fills its res-usage table")
         return " and ".join(parts)
 
     @property
@@ -328,6 +360,8 @@ def _command(front: LessonFront, row: ResultRow, outcome: Outcome, rec: RunRecor
         return None
     if outcome == "missing-file":
         return f"restore {row.program}, or fix programs in lessons/{front.id}.md"
+    if outcome == "toolchain-absent":
+        return f"{TOOLCHAIN_ABSENT_FIX}, then nox -s run-gpu -- {front.id}"
     run = f"nox -s run-gpu -- {front.id}"
     if row.optional:
         return f"on a GPU with {row.hardware}: {run}"
@@ -341,6 +375,8 @@ def _command(front: LessonFront, row: ResultRow, outcome: Outcome, rec: RunRecor
 
 
 def _required(rec: RunRecord, front: LessonFront, row: ResultRow, today, table, read_evidence):
+    if rec.verdict == "toolchain-absent":
+        return "toolchain-absent", f"run {rec.run_id}: {rec.reason}"
     if rec.verdict != "passed":
         outcome: Outcome = "gated" if rec.verdict == "gated" else "failed"
         return outcome, f"verdict {rec.verdict} in run {rec.run_id}: {rec.reason}"
@@ -433,16 +469,42 @@ class Today(dict):
         self.claims = claims
 
 
+def evidence_releases(rows: Iterable[RowDecision]) -> dict[Release, list[str]]:
+    """Release → run ids of the records behind the passed required rows (the lesson's accepted
+    evidence): the releases whose claim verdicts the lesson answers to."""
+    out: dict[Release, list[str]] = {}
+    for r in rows:
+        if r.outcome == "passed" and not r.row.optional and r.record is not None:
+            rel = claim_verdicts.release_of(r.record.environment.toolchain)
+            if rel is not None:  # a mixed toolchain is never accepted (incoherent-toolchain)
+                out.setdefault(rel, [])
+                if r.record.run_id not in out[rel]:
+                    out[rel].append(r.record.run_id)
+    return out
+
+
+def decide_claims(front: LessonFront, records: list, claims: ClaimsToday, today: Mapping[str, str | None],
+                  rows: Iterable[RowDecision]) -> tuple[tuple[RefutedClaim, ...], tuple[UncheckedRelease, ...]]:
+    """The refuted claims and unchecked releases for a lesson whose rows are decided: the verdicts
+    of the releases its accepted evidence was made with; every release's newest when it has none."""
+    evidence = evidence_releases(rows)
+    releases = list(evidence) if evidence else None
+    refuted = claim_verdicts.refuted(front.id, records, claims, today, releases)
+    return tuple(refuted), tuple(claim_verdicts.unchecked_releases(front.id, records, claims, evidence))
+
+
 def decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None],
            table: Mapping[str, Bound], read_evidence: EvidenceReader) -> Decision:
     """The publish decision for one lesson: one ``RowDecision`` per results row (from the run
     records in ``records``), one ``ClaimDecision`` per performance claim (from its bench records)
-    and the refuted claims its document still asserts (from the claims records; ``today``: a ``Today``
-    for the claims file and its snippets' digests, a plain mapping when it has none).
-    ``records``: ``store.Examined`` records (plain ones are examined here)."""
+    and the refuted claims its document still asserts on the release of its accepted run records
+    (from the claims records; ``today``: a ``Today`` for the claims file and its snippets' digests,
+    a plain mapping when it has none). ``records``: ``store.Examined`` records (plain ones are
+    examined here)."""
     records = trust.examined(records)
     claims = today.claims if isinstance(today, Today) else NO_CLAIMS
-    return Decision(front.id, tuple(decide_row(front, row, records, today, table, read_evidence)
-                                    for row in front.results),
+    rows = tuple(decide_row(front, row, records, today, table, read_evidence) for row in front.results)
+    refuted, unchecked = decide_claims(front, records, claims, today, rows)
+    return Decision(front.id, rows,
                     tuple(decide_perf(front.performance, records)) if front.performance else (),
-                    tuple(refuted_claims(front.id, records, claims, today)))
+                    refuted, unchecked, decide_res_usage(front, records, today))

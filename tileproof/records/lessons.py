@@ -3,7 +3,8 @@
 The front matter is validated into ``models.LessonFront``; errors name the file
 and the field, in one line. Only ``publish`` writes a lesson, and only these
 parts of it: the front-matter keys ``status``, ``hardware`` and ``results``,
-and the body between ``<!-- results:begin -->`` and ``<!-- results:end -->``.
+and the body between ``<!-- results:begin -->`` and ``<!-- results:end -->`` (and, for a
+lesson with a ``res_usage`` table, between ``<!-- res-usage:begin -->`` and its end).
 Every other byte stays as the author wrote it. Writes go to a temp file in
 ``lessons/`` that replaces the lesson in one ``os.replace``: a lesson is never
 half-written.
@@ -27,16 +28,19 @@ import yaml
 from pydantic import ValidationError
 
 from tileproof.records import store
-from tileproof.records.errors import RecordError
+from tileproof.records.errors import InputRefused, RecordError
 from tileproof.records.models import LessonFront, ResultRow
+from tileproof.records.safe_read import parse_yaml, read_text
 
 LESSONS = "lessons"
 RESULTS = "results"
 """Marker name of the results table: ``<!-- results:begin -->`` ... ``<!-- results:end -->``."""
 RES_USAGE = "res-usage"
 """Marker name of a REG/SHARED table filled from a compile record."""
-PROGRAM_DIRS = ("kernels", "cpp")
-PROGRAM_SUFFIXES = (".py", ".cu")
+PROGRAM_KINDS: dict[str, tuple[str, ...]] = {"kernels": (".py", ".jl"), "cpp": (".cu",)}
+"""Each top-level program folder and the program suffixes it holds (``.jl``: cuTile.jl, run by julia)."""
+PROGRAM_DIRS = tuple(PROGRAM_KINDS)
+PROGRAM_SUFFIXES = tuple(s for suffixes in PROGRAM_KINDS.values() for s in suffixes)
 GATE_CHECK = "gate"
 """Check name of a capability-gate row (a program refusing a GPU below cc 8.0)."""
 UNKNOWN = "?"
@@ -114,7 +118,7 @@ def parse(path: Path | str, text: str) -> Lesson:
     """Parse and validate one lesson; every problem is one line naming the field."""
     front_text, body = split(path, text)
     try:
-        raw = yaml.safe_load(front_text)
+        raw = parse_yaml(front_text, str(path))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 2}" if mark is not None else "front matter"
@@ -143,9 +147,9 @@ def _problems(path: Path, front: LessonFront):
     paths = [p.path for p in front.programs]
     for i, prog in enumerate(front.programs):
         pp = PurePosixPath(prog.path)
-        if pp.is_absolute() or ".." in pp.parts or pp.parts[0] not in PROGRAM_DIRS \
-                or pp.suffix not in PROGRAM_SUFFIXES:
-            yield f"programs.{i}.path", f"'{prog.path}' is not a program under kernels/ (.py) or cpp/ (.cu)", \
+        top = pp.parts[0] if pp.parts else ""  # "" and "." have no parts
+        if pp.is_absolute() or ".." in pp.parts or pp.suffix not in PROGRAM_KINDS.get(top, ()):
+            yield f"programs.{i}.path", f"'{prog.path}' is not a program under kernels/ (.py, .jl) or cpp/ (.cu)", \
                 "fix the path"
         if paths.index(prog.path) != i:
             yield f"programs.{i}.path", f"'{prog.path}' is listed twice", "list each program once"
@@ -172,6 +176,9 @@ def _problems(path: Path, front: LessonFront):
         seen.add(key)
     for program, check in sorted(wanted - seen):
         yield "results", f"no row for {program} {check}", "add a results row for every program check"
+    if front.res_usage is not None and front.res_usage.program not in paths:
+        yield "res_usage.program", f"'{front.res_usage.program}' is not in programs", \
+            "name one of the lesson's programs"
     claim_ids = [c.id for c in front.performance]
     for i, claim in enumerate(front.performance):
         pp = PurePosixPath(claim.program)
@@ -191,25 +198,34 @@ def _problems(path: Path, front: LessonFront):
                     "only publish fills results, from run records"
 
 
-def load_path(path: Path, shown: str | None = None) -> Lesson:
-    """Read and validate one lesson file; errors name it as ``shown`` (default: ``path``)."""
+def load_path(path: Path, shown: str | None = None, root: Path | None = None) -> Lesson:
+    """Read and validate one lesson file; errors name it as ``shown`` (default: ``path``).
+
+    Read through ``safe_read`` (a regular file inside ``root``, default the
+    folder above ``lessons/``; at most 4 MiB; UTF-8).
+    """
+    path = Path(path)
     shown = shown or str(path)
+    if root is None:
+        root = path.parent.parent if path.parent.name == LESSONS else path.parent
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RecordError(shown, "", "file is missing", "restore it from git") from None
-    except UnicodeDecodeError as e:
-        raise RecordError(shown, f"byte {e.start}", "not UTF-8 text", "save the lesson as UTF-8") from None
-    return dataclasses.replace(parse(shown, text), path=Path(path))
+        text = read_text(root, path.absolute(), "lesson", shown)
+    except InputRefused as e:
+        if e.kind == "missing":
+            raise RecordError(shown, "", "file is missing", "restore it from git") from None
+        if e.kind == "not-utf8":
+            raise RecordError(shown, e.field, "not UTF-8 text", "save the lesson as UTF-8") from None
+        raise
+    return dataclasses.replace(parse(shown, text), path=path)
 
 
 def load(root: Path, lesson_id: str) -> Lesson:
     path = find(root, lesson_id)
-    return load_path(path, f"{LESSONS}/{path.name}")
+    return load_path(path, f"{LESSONS}/{path.name}", Path(root))
 
 
 def load_all(root: Path) -> list[Lesson]:
-    return [load_path(Path(root) / LESSONS / f"{i}.md", f"{LESSONS}/{i}.md") for i in lesson_ids(root)]
+    return [load_path(Path(root) / LESSONS / f"{i}.md", f"{LESSONS}/{i}.md", Path(root)) for i in lesson_ids(root)]
 
 
 def missing_programs(root: Path, lesson: Lesson) -> list[tuple[str, str]]:
@@ -248,12 +264,28 @@ def render_res_usage_table(kernels: list[tuple[str, str, str]], usage: dict[str,
     ``usage``: kernel → (registers, shared bytes), e.g. ``res_usage_from`` over a
     compile record's build; ``source`` names that record and target.
     """
-    usage = usage or {}
-    out = ["| Kernel | Reduction | REG | SHARED | Mechanism |", "|---|---|---|---|---|"]
+    return render_res_usage(kernels, [(None, usage or {}, source)] if source or usage else [])
+
+
+ResUsageColumn = tuple["str | None", dict[str, tuple[int, int]], "str | None"]
+"""(label, kernel → (registers, shared bytes), source): one REG/SHARED pair, e.g. one CUDA release's."""
+
+
+def render_res_usage(kernels: list[tuple[str, str, str]], columns: list[ResUsageColumn]) -> str:
+    """The REG/SHARED table with one REG/SHARED pair per column (``REG (13.4)`` when labelled) and
+    a source line per column; no column: every cell ``?`` and "Source: none yet"."""
+    cols = columns or [(None, {}, None)]
+    head = [f"{what} ({label})" if label else what for label, _u, _s in cols for what in ("REG", "SHARED")]
+    out = ["| Kernel | Reduction | " + " | ".join(head) + " | Mechanism |", "|---" * (len(head) + 3) + "|"]
     for name, reduction, mechanism in kernels:
-        reg, shared = (str(usage[name][0]), f"{usage[name][1]} B") if name in usage else (UNKNOWN, UNKNOWN)
-        out.append(f"| `{_cell(name)}` | {_cell(reduction)} | {reg} | {shared} | {_cell(mechanism)} |")
-    out += ["", f"Source: {source}." if source else "Source: none yet; every `?` waits for a compile record."]
+        cells = [c for _label, usage, _s in cols
+                 for c in ((str(usage[name][0]), f"{usage[name][1]} B") if name in usage else (UNKNOWN, UNKNOWN))]
+        out.append(f"| `{_cell(name)}` | {_cell(reduction)} | " + " | ".join(cells) + f" | {_cell(mechanism)} |")
+    out.append("")
+    if not columns:
+        out.append("Source: none yet; every `?` waits for a compile record.")
+    for label, _usage, source in columns:
+        out.append(f"Source{f' ({label})' if label else ''}: {source or 'none'}.")
     return "\n".join(out) + "\n"
 
 
@@ -324,8 +356,9 @@ def _spans(path: Path | str, front_text: str) -> dict[str, tuple[int, int]]:
     return spans
 
 
-def render(lesson: Lesson, front: LessonFront) -> str:
-    """The lesson's text with ``front``'s publish-owned parts; nothing else changes."""
+def render(lesson: Lesson, front: LessonFront, blocks: dict[str, str] | None = None) -> str:
+    """The lesson's text with ``front``'s publish-owned parts and the body's compile-derived
+    ``blocks`` (marker name → table, e.g. ``RES_USAGE``); nothing else changes."""
     for name in LessonFront.model_fields:
         if name not in PUBLISH_OWNED and getattr(front, name) != getattr(lesson.front, name):
             raise ValueError(f"render may only change {', '.join(PUBLISH_OWNED)}, not {name}")
@@ -339,6 +372,10 @@ def render(lesson: Lesson, front: LessonFront) -> str:
         lines[start:stop] = [dump_key(key, values[key])]
     front_text = "".join(lines)
     body = replace_block(lesson.shown, lesson.body, RESULTS, render_results_table(front.results))
+    for name, content in (blocks or {}).items():
+        if name == RESULTS:
+            raise ValueError("the results table is rendered from the front matter, not passed in")
+        body = replace_block(lesson.shown, body, name, content)
     first = lesson.text.splitlines(keepends=True)[0]
     fence = first if front_text.endswith("\n") or not front_text else "\n" + first
     text = first + front_text + fence + body

@@ -9,7 +9,7 @@ carries ``schema_version``; readers check it before anything else (see
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -32,7 +32,19 @@ LESSON_VERSION = 1
 """The lesson front-matter version."""
 
 Verdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout"]
-"""Closed set of run verdicts. Only ``passed`` counts as passing."""
+"""Closed set of verdicts of a program that was started. Only ``passed`` counts as passing."""
+
+RunVerdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout", "toolchain-absent"]
+"""A run record's verdict: ``Verdict``, or ``toolchain-absent`` (run records of ``run_version`` 2): the
+program's toolchain is not on this machine (a ``kernels/*.jl`` program where no ``julia`` with
+cuTile.jl is found), so it could not be started; never a pass."""
+
+TOOLCHAIN_ABSENT_FIX = "install Julia + cuTile.jl on a GPU runner"
+"""The fix a ``toolchain-absent`` run record and the publish decision name (one wording)."""
+
+RUN_VERSION: Final = 2
+"""``RunRecord.run_version`` of the run records written now: 2 may hold the verdict
+``toolchain-absent``; 1 (records written before, field absent; still read) predates it."""
 
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$")]
 """An environment variable name (upper case, digits, underscores)."""
@@ -331,6 +343,9 @@ class Environment(Model):
 
 class RunRecord(RecordBase):
     kind: Literal["run"]
+    run_version: Literal[1, 2] = 1
+    """2 (``RUN_VERSION``) for records written now: the verdict may be ``toolchain-absent``.
+    1 (records written before, field absent): the verdicts of ``Verdict`` only."""
     environment: Environment
     program: str
     lessons: list[str]
@@ -345,9 +360,15 @@ class RunRecord(RecordBase):
     step: Step
     report: CheckReport | None
     report_file: Transcript | None
-    verdict: Verdict
+    verdict: RunVerdict
     reason: str
     """One line: why this verdict."""
+
+    @model_validator(mode="after")
+    def _verdict_fits_version(self) -> RunRecord:
+        if self.verdict == "toolchain-absent" and self.run_version < RUN_VERSION:
+            raise ValueError(f"verdict toolchain-absent needs run_version {RUN_VERSION}")
+        return self
 
 
 class SessionRecord(RecordBase):
@@ -544,7 +565,7 @@ Record = Annotated[
 
 class LessonProgram(Model):
     path: str
-    """Under ``kernels/`` or ``cpp/``."""
+    """``kernels/*.py``, ``kernels/*.jl`` (cuTile.jl) or ``cpp/*.cu``."""
     checks: list[str]
     """Check names (tolerance-table keys) the program must pass."""
 
@@ -596,6 +617,28 @@ class PerfClaim(Model):
     """The bench program whose records can support the claim."""
 
 
+class ResUsageKernel(Model):
+    """One row of a compile-derived REG/SHARED table: a kernel and how the lesson describes it."""
+
+    name: str = Field(min_length=1)
+    """The kernel's source name (matched to ``cuobjdump -res-usage``'s mangled functions)."""
+    reduction: str
+    mechanism: str
+
+
+class ResUsageTable(Model):
+    """A REG/SHARED table in the body (``<!-- res-usage:begin -->``) that publish fills from the
+    compile records' ``cuobjdump -res-usage`` of one build: one REG/SHARED pair per CUDA release."""
+
+    program: str
+    """The C++ program (under ``cpp/``) the kernels are in; it must be one of the lesson's programs."""
+    target: str = Field(pattern=r"^sm_[0-9]+[a-z]?$")
+    """The build's target, e.g. ``sm_89``."""
+    artifact: ArtifactKind = "tilefatbin"
+    """Which build of the program: tile code shows in res-usage only in a ``--tilefatbin`` build."""
+    kernels: list[ResUsageKernel] = Field(min_length=1)
+
+
 class LessonFront(Model):
     lesson_version: Literal[1]
     id: str
@@ -608,3 +651,6 @@ class LessonFront(Model):
     env: list[EnvName] = []
     """Extra environment variable names this lesson's programs receive (beyond the runner's allowlist)."""
     """Performance claims; each needs a supporting bench record before publish (none: no claim)."""
+    res_usage: ResUsageTable | None = None
+    """A compile-derived REG/SHARED table the body holds (None: none); publish fills it from the
+    compile records that attest today's sources."""

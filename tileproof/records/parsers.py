@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import io
 import re
 from urllib.parse import unquote, urlsplit
 
@@ -40,7 +39,8 @@ def parse_pip_freeze(text: str) -> dict[str, str]:
     read from pip's ``# Editable ... (name==version)`` comment. Names are
     canonical (PEP 503), as ``installed_packages`` gives them; versions are
     pip's, as ``importlib.metadata`` reads them; other
-    direct references and lines that are not requirements are skipped.
+    direct references and lines that are not requirements are skipped (the
+    audit then finds a recorded version unbacked). Total: any text gives a dict.
     """
     out = {}
     for line in text.splitlines():
@@ -81,20 +81,36 @@ def _pinned(line: str) -> tuple[str, str] | None:
 
 
 def _int(value: str) -> int | None:
+    """``"81559 MiB"`` → 81559; None for anything else ("[N/A]", "inf", "nan", "")."""
     value = value.strip().split(" ")[0]
     try:
         return int(float(value))
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
+
+
+def _csv_rows(text: str) -> list[list[str]]:
+    """Non-blank CSV rows, one per line; a line csv cannot read (a NUL byte, a
+    stray quote or carriage return, a 128 KiB field) gives no row, so it names no GPU."""
+    rows = []
+    for line in text.splitlines():
+        try:
+            row = next(csv.reader([line]), [])
+        except csv.Error:
+            continue
+        if any(c.strip() for c in row):
+            rows.append(row)
+    return rows
 
 
 def parse_gpu_query(text: str) -> list[dict]:
     """Rows of ``nvidia-smi --query-gpu=... --format=csv`` (header kept).
 
     Returns one dict per GPU with keys index, name, uuid, compute_capability,
-    driver_version, memory_total_mib, clocks_sm_mhz, clocks_mem_mhz.
+    driver_version, memory_total_mib, clocks_sm_mhz, clocks_mem_mhz. Total:
+    any text gives a list (a field that is not a finite number is None).
     """
-    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    rows = _csv_rows(text)
     if not rows:
         return []
     header = [h.strip().split(" ")[0] for h in rows[0]]

@@ -38,7 +38,8 @@ from pydantic import (
 )
 
 from tileproof.records import models, signing
-from tileproof.records.errors import RecordError
+from tileproof.records.errors import InputRefused, RecordError
+from tileproof.records.safe_read import parse_yaml, read_text
 
 REGISTRY = Path("lessons") / "runners.yaml"
 REGISTRY_VERSION = 1
@@ -116,11 +117,12 @@ EMPTY = RunnerRegistry(registry_version=1, runners=[])
 
 def load_registry(root: Path) -> RunnerRegistry:
     """The committed registry; an empty one when the file does not exist (nothing verifies)."""
-    path = Path(root) / REGISTRY
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        return EMPTY
+    try:  # through safe_read, as a lessons/ file: regular, inside the repository, UTF-8, nesting capped
+        raw = parse_yaml(read_text(root, REGISTRY, "lesson"), REGISTRY.as_posix())
+    except InputRefused as e:
+        if e.kind == "missing":
+            return EMPTY
+        raise
     except yaml.YAMLError as e:
         raise RecordError(REGISTRY, "", f"not valid YAML ({str(e).splitlines()[0]})", "restore it from git") from None
     try:

@@ -51,6 +51,7 @@ from tileproof.records.registry import (
     Verification,
     verify,
 )
+from tileproof.records.safe_read import decode, parse_json, read_bytes
 
 RUNS = "runs"
 EVIDENCE = "evidence"
@@ -242,14 +243,22 @@ def unwrap(raw: dict) -> dict:
     return signing.Statement.model_validate_json(signing.payload_bytes(envelope)).predicate
 
 
-def read_file(path: Path) -> tuple[dict, signing.Envelope | None, signing.Statement | None]:
-    """The record's JSON object, and its envelope and statement when signed."""
-    try:
-        raw = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise RecordError(path, "", "file is missing", "restore it from git") from None
-    except json.JSONDecodeError as e:
-        raise RecordError(path, f"line {e.lineno}", f"not valid JSON ({e.msg})", "restore it from git") from None
+def _root_of(path: Path) -> Path:
+    """The repository a record file belongs to: the folder above ``runs/``, else its own folder."""
+    return path.parent.parent if path.parent.name == RUNS else path.parent
+
+
+def read_file(path: Path, root: Path | None = None) -> tuple[dict, signing.Envelope | None, signing.Statement | None]:
+    """The record's JSON object, and its envelope and statement when signed.
+
+    Read through ``safe_read`` (a regular file inside ``root``, default the folder
+    above ``runs/``; never a link; at most 8 MiB; UTF-8; nesting capped): every
+    problem is one ``RecordError`` line.
+    """
+    path = Path(path)
+    root = _root_of(path) if root is None else root
+    shown = str(path)
+    raw = parse_json(decode(read_bytes(root, path.absolute(), "record", shown), shown), shown)
     if not isinstance(raw, dict):
         raise RecordError(path, "", "expected a JSON object", "restore it from git")
     if not signing.is_envelope(raw):
@@ -281,17 +290,21 @@ def validate(path: Path, raw: dict):
         raise RecordError(path, field, err["msg"], _FIX) from None
 
 
-def load_record(path: Path):
+def load_record(path: Path, root: Path | None = None):
     """Read one record (plain or signed), checking its schema version before its shape.
     Says nothing about its signature: ``read_record`` does."""
-    return validate(path, read_file(path)[0])
+    return validate(path, read_file(path, root)[0])
 
 
-def read_record(path: Path, registry: RunnerRegistry) -> Examined:
+def read_record(path: Path, registry: RunnerRegistry, root: Path | None = None) -> Examined:
     """Read one record, check its seal and verify it: signature, key, revocation, kind, subjects."""
-    raw, envelope, statement = read_file(path)
+    raw, envelope, statement = read_file(path, root)
     record = validate(path, raw)
     return examine(record, verification=verify(envelope, statement, record, registry), policy=registry.policy)
+
+
+KEEP = frozenset({".gitkeep"})
+"""Names in ``runs/`` that are not records and not strays."""
 
 
 def record_files(root: Path) -> list[Path]:
@@ -299,14 +312,47 @@ def record_files(root: Path) -> list[Path]:
     return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
 
+def stray_files(root: Path) -> list[str]:
+    """Names in ``runs/`` that cannot be records (not ``*.json``, or a folder), sorted.
+
+    Links and special files named ``*.json`` are left to ``load_record``, which
+    refuses them by what they are."""
+    folder = Path(root) / RUNS
+    if not folder.is_dir():
+        return []
+    with os.scandir(folder) as entries:
+        return sorted(e.name for e in entries if e.name not in KEEP and (
+            not e.name.endswith(".json") or e.is_dir(follow_symlinks=False)))
+
+
+def stray_error(name: str) -> RecordError:
+    """The one line for a stray entry of ``runs/`` (a leftover temp file says so)."""
+    leftover = name.startswith(".") and name.endswith(".tmp")
+    return RecordError(f"{RUNS}/{name}", "", "is not a record (records are runs/<run id>.json files)",
+                       "delete this leftover of an interrupted write" if leftover
+                       else "move it out of runs/; only tileproof writes there")
+
+
 def load_records(root: Path) -> list:
-    """Every record under ``runs/``, oldest first; the first bad one raises."""
-    return [load_record(p) for p in record_files(root)]
+    """Every record under ``runs/``, oldest first; the first bad one raises.
+
+    Anything else in ``runs/`` (a ``.txt``, a folder) is bad too: it raises.
+    """
+    _refuse_strays(root)
+    return [load_record(p, root) for p in record_files(root)]
 
 
 def read_records(root: Path, registry: RunnerRegistry) -> list[Examined]:
-    """Every record under ``runs/`` with its seal and trust, oldest first; the first unreadable one raises."""
-    return [read_record(p, registry) for p in record_files(root)]
+    """Every record under ``runs/`` with its seal and trust, oldest first; the first unreadable one
+    raises, and so does anything else in ``runs/``."""
+    _refuse_strays(root)
+    return [read_record(p, registry, root) for p in record_files(root)]
+
+
+def _refuse_strays(root: Path) -> None:
+    stray = stray_files(root)
+    if stray:
+        raise stray_error(stray[0])
 
 
 def of_kind(records: Iterable, kind: type) -> list:

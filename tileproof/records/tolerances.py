@@ -16,7 +16,8 @@ import math
 import re
 from pathlib import Path
 
-from tileproof.records.errors import TileproofError
+from tileproof.records.errors import InputRefused, TileproofError
+from tileproof.records.safe_read import read_text
 
 TABLE_FILE = Path("kernels/tolerances.py")
 """The table, relative to the repository root."""
@@ -57,11 +58,12 @@ def load_table(repo_root: Path) -> Table:
     if not path.is_file():
         raise ToleranceTableError(f"{path}: not found (the tolerance table must exist before the C++ header)")
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (SyntaxError, ValueError) as exc:
+        tree = ast.parse(_source(Path(repo_root)), filename=str(path))
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:  # the last two: nesting past the parser
         line = getattr(exc, "lineno", None)
         where = f"{path}:{line}" if line else f"{path}"
-        raise ToleranceTableError(f"{where}: not valid Python ({exc}) (fix: correct the syntax)") from None
+        problem = exc or type(exc).__name__  # MemoryError and RecursionError say nothing themselves
+        raise ToleranceTableError(f"{where}: not valid Python ({problem}) (fix: correct the syntax)") from None
     node = _table_node(path, tree)
     if not isinstance(node, ast.Dict) or not node.keys:
         raise ToleranceTableError(
@@ -76,6 +78,14 @@ def load_table(repo_root: Path) -> Table:
         name = _check_name(path, _literal_at(path, key, "a check name"))
         table[name] = _bounds(path, name, value)
     return table
+
+
+def _source(repo_root: Path) -> str:
+    """The table's text through ``safe_read`` (a regular file inside the repository, at most 1 MiB, UTF-8)."""
+    try:
+        return read_text(repo_root, TABLE_FILE, "tolerances")
+    except InputRefused as exc:
+        raise ToleranceTableError(str(exc)) from None
 
 
 def _table_node(path: Path, tree: ast.Module) -> ast.expr:

@@ -1,9 +1,12 @@
 """Rendering an ``AuditResult`` as ``evidence/AUDIT.md`` and one self-contained HTML page.
 
 Both say the same things in the same order: findings first, then each lesson
-with the gate's decision per row, then lessons × programs × GPUs with the
-newest run's verdict and links to its transcripts, then the environment of
-each run shown. Links are relative to the folder the report is written to, so
+with the gate's decision per row and what blocks it (``report.lesson_view``),
+the claims matrix (``report.claims_render``), the bench charts, performance
+claims and history (``report.bench_render``), then lessons × programs × GPUs
+with the newest run's verdict and links to its transcripts, then the
+environment of each run shown (paths of the machine shortened: ``report.shorten``).
+Links are relative to the folder the report is written to, so
 the page works from a checkout, a CI artifact or a browser's ``file://``.
 The HTML has inline CSS, no script and nothing fetched; every value is escaped.
 Nothing here reads a file: the audit already did.
@@ -11,17 +14,22 @@ Nothing here reads a file: the audit already did.
 
 from __future__ import annotations
 
-import html
-import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 from tileproof.judge.audit.result import AuditResult
 from tileproof.judge.audit.rules import load as load_rules
 from tileproof.records.capability import cc_of, cc_tuple
 from tileproof.records.models import CompileRecord, Environment, RunRecord
+from tileproof.report import bench_render, claims_render, markup
+from tileproof.report.lesson_view import blocker_lines, lesson_rows, verdict_text
+from tileproof.report.markup import a as _a
+from tileproof.report.markup import badge as _badge
+from tileproof.report.markup import e as _e
+from tileproof.report.markup import md as _md
+from tileproof.report.markup import mdlink as _mdlink
+from tileproof.report.shorten import env_text, plural
 
 RULES = load_rules()
 
@@ -45,7 +53,7 @@ class Row:
     lesson: str
     program: str
     compile: str
-    """Newest build verdict per target, e.g. ``sm_80 built, sm_90 built``."""
+    """The newest build verdict of every target in one summary, e.g. ``6 of 6 targets built (sm_80 ... sm_120)``."""
     cells: dict
     """GPU column key → Cell."""
 
@@ -58,34 +66,6 @@ class View:
     environments: list[Environment]
     other_sessions: int
     counts: Counter
-
-
-@dataclass(frozen=True)
-class LessonRow:
-    """One line of a lesson's table: a results row, a performance claim or a refuted claim."""
-
-    program: str
-    check: str
-    outcome: str
-    run_id: str | None
-    reason: str
-    command: str | None
-
-
-def lesson_rows(lesson) -> list[LessonRow]:
-    """Every results row, performance claim and refuted claim of the lesson's publish decision."""
-    d = lesson.decision
-    out = [LessonRow(r.row.program, r.row.check + (" (optional)" if r.row.optional else ""), r.outcome,
-                     r.record.run_id if r.record else None, r.reason, r.command) for r in d.rows]
-    out += [LessonRow(c.claim.program, f"perf:{c.claim.id}", c.outcome, c.record.run_id if c.record else None,
-                      c.reason, c.command) for c in d.perf]
-    out += [LessonRow("-", f"claim:{c.claim_id}", "refuted", c.run_id, c.reason, c.command) for c in d.refuted]
-    return out
-
-
-def verdict_text(lesson) -> str:
-    """``publishable``, or what it lacks (the decision's own words)."""
-    return "publishable" if lesson.publishable else lesson.decision.lacking()
 
 
 def gpu_key(rec: RunRecord) -> tuple[str, str]:
@@ -112,9 +92,10 @@ def view(result: AuditResult) -> View:
             for b in rec.builds:
                 builds[(b.program, b.target)] = b.verdict
     gpus = sorted({g for _, g in cells}, key=_cc_order)
-    compiled: dict[str, list[str]] = {}
+    per_program: dict[str, dict[str, str]] = {}
     for (program, target), verdict in sorted(builds.items(), key=lambda kv: (kv[0][0], _target_order(kv[0][1]))):
-        compiled.setdefault(program, []).append(f"{target} {verdict}")
+        per_program.setdefault(program, {})[target] = verdict
+    compiled = {program: compile_summary(targets) for program, targets in per_program.items()}
     programs_seen = {p for p, _ in cells} | set(compiled)
     rows, placed = [], set()
     for lesson in result.lessons:
@@ -141,8 +122,22 @@ def _target_order(target: str):
         return ((0, 0), target)
 
 
+def compile_summary(targets: dict[str, str]) -> str:
+    """One line for a program's builds (target → newest verdict, in target order):
+    ``6 of 6 targets built (sm_80, sm_86, ..., sm_120)``, or what did not build, by verdict."""
+    built = [t for t, v in targets.items() if v == "built"]
+    head = f"{len(built)} of {plural(len(targets), 'target')} built"
+    if len(built) == len(targets):
+        return f"{head} ({', '.join(built)})"
+    others: dict[str, list[str]] = {}
+    for t, v in targets.items():
+        if v != "built":
+            others.setdefault(v, []).append(t)
+    return head + "; " + "; ".join(f"{v}: {', '.join(ts)}" for v, ts in others.items())
+
+
 def _row(lesson, program, gpus, cells, compiled) -> Row:
-    return Row(lesson, program, ", ".join(compiled.get(program, [])) or "-",
+    return Row(lesson, program, compiled.get(program, "-"),
                {g: cells[(program, g)] for g in gpus if (program, g) in cells})
 
 
@@ -152,16 +147,23 @@ def gpu_label(key: tuple[str, str]) -> str:
 
 def link(result: AuditResult, base: Path, path: str) -> str:
     """``path`` (repo-relative) relative to the report's folder, POSIX separators."""
-    return Path(os.path.relpath(Path(result.root) / path, base)).as_posix()
+    return markup.link(result.root, base, path)
+
+
+def run_reason(rec: RunRecord) -> str:
+    """The run's one line; a passed run's as ``3 checks passed`` (plural right, from its report)."""
+    if rec.verdict == "passed" and rec.report is not None:
+        return f"{plural(len(rec.report.checks), 'check')} passed"
+    return rec.reason
 
 
 def headline(result: AuditResult) -> str:
     n = len(result.findings)
     rules = Counter(f.rule for f in result.findings)
     what = ", ".join(f"{rule} {k}" for rule, k in sorted(rules.items()))
-    return (f"FAILED: {n} finding{'s' * (n != 1)} ({what})" if n else "PASSED: no findings") + (
-        f" in {len(result.records)} records, {result.evidence_files} evidence files, {len(result.lessons)} lessons"
-        f"; {result.history_line()}")
+    return (f"FAILED: {plural(n, 'finding')} ({what})" if n else "PASSED: no findings") + (
+        f" in {plural(len(result.records), 'record')}, {plural(result.evidence_files, 'evidence file')}, "
+        f"{plural(len(result.lessons), 'lesson')}; {result.history_line()}")
 
 
 def _env_summary(env: Environment) -> dict[str, str]:
@@ -179,7 +181,7 @@ def _env_summary(env: Environment) -> dict[str, str]:
         "toolchain packages": nvidia or "-",
         "versions": versions or "-",
         "packages": f"{len(env.packages)} installed (full list: pip freeze transcript)",
-        "environment": ", ".join(f"{k}={v}" for k, v in sorted(env.env.items())) or "-",
+        "environment": env_text(env.env),
     }
 
 
@@ -202,14 +204,6 @@ def _run_links(rec: RunRecord) -> list[tuple[str, str]]:
 # --- Markdown ------------------------------------------------------------------------
 
 
-def _md(text) -> str:
-    return str(text).replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
-
-
-def _mdlink(label: str, href: str) -> str:
-    return f"[{_md(label)}]({quote(href)})"
-
-
 def render_markdown(result: AuditResult, base: Path) -> str:
     v = view(result)
     out = ["# tileproof audit", "", f"**{_md(headline(result))}**", ""]
@@ -224,13 +218,21 @@ def render_markdown(result: AuditResult, base: Path) -> str:
         out.append("No lessons under lessons/.")
     for lesson in result.lessons:
         out += [f"### {_md(lesson.id)}: {_md(lesson.title)}", "",
-                f"Status **{lesson.status}**; publish decision: {_md(verdict_text(lesson))}.", "",
-                "| Program | Check | Outcome | Run | Reason / fix |", "|---|---|---|---|---|"]
+                f"Status **{lesson.status}**; publish decision: {_md(verdict_text(lesson))}.", ""]
+        blockers = blocker_lines(lesson)
+        if blockers:
+            out += ["What keeps it from publishing:", ""]
+            out += [f"- **{_md(what)}**: {_md(why)}" + (f" Fix: `{_md(fix)}`" if fix else "")
+                    for what, why, fix in blockers]
+            out.append("")
+        out += ["| Program | Check | State | Run | Why / fix |", "|---|---|---|---|---|"]
         for r in lesson_rows(lesson):
             fix = f" (fix: `{_md(r.command)}`)" if r.command else ""
             run = _mdlink(r.run_id, link(result, base, f"runs/{r.run_id}.json")) if r.run_id else "-"
-            out.append(f"| `{_md(r.program)}` | {_md(r.check)} | {r.outcome} | {run} | {_md(r.reason)}{fix} |")
+            out.append(f"| `{_md(r.program)}` | {_md(r.check)} | {r.outcome} | {run} | {_md(r.why)}{fix} |")
         out.append("")
+    out += claims_render.markdown(result, base)
+    out += bench_render.markdown(result, base)
     out += ["## Lessons × programs × GPUs", "",
             "Newest run of each program on each GPU; (+n) counts older runs. Verdicts over all runs: "
             + (", ".join(f"{k} {n}" for k, n in sorted(v.counts.items())) or "none") + ".", ""]
@@ -248,7 +250,7 @@ def render_markdown(result: AuditResult, base: Path) -> str:
                 flag = " ⚠" if rec.run_id in result.bad_records else ""
                 more = f" (+{cell.runs - 1})" if cell.runs > 1 else ""
                 links = " ".join(_mdlink(label, link(result, base, p)) for label, p in _run_links(rec))
-                cells.append(f"**{rec.verdict}**{flag}{more} {links}")
+                cells.append(f"**{rec.verdict}**{flag}{more}: {_md(run_reason(rec))} {links}")
             out.append(f"| {_md(row.lesson)} | `{_md(row.program)}` | {_md(row.compile)} | " + " | ".join(cells) + " |")
     else:
         out.append("No run records.")
@@ -260,7 +262,8 @@ def render_markdown(result: AuditResult, base: Path) -> str:
         out.append("- transcripts: " + ", ".join(transcript_links))
         out.append("")
     if v.other_sessions:
-        out += [f"{v.other_sessions} older session(s) not shown: no table cell's newest run came from them.", ""]
+        out += [f"{plural(v.other_sessions, 'older session')} not shown: "
+                "no table cell's newest run came from them.", ""]
     out += ["## Rules", "", "| Rule | Catches |", "|---|---|"]
     out += [f"| {rule} | {_md(text)} |" for rule, text in RULES.items()]
     return "\n".join(out) + "\n"
@@ -278,30 +281,31 @@ table{border-collapse:collapse;margin:6px 0 10px;width:100%}
 th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa;font-weight:600}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
-.v{display:inline-block;padding:1px 7px;border-radius:10px;font-weight:600;font-size:12px}
+.v{display:inline-block;padding:1px 7px;border-radius:10px;font-weight:600;font-size:12px;white-space:nowrap}
 .v-passed{background:#dafbe1;color:#116329}.v-failed,.v-error,.v-timeout{background:#ffebe9;color:#82071e}
 .v-gated,.v-no-gpu{background:#fff8c5;color:#7d4e00}.v-other{background:#eaeef2;color:#424a53}
 .flag{color:#cf222e;font-weight:700}.muted{color:#57606a;font-size:12px}
 a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:4px 0 12px}dt{font-weight:600}dd{margin:0}
+dd{overflow-wrap:anywhere}
+.blockers{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:6px 12px;margin:6px 0}
+.blockers ul,.banner ul{margin:4px 0;padding-left:20px}
+figure{margin:8px 0 14px}figcaption{font-weight:600;margin-bottom:2px}
+table.claims th:nth-child(2){width:34%}table.claims th:nth-child(3){width:7%}table.claims th:last-child{width:12%}
+table.history td.vals{font-size:12px;color:#57606a}
+svg.chart{max-width:100%;height:auto;display:block}svg.spark{display:block}
+tr.standout td{background:#ffebe9}tr.regressed td{background:#fff1f0}.why{font-size:12px}
+table.claims td{font-size:12.5px}table.history td{vertical-align:middle}
+details{margin:6px 0 12px}summary{cursor:pointer;color:#0969da}
+@media print{
+body{margin:0;max-width:none;font-size:10.5px}
+code,.mono{font-size:9.5px}.muted,.why,table.claims td{font-size:9px}.v{font-size:9.5px}th,td{padding:2px 5px}
+a{color:inherit}h2{break-after:avoid}h3{break-after:avoid}
+tr,figure,svg,.blockers,.banner{break-inside:avoid}
+.banner,.v,tr.standout td,tr.regressed td,.blockers{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+details>summary{display:none}
+}
 """  # noqa: E501 (a rule per line as the stylesheet is written; wrapping would change the report's bytes)
-
-
-def _e(text) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _a(label: str, href: str) -> str:
-    return f'<a href="{_e(quote(href))}">{_e(label)}</a>'
-
-
-def _badge(verdict: str) -> str:
-    known = {"passed", "failed", "error", "timeout", "gated", "no-gpu"}
-    cls = verdict if verdict in known else "other"
-    return f'<span class="v v-{cls}">{_e(verdict)}</span>'
-
-
-OUTCOME_CLASS = {"passed": "passed", "gated": "gated", "no-record": "other"}
 
 
 def render_html(result: AuditResult, base: Path) -> str:
@@ -330,16 +334,22 @@ def render_html(result: AuditResult, base: Path) -> str:
         p.append(f"<h3>{_a(lesson.id, link(result, base, lesson.file))}: {_e(lesson.title)}</h3>"
                  f'<p>Status <span class="v v-{"passed" if lesson.status == "published" else "gated"}">'
                  f"{_e(lesson.status)}</span> &middot; gate: {_e(gate)}</p>")
-        p.append("<table><tr><th>Program</th><th>Check</th><th>Outcome</th><th>Run</th><th>Reason / fix</th></tr>")
+        blockers = blocker_lines(lesson)
+        if blockers:
+            items = "".join(f"<li><b>{_e(what)}</b>: {_e(why)}"
+                            + (f'<br><span class="muted">fix: <code>{_e(fix)}</code></span>' if fix else "") + "</li>"
+                            for what, why, fix in blockers)
+            p.append(f'<div class="blockers">What keeps it from publishing:<ul>{items}</ul></div>')
+        p.append("<table><tr><th>Program</th><th>Check</th><th>State</th><th>Run</th><th>Why / fix</th></tr>")
         for r in lesson_rows(lesson):
-            check = r.check
             run = _a(r.run_id, link(result, base, f"runs/{r.run_id}.json")) if r.run_id else "-"
             fix = f'<br><span class="muted">fix: <code>{_e(r.command)}</code></span>' if r.command else ""
-            outcome = OUTCOME_CLASS.get(r.outcome, "failed")
-            p.append(f'<tr><td class="mono">{_e(r.program)}</td><td>{_e(check)}</td>'
-                     f'<td><span class="v v-{outcome}">{_e(r.outcome)}</span></td><td class="mono">{run}</td>'
-                     f"<td>{_e(r.reason)}{fix}</td></tr>")
+            p.append(f'<tr><td class="mono">{_e(r.program)}</td><td>{_e(r.check)}</td>'
+                     f'<td>{_badge(r.outcome)}</td><td class="mono">{run}</td>'
+                     f"<td>{_e(r.why)}{fix}</td></tr>")
         p.append("</table>")
+    p += claims_render.html(result, base)
+    p += bench_render.html(result, base)
 
     p.append('<h2 id="grid">Lessons &times; programs &times; GPUs</h2>')
     totals = ", ".join(f"{k} {n}" for k, n in sorted(v.counts.items())) or "none"
@@ -362,7 +372,7 @@ def render_html(result: AuditResult, base: Path) -> str:
                 links = " &middot; ".join(_a(label, link(result, base, path)) for label, path in _run_links(rec))
                 tds.append(f"<td>{_badge(rec.verdict)}{flag}{more}<br>"
                            f'<span class="muted mono">{_e(rec.run_id)}</span><br>{links}<br>'
-                           f'<span class="muted">{_e(rec.reason)} &middot; session '
+                           f'<span class="muted">{_e(run_reason(rec))} &middot; session '
                            f'<a href="#{_e(rec.environment.session_id)}">{_e(rec.environment.session_id[-8:])}</a>'
                            f"</span></td>")
             p.append(f"<tr><td>{_e(row.lesson)}</td><td class=\"mono\">{_e(row.program)}</td>"
@@ -379,7 +389,7 @@ def render_html(result: AuditResult, base: Path) -> str:
         links = " &middot; ".join(_a(label, link(result, base, path)) for label, path in _env_transcripts(env))
         p.append(f"<dt>transcripts</dt><dd>{links}</dd></dl>")
     if v.other_sessions:
-        p.append(f'<p class="muted">{v.other_sessions} older session(s) not shown: '
+        p.append(f'<p class="muted">{plural(v.other_sessions, "older session")} not shown: '
                  f"no table cell's newest run came from them.</p>")
     if not v.environments:
         p.append("<p>No run sessions.</p>")

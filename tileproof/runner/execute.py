@@ -48,7 +48,8 @@ def verdict_of(exit_code: int | None, timed_out: bool, report: CheckReport | Non
             return "error", "gate said below sm_80 but exit code was 0"
         return "gated", report.gate_message
     if exit_code == 0 and report.passed:
-        return "passed", f"{len(report.checks)} checks passed"
+        n = len(report.checks)
+        return "passed", f"{n} check{'' if n == 1 else 's'} passed"
     if exit_code != 0 and not report.passed:
         bad = [c.name for c in report.checks if not c.passed]
         return "failed", (f"check {bad[0]} failed" if bad else f"exit code {exit_code} before any check passed")

@@ -46,19 +46,22 @@ TILE_TARGETS = ("sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", 
 
 BUILD_DIR = "build"
 PROGRAM_DIRS = {"kernels": ".py", "cpp": ".cu"}
+"""Folders of programs this module builds (cuTile Python by AOT export, C++ with nvcc)."""
+JULIA = ".jl"
+"""``kernels/*.jl``: cuTile.jl programs, compiled by cuTile.jl when julia runs them (``runner.julia``)."""
 HELPER_SUFFIXES = {"kernels": (".py",), "cpp": (".h", ".cuh")}
 
 
 def parse_target(value: str) -> str:
     """``sm_90`` (also ``90`` or ``9.0``) → ``sm_90``; refuse anything else in one line."""
     v = value.strip().lower()
-    if re.fullmatch(r"\d+\.\d", v):
+    if re.fullmatch(r"\d{1,4}\.\d", v):  # a longer major is no capability (and past what int converts)
         v = sm_of(v)
     elif re.fullmatch(r"\d+", v):
         v = "sm_" + v
     if v in TILE_TARGETS:
         return v
-    m = re.fullmatch(r"sm_(\d+)", v)
+    m = re.fullmatch(r"sm_(\d{1,6})", v)  # more digits is no target (and past what int converts)
     if m and int(m.group(1)) < 80:
         raise TileproofError(
             f"--arch {value}: below sm_80, nvcc builds with exit 0 but no tile code ({NO_TILE_CODE.fix})"
@@ -96,8 +99,17 @@ def programs(root: Path, folder: str) -> list[Path]:
     return sorted(p for p in d.glob(f"*{PROGRAM_DIRS[folder]}") if is_program(p))
 
 
+def julia_programs(root: Path) -> list[Path]:
+    """Every ``kernels/*.jl`` program (cuTile.jl): nvcc builds none of them, julia compiles each at run time."""
+    d = Path(root) / "kernels"
+    return sorted(d.glob(f"*{JULIA}")) if d.is_dir() else []
+
+
 def dependencies(program: Path) -> list[Path]:
-    """The program and the helper files of its folder (headers, harness, tolerance table)."""
+    """The program and the helper files of its folder (headers, harness, tolerance table); a
+    cuTile.jl program is its own file only (the Python harness is not what it runs)."""
+    if program.suffix == JULIA:
+        return [program]
     folder = program.parent
     helpers = [
         p for p in sorted(folder.iterdir())
@@ -164,7 +176,8 @@ def plan(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict
 
 
 _FUNC = re.compile(r"^\s*Function\s+(\S+?):\s*$")
-_FIELD = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d+)")
+_FIELD = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d{1,18})(?!\d)")
+"""``REG:40``; a number of 19+ digits is no cuobjdump count (and past what ``int`` converts at 4,300)."""
 
 
 def parse_res_usage(text: str) -> list[ResUsage]:

@@ -233,12 +233,27 @@ def nvvm_version(lib: Path) -> str | None:
     return m.group(3).decode() if m else None
 
 
+CUDA_TILE = "cuda-tile"
+"""The cuTile Python distribution (canonical name): its version is a package of the runtime toolchain."""
+
+
+def cuda_tile_version() -> str | None:
+    """The installed cuda-tile's version (``importlib.metadata`` normalises the name), None when absent."""
+    try:
+        return md.version(CUDA_TILE)
+    except md.PackageNotFoundError:
+        return None
+
+
 def runtime_tools(nvcc_version: str | None, version_text: VersionText, env: dict[str, str] | None = None) -> Toolchain:
     """The toolchain the programs use at run time, found the way cuTile finds it.
 
     cuTile takes tileiras from the pip packages when they agree, else from
     PATH; ptxas sits beside tileiras and libnvvm at ``../lib``. ``nvcc_version``
-    is the nvcc that built the C++ binaries (from their compile record).
+    is the nvcc that built the C++ binaries (from their compile record). The
+    cuda-tile version is kept among the packages (whatever tileiras is used): the
+    claims matrix shows it, Python-side verdicts can differ between cuda-tile
+    versions of one CUDA release. It is not a piece of the one-release rule.
     """
     env = dict(os.environ if env is None else env)
     pip = pip_bin()
@@ -259,6 +274,9 @@ def runtime_tools(nvcc_version: str | None, version_text: VersionText, env: dict
     relevant = {k: v for k, v in versions.items() if k != "nvcc" or v is not None}
     shared, problems = coherence(relevant, {}, env)
     used = {k: v for k, v in packages.items() if k in PACKAGES[:3]} if pip_ok else {}
+    cuda_tile = cuda_tile_version()
+    if cuda_tile is not None:
+        used[CUDA_TILE] = cuda_tile
     return Toolchain(
         version=2,
         source="pip" if pip_ok else "system",

@@ -13,8 +13,11 @@ from datetime import datetime, timedelta, timezone
 
 from tileproof.records.lessons import program_list_digest
 from tileproof.records.models import (
+    CLAIMS_SCHEMA_VERSION,
     Check,
     CheckReport,
+    ClaimResult,
+    ClaimsRecord,
     DeviceId,
     Environment,
     FileDigest,
@@ -22,6 +25,7 @@ from tileproof.records.models import (
     GpuFacts,
     HostFacts,
     LessonFront,
+    ProbeKind,
     RunRecord,
     Step,
     Toolchain,
@@ -135,3 +139,17 @@ def run_record(*, n: int, program: str, front: LessonFront | None, sources: dict
         reason="FIXTURE: hand-made test record, never produced by a GPU",
     )
     return rec.model_copy(update={"seal": seal_of(rec)}) if seal else rec
+
+
+def claims_record(*, n: int, document: str, claim: str, tc: Toolchain | None = None,
+                  verdict: str = "unverifiable-here", why: str = "FIXTURE: not checkable by a program") -> ClaimsRecord:
+    """One sealed FIXTURE claims record holding one result for ``document`` (n orders records in time)."""
+    run_id = f"{PREFIX}{(T0 + timedelta(minutes=n)).strftime('%Y%m%dT%H%M%SZ')}-claims-{n:08x}"
+    result = ClaimResult(id=claim, document=document, statement=f"FIXTURE: {claim}", verdict=verdict, why=why,
+                         check=[ProbeKind(role="check", kind="not-checkable")], toolchain=None, steps=[])
+    rec = ClaimsRecord(
+        schema_version=CLAIMS_SCHEMA_VERSION, kind="claims", run_id=run_id, created=T0 + timedelta(minutes=n),
+        tileproof_version="0.1.0", git=GitState(commit=COMMIT, dirty=False),
+        host=HostFacts(system="fixture", release="fixture", machine="x86_64", python="3.11.7", cpu_count=16),
+        toolchain=tc or toolchain(), gpu=None, claims_files=[], results=[result])
+    return rec.model_copy(update={"seal": seal_of(rec)})

@@ -4,7 +4,7 @@
 
 The tree is a miniature repository for tests/test_publish.py: FIXTURE stand-ins
 for the day-79 programs and their helpers, one FIXTURE session on an "NVIDIA H200"
-(runs/ and evidence/), and nothing else; the test copies the real
+(runs/ and evidence/), one FIXTURE claims record of the same release, and nothing else; the test copies the real
 lessons/day79-cutile.md next to it. Rerun this when the lesson's program list
 changes (the records attest its digest). Deterministic: the same lesson gives the
 same bytes.
@@ -75,6 +75,9 @@ def main() -> None:
         rec = fx.run_record(n=n, program=prog.path, front=front, sources=sources, session=SESSION,
                             checks=[fx.check(c, *CHECKS[c]) for c in prog.checks], query=query, binary=binary)
         store.write_record(TREE, rec)
+    # The lesson's claims checked on the release its runs were made with (13.4): without it the
+    # decision blocks with "no claims record of release 13.4" (judge.claim_verdicts.unchecked_releases).
+    store.write_record(TREE, fx.claims_record(n=len(front.programs) + 1, document=LESSON, claim="cross-block-order"))
     print(f"wrote {TREE.relative_to(REPO)}")
 
 

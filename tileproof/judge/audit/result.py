@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tileproof.judge import gate
+from tileproof.judge.claim_verdicts import ClaimsToday
 from tileproof.records.history import HistoryReport
 
 Issue = tuple[str, str]
@@ -56,6 +57,17 @@ class LessonAudit:
             f"{b}" + (f" (fix: {b.command})" if b.command else "") for b in blockers)
 
 
+@dataclass(frozen=True)
+class ClaimsFileToday:
+    """A document's claims file as the audit read it today: what the decision reads, and each claim's words."""
+
+    today: ClaimsToday
+    statements: dict[str, str]
+    """Claim id → the claim in the project's words (the file's order)."""
+    sources: dict[str, str]
+    """Claim id → where the document makes it: path, section and quote."""
+
+
 @dataclass
 class AuditResult:
     root: Path
@@ -68,6 +80,8 @@ class AuditResult:
     record_files: int
     bad_records: set[str] = field(default_factory=set)
     """Record names (``runs/<name>.json``) with a finding against them or their evidence."""
+    claims_files: dict[str, ClaimsFileToday | str] = field(default_factory=dict)
+    """Document id → its claims file today (which claims it still asserts), or why it cannot be read."""
     history: HistoryReport | None = None
     """The git-history check (``runner.history``); None only for a result built without one."""
 

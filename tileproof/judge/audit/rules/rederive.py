@@ -1,5 +1,6 @@
-"""Published lessons re-derived: the hardware block and results a published lesson shows are
-recomputed from the records the publish decision accepts, and every difference is named.
+"""Published lessons re-derived: the hardware block, results and compile-derived tables
+(res-usage) a published lesson shows are recomputed from the records the publish decision
+accepts, and every difference is named.
 
 The derivation is the decision's own ``Decision.published_front`` and the text is
 ``records.lessons.render``'s: exactly what ``publish`` writes, so a lesson published by
@@ -17,8 +18,9 @@ from tileproof.records import lessons
 from tileproof.records.errors import RecordError
 from tileproof.records.models import Hardware, LessonFront
 
-REDERIVE = rule("lesson-rederive", "a published lesson's hardware block or results (front matter or body table) "
-                                   "differ from what the publish decision derives from the records it accepts")
+REDERIVE = rule("lesson-rederive", "a published lesson's hardware block, results (front matter or body table) or "
+                                   "compile-derived tables differ from what the publish decision derives from the "
+                                   "records it accepts")
 FIX = "set status: draft and run tileproof publish {id}: it writes what the records show"
 
 
@@ -29,8 +31,9 @@ def derived_front(front: LessonFront, decision: Decision) -> LessonFront | None:
     return decision.published_front(front)
 
 
-def differences(lesson: lessons.Lesson, derived: LessonFront) -> list[str]:
-    """Each field, row or table line where the lesson differs from ``derived``: what it says, what is derived."""
+def differences(lesson: lessons.Lesson, derived: LessonFront, blocks: dict[str, str] | None = None) -> list[str]:
+    """Each field, row or table line where the lesson differs from ``derived`` and the compile-derived
+    ``blocks`` (``Decision.published_blocks``: marker name → table): what it says, what is derived."""
     front, out = lesson.front, []
     for name in Hardware.model_fields:
         have, want = getattr(front.hardware, name), getattr(derived.hardware, name)
@@ -54,8 +57,24 @@ def differences(lesson: lessons.Lesson, derived: LessonFront) -> list[str]:
             out.append(f"body results table line {n}: the lesson says {have!r}, the records give {want!r}")
     if len(table) != len(wanted):
         out.append(f"body results table: {len(table)} lines, the records give {len(wanted)}")
-    if not out and lessons.render(lesson, derived) != lesson.text:
+    for name, content in (blocks or {}).items():
+        out += block_differences(lesson, name, content)
+    if not out and lessons.render(lesson, derived, blocks) != lesson.text:
         out.append("front matter: status, hardware or results are not written as publish writes them")
+    return out
+
+
+def block_differences(lesson: lessons.Lesson, name: str, content: str) -> list[str]:
+    """Each line where the body's ``name`` table (e.g. res-usage) differs from ``content``."""
+    try:
+        table = lessons.block_text(lesson.shown, lesson.body, name).strip("\n").splitlines()
+    except RecordError as e:
+        return [f"body: {e.problem}"]
+    wanted = content.strip("\n").splitlines()
+    out = [f"body {name} table line {n}: the lesson says {have!r}, the records give {want!r}"
+           for n, (have, want) in enumerate(zip(table, wanted, strict=False), start=1) if have != want]
+    if len(table) != len(wanted):
+        out.append(f"body {name} table: {len(table)} lines, the records give {len(wanted)}")
     return out
 
 
@@ -65,4 +84,4 @@ def rederive_issues(lesson: lessons.Lesson, decision: Decision) -> list[Issue]:
     if derived is None:
         return []
     fix = FIX.format(id=lesson.front.id)
-    return [(REDERIVE, f"{d} (fix: {fix})") for d in differences(lesson, derived)]
+    return [(REDERIVE, f"{d} (fix: {fix})") for d in differences(lesson, derived, decision.published_blocks())]

@@ -73,7 +73,7 @@ def report_diff(embedded: dict | None, text: bytes) -> list[str] | str:
     do not matter."""
     try:
         raw = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the JSON reader
         return "is not valid JSON"
     if not isinstance(raw, dict):
         return "is not a JSON object"

@@ -1,0 +1,146 @@
+"""The report built from the committed records, checked as a reviewer sees it: in a real headless browser.
+
+Chromium (Debian's ``chromium``; CI's ``.ci/run`` installs it) loads the page with
+console logging on: any console message fails the test (the page has no script, so
+there should be none; a control page that logs proves the check would see one). It
+takes a screenshot (kept under TILEPROOF_SCREENSHOT_DIR when set). Every ``href``
+and ``src`` of the page, parsed with ``html.parser``, must resolve, relative to the
+page's location, to a file inside the repository; every ``#anchor`` to an id.
+Skipped, with the install command as the reason, only where chromium is absent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from tileproof.__main__ import main
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "",
+                             shutil.which("chromium-browser") or "") if p and os.access(p, os.X_OK)), None)
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--enable-logging=stderr", "--v=0"]
+CONSOLE = re.compile(r":CONSOLE[^\]]*\]\s*(.*)")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
+
+
+class Refs(HTMLParser):
+    """Every href/src and every id of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.refs: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name in ("href", "src") and value is not None:
+                self.refs.append(value)
+            if name == "id" and value is not None:
+                self.ids.add(value)
+
+
+def unresolved(page: Path, root: Path) -> list[str]:
+    """The page's links that do not resolve to a file inside ``root`` (or to an id of the page)."""
+    refs = Refs()
+    refs.feed(page.read_text())
+    bad = []
+    for ref in refs.refs:
+        if ref.startswith("#"):
+            if unquote(ref[1:]) not in refs.ids:
+                bad.append(ref)
+            continue
+        url = urlparse(ref)
+        if url.scheme or url.netloc or ref.startswith("/"):
+            bad.append(ref)  # nothing is fetched from elsewhere, and no absolute path of this machine
+            continue
+        target = (page.parent / unquote(url.path)).resolve()
+        if not target.is_file() or not target.is_relative_to(root.resolve()):
+            bad.append(ref)
+    return bad
+
+
+def chromium(*args: str) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
+                              check=False, capture_output=True, text=True, timeout=180)
+
+
+def console_messages(stderr: str) -> list[str]:
+    return [m.group(1) for line in stderr.splitlines() if (m := CONSOLE.search(line))]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The report of the committed records, written into a folder outside the repository."""
+    out = tmp_path_factory.mktemp("report")
+    assert main(["audit", "--allow-no-history", "--root", str(REPO), "--report-dir", str(out)]) == 0
+    return out / "audit.html"
+
+
+def test_every_link_resolves_to_a_file_in_the_repository(built):
+    refs = Refs()
+    refs.feed(built.read_text())
+    assert len([r for r in refs.refs if not r.startswith("#")]) > 100
+    assert unresolved(built, REPO) == []
+
+
+def test_the_committed_report_links_resolve():
+    page = REPO / "evidence" / "audit.html"
+    assert unresolved(page, REPO) == []
+    assert 'id="bench"' in page.read_text() and 'id="claims"' in page.read_text()
+
+
+def test_the_link_check_catches_a_broken_link(tmp_path):
+    page = tmp_path / "p.html"
+    page.write_text('<a href="nope.json">x</a><a href="#missing">y</a><img src="/etc/hostname">')
+    assert unresolved(page, tmp_path) == ["nope.json", "#missing", "/etc/hostname"]
+
+
+@needs_chromium
+def test_the_console_check_sees_a_console_error(tmp_path):
+    page = tmp_path / "control.html"
+    page.write_text('<!DOCTYPE html><p>x</p><script>console.error("tileproof-control")</script>')
+    got = chromium("--dump-dom", page.as_uri())
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert any("tileproof-control" in m for m in console_messages(got.stderr))
+
+
+@needs_chromium
+def test_the_report_in_headless_chromium(built, tmp_path):
+    dom = chromium("--dump-dom", built.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert console_messages(dom.stderr) == []
+    for text in ('id="bench"', "cuBLAS vs cuBLAS (control)", 'id="claims"', 'id="history"', "<svg"):
+        assert text in dom.stdout, text
+    png = tmp_path / "audit.png"
+    shot = chromium(f"--screenshot={png}", "--window-size=1280,2400", built.as_uri())
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    assert console_messages(shot.stderr) == []
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000
+    keep = os.environ.get("TILEPROOF_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(png, Path(keep) / "audit-committed-records.png")
+
+
+@needs_chromium
+def test_the_report_prints(built, tmp_path):
+    """Printed (the page's print CSS): a PDF of several pages, with no console message."""
+    pdf = tmp_path / "audit.pdf"
+    got = chromium("--no-pdf-header-footer", f"--print-to-pdf={pdf}", built.as_uri())
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert console_messages(got.stderr) == []
+    data = pdf.read_bytes()
+    assert data[:5] == b"%PDF-" and len(re.findall(rb"/Type\s*/Page\b", data)) > 3

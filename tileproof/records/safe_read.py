@@ -1,0 +1,360 @@
+"""The one reader for every file tileproof takes as input.
+
+Records, transcripts, lessons, claims files and the tolerance table are read
+through :func:`read_bytes` (or :func:`read_text`, :func:`read_evidence`), which
+accepts only a regular file inside the repository:
+
+- the path must stay under ``root`` once every symbolic link is resolved;
+  records and evidence may not be links at all (nor sit under a linked folder);
+- FIFOs, sockets and devices are refused from ``os.lstat``, without opening
+  them; the file is then opened with ``O_NOFOLLOW | O_NONBLOCK`` and
+  ``fstat`` must show the same regular file (a swap in between is refused);
+- each kind of input has a size cap (:data:`LIMITS`), enforced on the size
+  ``lstat`` reports and again on the bytes read.
+
+:func:`read_text` decodes strict UTF-8; :func:`parse_json` and
+:func:`parse_yaml` cap nesting (:data:`MAX_DEPTH`) and, for YAML, the node count
+with aliases expanded (:data:`MAX_NODES`), checked while composing, before any
+recursion can run away. Every refusal is one :class:`InputRefused` line whose
+``kind`` names the audit finding (:data:`RULES`). :func:`check_build_dir`
+refuses a ``build/`` that resolves outside the repository.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from tileproof.records.errors import InputProblem, InputRefused, RecordError
+
+InputKind = Literal["record", "evidence", "lesson", "claims", "tolerances", "build"]
+"""What an input file is; it sets the size cap and whether links are allowed."""
+
+MIB = 1 << 20
+LIMITS: dict[InputKind, int] = {
+    "record": 8 * MIB,
+    "evidence": 64 * MIB,
+    "lesson": 4 * MIB,
+    "claims": 4 * MIB,
+    "tolerances": 1 * MIB,
+    "build": 16 * MIB,
+}
+"""Largest file of each kind tileproof reads (the largest committed record is 0.2 MiB)."""
+
+NO_LINKS: frozenset[InputKind] = frozenset({"record", "evidence"})
+"""Kinds that may not be a symbolic link nor sit under one: runs/ and evidence/ hold plain files."""
+
+MAX_DEPTH = 64
+"""Deepest nesting of lists and mappings accepted in JSON or YAML input."""
+
+MAX_NODES = 200_000
+"""Most YAML nodes accepted, counting each alias as the whole node it repeats."""
+
+RULES: dict[InputProblem, str] = {
+    "missing": "an input file does not exist",
+    "symlink": "a file in runs/ or evidence/ is a symbolic link (records and transcripts must be plain files)",
+    "special-file": "an input is a FIFO, socket, device or directory instead of a regular file",
+    "outside-repo": "an input path, or the file a link points to, lies outside the repository",
+    "too-large": "an input file is larger than the cap for its kind",
+    "not-utf8": "an input text file is not valid UTF-8",
+    "too-deep": "a JSON or YAML input nests deeper, or expands to more nodes, than tileproof reads",
+    "unreadable": "an input file cannot be opened or read (permissions, I/O error, replaced while opened)",
+}
+"""Finding id → what it catches, one per :data:`InputProblem` (the audit lists them)."""
+
+_TYPES = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+@lru_cache(maxsize=64)
+def _real_root(root: str) -> str:
+    return os.path.realpath(root)
+
+
+def _inside(real: str, real_root: str) -> bool:
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def relative(root: Path | str, path: Path | str) -> str:
+    """``path`` as a POSIX path relative to ``root`` (lexically: no link is followed).
+
+    A relative ``path`` is taken relative to ``root``. Raises ``outside-repo``
+    for an absolute path elsewhere or one that climbs out with ``..``.
+    """
+    root_s, path_s = os.fspath(root), os.fspath(path)
+    if "\0" in path_s:
+        raise InputRefused(path_s, "unreadable", "the path holds a NUL byte, which no file name can",
+                           "name the file without control characters")
+    if os.path.isabs(path_s):
+        for base in (os.path.abspath(root_s), _real_root(root_s)):
+            rel = os.path.relpath(os.path.normpath(path_s), base)
+            if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
+                break
+        else:
+            raise InputRefused(path_s, "outside-repo", f"is outside the repository {root_s}",
+                               "keep every input inside the repository")
+    else:
+        rel = os.path.normpath(path_s)
+    rel = rel.replace(os.sep, "/")
+    if rel in ("", ".") or rel == ".." or rel.startswith("../"):
+        raise InputRefused(path_s, "outside-repo", f"is not a file inside the repository {root_s}",
+                           "name a file inside the repository")
+    return rel
+
+
+def _kind_of(mode: int) -> str | None:
+    return next((name for test, name in _TYPES if test(mode)), None)
+
+
+def _resolve(root: str, rel: str, kind: InputKind, shown: str) -> tuple[str, os.stat_result]:
+    """(path to open, its lstat) after checking every component below ``root``."""
+    real_root = _real_root(root)
+    cur = real_root
+    parts = rel.split("/")
+    for i, part in enumerate(parts):
+        here = cur + os.sep + part
+        try:
+            st = os.lstat(here)
+        except FileNotFoundError:
+            raise InputRefused(shown, "missing", "file is missing", "restore it from git") from None
+        except NotADirectoryError:
+            raise InputRefused(shown, "missing", f"'{'/'.join(parts[:i])}' is not a folder",
+                               "restore it from git") from None
+        except OSError as e:
+            raise InputRefused(shown, "unreadable", f"cannot be read ({e.strerror})", "check its permissions") from None
+        if stat.S_ISLNK(st.st_mode):
+            here, st = _follow(here, real_root, "/".join(parts[:i + 1]), kind, shown)
+        cur = here
+    return cur, st
+
+
+def _follow(here: str, real_root: str, link: str, kind: InputKind, shown: str) -> tuple[str, os.stat_result]:
+    """(target, its stat) of the link ``here``, where links are allowed and stay inside the repository."""
+    if kind in NO_LINKS:
+        raise InputRefused(shown, "symlink", f"'{link}' is a symbolic link",
+                           "replace it with the regular file it stands for (records and evidence are never links)")
+    target = os.path.realpath(here)
+    if not _inside(target, real_root):
+        raise InputRefused(shown, "outside-repo", f"'{link}' is a link to {target}, outside the repository",
+                           "keep every input inside the repository")
+    try:
+        return target, os.stat(target)
+    except OSError:
+        raise InputRefused(shown, "missing", f"'{link}' is a dangling link", "restore the file it points to") from None
+
+
+def read_bytes(root: Path | str, path: Path | str, kind: InputKind, shown: str | None = None) -> bytes:
+    """The bytes of one regular file inside ``root``, or one :class:`InputRefused` line.
+
+    ``path``: relative to ``root`` or absolute under it; ``shown``: how errors
+    name the file (default: its path relative to ``root``).
+    """
+    rel = relative(root, path)
+    return _read(os.fspath(root), rel, kind, shown or rel)
+
+
+def _read(root: str, rel: str, kind: InputKind, shown: str) -> bytes:
+    target, st = _resolve(root, rel, kind, shown)
+    if not stat.S_ISREG(st.st_mode):
+        kind_text = _kind_of(st.st_mode) or "not a regular file"
+        raise InputRefused(shown, "special-file", f"is {kind_text}, not a regular file",
+                           "replace it with a regular file")
+    cap = LIMITS[kind]
+    if st.st_size > cap:
+        raise InputRefused(shown, "too-large", f"is {st.st_size} bytes; a {kind} file may have at most {cap}",
+                           "keep the file under the cap (a bigger one is not what tileproof wrote)")
+    try:
+        fd = os.open(target, _FLAGS)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise InputRefused(shown, "symlink", "became a symbolic link while being opened",
+                               "replace it with a regular file") from None
+        raise InputRefused(shown, "unreadable", f"cannot be opened ({e.strerror})", "check its permissions") from None
+    try:
+        now = os.fstat(fd)
+        if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            raise InputRefused(shown, "unreadable", "was replaced while being opened",
+                               "read it again when it is stable")
+        chunks, left = [], cap + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, max(now.st_size + 1, 1 << 16)))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as e:
+        raise InputRefused(shown, "unreadable", f"cannot be read ({e.strerror})", "check the file system") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > cap:
+        raise InputRefused(shown, "too-large",
+                           f"grew past {cap} bytes while being read; a {kind} file may have at most {cap}",
+                           "keep the file under the cap")
+    return data
+
+
+def decode(data: bytes, shown: str) -> str:
+    """Strict UTF-8, or one ``not-utf8`` line naming the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputRefused(shown, "not-utf8", f"not UTF-8 (byte 0x{data[e.start]:02x})",
+                           "save the file as UTF-8 text", field=f"byte {e.start}") from None
+
+
+def read_text(root: Path | str, path: Path | str, kind: InputKind, shown: str | None = None) -> str:
+    """:func:`read_bytes` decoded as strict UTF-8."""
+    shown = shown or relative(root, path)
+    return decode(read_bytes(root, path, kind, shown), shown)
+
+
+def read_evidence(root: Path | str, relpath: str) -> bytes:
+    """One transcript under ``evidence/``: a plain file, never a link, at most 64 MiB."""
+    rel = relative(root, relpath)
+    if not rel.startswith("evidence/"):
+        raise InputRefused(relpath, "outside-repo", "is not under evidence/", "reference transcripts under evidence/")
+    return _read(os.fspath(root), rel, "evidence", rel)
+
+
+def read_file(path: Path | str, kind: InputKind, shown: str | None = None, root: Path | str | None = None) -> bytes:
+    """:func:`read_bytes` for a caller that knows a file's path but not the repository.
+
+    ``root`` defaults to the folder ``path`` is in: the file must then be a
+    regular file there (a link only to a sibling; no link at all for records).
+    """
+    path = Path(path)
+    return read_bytes(root if root is not None else path.parent, path.absolute(), kind, shown or str(path))
+
+
+def read_file_text(path: Path | str, kind: InputKind, shown: str | None = None) -> str:
+    """:func:`read_file` decoded as strict UTF-8."""
+    shown = shown or str(path)
+    return decode(read_file(path, kind, shown), shown)
+
+
+# --- nesting ---------------------------------------------------------------------------
+
+
+def _too_deep(shown: str, what: str) -> InputRefused:
+    return InputRefused(shown, "too-deep", what, "flatten the data; tileproof never writes it this deep")
+
+
+def check_depth(value: Any, shown: str) -> Any:
+    """``value`` unchanged, or ``too-deep`` when lists/dicts nest past :data:`MAX_DEPTH` (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children: Iterable[Any]
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise _too_deep(shown, f"nests more than {MAX_DEPTH} levels deep")
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return value
+
+
+def parse_json(text: str, shown: str, fix: str = "restore it from git") -> Any:
+    """JSON text → value; a syntax error or excess nesting is one line."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RecordError(shown, f"line {e.lineno}", f"not valid JSON ({e.msg})", fix) from None
+    except RecursionError:
+        raise _too_deep(shown, f"nests more than {MAX_DEPTH} levels deep") from None
+    except ValueError as e:  # e.g. an integer longer than Python converts
+        raise RecordError(shown, "", f"not valid JSON ({str(e).splitlines()[0]})", fix) from None
+    return check_depth(value, shown)
+
+
+class _CappedLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that counts depth and alias-expanded nodes while composing."""
+
+    def __init__(self, stream: str, shown: str):
+        super().__init__(stream)
+        self.shown, self.depth = shown, 0
+        self.sizes: dict[int, int] = {}
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            node = super().compose_node(parent, index)
+            if id(node) not in self.sizes:  # an alias inside the node it names
+                raise _too_deep(self.shown, "an alias refers to a node that contains it")
+            return node
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise _too_deep(self.shown, f"nests more than {MAX_DEPTH} levels deep")
+            node = super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+        self.sizes[id(node)] = 1 + self._children(node)
+        return node
+
+    def _children(self, node) -> int:
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for kv in node.value for n in kv]
+        else:
+            return 0
+        total = 0
+        for child in children:
+            size = self.sizes.get(id(child))
+            if size is None:  # an alias of a node still being composed: it contains itself
+                raise _too_deep(self.shown, "an alias refers to a node that contains it")
+            total += size
+            if total > MAX_NODES:
+                raise _too_deep(self.shown, f"expands (aliases included) to more than {MAX_NODES} nodes")
+        return total
+
+
+def parse_yaml(text: str, shown: str) -> Any:
+    """YAML text → value with ``safe_load`` semantics, nesting and size capped.
+
+    Syntax errors stay ``yaml.YAMLError`` (callers name the line their way); a
+    scalar Python cannot build (a 13th month, a 5,000-digit int) becomes one
+    too; excess nesting is ``too-deep``.
+    """
+    loader = _CappedLoader(text, shown)
+    try:
+        return loader.get_single_data()
+    except (ValueError, OverflowError) as e:
+        what = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise yaml.YAMLError(f"a value cannot be built ({what})") from None
+    finally:
+        loader.dispose()
+
+
+# --- build/ ----------------------------------------------------------------------------
+
+
+def check_build_dir(root: Path | str, name: str = "build") -> Path:
+    """``root/name``, refused with one line when it is not a folder inside the repository.
+
+    A committed ``build`` link to elsewhere would make compile write outside the
+    repository; a missing folder is fine (compile creates it).
+    """
+    path = Path(root) / name
+    real_root = _real_root(os.fspath(root))
+    if os.path.lexists(path):
+        real = os.path.realpath(path)
+        if not _inside(real, real_root):
+            raise InputRefused(name, "outside-repo", f"resolves to {real}, outside the repository",
+                               f"remove the '{name}' link; compile creates {name}/ itself")
+        if not os.path.isdir(real):
+            raise InputRefused(name, "special-file", "is not a folder", f"remove it; compile creates {name}/ itself")
+    return path

@@ -1,0 +1,160 @@
+"""The audit as a machine-readable summary (``audit --json PATH``): a pydantic model with a schema.
+
+``summary(result)`` builds an ``AuditSummary`` from the same view models the
+reports render (``lesson_view``, ``claims_view``, ``bench_view``), so the JSON
+says what the page says. ``schema/audit-summary.v1.schema.json`` is generated
+from ``AuditSummary`` by ``nox -s schema``. Paths are repo-relative.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from tileproof.judge.audit.result import AuditResult
+from tileproof.judge.gate import BlockerKind
+from tileproof.records.models import BenchRecord, Model
+from tileproof.report.bench_view import history
+from tileproof.report.claims_render import view_of
+from tileproof.report.lesson_view import lesson_rows, verdict_text
+
+SUMMARY_VERSION: Literal[1] = 1
+
+
+class FindingOut(Model):
+    file: str
+    rule: str
+    reason: str
+
+
+class RowOut(Model):
+    program: str
+    check: str
+    state: str
+    """The decision's outcome for the row (``passed``, ``stale``, ``supported``, ``refuted``...)."""
+    run_id: str | None
+    why: str
+    fix: str | None
+    blocks: bool
+
+
+class BlockerOut(Model):
+    kind: BlockerKind
+    subject: str
+    outcome: str
+    reason: str
+    fix: str | None
+
+
+class LessonOut(Model):
+    id: str
+    file: str
+    title: str
+    status: str
+    publishable: bool
+    decision: str
+    """``publishable``, or what it lacks."""
+    rows: list[RowOut]
+    blockers: list[BlockerOut]
+
+
+class ClaimOut(Model):
+    document: str
+    claim: str
+    asserted: bool | None
+    """Whether today's claims file still asserts it; None when it no longer lists it."""
+    deciding: str
+    """The newest decisive verdict over every release (what the publish decision reads), or ``unchecked``."""
+    refuted_and_asserted: bool
+    verdicts: dict[str, str]
+    """Toolchain release → verdict, for each release whose records checked the claim."""
+    evidence: dict[str, str]
+    """Toolchain release → the transcript to open first."""
+    holds: str
+
+
+class PairOut(Model):
+    case: str
+    reference: str
+    pct_of_reference: float
+    q1: float
+    q3: float
+    cycles: int
+    control: bool
+
+
+class BenchOut(Model):
+    run_id: str
+    program: str
+    gpu: str | None
+    compute_capability: str | None
+    verdict: str
+    counted: bool
+    ceilings: dict[str, float]
+    head_to_head: list[PairOut]
+
+
+class HistoryOut(Model):
+    program: str
+    case: str
+    metric: str
+    run_ids: list[str]
+    values: list[float]
+    regressed: bool
+
+
+class AuditSummary(Model):
+    """What ``tileproof audit --json`` writes."""
+
+    summary_version: Literal[1]
+    passed: bool
+    """True when the audit has no finding (with ``history_checked``, its exit status is 0)."""
+    history_checked: bool
+    """Whether the git-history check ran (a tree without history cannot be checked)."""
+    history_line: str
+    """``history: checked (...)`` or ``history: NOT CHECKED (why)``."""
+    records: int
+    evidence_files: int
+    findings: list[FindingOut]
+    lessons: list[LessonOut]
+    claims: list[ClaimOut]
+    bench: list[BenchOut]
+    history: list[HistoryOut]
+    """Every case measured in two or more bench records."""
+
+
+def _bench(rec: BenchRecord, counted: bool) -> BenchOut:
+    gpu = rec.environment.gpu
+    return BenchOut(run_id=rec.run_id, program=rec.program, gpu=gpu.name if gpu else None,
+                    compute_capability=gpu.compute_capability if gpu else None, verdict=rec.verdict,
+                    counted=counted, ceilings=dict(rec.ceilings),
+                    head_to_head=[PairOut(case=k, reference=p.reference, pct_of_reference=p.pct_of_reference,
+                                          q1=p.q1, q3=p.q3, cycles=p.cycles, control=p.control)
+                                  for k, p in rec.head_to_head.items()])
+
+
+def summary(result: AuditResult) -> AuditSummary:
+    lessons = [LessonOut(id=lesson.id, file=lesson.file, title=lesson.title, status=lesson.status,
+                         publishable=lesson.publishable, decision=verdict_text(lesson),
+                         rows=[RowOut(program=r.program, check=r.check, state=r.outcome, run_id=r.run_id, why=r.why,
+                                      fix=r.command, blocks=not r.counted) for r in lesson_rows(lesson)],
+                         blockers=[BlockerOut(kind=b.kind, subject=b.subject, outcome=b.outcome, reason=b.reason,
+                                              fix=b.command) for b in lesson.decision.blockers])
+               for lesson in result.lessons]
+    claims = [ClaimOut(document=r.document, claim=r.claim_id, asserted=r.asserted, deciding=r.deciding,
+                       refuted_and_asserted=r.stands_out,
+                       verdicts={c.release: c.verdict for c in r.cells if c is not None},
+                       evidence={c.release: c.evidence for c in r.cells if c is not None and c.evidence},
+                       holds=r.holds) for r in view_of(result).rows]
+    bench = [_bench(r, r.run_id not in result.bad_records) for r in result.records if isinstance(r, BenchRecord)]
+    hist = [HistoryOut(program=s.program, case=s.key, metric=s.metric, run_ids=[p.run_id for p in s.points],
+                       values=[p.value for p in s.points], regressed=s.regressed)
+            for s in history(result.records, result.bad_records)]
+    return AuditSummary(summary_version=SUMMARY_VERSION, passed=result.ok, history_checked=result.history_checked,
+                        history_line=result.history_line(), records=len(result.records),
+                        evidence_files=result.evidence_files,
+                        findings=[FindingOut(file=f.file, rule=f.rule, reason=f.reason) for f in result.findings],
+                        lessons=lessons, claims=claims, bench=bench, history=hist)
+
+
+def summary_json(result: AuditResult) -> str:
+    return summary(result).model_dump_json(indent=2) + "\n"
