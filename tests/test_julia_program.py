@@ -36,7 +36,7 @@ LESSON = textwrap.dedent("""\
 
     <!-- results:begin -->
     <!-- results:end -->
-    """)
+    """)  # noqa: E501 (the lesson text as a lesson file has it)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ LESSON_IDS = discovered.lesson_ids()
 
 def test_repo_lessons_load_and_drafts_claim_nothing(repo_root):
     loaded = lessons.load_all(repo_root)
-    assert [l.id for l in loaded] == sorted(LESSON_IDS)
+    assert [lesson.id for lesson in loaded] == sorted(LESSON_IDS)
     for lesson in loaded:
         if lesson.front.status == "draft":  # published only by `nox -s publish`, from records
             assert lesson.front.hardware == Hardware()

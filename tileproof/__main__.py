@@ -43,7 +43,8 @@ COMMANDS = {
                                           "claims files valid, generated files current"),
     "new-lesson": ("tileproof.commands.new_lesson", "scaffold a draft lesson, its programs and tolerance entries"),
     "lint-kernels": ("tileproof.commands.lint", "static checks for known cuTile mistakes"),
-    "keygen": ("tileproof.commands.keygen", "make a runner's signing key outside the repository; print its registry entry"),
+    "keygen": ("tileproof.commands.keygen",
+               "make a runner's signing key outside the repository; print its registry entry"),
     "verify": ("tileproof.commands.verify", "every record's signature against lessons/runners.yaml, and git history"),
     "fleet": ("tileproof.commands.fleet", "lessons x GPU kinds on a Slurm cluster or CI runners; merge; matrix"),
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema
 
 from tileproof.fleet.cluster import CLUSTER_VERSION, Cluster
@@ -25,7 +26,7 @@ from tileproof.records.tolerances import (
 )
 from tileproof.report import summary
 
-SCHEMAS = {
+SCHEMAS: dict[str, type[BaseModel]] = {
     f"compile-record.v{models.SCHEMA_VERSION}.schema.json": models.CompileRecord,
     f"run-record.v{models.SCHEMA_VERSION}.schema.json": models.RunRecord,
     f"session-record.v{models.SCHEMA_VERSION}.schema.json": models.SessionRecord,

@@ -16,10 +16,12 @@ re-derived from the records its decision accepts (``judge.audit.rules.rederive``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -28,7 +30,7 @@ from tileproof.gather.audit_claims import claims_files_today
 from tileproof.gather.audit_scan import Helper, paused_gc, read
 from tileproof.gather.tree import Tree
 from tileproof.judge import trust
-from tileproof.judge.audit import registry
+from tileproof.judge.audit import registry, rules
 from tileproof.judge.audit.result import AuditResult, Finding, LessonAudit
 from tileproof.judge.audit.rules import commits, evidence, files, rederive, sessions
 from tileproof.judge.audit.rules import history as history_rules
@@ -48,7 +50,7 @@ from tileproof.records.registry import (
 )
 from tileproof.runner import history
 
-RULES = registry.load()
+RULES = rules.load()
 LESSONS = "lessons"
 REPORT_MD = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswith(".md"))
 REPORT_HTML = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswith(".html"))
@@ -104,10 +106,8 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
                 verified[name] = loaded.verification
             except RecordError as e:
                 add(Finding(file, files.SCHEMA, f"{e.field + ': ' if e.field else ''}{e.problem}"))
-                try:
+                with contextlib.suppress(ValueError, RecursionError):  # not JSON: the schema finding says so
                     raw_refs.update(evidence.raw_transcript_paths(json.loads(data)))
-                except (ValueError, RecursionError):
-                    pass
                 continue
         for rule_id, reason in files.name_issues(name, rec.run_id):
             add(Finding(file, rule_id, reason))

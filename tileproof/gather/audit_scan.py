@@ -14,9 +14,9 @@ import json
 import multiprocessing
 import os
 from collections import defaultdict
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from typing import Iterator
 
 from tileproof.judge.audit.rules.verdicts import report_diff
 from tileproof.records import store

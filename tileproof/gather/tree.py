@@ -12,9 +12,9 @@ builds its ``Tree`` from them (``Tree.of``) instead of reading runs/ again.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Iterable
 
 from tileproof.claims import spec as claims_spec
 from tileproof.judge import claim_verdicts, gate
@@ -125,13 +125,13 @@ class Tree:
     _table: dict[str, gate.Bound] | None = None
 
     @classmethod
-    def load(cls, root: Path) -> "Tree":
+    def load(cls, root: Path) -> Tree:
         """Every record under runs/, each with its seal checked and its signature verified against
         ``lessons/runners.yaml`` (the first that fails validation raises one line)."""
         return cls.of(root, store.read_records(Path(root), registry.load_registry(Path(root))))
 
     @classmethod
-    def of(cls, root: Path, examined: Iterable[Examined]) -> "Tree":
+    def of(cls, root: Path, examined: Iterable[Examined]) -> Tree:
         """A tree over records already loaded and examined."""
         kinds = (RunRecord, BenchRecord, ClaimsRecord, CompileRecord)
         return cls(Path(root), [e for e in examined if isinstance(e.record, kinds)])

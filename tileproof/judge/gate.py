@@ -29,7 +29,8 @@ refuted claims): a claim blocks when it is refuted on the CUDA release the
 lesson's accepted run records were made with, and a release of that evidence
 that no claims record covers blocks too (fix: the claims-matrix session). A
 lesson that declares a compile-derived table (``res_usage``) gets it from the
-compile records (``res_usage.decide_res_usage``), and is blocked while none fills it. A lesson is publishable only when every required row
+compile records (``res_usage.decide_res_usage``), and is blocked while none fills it.
+A lesson is publishable only when every required row
 passed, every performance claim is supported and no claim it still asserts is
 refuted: the same rule whether the lesson is a draft or already published.
 ``Decision.blockers`` lists what stands in the way, each with a reason that is
@@ -44,8 +45,9 @@ counts only through what it and its transcripts say.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Literal, Mapping, NamedTuple
+from typing import Literal, NamedTuple
 
 from tileproof.judge import claim_verdicts, trust
 from tileproof.judge.claim_verdicts import (
@@ -126,11 +128,15 @@ class RowDecision:
         return f"{self.row.program} {self.row.check}: {self.outcome}: {self.reason}"
 
 
+BlockerKind = Literal["row", "perf-claim", "refuted-claim", "claims-unchecked", "res-usage", "no-tolerance-entry"]
+"""What kind of thing keeps a lesson from being published."""
+
+
 @dataclass(frozen=True)
 class Blocker:
     """One thing that keeps a lesson from being published: what, why (never empty) and the fix."""
 
-    kind: Literal["row", "perf-claim", "refuted-claim", "claims-unchecked", "res-usage", "no-tolerance-entry"]
+    kind: BlockerKind
     subject: str
     """``kernels/x.py matmul``, ``perf claim <id>``, ``claim <id>``."""
     outcome: str

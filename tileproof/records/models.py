@@ -9,7 +9,7 @@ carries ``schema_version``; readers check it before anything else (see
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal, Union
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -43,15 +43,15 @@ cuTile.jl is found), so it could not be started; never a pass."""
 TOOLCHAIN_ABSENT_FIX = "install Julia + cuTile.jl on a GPU runner"
 """The fix a ``toolchain-absent`` run record and the publish decision name (one wording)."""
 
-TOOLCHAIN_ABSENT_RUN_VERSION = 2
+TOOLCHAIN_ABSENT_RUN_VERSION: Final = 2
 """The first ``RunRecord.run_version`` that may hold the verdict ``toolchain-absent``."""
 
-ENTRY_RUN_VERSION = 3
+ENTRY_RUN_VERSION: Final = 3
 """The first ``RunRecord.run_version`` that attests the tolerance entries of its checks one by one
 (``RunRecord.tolerances``) and lists no tolerance file among its sources. Older run records list the
 whole table file (judged per entry where git history holds that version of it, else whole-file)."""
 
-RUN_VERSION = 3
+RUN_VERSION: Final = 3
 """``RunRecord.run_version`` of the run records written now: 3 attests tolerance entries
 (``ENTRY_RUN_VERSION``); 2 may hold the verdict ``toolchain-absent``; 1 (records written before,
 field absent; still read) predates both."""
@@ -66,7 +66,7 @@ BuildVerdict = Literal["built", "failed", "refused"]
 """``refused``: the build exited 0 but cannot be used (e.g. no tile code)."""
 
 NonFinite = Literal["nan", "inf", "-inf"]
-Number = Union[float, NonFinite]
+Number = float | NonFinite
 """A float as the programs write it: non-finite values are strings (valid JSON)."""
 
 
@@ -198,7 +198,7 @@ class Toolchain(Model):
     """One per mismatch or hazard found (text only in version 1)."""
 
     @model_validator(mode="after")
-    def _typed_in_v2(self) -> "Toolchain":
+    def _typed_in_v2(self) -> Toolchain:
         if self.version >= 2 and any(isinstance(p, str) for p in self.problems):
             raise ValueError("toolchain version 2 holds problems as {kind, subject, detail}, not text")
         if self.version == 1 and any(isinstance(p, ToolchainProblem) for p in self.problems):
@@ -383,7 +383,7 @@ class RunRecord(RecordBase):
     """One line: why this verdict."""
 
     @model_validator(mode="after")
-    def _fits_version(self) -> "RunRecord":
+    def _fits_version(self) -> RunRecord:
         if self.verdict == "toolchain-absent" and self.run_version < TOOLCHAIN_ABSENT_RUN_VERSION:
             raise ValueError(f"verdict toolchain-absent needs run_version {TOOLCHAIN_ABSENT_RUN_VERSION}")
         if self.run_version < ENTRY_RUN_VERSION and self.tolerances:
@@ -569,16 +569,17 @@ class ClaimsRecord(RecordBase):
     results: list[ClaimResult] | list[ClaimResultV1]
 
     @model_validator(mode="after")
-    def _results_fit_version(self) -> "ClaimsRecord":
+    def _results_fit_version(self) -> ClaimsRecord:
         want = ClaimResult if self.schema_version == CLAIMS_SCHEMA_VERSION else ClaimResultV1
         if not all(type(r) is want for r in self.results):
+            check_as = "a list of probes" if want is ClaimResult else "text"
             raise ValueError(f"schema_version {self.schema_version} claims records hold "
-                             f"{want.__name__} results (check as {'a list of probes' if want is ClaimResult else 'text'})")
+                             f"{want.__name__} results (check as {check_as})")
         return self
 
 
 Record = Annotated[
-    Union[CompileRecord, RunRecord, SessionRecord, BenchRecord, ClaimsRecord], Field(discriminator="kind")
+    CompileRecord | RunRecord | SessionRecord | BenchRecord | ClaimsRecord, Field(discriminator="kind")
 ]
 
 

@@ -45,7 +45,7 @@ _CPP_KEYWORDS = frozenset(
     mutable namespace new noexcept not nullptr operator or private protected public
     register requires return short signed sizeof static struct switch template this
     throw true try typedef typeid typename union unsigned using virtual void volatile
-    while xor""".split()
+    while xor""".split()  # noqa: SIM905 (the keywords as the standard lists them read better than 92 quoted strings)
 )
 
 
@@ -84,7 +84,7 @@ def parse_table(text: str, path: Path | str = TABLE_FILE) -> Table:
             "(fix: write the table out literally)"
         )
     table: Table = {}
-    for key, value in zip(node.keys, node.values):
+    for key, value in zip(node.keys, node.values, strict=True):
         if key is None:
             raise ToleranceTableError(f"{path}:{value.lineno}: TOLERANCES: '**' unpacking is not a literal "
                                       "(fix: write every entry out)")
@@ -118,8 +118,8 @@ def _table_node(path: Path, tree: ast.Module) -> ast.expr:
     """The value assigned to ``TOLERANCES`` at module level (exactly once)."""
     found: list[ast.expr] = []
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "TOLERANCES"
-                                                for t in stmt.targets):
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "TOLERANCES"  # noqa: SIM114
+                                                for t in stmt.targets):  # (one arm per assignment form)
             found.append(stmt.value)
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
                 and stmt.target.id == "TOLERANCES" and stmt.value is not None:
@@ -173,7 +173,7 @@ def _bounds(path: Path, name: str, entry: ast.expr) -> tuple[float, float]:
             f"{path}:{entry.lineno}: TOLERANCES[{name!r}] needs numeric rtol and atol: write "
             f"Tolerance(rtol=..., atol=...), not '{ast.unparse(entry)}'"
         )
-    given: dict[str, ast.expr] = dict(zip(("rtol", "atol"), entry.args))
+    given: dict[str, ast.expr] = dict(zip(("rtol", "atol"), entry.args, strict=False))
     given.update({kw.arg: kw.value for kw in entry.keywords if kw.arg is not None})
     if set(given) != {"rtol", "atol"} or len(entry.args) > 2 or any(kw.arg is None for kw in entry.keywords):
         raise ToleranceTableError(f"{path}:{entry.lineno}: TOLERANCES[{name!r}] needs numeric rtol and atol, "

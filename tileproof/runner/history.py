@@ -16,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
+from typing import cast, get_args
 
 from tileproof.records.history import (
     REGENERATED,
@@ -27,6 +28,7 @@ from tileproof.records.history import (
     GitHistory,
     HistoryReport,
     NoHistory,
+    ObjectFormat,
     blob_id,
     check,
 )
@@ -54,7 +56,10 @@ def read(root: Path) -> GitHistory | NoHistory:
     missing = _no_history(root)
     if missing is not None:
         return missing
-    fmt = _git(root, "rev-parse", "--show-object-format").stdout.strip().decode() or "sha1"
+    named = _git(root, "rev-parse", "--show-object-format").stdout.strip().decode() or "sha1"
+    if named not in get_args(ObjectFormat):
+        return NoHistory(f"git names an object format tileproof does not know: {named!r}")
+    fmt = cast(ObjectFormat, named)
     if _git(root, "rev-parse", "--verify", "-q", "HEAD").returncode != 0:
         return GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
     log = _git(root, "-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev",

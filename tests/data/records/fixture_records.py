@@ -53,7 +53,8 @@ def sha(data: bytes | str) -> str:
 def query_csv(gpu: dict, cc: str | None = None) -> str:
     """An ``nvidia-smi --query-gpu=... --format=csv`` transcript for one GPU."""
     g = dict(gpu, cc=cc or gpu["cc"])
-    return QUERY_HEADER + f"0, {g['name']}, {g['uuid']}, {g['cc']}, {g['driver']}, {g['memory']}, {g['sm']}, {g['mem']}\n"
+    return QUERY_HEADER + (f"0, {g['name']}, {g['uuid']}, {g['cc']}, {g['driver']}, {g['memory']}, "
+                           f"{g['sm']}, {g['mem']}\n")
 
 
 def transcript(path: str, data: bytes | str) -> Transcript:
@@ -69,7 +70,8 @@ def toolchain(nvcc: str = "13.4.92", tileiras: str = "13.4.92", nvvm: str = "13.
         source="pip",
         tools=[ToolVersion(name=n, path=f"/fixture/nvidia/cu13/bin/{n}", version=v)
                for n, v in (("tileiras", tileiras), ("ptxas", nvcc), ("nvvm", nvvm), ("nvcc", nvcc))],
-        packages={"cuda-tile": "1.7.0", "nvidia-cuda-nvcc": nvcc, "nvidia-cuda-tileiras": tileiras, "nvidia-nvvm": nvvm},
+        packages={"cuda-tile": "1.7.0", "nvidia-cuda-nvcc": nvcc, "nvidia-cuda-tileiras": tileiras,
+                  "nvidia-nvvm": nvvm},
         major_minor=".".join(nvcc.split(".")[:2]) if coherent else None,
         coherent=coherent,
         problems=list(problems),
