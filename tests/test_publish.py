@@ -142,3 +142,37 @@ def test_bad_input_is_one_line(tree, capsys, setup, argv_lesson, message):
     assert path.read_bytes() == before
     if setup == "record":
         assert "/runs/FIXTURE-20260901T120100Z-run-00000001.json: run.verdict: " in err
+
+
+def test_republish_rewrites_a_published_lesson_from_its_records(tree, capsys):
+    """Evidence that moved on (or a hand edit): plain publish refuses and names --republish; --republish
+    writes exactly what the records give, and only while the decision holds."""
+    assert cli(capsys, "publish", LESSON, "--root", str(tree))[0] == 0
+    path = tree / "lessons" / f"{LESSON}.md"
+    published = path.read_text()
+    edited = published.replace("compute_capability: '9.0'", "compute_capability: '10.0'", 1)
+    assert edited != published
+    path.write_text(edited)
+
+    code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree))
+    assert code == 1 and "lesson-rederive: hardware.compute_capability" in out and "--republish" in out
+    assert path.read_text() == edited
+
+    code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree), "--republish", "--dry-run")
+    assert code == 0 and "would republish from NVIDIA H200 (cc 9.0)" in out and path.read_text() == edited
+
+    code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree), "--republish")
+    assert code == 0 and out.startswith(f"{LESSON}: republished from NVIDIA H200 (cc 9.0)")
+    assert path.read_text() == published
+    assert cli(capsys, "publish", LESSON, "--root", str(tree))[1].startswith(f"{LESSON}: already published")
+
+
+def test_republish_is_refused_when_the_evidence_no_longer_holds(tree, capsys):
+    assert cli(capsys, "publish", LESSON, "--root", str(tree))[0] == 0
+    path = tree / "lessons" / f"{LESSON}.md"
+    path.write_text(path.read_text().replace("compute_capability: '9.0'", "compute_capability: '10.0'", 1))
+    edited = path.read_text()
+    for record in (tree / "runs").glob("*-run-*.json"):
+        record.unlink()
+    code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree), "--republish")
+    assert code == 1 and path.read_text() == edited

@@ -14,7 +14,10 @@ refutation is no longer among the records the decision reads, so the history is
 what still says it was there. A tree without history is published from its
 records with a ``history: NOT CHECKED`` line (the audit, not publish, fails closed
 on that). An already published lesson whose hardware or results differ from what
-the decision derives (``judge.audit.rules.rederive``: a hand edit) is refused too.
+the decision derives (``judge.audit.rules.rederive``: a hand edit, or evidence that
+moved on) is refused too, unless ``--republish`` asks to rewrite it: then, when the
+decision holds, its hardware, results and compile tables are written again from the
+records it accepts now, exactly as a first publish writes them.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ from tileproof.runner import history
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lesson", help="lesson id (lessons/<id>.md)")
     parser.add_argument("--dry-run", action="store_true", help="show the decision; change nothing")
+    parser.add_argument("--republish", action="store_true",
+                        help="rewrite an already published lesson from the records the decision accepts now "
+                             "(after a re-run; refused unless the decision holds)")
     parser.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
 
 
@@ -71,7 +77,7 @@ def describe_tables(decision: gate.Decision) -> list[str]:
     return [head, *(f"      {line}".rstrip() for line in table.rendered().splitlines())]
 
 
-def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, list[str]]:
+def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool = False) -> tuple[int, list[str]]:
     """Decide and (unless dry-run) publish; returns (exit status, lines to print)."""
     lesson = lessons.load(root, lesson_id)
     for field, path in lessons.missing_programs(root, lesson):
@@ -86,6 +92,8 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, lis
     note = [] if checked.status == "checked" else [f"history: NOT CHECKED ({checked.reason})"]
     if lesson.front.status == "published":
         edited = rederive.rederive_issues(lesson, decision)
+        if edited and republish and decision.publishable:
+            return _write(lesson, decision, dry_run, note, "republish")
         if edited:
             return 1, [f"{name}: published, but it does not show what its records give; nothing changed:",
                        *(f"  {rule}: {reason}" for rule, reason in edited)]
@@ -96,18 +104,25 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False) -> tuple[int, lis
     if not decision.publishable:
         return 1, [f"{name}: stays draft; {decision.lacking()}; nothing changed:", *describe(decision.blockers),
                    *(describe_tables(decision) if dry_run else [])]
+    return _write(lesson, decision, dry_run, note, "publish")
+
+
+def _write(lesson: lessons.Lesson, decision: gate.Decision, dry_run: bool, note: list[str],
+           verb: str) -> tuple[int, list[str]]:
+    """Write (unless ``dry_run``) what the decision derives: status, hardware, results, compile tables."""
     text = lessons.render(lesson, decision.published_front(lesson.front), decision.published_blocks())
     hw = decision.hardware()
     if hw is None:  # a publishable decision has a passed required row behind it
-        raise ValueError(f"{name}: publishable without a passed required row")
+        raise ValueError(f"{lesson.id}: publishable without a passed required row")
     summary = f"{hw.gpu} (cc {hw.compute_capability}), driver {hw.driver}, run {hw.run_id}"
     if dry_run:
-        return 0, [f"{name}: would publish from {summary} (dry run: nothing changed)", *describe_all(decision), *note]
+        return 0, [f"{lesson.id}: would {verb} from {summary} (dry run: nothing changed)",
+                   *describe_all(decision), *note]
     lessons.write(lesson.path, text)
-    return 0, [f"{name}: published from {summary}", *describe_all(decision), *note]
+    return 0, [f"{lesson.id}: {verb}ed from {summary}", *describe_all(decision), *note]
 
 
 def run(args: argparse.Namespace) -> int:
-    code, lines = publish(args.root, args.lesson, args.dry_run)
+    code, lines = publish(args.root, args.lesson, args.dry_run, args.republish)
     print("\n".join(lines), file=sys.stdout)
     return code

@@ -21,7 +21,7 @@ from tileproof.records.models import Hardware, LessonFront
 REDERIVE = rule("lesson-rederive", "a published lesson's hardware block, results (front matter or body table) or "
                                    "compile-derived tables differ from what the publish decision derives from the "
                                    "records it accepts")
-FIX = "set status: draft and run tileproof publish {id}: it writes what the records show"
+FIX = "tileproof publish {id} --republish: it rewrites the lesson with what the records show"
 
 
 def derived_front(front: LessonFront, decision: Decision) -> LessonFront | None:
