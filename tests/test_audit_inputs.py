@@ -249,3 +249,15 @@ def test_build_cache_that_is_a_fifo_is_refused_not_read(tmp_path):
     with pytest.raises(InputRefused) as e:
         read_build_json(cache)
     assert e.value.kind == "special-file" and "\n" not in str(e.value)
+
+
+def test_claims_gpu_probe_on_an_unreadable_capability_is_unverifiable_not_a_traceback():
+    from types import SimpleNamespace
+
+    from tileproof.claims import checks
+    from tileproof.records.models import GpuFacts
+
+    facts = GpuFacts(index=0, name="NVIDIA H200", uuid="GPU-0", compute_capability="N/A", runtime_compute_capability=None,
+                     driver_version="580.95.05", memory_total_mib=None, clocks_sm_mhz=None, clocks_mem_mhz=None)
+    why = checks._gpu_ready(SimpleNamespace(gpu=facts, no_gpu=None), "cc>=8.0")
+    assert why == "nvidia-smi reports compute capability 'N/A' for NVIDIA H200, not major.minor"

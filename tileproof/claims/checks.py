@@ -36,7 +36,7 @@ from pathlib import Path
 from tileproof.claims.outcomes import ProbeOutcome, ProbeResult
 from tileproof.claims.spec import Check, Expected, FlagChange
 from tileproof.records import store
-from tileproof.records.capability import sm_of
+from tileproof.records.capability import cc_tuple, sm_of
 from tileproof.records.errors import TileproofError, ToolchainError
 from tileproof.records.models import GpuFacts, ProbeRole, Step, Toolchain, Transcript
 from tileproof.records.safe_read import decode, parse_json, read_bytes, read_evidence
@@ -464,7 +464,10 @@ def _gpu_ready(here: Here, needs: str) -> str | None:
     """Why this machine cannot run a GPU probe (None when it can)."""
     if here.gpu is None:
         return f"needs a GPU ({here.no_gpu})"
-    major, minor = (int(x) for x in here.gpu.compute_capability.split("."))
+    cc = cc_tuple(here.gpu.compute_capability)
+    if cc is None:  # nvidia-smi's 'N/A': nothing can be targeted or compared (sm_of would raise)
+        return f"nvidia-smi reports compute capability {here.gpu.compute_capability!r} for {here.gpu.name}, not major.minor"
+    major, minor = cc
     if needs == "cc>=8.0" and (major, minor) < (8, 0):
         return f"needs compute capability >= 8.0; {here.gpu.name} is {here.gpu.compute_capability}"
     if needs == "cc<8.0" and (major, minor) >= (8, 0):
