@@ -31,6 +31,8 @@ HAS_GPU = shutil.which("nvidia-smi") is not None
 LOCK = "constraints.txt"
 LIGHT_PYTHON = "light-python.txt"
 """In nox's shared cache folder: the interpreter the ``light`` session prepared."""
+RUFF_PATHS = ["tileproof", "tests", "noxfile.py", "kernels"]
+"""What ruff checks (kernels/ is checked, never fixed: see pyproject.toml [tool.ruff])."""
 
 
 def passthrough(session) -> bool:
@@ -144,7 +146,6 @@ def release_requirements(release):
     which pins a CUDA range of its own) are dropped.
     """
     import tomllib
-
     from packaging.requirements import Requirement
 
     with open("pyproject.toml", "rb") as f:
@@ -186,13 +187,16 @@ def status(session):
 
 @nox.session(python=False, requires=["light"])
 def audit(session):
-    """Check every record, transcript and published lesson (reports only when asked: -- --report-dir DIR or --update-committed-report)."""
+    """Check every record, transcript and published lesson.
+
+    Reports are written only when asked: ``-- --report-dir DIR`` or ``--update-committed-report``.
+    """
     light_tileproof(session, "audit")
 
 
 @nox.session(python=False, requires=["light"])
 def schema(session):
-    """Regenerate schema/ and cpp/tolerances.h from their single sources."""
+    """Regenerate schema/, cpp/tolerances.h and AUTHORING.md's front-matter reference from their sources."""
     light_tileproof(session, "schema")
 
 
@@ -208,11 +212,31 @@ def lint_kernels(session):
     light_tileproof(session, "lint-kernels")
 
 
+@nox.session(name="new-lesson", default=False, python=False, requires=["light"])
+def new_lesson(session):
+    """Scaffold a draft lesson: ``nox -s new-lesson -- ID [--python NAME] [--cpp NAME]`` (AUTHORING.md)."""
+    light_tileproof(session, "new-lesson")
+
+
+@nox.session
+def fleet(session):
+    """Lessons x GPU kinds through Slurm or CI runners, merged (nox -s fleet -- submit --cluster FILE --wait)."""
+    install(session, "-e", ".")
+    tileproof(session, "fleet")
+
+
 @nox.session
 def tests(session):
-    """Run the test suite (CPU only; GPU tests skip with a reason)."""
-    install(session, "-e", ".[toolchain,test]")
+    """Run the test suite (CPU only; GPU tests skip with a reason), mypy and ruff.
+
+    The import contract (pyproject.toml [tool.importlinter]) runs inside the suite,
+    in tests/test_architecture.py. mypy and ruff read their settings from pyproject.toml.
+    """
+    install(session, "-e", ".[toolchain,test,record]")
+    session.run("python", "-m", "mypy")
+    session.run("python", "-m", "ruff", "check", *RUFF_PATHS)
     session.run("python", "-m", "tileproof", "lint-kernels")
+    session.run("python", "-m", "tileproof", "check")
     session.run("python", "-m", "pytest", *session.posargs)
 
 

@@ -21,9 +21,9 @@ import audit_tree  # noqa: E402
 from tileproof.__main__ import main  # noqa: E402
 from tileproof.gather import audit as audit_run  # noqa: E402
 from tileproof.gather import audit_scan  # noqa: E402
-from tileproof.judge.audit.rules import evidence, gpu, packages, sessions, toolchain, verdicts  # noqa: E402
 from tileproof.gather.audit import RULES  # noqa: E402
 from tileproof.judge.audit.result import Finding  # noqa: E402
+from tileproof.judge.audit.rules import evidence, gpu, packages, sessions, toolchain, verdicts  # noqa: E402
 from tileproof.records import store  # noqa: E402
 from tileproof.records.models import CheckReport  # noqa: E402
 
@@ -108,7 +108,8 @@ def t_cc_edited(root, info):
 def t_cc_resealed(root, info):
     rec = info["run"]
     gpu = rec.environment.gpu.model_copy(update={"compute_capability": "8.0", "runtime_compute_capability": "8.0"})
-    report = rec.report.model_copy(update={"device": rec.report.device.model_copy(update={"compute_capability": "8.0"})})
+    device = rec.report.device.model_copy(update={"compute_capability": "8.0"})
+    report = rec.report.model_copy(update={"device": device})
     reseal(root, rec, environment=with_env(rec, gpu=gpu), report=report)
 
 
@@ -210,7 +211,8 @@ def t_evidence_path(root, info):
 def t_build_verdict(root, info):
     rec = info["compile"]
     b = rec.builds[0]
-    reseal(root, rec, builds=[b.model_copy(update={"step": b.step.model_copy(update={"exit_code": 1})}), *rec.builds[1:]])
+    failed = b.model_copy(update={"step": b.step.model_copy(update={"exit_code": 1})})
+    reseal(root, rec, builds=[failed, *rec.builds[1:]])
 
 
 CASES = {

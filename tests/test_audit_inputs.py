@@ -219,15 +219,17 @@ def test_unreadable_compute_capability_is_an_outcome_not_a_traceback(tmp_path, m
     for folder in ("kernels", "lessons"):
         shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "cpp").mkdir()
-    facts = GpuFacts(index=0, name="NVIDIA H200", uuid="GPU-0", compute_capability="N/A", runtime_compute_capability=None,
-                     driver_version="580.95.05", memory_total_mib=None, clocks_sm_mhz=None, clocks_mem_mhz=None)
+    facts = GpuFacts(index=0, name="NVIDIA H200", uuid="GPU-0", compute_capability="N/A",
+                     runtime_compute_capability=None, driver_version="580.95.05", memory_total_mib=None,
+                     clocks_sm_mhz=None, clocks_mem_mhz=None)
     monkeypatch.setattr(run_cmd, "session_start", lambda root, sid, device: (GpuProbe(facts, None, None, None),
                                                                             (b"numpy==2.3.5\n", {})))
     ns = argparse.Namespace(lessons=[], program=["vector_add"], device=0, timeout=300.0, root=tmp_path,
                             output_cap=None, record_no_gpu=True)
     assert run_cmd.run(ns) == 1
     out = capsys.readouterr().out
-    assert "run: no usable GPU: nvidia-smi reports compute capability 'N/A' for GPU 0 (NVIDIA H200), not major.minor" in out
+    why = "nvidia-smi reports compute capability 'N/A' for GPU 0 (NVIDIA H200), not major.minor"
+    assert f"run: no usable GPU: {why}" in out
     runs = [r for r in store.load_records(tmp_path) if isinstance(r, RunRecord)]
     assert [r.verdict for r in runs] == ["no-gpu"]
 
@@ -257,7 +259,8 @@ def test_claims_gpu_probe_on_an_unreadable_capability_is_unverifiable_not_a_trac
     from tileproof.claims import checks
     from tileproof.records.models import GpuFacts
 
-    facts = GpuFacts(index=0, name="NVIDIA H200", uuid="GPU-0", compute_capability="N/A", runtime_compute_capability=None,
-                     driver_version="580.95.05", memory_total_mib=None, clocks_sm_mhz=None, clocks_mem_mhz=None)
+    facts = GpuFacts(index=0, name="NVIDIA H200", uuid="GPU-0", compute_capability="N/A",
+                     runtime_compute_capability=None, driver_version="580.95.05", memory_total_mib=None,
+                     clocks_sm_mhz=None, clocks_mem_mhz=None)
     why = checks._gpu_ready(SimpleNamespace(gpu=facts, no_gpu=None), "cc>=8.0")
     assert why == "nvidia-smi reports compute capability 'N/A' for NVIDIA H200, not major.minor"

@@ -8,6 +8,7 @@ point at (captured on a GPU by ``python -m tileproof bench``) are re-read too.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import math
@@ -78,7 +79,7 @@ def report(errs=(0.0, 0.0, "nan"), passed=(True, True, True)):
     """A check report as the programs write it (non-finite numbers are strings)."""
     checks = [Check(name="matmul", shape=[4096, 4096], dtype="float32", rtol=1e-4, atol=1e-3, checked=16,
                     mismatches=0 if ok else 1, max_abs_err=e, max_rel_err=e, first_failure=None, passed=ok)
-              for e, ok in zip(errs, passed)]
+              for e, ok in zip(errs, passed, strict=True)]
     return CheckReport(report_version=1, program="bench/matmul_bench.py", seed=1,
                        device={"name": "NVIDIA H200", "compute_capability": "9.0"}, gate="ok",
                        gate_message="ok", checks=checks, passed=all(passed))
@@ -147,7 +148,8 @@ def test_waves_and_resources_are_carried_and_cleaned():
     assert t.resources == {"registers": 168, "local_bytes": 0, "shared_bytes": 229560,
                            "max_threads_per_block": 384, "blocks_per_sm": 1}
     assert by["matmul/cublas/4096x4096x4096"].resources == {"error": "the kernel was not compiled in this process"}
-    assert by["matmul/cublas/8192x8192x8192"].resources is None and by["matmul/cublas/8192x8192x8192"].tiles_per_sm is None
+    big = by["matmul/cublas/8192x8192x8192"]
+    assert big.resources is None and big.tiles_per_sm is None
 
 
 def test_best_lines_name_the_fastest_tile_kernel_of_each_variant():
@@ -278,7 +280,7 @@ def test_committed_records_rebuild_from_their_evidence(path):
     report_ = CheckReport.model_validate_json((REPO / rec.report_file.path).read_text()) if rec.report_file else None
     cases, ceilings, repeat = bench.build_cases(results, report_)
     assert [c.key for c in cases] == [c.key for c in rec.cases] and ceilings == rec.ceilings and repeat
-    for new, old in zip(cases, rec.cases):
+    for new, old in zip(cases, rec.cases, strict=True):
         assert (new.median_ms, new.spread, new.pct_of_reference, new.checked) == \
             (old.median_ms, old.spread, old.pct_of_reference, old.checked)
         assert new.repeats >= 20 and new.min_ms <= new.median_ms <= new.max_ms
@@ -561,7 +563,7 @@ def test_interleave_in_a_seeded_random_order():
     runs = []
     for _ in range(2):
         calls = []
-        cases = [timing.Case(key=k, launch=lambda k=k: calls.append(k), info={}) for k in "abcdef"]
+        cases = [timing.Case(key=k, launch=functools.partial(calls.append, k), info={}) for k in "abcdef"]
         timing.interleave(FakeTimer(timing), cases, rounds=5, launches=2, order=random.Random(7))
         runs.append("".join(calls))
         rounds = [runs[-1][i:i + 6] for i in range(0, 30, 6)]

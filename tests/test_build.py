@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tileproof.runner.builds import compile_programs
 from tileproof.records.errors import TileproofError
-from tileproof.toolchain import build
+from tileproof.runner.builds import compile_programs
 from tileproof.runner.capture import tools as discover
+from tileproof.toolchain import build
 
 DATA = Path(__file__).parent / "data" / "nvcc"
 REPO = Path(__file__).resolve().parents[1]
@@ -21,12 +21,14 @@ def test_nvcc_argv_is_the_documented_command():
     assert "--tilefatbin" in build.nvcc_argv(Path("/x/nvcc"), Path("a.cu"), "sm_90", Path("a"), tilefatbin=True)
 
 
-@pytest.mark.parametrize("value, expected", [("sm_90", "sm_90"), ("90", "sm_90"), ("9.0", "sm_90"), ("SM_120", "sm_120")])
+@pytest.mark.parametrize("value, expected",
+                         [("sm_90", "sm_90"), ("90", "sm_90"), ("9.0", "sm_90"), ("SM_120", "sm_120")])
 def test_parse_target(value, expected):
     assert build.parse_target(value) == expected
 
 
-@pytest.mark.parametrize("value, message", [("sm_75", "below sm_80"), ("sm_999", "unknown target"), ("hopper", "unknown target")])
+@pytest.mark.parametrize("value, message",
+                         [("sm_75", "below sm_80"), ("sm_999", "unknown target"), ("hopper", "unknown target")])
 def test_bad_target_is_one_line(value, message):
     with pytest.raises(TileproofError, match=message) as e:
         build.parse_target(value)

@@ -12,6 +12,7 @@ import typing
 from datetime import datetime, timezone
 from pathlib import Path
 
+import discovered  # noqa: E402
 import pytest
 
 from tileproof.claims import checks as claim_checks
@@ -39,7 +40,7 @@ from tileproof.runner.capture import git_state, host_facts
 from tileproof.toolchain.build import nvcc_argv
 
 REPO = Path(__file__).resolve().parents[1]
-SHIPPED = ["cutile-julia-mapping", "cutile-pitfalls", "day79-cutile", "tile-reduction-spike"]
+SHIPPED = discovered.claims_documents()  # every lessons/claims/*.claims.yaml
 
 
 def _toolchain() -> Toolchain:
@@ -187,9 +188,11 @@ JUDGE = [
     ("fails-with-pattern", 1, PY_REJECT, "fails", ["power of two"], [], "python", "as-stated"),
     ("fails-other-message", 1, PY_REJECT, "fails", ["warning #20360-D"], [], "python", "contradicts"),
     ("fails-but-stated-compiles", 1, PY_REJECT, "compiles", [], [], "python", "contradicts"),
-    ("python-crash-outside-compiler", 1, "ModuleNotFoundError: No module named 'x'", "fails", [], [], "python", "error"),
+    ("python-crash-outside-compiler", 1, "ModuleNotFoundError: No module named 'x'", "fails", [], [], "python",
+     "error"),
     ("timeout", None, "", "fails", [], [], "python", "error"),
-    ("tileiras-missing", 1, "cuda.tile._exception.X: 'tileiras' compiler not found", "fails", [], [], "python", "error"),
+    ("tileiras-missing", 1, "cuda.tile._exception.X: 'tileiras' compiler not found", "fails", [], [], "python",
+     "error"),
     ("nvcc-absent-pattern-found", 2, "x.cu(3): error: add -enable-tile", "fails", [], ["error[^\\n]*enable-tile"],
      "cpp", "contradicts"),
     ("nvcc-absent-pattern-clear", 2, "warning: add -enable-tile\nx.cu(3): error: host call", "fails", ["error"],
@@ -197,7 +200,8 @@ JUDGE = [
 ]
 
 
-@pytest.mark.parametrize("code,text,outcome,pattern,absent,lang,want", [j[1:] for j in JUDGE], ids=[j[0] for j in JUDGE])
+@pytest.mark.parametrize("code,text,outcome,pattern,absent,lang,want", [j[1:] for j in JUDGE],
+                         ids=[j[0] for j in JUDGE])
 def test_judge_compile(code, text, outcome, pattern, absent, lang, want):
     expected = spec.Expected(outcome=outcome, pattern=pattern, absent=absent)
     got, why = judge_compile(_step(code, timed_out=code is None), text, expected, lang)
@@ -231,7 +235,8 @@ def test_verdict_table(probes, want):
 
 
 def test_same_reason_is_said_once():
-    verdict, why = outcomes.combine([_p("wrong", "unverifiable", "needs a GPU"), _p("right", "unverifiable", "needs a GPU")])
+    verdict, why = outcomes.combine([_p("wrong", "unverifiable", "needs a GPU"),
+                                     _p("right", "unverifiable", "needs a GPU")])
     assert (verdict, why) == ("unverifiable-here", "wrong+right: needs a GPU")
 
 
@@ -302,7 +307,8 @@ def test_not_checkable_is_unverifiable_with_its_reason(tmp_path):
 def test_gpu_check_without_a_gpu_is_unverifiable_naming_why(tmp_path):
     (tmp_path / "p.py").write_text("raise SystemExit(0)\n")
     check = _spec("gpu", program="p.py", _expected={"outcome": "observed"})
-    got = claim_checks.run_probe(_here(tmp_path), "d.c.wrong", "wrong", check, spec.Expected(outcome="observed"), tmp_path)
+    got = claim_checks.run_probe(_here(tmp_path), "d.c.wrong", "wrong", check, spec.Expected(outcome="observed"),
+                                 tmp_path)
     assert got.outcome == "unverifiable" and "needs a GPU (nvidia-smi not found" in got.why and not got.steps
 
 
@@ -435,10 +441,11 @@ def _record(root: Path, verdict: str, why: str = "wrong: compiles (exit 0)", whe
     files = [digest(root, snippet)]
     if snippet_sha:
         files = [files[0].model_copy(update={"sha256": snippet_sha})]
-    result = ClaimResult(id="says-x", document="doc", statement="X holds.", check=[ProbeKind(role="check", kind="compile")],
-                         verdict=verdict, why=why,
+    result = ClaimResult(id="says-x", document="doc", statement="X holds.",
+                         check=[ProbeKind(role="check", kind="compile")], verdict=verdict, why=why,
                          toolchain="cuda-tile 1.7.0, tileiras 13.4.92", steps=[])
-    record = ClaimsRecord(schema_version=CLAIMS_SCHEMA_VERSION, kind="claims", run_id=run_id, created=datetime.now(timezone.utc),
+    record = ClaimsRecord(schema_version=CLAIMS_SCHEMA_VERSION, kind="claims", run_id=run_id,
+                          created=datetime.now(timezone.utc),
                           tileproof_version="0", git=git_state(root), host=host_facts(), toolchain=_toolchain(),
                           gpu=None, claims_files=files, results=[result])
     write_record(root, record)
@@ -582,7 +589,8 @@ def test_a_pitfall_records_its_wrong_and_right_probes_in_order():
 @pytest.mark.parametrize("version, check, problem", [
     (2, "compile", r"results\.list\[ClaimResult\]\.0\.check: Input should be a valid list"),
     (1, [{"role": "check", "kind": "compile"}], "schema_version 1 claims records hold ClaimResultV1 results"),
-    (2, [{"role": "check", "kind": "compiles"}], r"results\.list\[ClaimResult\]\.0\.check\.0\.kind: Input should be 'compile'"),
+    (2, [{"role": "check", "kind": "compiles"}],
+     r"results\.list\[ClaimResult\]\.0\.check\.0\.kind: Input should be 'compile'"),
     (3, [{"role": "check", "kind": "compile"}], "this tileproof reads 1 or 2"),
 ], ids=["v2-text", "v1-list", "v2-unknown-kind", "v3"])
 def test_claims_record_version_and_check_shape_must_agree(tmp_path, version, check, problem):

@@ -48,8 +48,8 @@ def _record(release: str | None, results: list[ClaimResult], when: str, tag: str
 
 
 WARNING_13_3 = "fails (exit 2): cuda_tile.h(172): warning #20359-D: parsing for Tile constructs is not enabled."
-WARNING_13_5 = ("fails, but not with /warning #20359-D: parsing for Tile constructs is not enabled/: cuda_tile.h(2259): "
-                "error: calling a __tile__ function")
+WARNING_13_5 = ("fails, but not with /warning #20359-D: parsing for Tile constructs is not enabled/: "
+                "cuda_tile.h(2259): error: calling a __tile__ function")
 
 
 def _three_releases() -> list[ClaimsRecord]:
@@ -88,7 +88,8 @@ def test_records_group_by_release_and_a_mixed_toolchain_is_kept_apart():
 
 def test_each_release_has_its_own_verdict_and_the_claim_says_since_when():
     m = claim_matrix(_three_releases())
-    assert [m.cell("day79-cutile", "warning-20359-d", r).verdict for r in m.releases] == ["confirmed", "confirmed", "refuted"]
+    assert [m.cell("day79-cutile", "warning-20359-d", r).verdict for r in m.releases] == \
+        ["confirmed", "confirmed", "refuted"]
     assert m.cell("day79-cutile", "warning-20359-d", Release(13, 3)).run_id == "20261201T080644Z-claims-bbbbbbbb"
     assert m.holds("day79-cutile", "warning-20359-d") == "confirmed on 13.3-13.4; refuted since 13.5"
     assert m.holds("day79-cutile", "launch-block-size-1") == "confirmed on 13.4; unverifiable-here on 13.3, 13.5"
@@ -109,7 +110,8 @@ def test_a_column_with_records_of_two_cuda_tile_versions_says_so():
     # cuda-tile 1.5.0 words the math.ceil error differently from 1.6.0 and 1.7.0 (same nvcc 13.4.92)
     records = [_record("13.4", [_result("p04-math-ceil", "refuted", "wrong: fails, but not with /ceil/")],
                        "20261201T081929Z", "a", cuda_tile="1.5.0"),
-               _record("13.4", [_result("p04-math-ceil", "confirmed", "wrong: fails (exit 1)")], "20261201T082020Z", "b")]
+               _record("13.4", [_result("p04-math-ceil", "confirmed", "wrong: fails (exit 1)")],
+                       "20261201T082020Z", "b")]
     m = claim_matrix(records)
     assert m.cuda_tile == {Release(13, 4): ["1.5.0", "1.7.0"]}
     assert matrix.lines(m, [("day79-cutile", "p04-math-ceil")])[-1].startswith(
@@ -119,7 +121,8 @@ def test_a_column_with_records_of_two_cuda_tile_versions_says_so():
 
 def _cells(*verdicts: str | None) -> tuple[dict, list[Release]]:
     releases = [Release(13, n) for n in range(3, 3 + len(verdicts))]
-    row = {r: matrix.Cell(_result("c", v, "-"), "run") for r, v in zip(releases, verdicts) if v is not None}
+    row = {r: matrix.Cell(_result("c", v, "-"), "run")
+           for r, v in zip(releases, verdicts, strict=True) if v is not None}
     return row, releases
 
 
@@ -144,7 +147,8 @@ def test_the_table_has_a_column_per_release_and_keeps_claims_no_file_lists():
     assert lines[1].split()[:5] == ["day79-cutile", "warning-20359-d", "confirmed", "confirmed", "REFUTED"]
     assert lines[1].endswith("confirmed on 13.3-13.4; refuted since 13.5")
     assert lines[2].split() == ["day79-cutile", "unchecked-one", "-", "-", "-", "unchecked"]
-    assert lines[3].split()[:2] == ["day79-cutile", "launch-block-size-1"] and "(no longer in its claims file)" in lines[3]
+    assert lines[3].split()[:2] == ["day79-cutile", "launch-block-size-1"] \
+        and "(no longer in its claims file)" in lines[3]
     assert matrix.lines(claim_matrix([]), [("d", "c")]) == []
 
 

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 OPTIONS = {
     "compile": ["--arch", "--system-nvcc", "--jobs", "--root"],
-    "run": ["--program", "--device", "--timeout", "--record-no-gpu", "--root", "LESSON"],
+    "run": ["--program", "--device", "--devices", "--timeout", "--record-no-gpu", "--root", "LESSON"],
     "publish": ["--dry-run", "--root", "lesson"],
     "status": ["--root", "LESSON"],
     "audit": ["--root"],
@@ -23,6 +23,9 @@ OPTIONS = {
     "lint-kernels": ["--list-rules"],
     "keygen": ["--key", "--owner", "--may-sign", "--root"],
     "verify": ["--root"],
+    "fleet": ["submit", "task", "finish", "show", "collect", "merge"],
+    "check": ["--root"],
+    "new-lesson": ["--python", "--cpp", "--title", "--root", "ID"],
 }
 """Options each command's --help must list (a hand-written list, not read from the parsers)."""
 

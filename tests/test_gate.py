@@ -82,6 +82,8 @@ def _tampered(w):
 
 
 # (id, row index, records(world), expected outcome, text expected in the reason)
+CUDA_HOME_HAZARD = fx.problem("hazard-var", "CUDA_HOME", "CUDA_HOME=/usr/local/cuda names CUDA 12.6")
+
 CASES = [
     ("passing-sm90", 0, lambda w: [w.rec()], "passed", "run FIXTURE-"),
     ("sm75-gated", 0, lambda w: [w.t4_gated()], "gated", "only run on Tesla T4 (sm_75, cc 7.5)"),
@@ -125,14 +127,16 @@ CASES = [
     ("nvvm-of-other-release", 0, lambda w: [w.rec(tc=fx.toolchain(nvvm="13.5.2"))], "incoherent-toolchain",
      "nvvm 13.5.2"),
     ("toolchain-marked-incoherent", 0,
-     lambda w: [w.rec(tc=fx.toolchain(coherent=False, problems=(fx.problem("tool-missing", "nvcc", "nvcc not found"),)))], "incoherent-toolchain",
+     lambda w: [w.rec(tc=fx.toolchain(coherent=False,
+                                      problems=(fx.problem("tool-missing", "nvcc", "nvcc not found"),)))],
+     "incoherent-toolchain",
      "nvcc not found"),
     ("cuda-home-hazard-in-clean-env", 0,
-     lambda w: [w.rec(tc=fx.toolchain(coherent=False, problems=(fx.problem("hazard-var", "CUDA_HOME", "CUDA_HOME=/usr/local/cuda names CUDA 12.6"),)))],
+     lambda w: [w.rec(tc=fx.toolchain(coherent=False, problems=(CUDA_HOME_HAZARD,)))],
      "passed", ""),
     ("cuda-home-hazard-as-is", 0,
      lambda w: [w.rec(toolchain_env="as-is",
-                      tc=fx.toolchain(coherent=False, problems=(fx.problem("hazard-var", "CUDA_HOME", "CUDA_HOME=/usr/local/cuda names CUDA 12.6"),)))],
+                      tc=fx.toolchain(coherent=False, problems=(CUDA_HOME_HAZARD,)))],
      "incoherent-toolchain", "CUDA_HOME"),
     ("old-text-hazard-counts-even-in-clean-env", 0,
      lambda w: [w.rec(tc=fx.toolchain(coherent=False, problems=("CUDA_HOME=/usr/local/cuda names CUDA 12.6",)))],

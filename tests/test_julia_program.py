@@ -36,7 +36,7 @@ LESSON = textwrap.dedent("""\
 
     <!-- results:begin -->
     <!-- results:end -->
-    """)
+    """)  # noqa: E501 (the lesson text as a lesson file has it)
 
 
 @pytest.fixture
@@ -66,7 +66,8 @@ def test_without_julia_the_run_is_recorded_toolchain_absent_and_blocks(tree, cap
     assert run_cmd.run(args) == 1
     assert "toolchain-absent" in capsys.readouterr().out
     (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord)]
-    assert (rec.run_version, rec.verdict, rec.report) == (2, "toolchain-absent", None)
+    # written at today's run_version (3 since tolerance entries are attested), which holds toolchain-absent (>= 2)
+    assert (rec.run_version >= 2, rec.verdict, rec.report) == (True, "toolchain-absent", None)
     assert rec.step.argv == ["julia", "--project=.", "-e", "using CuTile"] and rec.step.exit_code == 127
     assert "no julia on PATH" in rec.reason and TOOLCHAIN_ABSENT_FIX in rec.reason
     assert (tree / rec.step.stderr.path).is_file()

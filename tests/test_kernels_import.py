@@ -23,7 +23,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
-PROGRAMS = ["tile_matmul_softmax.py", "fused.py", "online_softmax.py", "vector_add.py"]
+import discovered  # noqa: E402
+
+PROGRAMS = discovered.python_programs()  # every kernels/*.py declaring AOT_SIGNATURES
 HELPERS = {"harness.py", "tolerances.py"}
 
 
@@ -184,7 +186,7 @@ def test_fresh_seed_each_run(tmp_path):
     ],
     ids=["t4", "zero-devices", "runtime-error", "old-driver"],
 )
-@pytest.mark.parametrize("name", ["tile_matmul_softmax.py", "fused.py"])
+@pytest.mark.parametrize("name", PROGRAMS)
 def test_gate_refusals(name, env, gate, device, tmp_path):
     proc, report = run_program(tmp_path, name, FAKE_CUPY, "--seed", "3", env_extra=env)
     lines = proc.stdout.splitlines()

@@ -22,7 +22,13 @@ import yaml
 from tileproof.__main__ import main
 from tileproof.gather.tree import Tree
 from tileproof.records import lessons, store
-from tileproof.records.models import CLAIMS_SCHEMA_VERSION, ClaimResult, ClaimsRecord, ProbeKind, RunRecord
+from tileproof.records.models import (
+    CLAIMS_SCHEMA_VERSION,
+    ClaimResult,
+    ClaimsRecord,
+    ProbeKind,
+    RunRecord,
+)
 
 LESSON = "day79-cutile"
 PROGRAM = "kernels/tile_matmul_softmax.py"
@@ -54,7 +60,8 @@ def claim_refuted(root) -> None:
     claim_id = yaml.safe_load((root / "lessons" / "claims" / f"{LESSON}.claims.yaml").read_text())["claims"][0]["id"]
     created = fx.T0 + timedelta(days=30)
     run_id = f"FIXTURE-{created.strftime('%Y%m%dT%H%M%SZ')}-claims-0000000a"
-    result = ClaimResult(id=claim_id, document=LESSON, statement="FIXTURE claim", check=[ProbeKind(role="check", kind="compile")], verdict="refuted",
+    result = ClaimResult(id=claim_id, document=LESSON, statement="FIXTURE claim",
+                         check=[ProbeKind(role="check", kind="compile")], verdict="refuted",
                          why="wrong: compiles (exit 0)", toolchain="tileiras 13.4.92", steps=[])
     store.write_record(root, ClaimsRecord(
         schema_version=CLAIMS_SCHEMA_VERSION, kind="claims", run_id=run_id, created=created, tileproof_version="0.1.0",
@@ -114,7 +121,8 @@ def lesson_findings(root, lesson_id: str, capsys) -> list[str]:
 
 def no_empty_reason(root, lesson_id: str) -> None:
     decision = Tree.load(root).decide(lessons.load(root, lesson_id))
-    reasons = [r.reason for r in decision.rows] + [c.reason for c in decision.perf] + [c.reason for c in decision.refuted]
+    reasons = [r.reason for r in decision.rows] + [c.reason for c in decision.perf] \
+        + [c.reason for c in decision.refuted]
     assert all(r.strip() for r in reasons), reasons
     assert all(b.reason.strip() for b in decision.blockers)
     assert decision.publishable == (not decision.blockers)

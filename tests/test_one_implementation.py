@@ -105,9 +105,10 @@ def test_the_trust_funnel_is_one_place(tmp_path, monkeypatch):
 
 
 def refuting_record(evidence: Transcript | None = None, why: str = "check: compiles (exit 0)") -> ClaimsRecord:
-    result = ClaimResult(id="c1", document="demo", statement="s", check=[ProbeKind(role="check", kind="compile")], verdict="refuted", why=why,
-                         toolchain=None, steps=[], evidence=evidence)
-    rec = ClaimsRecord(schema_version=CLAIMS_SCHEMA_VERSION, kind="claims", run_id="FIXTURE-20260901T000000Z-claims-00000001",
+    result = ClaimResult(id="c1", document="demo", statement="s", check=[ProbeKind(role="check", kind="compile")],
+                         verdict="refuted", why=why, toolchain=None, steps=[], evidence=evidence)
+    rec = ClaimsRecord(schema_version=CLAIMS_SCHEMA_VERSION, kind="claims",
+                       run_id="FIXTURE-20260901T000000Z-claims-00000001",
                        created=datetime(2026, 9, 1, tzinfo=timezone.utc), tileproof_version="0",
                        git=fx.GitState(commit=fx.COMMIT, dirty=False),
                        host=fx.HostFacts(system="f", release="f", machine="x", python="3.11", cpu_count=1),

@@ -290,10 +290,10 @@ def test_publish_refuses_unsupported_claims_then_publishes(tree, capsys):
     assert "perf claim matmul-95 (" in out and ": below-claim: bench FIXTURE-" in out
 
     lines = status.status(tree, [LESSON])
-    perf = {l.split()[3]: l for l in lines if l.startswith(LESSON + " ") and " perf:" in l}
+    perf = {ln.split()[3]: ln for ln in lines if ln.startswith(LESSON + " ") and " perf:" in ln}
     assert "supported: 93.6% of reference >= 80%" in perf["perf:matmul-80"]
     assert "below claim: 93.6% of reference < 95%" in perf["perf:matmul-95"]
-    assert all("-bench-0000000b" in l and "NVIDIA H200 cc 9.0" in l for l in perf.values())
+    assert all("-bench-0000000b" in ln and "NVIDIA H200 cc 9.0" in ln for ln in perf.values())
     assert lines[-1].startswith(f"{LESSON}: draft, 5/5 required rows have evidence, 1/2 performance claims "
                                 "supported; next: make the kernel faster")
 

@@ -61,12 +61,12 @@ def test_publish_end_to_end(tree, capsys):
     # Nothing else in the file changed: only status/hardware/results lines and the table.
     old_lines, new_lines = before.splitlines(), after.splitlines()
     assert len(old_lines) == len(new_lines)
-    changed = [i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b]
+    changed = [i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b]
     table = before.index("<!-- results:begin -->"), before.index("<!-- results:end -->")
     front_end = before.index("\n---\n", 4)
     for i in changed:
         old = old_lines[i]
-        offset = sum(len(l) + 1 for l in old_lines[:i])
+        offset = sum(len(ln) + 1 for ln in old_lines[:i])
         in_table = table[0] < offset < table[1]
         in_front = offset < front_end and (old.startswith(("status:", "  ")) or old.startswith("- "))
         assert in_table or in_front, f"line {i + 1} changed: {old!r}"

@@ -19,7 +19,7 @@ import audit_tree
 
 from tileproof.__main__ import main
 from tileproof.gather import audit
-from tileproof.judge.audit.registry import load as load_rules
+from tileproof.judge.audit.rules import load as load_rules
 from tileproof.report.claims_render import view_of
 from tileproof.report.summary import AuditSummary
 
@@ -38,7 +38,8 @@ def _expected_rows(result) -> int:
 
 def test_junit_of_the_committed_records(tmp_path, capsys):
     out = tmp_path / "audit.xml"
-    assert main(["audit", "--allow-no-history", "--root", str(REPO), "--junit", str(out), "--json", str(tmp_path / "a.json")]) == 0
+    assert main(["audit", "--allow-no-history", "--root", str(REPO), "--junit", str(out),
+                 "--json", str(tmp_path / "a.json")]) == 0
     result = audit.audit(REPO)
     suites = _suites(out)
     assert set(suites) == {"lessons", "claims", "audit-rules"}

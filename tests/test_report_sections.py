@@ -91,7 +91,8 @@ def test_history_follows_a_case_and_marks_a_regression(committed):
     for factor, regressed in ((0.9, True), (0.99, False)):
         got = {(x.key, x.metric): x for x in bench_view.history([*committed.records, slower(factor, 5)])}
         assert got[(key, "tflops")].regressed is regressed
-        assert got[(key, "tflops")].points[-1].value == pytest.approx(last.cases[[c.key for c in last.cases].index(key)].tflops * factor)
+        case = last.cases[[c.key for c in last.cases].index(key)]
+        assert got[(key, "tflops")].points[-1].value == pytest.approx(case.tflops * factor)
     # A record with a finding against it is left out of the history.
     left = bench_view.history(committed.records, bad={matmul[-1].run_id})
     assert all(p.run_id != matmul[-1].run_id for x in left for p in x.points)

@@ -99,7 +99,8 @@ def test_the_rendered_table_has_the_numbers_and_names_the_record():
     assert "| `tile_sum_native` | sum | 23 | 16 B | builtin |" in one
     assert "compile record `FIXTURE-20260901T120100Z-compile-00000001` (nvcc 13.4.90, sm_89, --tilefatbin)" in one
     two = decide_res_usage(FRONT, [compile_record(1), compile_record(2, "13.5", regs=16)], TODAY).rendered()
-    assert two.startswith("| Kernel | Reduction | REG (13.4) | SHARED (13.4) | REG (13.5) | SHARED (13.5) | Mechanism |")
+    assert two.startswith("| Kernel | Reduction | REG (13.4) | SHARED (13.4) | REG (13.5) | SHARED (13.5) "
+                          "| Mechanism |")
     assert "| `tile_max_native` | reduce_max | 22 | 0 B | 16 | 0 B | builtin |" in two
     assert "Source (13.5): " in two and "?" not in two
 

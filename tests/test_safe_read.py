@@ -108,7 +108,7 @@ def test_a_lesson_may_link_inside_the_repo(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / src.name).write_bytes(src.read_bytes())
     (tmp_path / "lessons" / src.name).symlink_to(tmp_path / "docs" / src.name)
-    assert [l.id for l in lessons.load_all(tmp_path)] == ["tile-reduction-spike"]
+    assert [lesson.id for lesson in lessons.load_all(tmp_path)] == ["tile-reduction-spike"]
 
 
 def test_paths_climbing_out_are_refused(tmp_path):
@@ -209,7 +209,8 @@ def test_bracket_repeated_100k_times_is_one_line(tmp_path):
 def test_the_audit_reports_a_bracket_bomb_as_a_finding(tmp_path):
     runs_with(tmp_path, b"[" * 100_000)
     result = audit.audit(tmp_path)
-    assert [(f.rule, f.file) for f in result.findings if f.rule == "record-schema"] == [("record-schema", f"runs/{NAME}")]
+    assert [(f.rule, f.file) for f in result.findings if f.rule == "record-schema"] == \
+        [("record-schema", f"runs/{NAME}")]
 
 
 def test_json_nested_past_the_cap_is_refused_without_recursion():
@@ -246,7 +247,7 @@ def test_yaml_nested_1000_deep_is_one_line(tmp_path):
 
 def test_yaml_alias_bomb_is_refused():
     rows = ["a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
-    for prev, name in zip("abcdefg", "bcdefgh"):
+    for prev, name in zip("abcdefg", "bcdefgh", strict=True):
         rows.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 10) + "]")
     with pytest.raises(InputRefused, match="expands .* to more than"):
         safe_read.parse_yaml("\n".join(rows), "x.yaml")
@@ -333,7 +334,8 @@ def test_compile_refuses_a_build_link_out_of_the_repo(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tileproof", "compile", "--root", str(repo)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and "build: resolves to" in proc.stderr and "outside the repository" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "build: resolves to" in proc.stderr \
+        and "outside the repository" in proc.stderr
     assert list(outside.iterdir()) == []
 
 

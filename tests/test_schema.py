@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from tileproof.commands.schema import rendered, stale
+from tileproof.authoring.generated import rendered, stale
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -14,6 +14,47 @@ def test_every_record_kind_has_a_schema():
     names = {p.name for p in rendered(REPO)}
     for kind in ("compile", "run", "session"):
         assert f"{kind}-record.v1.schema.json" in names
+
+
+def test_compile_makes_the_generated_header_current_before_any_compiler(tmp_path, capsys):
+    """A new tolerance entry needs no `nox -s schema` by hand: compile rewrites cpp/tolerances.h first."""
+    import argparse
+    import shutil
+
+    import pytest
+
+    from tileproof.commands import compile as compile_cmd
+    from tileproof.records.errors import TileproofError
+
+    for part in ("kernels", "cpp", "schema", "lessons"):
+        shutil.copytree(REPO / part, tmp_path / part)
+    table = tmp_path / "kernels" / "tolerances.py"
+    entry = '    "brand_new": Tolerance(rtol=0.0, atol=0.0),\n'
+    table.write_text(table.read_text().replace("TOLERANCES = {\n", "TOLERANCES = {\n" + entry))
+    assert [p.as_posix() for p in stale(tmp_path)] == ["cpp/tolerances.h"]
+    args = argparse.Namespace(root=tmp_path, arch=["sm_90"], system_nvcc=str(tmp_path / "no-such-nvcc"), jobs=1)
+    with pytest.raises(TileproofError):  # no compiler here: it stops after the header was made current
+        compile_cmd.run(args)
+    assert stale(tmp_path) == []
+    assert '"brand_new"' in (tmp_path / "cpp" / "tolerances.h").read_text()
+    assert "compile: regenerated cpp/tolerances.h" in capsys.readouterr().out
+
+
+def test_the_guides_front_matter_reference_is_generated_from_the_model(tmp_path):
+    """AUTHORING.md's reference lists every LessonFront field with its docstring; an edit there is stale."""
+    import shutil
+
+    from tileproof.records.models import LessonFront
+
+    guide = (REPO / "AUTHORING.md").read_text()
+    for name, info in LessonFront.model_fields.items():
+        assert f"| `{name}` |" in guide and info.description, name
+    shutil.copytree(REPO / "schema", tmp_path / "schema")
+    shutil.copytree(REPO / "kernels", tmp_path / "kernels")
+    (tmp_path / "cpp").mkdir()
+    shutil.copy(REPO / "cpp" / "tolerances.h", tmp_path / "cpp" / "tolerances.h")
+    (tmp_path / "AUTHORING.md").write_text(guide.replace("| `title` |", "| `heading` |"))
+    assert [p.as_posix() for p in stale(tmp_path)] == ["AUTHORING.md"]
 
 
 def test_every_schema_names_its_dialect_and_itself():

@@ -10,7 +10,7 @@ LESSON = "day79-cutile"
 
 
 def rows_of(lines, lesson=LESSON):
-    return [l.split() for l in lines if l.startswith(lesson + " ")]
+    return [ln.split() for ln in lines if ln.startswith(lesson + " ")]
 
 
 def test_status_table(tree, capsys):

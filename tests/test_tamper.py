@@ -477,7 +477,8 @@ def refute_a_claim(root: Path) -> Path:
     run = real_run()
     result = ClaimResult(id="adds", document="01-vector-add", statement="The kernel adds two vectors.",
                          check=[ProbeKind(role="check", kind="compile")], verdict="refuted",
-                         why="wrong: does not compile (exit 1)", toolchain="cuda-tile 1.7.0, tileiras 13.4.92", steps=[])
+                         why="wrong: does not compile (exit 1)", toolchain="cuda-tile 1.7.0, tileiras 13.4.92",
+                         steps=[])
     record = ClaimsRecord(schema_version=CLAIMS_SCHEMA_VERSION, kind="claims", run_id=store.new_run_id("claims", LATER),
                           created=LATER, tileproof_version="0", git=run.git, host=run.host,
                           toolchain=audit_tree.toolchain(), gpu=None,

@@ -122,7 +122,8 @@ def test_broken_table_file_is_reported(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("source", "problem"),
     [
-        ("TOLERANCES = {\n    'a': Tolerance(rtol=RTOL, atol=0.0),\n}\n", r":2: TOLERANCES\['a'\] value 'RTOL' is not a literal"),
+        ("TOLERANCES = {\n    'a': Tolerance(rtol=RTOL, atol=0.0),\n}\n",
+         r":2: TOLERANCES\['a'\] value 'RTOL' is not a literal"),
         ("TOLERANCES = {**BASE}\n", r":1: TOLERANCES: '\*\*' unpacking is not a literal"),
         ("TOLERANCES = {'a': Tolerance(rtol=1e-5)}\n", r":1: TOLERANCES\['a'\] needs numeric rtol and atol"),
         ("TOLERANCES = {'a': Tolerance(rtol='x', atol=0.0)}\n", r"needs numeric rtol and atol \(rtol is 'x'\)"),

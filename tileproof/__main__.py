@@ -38,10 +38,15 @@ COMMANDS = {
     "audit": ("tileproof.commands.audit", "check every record, transcript and published lesson"),
     "bench": ("tileproof.commands.bench", "time the course kernels against cuBLAS/cupy on this GPU; bench record"),
     "claims": ("tileproof.commands.claims", "check every claim of the shipped documents; claims record"),
-    "schema": ("tileproof.commands.schema", "regenerate schema/ and cpp/tolerances.h"),
+    "schema": ("tileproof.commands.schema", "regenerate schema/, cpp/tolerances.h and the guide's front-matter reference"),
+    "check": ("tileproof.commands.check", "every lesson canonical, programs present, checks in the tolerance table, "
+                                          "claims files valid, generated files current"),
+    "new-lesson": ("tileproof.commands.new_lesson", "scaffold a draft lesson, its programs and tolerance entries"),
     "lint-kernels": ("tileproof.commands.lint", "static checks for known cuTile mistakes"),
-    "keygen": ("tileproof.commands.keygen", "make a runner's signing key outside the repository; print its registry entry"),
+    "keygen": ("tileproof.commands.keygen",
+               "make a runner's signing key outside the repository; print its registry entry"),
     "verify": ("tileproof.commands.verify", "every record's signature against lessons/runners.yaml, and git history"),
+    "fleet": ("tileproof.commands.fleet", "lessons x GPU kinds on a Slurm cluster or CI runners; merge; matrix"),
 }
 
 SIGPIPE_STATUS = 141

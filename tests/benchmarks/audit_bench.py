@@ -75,8 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeat):
         c0, w0 = children_cpu(), time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "tileproof", "audit", "--allow-no-history", "--root", str(root),
-                               "--update-committed-report"],
-                              env=env, capture_output=True, text=True)
+                               "--update-committed-report"], env=env, capture_output=True, text=True)
         cli.append(time.perf_counter() - w0)
         cli_cpu.append(children_cpu() - c0)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

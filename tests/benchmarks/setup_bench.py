@@ -91,8 +91,10 @@ def du(paths: list[Path]) -> int:
 
 def main() -> int:
     load = os.getloadavg()[0]
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"load average {load:.1f} before; HEAD {subprocess.run(['git', '-C', str(REPO), 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True).stdout.strip()}")
+          f"load average {load:.1f} before; HEAD {head}")
     print("README Quick start: " + " | ".join(quick_start()))
     with tempfile.TemporaryDirectory(prefix="setup-bench-") as t:
         tmp = Path(t)
@@ -128,8 +130,8 @@ def main() -> int:
             print(f"  {cmd:34} {wall:6.1f} s, exit {rc}  [{last[:100]}]")
         size = du([warm_root / ".nox", warm_root / ".nox-tool", *caches.values()])
         nox_only = du([warm_root / ".nox"])
-        print(f"  size after every session ran once: .nox/ + .nox-tool/ + uv cache + pip cache = {size / 2**30:.2f} GiB "
-              f"(.nox/ alone, its hard links to the cache counted: {nox_only / 2**30:.2f} GiB)")
+        print(f"  size after every session ran once: .nox/ + .nox-tool/ + uv cache + pip cache = "
+              f"{size / 2**30:.2f} GiB (.nox/ alone, its hard links to the cache counted: {nox_only / 2**30:.2f} GiB)")
 
         print(f"   (load average {os.getloadavg()[0]:.1f})")
         print("4. cold compile of every default target in a fresh clone (tileproof's process alone):")

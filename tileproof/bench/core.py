@@ -220,7 +220,7 @@ def head_to_head(results: dict[str, Any]) -> dict[str, PairedRatio]:
         if len(ref["samples_ms"]) != len(c["samples_ms"]) or len(c["samples_ms"]) < 4:
             raise ValueError(f"paired case {c['key']}: {len(c['samples_ms'])} samples against "
                              f"{len(ref['samples_ms'])} of {ref['key']} (need the same number, at least 4)")
-        pct = [100.0 * r / m for r, m in zip(ref["samples_ms"], c["samples_ms"])]
+        pct = [100.0 * r / m for r, m in zip(ref["samples_ms"], c["samples_ms"], strict=True)]
         q1, median, q3 = statistics.quantiles(pct, n=4)
         out[c["key"]] = PairedRatio(reference=ref["key"], cycles=len(pct), pct_of_reference=median, q1=q1, q3=q3,
                                     control=c.get("twin_of") == ref["key"])

@@ -85,7 +85,8 @@ class Here:
 
     def notes(self) -> list[str]:
         lines = [f"nvcc: {self.versions.get('nvcc') or 'none (' + (self.no_nvcc or '?') + ')'}; "
-                 f"tileiras {self.versions.get('tileiras') or 'none'}; cuda-tile {self.versions.get('cuda-tile') or 'none'}"]
+                 f"tileiras {self.versions.get('tileiras') or 'none'}; "
+                 f"cuda-tile {self.versions.get('cuda-tile') or 'none'}"]
         if self.gpu:
             lines.append(f"GPU: {self.gpu.name}, compute capability {self.gpu.compute_capability}, "
                          f"driver {self.gpu.driver_version}")
@@ -120,6 +121,7 @@ def survey(root: Path, run_id: str, device: int = 0, need_gpu: bool = True, gpu_
     except ToolchainError as e:
         tools, no_nvcc = None, "no nvcc on this machine"
         detail = str(e)
+    header: Path | None
     if tools is not None:
         header = header_path(tools)
         toolchain = tools.facts
@@ -135,14 +137,16 @@ def survey(root: Path, run_id: str, device: int = 0, need_gpu: bool = True, gpu_
         "cuda-tile": _version("cuda-tile"),
         "nvidia-cuda-crt": _version("nvidia-cuda-crt"),
     }
+    no_gpu: str | None
     gpu, smi, smi_q, no_gpu = None, None, None, "no GPU probe selected"
     if need_gpu:
         probe = gpu_facts(root, run_id, device)
         gpu, smi, smi_q, no_gpu = probe.gpu, probe.smi, probe.smi_query, probe.no_gpu
     env = with_tileproof(env)
     gpu_env = dict(env, CUDA_VISIBLE_DEVICES=str(device), PYTHONUNBUFFERED="1")
-    here = Here(root=root, run_id=run_id, tools=tools, no_nvcc=no_nvcc, header=header if header and header.is_file() else None,
-                versions=versions, toolchain=toolchain, gpu=gpu, no_gpu=no_gpu, smi=smi, smi_query=smi_q, env=env, gpu_env=gpu_env,
+    here = Here(root=root, run_id=run_id, tools=tools, no_nvcc=no_nvcc,
+                header=header if header and header.is_file() else None, versions=versions, toolchain=toolchain,
+                gpu=gpu, no_gpu=no_gpu, smi=smi, smi_query=smi_q, env=env, gpu_env=gpu_env,
                 gpu_arch=gpu_arch, timeout=timeout)
     if tools is None:
         here._notes.append(f"C++ compile, header and res-usage checks are unverifiable here ({detail})")
@@ -171,7 +175,7 @@ def _pip_header() -> Path | None:
 
 
 def varied_nvcc_argv(nvcc: Path, source: Path, target: str, out: Path, tilefatbin: bool = False,
-                     change: "FlagChange | None" = None) -> list[str]:
+                     change: FlagChange | None = None) -> list[str]:
     """THE nvcc command (``build.nvcc_argv``) with the one change a wrong-flag claim is about.
 
     Dropped and replaced flags must be in the command: a claim cannot vary a flag the
@@ -243,7 +247,8 @@ def _matching_line(text: str, pattern: str) -> str:
 _TOOL_FATAL = re.compile(r"^(nvcc|ptxas|nvlink|fatbinary)\b[^\n]*?\bfatal\s*:\s*(.+)$", re.M)
 """nvcc or a tool it drives giving up for its own reasons: ``nvcc fatal : Unknown option '-enable-tile'``
 (a release before tile code), ``ptxas ... fatal : Unsupported .version 9.5`` (a ptxas of another release)."""
-_NO_FILE = re.compile(r"fatal error: (\S+): No such file or directory|catastrophic error: cannot open source file \"([^\"]+)\"")
+_NO_FILE = re.compile(r"fatal error: (\S+): No such file or directory"
+                      r"|catastrophic error: cannot open source file \"([^\"]+)\"")
 """A header or source the compiler could not open (13.2's ``cuda_tile.h`` includes a ``crt/cuda_tile.h`` it lacks)."""
 _DIAGNOSTIC = re.compile(r"\berror\b|#error")
 """A line in which a compiler reports a problem with what it compiled (``first_error`` shows it)."""
@@ -278,7 +283,7 @@ def _ran(step: Step, text: str, nvcc: bool = False) -> str | None:
     return None
 
 
-def judge_compile(step: Step, text: str, expected: "Expected", lang: str) -> tuple[ProbeOutcome, str]:
+def judge_compile(step: Step, text: str, expected: Expected, lang: str) -> tuple[ProbeOutcome, str]:
     """A compile step against what the document says it does; a tool that failed for its own
     reasons (``_ran``) makes the probe an ``error``, never a confirmation or a refutation."""
     broken = _ran(step, text, nvcc=lang == "cpp")
@@ -374,7 +379,8 @@ def _header(here: Here, name, check, expected, folder):
         return "unverifiable", "no cuda_tile.h on this machine (no tile toolchain installed)", [], None
     chain = f"cuda_tile.h of CUDA {here.versions.get('nvidia-cuda-crt') or here.versions.get('nvcc')}"
     if check.match == "declaration":
-        step, text = _step(here, f"{name}.declared", [sys.executable, "-m", "tileproof.claims.checks", "declared", str(here.header)])
+        step, text = _step(here, f"{name}.declared",
+                           [sys.executable, "-m", "tileproof.claims.checks", "declared", str(here.header)])
         if step.exit_code != 0:
             return "error", f"listing declarations failed: {first_error(text, 'python')}", [step], chain
         lines: dict[str, list[str]] = {}
@@ -425,7 +431,8 @@ def _api(here: Here, name, check, expected, folder):
     else:
         default = info["parameters"][check.parameter]
         has = check.default is None or default == check.default
-        what = f"{check.symbol}: {check.parameter}" + (f" defaults to {default}" if default is not None else " has no default")
+        what = f"{check.symbol}: {check.parameter}" + (f" defaults to {default}" if default is not None
+                                                        else " has no default")
     ok = has if expected.outcome == "declares" else not has
     return ("as-stated" if ok else "contradicts"), what, [step], chain
 
@@ -439,8 +446,10 @@ def _res_usage(here: Here, name, check, expected, folder):
         argv = varied_nvcc_argv(here.tools.tool("nvcc"), src, check.target, out, check.tilefatbin, check.flags)
         build, text = _step(here, f"{name}.nvcc", argv)
         if build.exit_code != 0 or not out.exists():
-            return "error", _ran(build, text, nvcc=True) or f"the build failed: {first_error(text, 'cpp')}", [build], here.nvcc_chain()
-        inspect_step, listing = _step(here, f"{name}.res-usage", [str(here.tools.tool("cuobjdump")), "-res-usage", str(out)])
+            why = _ran(build, text, nvcc=True) or f"the build failed: {first_error(text, 'cpp')}"
+            return "error", why, [build], here.nvcc_chain()
+        inspect_step, listing = _step(here, f"{name}.res-usage",
+                                      [str(here.tools.tool("cuobjdump")), "-res-usage", str(out)])
     steps = [build, inspect_step]
     if inspect_step.exit_code != 0:
         return "error", f"cuobjdump failed: {first_error(listing, 'cpp')}", steps, here.nvcc_chain()
@@ -452,10 +461,12 @@ def _res_usage(here: Here, name, check, expected, folder):
             return "as-stated", f"no res-usage entry for {check.kernel} ({common})", steps, chain
         return "contradicts", f"{check.kernel}: REG {entry.registers}, SHARED {entry.shared_bytes} B", steps, chain
     if entry is None:
-        return "contradicts", f"no res-usage entry for {check.kernel}: the build holds no tile code for it", steps, chain
+        return ("contradicts", f"no res-usage entry for {check.kernel}: the build holds no tile code for it",
+                steps, chain)
     b = check.bounds
     parts = [f"REG {entry.registers}" + (f" (claim {b.registers[0]}..{b.registers[1]})" if b.registers else ""),
-             f"SHARED {entry.shared_bytes} B" + (f" (claim {b.shared_bytes[0]}..{b.shared_bytes[1]} B)" if b.shared_bytes else "")]
+             f"SHARED {entry.shared_bytes} B"
+             + (f" (claim {b.shared_bytes[0]}..{b.shared_bytes[1]} B)" if b.shared_bytes else "")]
     ok = within(entry.registers, b.registers) and within(entry.shared_bytes, b.shared_bytes)
     return ("as-stated" if ok else "contradicts"), f"{check.kernel}: {', '.join(parts)}", steps, chain
 
@@ -466,7 +477,8 @@ def _gpu_ready(here: Here, needs: str) -> str | None:
         return f"needs a GPU ({here.no_gpu})"
     cc = cc_tuple(here.gpu.compute_capability)
     if cc is None:  # nvidia-smi's 'N/A': nothing can be targeted or compared (sm_of would raise)
-        return f"nvidia-smi reports compute capability {here.gpu.compute_capability!r} for {here.gpu.name}, not major.minor"
+        return (f"nvidia-smi reports compute capability {here.gpu.compute_capability!r} for {here.gpu.name}, "
+                "not major.minor")
     major, minor = cc
     if needs == "cc>=8.0" and (major, minor) < (8, 0):
         return f"needs compute capability >= 8.0; {here.gpu.name} is {here.gpu.compute_capability}"
@@ -506,7 +518,8 @@ def _cpp_binary(here: Here, name: str, src: Path,
     argv = varied_nvcc_argv(here.tools.tool("nvcc"), src, target, out)
     step, text = _step(here, f"{name}.nvcc", argv)
     if step.exit_code != 0 or not out.is_file():
-        return None, [step], ("error", f"the build failed: {_ran(step, text, nvcc=True) or first_error(text, 'cpp')}"), None
+        why = _ran(step, text, nvcc=True) or first_error(text, "cpp")
+        return None, [step], ("error", f"the build failed: {why}"), None
     store.write_atomic(meta, json.dumps({"nvcc": here.versions.get("nvcc"), "argv": argv, "run_id": here.run_id,
                                          "source_sha256": sha256_file(src)}, indent=1) + "\n")
     return out, [step], None, here.versions.get("nvcc")
@@ -526,12 +539,14 @@ def _gpu(here: Here, name, check, expected, folder):
     not_here = _gpu_ready(here, check.needs)
     steps: list[Step] = []
     if src.suffix == ".cu":
-        target = sm_of(here.gpu.compute_capability) if not_here is None else here.gpu_arch
+        # _gpu_ready returns None only where here.gpu is set.
+        target = sm_of(here.gpu.compute_capability) if not_here is None and here.gpu else here.gpu_arch
         binary, steps, problem, built_by = _cpp_binary(here, name, src, target)
         if problem is not None:
             outcome, why = problem
             return outcome, why, steps, None
-        if not_here:
+        assert binary is not None, "_cpp_binary gives a binary whenever it reports no problem"
+        if not_here or here.gpu is None:
             return "unverifiable", f"{not_here} (built {binary.relative_to(here.root)} for {target})", steps, None
         argv = [str(binary), *check.args]
         chain = (f"nvcc {built_by or 'unknown'}{'' if steps else ' (prebuilt)'}, {here.gpu.name} "

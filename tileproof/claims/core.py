@@ -43,7 +43,7 @@ def status_lines(root: Path, documents: list[str] | None = None) -> list[str]:
             rows.append([loaded.spec.document, c.id, verdict, "yes" if c.asserted else "no",
                          (found.result.toolchain or "-") if found else "-", found.run_id if found else "-"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
 def snippet_paths(loaded: Loaded, claim: Claim) -> list[Path]:

@@ -29,8 +29,19 @@ from pathlib import Path
 
 from tileproof.claims.core import claims_records
 from tileproof.claims.spec import load_all
-from tileproof.judge.claim_verdicts import DECISIVE, Release, by_release, fold, release_of
-from tileproof.records.models import ClaimResult, ClaimResultV1, ClaimsRecord, ClaimVerdictName
+from tileproof.judge.claim_verdicts import (
+    DECISIVE,
+    Release,
+    by_release,
+    fold,
+    release_of,
+)
+from tileproof.records.models import (
+    ClaimResult,
+    ClaimResultV1,
+    ClaimsRecord,
+    ClaimVerdictName,
+)
 
 __all__ = ["Cell", "Matrix", "Release", "by_release", "claim_matrix", "holds_text", "lines", "release_of",
            "status_lines"]
@@ -147,7 +158,7 @@ def lines(matrix: Matrix, claims: list[Key], documents: list[str] | None = None)
         rows.append([*key, *(SHORT[row[r].verdict] if r in row else "-" for r in matrix.releases),
                      matrix.holds(*key) + ("  (no longer in its claims file)" if key in gone else "")])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    out = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     every = {v for versions in matrix.cuda_tile.values() for v in versions}
     if len(every) > 1:  # records differ in cuda-tile: say which column was made with which
         out.append("cuda-tile: " + "; ".join(f"{release} {', '.join(versions) or 'not recorded'}"

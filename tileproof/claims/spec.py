@@ -17,7 +17,7 @@ import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -135,7 +135,7 @@ class NotCheckable(Spec):
     reason: str
 
 
-Check = Annotated[Union[CompileCheck, HeaderCheck, ApiCheck, ResUsageCheck, GpuCheck, NotCheckable],
+Check = Annotated[CompileCheck | HeaderCheck | ApiCheck | ResUsageCheck | GpuCheck | NotCheckable,
                   Field(discriminator="kind")]
 
 Outcome = Literal["compiles", "fails", "declares", "lacks", "within", "absent", "observed"]
@@ -180,7 +180,7 @@ class Probe(Spec):
     expected: Expected | None = None
 
     @model_validator(mode="after")
-    def _fits(self) -> "Probe":
+    def _fits(self) -> Probe:
         _check_fit(self.check, self.expected)
         return self
 
@@ -215,7 +215,7 @@ class Claim(Spec):
     """A pitfall's right code: confirmed when it works."""
 
     @model_validator(mode="after")
-    def _has_probe(self) -> "Claim":
+    def _has_probe(self) -> Claim:
         if self.check is None and self.expected is not None:
             raise ValueError("expected given without a check")
         if self.check is not None:
@@ -265,7 +265,7 @@ class ClaimsFile(Spec):
     claims: list[Claim] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _unique(self) -> "ClaimsFile":
+    def _unique(self) -> ClaimsFile:
         seen = set()
         for c in self.claims:
             if c.id in seen:

@@ -103,7 +103,7 @@ def _run_probes(here: checks.Here, tasks: list[Task], jobs: int) -> dict[int, Pr
     for group, workers in (([t for t in tasks if t[3].check.kind != "gpu"], jobs),
                            ([t for t in tasks if t[3].check.kind == "gpu"], min(GPU_WORKERS, jobs))):
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for t, res in zip(group, pool.map(go, group)):
+            for t, res in zip(group, pool.map(go, group), strict=True):
                 outcomes[id(t)] = res
     return outcomes
 

@@ -6,12 +6,19 @@ import argparse
 import os
 from pathlib import Path
 
+from tileproof.authoring.generated import COMMAND, make_current
 from tileproof.records.safe_read import check_build_dir
 from tileproof.records.signing import signer_from_env
 from tileproof.runner.builds import compile_programs, kernel_index
 from tileproof.runner.capture import tools as find_tools
 from tileproof.runner.process import install_signal_handlers
-from tileproof.toolchain.build import BUILD_DIR, DEFAULT_TARGETS, julia_programs, parse_target, programs
+from tileproof.toolchain.build import (
+    BUILD_DIR,
+    DEFAULT_TARGETS,
+    julia_programs,
+    parse_target,
+    programs,
+)
 from tileproof.toolchain.find import require_coherent
 
 
@@ -34,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
     check_build_dir(root, BUILD_DIR)  # a build/ link out of the repository: refused before anything is written
     signer = signer_from_env(root)  # before any build: a bad key must not leave builds without a record
     targets = targets_from(args.arch)
+    for rel in make_current(root, present_only=True):  # before the tools: nvcc reads cpp/tolerances.h
+        print(f"compile: regenerated {rel} from its source ({COMMAND} does the same)")
     tools = find_tools(args.system_nvcc, cache_file=root / BUILD_DIR / "tool-versions.json")
     require_coherent(tools)
     cpp = programs(root, "cpp")

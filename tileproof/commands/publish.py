@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate
@@ -52,7 +52,8 @@ def describe_all(decision: gate.Decision) -> list[str]:
     """Every row and performance claim, passed or not (what a publish rests on)."""
     lines = []
     for r in decision.rows:
-        lines.append(f"  {r.row.program} {r.row.check}{' (optional)' if r.row.optional else ''}: {r.outcome}: {r.reason}")
+        optional = " (optional)" if r.row.optional else ""
+        lines.append(f"  {r.row.program} {r.row.check}{optional}: {r.outcome}: {r.reason}")
         lines += [f"      fix: {r.command}"] if r.command else []
     for c in decision.perf:
         lines.append(f"  perf claim {c.claim.id} ({c.claim.statement}): {c.outcome}: {c.reason}")

@@ -15,10 +15,17 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from tileproof.records import lessons
+from tileproof.fleet import devices
+from tileproof.records import lessons, tolerances
 from tileproof.records.capability import cc_tuple, sm_of
 from tileproof.records.errors import TileproofError
-from tileproof.records.models import RUN_VERSION, FileDigest, RunRecord, RunVerdict, SessionRecord
+from tileproof.records.models import (
+    RUN_VERSION,
+    FileDigest,
+    RunRecord,
+    RunVerdict,
+    SessionRecord,
+)
 from tileproof.records.parsers import parse_gpu_query
 from tileproof.records.signing import signer_from_env
 from tileproof.records.store import (
@@ -43,7 +50,8 @@ from tileproof.runner.execute import Outcome, run_program
 from tileproof.runner.julia import Absent, run_julia_program
 from tileproof.runner.locate import compile_records, find_binary
 from tileproof.runner.process import add_output_cap, install_signal_handlers, output_cap
-from tileproof.toolchain.build import DEFAULT_TARGETS, dependencies, julia_programs, programs
+from tileproof.toolchain.build import DEFAULT_TARGETS, julia_programs, programs
+from tileproof.toolchain.uses import run_sources
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--program", action="append", default=[], metavar="NAME",
                         help="a program path or file name (repeatable)")
     parser.add_argument("--device", type=int, default=0, metavar="N", help="GPU index (default 0)")
+    parser.add_argument("--devices", default=None, metavar="all|N,M",
+                        help="every listed GPU at once, one run session per GPU (tileproof.fleet.devices)")
     parser.add_argument("--timeout", type=float, default=900.0, metavar="S", help="per-program timeout in seconds")
     add_output_cap(parser)
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
@@ -99,6 +109,12 @@ def lessons_of(all_lessons: dict[str, lessons.Lesson]) -> dict[str, list[str]]:
     return by_program
 
 
+def checks_of(program: str, report, in_lessons: list[lessons.Lesson]) -> set[str]:
+    """The check names a run used: its report's, and those its lessons list for the program."""
+    names = {c.name for c in report.checks} if report is not None else set()
+    return names | {c for lesson in in_lessons for p in lesson.front.programs if p.path == program for c in p.checks}
+
+
 def program_argv(root: Path, program: Path, binaries: dict, target: str) -> tuple[list[str], FileDigest | None]:
     """How to start a program, and the executable it attests (C++ only)."""
     if program.suffix != ".cu":  # (a .jl program is started by runner.julia, never from here)
@@ -134,6 +150,9 @@ def targetable(gpu: GpuProbe) -> GpuProbe:
 def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     root = args.root.resolve()
+    if getattr(args, "devices", None) is not None:  # a Namespace built by hand (tests) has no --devices
+        return devices.fan_out(args.devices, args.lessons, args.program, args.timeout, root,
+                               ["--record-no-gpu"] if getattr(args, "record_no_gpu", False) else [])
     signer = signer_from_env(root)  # before any work: a bad key must not leave runs without records
     cap = output_cap(args.output_cap)
     chosen, all_lessons = select(root, args.lessons, args.program)
@@ -158,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
     session_env = environment(root, session_id, gpu, frozen, toolchain, env)
     git, host = git_state(root), host_facts()
     by_program = lessons_of(all_lessons)
+    table = tolerances.load_table(root)
     run_ids: list[str] = []
     counts: Counter[str] = Counter()
     cut = redacted = 0
@@ -175,11 +195,13 @@ def run(args: argparse.Namespace) -> int:
             verdict, reason = "error", (f"nvidia-smi says compute capability {gpu.gpu.compute_capability}, "
                                         f"the CUDA runtime says {gpu.gpu.runtime_compute_capability}")
         lesson_files = [root / "lessons" / f"{i}.md" for i in in_lessons]
+        used = checks_of(rel, report, [all_lessons[i] for i in in_lessons])
         write_record(root, RunRecord(
             **header(run_id, git, host), kind="run", run_version=RUN_VERSION,
             environment=session_env, program=rel, lessons=in_lessons,
             lesson_programs={i: lessons.program_list_digest(all_lessons[i].front) for i in in_lessons},
-            sources=[digest(root, p) for p in [*dependencies(program), *lesson_files]], binary=binary,
+            sources=[digest(root, p) for p in [*run_sources(root, program), *lesson_files]],
+            tolerances=tolerances.entry_digests(table, used), binary=binary,
             step=outcome.step, report=report, report_file=report_file, verdict=verdict, reason=reason,
         ), signer)
         run_ids.append(run_id)

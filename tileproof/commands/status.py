@@ -82,7 +82,7 @@ def summary(lesson: lessons.Lesson, decision: gate.Decision) -> str:
 
 def table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
 def status(root: Path, ids: list[str]) -> list[str]:

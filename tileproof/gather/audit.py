@@ -16,11 +16,13 @@ re-derived from the records its decision accepts (``judge.audit.rules.rederive``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -30,7 +32,7 @@ from tileproof.gather.audit_claims import claims_files_today
 from tileproof.gather.audit_scan import Helper, paused_gc, read_record
 from tileproof.gather.tree import Tree
 from tileproof.judge import trust
-from tileproof.judge.audit import registry
+from tileproof.judge.audit import registry, rules
 from tileproof.judge.audit.result import AuditResult, Finding, Issue, LessonAudit
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, rederive, sessions
 from tileproof.judge.audit.rules import history as history_rules
@@ -48,10 +50,10 @@ from tileproof.records.registry import (
     Verification,
     load_registry,
 )
-from tileproof.records.safe_read import read_bytes, read_evidence
+from tileproof.records.safe_read import InputKind, read_bytes, read_evidence
 from tileproof.runner import history
 
-RULES = registry.load()
+RULES = rules.load()
 LESSONS = "lessons"
 REPORT_MD = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswith(".md"))
 REPORT_HTML = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswith(".html"))
@@ -119,10 +121,8 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
                 continue
             except RecordError as e:
                 add(Finding(file, files.SCHEMA, f"{e.field + ': ' if e.field else ''}{e.problem}"))
-                try:
+                with contextlib.suppress(ValueError, RecursionError):  # not JSON: the schema finding says so
                     raw_refs.update(evidence.raw_transcript_paths(json.loads(data)))
-                except (ValueError, RecursionError):
-                    pass
                 continue
         for rule_id, reason in files.name_issues(name, rec.run_id):
             add(Finding(file, rule_id, reason))
@@ -273,7 +273,7 @@ def _lesson_inputs(root: Path, add) -> None:
     for rel in audit_scan.walk(str(root), LESSONS, refused):
         try:
             if not stat.S_ISREG(os.lstat(root / rel).st_mode):
-                kind = "claims" if rel.startswith(f"{claims_spec.CLAIMS_DIR.as_posix()}/") else "lesson"
+                kind: InputKind = "claims" if rel.startswith(f"{claims_spec.CLAIMS_DIR.as_posix()}/") else "lesson"
                 read_bytes(root, rel, kind)
         except InputRefused as e:
             refused[rel] = inputs.refused_issue(e)

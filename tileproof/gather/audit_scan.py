@@ -19,9 +19,9 @@ import json
 import multiprocessing
 import os
 from collections import defaultdict
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from typing import Iterator
 
 from tileproof.judge.audit.result import Issue
 from tileproof.judge.audit.rules import inputs
@@ -45,16 +45,16 @@ def walk(root: str, folder: str, refused: dict[str, Issue]) -> Iterator[str]:
             entries = os.scandir(os.path.join(root, rel))
         except FileNotFoundError:
             continue
-        except OSError as e:
-            refused[rel] = inputs.refused_issue(InputRefused(rel, "unreadable", f"cannot be listed ({e.strerror})",
+        except OSError as err:
+            refused[rel] = inputs.refused_issue(InputRefused(rel, "unreadable", f"cannot be listed ({err.strerror})",
                                                              "check its permissions"))
             continue
         with entries:
-            for e in entries:
-                if e.is_dir(follow_symlinks=False):
-                    stack.append(f"{rel}/{e.name}")
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(f"{rel}/{entry.name}")
                 else:
-                    yield f"{rel}/{e.name}"
+                    yield f"{rel}/{entry.name}"
 
 
 def read_record(root: str, name: str) -> bytes:

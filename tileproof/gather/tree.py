@@ -12,18 +12,26 @@ builds its ``Tree`` from them (``Tree.of``) instead of reading runs/ again.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Iterable
 
 from tileproof.claims import spec as claims_spec
 from tileproof.judge import claim_verdicts, gate
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
 from tileproof.records import lessons, registry, store, tolerances
 from tileproof.records.errors import InputRefused
-from tileproof.records.models import BenchRecord, ClaimsRecord, CompileRecord, LessonFront, RunRecord
+from tileproof.records.models import (
+    ENTRY_RUN_VERSION,
+    BenchRecord,
+    ClaimsRecord,
+    CompileRecord,
+    LessonFront,
+    RunRecord,
+)
 from tileproof.records.safe_read import read_evidence
 from tileproof.records.store import Examined
+from tileproof.runner import history
 
 
 def inside(root: Path, rel: str, folder: str | None = None) -> Path | None:
@@ -65,6 +73,33 @@ def load_table(root: Path) -> dict[str, gate.Bound]:
     return {name: gate.Bound(rtol, atol) for name, (rtol, atol) in tolerances.load_table(Path(root)).items()}
 
 
+def tables_at(root: Path, runs: Iterable[RunRecord], today: dict[str, str | None]) -> dict[str, dict[str, gate.Bound]]:
+    """For records before ``run_version`` 3 whose whole-file tolerance source changed since: the sha256 they attest
+    → the table that version held, when a committed version with that digest is in git history
+    (``runner.history.versions``; the header is matched by rendering each committed table). A
+    digest not found there is left out, and the judge keeps the file whole-file dependent."""
+    wanted = {(s.path, s.sha256) for r in runs if r.run_version < ENTRY_RUN_VERSION for s in r.sources
+              if s.path in tolerances.TABLE_PATHS and today.get(s.path) != s.sha256}
+    if not wanted:
+        return {}
+    found = history.versions(root, tolerances.TABLE_FILE.as_posix())
+    if not isinstance(found, dict):
+        return {}
+    tables: dict[str, tolerances.Table] = {}
+    for digest, data in found.items():
+        try:
+            tables[digest] = tolerances.parse_table(data.decode("utf-8"), tolerances.TABLE_FILE)
+        except (tolerances.ToleranceTableError, UnicodeDecodeError):
+            continue
+    headers = {store.sha256_bytes(tolerances.render_cpp_header(t).encode()): t for t in tables.values()}
+    out = {}
+    for path, digest in wanted:
+        table = (tables if path == tolerances.TABLE_FILE.as_posix() else headers).get(digest)
+        if table is not None:
+            out[digest] = {n: gate.Bound(rtol, atol) for n, (rtol, atol) in table.items()}
+    return out
+
+
 def claims_today(root: Path, lesson_id: str) -> ClaimsToday:
     """The lesson's claims file as it is today (``NO_CLAIMS`` when it has none); one line if unreadable."""
     root = Path(root)
@@ -90,13 +125,13 @@ class Tree:
     _table: dict[str, gate.Bound] | None = None
 
     @classmethod
-    def load(cls, root: Path) -> "Tree":
+    def load(cls, root: Path) -> Tree:
         """Every record under runs/, each with its seal checked and its signature verified against
         ``lessons/runners.yaml`` (the first that fails validation raises one line)."""
         return cls.of(root, store.read_records(Path(root), registry.load_registry(Path(root))))
 
     @classmethod
-    def of(cls, root: Path, examined: Iterable[Examined]) -> "Tree":
+    def of(cls, root: Path, examined: Iterable[Examined]) -> Tree:
         """A tree over records already loaded and examined."""
         kinds = (RunRecord, BenchRecord, ClaimsRecord, CompileRecord)
         return cls(Path(root), [e for e in examined if isinstance(e.record, kinds)])
@@ -117,7 +152,8 @@ class Tree:
         if front.res_usage is not None:  # the compile records' sources: res_usage.attested_beside compares them
             paths |= {s.path for e in store.of_kind(self.records, CompileRecord) for s in e.record.sources}
         others = [e for e in self.records if not isinstance(e.record, RunRecord)]
-        today = gate.Today(today_digests(self.root, sorted(paths)), claims)
+        digests = today_digests(self.root, sorted(paths))
+        today = gate.Today(digests, claims, tables_at(self.root, [e.record for e in runs], digests))
         return gate.decide(front, runs + others, today, self.table(), evidence_reader(self.root))
 
 

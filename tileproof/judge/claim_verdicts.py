@@ -30,11 +30,18 @@ the digests of its snippets in ``today`` (path → sha256, None when gone).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, NamedTuple
+from typing import NamedTuple
 
 from tileproof.judge import trust
-from tileproof.records.models import ClaimResult, ClaimResultV1, ClaimsRecord, Toolchain, Transcript
+from tileproof.records.models import (
+    ClaimResult,
+    ClaimResultV1,
+    ClaimsRecord,
+    Toolchain,
+    Transcript,
+)
 
 DECISIVE = ("confirmed", "refuted")
 
@@ -50,7 +57,7 @@ class Release:
         return f"{self.major}.{self.minor}"
 
     @classmethod
-    def parse(cls, text: str) -> "Release":
+    def parse(cls, text: str) -> Release:
         """``13.4`` (or ``13.4.92``) as a release; anything else is a ``ValueError``."""
         m = re.fullmatch(r"(\d+)\.(\d+)(\.\d+)*", text.strip())
         if not m:
@@ -164,7 +171,7 @@ def changed_since(snippets: Iterable[str], decided: Decided, today: Mapping[str,
     return [p for p in dict.fromkeys(snippets) if decided.attested.get(p) != today.get(p)]
 
 
-def evidence_of(result: ClaimResult) -> Transcript | None:
+def evidence_of(result: ClaimResult | ClaimResultV1) -> Transcript | None:
     """The transcript a reader should open first: the one the result names (``evidence``); for a
     result written before that field, its first step's (stderr when it failed with output, else stdout)."""
     if result.evidence is not None:

@@ -29,7 +29,8 @@ refuted claims): a claim blocks when it is refuted on the CUDA release the
 lesson's accepted run records were made with, and a release of that evidence
 that no claims record covers blocks too (fix: the claims-matrix session). A
 lesson that declares a compile-derived table (``res_usage``) gets it from the
-compile records (``res_usage.decide_res_usage``), and is blocked while none fills it. A lesson is publishable only when every required row
+compile records (``res_usage.decide_res_usage``), and is blocked while none fills it.
+A lesson is publishable only when every required row
 passed, every performance claim is supported and no claim it still asserts is
 refuted: the same rule whether the lesson is a draft or already published.
 ``Decision.blockers`` lists what stands in the way, each with a reason that is
@@ -44,18 +45,31 @@ counts only through what it and its transcripts say.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Literal, Mapping, NamedTuple
+from typing import Literal, NamedTuple
 
 from tileproof.judge import claim_verdicts, trust
-from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday, RefutedClaim, Release, UncheckedRelease
+from tileproof.judge.claim_verdicts import (
+    NO_CLAIMS,
+    ClaimsToday,
+    RefutedClaim,
+    Release,
+    UncheckedRelease,
+)
 from tileproof.judge.perf_claims import ClaimDecision
 from tileproof.judge.perf_claims import decide as decide_perf
 from tileproof.judge.res_usage import ResUsageDecision, decide_res_usage
 from tileproof.records import release
 from tileproof.records.capability import MIN_CC, below_tile, cc_tuple, sm_of
-from tileproof.records.lessons import GATE_CHECK, RES_USAGE, UNKNOWN, program_list_digest
+from tileproof.records.lessons import (
+    GATE_CHECK,
+    RES_USAGE,
+    UNKNOWN,
+    program_list_digest,
+)
 from tileproof.records.models import (
+    ENTRY_RUN_VERSION,
     TOOLCHAIN_ABSENT_FIX,
     Hardware,
     LessonFront,
@@ -64,6 +78,7 @@ from tileproof.records.models import (
     ToolchainProblem,
 )
 from tileproof.records.parsers import parse_gpu_query
+from tileproof.records.tolerances import TABLE_FILE, TABLE_PATHS, entry_digest
 
 Outcome = Literal[
     "passed",
@@ -113,11 +128,15 @@ class RowDecision:
         return f"{self.row.program} {self.row.check}: {self.outcome}: {self.reason}"
 
 
+BlockerKind = Literal["row", "perf-claim", "refuted-claim", "claims-unchecked", "res-usage", "no-tolerance-entry"]
+"""What kind of thing keeps a lesson from being published."""
+
+
 @dataclass(frozen=True)
 class Blocker:
     """One thing that keeps a lesson from being published: what, why (never empty) and the fix."""
 
-    kind: Literal["row", "perf-claim", "refuted-claim", "claims-unchecked", "res-usage"]
+    kind: BlockerKind
     subject: str
     """``kernels/x.py matmul``, ``perf claim <id>``, ``claim <id>``."""
     outcome: str
@@ -145,6 +164,8 @@ class Decision:
     """Releases of the lesson's accepted run records that no claims record of its document covers."""
     res_usage: ResUsageDecision | None = None
     """The lesson's compile-derived REG/SHARED table (None when it declares none)."""
+    unlisted: tuple[ResultRow, ...] = ()
+    """Required rows whose check has no entry in the tolerance table: nothing can ever pass them."""
 
     @property
     def publishable(self) -> bool:
@@ -162,6 +183,10 @@ class Decision:
         if self.res_usage is not None and not self.res_usage.filled:
             out.append(Blocker("res-usage", self.res_usage.subject, "no-record", self.res_usage.reason,
                                "nox -s compile"))
+        out += [Blocker("no-tolerance-entry", f"{r.program} {r.check}", "no-tolerance-entry",
+                        f"check '{r.check}' has no entry in {TABLE_FILE}",
+                        f"add \"{r.check}\": Tolerance(rtol=..., atol=...) with its derivation to {TABLE_FILE}")
+                for r in self.unlisted]
         return out
 
     def published_blocks(self) -> dict[str, str]:
@@ -173,7 +198,7 @@ class Decision:
         ``it still asserts 1 refuted claim(s)``: whichever apply (the rows' count when nothing does)."""
         parts = []
         tables = self.res_usage is not None and not self.res_usage.filled
-        if self.missing or not (self.unsupported or self.refuted or self.unchecked or tables):
+        if self.missing or not (self.unsupported or self.refuted or self.unchecked or tables or self.unlisted):
             n, total = len(self.missing), sum(1 for r in self.rows if not r.row.optional)
             parts.append(f"{n} of {total} required rows lack evidence")
         if self.unsupported:
@@ -185,6 +210,8 @@ class Decision:
             parts.append(f"its claims are unchecked on {', '.join(str(u.release) for u in self.unchecked)}")
         if self.res_usage is not None and not self.res_usage.filled:
             parts.append("no compile record fills its res-usage table")
+        if self.unlisted:
+            parts.append(f"{len(self.unlisted)} check(s) have no tolerance entry")
         return " and ".join(parts)
 
     @property
@@ -284,8 +311,17 @@ def verify_capability(rec: RunRecord, read_evidence: EvidenceReader) -> tuple[tu
     return next(iter(values.values())), None
 
 
-def staleness(rec: RunRecord, front: LessonFront, program: str, today: Mapping[str, str | None]) -> str | None:
-    """Why the record no longer attests today's files, or None."""
+def staleness(rec: RunRecord, front: LessonFront, program: str, today: Mapping[str, str | None],
+              table: Mapping[str, Bound] | None = None, check: str | None = None) -> str | None:
+    """Why the record no longer attests today's inputs, or None.
+
+    A record depends on the lesson's program list, on each file in its ``sources`` (the program and
+    the helpers it uses) and, from ``run_version`` 3, on each tolerance entry it attests
+    (``rec.tolerances``): an entry changed or gone stales it, an entry it does not use never does.
+    An older record lists the whole tolerance file among its sources: when ``today.tables_at``
+    holds the table that version attested (read back from git history), only its checks' entries
+    are compared; otherwise the file stays a whole-file dependency. ``check``: the row's check, whose
+    entry a ``run_version`` 3 record must attest (``table``: today's table; None: entries not compared)."""
     since = f"since run {rec.run_id} (commit {_short(rec.git.commit, rec.git.dirty)})"
     attested = rec.lesson_programs.get(front.id)
     if attested is None:
@@ -295,13 +331,60 @@ def staleness(rec: RunRecord, front: LessonFront, program: str, today: Mapping[s
     if program not in {s.path for s in rec.sources}:
         return f"the record does not attest {program}"
     changed = [s.path for s in rec.sources if not s.path.startswith("lessons/") and today.get(s.path) != s.sha256]
+    if table is not None and rec.run_version < ENTRY_RUN_VERSION and isinstance(today, Today):
+        problem, changed = _v1_table_files(rec, changed, table, today.tables_at, check, since)
+        if problem:
+            return problem
     if changed:
         gone = [p for p in changed if today.get(p) is None]
         what = ", ".join(changed) + (f" ({', '.join(gone)} deleted)" if gone else "")
         return f"{what} changed {since}"
+    if table is not None and rec.run_version >= ENTRY_RUN_VERSION:
+        problem = _entries_changed(rec, table, check, since)
+        if problem:
+            return problem
     if program.endswith(".cu") and rec.binary is None:
         return "the record names no built binary for a C++ program"
     return None
+
+
+def _checks_used(rec: RunRecord, check: str | None) -> set[str]:
+    """The check names a record's tolerance entries matter for: its report's and the row's."""
+    names = {c.name for c in rec.report.checks} if rec.report is not None else set()
+    return names | ({check} if check is not None and check != GATE_CHECK else set())
+
+
+def _v1_table_files(rec: RunRecord, changed: list[str], table: Mapping[str, Bound],
+                    tables_at: Mapping[str, Mapping[str, Bound]], check: str | None,
+                    since: str) -> tuple[str | None, list[str]]:
+    """An older record (before ``run_version`` 3) attests a whole tolerance file. Where that version is known (its digest
+    found in git history, ``tables_at``), only the entries of the record's checks count: (why they
+    changed, or None; the changed paths left). Where it is not known, the file stays changed."""
+    attested = {s.path: s.sha256 for s in rec.sources}
+    left = []
+    for path in changed:
+        then = tables_at.get(attested[path]) if path in TABLE_PATHS else None
+        if then is None:
+            left.append(path)
+            continue
+        moved = sorted(n for n in _checks_used(rec, check) if then.get(n) != table.get(n))
+        if moved:
+            return (", ".join(f"tolerance entry '{n}' {'changed' if n in table else 'removed'}" for n in moved)
+                    + f" in {TABLE_FILE} {since}"), left
+    return None, left
+
+
+def _entries_changed(rec: RunRecord, table: Mapping[str, Bound], check: str | None, since: str) -> str | None:
+    """Why a ``run_version`` 3 record's tolerance entries are not today's, or None."""
+    if check is not None and check != GATE_CHECK and check not in rec.tolerances:
+        return f"the record does not attest the tolerance entry of check '{check}' ({TABLE_FILE})"
+    gone = sorted(n for n in rec.tolerances if n not in table)
+    changed = sorted(n for n, digest in rec.tolerances.items()
+                     if n in table and entry_digest(n, table[n].rtol, table[n].atol) != digest)
+    if not (gone or changed):
+        return None
+    parts = [f"tolerance entry '{n}' changed" for n in changed] + [f"tolerance entry '{n}' removed" for n in gone]
+    return f"{', '.join(parts)} in {TABLE_FILE} {since}"
 
 
 def toolchain_problem(rec: RunRecord) -> str | None:
@@ -379,7 +462,7 @@ def _required(rec: RunRecord, front: LessonFront, row: ResultRow, today, table, 
         return "forged-cc", f"run {rec.run_id}: {problem or 'no compute capability'}"
     if cc < MIN_CC:
         return "gated", f"run {rec.run_id} ran on compute capability {cc[0]}.{cc[1]}, below 8.0"
-    problem = staleness(rec, front, row.program, today)
+    problem = staleness(rec, front, row.program, today, table, row.check)
     if problem:
         return "stale", problem
     problem = toolchain_problem(rec)
@@ -391,7 +474,7 @@ def _required(rec: RunRecord, front: LessonFront, row: ResultRow, today, table, 
     return "passed", f"run {rec.run_id}"
 
 
-def _gate_row(rec: RunRecord, front: LessonFront, row: ResultRow, today, read_evidence):
+def _gate_row(rec: RunRecord, front: LessonFront, row: ResultRow, today, table, read_evidence):
     if rec.verdict != "gated" or rec.step.exit_code != 1 or (rec.report and rec.report.gate != "below-sm80"):
         return "failed", f"run {rec.run_id}: expected the capability gate (verdict gated, exit 1), got " \
                          f"verdict {rec.verdict}, exit {rec.step.exit_code}"
@@ -400,7 +483,7 @@ def _gate_row(rec: RunRecord, front: LessonFront, row: ResultRow, today, read_ev
         return "forged-cc", f"run {rec.run_id}: {problem or 'no compute capability'}"
     if cc >= MIN_CC:
         return "failed", f"run {rec.run_id} ran on compute capability {cc[0]}.{cc[1]}, which the gate must accept"
-    problem = staleness(rec, front, row.program, today)
+    problem = staleness(rec, front, row.program, today, table, row.check)
     if problem:
         return "stale", problem
     return "passed", f"run {rec.run_id}"
@@ -449,18 +532,22 @@ def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Map
         return done("no-record", f"no run record for {row.program}" + (" on a GPU below cc 8.0" if gate_row else ""))
     rec = max(fitting, key=_age)
     if gate_row:
-        outcome, reason = _gate_row(rec, front, row, today, read_evidence)
+        outcome, reason = _gate_row(rec, front, row, today, table, read_evidence)
     else:
         outcome, reason = _required(rec, front, row, today, table, read_evidence)
     return done(outcome, reason, rec)
 
 
 class Today(dict):
-    """Today's files: path → sha256 (None when gone), and the lesson's claims file as it is today."""
+    """Today's files: path → sha256 (None when gone), the lesson's claims file as it is today, and
+    ``tables_at``: sha256 of a committed version of a tolerance file (the table, or the header
+    rendered from it) → the table it holds, read back from git history for records before ``run_version`` 3."""
 
-    def __init__(self, digests: Mapping[str, str | None], claims: ClaimsToday = NO_CLAIMS):
+    def __init__(self, digests: Mapping[str, str | None], claims: ClaimsToday = NO_CLAIMS,
+                 tables_at: Mapping[str, Mapping[str, Bound]] | None = None):
         super().__init__(digests)
         self.claims = claims
+        self.tables_at = dict(tables_at or {})
 
 
 def evidence_releases(rows: Iterable[RowDecision]) -> dict[Release, list[str]]:
@@ -501,4 +588,6 @@ def decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None
     refuted, unchecked = decide_claims(front, records, claims, today, rows)
     return Decision(front.id, rows,
                     tuple(decide_perf(front.performance, records)) if front.performance else (),
-                    refuted, unchecked, decide_res_usage(front, records, today))
+                    refuted, unchecked, decide_res_usage(front, records, today),
+                    tuple(r for r in front.results
+                          if not r.optional and r.check != GATE_CHECK and r.check not in table))

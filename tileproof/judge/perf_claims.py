@@ -33,8 +33,9 @@ compute capability, else ``no-bench-record``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Literal
+from typing import Literal
 
 from tileproof.judge import trust
 from tileproof.records.models import BenchCase, BenchRecord, PerfClaim

@@ -19,14 +19,19 @@ re-derives; nothing here reads a file.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from collections.abc import Iterable, Mapping
 
 from tileproof.judge import trust
 from tileproof.judge.claim_verdicts import Release, release_of
 from tileproof.records.lessons import PROGRAM_SUFFIXES, render_res_usage, res_usage_from
-from tileproof.records.models import BuildResult, CompileRecord, LessonFront, ResUsageTable
+from tileproof.records.models import (
+    BuildResult,
+    CompileRecord,
+    LessonFront,
+    ResUsageTable,
+)
 
 COMMAND = "nox -s compile"
 """What writes a compile record (no GPU needed)."""

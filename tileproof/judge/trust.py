@@ -21,7 +21,8 @@ under ``signed-only`` without touching this module.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from tileproof.records.registry import TreePolicy, Trust, Verification
 from tileproof.records.store import Examined, examine

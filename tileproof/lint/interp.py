@@ -17,8 +17,8 @@ rules each scope's known constants.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Iterator
 
 from tileproof.lint.names import (
     AXIS_PRESERVING,
@@ -526,7 +526,7 @@ def expand_dims_count(index: ast.expr) -> int | None:
     for item in items:
         if isinstance(item, ast.Constant) and item.value is None:
             added += 1
-        elif isinstance(item, ast.Constant) and item.value is Ellipsis:
+        elif isinstance(item, ast.Constant) and item.value is Ellipsis:  # noqa: SIM114 (one arm per valid item)
             continue
         elif isinstance(item, ast.Slice) and item.lower is None and item.upper is None \
                 and item.step is None:

@@ -9,7 +9,7 @@ shared by the interpreter and the rules. Standard library only; nothing is impor
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 CUDA_TILE = "cuda.tile"
 STATIC_CALLS = {"static_eval", "static_assert", "static_iter", "static_exception"}
@@ -221,9 +221,7 @@ def assigned_names(stmt: ast.stmt) -> Iterator[str]:
     targets: list[ast.expr] = []
     if isinstance(stmt, ast.Assign):
         targets = stmt.targets
-    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
-        targets = [stmt.target]
-    elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
         targets = [stmt.target]
     for t in targets:
         for node in ast.walk(t):

@@ -13,8 +13,9 @@ the event and the environment, and yields ``Report``s; the registry stamps its i
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 ENGINE_RULES: dict[str, tuple[str, str]] = {
     "TP000": ("cannot-parse", "the file is not valid Python, so nothing else was checked"),

@@ -37,7 +37,7 @@ def agree(a: Val, b: Val) -> Val:
     if a == b:
         return a
     dims = a.dims if a.dims is not None and b.dims is not None and len(a.dims) == len(b.dims) \
-        and all(same(x, y) for x, y in zip(a.dims, b.dims)) else None
+        and all(same(x, y) for x, y in zip(a.dims, b.dims, strict=True)) else None
     return Val(kind=a.kind if a.kind == b.kind else "unknown",
                rank=a.rank if a.rank == b.rank else None, dims=dims,
                dtype=a.dtype if a.dtype == b.dtype else None,

@@ -12,8 +12,9 @@ shallow clone) is ``no-history``: it could not be checked, which is never a pass
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Mapping
+from typing import Literal
 
 WATCHED = ("runs", "evidence")
 """Top-level folders whose committed files never change."""
@@ -87,7 +88,11 @@ class HistoryReport:
     findings: tuple[HistoryFinding, ...] = field(default_factory=tuple)
 
 
-def blob_id(data: bytes, object_format: Literal["sha1", "sha256"] = "sha1") -> str:
+ObjectFormat = Literal["sha1", "sha256"]
+"""The object formats git has (``git rev-parse --show-object-format``)."""
+
+
+def blob_id(data: bytes, object_format: ObjectFormat = "sha1") -> str:
     """Git's object id of a file with these bytes (``git hash-object``), computed in process."""
     return hashlib.new(object_format, b"blob %d\0" % len(data) + data).hexdigest()
 

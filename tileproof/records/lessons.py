@@ -169,14 +169,16 @@ def _problems(path: Path, front: LessonFront):
                 yield f"results.{i}", "an optional row must be a 'gate' row that names its hardware", \
                     "set check: gate and hardware: 'cc < 8.0'"
         elif key not in wanted:
-            yield f"results.{i}.check", f"'{row.check}' is not a check of {row.program}", "add it to the program's checks"
+            yield f"results.{i}.check", f"'{row.check}' is not a check of {row.program}", \
+                "add it to the program's checks"
         if key in seen:
             yield f"results.{i}", f"{row.program} {row.check} has two rows", "keep one"
         seen.add(key)
-    for prog, check in sorted(wanted - seen):
-        yield "results", f"no row for {prog} {check}", "add a results row for every program check"
+    for program, check in sorted(wanted - seen):
+        yield "results", f"no row for {program} {check}", "add a results row for every program check"
     if front.res_usage is not None and front.res_usage.program not in paths:
-        yield "res_usage.program", f"'{front.res_usage.program}' is not in programs", "name one of the lesson's programs"
+        yield "res_usage.program", f"'{front.res_usage.program}' is not in programs", \
+            "name one of the lesson's programs"
     claim_ids = [c.id for c in front.performance]
     for i, claim in enumerate(front.performance):
         pp = PurePosixPath(claim.program)
@@ -188,7 +190,8 @@ def _problems(path: Path, front: LessonFront):
     if front.status == "draft":
         for name, value in front.hardware.model_dump().items():
             if value is not None:
-                yield f"hardware.{name}", "must be null while the lesson is draft", "only publish fills the hardware block"
+                yield f"hardware.{name}", "must be null while the lesson is draft", \
+                    "only publish fills the hardware block"
         for i, row in enumerate(front.results):
             if row.result != UNKNOWN or row.run_id is not None:
                 yield f"results.{i}.result", f"must be '{UNKNOWN}' (with run_id null) while the lesson is draft", \
@@ -330,7 +333,7 @@ def front_values(front: LessonFront) -> dict[str, Any]:
     """The publish-owned keys as plain data (optional-row fields only where used)."""
     rows = []
     for row in front.results:
-        d = {"program": row.program, "check": row.check, "bound": row.bound}
+        d: dict[str, Any] = {"program": row.program, "check": row.check, "bound": row.bound}
         if row.optional:
             d.update(optional=True, hardware=row.hardware)
         d.update(result=row.result, run_id=row.run_id)

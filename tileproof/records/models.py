@@ -9,11 +9,12 @@ carries ``schema_version``; readers check it before anything else (see
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal, Union
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from tileproof.records.redact import RedactionRule
+from tileproof.records.tolerances import TABLE_PATHS
 
 SCHEMA_VERSION = 1
 """The record schema version this tileproof writes and reads (claims records: ``CLAIMS_SCHEMA_VERSION``)."""
@@ -42,9 +43,18 @@ cuTile.jl is found), so it could not be started; never a pass."""
 TOOLCHAIN_ABSENT_FIX = "install Julia + cuTile.jl on a GPU runner"
 """The fix a ``toolchain-absent`` run record and the publish decision name (one wording)."""
 
-RUN_VERSION = 2
-"""``RunRecord.run_version`` of the run records written now: 2 may hold the verdict
-``toolchain-absent``; 1 (records written before, field absent; still read) predates it."""
+TOOLCHAIN_ABSENT_RUN_VERSION: Final = 2
+"""The first ``RunRecord.run_version`` that may hold the verdict ``toolchain-absent``."""
+
+ENTRY_RUN_VERSION: Final = 3
+"""The first ``RunRecord.run_version`` that attests the tolerance entries of its checks one by one
+(``RunRecord.tolerances``) and lists no tolerance file among its sources. Older run records list the
+whole table file (judged per entry where git history holds that version of it, else whole-file)."""
+
+RUN_VERSION: Final = 3
+"""``RunRecord.run_version`` of the run records written now: 3 attests tolerance entries
+(``ENTRY_RUN_VERSION``); 2 may hold the verdict ``toolchain-absent``; 1 (records written before,
+field absent; still read) predates both."""
 
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$")]
 """An environment variable name (upper case, digits, underscores)."""
@@ -56,7 +66,7 @@ BuildVerdict = Literal["built", "failed", "refused"]
 """``refused``: the build exited 0 but cannot be used (e.g. no tile code)."""
 
 NonFinite = Literal["nan", "inf", "-inf"]
-Number = Union[float, NonFinite]
+Number = float | NonFinite
 """A float as the programs write it: non-finite values are strings (valid JSON)."""
 
 
@@ -188,7 +198,7 @@ class Toolchain(Model):
     """One per mismatch or hazard found (text only in version 1)."""
 
     @model_validator(mode="after")
-    def _typed_in_v2(self) -> "Toolchain":
+    def _typed_in_v2(self) -> Toolchain:
         if self.version >= 2 and any(isinstance(p, str) for p in self.problems):
             raise ValueError("toolchain version 2 holds problems as {kind, subject, detail}, not text")
         if self.version == 1 and any(isinstance(p, ToolchainProblem) for p in self.problems):
@@ -342,10 +352,15 @@ class Environment(Model):
 
 
 class RunRecord(RecordBase):
+    """One program's run. What it depends on (``gate.staleness``): the lesson's program list, every
+    file in ``sources`` (from run_version 3: the program and the helpers it includes or imports; before:
+    also the whole tolerance file) and, from run_version 3, each tolerance entry in ``tolerances``."""
+
     kind: Literal["run"]
-    run_version: Literal[1, 2] = 1
-    """2 (``RUN_VERSION``) for records written now: the verdict may be ``toolchain-absent``.
-    1 (records written before, field absent): the verdicts of ``Verdict`` only."""
+    run_version: Literal[1, 2, 3] = 1
+    """3 (``RUN_VERSION``) for records written now: tolerance entries attested one by one
+    (``ENTRY_RUN_VERSION``); 2 and up: the verdict may be ``toolchain-absent``; 1 (records written
+    before, field absent): the verdicts of ``Verdict`` only, the tolerance table a whole-file source."""
     environment: Environment
     program: str
     lessons: list[str]
@@ -355,6 +370,9 @@ class RunRecord(RecordBase):
     (``lessons.program_list_digest``); a changed list makes the record stale."""
     sources: list[FileDigest]
     """The program, its helpers, and the lesson files, as they were run."""
+    tolerances: dict[str, str] = {}
+    """From run_version 3: check name → sha256 of its tolerance entry as run (``tolerances.entry_digest``),
+    for every check of the program (its report's and its lessons'); empty before."""
     binary: FileDigest | None
     """The C++ executable run (its source and headers are in ``sources``); None for Python programs."""
     step: Step
@@ -365,9 +383,14 @@ class RunRecord(RecordBase):
     """One line: why this verdict."""
 
     @model_validator(mode="after")
-    def _verdict_fits_version(self) -> "RunRecord":
-        if self.verdict == "toolchain-absent" and self.run_version < RUN_VERSION:
-            raise ValueError(f"verdict toolchain-absent needs run_version {RUN_VERSION}")
+    def _fits_version(self) -> RunRecord:
+        if self.verdict == "toolchain-absent" and self.run_version < TOOLCHAIN_ABSENT_RUN_VERSION:
+            raise ValueError(f"verdict toolchain-absent needs run_version {TOOLCHAIN_ABSENT_RUN_VERSION}")
+        if self.run_version < ENTRY_RUN_VERSION and self.tolerances:
+            raise ValueError(f"run records before run_version {ENTRY_RUN_VERSION} attest no tolerance entries")
+        if self.run_version >= ENTRY_RUN_VERSION and set(TABLE_PATHS) & {s.path for s in self.sources}:
+            raise ValueError(f"run records of run_version {ENTRY_RUN_VERSION} attest tolerance entries, not the "
+                             "table file (list them in tolerances)")
         return self
 
 
@@ -546,16 +569,17 @@ class ClaimsRecord(RecordBase):
     results: list[ClaimResult] | list[ClaimResultV1]
 
     @model_validator(mode="after")
-    def _results_fit_version(self) -> "ClaimsRecord":
+    def _results_fit_version(self) -> ClaimsRecord:
         want = ClaimResult if self.schema_version == CLAIMS_SCHEMA_VERSION else ClaimResultV1
         if not all(type(r) is want for r in self.results):
+            check_as = "a list of probes" if want is ClaimResult else "text"
             raise ValueError(f"schema_version {self.schema_version} claims records hold "
-                             f"{want.__name__} results (check as {'a list of probes' if want is ClaimResult else 'text'})")
+                             f"{want.__name__} results (check as {check_as})")
         return self
 
 
 Record = Annotated[
-    Union[CompileRecord, RunRecord, SessionRecord, BenchRecord, ClaimsRecord], Field(discriminator="kind")
+    CompileRecord | RunRecord | SessionRecord | BenchRecord | ClaimsRecord, Field(discriminator="kind")
 ]
 
 
@@ -563,6 +587,8 @@ Record = Annotated[
 
 
 class LessonProgram(Model):
+    """A program of the lesson."""
+
     path: str
     """``kernels/*.py``, ``kernels/*.jl`` (cuTile.jl) or ``cpp/*.cu``."""
     checks: list[str]
@@ -570,7 +596,10 @@ class LessonProgram(Model):
 
 
 class ResultRow(Model):
+    """One row of the lesson's results table."""
+
     program: str
+    """A path listed in ``programs``."""
     check: str
     """A check name, or ``gate`` for the capability-gate row."""
     bound: str
@@ -580,10 +609,14 @@ class ResultRow(Model):
     hardware: str | None = None
     """For optional rows: the hardware they need (e.g. ``cc < 8.0``)."""
     result: str = "?"
+    """``?`` in a draft; publish writes what the deciding record showed."""
     run_id: str | None = None
+    """The record behind ``result``, written by publish."""
 
 
 class Hardware(Model):
+    """Where the published evidence ran: written by publish, never by hand."""
+
     gpu: str | None = None
     compute_capability: str | None = None
     driver: str | None = None
@@ -639,17 +672,27 @@ class ResUsageTable(Model):
 
 
 class LessonFront(Model):
+    """A lesson's YAML front matter (``lessons/<id>.md``), read by ``records.lessons``."""
+
     lesson_version: Literal[1]
+    """The front-matter version; ``1``."""
     id: str
+    """The lesson id; equals the file name without ``.md``."""
     title: str
+    """The lesson's title as readers see it."""
     status: Literal["draft", "published"]
+    """``draft`` until ``nox -s publish -- ID`` finds passing records for every required row; only publish
+    writes ``published``."""
     programs: list[LessonProgram]
+    """The programs the lesson teaches with, each with the checks it must pass."""
     hardware: Hardware
+    """Written by publish from the newest record behind a passed row; every field null in a draft."""
     results: list[ResultRow]
+    """One row per program and check (plus an optional ``gate`` row); cells written by publish."""
     performance: list[PerfClaim] = []
+    """Performance claims; each needs a supporting bench record before publish (none: no claim)."""
     env: list[EnvName] = []
     """Extra environment variable names this lesson's programs receive (beyond the runner's allowlist)."""
-    """Performance claims; each needs a supporting bench record before publish (none: no claim)."""
     res_usage: ResUsageTable | None = None
     """A compile-derived REG/SHARED table the body holds (None: none); publish fills it from the
     compile records that attest today's sources."""

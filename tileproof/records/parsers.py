@@ -116,7 +116,7 @@ def parse_gpu_query(text: str) -> list[dict]:
     header = [h.strip().split(" ")[0] for h in rows[0]]
     out = []
     for row in rows[1:]:
-        cells = dict(zip(header, (c.strip() for c in row)))
+        cells = dict(zip(header, (c.strip() for c in row), strict=False))
         out.append(
             {
                 "index": _int(cells.get("index", "")),

@@ -35,7 +35,8 @@ def redact(data: bytes) -> tuple[bytes, dict[RedactionRule, int]]:
     for rule, pattern, group in _RULES:
         marker = b"[REDACTED:" + rule.encode() + b"]"
 
-        def replace(m: re.Match[bytes], group: int = group, marker: bytes = marker) -> bytes:
+        def replace(m: re.Match[bytes], group: int = group, marker: bytes = marker,
+                    rule: RedactionRule = rule) -> bytes:
             if m.group(group).startswith(b"[REDACTED:"):
                 return m.group(0)  # already replaced by an earlier rule
             counts[rule] += 1

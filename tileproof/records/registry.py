@@ -44,8 +44,11 @@ from tileproof.records.safe_read import parse_yaml, read_text
 REGISTRY = Path("lessons") / "runners.yaml"
 REGISTRY_VERSION = 1
 
-RecordKind = Literal[tuple(typing.get_args(c.model_fields["kind"].annotation)[0]
-                           for c in typing.get_args(typing.get_args(models.Record)[0]))]
+if typing.TYPE_CHECKING:
+    RecordKind = str  # built from the models at run time, which a type checker cannot follow
+else:
+    RecordKind = Literal[tuple(typing.get_args(c.model_fields["kind"].annotation)[0]
+                               for c in typing.get_args(typing.get_args(models.Record)[0]))]
 """Every record kind (``compile``, ``run``, ``session``, ``bench``, ``claims``), from the models."""
 RUNNER_KINDS: tuple[str, ...] = typing.get_args(RecordKind)
 
@@ -128,7 +131,8 @@ def load_registry(root: Path) -> RunnerRegistry:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise RecordError(REGISTRY.as_posix(), field, err["msg"],
-                          "fix the entry as tileproof keygen printed it; see schema/runner-registry.v1.schema.json") from None
+                          "fix the entry as tileproof keygen printed it; "
+                          "see schema/runner-registry.v1.schema.json") from None
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,7 @@ def verify(envelope: signing.Envelope | None, statement: signing.Statement | Non
            registry: RunnerRegistry) -> Verification:
     """The record's trust. ``envelope`` and ``statement`` are None for a plain record;
     ``record`` is the validated predicate (its ``kind``, ``created`` and digests count)."""
-    if envelope is None or not envelope.signatures:
+    if envelope is None or statement is None or not envelope.signatures:  # the two come together
         return UNSIGNED
     message = signing.pae(envelope.payloadType, signing.payload_bytes(envelope))
     failures: dict[Trust, Verification] = {}

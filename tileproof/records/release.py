@@ -17,7 +17,7 @@ the three readers follow.
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 PACKAGES: tuple[str, ...] = (
     "nvidia-cuda-nvcc",

@@ -26,6 +26,7 @@ import errno
 import json
 import os
 import stat
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -164,7 +165,8 @@ def read_bytes(root: Path | str, path: Path | str, kind: InputKind, shown: str |
 def _read(root: str, rel: str, kind: InputKind, shown: str) -> bytes:
     target, st = _resolve(root, rel, kind, shown)
     if not stat.S_ISREG(st.st_mode):
-        raise InputRefused(shown, "special-file", f"is {_kind_of(st.st_mode) or 'not a regular file'}, not a regular file",
+        kind_text = _kind_of(st.st_mode) or "not a regular file"
+        raise InputRefused(shown, "special-file", f"is {kind_text}, not a regular file",
                            "replace it with a regular file")
     cap = LIMITS[kind]
     if st.st_size > cap:
@@ -180,7 +182,8 @@ def _read(root: str, rel: str, kind: InputKind, shown: str) -> bytes:
     try:
         now = os.fstat(fd)
         if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-            raise InputRefused(shown, "unreadable", "was replaced while being opened", "read it again when it is stable")
+            raise InputRefused(shown, "unreadable", "was replaced while being opened",
+                               "read it again when it is stable")
         chunks, left = [], cap + 1
         while left > 0:
             chunk = os.read(fd, min(left, max(now.st_size + 1, 1 << 16)))
@@ -194,7 +197,8 @@ def _read(root: str, rel: str, kind: InputKind, shown: str) -> bytes:
         os.close(fd)
     data = b"".join(chunks)
     if len(data) > cap:
-        raise InputRefused(shown, "too-large", f"grew past {cap} bytes while being read; a {kind} file may have at most {cap}",
+        raise InputRefused(shown, "too-large",
+                           f"grew past {cap} bytes while being read; a {kind} file may have at most {cap}",
                            "keep the file under the cap")
     return data
 
@@ -250,6 +254,7 @@ def check_depth(value: Any, shown: str) -> Any:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):
@@ -280,7 +285,8 @@ class _CappedLoader(yaml.SafeLoader):
 
     def __init__(self, stream: str, shown: str):
         super().__init__(stream)
-        self.shown, self.depth, self.sizes = shown, 0, {}
+        self.shown, self.depth = shown, 0
+        self.sizes: dict[int, int] = {}
 
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
@@ -327,7 +333,8 @@ def parse_yaml(text: str, shown: str) -> Any:
     try:
         return loader.get_single_data()
     except (ValueError, OverflowError) as e:
-        raise yaml.YAMLError(f"a value cannot be built ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+        what = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise yaml.YAMLError(f"a value cannot be built ({what})") from None
     finally:
         loader.dispose()
 

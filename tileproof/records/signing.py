@@ -31,8 +31,9 @@ import hashlib
 import os
 import stat
 import typing
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Final, Literal
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
@@ -45,9 +46,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.models import FileDigest, Transcript
 
-STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-PAYLOAD_TYPE = "application/vnd.in-toto+json"
-PREDICATE_TYPE = "urn:tileproof:record:v1"
+STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
+PAYLOAD_TYPE: Final = "application/vnd.in-toto+json"
+PREDICATE_TYPE: Final = "urn:tileproof:record:v1"
 """The predicate is one tileproof record, of whichever kind and ``schema_version`` it says
 (v1 of this statement format; the record's own version is read by ``store.validate``)."""
 KEY_ENV = "TILEPROOF_SIGNING_KEY"

@@ -25,10 +25,11 @@ import json
 import os
 import secrets
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Generic, Iterable, Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 

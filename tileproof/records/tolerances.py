@@ -12,6 +12,8 @@ Stdlib only, and importable on its own. The table file is parsed, never executed
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import math
 import re
 from pathlib import Path
@@ -24,6 +26,10 @@ TABLE_FILE = Path("kernels/tolerances.py")
 
 HEADER_FILE = Path("cpp/tolerances.h")
 """The generated C++ header, relative to the repository root."""
+
+TABLE_PATHS = (TABLE_FILE.as_posix(), HEADER_FILE.as_posix())
+"""The table and its rendering: a version-1 run record lists one of them as a whole-file source;
+a version-2 record attests the entries of its checks instead (``entry_digest``)."""
 
 REGENERATE = "nox -s schema"
 """The command that rewrites HEADER_FILE from TABLE_FILE."""
@@ -39,7 +45,7 @@ _CPP_KEYWORDS = frozenset(
     mutable namespace new noexcept not nullptr operator or private protected public
     register requires return short signed sizeof static struct switch template this
     throw true try typedef typeid typename union unsigned using virtual void volatile
-    while xor""".split()
+    while xor""".split()  # noqa: SIM905 (the keywords as the standard lists them read better than 92 quoted strings)
 )
 
 
@@ -57,8 +63,15 @@ def load_table(repo_root: Path) -> Table:
     path = Path(repo_root) / TABLE_FILE
     if not path.is_file():
         raise ToleranceTableError(f"{path}: not found (the tolerance table must exist before the C++ header)")
+    return parse_table(_source(Path(repo_root)), path)
+
+
+def parse_table(text: str, path: Path | str = TABLE_FILE) -> Table:
+    """``TOLERANCES`` from the text of a table file (``load_table``'s rules; ``path`` names it in errors):
+    also how a committed version of the table, read back from git history, is read."""
+    path = Path(path)
     try:
-        tree = ast.parse(_source(Path(repo_root)), filename=str(path))
+        tree = ast.parse(text, filename=str(path))
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:  # the last two: nesting past the parser
         line = getattr(exc, "lineno", None)
         where = f"{path}:{line}" if line else f"{path}"
@@ -71,13 +84,26 @@ def load_table(repo_root: Path) -> Table:
             "(fix: write the table out literally)"
         )
     table: Table = {}
-    for key, value in zip(node.keys, node.values):
+    for key, value in zip(node.keys, node.values, strict=True):
         if key is None:
             raise ToleranceTableError(f"{path}:{value.lineno}: TOLERANCES: '**' unpacking is not a literal "
                                       "(fix: write every entry out)")
         name = _check_name(path, _literal_at(path, key, "a check name"))
         table[name] = _bounds(path, name, value)
     return table
+
+
+def entry_digest(name: str, rtol: float, atol: float) -> str:
+    """sha256 of one entry's canonical JSON ``{"atol", "name", "rtol"}``: what a run record attests
+    for each of its checks. Only the numbers and the name count; the derivation comment above an
+    entry can be reworded without staling any evidence."""
+    body = {"name": name, "rtol": float(rtol), "atol": float(atol)}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def entry_digests(table: Table, names) -> dict[str, str]:
+    """check name → ``entry_digest`` for each of ``names`` that the table has (sorted by name)."""
+    return {n: entry_digest(n, *table[n]) for n in sorted(set(names)) if n in table}
 
 
 def _source(repo_root: Path) -> str:
@@ -92,8 +118,8 @@ def _table_node(path: Path, tree: ast.Module) -> ast.expr:
     """The value assigned to ``TOLERANCES`` at module level (exactly once)."""
     found: list[ast.expr] = []
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "TOLERANCES"
-                                                for t in stmt.targets):
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "TOLERANCES"  # noqa: SIM114
+                                                for t in stmt.targets):  # (one arm per assignment form)
             found.append(stmt.value)
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
                 and stmt.target.id == "TOLERANCES" and stmt.value is not None:
@@ -147,7 +173,7 @@ def _bounds(path: Path, name: str, entry: ast.expr) -> tuple[float, float]:
             f"{path}:{entry.lineno}: TOLERANCES[{name!r}] needs numeric rtol and atol: write "
             f"Tolerance(rtol=..., atol=...), not '{ast.unparse(entry)}'"
         )
-    given: dict[str, ast.expr] = dict(zip(("rtol", "atol"), entry.args))
+    given: dict[str, ast.expr] = dict(zip(("rtol", "atol"), entry.args, strict=False))
     given.update({kw.arg: kw.value for kw in entry.keywords if kw.arg is not None})
     if set(given) != {"rtol", "atol"} or len(entry.args) > 2 or any(kw.arg is None for kw in entry.keywords):
         raise ToleranceTableError(f"{path}:{entry.lineno}: TOLERANCES[{name!r}] needs numeric rtol and atol, "

@@ -13,7 +13,14 @@ from pathlib import Path
 from tileproof.judge.audit.result import AuditResult
 from tileproof.judge.perf_claims import ClaimDecision
 from tileproof.report import svg
-from tileproof.report.bench_view import REGRESSION, BarChart, BenchView, HistorySeries, bench_views, history
+from tileproof.report.bench_view import (
+    REGRESSION,
+    BarChart,
+    BenchView,
+    HistorySeries,
+    bench_views,
+    history,
+)
 from tileproof.report.markup import a, badge, e, link, md, mdlink
 
 
@@ -50,7 +57,7 @@ def markdown(result: AuditResult, base: Path) -> list[str]:
     out = ["## Bench", ""]
     if not views:
         out += ["No bench records.", ""]
-    for v, newest in zip(views, _newest_flags(views)):
+    for v, newest in zip(views, _newest_flags(views), strict=True):
         links = ", ".join(mdlink(label, link(result.root, base, p)) for label, p in v.links)
         flag = "" if v.counted else " ⚠ the audit found something against this record: not counted"
         out += [f"### {md(v.program)}: {md(v.run_id)}{flag}", "",
@@ -124,7 +131,7 @@ def html(result: AuditResult, base: Path) -> list[str]:
            "tile configuration's rate; the dashed line is the GPU's ceiling or the device copy's bandwidth.</p>")]
     if not views:
         out.append("<p>No bench records.</p>")
-    for v, newest in zip(views, _newest_flags(views)):
+    for v, newest in zip(views, _newest_flags(views), strict=True):
         out += _html_view(v, result, base, newest)
     return out + _html_perf(result, base) + _html_history(result)
 

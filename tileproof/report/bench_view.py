@@ -99,7 +99,8 @@ def _ref_name(key: str) -> str:
 
 
 def case_label(key: str) -> str:
-    """``matmul/grouped/4096x4096x4096/128x256x64+warps8`` → ``grouped 128x256x64+warps8`` (the chart names the shape)."""
+    """``matmul/grouped/4096x4096x4096/128x256x64+warps8`` → ``grouped 128x256x64+warps8``
+    (the chart names the shape)."""
     parts = key.split("/")
     if len(parts) < 3:
         return key
@@ -144,7 +145,8 @@ def _h2h_charts(rec: BenchRecord) -> list[BarChart]:
             bars.append(Bar(label, "control" if pair.control else "case", pair.pct_of_reference,
                             f"{pair.pct_of_reference:.1f}% [{pair.q1:.1f}, {pair.q3:.1f}]", pair.q1, pair.q3))
         cycles = max(p.cycles for _, p in pairs)
-        charts.append(BarChart(f"Head to head against {ref}, {reference.split('/')[0]} {shape} ({cycles} paired cycles)",
+        charts.append(BarChart(f"Head to head against {ref}, {reference.split('/')[0]} {shape} "
+                               f"({cycles} paired cycles)",
                                f"% of {ref}'s rate (median over cycles)", tuple(bars),
                                (RefLine(f"100% of {ref}", 100.0),), "quartiles over cycles"))
     return charts
@@ -188,8 +190,8 @@ def _links(rec: BenchRecord) -> tuple[tuple[str, str], ...]:
 
 
 def bench_view(rec: BenchRecord, counted: bool = True) -> BenchView:
-    ceilings = tuple(f"{value:.1f} {CEILING_TEXT[k][0]} ({CEILING_TEXT[k][1]})" if k in CEILING_TEXT else f"{k} {value:g}"
-                     for k, value in sorted(rec.ceilings.items()))
+    ceilings = tuple(f"{value:.1f} {CEILING_TEXT[k][0]} ({CEILING_TEXT[k][1]})" if k in CEILING_TEXT
+                     else f"{k} {value:g}" for k, value in sorted(rec.ceilings.items()))
     notes = []
     if not rec.head_to_head and any(c.name == "matmul" for c in rec.cases):
         notes.append("no head-to-head phase in this record (written by an earlier bench program): "

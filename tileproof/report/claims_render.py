@@ -48,7 +48,8 @@ def markdown(result: AuditResult, base: Path) -> list[str]:
     for row in v.rows:
         name = f"**{md(row.claim_id)} (refuted, still asserted)**" if row.stands_out else md(row.claim_id)
         cells = " | ".join(_md_cell(c, result.root, base) for c in row.cells)
-        out.append(f"| {md(row.document)} | {name}: {md(row.statement)} | {_asserted(row)} | {cells} | {md(row.holds)} |")
+        out.append(f"| {md(row.document)} | {name}: {md(row.statement)} | {_asserted(row)} | {cells} "
+                   f"| {md(row.holds)} |")
     return out + [""]
 
 

@@ -77,7 +77,7 @@ def claims_view(records: Iterable, claims_files: Mapping[str, ClaimsFileToday | 
     for document, cid in order:
         row = matrix.cells.get((document, cid), {})
         cells = tuple(ClaimCell(str(rel), c.verdict, c.result.why, c.run_id,
-                                (ev.path if (ev := evidence_of(c.result)) else None))  # type: ignore[arg-type]
+                                (ev.path if (ev := evidence_of(c.result)) else None))
                       if (c := row.get(rel)) else None for rel in matrix.releases)
         first = next((c.result for c in row.values()), None)
         today = claims_files.get(document)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from tileproof.judge.audit.registry import load as load_rules
 from tileproof.judge.audit.result import AuditResult
+from tileproof.judge.audit.rules import load as load_rules
 from tileproof.report.claims_render import view_of
 from tileproof.report.lesson_view import lesson_rows
 
@@ -82,7 +82,8 @@ def _rules(result: AuditResult) -> _Suite:
     for rule in [*RULES, *(r for r in by_rule if r not in RULES)]:
         found = by_rule.get(rule, [])
         if found:
-            suite.case(rule, "audit.rules", "failure", f"{len(found)} finding{'s' * (len(found) != 1)}", "\n".join(found))
+            suite.case(rule, "audit.rules", "failure", f"{len(found)} finding{'s' * (len(found) != 1)}",
+                       "\n".join(found))
         else:
             suite.case(rule, "audit.rules")
     suite.case("git-history", "audit.history", None if result.history_checked else "failure",

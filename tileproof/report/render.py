@@ -5,7 +5,8 @@ with the gate's decision per row and what blocks it (``report.lesson_view``),
 the claims matrix (``report.claims_render``), the bench charts, performance
 claims and history (``report.bench_render``), then lessons × programs × GPUs
 with the newest run's verdict and links to its transcripts, then the
-environment of each run shown (paths of the machine shortened: ``report.shorten``). Links are relative to the folder the report is written to, so
+environment of each run shown (paths of the machine shortened: ``report.shorten``).
+Links are relative to the folder the report is written to, so
 the page works from a checkout, a CI artifact or a browser's ``file://``.
 The HTML has inline CSS, no script and nothing fetched; every value is escaped.
 Nothing here reads a file: the audit already did.
@@ -17,8 +18,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileproof.judge.audit.registry import load as load_rules
 from tileproof.judge.audit.result import AuditResult
+from tileproof.judge.audit.rules import load as load_rules
 from tileproof.records.capability import cc_of, cc_tuple
 from tileproof.records.models import CompileRecord, Environment, RunRecord
 from tileproof.report import bench_render, claims_render, markup
@@ -221,7 +222,8 @@ def render_markdown(result: AuditResult, base: Path) -> str:
         blockers = blocker_lines(lesson)
         if blockers:
             out += ["What keeps it from publishing:", ""]
-            out += [f"- **{_md(what)}**: {_md(why)}" + (f" Fix: `{_md(fix)}`" if fix else "") for what, why, fix in blockers]
+            out += [f"- **{_md(what)}**: {_md(why)}" + (f" Fix: `{_md(fix)}`" if fix else "")
+                    for what, why, fix in blockers]
             out.append("")
         out += ["| Program | Check | State | Run | Why / fix |", "|---|---|---|---|---|"]
         for r in lesson_rows(lesson):
@@ -256,10 +258,12 @@ def render_markdown(result: AuditResult, base: Path) -> str:
     for env in v.environments:
         out += [f"### Session {_md(env.session_id)}", ""]
         out += [f"- {k}: {_md(val)}" for k, val in _env_summary(env).items()]
-        out.append("- transcripts: " + ", ".join(_mdlink(label, link(result, base, p)) for label, p in _env_transcripts(env)))
+        transcript_links = (_mdlink(label, link(result, base, p)) for label, p in _env_transcripts(env))
+        out.append("- transcripts: " + ", ".join(transcript_links))
         out.append("")
     if v.other_sessions:
-        out += [f"{plural(v.other_sessions, 'older session')} not shown: no table cell's newest run came from them.", ""]
+        out += [f"{plural(v.other_sessions, 'older session')} not shown: "
+                "no table cell's newest run came from them.", ""]
     out += ["## Rules", "", "| Rule | Catches |", "|---|---|"]
     out += [f"| {rule} | {_md(text)} |" for rule, text in RULES.items()]
     return "\n".join(out) + "\n"
@@ -301,7 +305,7 @@ tr,figure,svg,.blockers,.banner{break-inside:avoid}
 .banner,.v,tr.standout td,tr.regressed td,.blockers{-webkit-print-color-adjust:exact;print-color-adjust:exact}
 details>summary{display:none}
 }
-"""
+"""  # noqa: E501 (a rule per line as the stylesheet is written; wrapping would change the report's bytes)
 
 
 def render_html(result: AuditResult, base: Path) -> str:
@@ -316,7 +320,8 @@ def render_html(result: AuditResult, base: Path) -> str:
         p.append("<table><tr><th>File</th><th>Rule</th><th>Reason</th></tr>")
         for f in result.findings:
             p.append(f'<tr><td class="mono">{_a(f.file, link(result, base, f.file))}</td>'
-                     f'<td class="mono" title="{_e(RULES.get(f.rule, ""))}">{_e(f.rule)}</td><td>{_e(f.reason)}</td></tr>')
+                     f'<td class="mono" title="{_e(RULES.get(f.rule, ""))}">{_e(f.rule)}</td>'
+                     f'<td>{_e(f.reason)}</td></tr>')
         p.append("</table>")
     else:
         p.append("<p>None.</p>")

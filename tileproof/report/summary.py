@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from tileproof.judge.audit.result import AuditResult
+from tileproof.judge.gate import BlockerKind
 from tileproof.records.models import BenchRecord, Model
 from tileproof.report.bench_view import history
 from tileproof.report.claims_render import view_of
@@ -37,7 +38,7 @@ class RowOut(Model):
 
 
 class BlockerOut(Model):
-    kind: Literal["row", "perf-claim", "refuted-claim"]
+    kind: BlockerKind
     subject: str
     outcome: str
     reason: str

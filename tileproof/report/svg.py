@@ -130,7 +130,7 @@ def history_chart(series: HistorySeries, width: int = 180, height: int = 44) -> 
     if n > 1:
         out.append('<polyline fill="none" stroke="' + colour + '" stroke-width="1.5" points="'
                    + " ".join(f"{px:.1f},{py:.1f}" for px, py in pts) + '"/>')
-    for (px, py), p in zip(pts, series.points):
+    for (px, py), p in zip(pts, series.points, strict=True):
         out.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.6" fill="{colour}">'
                    f"<title>{_e(p.run_id)}: {_e(p.value_text)}</title></circle>")
     out.append("</svg>")

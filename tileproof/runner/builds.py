@@ -25,6 +25,13 @@ from tileproof.records.store import (
     sha256_file,
     write_record,
 )
+from tileproof.records.tolerances import (
+    HEADER_FILE,
+    REGENERATE,
+    TABLE_FILE,
+    load_table,
+    render_cpp_header,
+)
 from tileproof.runner.capture import git_state, host_facts
 from tileproof.runner.environment import child_env
 from tileproof.runner.step import run_step
@@ -68,6 +75,42 @@ def line(result: BuildResult, state: str) -> str:
     return f"  {state:8} {what:44} {result.target:7} {result.artifact_kind:10} {seconds}{tail}"
 
 
+FIRST_LINES = 6
+"""How many of the compiler's lines a failed build prints (the transcript keeps all)."""
+
+
+def failure_lines(root: Path, result: BuildResult) -> list[str]:
+    """What a failed or refused build prints under its line: the compiler's first error lines, the
+    transcript's path and each known diagnosis."""
+    if result.step is None:
+        return []
+    out: list[str] = []
+    texts = []
+    for t in (result.step.stderr, result.step.stdout):
+        path = root / t.path
+        texts.append((t.path, path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""))
+    lines = [ln.rstrip() for _p, text in texts for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower()] or lines
+    out += [f"      | {ln[:200]}" for ln in errors[:FIRST_LINES]]
+    shown = next((p for p, text in texts if text.strip()), result.step.stderr.path)
+    out.append(f"      transcript: {shown} (exit {result.step.exit_code})")
+    out += [f"      diagnosis {d.id}: {d.title} (fix: {d.fix})" for d in result.diagnoses]
+    return out
+
+
+def make_header_current(root: Path) -> None:
+    """Rewrite cpp/tolerances.h when it is stale (nvcc reads it: never build against a stale one); the
+    ``compile`` command makes every generated file current first (``authoring.generated``)."""
+    table, header = Path(root) / TABLE_FILE, Path(root) / HEADER_FILE
+    if not table.is_file() or not header.parent.is_dir():
+        return
+    text = render_cpp_header(load_table(root))
+    if not header.is_file() or header.read_text(encoding="utf-8") != text:
+        store.write_atomic(header, text)
+        print(f"compile: regenerated {HEADER_FILE.as_posix()} from {TABLE_FILE.as_posix()} "
+              f"({REGENERATE} does the same)", flush=True)
+
+
 def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
                      workers: int, signer: Signer | None = None) -> CompileRecord | None:
     """Build what is not cached, print one line per artifact, write the record.
@@ -83,6 +126,7 @@ def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Pat
 
 def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
                     workers: int, signer: Signer | None) -> CompileRecord | None:
+    make_header_current(root)
     jobs = plan(root, tools, targets, cpp, py)
     run_id = new_run_id("compile")
     env = child_env(path_dirs=tools.path_dirs())
@@ -109,6 +153,8 @@ def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path
             result = fut.result()
             results[futures[fut]] = result
             print(line(result, result.verdict), flush=True)
+            if result.verdict != "built":
+                print("\n".join(failure_lines(root, result)), flush=True)
     ordered = [results[i] for i in range(len(jobs))]
     sources = sorted({p for j in jobs for p in dependencies(j.program)})
     header_file = header_path(tools)

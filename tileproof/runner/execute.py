@@ -33,7 +33,8 @@ class Outcome:
     reason: str
 
 
-def verdict_of(exit_code: int | None, timed_out: bool, report: CheckReport | None, report_problem: str | None) -> tuple[Verdict, str]:
+def verdict_of(exit_code: int | None, timed_out: bool, report: CheckReport | None,
+               report_problem: str | None) -> tuple[Verdict, str]:
     """The closed-set verdict from exit code and report; never from prose."""
     if timed_out:
         return "timeout", "killed at the timeout"
@@ -43,7 +44,9 @@ def verdict_of(exit_code: int | None, timed_out: bool, report: CheckReport | Non
     if report.gate == "no-gpu":
         return ("no-gpu", report.gate_message) if exit_code != 0 else ("error", "gate said no-gpu but exit code was 0")
     if report.gate == "below-sm80":
-        return ("gated", report.gate_message) if exit_code != 0 else ("error", "gate said below sm_80 but exit code was 0")
+        if exit_code == 0:
+            return "error", "gate said below sm_80 but exit code was 0"
+        return "gated", report.gate_message
     if exit_code == 0 and report.passed:
         n = len(report.checks)
         return "passed", f"{n} check{'' if n == 1 else 's'} passed"

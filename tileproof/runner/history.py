@@ -16,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
+from typing import cast, get_args
 
 from tileproof.records.history import (
     REGENERATED,
@@ -27,6 +28,7 @@ from tileproof.records.history import (
     GitHistory,
     HistoryReport,
     NoHistory,
+    ObjectFormat,
     blob_id,
     check,
 )
@@ -54,7 +56,10 @@ def read(root: Path) -> GitHistory | NoHistory:
     missing = _no_history(root)
     if missing is not None:
         return missing
-    fmt = _git(root, "rev-parse", "--show-object-format").stdout.strip().decode() or "sha1"
+    named = _git(root, "rev-parse", "--show-object-format").stdout.strip().decode() or "sha1"
+    if named not in get_args(ObjectFormat):
+        return NoHistory(f"git names an object format tileproof does not know: {named!r}")
+    fmt = cast(ObjectFormat, named)
     if _git(root, "rev-parse", "--verify", "-q", "HEAD").returncode != 0:
         return GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
     log = _git(root, "-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev",
@@ -96,6 +101,34 @@ def at_commits(root: Path, commits: Iterable[str], pairs: Iterable[tuple[str, st
     if missing is not None:
         return missing
     queries = [f"{c}^{{commit}}" for c in commits] + [f"{c}:{p}" for c, p in pairs]
+    answers = _cat_file(root, queries)
+    return AtCommits(known={c: answers[i] is not None for i, c in enumerate(commits)},
+                     sha256={cp: None if data is None else hashlib.sha256(data).hexdigest()
+                             for cp, data in zip(pairs, answers[len(commits):])})
+
+
+def versions(root: Path, path: str) -> dict[str, bytes] | NoHistory:
+    """Every committed version of ``path`` reachable from HEAD, by the sha256 of its content (one
+    ``git log`` and one ``git cat-file --batch``): how a record's whole-file digest of the tolerance
+    table is read back as the table it attests."""
+    missing = _no_history(Path(root))
+    if missing is not None:
+        return missing
+    log = _git(root, "log", "--format=%H", "--no-renames", "--", path)
+    if log.returncode != 0:
+        return {}
+    commits = log.stdout.decode().split()
+    found: dict[str, bytes] = {}
+    for data in _cat_file(root, [f"{c}:{path}" for c in commits]):
+        if data is not None:
+            found.setdefault(hashlib.sha256(data).hexdigest(), data)
+    return found
+
+
+def _cat_file(root: Path, queries: list[str]) -> list[bytes | None]:
+    """``git cat-file --batch`` over ``queries``: each object's content, or None when missing."""
+    if not queries:
+        return []
     out = subprocess.run(["git", "-C", str(root), "cat-file", "--batch"], check=False,
                          input="".join(q + "\n" for q in queries).encode(), capture_output=True, timeout=300).stdout
     answers: list[bytes | None] = []
@@ -113,6 +146,4 @@ def at_commits(root: Path, commits: Iterable[str], pairs: Iterable[tuple[str, st
             at += size + 1
         else:
             answers.append(None)
-    return AtCommits(known={c: answers[i] is not None for i, c in enumerate(commits)},
-                     sha256={cp: None if data is None else hashlib.sha256(data).hexdigest()
-                             for cp, data in zip(pairs, answers[len(commits):])})
+    return answers

@@ -39,7 +39,8 @@ def julia_argv(*args: str) -> list[str]:
 def run_julia_program(root: Path, run_id: str, program: Path, env: dict[str, str], timeout: float,
                       cap: int | None = None) -> Outcome | Absent:
     """Probe for julia + cuTile.jl, then run ``program`` (repo-relative argv) or record why not."""
-    probe = run_step(root, run_id, f"{program.stem}-julia-probe", julia_argv("-e", PROBE), env, min(timeout, 300.0), cap)
+    probe = run_step(root, run_id, f"{program.stem}-julia-probe", julia_argv("-e", PROBE), env,
+                     min(timeout, 300.0), cap)
     if probe.exit_code != 0 or probe.timed_out:
         what = ("no julia on PATH" if probe.exit_code == 127 else
                 f"julia cannot load cuTile.jl ('{PROBE}' exited {probe.exit_code}"

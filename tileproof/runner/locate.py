@@ -42,7 +42,7 @@ def _attested(root: Path, program: Path, target: str, records: list[CompileRecor
         for b in record.builds:
             if (b.program, b.target, b.artifact_kind, b.verdict) != (rel, target, "executable", "built"):
                 continue
-            if b.artifact and (root / b.artifact.path).is_file() and sha256_file(root / b.artifact.path) == b.artifact.sha256:
+            if b.artifact and (built := root / b.artifact.path).is_file() and sha256_file(built) == b.artifact.sha256:
                 nvcc = next((t.version for t in record.toolchain.tools if t.name == "nvcc"), None)
                 return Binary(root / b.artifact.path, b.reused_from or record.run_id, nvcc)
     return None

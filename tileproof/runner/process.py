@@ -21,6 +21,7 @@ an interrupt after killing every live child; SIGINT does the same.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import os
 import secrets
@@ -159,10 +160,8 @@ def _kill_tree(proc: subprocess.Popen, token: str) -> tuple[int, set[int]]:
 
     Returns how many processes outside its process group (escaped with ``setsid``
     or ``setpgid``) had to be killed one by one, and every pid signalled."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     escaped: set[int] = set()
     signalled: set[int] = set()
     for _ in range(20):  # a process may fork while we look: look again until nothing is left
@@ -191,10 +190,8 @@ def _reap(proc: subprocess.Popen, signalled: set[int]) -> None:
     me = os.getpid()
     for pid, (ppid, state, group) in _proc_table().items():
         if ppid == me and state == "Z" and pid != proc.pid and (group == proc.pid or pid in signalled):
-            try:
+            with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
 
 
 def _alive(pid: int) -> bool:
@@ -210,10 +207,8 @@ def kill_all_live() -> None:
     with _lock:
         pids = list(_live)
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _on_signal(signum: int, _frame: object) -> None:

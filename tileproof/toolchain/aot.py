@@ -2,8 +2,11 @@
 
 Run as its own process by ``build`` so that each export has its own
 transcript and exit code. Usage: ``python -m tileproof.aot PROGRAM KERNEL TARGET OUT``.
-The kernel's signatures come from the program's ``AOT_SIGNATURES`` dict,
-declared next to the kernel.
+The kernel's signatures come from the program's ``AOT_SIGNATURES`` dict, declared next to
+the kernel and checked against its parameters (a ``ct.Constant`` takes its value; anything else
+a constraint: a plain value there would bake a runtime parameter into the export). A kernel left
+out is inferred when its annotations decide every entry (``ScalarAnnotation`` scalars); arrays
+never are: cuTile's ``ArrayAnnotation`` carries no dtype or rank, so the error says what to write.
 """
 
 from __future__ import annotations
@@ -30,21 +33,111 @@ def load_program(path: Path):
     return module
 
 
+FIX = ("declare AOT_SIGNATURES = {'kernel_name': [harness.aot_signature(...)], ...} next to the kernels; "
+       "one entry per parameter: an array is harness.aot_array(ct.float32, NDIM), a ct.Constant its value, "
+       "a runtime scalar ScalarConstraint(ct.float32) from cuda.tile.compilation (AUTHORING.md)")
+
+
+def kernels_of(module) -> dict[str, object]:
+    """Every ``@ct.kernel`` defined at the module's top level, by name."""
+    import cuda.tile as ct
+
+    return {n: v for n, v in vars(module).items() if isinstance(v, ct.kernel)}
+
+
+def _parameters(kernel) -> list[tuple[str, object]]:
+    """(name, cuTile's annotation node) for each parameter of ``kernel``."""
+    af = kernel._annotated_function
+    return list(zip(af.pysig.parameters, af.parameter_annotations))
+
+
+def _written(name: str, node) -> str | None:
+    """How the signature entry of one parameter is written, or None when its annotation cannot say
+    (an array: cuTile's annotations carry no dtype or rank; a ct.Constant: the value is the author's)."""
+    scalar = getattr(node, "scalar", None)
+    if scalar is not None and not getattr(node, "constant", False):
+        return f"ScalarConstraint(ct.{scalar.dtype.name})"
+    return None
+
+
+def infer(kernel) -> list | None:
+    """The kernel's one signature when every parameter's annotation decides its entry
+    (``Annotated[int, ct.ScalarAnnotation(dtype=ct.int32)]``), else None."""
+    from cuda.tile.compilation import (
+        CallingConvention,
+        KernelSignature,
+        ScalarConstraint,
+    )
+
+    params = _parameters(kernel)
+    if not params or any(_written(n, node) is None for n, node in params):
+        return None
+    return [KernelSignature([ScalarConstraint(node.scalar.dtype) for _n, node in params],
+                            CallingConvention.cutile_python_v1())]
+
+
+def missing(kernel) -> str:
+    """What a signature of ``kernel`` must give, parameter by parameter (for the error line)."""
+    parts = []
+    for name, node in _parameters(kernel):
+        if getattr(node, "constant", False):
+            parts.append(f"{name}: its ct.Constant value")
+        else:
+            parts.append(f"{name}: " + (_written(name, node) or "harness.aot_array(DTYPE, NDIM) for an array, "
+                                        "ScalarConstraint(DTYPE) for a runtime scalar"))
+    return "; ".join(parts)
+
+
+def _fits(path: Path, name: str, kernel, sig) -> None:
+    """A signature must give one entry per parameter: a constant exactly for each ct.Constant."""
+    from cuda.tile.compilation import ConstantConstraint
+
+    params = _parameters(kernel)
+    where = f"AOT_SIGNATURES[{name!r}]"
+    if len(sig.parameters) != len(params):
+        raise RecordError(path, where, f"a signature gives {len(sig.parameters)} entries for "
+                          f"{len(params)} parameters ({missing(kernel)})", FIX)
+    for (pname, node), given in zip(params, sig.parameters):
+        constant = isinstance(given, ConstantConstraint)
+        if getattr(node, "constant", False) and not constant:
+            raise RecordError(path, where, f"parameter '{pname}' is a ct.Constant; the signature gives "
+                              f"{type(given).__name__}", "give its value (e.g. TILE) in that place")
+        if constant and not getattr(node, "constant", False):
+            raise RecordError(path, where, f"parameter '{pname}' is a runtime parameter but the signature gives "
+                              f"the constant {given.value!r}: the export would bake it in",
+                              "write ScalarConstraint(ct.float32) (from cuda.tile.compilation; the scalar's "
+                              "dtype) for a runtime scalar, harness.aot_array(DTYPE, NDIM) for an array")
+
+
 def declared_kernels(path: Path) -> dict[str, list]:
-    """``AOT_SIGNATURES`` of a program, validated: kernel name → signatures."""
+    """Each kernel of a program with its signatures: ``AOT_SIGNATURES``'s, checked against the kernel's
+    parameters, or inferred from its annotations where they decide every entry (``infer``)."""
     from cuda.tile.compilation import KernelSignature
 
     module = load_program(path)
     decl = getattr(module, "AOT_SIGNATURES", None)
-    fix = "declare AOT_SIGNATURES = {'kernel_name': [KernelSignature(...), ...]} next to the kernels"
-    if not isinstance(decl, dict) or not decl:
-        raise RecordError(path, "AOT_SIGNATURES", f"expected a non-empty dict, found {type(decl).__name__}", fix)
+    kernels = kernels_of(module)
+    if not isinstance(decl, dict) or not (decl or kernels):
+        raise RecordError(path, "AOT_SIGNATURES", f"expected a dict, found {type(decl).__name__}", FIX)
+    out: dict[str, list] = {}
     for name, sigs in decl.items():
-        if not isinstance(name, str) or not hasattr(module, name):
-            raise RecordError(path, f"AOT_SIGNATURES[{name!r}]", "names no kernel defined in this file", fix)
+        if not isinstance(name, str) or name not in kernels:
+            raise RecordError(path, f"AOT_SIGNATURES[{name!r}]", "names no kernel defined in this file", FIX)
         if not isinstance(sigs, (list, tuple)) or not sigs or not all(isinstance(s, KernelSignature) for s in sigs):
-            raise RecordError(path, f"AOT_SIGNATURES[{name!r}]", "expected a non-empty list of KernelSignature", fix)
-    return {name: list(sigs) for name, sigs in decl.items()}
+            raise RecordError(path, f"AOT_SIGNATURES[{name!r}]", "expected a non-empty list of KernelSignature", FIX)
+        for sig in sigs:
+            _fits(path, name, kernels[name], sig)
+        out[name] = list(sigs)
+    covered = {id(kernels[n]) for n in out}  # a kernel bound to several names needs signatures under one
+    for name, kernel in kernels.items():
+        if id(kernel) not in covered:
+            covered.add(id(kernel))
+            inferred = infer(kernel)
+            if inferred is None:
+                raise RecordError(path, f"AOT_SIGNATURES[{name!r}]", "missing, and the kernel's annotations "
+                                  f"cannot decide it: {missing(kernel)}", FIX)
+            out[name] = inferred
+    return out
 
 
 def export(path: Path, kernel: str, target: str, out: Path) -> None:

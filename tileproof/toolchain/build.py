@@ -270,7 +270,8 @@ def cached(root: Path, job: Job) -> BuildResult | None:
 
 # --- the installed tile API --------------------------------------------------
 
-_DECL = re.compile(r"__tile_builtin__\s+(?P<ret>[^;{}()]*?)\b(?P<name>[A-Za-z_]\w*)\s*\((?P<params>[^;]*?)\)\s*noexcept")
+_DECL = re.compile(r"__tile_builtin__\s+(?P<ret>[^;{}()]*?)\b(?P<name>[A-Za-z_]\w*)"
+                   r"\s*\((?P<params>[^;]*?)\)\s*noexcept")
 
 
 def header_path(tools: Tools) -> Path:

@@ -68,6 +68,13 @@ PATTERNS = (
         re.compile(r"Installed NVIDIA pip packages have mismatched versions"),
     ),
     Pattern(
+        "check-not-in-table",
+        "a check name the C++ program looks up is not in cpp/tolerances.h",
+        "add the check to kernels/tolerances.py (TOLERANCES), then compile again: it regenerates "
+        "cpp/tolerances.h first (or run nox -s schema)",
+        re.compile(r"check name not in kernels/tolerances\.py"),
+    ),
+    Pattern(
         "tile-dims-not-pow2",
         "a tile dimension is not a compile-time power of two",
         "use a ct.Constant power of two for every tile dimension",

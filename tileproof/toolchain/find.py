@@ -54,7 +54,8 @@ class Tools:
     def tool(self, name: str) -> Path:
         path = self.paths.get(name)
         if path is None:
-            raise ToolchainError(f"{name} not found in {self.bin} (fix: pip install 'tileproof[toolchain]' or nox -s compile)")
+            raise ToolchainError(f"{name} not found in {self.bin} "
+                                 "(fix: pip install 'tileproof[toolchain]' or nox -s compile)")
         return path
 
     def path_dirs(self) -> list[str]:
@@ -219,7 +220,7 @@ def discover(system_nvcc: str | None = None, env: dict[str, str] | None = None,
         packages=packages,
         major_minor=shared,
         coherent=not problems,
-        problems=problems,
+        problems=list[ToolchainProblem | str](problems),  # the field also reads version 1's text
     )
     return Tools(bin=bin_dir, source=source, paths=paths, facts=facts)
 
@@ -272,7 +273,8 @@ def runtime_tools(nvcc_version: str | None, version_text: VersionText, env: dict
     pip = pip_bin()
     packages = package_versions()
     pip_ok = pip is not None and len({major_minor(packages.get(p)) for p in PACKAGES[:3]}) == 1
-    tileiras = pip / "tileiras" if pip_ok else (Path(w).resolve() if (w := shutil.which("tileiras", path=env.get("PATH"))) else None)
+    on_path = shutil.which("tileiras", path=env.get("PATH"))
+    tileiras = pip / "tileiras" if pip is not None and pip_ok else (Path(on_path).resolve() if on_path else None)
     base = tileiras.parent if tileiras else None
     ptxas = base / "ptxas" if base and (base / "ptxas").exists() else None
     nvvm = base.parent / "lib" / "libnvvm.so.4" if base else None
@@ -296,5 +298,5 @@ def runtime_tools(nvcc_version: str | None, version_text: VersionText, env: dict
         packages=used,
         major_minor=shared,
         coherent=not problems,
-        problems=problems,
+        problems=list[ToolchainProblem | str](problems),  # the field also reads version 1's text
     )

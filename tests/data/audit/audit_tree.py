@@ -129,7 +129,8 @@ def gpu(which: str = "H200") -> m.GpuFacts:
 
 def gpu_query(which: str = "H200") -> str:
     name, uuid, cc, mib, sm, mem = GPUS[which]
-    return GPU_QUERY.splitlines(keepends=True)[0] + f"0, {name}, {uuid}, {cc}, 580.95.05, {mib} MiB, {sm} MHz, {mem} MHz\n"
+    header = GPU_QUERY.splitlines(keepends=True)[0]
+    return header + f"0, {name}, {uuid}, {cc}, 580.95.05, {mib} MiB, {sm} MHz, {mem} MHz\n"
 
 
 def environment(root: Path, session_id: str, *, freeze: str = PIP_FREEZE, which: str = "H200") -> m.Environment:
@@ -144,7 +145,8 @@ def environment(root: Path, session_id: str, *, freeze: str = PIP_FREEZE, which:
         packages=dict(PACKAGES),
         env={"CUDA_VISIBLE_DEVICES": "0", "PATH": f"{BIN}:/usr/bin:/bin", "VIRTUAL_ENV": "/opt/venv"},
         pip_freeze=store.write_evidence(root, session_id, "pip-freeze.txt", freeze),
-        nvidia_smi=store.write_evidence(root, session_id, "nvidia-smi.txt", NVIDIA_SMI.replace("NVIDIA H200", GPUS[which][0][:18].ljust(11))),
+        nvidia_smi=store.write_evidence(root, session_id, "nvidia-smi.txt",
+                                        NVIDIA_SMI.replace("NVIDIA H200", GPUS[which][0][:18].ljust(11))),
         nvidia_smi_query=store.write_evidence(root, session_id, "nvidia-smi-query.csv", gpu_query(which)),
     )
 
@@ -165,7 +167,8 @@ def report_json(program: str, checks: list[m.Check], gpu: m.GpuFacts) -> str:
         "report_version": 1, "program": program, "seed": 1234,
         "device": {"name": gpu.name, "compute_capability": gpu.compute_capability},
         "gate": "below-sm80" if gated else "ok",
-        "gate_message": f"{gpu.name} has compute capability {gpu.compute_capability}; cuTile needs 8.0+" if gated else "",
+        "gate_message": (f"{gpu.name} has compute capability {gpu.compute_capability}; cuTile needs 8.0+"
+                         if gated else ""),
         "checks": [c.model_dump(mode="json") for c in checks], "passed": passed,
     }
     return json.dumps(body, indent=2) + "\n"
@@ -228,7 +231,8 @@ def compile_record(root: Path, programs: list[str], when: datetime) -> m.Compile
     for i, program in enumerate(programs):
         stem = Path(program).stem
         step = m.Step(
-            name=f"aot-{stem}-sm_90", argv=["python", "-m", "tileproof.toolchain.aot", program, stem, "sm_90", f"build/{stem}.cubin"],
+            name=f"aot-{stem}-sm_90",
+            argv=["python", "-m", "tileproof.toolchain.aot", program, stem, "sm_90", f"build/{stem}.cubin"],
             started=when, ended=when + timedelta(seconds=1), duration_s=1.0, exit_code=0,
             stdout=store.write_evidence(root, run_id, f"aot-{stem}-sm_90.stdout.txt", f"exported {stem}\n"),
             stderr=store.write_evidence(root, run_id, f"aot-{stem}-sm_90.stderr.txt", ""),

@@ -53,7 +53,8 @@ def sha(data: bytes | str) -> str:
 def query_csv(gpu: dict, cc: str | None = None) -> str:
     """An ``nvidia-smi --query-gpu=... --format=csv`` transcript for one GPU."""
     g = dict(gpu, cc=cc or gpu["cc"])
-    return QUERY_HEADER + f"0, {g['name']}, {g['uuid']}, {g['cc']}, {g['driver']}, {g['memory']}, {g['sm']}, {g['mem']}\n"
+    return QUERY_HEADER + (f"0, {g['name']}, {g['uuid']}, {g['cc']}, {g['driver']}, {g['memory']}, "
+                           f"{g['sm']}, {g['mem']}\n")
 
 
 def transcript(path: str, data: bytes | str) -> Transcript:
@@ -69,7 +70,8 @@ def toolchain(nvcc: str = "13.4.92", tileiras: str = "13.4.92", nvvm: str = "13.
         source="pip",
         tools=[ToolVersion(name=n, path=f"/fixture/nvidia/cu13/bin/{n}", version=v)
                for n, v in (("tileiras", tileiras), ("ptxas", nvcc), ("nvvm", nvvm), ("nvcc", nvcc))],
-        packages={"cuda-tile": "1.7.0", "nvidia-cuda-nvcc": nvcc, "nvidia-cuda-tileiras": tileiras, "nvidia-nvvm": nvvm},
+        packages={"cuda-tile": "1.7.0", "nvidia-cuda-nvcc": nvcc, "nvidia-cuda-tileiras": tileiras,
+                  "nvidia-nvvm": nvvm},
         major_minor=".".join(nvcc.split(".")[:2]) if coherent else None,
         coherent=coherent,
         problems=list(problems),
@@ -91,8 +93,9 @@ def run_record(*, n: int, program: str, front: LessonFront | None, sources: dict
                runtime_cc: str | None = "same", report_cc: str | None = "same", verdict: str = "passed",
                exit_code: int | None = None, tc: Toolchain | None = None, toolchain_env: str = "clean",
                lesson_programs: dict[str, str] | None = None, binary: FileDigest | None = None,
-               seal: bool = True) -> RunRecord:
-    """One sealed FIXTURE run record (n orders records in time: larger is newer)."""
+               seal: bool = True, tolerances: dict[str, str] | None = None) -> RunRecord:
+    """One sealed FIXTURE run record (n orders records in time: larger is newer); run_version 3
+    (entries attested one by one) when ``tolerances`` is given, else run_version 1."""
     run_id = f"{PREFIX}{(T0 + timedelta(minutes=n)).strftime('%Y%m%dT%H%M%SZ')}-run-{n:08x}"
     created = T0 + timedelta(minutes=n)
     facts = None
@@ -115,7 +118,8 @@ def run_record(*, n: int, program: str, front: LessonFront | None, sources: dict
         exit_code = 0 if verdict == "passed" else 1
     out = transcript(f"evidence/{run_id}/run.stdout.txt", "FIXTURE\n")
     rec = RunRecord(
-        schema_version=1, kind="run", run_id=run_id, created=created, tileproof_version="0.1.0",
+        schema_version=1, run_version=1 if tolerances is None else 3, kind="run", run_id=run_id, created=created,
+        tileproof_version="0.1.0", tolerances=tolerances or {},
         git=GitState(commit=COMMIT, dirty=False),
         host=HostFacts(system="fixture", release="fixture", machine="x86_64", python="3.11.7", cpu_count=16),
         environment=Environment(

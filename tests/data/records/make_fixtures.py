@@ -22,10 +22,7 @@ sys.path[:0] = [str(HERE), str(REPO)]
 
 import fixture_records as fx  # noqa: E402
 
-from tileproof.records import (
-    lessons,
-    store,  # noqa: E402
-)
+from tileproof.records import lessons, store  # noqa: E402
 from tileproof.records.models import FileDigest  # noqa: E402
 
 TREE = HERE / "day79"

@@ -5,17 +5,14 @@
 every record of that subject (``RunRecord``, ``CompileRecord``...) with a
 ``Context`` (parsed transcripts, known run ids, a memo for shared facts),
 returning ``Issue``s. Every module in ``judge/audit/rules/`` is imported by
-``load()``, so a new rule is one new function (or one new file) there.
+``rules.load()``, so a new rule is one new function (or one new file) there.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-from tileproof.judge.audit import rules
 from tileproof.judge.audit.result import Issue
 
 RULES: dict[str, str] = {}
@@ -47,9 +44,9 @@ class Context:
 
     known: set[str]
     """Run ids of every record that validated."""
-    query_rows: Callable[[object], "list[dict] | None"]
+    query_rows: Callable[[object], list[dict] | None]
     """A transcript → its nvidia-smi rows parsed, None when no trustworthy transcript."""
-    freeze: Callable[[object], "tuple[dict, set] | None"]
+    freeze: Callable[[object], tuple[dict, set] | None]
     """A transcript → (pip freeze parsed, unpinned names), None when no trustworthy transcript."""
     memo: dict = field(default_factory=dict)
     """For facts many records share (one environment per session): key → issues."""
@@ -66,9 +63,3 @@ def run_checks(record, ctx: Context) -> list[Issue]:
         out += fn(record, ctx)
     return out
 
-
-def load() -> dict[str, str]:
-    """Import every rule module (registering its rules) and return ``RULES``."""
-    for info in sorted(pkgutil.iter_modules(rules.__path__), key=lambda i: i.name):
-        importlib.import_module(f"{rules.__name__}.{info.name}")
-    return RULES

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from collections.abc import Iterator
 
 from tileproof.lint.interp import Interpreter
 from tileproof.lint.names import call_arg, literal_dims, same
@@ -39,7 +39,7 @@ def _element_index(index: ast.expr | None, dims: tuple[ast.expr, ...] | None,
     items = index.elts if isinstance(index, ast.Tuple) else [index]
     if len(items) != len(dims):
         return
-    for item, dim in zip(items, dims):
+    for item, dim in zip(items, dims, strict=True):
         if not (isinstance(item, ast.BinOp) and isinstance(item.op, ast.Mult)):
             continue
         if isinstance(dim, ast.Constant) and dim.value == 1:

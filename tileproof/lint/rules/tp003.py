@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from collections.abc import Iterator
 
 from tileproof.lint.interp import Interpreter
 from tileproof.lint.names import call_arg, is_pow2, literal_dims

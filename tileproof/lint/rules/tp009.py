@@ -13,7 +13,7 @@ interpreter's (``Interpreter.candidates``, ``Interpreter.sources``).
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from collections.abc import Iterator
 
 from tileproof.lint.interp import Bind, Candidate, Interpreter, literal_axes
 from tileproof.lint.names import REDUCTIONS, call_arg

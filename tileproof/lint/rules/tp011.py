@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from collections.abc import Iterator
 
 from tileproof.lint.interp import HostScope
 from tileproof.lint.names import call_arg
@@ -24,7 +24,7 @@ def grid_limit(host: HostScope, call: ast.Call) -> Iterator[Report]:
         yield Report(grid, f"launch grid has {len(grid.elts)} dimensions; CUDA grids have at most 3",
                      "fold the extra dimensions into one and split it with // and % in the kernel")
         return
-    for elt, (limit, axis) in zip(grid.elts, GRID_LIMITS):
+    for elt, (limit, axis) in zip(grid.elts, GRID_LIMITS, strict=False):
         value = host.mod.const_int(elt, host.lookup)
         if value is None or value <= limit:
             continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from collections.abc import Iterator
 
 from tileproof.lint.interp import Interpreter
 from tileproof.lint.registry import Report, rule

@@ -11,7 +11,7 @@ one only claims its commit. Without history nothing is checked (the audit says s
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from tileproof.judge.audit.registry import rule
 from tileproof.judge.audit.result import Issue

@@ -1,11 +1,12 @@
-"""Evidence references: every transcript a record names exists under evidence/ with its digest; nothing there is orphaned."""
+"""Evidence references: every transcript a record names exists under evidence/ with its digest;
+nothing there is orphaned."""
 
 from __future__ import annotations
 
 import typing
 from collections import defaultdict
-from functools import lru_cache
-from typing import Iterator
+from collections.abc import Iterator
+from functools import cache
 
 from pydantic import BaseModel
 
@@ -54,7 +55,7 @@ def _collect(obj, where: str, out: list) -> None:
             _collect(item, f"{where}[{key}]", out)
 
 
-@lru_cache(maxsize=None)
+@cache
 
 
 def _transcript_fields(cls: type[BaseModel]) -> tuple[tuple[str, bool], ...]:

@@ -23,7 +23,8 @@ def cc_issues(env: Environment, rows: list[dict] | None, report: CheckReport | N
     if env.nvidia_smi_query is None:
         out.append((CC, f"GPU {gpu.name} recorded without an nvidia-smi query transcript to confirm it"))
     elif rows is not None:
-        row = next((r for r in rows if r["uuid"] == gpu.uuid), None) or next((r for r in rows if r["index"] == gpu.index), None)
+        row = next((r for r in rows if r["uuid"] == gpu.uuid), None) \
+            or next((r for r in rows if r["index"] == gpu.index), None)
         if row is None:
             out.append((CC, f"GPU {gpu.index} ({gpu.uuid}) is not in the nvidia-smi query transcript"))
         else:

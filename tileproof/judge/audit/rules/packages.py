@@ -25,7 +25,8 @@ def freeze_names(text: str) -> set[str]:
     return {n.strip().lower().replace("_", "-") for n in out}
 
 
-def packages_issues(env: Environment, freeze: dict[str, str] | None, unpinned: AbstractSet[str] = frozenset()) -> list[Issue]:
+def packages_issues(env: Environment, freeze: dict[str, str] | None,
+                    unpinned: AbstractSet[str] = frozenset()) -> list[Issue]:
     """Recorded versions (packages, toolchain.packages, versions) vs pip freeze."""
     if freeze is None:
         return []

@@ -41,7 +41,7 @@ def differences(lesson: lessons.Lesson, derived: LessonFront, blocks: dict[str, 
             out.append(f"hardware.{name}: the lesson says {have!r}, the records give {want!r}")
     if len(front.results) != len(derived.results):
         out.append(f"results: {len(front.results)} rows, the decision has {len(derived.results)}")
-    for i, (have_row, want_row) in enumerate(zip(front.results, derived.results)):
+    for i, (have_row, want_row) in enumerate(zip(front.results, derived.results, strict=False)):
         for name in ("result", "run_id"):
             have, want = getattr(have_row, name), getattr(want_row, name)
             if have != want:
@@ -52,7 +52,7 @@ def differences(lesson: lessons.Lesson, derived: LessonFront, blocks: dict[str, 
     except RecordError as e:
         return out + [f"body: {e.problem}"]
     wanted = lessons.render_results_table(derived.results).strip("\n").splitlines()
-    for n, (have, want) in enumerate(zip(table, wanted), start=1):
+    for n, (have, want) in enumerate(zip(table, wanted, strict=False), start=1):
         if have != want:
             out.append(f"body results table line {n}: the lesson says {have!r}, the records give {want!r}")
     if len(table) != len(wanted):
@@ -72,7 +72,7 @@ def block_differences(lesson: lessons.Lesson, name: str, content: str) -> list[s
         return [f"body: {e.problem}"]
     wanted = content.strip("\n").splitlines()
     out = [f"body {name} table line {n}: the lesson says {have!r}, the records give {want!r}"
-           for n, (have, want) in enumerate(zip(table, wanted), start=1) if have != want]
+           for n, (have, want) in enumerate(zip(table, wanted, strict=False), start=1) if have != want]
     if len(table) != len(wanted):
         out.append(f"body {name} table: {len(table)} lines, the records give {len(wanted)}")
     return out

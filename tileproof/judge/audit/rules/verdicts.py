@@ -46,7 +46,8 @@ def verdict_issues(rec: RunRecord) -> list[Issue]:
         if report is None:
             out.append((REPORT, "verdict passed without a check report"))
         elif gate != "ok" or not report.passed or failing or not report.checks:
-            why = f"gate {gate}" if gate != "ok" else (f"checks failed: {', '.join(failing)}" if failing else "report not passed")
+            not_passed = f"checks failed: {', '.join(failing)}" if failing else "report not passed"
+            why = f"gate {gate}" if gate != "ok" else not_passed
             out.append((REPORT, f"verdict passed but the check report says {why}"))
     elif verdict == "gated" and gate != "below-sm80":
         out.append((REPORT, f"verdict gated but the check report's gate is {gate or 'absent'}"))

@@ -1,0 +1,244 @@
+"""Merging records from many hosts: conflict-free by construction, never overwriting, gaps shown.
+
+Real files and real git (worktrees, branches, ``git merge``); records written
+through ``tileproof.records.store`` exactly as ``run`` writes them.
+"""
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tileproof.fleet import matrix as mx
+from tileproof.fleet import tasks
+from tileproof.fleet.cluster import Cluster, GpuKind
+from tileproof.fleet.merge import MergeConflict, Source, merge, plan_merge
+from tileproof.fleet.plan import SUBMITTED_FILE, ArrayResult, Submitted, make_plan
+from tileproof.records.errors import TileproofError
+
+REPO = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("fleet_course", REPO / "tests" / "data" / "fleet" / "course.py")
+course = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(course)
+
+
+def audit(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tileproof", "audit", "--root", str(root)],
+                          capture_output=True, text=True, cwd=root, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+
+
+def host_tree(base: Path, repo: Path, name: str) -> Path:
+    """A simulated host's checkout: the course's lessons and programs (what records digest)."""
+    root = base / name
+    for folder in ("lessons", "kernels"):
+        shutil.copytree(repo / folder, root / folder)
+    return root
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return course.course_repo(tmp_path / "course")
+
+
+def test_fifty_hosts_merge_with_no_conflict_and_audit_clean(tmp_path, repo):
+    hosts = [host_tree(tmp_path / "hosts", repo, f"host{h:02d}") for h in range(50)]
+    written = sum(course.host_records(h, i, which=("H200", "A100", "T4")[i % 3]) for i, h in enumerate(hosts))
+    done = merge(repo, [Source(base=h) for h in hosts])
+    assert len(list((repo / "runs").glob("*.json"))) == written == 150
+    assert done.same == 0 and len(done.writes) == written + 50 * (3 + 2 * 3)  # records + transcripts
+    assert done.skipped == []
+    again = merge(repo, [Source(base=h) for h in hosts])  # a second merge is a no-op
+    assert not again.writes and again.same == len(done.writes)
+    result = audit(repo)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "150 records" in result.stdout
+
+
+def test_same_name_different_bytes_is_a_loud_error_and_nothing_is_written(tmp_path, repo):
+    a, b = host_tree(tmp_path, repo, "a"), host_tree(tmp_path, repo, "b")
+    course.host_records(a, 0)
+    course.host_records(b, 1)
+    victim = sorted((a / "runs").glob("*run*.json"))[0]
+    (b / "runs" / victim.name).write_bytes(victim.read_bytes().replace(b'"passed"', b'"failed"', 1))
+    before = sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts)
+    with pytest.raises(MergeConflict, match=rf"runs/{victim.name}: .* differ.*nothing was merged"):
+        merge(repo, [Source(base=a), Source(base=b)])
+    assert sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts) == before
+
+
+def test_a_file_already_in_the_tree_is_never_overwritten(tmp_path, repo):
+    a = host_tree(tmp_path, repo, "a")
+    course.host_records(a, 0)
+    merge(repo, [Source(base=a)])
+    record = sorted((repo / "runs").glob("*run*.json"))[0]
+    original = record.read_bytes()
+    (a / "runs" / record.name).write_bytes(original + b" ")
+    with pytest.raises(MergeConflict, match="differs from the one already in"):
+        merge(repo, [Source(base=a)])
+    assert record.read_bytes() == original
+
+
+def test_reports_and_killed_writers_temp_files_are_not_merged(tmp_path, repo):
+    a = host_tree(tmp_path, repo, "a")
+    course.host_records(a, 0)
+    (a / "evidence" / "AUDIT.md").write_text("a host's own audit report\n")
+    (a / "runs" / ".20261101T000000Z-run-0badc0de.json.x1y2.tmp").write_text("{half")
+    plan = plan_merge(repo, [Source(base=a)])
+    assert not any("AUDIT.md" in w or w.endswith(".tmp") for w in plan.writes)
+    assert sorted(s.rsplit(": ", 1)[1] for s in plan.skipped) == ["incomplete write (temp file)", "not a record file"]
+
+
+def test_git_merge_of_branches_each_adding_records_has_no_conflict(tmp_path, repo):
+    branches = []
+    for h in range(8):
+        name = f"host{h}"
+        wt = tmp_path / "wt" / name
+        course.git(repo, "worktree", "add", "-q", "-b", name, str(wt))
+        course.host_records(wt, h, sessions=2)
+        course.git(wt, "add", "-A", "runs", "evidence")
+        course.git(wt, "commit", "-q", "-m", f"records from {name}")
+        branches.append(name)
+    for name in branches:  # one merge per host, as a maintainer would take them
+        course.git(repo, "merge", "-q", "--no-edit", name)
+    assert course.git(repo, "status", "--porcelain") == ""
+    assert len(list((repo / "runs").glob("*.json"))) == 8 * 2 * 3
+    result = audit(repo)
+    assert result.returncode == 0, result.stdout[-3000:]
+
+
+# --- the matrix ----------------------------------------------------------------
+
+
+def _records(root: Path, which: str = "H200", drop: str | None = None, close: bool = True):
+    course.host_records(root, 0, which=which)
+    files = sorted((root / "runs").glob("*.json"))
+    if drop == "session" or not close:
+        files = [f for f in files if "-session-" not in f.name]
+    if drop == "run":
+        files = [f for f in files if "-session-" in f.name] + [f for f in files if "-run-" in f.name][:1]
+    return mx.load_task_records(files)
+
+
+def test_matrix_cell_passes_only_with_every_record_closed_on_the_right_gpu(tmp_path, repo):
+    progs = list(course.PROGRAMS)
+    for name, kwargs, cc, outcome in [
+        ("ok", {}, "9.0", "passed"),
+        ("any", {}, None, "passed"),
+        ("wrong", {}, "10.0", "wrong-gpu"),
+        ("t4", {"which": "T4"}, "7.5", "gated"),
+        ("died", {"close": False}, "9.0", "gap"),
+        ("half", {"drop": "run"}, "9.0", "gap"),
+    ]:
+        records, bad = _records(host_tree(tmp_path, repo, name), **kwargs)
+        got = mx.cell("both", "k", progs, records, bad, cc)
+        assert got.outcome == outcome, (name, got)
+    assert "no closing record" in mx.cell("both", "k", progs, *_records(host_tree(tmp_path, repo, "d2"), close=False),
+                                           "9.0").detail
+
+
+def test_a_record_that_does_not_load_is_its_own_outcome(tmp_path):
+    bad = tmp_path / "runs" / "x.json"
+    bad.parent.mkdir()
+    bad.write_text("{")
+    records, problems = mx.load_task_records([bad])
+    cell = mx.cell("l", "k", ["kernels/a.py"], records, problems, None)
+    assert cell.outcome == "bad-record" and "not valid JSON" in cell.detail
+
+
+def test_finish_merges_what_tasks_wrote_and_shows_a_dead_task_as_a_gap(tmp_path, repo):
+    """The merge job's work without Slurm: real worktrees, one task complete, one died mid-run,
+    one never started; a refused kind."""
+    cluster = Cluster(cluster_version=1, name="t", kinds={"sm_90": GpuKind(constraint="sm_90", compute_capability="9.0"),
+                                                           "big": GpuKind(gres="gpu:b200:1")})
+    folder = tmp_path / "fleet"
+    lessons = {lid: progs for lid, progs in course.LESSONS.items()}
+    lessons["fleet-both"] = list(course.PROGRAMS)
+    plan = make_plan(cluster=cluster, lesson_programs=lessons, kinds=[], repo=repo, commit=course.git(repo, "rev-parse", "HEAD").strip(),
+                     python=sys.executable, folder=folder, fleet_id="t")
+    folder.mkdir()
+    (folder / SUBMITTED_FILE).write_text(Submitted(fleet_version=1, arrays=[
+        ArrayResult(kind="sm_90", job_id="1", refused=None),
+        ArrayResult(kind="big", job_id=None, refused="sbatch: error: Invalid generic resource (gres) specification"),
+    ]).model_dump_json())
+    sm90 = plan.arrays[0].tasks
+    for task in sm90[:2]:  # the third task (fleet-both) never started
+        course.git(repo, "worktree", "add", "-q", "--detach", str(plan.checkout(task)), plan.commit)
+    done, died = plan.checkout(sm90[0]), plan.checkout(sm90[1])
+    course.host_records(done, 0)   # both programs + the session (the host ran everything)
+    course.host_records(died, 1)
+    for f in (died / "runs").glob("*-session-*.json"):
+        f.unlink()                  # the task died before its session record
+    result = tasks.finish(plan)
+    at = {(c.lesson, c.kind): c for c in result.cells}
+    assert at[("fleet-vector-add", "sm_90")].outcome == "passed"
+    assert at[("fleet-online-softmax", "sm_90")].outcome == "gap"
+    assert "never started" in at[("fleet-both", "sm_90")].detail
+    assert {at[(l, "big")].outcome for l in lessons} == {"refused"}
+    assert not result.passed()
+    merged = {p.name for p in (repo / "runs").glob("*.json")}
+    wrote = {p.name for p in (done / "runs").glob("*.json")} | {p.name for p in (died / "runs").glob("*.json")}
+    assert wrote - {".gitkeep"} <= merged  # what the dead task wrote is kept
+    assert result.audit_exit == 1  # the audit sees the unclosed session: the gap is not hidden
+    assert (folder / "matrix.json").is_file()
+    table = "\n".join(mx.render(result))
+    assert "fleet-online-softmax x sm_90: gap" in table
+
+
+def test_a_task_runs_its_lesson_in_its_own_worktree_and_a_requeued_task_adds_to_it(tmp_path, repo):
+    """What an array task does, without Slurm: a real worktree of the plan's commit, a real ``tileproof run``."""
+    cluster = Cluster(cluster_version=1, name="t", kinds={"cpu": GpuKind()})
+    plan = make_plan(cluster=cluster, lesson_programs=dict(course.LESSONS), kinds=[], repo=repo,
+                     commit=course.git(repo, "rev-parse", "HEAD").strip(), python=sys.executable,
+                     folder=tmp_path / "fleet", fleet_id="t")
+    plan = plan.model_copy(update={"run_args": ["--record-no-gpu"]})
+    assert tasks.run_task(plan, "cpu", 1) == 1  # no GPU here: the run records no-gpu and fails
+    checkout = plan.checkout(plan.task("cpu", 1))
+    assert course.git(checkout, "rev-parse", "HEAD").strip() == plan.commit
+    assert tasks.run_task(plan, "cpu", 1) == 1  # requeued: same worktree, a second session
+    own = tasks.own_runs(tasks.task_files(plan, plan.task("cpu", 1)))
+    assert len([p for p in own if "-session-" in p.name]) == 2 and len(own) == 4
+    assert not list((repo / "runs").glob("*-run-*.json"))  # nothing written outside the task's worktree
+    course.git(checkout, "checkout", "-q", "--detach", "HEAD~0")
+    (checkout / "x").write_text("x")
+    course.git(checkout, "add", "x")
+    course.git(checkout, "commit", "-q", "-m", "other")
+    with pytest.raises(TileproofError, match="a worktree of another commit is there"):
+        tasks.run_task(plan, "cpu", 1)
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tileproof", *args], cwd=cwd, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+
+
+def test_ci_runners_collect_then_merge_prints_the_matrix(tmp_path, repo):
+    """The workflow's path: each runner's checkout -> ``fleet collect`` -> artifact; ``fleet merge`` of them all."""
+    artifacts = tmp_path / "artifacts"
+    for i, kind in enumerate(("sm_90", "sm_80")):
+        wt = tmp_path / "runners" / kind
+        course.git(repo, "worktree", "add", "-q", "--detach", str(wt))
+        course.host_records(wt, i, which="H200" if kind == "sm_90" else "A100")
+        got = _cli("fleet", "collect", "--out", str(artifacts / f"records-{kind}"), "--root", str(wt), cwd=wt)
+        assert got.returncode == 0 and "12 files into" in got.stdout, got.stdout + got.stderr  # 3 records, 9 transcripts
+        assert len(list((artifacts / f"records-{kind}" / "runs").glob("*.json"))) == 3  # 2 runs + session
+    merged = _cli("fleet", "merge", str(artifacts / "records-sm_90"), str(artifacts / "records-sm_80"),
+                  "--root", str(repo), cwd=repo)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert "LESSON" in merged.stdout and "records-sm_90" in merged.stdout and "audit: exit 0" in merged.stdout
+    assert len(list((repo / "runs").glob("*.json"))) == 6
+    # a runner that died before its session record: its column is a gap and the merge says so
+    dead = tmp_path / "runners" / "sm_120"
+    course.git(repo, "worktree", "add", "-q", "--detach", str(dead))
+    course.host_records(dead, 9)
+    for f in (dead / "runs").glob("*-session-*.json"):
+        f.unlink()
+    assert _cli("fleet", "collect", "--out", str(artifacts / "records-sm_120"), "--root", str(dead),
+                cwd=dead).returncode == 0
+    again = _cli("fleet", "merge", *(str(artifacts / f"records-{k}") for k in ("sm_90", "sm_80", "sm_120")),
+                 "--root", str(repo), cwd=repo)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "fleet-vector-add x records-sm_120: gap: session" in again.stdout
+    assert "11 files written, 24 already there" in again.stdout  # the dead runner's 2 runs + their transcripts

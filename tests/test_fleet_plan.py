@@ -1,0 +1,131 @@
+"""The pure half of the fleet: cluster files, the job plan, the sbatch scripts, the device fan-out plan."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tileproof.fleet import sbatch
+from tileproof.fleet.cluster import load_cluster
+from tileproof.fleet.devices import child_args, plan_devices
+from tileproof.fleet.plan import make_plan
+from tileproof.records.errors import RecordError, TileproofError
+from tileproof.records.parsers import parse_gpu_query
+
+REPO = Path(__file__).resolve().parents[1]
+CI_CLUSTER = REPO / ".ci" / "slurm-cluster.yaml"
+_spec = importlib.util.spec_from_file_location("fleet_course", REPO / "tests" / "data" / "fleet" / "course.py")
+course = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(course)
+
+SITE = """\
+cluster_version: 1
+name: uni
+partition: gpu
+time_limit: "02:00:00"
+mem: 16G
+kinds:
+  sm_80: {gres: "gpu:a100:1", compute_capability: "8.0"}
+  sm_90: {constraint: "h100|h200", gres: "gpu:1", compute_capability: "9.0", partition: hopper}
+  t4: {gres: "gpu:t4:1", compute_capability: "7.5"}
+"""
+
+
+def plan_for(tmp_path, text=SITE, kinds=()):
+    path = tmp_path / "cluster.yaml"
+    path.write_text(text)
+    return make_plan(cluster=load_cluster(path), lesson_programs={"a": ["kernels/a.py"], "b": ["kernels/b.py", "cpp/b.cu"]},
+                     kinds=list(kinds), repo=tmp_path / "repo", commit="c0ffee" * 6 + "abcd", python="/opt/py/bin/python",
+                     folder=tmp_path / "fleet", fleet_id="F1")
+
+
+def test_one_array_per_kind_one_task_per_lesson(tmp_path):
+    plan = plan_for(tmp_path)
+    assert [a.kind for a in plan.arrays] == ["sm_80", "sm_90", "t4"]
+    assert [(t.index, t.lesson, t.folder) for t in plan.arrays[1].tasks] == [(0, "a", "tasks/sm_90/a"),
+                                                                             (1, "b", "tasks/sm_90/b")]
+    assert plan.task("sm_90", 1).programs == ["kernels/b.py", "cpp/b.cu"]
+    with pytest.raises(TileproofError, match=r"no task sm_90\[2\]"):
+        plan.task("sm_90", 2)
+    assert [a.kind for a in plan_for(tmp_path, kinds=["t4"]).arrays] == ["t4"]
+
+
+def test_kinds_become_constraint_and_gres_lines(tmp_path):
+    plan = plan_for(tmp_path)
+    text = sbatch.array_script(plan, plan.arrays[1])
+    lines = text.splitlines()
+    assert lines[0] == "#!/bin/sh"
+    assert "#SBATCH --array=0-1" in lines and "#SBATCH --constraint=h100|h200" in lines
+    assert "#SBATCH --gres=gpu:1" in lines and "#SBATCH --partition=hopper" in lines and "#SBATCH --mem=16G" in lines
+    assert lines[-1].endswith('--kind sm_90 --index "$SLURM_ARRAY_TASK_ID"')
+    assert lines[-1].startswith("exec /opt/py/bin/python -m tileproof fleet task --plan ")
+    a100 = sbatch.array_script(plan, plan.arrays[0]).splitlines()
+    assert "#SBATCH --gres=gpu:a100:1" in a100 and "#SBATCH --partition=gpu" in a100
+    assert not any("--constraint" in l for l in a100)
+    merge = sbatch.merge_script(plan, ["11", "12"]).splitlines()
+    assert "#SBATCH --dependency=afterany:11:12" in merge
+    assert merge[-1].endswith("fleet finish --plan " + str(tmp_path / "fleet" / "plan.json"))
+
+
+def test_the_ci_cluster_file_loads_and_unknown_kinds_are_one_line(tmp_path):
+    cluster = load_cluster(CI_CLUSTER)
+    assert set(cluster.kinds) == {"cpu", "sm_90", "sm_100"} and cluster.kinds["sm_90"].constraint == "sm_90"
+    with pytest.raises(TileproofError, match=r"--kind sm_75: not in cluster 'uni' \(fix: one of sm_80, sm_90, t4"):
+        plan_for(tmp_path, kinds=["sm_75"])
+
+
+@pytest.mark.parametrize("text, where", [
+    ("cluster_version: 2\nname: x\nkinds: {a: {}}\n", "cluster_version: is 2"),
+    ("cluster_version: 1\nname: x\nkinds: {}\n", "kinds: "),
+    ("cluster_version: 1\nname: x\nkinds: {a: {gpus: 1}}\n", "kinds.a.gpus: Extra inputs"),
+    ("cluster_version: 1\nname: x\ntime_limit: soon\nkinds: {a: {}}\n", "time_limit: "),
+    ("cluster_version: 1\nname: x\nkinds: {'a b': {}}\n", "kinds.a b: a kind name may hold only"),
+    ("[1, 2]\n", "expected a mapping"),
+])
+def test_a_bad_cluster_file_is_one_line_naming_the_field(tmp_path, text, where):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(RecordError) as e:
+        load_cluster(path)
+    assert str(e.value).startswith(f"{path}: ") and where in str(e.value) and "(fix: " in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_devices_all_is_every_gpu_nvidia_smi_lists():
+    one = parse_gpu_query((REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv").read_text())
+    assert plan_devices("all", one) == [0]
+    with pytest.raises(TileproofError, match="nvidia-smi lists no GPU 1 .fix: one of 0, or 'all'"):
+        plan_devices("0,1", one)
+    assert plan_devices("all", None) == [0]  # no driver: device 0 alone, which records its no-GPU gate
+    assert plan_devices("3,1", None) == [3, 1]
+    for bad in ("", "1,1", "x", "-1"):
+        with pytest.raises(TileproofError, match="--devices"):
+            plan_devices(bad, one)
+    assert child_args(["l1"], ["vector_add"], 60.0, Path("/r"), 2) == [
+        "l1", "--program", "vector_add", "--timeout", "60.0", "--root", "/r", "--device", "2"]
+
+
+def test_devices_fan_out_leaves_one_record_per_program_and_gpu(tmp_path):
+    """Real child runs on this machine (no GPU): each device's session records its programs' gates."""
+    repo = course.course_repo(tmp_path / "course")
+    proc = subprocess.run([sys.executable, "-m", "tileproof", "run", "--devices", "0,1", "--record-no-gpu", "--root", str(repo)],
+                          cwd=repo, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # never a pass without a GPU
+    runs = [json.loads(p.read_text()) for p in (repo / "runs").glob("*-run-*.json")]
+    got = sorted((r["program"], r["environment"]["env"]["CUDA_VISIBLE_DEVICES"], r["verdict"]) for r in runs)
+    assert got == sorted((p, d, "no-gpu") for p in course.PROGRAMS for d in ("0", "1"))
+    assert len(list((repo / "runs").glob("*-session-*.json"))) == 2
+    assert "[gpu 1]" in proc.stdout and "0/2 GPUs passed every program" in proc.stdout
+
+
+def test_slurm_job_states_are_a_closed_set():
+    from tileproof.runner.slurm import ENDED, SlurmError, _state
+
+    assert _state("CANCELLED by 0", "scontrol") == "CANCELLED" and "CANCELLED" in ENDED
+    assert _state("COMPLETED", "sacct") == "COMPLETED" and _state("RUNNING", "sacct") not in ENDED
+    with pytest.raises(SlurmError, match="job state 'DONE-ISH' is not one tileproof knows"):
+        _state("DONE-ISH", "sacct")

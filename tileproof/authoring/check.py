@@ -1,0 +1,113 @@
+"""The lesson check: everything about a lesson that can be known without a GPU, in one pass.
+
+Every lesson parses and is in canonical form (what publish would write back is what is on disk);
+its programs exist; every check it names has an entry in the tolerance table; every results row's
+bound text shows the table's numbers; every claims file is valid; every generated file is current.
+One ``Problem`` per finding, each with its fix. ``tileproof check`` prints them; ``nox -s tests``
+runs it; the tests call ``problems`` on the repository and on a scaffolded lesson.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from tileproof.authoring import generated
+from tileproof.claims import spec as claims_spec
+from tileproof.records import lessons, store
+from tileproof.records.errors import TileproofError
+from tileproof.records.tolerances import TABLE_FILE, Table, load_table
+
+BOUND = re.compile(r"rtol (?P<rtol>[0-9.e+-]+)\b.*?atol (?P<atol>[0-9.e+-]+)")
+"""How a results row's bound text names its numbers (``rtol 1e-4, atol 1e-3``)."""
+BOUND_TOLERANCE = 0.02
+"""A bound's text may round the table's number to about two significant digits (``6.1e-5``)."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding: the file, what is wrong, and the fix."""
+
+    file: str
+    problem: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.problem} (fix: {self.fix})"
+
+
+def bound_text(rtol: float, atol: float) -> str:
+    """A results row's bound as the scaffold writes it; ``bound_matches`` reads it back."""
+    return f"float64 reference, rtol {rtol:.2g}, atol {atol:.2g}"
+
+
+def bound_matches(text: str, rtol: float, atol: float) -> bool:
+    """True when ``text`` names ``rtol`` and ``atol`` (to ``BOUND_TOLERANCE``)."""
+    m = BOUND.search(text)
+    if m is None:
+        return False
+    try:
+        got = float(m["rtol"]), float(m["atol"])
+    except ValueError:
+        return False
+    return all(math.isclose(g, w, rel_tol=BOUND_TOLERANCE) for g, w in zip(got, (rtol, atol)))
+
+
+def _lesson_problems(root: Path, lesson: lessons.Lesson, table: Table | None) -> list[Problem]:
+    shown = f"{lessons.LESSONS}/{lesson.path.name}"
+    out: list[Problem] = []
+    try:
+        if lessons.render(lesson, lesson.front) != lesson.text:
+            out.append(Problem(shown, "not in canonical form: publish would rewrite its status, hardware, "
+                                      "results keys or the table between <!-- results:begin/end -->",
+                               "write those parts exactly as `tileproof new-lesson` does (one key each, the "
+                               "results table rendered from the front matter's results)"))
+    except TileproofError as e:
+        out.append(Problem(shown, f"cannot be rendered: {e}", "restore the results markers and the keys"))
+    for field, path in lessons.missing_programs(root, lesson):
+        out.append(Problem(shown, f"{field}: {path} does not exist", f"write {path} or fix the path"))
+    if table is None:
+        return out
+    checks = dict.fromkeys(c for p in lesson.front.programs for c in p.checks)
+    for name in checks:
+        if name not in table:
+            out.append(Problem(shown, f"check '{name}' has no entry in {TABLE_FILE}",
+                               f"add \"{name}\": Tolerance(rtol=..., atol=...) with its derivation to {TABLE_FILE}"))
+    for i, row in enumerate(lesson.front.results):
+        if row.optional or row.check not in table:
+            continue
+        rtol, atol = table[row.check]
+        if not bound_matches(row.bound, rtol, atol):
+            out.append(Problem(shown, f"results.{i}.bound: '{row.bound}' does not show the table's "
+                                      f"rtol {rtol:g}, atol {atol:g} for '{row.check}'",
+                               f"write bound: '{bound_text(rtol, atol)}'"))
+    return out
+
+
+def problems(root: Path) -> list[Problem]:
+    """Every problem of the tree's lessons, claims files and generated files."""
+    root = Path(root)
+    out: list[Problem] = []
+    try:
+        table: Table | None = load_table(root)
+    except TileproofError as e:
+        table = None
+        out.append(Problem(TABLE_FILE.as_posix(), str(e), "fix the table"))
+    for lesson_id in lessons.lesson_ids(root):
+        try:
+            lesson = lessons.load(root, lesson_id)
+        except TileproofError as e:
+            out.append(Problem(f"{lessons.LESSONS}/{lesson_id}.md", str(e), "fix the front matter"))
+            continue
+        out += _lesson_problems(root, lesson, table)
+    for path in claims_spec.claims_files(root):
+        try:
+            claims_spec.load_file(path, store.rel(root, path))
+        except TileproofError as e:
+            out.append(Problem(store.rel(root, path), str(e), "fix the claims file"))
+    if table is not None:
+        out += [Problem(p.as_posix(), "differs from what its source renders", generated.COMMAND)
+                for p in generated.stale(root)]
+    return out

@@ -1,0 +1,23 @@
+"""``tileproof check``: the lesson check (``authoring.check``), one line per problem with its fix."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tileproof.authoring.check import problems
+from tileproof.records import lessons
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+
+
+def run(args: argparse.Namespace) -> int:
+    root = args.root.resolve()
+    found = problems(root)
+    for p in found:
+        print(p)
+    n = len(lessons.lesson_ids(root))
+    print(f"check: {n} lesson(s), {len(found)} problem(s)")
+    return 1 if found else 0

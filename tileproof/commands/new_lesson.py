@@ -1,0 +1,28 @@
+"""``tileproof new-lesson ID [--python NAME] [--cpp NAME]``: scaffold a draft lesson (``authoring.scaffold``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tileproof.authoring.generated import COMMAND, make_current
+from tileproof.authoring.scaffold import scaffold
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lesson", metavar="ID", help="the lesson id: lessons/ID.md")
+    parser.add_argument("--python", metavar="NAME", help="write kernels/NAME.py (default without --cpp: the id)")
+    parser.add_argument("--cpp", metavar="NAME", help="write cpp/NAME.cu")
+    parser.add_argument("--title", help="the lesson's title (default: from the id)")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+
+
+def run(args: argparse.Namespace) -> int:
+    root = args.root.resolve()
+    for rel in scaffold(root, args.lesson, args.python, args.cpp, args.title):
+        print(f"wrote {rel}")
+    for rel in make_current(root):
+        print(f"wrote {rel} ({COMMAND})")
+    print(f"next: tileproof check, tileproof lint-kernels, tileproof compile --arch sm_90, pytest "
+          f"(AUTHORING.md); then on a GPU: nox -s run-gpu -- {args.lesson}")
+    return 0

@@ -1,0 +1,71 @@
+"""The front-matter reference of the author's guide, rendered from the lesson models.
+
+``AUTHORING.md`` (the author's guide, linked from the README) holds a table per model
+(``LessonFront`` and the models it nests) between two markers; everything between them is
+generated from the fields' types, defaults and docstrings, so the guide cannot drift from what
+``records.lessons`` accepts.
+``tileproof schema`` rewrites it; a test and ``tileproof check`` fail while it is stale.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from tileproof.records.models import (
+    Hardware,
+    LessonFront,
+    LessonProgram,
+    PerfClaim,
+    ResultRow,
+)
+
+GUIDE = Path("AUTHORING.md")
+BEGIN = ("<!-- front-matter reference: generated from tileproof/records/models.py by `nox -s schema`; "
+         "do not edit -->")
+END = "<!-- end of the generated front-matter reference -->"
+MODELS: tuple[type[BaseModel], ...] = (LessonFront, LessonProgram, ResultRow, Hardware, PerfClaim)
+
+
+class GuideError(ValueError):
+    """The guide lacks the markers the generated reference goes between."""
+
+
+def _type(annotation: object) -> str:
+    text = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
+    text = text or str(annotation).replace("typing.", "").replace("tileproof.records.models.", "")
+    text = re.sub(r"Annotated\[str, StringConstraints\([^)]*pattern='([^']*)'[^)]*\)\]", r"str matching \1", text)
+    return text.replace("|", "or").replace("NoneType", "None")
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def reference() -> str:
+    """The generated Markdown: one table per model, one row per field."""
+    parts = []
+    for model in MODELS:
+        doc = _cell((model.__doc__ or "").strip().split("\n\n")[0]) if model.__doc__ else ""
+        rows = ["| field | type | required / default | meaning |", "|---|---|---|---|"]
+        for name, info in model.model_fields.items():
+            default = "required" if info.is_required() else (
+                f"`{info.default!r}`" if info.default is not PydanticUndefined else "computed")
+            kind, meaning = _cell(_type(info.annotation)), _cell(info.description or "")
+            rows.append(f"| `{name}` | `{kind}` | {default} | {meaning} |")
+        parts.append(f"### `{model.__name__}`\n\n" + (f"{doc}\n\n" if doc and "Base for" not in doc else "") +
+                     "\n".join(rows))
+    return "\n\n".join(parts)
+
+
+def with_reference(text: str) -> str:
+    """``text`` (the guide) with the part between the markers replaced by ``reference()``."""
+    if BEGIN not in text or END not in text or text.index(BEGIN) > text.index(END):
+        raise GuideError(f"{GUIDE}: the markers of the generated reference are missing "
+                         f"(fix: restore the lines {BEGIN!r} and {END!r})")
+    head, rest = text.split(BEGIN, 1)
+    _old, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n\n{reference()}\n\n{END}{tail}"

@@ -1,0 +1,89 @@
+"""Slurm's client commands, the only way tileproof talks to Slurm: submit, and ask a job's state.
+
+``sbatch --parsable`` answers a job id; a refusal (no node has the feature, an
+invalid gres) is sbatch's own error line, returned, not raised, so the caller
+can show it as that kind's row. A job's state comes from ``scontrol show job
+-o`` while the controller still holds it, else from ``sacct --parsable2
+--noheader`` (which needs accounting).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, get_args
+
+from tileproof.records.errors import TileproofError
+
+JobState = Literal[
+    "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
+    "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD", "SPECIAL_EXIT",
+    "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",
+    "DEADLINE", "REVOKED",
+]
+"""Slurm's job states (``man squeue``, JOB STATE CODES)."""
+
+ENDED: frozenset[str] = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+                                   "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REVOKED"})
+"""States a job never leaves."""
+
+_JOB_ID = re.compile(r"^[0-9]+$")
+
+
+class SlurmError(TileproofError):
+    """A Slurm client command is missing or answered something unreadable."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """sbatch's answer: a job id, or its refusal."""
+
+    job_id: str | None
+    refused: str | None
+    """sbatch's last error line when it refused the job."""
+
+
+def _client(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise SlurmError(f"{name}: not found on PATH (fix: run on a Slurm login node, or install Slurm's "
+                         "client commands, e.g. apt-get install slurm-client)")
+    return path
+
+
+def sbatch(script: Path, cwd: Path) -> Submission:
+    """``sbatch --parsable SCRIPT``: the job id, or sbatch's refusal."""
+    proc = subprocess.run([_client("sbatch"), "--parsable", str(script)], cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        lines = [l for l in proc.stderr.splitlines() if l.strip()] or [f"sbatch exited {proc.returncode}"]
+        return Submission(job_id=None, refused=lines[-1].strip())
+    job_id = proc.stdout.strip().split(";")[0]
+    if not _JOB_ID.match(job_id):
+        raise SlurmError(f"sbatch --parsable {script}: answered {proc.stdout.strip()!r}, not a job id")
+    return Submission(job_id=job_id, refused=None)
+
+
+def _state(word: str, source: str) -> JobState:
+    state = word.split()[0].rstrip("+") if word.strip() else ""
+    if state not in get_args(JobState):
+        raise SlurmError(f"{source}: job state {word!r} is not one tileproof knows")
+    return state  # type: ignore[return-value]
+
+
+def job_state(job_id: str) -> JobState:
+    """The job's state: ``scontrol`` while the controller holds it, ``sacct`` after."""
+    proc = subprocess.run([_client("scontrol"), "show", "job", "-o", job_id], capture_output=True, text=True)
+    if proc.returncode == 0:
+        found = re.search(r"(?:^|\s)JobState=(\S+)", proc.stdout)
+        if found:
+            return _state(found.group(1), f"scontrol show job {job_id}")
+    acct = subprocess.run([_client("sacct"), "--parsable2", "--noheader", "-X", "--format=State", "-j", job_id],
+                          capture_output=True, text=True)
+    lines = [l for l in acct.stdout.splitlines() if l.strip()]
+    if acct.returncode != 0 or not lines:
+        why = (acct.stderr.strip() or proc.stderr.strip() or "no such job").splitlines()[-1]
+        raise SlurmError(f"job {job_id}: neither scontrol nor sacct knows its state ({why})")
+    return _state(lines[0], f"sacct -j {job_id}")
