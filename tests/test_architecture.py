@@ -70,8 +70,8 @@ def _package(root: Path, files: dict[str, str]) -> None:
 
 def _contracts_over(tmp_path: Path, files: dict[str, str]) -> str:
     """Run this repository's contracts over a made-up ``tileproof`` built from ``files``."""
-    layers = ["__main__", "commands", "bench", "claims", "gather", "lint", "report", "runner", "toolchain",
-              "judge", "records"]
+    layers = ["__main__", "commands", "authoring", "bench", "claims", "fleet", "gather", "lint", "report", "runner",
+              "toolchain", "judge", "records"]
     skeleton = {"tileproof/__init__.py": ""} | {
         f"tileproof/{name}.py" if name == "__main__" else f"tileproof/{name}/__init__.py": "" for name in layers
     } | {"tileproof/runner/process.py": "import subprocess\n", "tileproof/commands/audit.py": ""}

@@ -18,6 +18,7 @@ from tileproof.fleet.cluster import Cluster, GpuKind
 from tileproof.fleet.merge import MergeConflict, Source, merge, plan_merge
 from tileproof.fleet.plan import SUBMITTED_FILE, ArrayResult, Submitted, make_plan
 from tileproof.records.errors import TileproofError
+from tileproof.records.models import RunRecord
 
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("fleet_course", REPO / "tests" / "data" / "fleet" / "course.py")
@@ -27,7 +28,8 @@ _spec.loader.exec_module(course)
 
 def audit(root: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tileproof", "audit", "--root", str(root)],
-                          capture_output=True, text=True, cwd=root, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+                          capture_output=True, text=True, cwd=root,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
 
 
 def host_tree(base: Path, repo: Path, name: str) -> Path:
@@ -139,6 +141,23 @@ def test_matrix_cell_passes_only_with_every_record_closed_on_the_right_gpu(tmp_p
                                            "9.0").detail
 
 
+def test_a_toolchain_absent_run_is_its_own_outcome_never_a_pass(tmp_path, repo):
+    # run records of run_version 2 and up may say toolchain-absent (a Julia program on a node without
+    # Julia): the cell shows it (a failed program outranks it) and the matrix does not pass.
+    progs = list(course.PROGRAMS)
+    records, bad = _records(host_tree(tmp_path, repo, "nojulia"))
+    absent = [r.model_copy(update={"verdict": "toolchain-absent"}) if isinstance(r, RunRecord) and r.program == progs[0]
+              else r for r in records]
+    got = mx.cell("both", "k", progs, absent, bad, "9.0")
+    assert got.outcome == "toolchain-absent" and "1 toolchain-absent" in got.detail, got
+    failed = [r.model_copy(update={"verdict": "error"}) if isinstance(r, RunRecord) and r.program == progs[1] else r
+              for r in absent]
+    assert mx.cell("both", "k", progs, failed, bad, "9.0").outcome == "failed"
+    matrix = mx.Matrix(matrix_version=1, lessons=["both"], kinds=["k"], cells=[got], merged=0, audit_exit=0,
+                       audit_line="ok")
+    assert not matrix.passed() and "toolchain-absent" in "\n".join(mx.render(matrix))
+
+
 def test_a_record_that_does_not_load_is_its_own_outcome(tmp_path):
     bad = tmp_path / "runs" / "x.json"
     bad.parent.mkdir()
@@ -151,12 +170,14 @@ def test_a_record_that_does_not_load_is_its_own_outcome(tmp_path):
 def test_finish_merges_what_tasks_wrote_and_shows_a_dead_task_as_a_gap(tmp_path, repo):
     """The merge job's work without Slurm: real worktrees, one task complete, one died mid-run,
     one never started; a refused kind."""
-    cluster = Cluster(cluster_version=1, name="t", kinds={"sm_90": GpuKind(constraint="sm_90", compute_capability="9.0"),
-                                                           "big": GpuKind(gres="gpu:b200:1")})
+    cluster = Cluster(cluster_version=1, name="t",
+                      kinds={"sm_90": GpuKind(constraint="sm_90", compute_capability="9.0"),
+                             "big": GpuKind(gres="gpu:b200:1")})
     folder = tmp_path / "fleet"
     lessons = {lid: progs for lid, progs in course.LESSONS.items()}
     lessons["fleet-both"] = list(course.PROGRAMS)
-    plan = make_plan(cluster=cluster, lesson_programs=lessons, kinds=[], repo=repo, commit=course.git(repo, "rev-parse", "HEAD").strip(),
+    plan = make_plan(cluster=cluster, lesson_programs=lessons, kinds=[], repo=repo,
+                     commit=course.git(repo, "rev-parse", "HEAD").strip(),
                      python=sys.executable, folder=folder, fleet_id="t")
     folder.mkdir()
     (folder / SUBMITTED_FILE).write_text(Submitted(fleet_version=1, arrays=[
@@ -176,7 +197,7 @@ def test_finish_merges_what_tasks_wrote_and_shows_a_dead_task_as_a_gap(tmp_path,
     assert at[("fleet-vector-add", "sm_90")].outcome == "passed"
     assert at[("fleet-online-softmax", "sm_90")].outcome == "gap"
     assert "never started" in at[("fleet-both", "sm_90")].detail
-    assert {at[(l, "big")].outcome for l in lessons} == {"refused"}
+    assert {at[(lid, "big")].outcome for lid in lessons} == {"refused"}
     assert not result.passed()
     merged = {p.name for p in (repo / "runs").glob("*.json")}
     wrote = {p.name for p in (done / "runs").glob("*.json")} | {p.name for p in (died / "runs").glob("*.json")}
@@ -222,7 +243,8 @@ def test_ci_runners_collect_then_merge_prints_the_matrix(tmp_path, repo):
         course.git(repo, "worktree", "add", "-q", "--detach", str(wt))
         course.host_records(wt, i, which="H200" if kind == "sm_90" else "A100")
         got = _cli("fleet", "collect", "--out", str(artifacts / f"records-{kind}"), "--root", str(wt), cwd=wt)
-        assert got.returncode == 0 and "12 files into" in got.stdout, got.stdout + got.stderr  # 3 records, 9 transcripts
+        # 3 records, 9 transcripts
+        assert got.returncode == 0 and "12 files into" in got.stdout, got.stdout + got.stderr
         assert len(list((artifacts / f"records-{kind}" / "runs").glob("*.json"))) == 3  # 2 runs + session
     merged = _cli("fleet", "merge", str(artifacts / "records-sm_90"), str(artifacts / "records-sm_80"),
                   "--root", str(repo), cwd=repo)

@@ -38,9 +38,10 @@ kinds:
 def plan_for(tmp_path, text=SITE, kinds=()):
     path = tmp_path / "cluster.yaml"
     path.write_text(text)
-    return make_plan(cluster=load_cluster(path), lesson_programs={"a": ["kernels/a.py"], "b": ["kernels/b.py", "cpp/b.cu"]},
-                     kinds=list(kinds), repo=tmp_path / "repo", commit="c0ffee" * 6 + "abcd", python="/opt/py/bin/python",
-                     folder=tmp_path / "fleet", fleet_id="F1")
+    return make_plan(cluster=load_cluster(path),
+                     lesson_programs={"a": ["kernels/a.py"], "b": ["kernels/b.py", "cpp/b.cu"]},
+                     kinds=list(kinds), repo=tmp_path / "repo", commit="c0ffee" * 6 + "abcd",
+                     python="/opt/py/bin/python", folder=tmp_path / "fleet", fleet_id="F1")
 
 
 def test_one_array_per_kind_one_task_per_lesson(tmp_path):
@@ -65,7 +66,7 @@ def test_kinds_become_constraint_and_gres_lines(tmp_path):
     assert lines[-1].startswith("exec /opt/py/bin/python -m tileproof fleet task --plan ")
     a100 = sbatch.array_script(plan, plan.arrays[0]).splitlines()
     assert "#SBATCH --gres=gpu:a100:1" in a100 and "#SBATCH --partition=gpu" in a100
-    assert not any("--constraint" in l for l in a100)
+    assert not any("--constraint" in ln for ln in a100)
     merge = sbatch.merge_script(plan, ["11", "12"]).splitlines()
     assert "#SBATCH --dependency=afterany:11:12" in merge
     assert merge[-1].endswith("fleet finish --plan " + str(tmp_path / "fleet" / "plan.json"))
@@ -112,7 +113,8 @@ def test_devices_all_is_every_gpu_nvidia_smi_lists():
 def test_devices_fan_out_leaves_one_record_per_program_and_gpu(tmp_path):
     """Real child runs on this machine (no GPU): each device's session records its programs' gates."""
     repo = course.course_repo(tmp_path / "course")
-    proc = subprocess.run([sys.executable, "-m", "tileproof", "run", "--devices", "0,1", "--record-no-gpu", "--root", str(repo)],
+    proc = subprocess.run([sys.executable, "-m", "tileproof", "run", "--devices", "0,1", "--record-no-gpu",
+                           "--root", str(repo)],
                           cwd=repo, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert proc.returncode == 1, proc.stdout + proc.stderr  # never a pass without a GPU
     runs = [json.loads(p.read_text()) for p in (repo / "runs").glob("*-run-*.json")]

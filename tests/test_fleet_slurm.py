@@ -53,7 +53,7 @@ def _free_port() -> int:
 def _node_line() -> str:
     """``slurmd -C``'s NodeName line for this host, with the feature sm_90."""
     out = subprocess.run([_bin("slurmd"), "-C"], capture_output=True, text=True, check=True).stdout
-    line = next(l for l in out.splitlines() if l.startswith("NodeName="))
+    line = next(ln for ln in out.splitlines() if ln.startswith("NodeName="))
     return f"{line} Features=sm_90 State=UNKNOWN"
 
 
@@ -141,7 +141,7 @@ def test_real_array_and_afterany_merge_job_on_a_single_node_cluster(tmp_path, cl
     assert "sm_100: REFUSED by sbatch" in proc.stdout and "Invalid feature specification" in proc.stdout
     matrix = json.loads((folder / "matrix.json").read_text())
     at = {(c["lesson"], c["kind"]): c for c in matrix["cells"]}
-    assert set(at) == {(l, k) for l in course.LESSONS for k in ("cpu", "sm_90", "sm_100")}
+    assert set(at) == {(lid, k) for lid in course.LESSONS for k in ("cpu", "sm_90", "sm_100")}
     for lesson in course.LESSONS:
         for kind in ("cpu", "sm_90"):
             assert at[(lesson, kind)]["outcome"] == "no-gpu", (at[(lesson, kind)], logs)
@@ -158,10 +158,10 @@ def test_real_array_and_afterany_merge_job_on_a_single_node_cluster(tmp_path, cl
     # the sm_90 array asked for the node feature, and Slurm ran it on the node that has it
     submitted = json.loads((folder / "submitted.json").read_text())
     sm90 = next(a["job_id"] for a in submitted["arrays"] if a["kind"] == "sm_90")
-    shown = [l for l in subprocess.run(["scontrol", "show", "job", "-o", sm90], capture_output=True,
-                                       text=True).stdout.splitlines() if l.strip()]
+    shown = [ln for ln in subprocess.run(["scontrol", "show", "job", "-o", sm90], capture_output=True,
+                                         text=True).stdout.splitlines() if ln.strip()]
     assert len(shown) == len(course.LESSONS), shown  # one line per array task
     node = _node_line().split()[0].split("=", 1)[1]
-    assert all("Features=sm_90" in l and f"BatchHost={node}" in l for l in shown), shown
+    assert all("Features=sm_90" in ln and f"BatchHost={node}" in ln for ln in shown), shown
     assert "#SBATCH --constraint=sm_90" in (folder / "scripts" / "sm_90.sbatch").read_text()
     assert "no-gpu" in proc.stdout and "LESSON" in proc.stdout

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tileproof.authoring.check import bound_text, problems
-from tileproof.authoring.scaffold import ScaffoldError, scaffold
+from tileproof.authoring.scaffold import ScaffoldError, scaffold, with_entries
 from tileproof.records import lessons
-from tileproof.records.tolerances import TABLE_FILE, load_table
+from tileproof.records.tolerances import TABLE_FILE, load_table, parse_table
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "authoring"
@@ -158,3 +158,12 @@ def test_a_check_without_an_entry_is_named(copy):
     found = [str(p) for p in problems(copy)]
     assert "lessons/row-ops.md: check 'scaled_add' has no entry in kernels/tolerances.py (fix: add " \
            "\"scaled_add\": Tolerance(rtol=..., atol=...) with its derivation to kernels/tolerances.py)" in found
+
+
+def test_new_entries_go_into_the_table_load_table_reads_after_a_declared_annotation():
+    # A bare ``TOLERANCES: ...`` declaration is not the table (load_table skips it); the scaffold
+    # appends to the same assignment load_table reads, not to the declaration.
+    text = ("from harness import Tolerance\n\nTOLERANCES: dict[str, Tolerance]\nTOLERANCES = {\n"
+            '    "old": Tolerance(rtol=0.0, atol=0.0),\n}\n')
+    assert list(parse_table(text)) == ["old"]
+    assert list(parse_table(with_entries(text, ["fresh"]))) == ["old", "fresh"]

@@ -104,10 +104,13 @@ def test_envelope_without_signatures_is_unsigned(signed, tmp_path):
     assert store.read_record(path, registry_of(entry(signer))).trust == "unsigned"
 
 
-def test_committed_records_all_load_and_are_unsigned(repo_root):
+def test_committed_records_all_load_unsigned_or_verified(repo_root):
+    """Records written before signing existed (before 2026-12-01) stay unsigned; every later one verifies."""
     reg = registry.load_registry(repo_root)
     loaded = store.read_records(repo_root, reg)
-    assert loaded and {x.trust for x in loaded} == {"unsigned"}
+    later = {x.trust for x in loaded if x.record.run_id >= "20261201"}
+    earlier = {x.trust for x in loaded if x.record.run_id < "20261201"}
+    assert later == {"verified"} and earlier == {"unsigned"}
     assert [x.record for x in loaded] == store.load_records(repo_root)
 
 

@@ -38,7 +38,8 @@ COMMANDS = {
     "audit": ("tileproof.commands.audit", "check every record, transcript and published lesson"),
     "bench": ("tileproof.commands.bench", "time the course kernels against cuBLAS/cupy on this GPU; bench record"),
     "claims": ("tileproof.commands.claims", "check every claim of the shipped documents; claims record"),
-    "schema": ("tileproof.commands.schema", "regenerate schema/, cpp/tolerances.h and the guide's front-matter reference"),
+    "schema": ("tileproof.commands.schema",
+               "regenerate schema/, cpp/tolerances.h and the guide's front-matter reference"),
     "check": ("tileproof.commands.check", "every lesson canonical, programs present, checks in the tolerance table, "
                                           "claims files valid, generated files current"),
     "new-lesson": ("tileproof.commands.new_lesson", "scaffold a draft lesson, its programs and tolerance entries"),

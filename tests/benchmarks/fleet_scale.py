@@ -87,7 +87,7 @@ def measured(name: str, root: Path, hosts: Path) -> dict:
         raise SystemExit(f"step {name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     lines = proc.stdout.strip().splitlines()
     result = json.loads(lines[-1])
-    result["last_line"] = next((l for l in reversed(lines[:-1]) if l.startswith("audit:")), "")
+    result["last_line"] = next((ln for ln in reversed(lines[:-1]) if ln.startswith("audit:")), "")
     return result
 
 
@@ -105,7 +105,7 @@ def findings(root: Path) -> list[str]:
     """The rows of AUDIT.md's Findings table."""
     text = (root / "evidence" / "AUDIT.md").read_text()
     section = text.split("\n## Findings\n", 1)[1].split("\n## ", 1)[0] if "\n## Findings\n" in text else ""
-    return [l for l in section.splitlines() if l.startswith("| `")]
+    return [ln for ln in section.splitlines() if ln.startswith("| `")]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in caught:
         print(f"  {line[:160]}")
     ok = (audit["exit"] == 0 and not audit_findings and tampered["exit"] != 0 and len(caught) == 2
-          and any(record in l and "record-seal" in l for l in caught)
-          and any(transcript in l and "evidence-digest" in l for l in caught))
+          and any(record in ln and "record-seal" in ln for ln in caught)
+          and any(transcript in ln and "evidence-digest" in ln for ln in caught))
     print(f"audit correct at this scale (clean tree: 0 findings; tampered: exactly the 2 changes): "
           f"{'yes' if ok else 'NO'}")
     if tmp is not None:

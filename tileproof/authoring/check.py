@@ -52,7 +52,7 @@ def bound_matches(text: str, rtol: float, atol: float) -> bool:
         got = float(m["rtol"]), float(m["atol"])
     except ValueError:
         return False
-    return all(math.isclose(g, w, rel_tol=BOUND_TOLERANCE) for g, w in zip(got, (rtol, atol)))
+    return all(math.isclose(g, w, rel_tol=BOUND_TOLERANCE) for g, w in zip(got, (rtol, atol), strict=True))
 
 
 def _lesson_problems(root: Path, lesson: lessons.Lesson, table: Table | None) -> list[Problem]:

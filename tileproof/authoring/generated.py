@@ -3,7 +3,8 @@ models, ``cpp/tolerances.h`` from the tolerance table (``kernels/tolerances.py``
 front-matter reference in ``AUTHORING.md`` from ``LessonFront`` (``records.guide``).
 
 ``tileproof schema`` (``nox -s schema``) writes them; the ``compile`` command makes them current
-before any compiler runs (and ``runner.builds`` the header, for builds ``run`` starts itself); ``tileproof check`` and the tests report each stale one in one line.
+before any compiler runs (and ``runner.builds`` the header, for builds ``run`` starts itself);
+``tileproof check`` and the tests report each stale one in one line.
 """
 
 from __future__ import annotations

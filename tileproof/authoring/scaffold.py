@@ -26,7 +26,7 @@ from tileproof.records.models import (
     LessonProgram,
     ResultRow,
 )
-from tileproof.records.tolerances import TABLE_FILE, load_table
+from tileproof.records.tolerances import TABLE_FILE, load_table, table_node
 
 LESSON_ID = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
 GATE_BOUND = "prints its capability line, exit 1"
@@ -73,10 +73,8 @@ def lesson_text(lesson_id: str, title: str, programs: list[str]) -> str:
 
 def with_entries(table_text: str, checks: list[str]) -> str:
     """``kernels/tolerances.py``'s text with one entry (and its derivation) per check added last."""
-    tree = ast.parse(table_text)
-    node = next(s.value for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))
-                and any(isinstance(t, ast.Name) and t.id == "TOLERANCES"
-                        for t in (s.targets if isinstance(s, ast.Assign) else [s.target])))
+    node = table_node(TABLE_FILE, ast.parse(table_text))  # the assignment load_table reads
+    assert node.end_lineno is not None, "ast.parse gives every node its position"
     lines = table_text.splitlines(keepends=True)
     close = node.end_lineno - 1  # the line holding the dict's closing brace
     if lines[close].strip() != "}":

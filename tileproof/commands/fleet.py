@@ -64,7 +64,8 @@ def _submit(args: argparse.Namespace) -> int:
         print("fleet: the working tree has uncommitted changes; tasks run the commit "
               f"{git[:12]}, not them", file=sys.stderr)
     folder = (args.out or root / "build" / "fleet" / fleet_id).resolve()
-    plan = fplan.make_plan(cluster=cluster, lesson_programs={l.id: [p.path for p in l.front.programs] for l in chosen},
+    plan = fplan.make_plan(cluster=cluster,
+                           lesson_programs={ls.id: [p.path for p in ls.front.programs] for ls in chosen},
                            kinds=args.kind, repo=root, commit=git, python=sys.executable, folder=folder,
                            fleet_id=fleet_id, run_args=args.run_arg)
     if args.dry_run:
@@ -96,7 +97,7 @@ def _show(plan_file: Path, why: str = "") -> int:
 
 def _merge(args: argparse.Namespace) -> int:
     root = args.root.resolve()
-    programs = {l.id: [p.path for p in l.front.programs] for l in lessons.load_all(root)}
+    programs = {ls.id: [p.path for p in ls.front.programs] for ls in lessons.load_all(root)}
     ids = list(programs)
     cells = []
     for src in args.sources:

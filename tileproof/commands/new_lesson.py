@@ -21,8 +21,8 @@ def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     for rel in scaffold(root, args.lesson, args.python, args.cpp, args.title):
         print(f"wrote {rel}")
-    for rel in make_current(root):
-        print(f"wrote {rel} ({COMMAND})")
+    for path in make_current(root):
+        print(f"wrote {path} ({COMMAND})")
     print(f"next: tileproof check, tileproof lint-kernels, tileproof compile --arch sm_90, pytest "
           f"(AUTHORING.md); then on a GPU: nox -s run-gpu -- {args.lesson}")
     return 0

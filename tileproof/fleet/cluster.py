@@ -61,7 +61,8 @@ def load_cluster(path: Path) -> Cluster:
     try:
         raw = yaml.safe_load(Path(path).read_text())
     except FileNotFoundError:
-        raise RecordError(path, "", "no such cluster file", "pass --cluster PATH (see .ci/slurm-cluster.yaml)") from None
+        raise RecordError(path, "", "no such cluster file",
+                          "pass --cluster PATH (see .ci/slurm-cluster.yaml)") from None
     except yaml.YAMLError as e:
         raise RecordError(path, "", f"not valid YAML ({e})", "fix the YAML syntax") from None
     if not isinstance(raw, dict):

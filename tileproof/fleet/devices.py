@@ -34,8 +34,8 @@ def plan_devices(spec: str, rows: list[dict] | None) -> list[int]:
         raise TileproofError(f"--devices {spec}: expected 'all' or GPU indexes like 0,1,3") from None
     if not wanted or len(set(wanted)) != len(wanted) or min(wanted) < 0:
         raise TileproofError(f"--devices {spec}: expected distinct GPU indexes like 0,1,3, or 'all'")
-    unknown = [i for i in wanted if listed is not None and i not in listed]
-    if unknown:
+    unknown = [] if listed is None else [i for i in wanted if i not in listed]
+    if listed is not None and unknown:
         raise TileproofError(f"--devices {spec}: nvidia-smi lists no GPU {unknown[0]} "
                              f"(fix: one of {', '.join(map(str, listed))}, or 'all')")
     return wanted
@@ -55,10 +55,10 @@ def fan_out(spec: str, lessons: list[str], programs: list[str], timeout: float, 
     say(f"run: --devices {spec}: GPUs {', '.join(map(str, indexes))}, one run session each, at once")
     done = children.in_parallel([(["run", *child_args(lessons, programs, timeout, root, i, extra)], root)
                                  for i in indexes])
-    for i, d in zip(indexes, done):
+    for i, d in zip(indexes, done, strict=True):  # in_parallel: one result per job
         for line in d.output.splitlines():
             say(f"[gpu {i}] {line}")
-    failed = [i for i, d in zip(indexes, done) if d.exit_code != 0]
+    failed = [i for i, d in zip(indexes, done, strict=True) if d.exit_code != 0]
     say(f"run: --devices {spec}: {len(indexes) - len(failed)}/{len(indexes)} GPUs passed every program"
         + (f"; not GPU {', '.join(map(str, failed))}" if failed else ""))
     return 1 if failed else 0

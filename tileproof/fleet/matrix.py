@@ -16,12 +16,15 @@ from tileproof.records import store
 from tileproof.records.errors import RecordError
 from tileproof.records.models import Model, RunRecord, SessionRecord
 
-CellOutcome = Literal["passed", "failed", "gated", "no-gpu", "wrong-gpu", "gap", "refused", "bad-record"]
+CellOutcome = Literal["passed", "failed", "gated", "no-gpu", "toolchain-absent", "wrong-gpu", "gap", "refused",
+                      "bad-record"]
 """``refused``: the engine would not run this kind (e.g. no node has the feature);
 ``gap``: the task left fewer records than the lesson has programs, or no closing
-session record (it died or never started); ``bad-record``: a record did not load."""
+session record (it died or never started); ``bad-record``: a record did not load;
+``toolchain-absent``: a program's toolchain was not on the node (the run verdict of that name)."""
 
-_ORDER: tuple[CellOutcome, ...] = ("refused", "bad-record", "gap", "wrong-gpu", "failed", "gated", "no-gpu", "passed")
+_ORDER: tuple[CellOutcome, ...] = ("refused", "bad-record", "gap", "wrong-gpu", "failed", "toolchain-absent", "gated",
+                                   "no-gpu", "passed")
 """Worst first: a cell shows the worst of its programs."""
 
 
@@ -92,6 +95,7 @@ def cell(lesson: str, kind: str, programs: list[str], records: list, bad: list[s
     if worst == "wrong-gpu":
         p = next(p for p, o in outcomes.items() if o == "wrong-gpu")
         gpu = newest[p].environment.gpu
+        assert gpu is not None, "_outcome gives wrong-gpu only for a record with a GPU"
         detail = f"{p} ran on {gpu.name} cc {gpu.compute_capability}; kind {kind} is cc {compute_capability}"
     return Cell(lesson=lesson, kind=kind, outcome=worst, detail=detail, runs=runs)
 
@@ -100,9 +104,12 @@ def _outcome(r: RunRecord, compute_capability: str | None) -> CellOutcome:
     gpu = r.environment.gpu
     if gpu is not None and compute_capability is not None and gpu.compute_capability != compute_capability:
         return "wrong-gpu"
-    if r.verdict in ("failed", "error", "timeout"):
-        return "failed"
-    return r.verdict
+    verdict = r.verdict
+    match verdict:  # every run verdict is named: mypy reports a missing return when a new one is not
+        case "failed" | "error" | "timeout":
+            return "failed"
+        case "passed" | "gated" | "no-gpu" | "toolchain-absent":
+            return verdict
 
 
 def refused(lesson: str, kind: str, why: str) -> Cell:
@@ -114,7 +121,7 @@ def render(m: Matrix) -> list[str]:
     at = {(c.lesson, c.kind): c for c in m.cells}
     rows = [["LESSON", *m.kinds]] + [[lid, *(at[(lid, k)].outcome for k in m.kinds)] for lid in m.lessons]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    out = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     out += [f"  {c.lesson} x {c.kind}: {c.outcome}: {c.detail}" for c in m.cells if c.outcome != "passed"]
     out.append(f"audit: exit {m.audit_exit}: {m.audit_line}" if m.audit_exit is not None else "audit: did not run")
     return out

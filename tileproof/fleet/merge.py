@@ -45,7 +45,8 @@ class MergePlan:
 
 def record_files(source: Path) -> tuple[list[str], list[str]]:
     """A source tree's record-owned files (relative paths) and the files it holds that are not."""
-    owned, other = [], []
+    owned: list[str] = []
+    other: list[str] = []
     runs = source / store.RUNS
     if runs.is_dir():
         for p in sorted(runs.iterdir()):
@@ -85,8 +86,9 @@ def plan_merge(root: Path, sources: list[Source]) -> MergePlan:
         if one.only is not None:
             wanted = set(one.only)
             owned, other = [o for o in owned if o in wanted], [o for o in other if o in wanted]
-        plan.skipped += [f"{source / o}: {'incomplete write (temp file)' if _TEMP.match(Path(o).name) else 'not a record file'}"
-                         for o in other]
+        plan.skipped += [
+            f"{source / o}: {'incomplete write (temp file)' if _TEMP.match(Path(o).name) else 'not a record file'}"
+            for o in other]
         for rel in owned:
             src, dest = source / rel, root / rel
             earlier = plan.writes.get(rel)

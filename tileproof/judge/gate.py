@@ -357,8 +357,8 @@ def _checks_used(rec: RunRecord, check: str | None) -> set[str]:
 def _v1_table_files(rec: RunRecord, changed: list[str], table: Mapping[str, Bound],
                     tables_at: Mapping[str, Mapping[str, Bound]], check: str | None,
                     since: str) -> tuple[str | None, list[str]]:
-    """An older record (before ``run_version`` 3) attests a whole tolerance file. Where that version is known (its digest
-    found in git history, ``tables_at``), only the entries of the record's checks count: (why they
+    """An older record (before ``run_version`` 3) attests a whole tolerance file. Where that version is known (its
+    digest found in git history, ``tables_at``), only the entries of the record's checks count: (why they
     changed, or None; the changed paths left). Where it is not known, the file stays changed."""
     attested = {s.path: s.sha256 for s in rec.sources}
     left = []

@@ -29,7 +29,7 @@ Any other kind is read at ``SCHEMA_VERSION`` only."""
 REPORT_VERSION = 1
 """The check-report version the programs write (see kernels/harness.py)."""
 
-LESSON_VERSION = 1
+LESSON_VERSION: Final = 1
 """The lesson front-matter version."""
 
 Verdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout"]

@@ -77,7 +77,7 @@ def parse_table(text: str, path: Path | str = TABLE_FILE) -> Table:
         where = f"{path}:{line}" if line else f"{path}"
         problem = exc or type(exc).__name__  # MemoryError and RecursionError say nothing themselves
         raise ToleranceTableError(f"{where}: not valid Python ({problem}) (fix: correct the syntax)") from None
-    node = _table_node(path, tree)
+    node = table_node(path, tree)
     if not isinstance(node, ast.Dict) or not node.keys:
         raise ToleranceTableError(
             f"{path}:{node.lineno}: TOLERANCES must be a non-empty dict literal of check name -> Tolerance "
@@ -114,8 +114,9 @@ def _source(repo_root: Path) -> str:
         raise ToleranceTableError(str(exc)) from None
 
 
-def _table_node(path: Path, tree: ast.Module) -> ast.expr:
-    """The value assigned to ``TOLERANCES`` at module level (exactly once)."""
+def table_node(path: Path, tree: ast.Module) -> ast.expr:
+    """The value assigned to ``TOLERANCES`` at module level (exactly once): ``load_table`` reads it,
+    ``new-lesson`` appends entries to it."""
     found: list[ast.expr] = []
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "TOLERANCES"  # noqa: SIM114

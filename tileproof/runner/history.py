@@ -104,7 +104,7 @@ def at_commits(root: Path, commits: Iterable[str], pairs: Iterable[tuple[str, st
     answers = _cat_file(root, queries)
     return AtCommits(known={c: answers[i] is not None for i, c in enumerate(commits)},
                      sha256={cp: None if data is None else hashlib.sha256(data).hexdigest()
-                             for cp, data in zip(pairs, answers[len(commits):])})
+                             for cp, data in zip(pairs, answers[len(commits):], strict=True)})
 
 
 def versions(root: Path, path: str) -> dict[str, bytes] | NoHistory:

@@ -58,7 +58,7 @@ def sbatch(script: Path, cwd: Path) -> Submission:
     """``sbatch --parsable SCRIPT``: the job id, or sbatch's refusal."""
     proc = subprocess.run([_client("sbatch"), "--parsable", str(script)], cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
-        lines = [l for l in proc.stderr.splitlines() if l.strip()] or [f"sbatch exited {proc.returncode}"]
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()] or [f"sbatch exited {proc.returncode}"]
         return Submission(job_id=None, refused=lines[-1].strip())
     job_id = proc.stdout.strip().split(";")[0]
     if not _JOB_ID.match(job_id):
@@ -82,7 +82,7 @@ def job_state(job_id: str) -> JobState:
             return _state(found.group(1), f"scontrol show job {job_id}")
     acct = subprocess.run([_client("sacct"), "--parsable2", "--noheader", "-X", "--format=State", "-j", job_id],
                           capture_output=True, text=True)
-    lines = [l for l in acct.stdout.splitlines() if l.strip()]
+    lines = [ln for ln in acct.stdout.splitlines() if ln.strip()]
     if acct.returncode != 0 or not lines:
         why = (acct.stderr.strip() or proc.stderr.strip() or "no such job").splitlines()[-1]
         raise SlurmError(f"job {job_id}: neither scontrol nor sacct knows its state ({why})")

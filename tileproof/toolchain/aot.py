@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Any
 
 from tileproof.records.errors import RecordError
 
@@ -45,10 +46,11 @@ def kernels_of(module) -> dict[str, object]:
     return {n: v for n, v in vars(module).items() if isinstance(v, ct.kernel)}
 
 
-def _parameters(kernel) -> list[tuple[str, object]]:
-    """(name, cuTile's annotation node) for each parameter of ``kernel``."""
+def _parameters(kernel) -> list[tuple[str, Any]]:
+    """(name, cuTile's annotation node) for each parameter of ``kernel`` (cuTile builds one node per
+    parameter; its nodes are untyped)."""
     af = kernel._annotated_function
-    return list(zip(af.pysig.parameters, af.parameter_annotations))
+    return list(zip(af.pysig.parameters, af.parameter_annotations, strict=True))
 
 
 def _written(name: str, node) -> str | None:
@@ -97,7 +99,7 @@ def _fits(path: Path, name: str, kernel, sig) -> None:
     if len(sig.parameters) != len(params):
         raise RecordError(path, where, f"a signature gives {len(sig.parameters)} entries for "
                           f"{len(params)} parameters ({missing(kernel)})", FIX)
-    for (pname, node), given in zip(params, sig.parameters):
+    for (pname, node), given in zip(params, sig.parameters, strict=True):  # lengths checked above
         constant = isinstance(given, ConstantConstraint)
         if getattr(node, "constant", False) and not constant:
             raise RecordError(path, where, f"parameter '{pname}' is a ct.Constant; the signature gives "

@@ -74,12 +74,12 @@ def host_records(root: Path, host: int, which: str = "H200", sessions: int = 1, 
     tree = audit_tree()
     when = when or datetime(2026, 11, 1, tzinfo=timezone.utc) + timedelta(minutes=host)
     written = 0
-    for s in range(sessions):
+    for _ in range(sessions):
         sid = store.new_run_id("session", when)
         env = tree.environment(root, sid, which=which)
         runs = []
         for program, check in PROGRAMS.items():
-            lid = next(l for l, ps in LESSONS.items() if program in ps)
+            lid = next(name for name, ps in LESSONS.items() if program in ps)
             run = tree.run_record(root, env, program, checks=[check], lessons=[lid], when=when)
             runs.append(run.model_copy(update={"git": run.git.model_copy(update={"commit": COMMIT})}))
             store.write_record(root, runs[-1])
