@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     for _ in range(args.repeat):
         c0, w0 = children_cpu(), time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "tileproof", "audit", "--root", str(root),
+        proc = subprocess.run([sys.executable, "-m", "tileproof", "audit", "--allow-no-history", "--root", str(root),
                                "--update-committed-report"], env=env, capture_output=True, text=True)
         cli.append(time.perf_counter() - w0)
         cli_cpu.append(children_cpu() - c0)

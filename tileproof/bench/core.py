@@ -50,6 +50,7 @@ from tileproof.records.models import (
     Transcript,
     Verdict,
 )
+from tileproof.records.safe_read import read_evidence
 from tileproof.records.signing import Signer
 from tileproof.records.store import (
     digest,
@@ -255,7 +256,7 @@ def gpu_state(root: Path, run_id: str, when: str, env: dict[str, str]) -> Transc
 def _state_line(root: Path, t: Transcript | None) -> str:
     if t is None:
         return "no nvidia-smi"
-    lines = (root / t.path).read_text(errors="replace").strip().splitlines()
+    lines = read_evidence(root, t.path).decode("utf-8", "replace").strip().splitlines()
     return lines[1].strip() if len(lines) > 1 else (lines[0].strip() if lines else "empty")
 
 

@@ -36,9 +36,10 @@ from pathlib import Path
 from tileproof.claims.outcomes import ProbeOutcome, ProbeResult
 from tileproof.claims.spec import Check, Expected, FlagChange
 from tileproof.records import store
-from tileproof.records.capability import sm_of
+from tileproof.records.capability import cc_tuple, sm_of
 from tileproof.records.errors import TileproofError, ToolchainError
 from tileproof.records.models import GpuFacts, ProbeRole, Step, Toolchain, Transcript
+from tileproof.records.safe_read import decode, parse_json, read_bytes, read_evidence
 from tileproof.records.store import sha256_file
 from tileproof.runner.capture import gpu_facts, runtime_toolchain
 from tileproof.runner.capture import tools as find_tools
@@ -195,9 +196,16 @@ def varied_nvcc_argv(nvcc: Path, source: Path, target: str, out: Path, tilefatbi
 # --- judging transcripts ----------------------------------------------------------------------
 
 
+def _transcript(root: Path, t: Transcript, strict: bool = False) -> str:
+    """A transcript this run wrote, read back through ``safe_read.read_evidence`` (a plain file
+    under evidence/, never a link). ``strict``: UTF-8 or one line (our own helpers' output); else
+    undecodable bytes are replaced (a compiler's output is judged, not trusted)."""
+    data = read_evidence(root, t.path)
+    return decode(data, t.path) if strict else data.decode("utf-8", "replace")
+
+
 def _text(root: Path, step: Step) -> str:
-    return ((root / step.stdout.path).read_text(errors="replace") + "\n"
-            + (root / step.stderr.path).read_text(errors="replace"))
+    return _transcript(root, step.stdout) + "\n" + _transcript(root, step.stderr)
 
 
 def _short(line: str, width: int = 170) -> str:
@@ -377,7 +385,7 @@ def _header(here: Here, name, check, expected, folder):
             return "error", f"listing declarations failed: {first_error(text, 'python')}", [step], chain
         lines: dict[str, list[str]] = {}
         kinds: dict[str, str] = {}
-        for ln in (here.root / step.stdout.path).read_text().splitlines():
+        for ln in _transcript(here.root, step.stdout, strict=True).splitlines():
             parts = ln.split()
             if len(parts) >= 2:
                 lines.setdefault(parts[1], []).append(parts[0])
@@ -389,7 +397,7 @@ def _header(here: Here, name, check, expected, folder):
         if step.exit_code not in (0, 1):
             return "error", f"grep failed: {first_error(text, 'cpp')}", [step], chain
         found = {}
-        for ln in (here.root / step.stdout.path).read_text().splitlines():
+        for ln in _transcript(here.root, step.stdout, strict=True).splitlines():
             for s in check.symbols:
                 if re.search(rf"\b{re.escape(s)}\b", ln):
                     found.setdefault(s, []).append(ln.split(":", 1)[0])
@@ -412,7 +420,7 @@ def _api(here: Here, name, check, expected, folder):
     broken = _ran(step, text)
     if broken or step.exit_code != 0:
         return "error", broken or f"API lookup failed: {first_error(text, 'python')}", [step], None
-    info = json.loads((here.root / step.stdout.path).read_text())
+    info = parse_json(_transcript(here.root, step.stdout, strict=True), step.stdout.path)
     chain = f"{info.get('distribution') or check.symbol.split('.')[0]} {info.get('version')}"
     if not info["found"]:
         has, what = False, f"{check.symbol} does not exist"
@@ -467,7 +475,11 @@ def _gpu_ready(here: Here, needs: str) -> str | None:
     """Why this machine cannot run a GPU probe (None when it can)."""
     if here.gpu is None:
         return f"needs a GPU ({here.no_gpu})"
-    major, minor = (int(x) for x in here.gpu.compute_capability.split("."))
+    cc = cc_tuple(here.gpu.compute_capability)
+    if cc is None:  # nvidia-smi's 'N/A': nothing can be targeted or compared (sm_of would raise)
+        return (f"nvidia-smi reports compute capability {here.gpu.compute_capability!r} for {here.gpu.name}, "
+                "not major.minor")
+    major, minor = cc
     if needs == "cc>=8.0" and (major, minor) < (8, 0):
         return f"needs compute capability >= 8.0; {here.gpu.name} is {here.gpu.compute_capability}"
     if needs == "cc<8.0" and (major, minor) >= (8, 0):
@@ -497,7 +509,7 @@ def _cpp_binary(here: Here, name: str, src: Path,
     meta = out.with_name(out.name + ".json")
     if here.tools is None:
         if out.is_file():
-            built_by = json.loads(meta.read_text()).get("nvcc") if meta.is_file() else None
+            built_by = _built_by(here.root, meta) if meta.is_file() else None
             return out, [], None, built_by
         return None, [], ("unverifiable", f"no nvcc on this machine and no prebuilt {out.relative_to(here.root)} "
                                           f"(build it where nvcc exists: python -m tileproof claims --gpu-arch "
@@ -511,6 +523,15 @@ def _cpp_binary(here: Here, name: str, src: Path,
     store.write_atomic(meta, json.dumps({"nvcc": here.versions.get("nvcc"), "argv": argv, "run_id": here.run_id,
                                          "source_sha256": sha256_file(src)}, indent=1) + "\n")
     return out, [step], None, here.versions.get("nvcc")
+
+
+def _built_by(root: Path, meta: Path) -> str | None:
+    """The nvcc release kept beside a prebuilt binary (build/ is inside the repository: read
+    through ``safe_read`` as a build file); None when the file does not say."""
+    info = parse_json(decode(read_bytes(root, meta, "build"), store.rel(root, meta)), store.rel(root, meta),
+                      "delete it and build again")
+    nvcc = info.get("nvcc") if isinstance(info, dict) else None
+    return nvcc if isinstance(nvcc, str) else None
 
 
 def _gpu(here: Here, name, check, expected, folder):
@@ -544,7 +565,7 @@ def _gpu(here: Here, name, check, expected, folder):
     if broken:
         return "error", broken, steps, chain
     report = None
-    for ln in reversed((here.root / step.stdout.path).read_text(errors="replace").splitlines()):
+    for ln in reversed(_transcript(here.root, step.stdout).splitlines()):
         if ln.startswith("{"):
             try:
                 report = json.loads(ln)

@@ -9,6 +9,7 @@ interrupted, and the records written so far stay as they are.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shutil
 import sys
 from collections import Counter
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from tileproof.fleet import devices
 from tileproof.records import lessons, tolerances
-from tileproof.records.capability import sm_of
+from tileproof.records.capability import cc_tuple, sm_of
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     RUN_VERSION,
@@ -36,6 +37,7 @@ from tileproof.records.store import (
 )
 from tileproof.runner.capture import (
     GPU_QUERY_ARGV,
+    GpuProbe,
     environment,
     git_state,
     host_facts,
@@ -134,6 +136,17 @@ def start(root: Path, run_id: str, program: Path, binaries: dict, target: str, e
     return run_program(root, run_id, program.stem, argv, env, timeout, cap), binary
 
 
+def targetable(gpu: GpuProbe) -> GpuProbe:
+    """The probe, or, when nvidia-smi gave a compute capability that is not ``major.minor`` (``N/A``,
+    empty), the same probe without a usable GPU: nothing can be built or judged for it, so each
+    program's gate is recorded and the run fails, with the reason in one line (never a traceback)."""
+    if gpu.gpu is None or cc_tuple(gpu.gpu.compute_capability) is not None:
+        return gpu
+    return dataclasses.replace(gpu, gpu=None, no_gpu=(
+        f"nvidia-smi reports compute capability {gpu.gpu.compute_capability!r} for GPU {gpu.gpu.index} "
+        f"({gpu.gpu.name}), not major.minor"))
+
+
 def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     root = args.root.resolve()
@@ -152,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
     session_id = new_run_id("session")
     gpu, frozen = session_start(root, session_id, args.device)
+    gpu = targetable(gpu)
     target = sm_of(gpu.gpu.compute_capability) if gpu.gpu else DEFAULT_TARGETS[0]
     if gpu.no_gpu:
         print(f"run: no usable GPU: {gpu.no_gpu}; each program's own gate is recorded and the run fails")

@@ -19,26 +19,28 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from tileproof.claims import spec as claims_spec
 from tileproof.gather import audit_scan
 from tileproof.gather.audit_claims import claims_files_today
-from tileproof.gather.audit_scan import Helper, paused_gc, read
+from tileproof.gather.audit_scan import Helper, paused_gc, read_record
 from tileproof.gather.tree import Tree
 from tileproof.judge import trust
 from tileproof.judge.audit import registry, rules
-from tileproof.judge.audit.result import AuditResult, Finding, LessonAudit
-from tileproof.judge.audit.rules import commits, evidence, files, rederive, sessions
+from tileproof.judge.audit.result import AuditResult, Finding, Issue, LessonAudit
+from tileproof.judge.audit.rules import commits, evidence, files, inputs, rederive, sessions
 from tileproof.judge.audit.rules import history as history_rules
 from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.records import lessons, store
-from tileproof.records.errors import RecordError
+from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.records.history import REGENERATED, NoHistory
 from tileproof.records.models import Record, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
@@ -48,6 +50,7 @@ from tileproof.records.registry import (
     Verification,
     load_registry,
 )
+from tileproof.records.safe_read import InputKind, read_bytes, read_evidence
 from tileproof.runner import history
 
 RULES = rules.load()
@@ -71,14 +74,22 @@ def audit(root: Path, outputs: Iterable[Path] = ()) -> AuditResult:
     make each of its passes longer, which tripled the audit's time.
     """
     with paused_gc():
-        runs_dir = Path(root) / store.RUNS
-        names = sorted(e.name for e in os.scandir(runs_dir)
-                       if e.name.endswith(".json") and e.is_file()) if runs_dir.is_dir() else []
+        names = record_names(Path(root))
         helper = Helper(len(names))
         try:
             return _audit(Path(root), names, outputs, helper)
         finally:
             helper.close()
+
+
+def record_names(root: Path) -> list[str]:
+    """Every entry of runs/ named ``*.json`` that is not a folder, sorted: links, FIFOs and the
+    like included (``safe_read`` refuses them by what they are; ``os.scandir`` follows nothing)."""
+    runs_dir = root / store.RUNS
+    if not runs_dir.is_dir():
+        return []
+    with os.scandir(runs_dir) as entries:
+        return sorted(e.name for e in entries if e.name.endswith(".json") and not e.is_dir(follow_symlinks=False))
 
 
 def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
@@ -88,13 +99,13 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
     take the fast path and are ``registry.UNSIGNED``)."""
     records: list[tuple[str, Any]] = []
     raw_refs: set[str] = set()
-    sruns = os.path.join(str(root), store.RUNS)
+    sroot = str(root)
     for name in names:
         file = f"{store.RUNS}/{name}"
         try:
-            data = read(os.path.join(sruns, name))
-        except OSError as e:
-            add(Finding(file, files.SCHEMA, f"cannot be read ({e.strerror})"))
+            data = read_record(sroot, name)
+        except InputRefused as e:
+            add(Finding(file, *inputs.refused_issue(e)))
             continue
         try:
             rec = _RECORD.validate_json(data)
@@ -104,6 +115,10 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
                 loaded = store.read_record(root / store.RUNS / name, runners)
                 rec = loaded.record
                 verified[name] = loaded.verification
+            except InputRefused as e:  # read, but not UTF-8 or nested too deep: the reader names why
+                add(Finding(file, *inputs.refused_issue(e)))
+                add(Finding(file, files.SCHEMA, f"does not parse as a record ({inputs.rule_for(e.kind)})"))
+                continue
             except RecordError as e:
                 add(Finding(file, files.SCHEMA, f"{e.field + ': ' if e.field else ''}{e.problem}"))
                 with contextlib.suppress(ValueError, RecursionError):  # not JSON: the schema finding says so
@@ -124,8 +139,8 @@ def _trusted(root: Path, records) -> dict[str, bytes | None]:
             for t in (rec.environment.pip_freeze, rec.environment.nvidia_smi_query):
                 if t is not None and t.path not in trusted and evidence.evidence_path_ok(t.path):
                     try:
-                        data = read(os.path.join(str(root), t.path))
-                    except OSError:
+                        data = read_evidence(root, t.path)
+                    except InputRefused:  # missing or refused: the evidence rules report it
                         data = None
                     trusted[t.path] = data if data is not None and store.sha256_bytes(data) == t.sha256 else None
     return trusted
@@ -168,7 +183,9 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
         findings += [Finding(f"{store.RUNS}/{name}", r, why) for r, why in registry.run_checks(rec, ctx)]
     findings += sessions.session_findings(records)
 
-    seals, disk, diffs = bytes_done()
+    seals, disk, diffs, refused = bytes_done()
+    findings += [Finding(rel, rule_id, reason) for rel, (rule_id, reason) in refused.items()]
+    findings += [Finding(f"{store.RUNS}/{name}", *inputs.stray_issue(name)) for name in store.stray_files(root)]
     examined = []
     for name, rec in records:
         file = f"{store.RUNS}/{name}"
@@ -191,13 +208,18 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
             got = disk.get(t.path)
             if got is not None and got[1] == t.sha256 and got[0] == t.bytes:
                 continue  # the common case; disk holds only normalised paths under evidence/
+            if t.path in refused:  # a link or special file: already its own finding, never accepted
+                flagged.add(name)
+                continue
             for rule_id, reason in evidence.evidence_issues(f"{file} {where}", t, got):
                 # Missing and digest findings name the evidence file; the reason names the record.
                 add(Finding(t.path if rule_id != evidence.PATH else file, rule_id, reason))
                 flagged.add(name)
 
     evidence_files, evidence_bytes = _orphans(root, names, disk, refs_of, raw_refs, outputs, add)
-    lesson_audits = _lessons(root, Tree.of(root, examined), add)
+    _lesson_inputs(root, add)
+    _claims_files(root, add)
+    lesson_audits = _lessons(root, Tree.of(root, examined), findings)
     checked = history.check_repository(root)
     findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_rules.history_issues(checked)]
     if checked.status == "checked":
@@ -243,17 +265,64 @@ def lesson_files(root: Path) -> list[Path]:
     return sorted(folder.glob("*.md")) if folder.is_dir() else []
 
 
-def _lessons(root: Path, tree: Tree, add) -> list[LessonAudit]:
+def _lesson_inputs(root: Path, add) -> None:
+    """Every entry under lessons/ that is neither a folder nor a regular file, read through
+    ``safe_read`` (a link inside the repository is fine there; one leading outside, a FIFO or a
+    device is an ``input-*`` finding). Lesson and claims files are read by their loaders below."""
+    refused: dict[str, Issue] = {}
+    for rel in audit_scan.walk(str(root), LESSONS, refused):
+        try:
+            if not stat.S_ISREG(os.lstat(root / rel).st_mode):
+                kind: InputKind = "claims" if rel.startswith(f"{claims_spec.CLAIMS_DIR.as_posix()}/") else "lesson"
+                read_bytes(root, rel, kind)
+        except InputRefused as e:
+            refused[rel] = inputs.refused_issue(e)
+        except OSError:
+            continue  # gone since it was listed
+    for rel, (rule_id, reason) in refused.items():
+        add(Finding(rel, rule_id, reason))
+
+
+def _claims_files(root: Path, add) -> None:
+    """Every claims file under lessons/claims/, loaded: a refused one is its ``input-*`` finding,
+    one that does not parse or validate is ``claims-file``."""
+    for path in claims_spec.claims_files(root):
+        shown = store.rel(root, path)
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            continue  # not a regular file: _lesson_inputs reports it
+        try:
+            claims_spec.load_file(path, shown)
+        except InputRefused as e:
+            add(Finding(shown, *inputs.refused_issue(e)))
+        except RecordError as e:
+            add(Finding(shown, inputs.CLAIMS, inputs.reason_of(e)))
+
+
+def _lessons(root: Path, tree: Tree, findings: list[Finding]) -> list[LessonAudit]:
+    add = findings.append
     out = []
     for path in lesson_files(root):
         file = f"{LESSONS}/{path.name}"
+        if not stat.S_ISREG(os.lstat(path).st_mode) and any(f.file == file for f in findings):
+            continue  # a link or special file: _lesson_inputs reported it
         try:
             lesson = lessons.load_path(path)
             front = lesson.front
+        except InputRefused as e:
+            add(Finding(file, *inputs.refused_issue(e)))
+            continue
         except (RecordError, ValidationError, ValueError) as e:
             add(Finding(file, lesson_rules.FRONT, str(e).splitlines()[0]))
             continue
-        decision = tree.decide(front)
+        try:
+            decision = tree.decide(front)
+        except TileproofError as e:
+            # An input the decision needs (the claims file, a transcript) is refused or broken: that
+            # file's finding says why; a published lesson that cannot be decided is a finding too.
+            reported = getattr(e, "path", None) in {f.file for f in findings}
+            if front.status == "published" or not reported:
+                add(Finding(file, inputs.UNDECIDED, f"{front.status}, but its publish decision cannot be made: {e}"))
+            continue
         for rule_id, reason in lesson_rules.published_issues(front.status, decision):
             add(Finding(file, rule_id, reason))
         for rule_id, reason in rederive.rederive_issues(lesson, decision):

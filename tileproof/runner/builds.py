@@ -45,7 +45,7 @@ from tileproof.toolchain.build import (
     inventory,
     plan,
 )
-from tileproof.toolchain.find import Tools
+from tileproof.toolchain.find import Tools, read_build_json
 
 LOCK_NAME = ".lock"
 
@@ -181,16 +181,15 @@ def kernel_index(root: Path, sources: list[Path]) -> dict[Path, list[str]]:
     dependencies and its declared kernels; a warm rerun imports nothing.
     """
     index_path = root / BUILD_DIR / "kernel-index.json"
-    try:
-        index = json.loads(index_path.read_text()) if index_path.is_file() else {}
-    except ValueError:
+    index = read_build_json(index_path)
+    if not isinstance(index, dict):
         index = {}
     out, fresh = {}, {}
     for src in sources:
         rel = src.relative_to(root).as_posix()
         deps = {p.relative_to(root).as_posix(): sha256_file(p) for p in dependencies(src)}
         entry = index.get(rel)
-        if not entry or entry.get("deps") != deps:
+        if not isinstance(entry, dict) or entry.get("deps") != deps or not isinstance(entry.get("kernels"), list):
             entry = {"deps": deps, "kernels": list(declared_kernels(src))}
         fresh[rel] = entry
         out[src] = entry["kernels"]

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Literal
 
 from tileproof.records import release, store
-from tileproof.records.errors import ToolchainError
+from tileproof.records.errors import InputProblem, InputRefused, RecordError, ToolchainError
 from tileproof.records.models import Toolchain, ToolchainProblem, ToolVersion
 from tileproof.records.release import PACKAGES, major_minor
+from tileproof.records.safe_read import decode, parse_json, read_file
 
 __all__ = ["PACKAGES", "major_minor", "coherence", "discover", "require_coherent", "runtime_tools"]
 
@@ -146,13 +147,26 @@ def coherence(tools: dict[str, str | None], packages: dict[str, str],
     return shared, problems
 
 
-def _read_cache(path: Path | None) -> dict:
-    if path is None or not path.is_file():
-        return {}
+REBUILT: frozenset[InputProblem] = frozenset({"missing", "not-utf8", "too-deep", "too-large"})
+"""Refusals of a build/ cache file that only mean its content is not what tileproof wrote: it is rebuilt."""
+
+
+def read_build_json(path: Path) -> object | None:
+    """A JSON file tileproof keeps under build/ (a cache), read through ``safe_read`` as a build
+    file: None when it is missing or its content is not what tileproof wrote (the cache is then
+    rebuilt); a link out of its folder, a FIFO or a device is one ``InputRefused`` line (fail closed)."""
     try:
-        data = json.loads(path.read_text())
-    except ValueError:
-        return {}
+        return parse_json(decode(read_file(path, "build"), str(path)), str(path))
+    except InputRefused as e:
+        if e.kind in REBUILT:
+            return None
+        raise
+    except RecordError:  # not JSON
+        return None
+
+
+def _read_cache(path: Path | None) -> dict:
+    data = None if path is None else read_build_json(path)
     return data if isinstance(data, dict) else {}
 
 
