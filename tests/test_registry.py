@@ -145,3 +145,24 @@ def test_signed_only_refuses_unsigned():
 def test_revocation_instant_is_time_zone_aware():
     e = entry(new_signer(), revoked_since=datetime(2026, 12, 1, tzinfo=timezone.utc))
     assert e.revoked_since.utcoffset() == timedelta(0)
+
+
+def test_unsigned_records_older_than_the_first_key_are_legacy_not_findings():
+    """Records written before a tree registered its first key stay and count toward nothing (signed-only),
+    but they are no finding; an unsigned record written since is one."""
+    import hashlib
+    from datetime import date, datetime, timezone
+
+    from tileproof.judge import trust
+    from tileproof.records.registry import UNSIGNED, RunnerKey, RunnerRegistry
+
+    public = "b" * 64
+    key = RunnerKey(owner="t", keyid=hashlib.sha256(bytes.fromhex(public)).hexdigest(), public_key=public,
+                    may_sign=["run"], added=date(2026, 12, 1))
+    since = trust.adopted(RunnerRegistry(registry_version=1, runners=[key]))
+    before, after = datetime(2026, 11, 29, tzinfo=timezone.utc), datetime(2026, 12, 1, 9, tzinfo=timezone.utc)
+    assert not trust.counts(UNSIGNED.trust, "signed-only")
+    assert trust.issues(UNSIGNED, "signed-only", created=before, since=since) == []
+    assert [r for r, _ in trust.issues(UNSIGNED, "signed-only", created=after, since=since)] == ["record-unsigned"]
+    assert trust.adopted(RunnerRegistry(registry_version=1, runners=[])) is None
+    assert [r for r, _ in trust.issues(UNSIGNED, "signed-only", created=before, since=None)] == ["record-unsigned"]

@@ -173,6 +173,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names)
     runners = load_registry(root)
     policy = trust.effective(runners.policy)
+    since = trust.adopted(runners)
     verified: dict[str, Verification] = {}
     records, raw_refs = _validate(root, names, add, runners, verified)
     refs_of = {name: evidence.transcripts(rec) for name, rec in records}
@@ -197,7 +198,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
                 add(Finding(file, rule_id, reason))
         # The seal's verdict on the content (not its bytes) and the signature's, as status and publish see them.
         verification = verified.get(name, UNSIGNED)
-        for rule_id, reason in trust.issues(verification, policy):
+        for rule_id, reason in trust.issues(verification, policy, created=rec.created, since=since):
             add(Finding(file, rule_id, reason))
         examined.append(store.examine(rec, model_digest if model_digest is not None else seals.get(name),
                                       verification, runners.policy))
