@@ -52,6 +52,8 @@ def copy_lessons_as_draft(src: Path, dst: Path) -> None:
     from tileproof.records.models import Hardware
 
     shutil.copytree(src, dst)
+    # A tree that has not adopted signing: no runner key, no policy (FIXTURE records are unsigned).
+    (dst / "runners.yaml").write_text("registry_version: 1\nrunners: []\n")
     for lesson in lessons.load_all(dst.parent):
         rows = [r.model_copy(update={"result": "?", "run_id": None}) for r in lesson.front.results]
         front = lesson.front.model_copy(update={"status": "draft", "hardware": Hardware(), "results": rows})

@@ -35,7 +35,8 @@ from tileproof.records.models import (
     Toolchain,
     Transcript,
 )
-from tileproof.records.store import digest, load_record, new_run_id, write_record
+from tileproof.records.registry import load_registry
+from tileproof.records.store import digest, load_record, new_run_id, read_records, write_record
 from tileproof.runner.capture import git_state, host_facts
 from tileproof.toolchain.build import nvcc_argv
 
@@ -560,8 +561,10 @@ def test_committed_version_1_claims_records_still_load_sealed():
     paths = sorted((REPO / "runs").glob("*-claims-*.json"))
     if not paths:
         pytest.skip("no committed claims records")
-    records = claims.claims_records(REPO)
+    loaded = [x for x in read_records(REPO, load_registry(REPO)) if isinstance(x.record, ClaimsRecord)]
+    records = [x.record for x in loaded]
     assert {r.run_id for r in records} == {p.stem for p in paths}   # every one read, every seal intact
+    assert {x.seal for x in loaded} == {"intact"}
     old = [r for r in records if r.schema_version == 1]
     assert old and all(isinstance(res, ClaimResultV1) and isinstance(res.check, str) for r in old for res in r.results)
 

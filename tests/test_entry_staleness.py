@@ -173,7 +173,12 @@ def test_a_changed_entry_stales_only_the_committed_rows_that_use_it(committed):
 
 def test_without_history_a_version_1_record_stays_whole_file_dependent(committed):
     shutil.rmtree(committed / ".git")
+    # Only the version-1 records (written before 2026-12-01, unsigned), in a tree that counts unsigned records.
+    for path in (committed / "runs").glob("2026120*.json"):
+        path.unlink()
+    (committed / "lessons" / "runners.yaml").write_text("registry_version: 1\nrunners: []\n")
     before = _statuses(committed)
+    assert "passed" in before.values()
     _edit_table(committed, "TOLERANCES = {\n", NEW_ENTRY)
     after = _statuses(committed)
     assert all(after[k] == "stale" for k in before if before[k] == "passed" and k[2] != "gate")

@@ -46,6 +46,8 @@ def tree(tmp_path, monkeypatch):
     for folder in ("kernels", "lessons"):
         shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "cpp").mkdir()
+    # A tree that has not adopted signing (no runner key): the unsigned record written here counts.
+    (tmp_path / "lessons" / "runners.yaml").write_text("registry_version: 1\nrunners: []\n")
     (tmp_path / "kernels" / "hello.jl").write_text("using CuTile\n# FIXTURE: never started here (no julia)\n")
     (tmp_path / "lessons" / "jl-demo.md").write_text(LESSON)
     return tmp_path

@@ -69,7 +69,9 @@ def test_spike_note_keeps_its_headline_a_claim(repo_root):
     lesson = lessons.load(repo_root, "tile-reduction-spike")
     assert "declares `sum`" in lesson.body and "claim" in lesson.body
     table = lessons.block_text(lesson.shown, lesson.body, lessons.RES_USAGE)
-    assert table.count("| ? | ? |") == 3
+    # Published: the REG/SHARED table is filled from compile records (one pair of columns per release), no '?'.
+    assert lesson.front.status == "published" and "?" not in table
+    assert table.count("compile record `") == 3 and "| `tile_sum_native` |" in table
 
 
 def test_program_list_digest_is_the_documented_formula(repo_root):

@@ -147,22 +147,36 @@ def test_revocation_instant_is_time_zone_aware():
     assert e.revoked_since.utcoffset() == timedelta(0)
 
 
-def test_unsigned_records_older_than_the_first_key_are_legacy_not_findings():
-    """Records written before a tree registered its first key stay and count toward nothing (signed-only),
-    but they are no finding; an unsigned record written since is one."""
-    import hashlib
-    from datetime import date, datetime, timezone
+def test_unsigned_records_committed_before_the_first_key_are_legacy_not_findings(tmp_path):
+    """A record first committed while the registry listed no key stays, counts toward nothing
+    (signed-only), and is no finding; one committed after a key was registered is a finding."""
+    import subprocess
 
     from tileproof.judge import trust
-    from tileproof.records.registry import UNSIGNED, RunnerKey, RunnerRegistry
+    from tileproof.records.registry import UNSIGNED, registry_lists_keys
+    from tileproof.runner.history import committed_before_signing
 
-    public = "b" * 64
-    key = RunnerKey(owner="t", keyid=hashlib.sha256(bytes.fromhex(public)).hexdigest(), public_key=public,
-                    may_sign=["run"], added=date(2026, 12, 1))
-    since = trust.adopted(RunnerRegistry(registry_version=1, runners=[key]))
-    before, after = datetime(2026, 11, 29, tzinfo=timezone.utc), datetime(2026, 12, 1, 9, tzinfo=timezone.utc)
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("config", "user.email", "t@t")
+    git("config", "user.name", "t")
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "lessons" / "runners.yaml").write_text("registry_version: 1\nrunners: []\n")
+    (tmp_path / "runs" / "old.json").write_text("{}")
+    git("add", "-A")
+    git("commit", "-qm", "before signing")
+    (tmp_path / "lessons" / "runners.yaml").write_text("registry_version: 1\nrunners:\n- owner: x\n")
+    (tmp_path / "runs" / "new.json").write_text("{}")
+    git("add", "-A")
+    git("commit", "-qm", "a key, and an unsigned record after it")
+    (tmp_path / "runs" / "uncommitted.json").write_text("{}")
+    found = committed_before_signing(tmp_path, ["runs/old.json", "runs/new.json", "runs/uncommitted.json"])
+    assert found == {"runs/old.json"}
     assert not trust.counts(UNSIGNED.trust, "signed-only")
-    assert trust.issues(UNSIGNED, "signed-only", created=before, since=since) == []
-    assert [r for r, _ in trust.issues(UNSIGNED, "signed-only", created=after, since=since)] == ["record-unsigned"]
-    assert trust.adopted(RunnerRegistry(registry_version=1, runners=[])) is None
-    assert [r for r, _ in trust.issues(UNSIGNED, "signed-only", created=before, since=None)] == ["record-unsigned"]
+    assert trust.issues(UNSIGNED, "signed-only", legacy=True) == []
+    assert [r for r, _ in trust.issues(UNSIGNED, "signed-only")] == ["record-unsigned"]
+    assert not registry_lists_keys(None) and not registry_lists_keys(b"registry_version: 1\nrunners: []\n")
+    assert registry_lists_keys(b"\xff") and registry_lists_keys(b"runners:\n- owner: x\n")

@@ -29,12 +29,13 @@ def run(args: argparse.Namespace) -> int:
     loaded = [(p, store.read_record(p, reg)) for p in store.record_files(root)]
     bad = 0
     for path, x in loaded:
-        for rule, reason in trust.issues(x.verification, trust.effective(reg.policy)):
+        for rule, reason in trust.issues(x.verification, trust.effective(reg.in_force)):
             print(f"{store.rel(root, path)}: {rule}: {reason}")
             bad += 1
     words = Counter(x.trust for _, x in loaded)
     print(f"records: {len(loaded)}; " + ", ".join(f"{n} {w}" for w, n in sorted(words.items()))
-          + f"; policy {trust.effective(reg.policy)}; {len(reg.runners)} runner keys in {registry.REGISTRY.as_posix()}")
+          + f"; policy {trust.effective(reg.in_force)}; {len(reg.runners)} runner keys in "
+          + registry.REGISTRY.as_posix())
     report = history.check_repository(root)
     for finding in report.findings:
         print(finding)

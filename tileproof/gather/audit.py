@@ -172,8 +172,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
     flagged: set[str] = set()
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names)
     runners = load_registry(root)
-    policy = trust.effective(runners.policy)
-    since = trust.adopted(runners)
+    policy = trust.effective(runners.in_force)
     verified: dict[str, Verification] = {}
     records, raw_refs = _validate(root, names, add, runners, verified)
     refs_of = {name: evidence.transcripts(rec) for name, rec in records}
@@ -188,6 +187,8 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
     findings += [Finding(rel, rule_id, reason) for rel, (rule_id, reason) in refused.items()]
     findings += [Finding(f"{store.RUNS}/{name}", *inputs.stray_issue(name)) for name in store.stray_files(root)]
     examined = []
+    unsigned = [f"{store.RUNS}/{name}" for name, _ in records if verified.get(name, UNSIGNED).trust == "unsigned"]
+    legacy = history.committed_before_signing(root, unsigned) if unsigned else set()
     for name, rec in records:
         file = f"{store.RUNS}/{name}"
         model_digest = None
@@ -198,10 +199,10 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
                 add(Finding(file, rule_id, reason))
         # The seal's verdict on the content (not its bytes) and the signature's, as status and publish see them.
         verification = verified.get(name, UNSIGNED)
-        for rule_id, reason in trust.issues(verification, policy, created=rec.created, since=since):
+        for rule_id, reason in trust.issues(verification, policy, legacy=file in legacy):
             add(Finding(file, rule_id, reason))
         examined.append(store.examine(rec, model_digest if model_digest is not None else seals.get(name),
-                                      verification, runners.policy))
+                                      verification, runners.in_force))
         if isinstance(rec, RunRecord):
             for rule_id, reason in report_transcript_issues(rec, diffs.get(name)):
                 add(Finding(file, rule_id, reason))

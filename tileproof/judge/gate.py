@@ -118,7 +118,9 @@ class RowDecision:
     result: str = UNKNOWN
     """The results-table cell when passed."""
     ignored: tuple[str, ...] = field(default_factory=tuple)
-    """Run ids of records that never count here (broken seal)."""
+    """Run ids of records that never count here (broken seal, signature the policy refuses)."""
+    ignored_note: str = ""
+    """Which of them and why, as the reason ends with it (``(ignored, signature unsigned: a, b)``)."""
 
     @property
     def blocks(self) -> bool:
@@ -504,10 +506,10 @@ def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Map
                table: Mapping[str, Bound], read_evidence: EvidenceReader) -> RowDecision:
     """One row's decision; ``records``: ``store.Examined`` records (plain ones are examined here)."""
     def done(outcome: Outcome, reason: str, rec: RunRecord | None = None) -> RowDecision:
-        reason += trust.ignored_note(refused)
+        note = trust.ignored_note(refused)
         result = _result_text(rec, row) if outcome == "passed" and rec else UNKNOWN
-        return RowDecision(row, outcome, reason, _command(front, row, outcome, rec), rec, result,
-                           trust.ignored_ids(refused))
+        return RowDecision(row, outcome, reason + note, _command(front, row, outcome, rec), rec, result,
+                           trust.ignored_ids(refused), note.strip())
 
     mine, refused = trust.split(r for r in trust.examined(records)
                                 if isinstance(r.record, RunRecord) and r.record.program == row.program)

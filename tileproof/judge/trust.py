@@ -22,10 +22,9 @@ under ``signed-only`` without touching this module.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, time, timezone
 from typing import Any, Literal
 
-from tileproof.records.registry import RunnerRegistry, TreePolicy, Trust, Verification
+from tileproof.records.registry import TreePolicy, Trust, Verification
 from tileproof.records.store import Examined, examine
 
 TrustPolicy = Literal["unsigned-counts", "signed-only"]
@@ -65,23 +64,12 @@ def counts(trust: Trust, policy: TrustPolicy = POLICY) -> bool:
     return trust == "verified" or (trust == "unsigned" and policy == "unsigned-counts")
 
 
-def adopted(registry: RunnerRegistry) -> datetime | None:
-    """When the tree began signing: the day its first runner key was added (UTC); None without keys."""
-    days = [key.added for key in registry.runners]
-    return datetime.combine(min(days), time(), tzinfo=timezone.utc) if days else None
-
-
-def legacy(verification: Verification, created: datetime, since: datetime | None) -> bool:
-    """An unsigned record written before the tree registered its first key: it stays, as written,
-    and counts toward nothing under ``signed-only`` (:func:`counts`), but is no finding."""
-    return verification.trust == "unsigned" and since is not None and created < since
-
-
-def issues(verification: Verification, policy: TrustPolicy = POLICY, *, created: datetime | None = None,
-           since: datetime | None = None) -> list[tuple[str, str]]:
+def issues(verification: Verification, policy: TrustPolicy = POLICY, *, legacy: bool = False) -> list[tuple[str, str]]:
     """The audit's (rule id, reason) pairs for one record's verification: none when it counts, nor
-    for a :func:`legacy` record (``created``: the record's time; ``since``: :func:`adopted`)."""
-    if counts(verification.trust, policy) or (created is not None and legacy(verification, created, since)):
+    for a ``legacy`` unsigned record: one first committed before the tree registered its first key
+    (``runner.history.committed_before_signing``). Such a record stays as written and counts toward
+    nothing under ``signed-only`` (:func:`counts`); an unsigned record committed since is a finding."""
+    if counts(verification.trust, policy) or (legacy and verification.trust == "unsigned"):
         return []
     return [(FINDING[verification.trust], verification.reason)]
 

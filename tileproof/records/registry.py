@@ -97,6 +97,12 @@ class RunnerRegistry(models.Model):
     """``signed-only``: in this tree only verified records count, whatever the code's default
     (``judge.trust.POLICY``). A registry can tighten the policy, never loosen it; absent: the default."""
 
+    @property
+    def in_force(self) -> TreePolicy | None:
+        """The tree's policy: ``signed-only`` when the registry says so or lists any runner key (a tree
+        that registers keys accepts only signed records); None, the code's default, otherwise."""
+        return "signed-only" if self.policy == "signed-only" or self.runners else None
+
     @field_validator("runners")
     @classmethod
     def _unique(cls, runners: list[RunnerKey]) -> list[RunnerKey]:
@@ -113,6 +119,19 @@ class RunnerRegistry(models.Model):
 
 
 EMPTY = RunnerRegistry(registry_version=1, runners=[])
+
+
+def registry_lists_keys(data: bytes | None) -> bool:
+    """Whether a registry file's bytes (one committed version; None: absent) list any runner key.
+    Unreadable bytes count as listing keys: this only ever decides that a record is from the
+    time before signing, and must not say so by mistake."""
+    if data is None:
+        return False
+    try:
+        raw = yaml.safe_load(data.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError):
+        return True
+    return not isinstance(raw, dict) or bool(raw.get("runners", True))
 
 
 def load_registry(root: Path) -> RunnerRegistry:

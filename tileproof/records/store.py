@@ -300,7 +300,7 @@ def read_record(path: Path, registry: RunnerRegistry, root: Path | None = None) 
     """Read one record, check its seal and verify it: signature, key, revocation, kind, subjects."""
     raw, envelope, statement = read_file(path, root)
     record = validate(path, raw)
-    return examine(record, verification=verify(envelope, statement, record, registry), policy=registry.policy)
+    return examine(record, verification=verify(envelope, statement, record, registry), policy=registry.in_force)
 
 
 KEEP = frozenset({".gitkeep"})

@@ -54,7 +54,7 @@ def lesson_rows(lesson: LessonAudit) -> list[LessonRow]:
     out = []
     for r in d.rows:
         # A passed row says what the record showed; its reason adds only which records were not counted, and why.
-        why = r.reason if r.outcome != "passed" else f"check {r.result}" + (f"; {r.reason}" if r.ignored else "")
+        why = r.reason if r.outcome != "passed" else f"check {r.result}" + (f"; {r.ignored_note}" if r.ignored else "")
         out.append(LessonRow(r.row.program, r.row.check + (" (optional)" if r.row.optional else ""), r.outcome,
                              r.record.run_id if r.record else None, why, r.command, not r.blocks))
     out += [LessonRow(c.claim.program, f"perf:{c.claim.id}", c.outcome, c.record.run_id if c.record else None,

@@ -32,6 +32,7 @@ from tileproof.records.history import (
     blob_id,
     check,
 )
+from tileproof.records.registry import REGISTRY, registry_lists_keys
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -84,6 +85,21 @@ def read(root: Path) -> GitHistory | NoHistory:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             current[path] = None
     return GitHistory(first=tuple(first.values()), current=current)
+
+
+def committed_before_signing(root: Path, paths: Iterable[str]) -> set[str]:
+    """Those of ``paths`` first committed in a commit whose runner registry
+    (``records.registry.REGISTRY``) lists no key yet: records of the time before the
+    tree adopted signing. A path never committed, or a tree without history, is not."""
+    history = read(root)
+    if not isinstance(history, GitHistory):
+        return set()
+    first = {f.path: f.commit for f in history.first}
+    wanted = {p: first[p] for p in paths if p in first}
+    commits = sorted(set(wanted.values()))
+    answers = _cat_file(root, [f"{c}:{REGISTRY.as_posix()}" for c in commits])
+    unkeyed = {c for c, data in zip(commits, answers, strict=True) if not registry_lists_keys(data)}
+    return {p for p, c in wanted.items() if c in unkeyed}
 
 
 def check_repository(root: Path, regenerated: frozenset[str] = REGENERATED) -> HistoryReport:
