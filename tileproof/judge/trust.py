@@ -3,20 +3,16 @@
 A record counts only when what was checked about it when it was loaded
 (``store.Examined``) says so: its seal is intact (a record edited after writing,
 or with no seal, never counts) and its signature's standing
-(``records.registry.verify``) is one the policy accepts. Today's policy,
-``unsigned-counts``, keeps the committed legacy records (all unsigned, written
-before signing existed) counting, so the tree still audits clean; every other
-failed verification never counts. After the GPU re-run from a registered
-runner, :data:`POLICY` becomes ``signed-only`` (one line): then only
-``verified`` records count and an unsigned one is an audit finding. The rows,
-the performance claims, the refuted claims and the audit all follow, because
-they all ask ``admits``/``split`` here.
-
-A tree can tighten the policy for itself, never loosen it: ``policy: signed-only``
-in its ``lessons/runners.yaml`` (``RunnerRegistry.policy``, carried on each
-``Examined`` record as it is read) makes :func:`effective` ``signed-only`` there,
-whatever :data:`POLICY` says. The tamper suite uses this to run the real commands
-under ``signed-only`` without touching this module.
+(``records.registry.verify``) is one the policy accepts. A tree whose
+``lessons/runners.yaml`` lists any runner key, or says ``policy: signed-only``
+(``RunnerRegistry.in_force``, carried on each ``Examined`` record as it is read),
+accepts only ``verified`` records (:func:`effective`); :data:`POLICY`, the code's
+default, only applies to a tree that has registered no key yet (a project before its
+first key, a test tree), where unsigned records count. A registry can tighten the
+policy, never loosen it. The rows, the performance claims, the refuted claims and the
+audit all follow, because they all ask ``admits``/``split`` here. Unsigned records first
+committed before the tree's first key are legacy: they count toward nothing under
+``signed-only`` and are no finding (:func:`issues`).
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ from tileproof.records.store import Examined, examine
 TrustPolicy = Literal["unsigned-counts", "signed-only"]
 
 POLICY: TrustPolicy = "unsigned-counts"
-"""The switch: ``signed-only`` once the evidence is re-established from signed records."""
+"""The default for a tree that has registered no runner key; a registry with a key puts ``signed-only`` in force."""
 
 FINDING: dict[Trust, str] = {
     "unsigned": "record-unsigned",
