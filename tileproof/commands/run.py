@@ -13,7 +13,9 @@ import dataclasses
 import shutil
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tileproof.fleet import devices
 from tileproof.records import lessons, tolerances
@@ -25,6 +27,7 @@ from tileproof.records.models import (
     RunRecord,
     RunVerdict,
     SessionRecord,
+    Step,
 )
 from tileproof.records.parsers import parse_gpu_query
 from tileproof.records.signing import signer_from_env
@@ -147,6 +150,56 @@ def targetable(gpu: GpuProbe) -> GpuProbe:
         f"({gpu.gpu.name}), not major.minor"))
 
 
+@dataclass(frozen=True)
+class _Session:
+    """What every program of one run session shares."""
+
+    root: Path
+    session_id: str
+    gpu: Any
+    target: str
+    binaries: dict
+    environment: Any
+    git: Any
+    host: Any
+    all_lessons: dict
+    by_program: dict[str, list[str]]
+    table: Any
+    device: int
+    timeout: float
+    cap: int
+    signer: Any
+
+
+def _run_one(s: _Session, program: Path) -> tuple[str, RunVerdict, Step]:
+    """Run one program, write its record; (run id, verdict, step)."""
+    rel = program.relative_to(s.root).as_posix()
+    run_id = new_run_id("run")
+    in_lessons = s.by_program.get(rel, [])
+    extra = [n for i in in_lessons for n in s.all_lessons[i].front.env]
+    penv = child_env(extra=extra, device=s.device)
+    outcome, binary = start(s.root, run_id, program, s.binaries, s.target, penv, s.timeout, s.cap)
+    verdict: RunVerdict = "toolchain-absent" if isinstance(outcome, Absent) else outcome.verdict
+    reason = outcome.reason
+    report, report_file = (None, None) if isinstance(outcome, Absent) else (outcome.report, outcome.report_file)
+    gpu = s.gpu.gpu
+    if gpu and gpu.runtime_compute_capability not in (None, gpu.compute_capability):
+        verdict, reason = "error", (f"nvidia-smi says compute capability {gpu.compute_capability}, "
+                                    f"the CUDA runtime says {gpu.runtime_compute_capability}")
+    lesson_files = [s.root / "lessons" / f"{i}.md" for i in in_lessons]
+    used = checks_of(rel, report, [s.all_lessons[i] for i in in_lessons])
+    write_record(s.root, RunRecord(
+        **header(run_id, s.git, s.host), kind="run", run_version=RUN_VERSION,
+        environment=s.environment, program=rel, lessons=in_lessons,
+        lesson_programs={i: lessons.program_list_digest(s.all_lessons[i].front) for i in in_lessons},
+        sources=[digest(s.root, p) for p in [*run_sources(s.root, program), *lesson_files]],
+        tolerances=tolerances.entry_digests(s.table, used), binary=binary,
+        step=outcome.step, report=report, report_file=report_file, verdict=verdict, reason=reason,
+    ), s.signer)
+    print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)
+    return run_id, verdict, outcome.step
+
+
 def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     root = args.root.resolve()
@@ -173,46 +226,18 @@ def run(args: argparse.Namespace) -> int:
     binaries = {p: find_binary(root, p, target, records) for p in chosen if p.suffix == ".cu"}
     nvcc_versions = {b.nvcc_version for b in binaries.values() if b and b.nvcc_version}
     toolchain = runtime_toolchain(next(iter(sorted(nvcc_versions)), None) if len(nvcc_versions) == 1 else None)
-    env = child_env(device=args.device)
-    session_env = environment(root, session_id, gpu, frozen, toolchain, env)
+    session_env = environment(root, session_id, gpu, frozen, toolchain, child_env(device=args.device))
     git, host = git_state(root), host_facts()
-    by_program = lessons_of(all_lessons)
-    table = tolerances.load_table(root)
-    run_ids: list[str] = []
-    counts: Counter[str] = Counter()
-    cut = redacted = 0
-    for program in chosen:
-        rel = program.relative_to(root).as_posix()
-        run_id = new_run_id("run")
-        in_lessons = by_program.get(rel, [])
-        extra = [n for i in in_lessons for n in all_lessons[i].front.env]
-        penv = child_env(extra=extra, device=args.device)
-        outcome, binary = start(root, run_id, program, binaries, target, penv, args.timeout, cap)
-        verdict: RunVerdict = "toolchain-absent" if isinstance(outcome, Absent) else outcome.verdict
-        reason = outcome.reason
-        report, report_file = (None, None) if isinstance(outcome, Absent) else (outcome.report, outcome.report_file)
-        if gpu.gpu and gpu.gpu.runtime_compute_capability not in (None, gpu.gpu.compute_capability):
-            verdict, reason = "error", (f"nvidia-smi says compute capability {gpu.gpu.compute_capability}, "
-                                        f"the CUDA runtime says {gpu.gpu.runtime_compute_capability}")
-        lesson_files = [root / "lessons" / f"{i}.md" for i in in_lessons]
-        used = checks_of(rel, report, [all_lessons[i] for i in in_lessons])
-        write_record(root, RunRecord(
-            **header(run_id, git, host), kind="run", run_version=RUN_VERSION,
-            environment=session_env, program=rel, lessons=in_lessons,
-            lesson_programs={i: lessons.program_list_digest(all_lessons[i].front) for i in in_lessons},
-            sources=[digest(root, p) for p in [*run_sources(root, program), *lesson_files]],
-            tolerances=tolerances.entry_digests(table, used), binary=binary,
-            step=outcome.step, report=report, report_file=report_file, verdict=verdict, reason=reason,
-        ), signer)
-        run_ids.append(run_id)
-        counts[verdict] += 1
-        cut += bool(outcome.step.stdout_cut or outcome.step.stderr_cut)
-        redacted += sum(outcome.step.redactions.values())
-        print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)
+    s = _Session(root, session_id, gpu, target, binaries, session_env, git, host, all_lessons,
+                 lessons_of(all_lessons), tolerances.load_table(root), args.device, args.timeout, cap, signer)
+    done = [_run_one(s, program) for program in chosen]
+    counts: Counter[str] = Counter(verdict for _, verdict, _ in done)
     write_record(root, SessionRecord(**header(session_id, git, host), kind="session", session_id=session_id,
-                                     runs=run_ids, verdict_counts=dict(counts)), signer)
+                                     runs=[run_id for run_id, _, _ in done], verdict_counts=dict(counts)), signer)
+    cut = sum(bool(step.stdout_cut or step.stderr_cut) for _, _, step in done)
+    redacted = sum(sum(step.redactions.values()) for _, _, step in done)
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
     extras = (f"; {cut} transcript(s) cut at {cap} bytes" if cut else "") + \
         (f"; {redacted} credential(s) redacted" if redacted else "")
     print(f"run: {summary}{extras}; session {session_id}")
-    return 0 if counts.get("passed", 0) == len(run_ids) else 1
+    return 0 if counts.get("passed", 0) == len(done) else 1
