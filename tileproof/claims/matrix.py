@@ -163,10 +163,14 @@ def lines(matrix: Matrix, claims: list[Key], documents: list[str] | None = None)
     if len(every) > 1:  # records differ in cuda-tile: say which column was made with which
         out.append("cuda-tile: " + "; ".join(f"{release} {', '.join(versions) or 'not recorded'}"
                                               for release, versions in matrix.cuda_tile.items()))
-    for release, versions in matrix.cuda_tile.items():
-        if len(versions) > 1:
-            out.append(f"{release}: records of cuda-tile {', '.join(versions)} share this column "
-                       "(the newest decisive one wins; Python-side verdicts may differ between them)")
+    return out + notes(matrix)
+
+
+def notes(matrix: Matrix) -> list[str]:
+    """What a reader of the matrix must know besides its cells: shared columns, records left out."""
+    out = [f"{release}: records of cuda-tile {', '.join(versions)} share this column "
+           "(the newest decisive one wins; Python-side verdicts may differ between them)"
+           for release, versions in matrix.cuda_tile.items() if len(versions) > 1]
     if matrix.unattributed:
         out.append(f"not in the matrix (toolchain of mixed releases): {', '.join(matrix.unattributed)}")
     return out

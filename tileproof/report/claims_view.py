@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from tileproof.claims.matrix import claim_matrix
+from tileproof.claims.matrix import notes as matrix_notes
 from tileproof.judge.audit.result import ClaimsFileToday
 from tileproof.judge.claim_verdicts import evidence_of, latest
 from tileproof.records.models import ClaimsRecord
@@ -89,13 +90,7 @@ def claims_view(records: Iterable, claims_files: Mapping[str, ClaimsFileToday | 
         rows.append(ClaimRow(document, cid, statement, source,
                              cells, matrix.holds(document, cid), asserted,
                              decided.result.verdict if decided else "unchecked"))
-    notes = []
-    for release, versions in matrix.cuda_tile.items():
-        if len(versions) > 1:
-            notes.append(f"{release}: records of cuda-tile {', '.join(versions)} share this column "
-                         "(the newest decisive one wins; Python-side verdicts may differ between them)")
-    if matrix.unattributed:
-        notes.append(f"not in the matrix (toolchain of mixed releases): {', '.join(matrix.unattributed)}")
+    notes = matrix_notes(matrix)
     left_out = sorted(r.run_id for r in all_claims if r.run_id in bad)
     if left_out:
         notes.append(f"left out (the audit found something against them): {', '.join(left_out)}")
