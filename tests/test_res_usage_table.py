@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import fixture_records as fx
 import pytest
+from conftest import copy_lessons_as_draft
 
 from tileproof.commands import publish as publish_cmd
 from tileproof.gather import audit as audit_mod
@@ -126,8 +127,9 @@ RECORDS = ["20261129T122301Z-compile-917a22af", "20261129T123040Z-run-92fcbf0f",
 @pytest.fixture
 def spike_tree(tmp_path, repo_root):
     root = tmp_path / "repo"
-    for folder in ("lessons", "cpp", "kernels", "evidence"):
+    for folder in ("cpp", "kernels", "evidence"):
         shutil.copytree(repo_root / folder, root / folder)
+    copy_lessons_as_draft(repo_root / "lessons", root / "lessons")  # the note as it was before publishing
     (root / "runs").mkdir()
     for name in RECORDS:
         path = repo_root / "runs" / f"{name}.json"
