@@ -18,7 +18,7 @@ LESSONS = REPO / "lessons"
 DOCS = LESSONS / "docs"
 
 OUTSIDE = re.compile(r"\.\./|(?:^|[\s\"'(=:,\[])(/[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+)")
-"""A relative path climbing out (``../``) or an absolute path (``/work/shared/x``); URLs and
+"""A relative path climbing out (``../``) or an absolute path (``/srv/docs/x``); URLs and
 ``//`` comments do not match."""
 
 
@@ -34,8 +34,8 @@ def _ignored(path: Path) -> bool:
 
 
 def test_the_outside_pattern_matches_what_it_must():
-    assert OUTSIDE.search("path: ../shared/seeds/001.txt")
-    assert OUTSIDE.search("section: Pitfalls (/work/shared/seeds/000.txt)")
+    assert OUTSIDE.search("path: ../elsewhere/docs/001.txt")
+    assert OUTSIDE.search("section: Pitfalls (/srv/docs/000.txt)")
     assert not OUTSIDE.search("see https://docs.nvidia.com/cuda/x.html and // a comment, a/b/c.py")
 
 
