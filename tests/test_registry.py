@@ -154,7 +154,7 @@ def test_unsigned_records_committed_before_the_first_key_are_legacy_not_findings
 
     from tileproof.judge import trust
     from tileproof.records.registry import UNSIGNED, registry_lists_keys
-    from tileproof.runner.history import committed_before_signing
+    from tileproof.runner.history import unsigned_standing
 
     def git(*args):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
@@ -173,8 +173,8 @@ def test_unsigned_records_committed_before_the_first_key_are_legacy_not_findings
     git("add", "-A")
     git("commit", "-qm", "a key, and an unsigned record after it")
     (tmp_path / "runs" / "uncommitted.json").write_text("{}")
-    found = committed_before_signing(tmp_path, ["runs/old.json", "runs/new.json", "runs/uncommitted.json"])
-    assert found == {"runs/old.json"}
+    found = unsigned_standing(tmp_path, ["runs/old.json", "runs/new.json", "runs/uncommitted.json"])
+    assert found == ({"runs/old.json"}, {"runs/uncommitted.json"})
     assert not trust.counts(UNSIGNED.trust, "signed-only")
     assert trust.issues(UNSIGNED, "signed-only", legacy=True) == []
     assert [r for r, _ in trust.issues(UNSIGNED, "signed-only")] == ["record-unsigned"]

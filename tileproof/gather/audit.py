@@ -188,7 +188,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
     findings += [Finding(f"{store.RUNS}/{name}", *inputs.stray_issue(name)) for name in store.stray_files(root)]
     examined = []
     unsigned = [f"{store.RUNS}/{name}" for name, _ in records if verified.get(name, UNSIGNED).trust == "unsigned"]
-    legacy = history.committed_before_signing(root, unsigned) if unsigned else set()
+    legacy, uncommitted = history.unsigned_standing(root, unsigned) if unsigned else (set(), set())
     for name, rec in records:
         file = f"{store.RUNS}/{name}"
         model_digest = None
@@ -199,7 +199,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper
                 add(Finding(file, rule_id, reason))
         # The seal's verdict on the content (not its bytes) and the signature's, as status and publish see them.
         verification = verified.get(name, UNSIGNED)
-        for rule_id, reason in trust.issues(verification, policy, legacy=file in legacy):
+        for rule_id, reason in trust.issues(verification, policy, legacy=file in legacy | uncommitted):
             add(Finding(file, rule_id, reason))
         examined.append(store.examine(rec, model_digest if model_digest is not None else seals.get(name),
                                       verification, runners.in_force))

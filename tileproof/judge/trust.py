@@ -62,9 +62,11 @@ def counts(trust: Trust, policy: TrustPolicy = POLICY) -> bool:
 
 def issues(verification: Verification, policy: TrustPolicy = POLICY, *, legacy: bool = False) -> list[tuple[str, str]]:
     """The audit's (rule id, reason) pairs for one record's verification: none when it counts, nor
-    for a ``legacy`` unsigned record: one first committed before the tree registered its first key
-    (``runner.history.committed_before_signing``). Such a record stays as written and counts toward
-    nothing under ``signed-only`` (:func:`counts`); an unsigned record committed since is a finding."""
+    for an unsigned record that is ``legacy``: first committed before the tree registered its first
+    key, or not committed at all (a working tree's own; ``runner.history.unsigned_standing``). Such
+    a record counts toward nothing under ``signed-only`` (:func:`counts`); an unsigned record
+    committed after the first key is a finding, and so is any unsigned record in a tree whose
+    history cannot be read."""
     if counts(verification.trust, policy) or (legacy and verification.trust == "unsigned"):
         return []
     return [(FINDING[verification.trust], verification.reason)]

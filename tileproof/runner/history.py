@@ -87,19 +87,20 @@ def read(root: Path) -> GitHistory | NoHistory:
     return GitHistory(first=tuple(first.values()), current=current)
 
 
-def committed_before_signing(root: Path, paths: Iterable[str]) -> set[str]:
-    """Those of ``paths`` first committed in a commit whose runner registry
-    (``records.registry.REGISTRY``) lists no key yet: records of the time before the
-    tree adopted signing. A path never committed, or a tree without history, is not."""
+def unsigned_standing(root: Path, paths: Iterable[str]) -> tuple[set[str], set[str]]:
+    """Of ``paths`` (unsigned records): those first committed while the tree's runner registry
+    (``records.registry.REGISTRY``) listed no key yet (records from before the tree adopted
+    signing), and those never committed at all (a working tree's own, e.g. a newcomer's
+    compile record). Without history neither can be told: both sets are empty."""
     history = read(root)
     if not isinstance(history, GitHistory):
-        return set()
+        return set(), set()
     first = {f.path: f.commit for f in history.first}
     wanted = {p: first[p] for p in paths if p in first}
     commits = sorted(set(wanted.values()))
     answers = _cat_file(root, [f"{c}:{REGISTRY.as_posix()}" for c in commits])
     unkeyed = {c for c, data in zip(commits, answers, strict=True) if not registry_lists_keys(data)}
-    return {p for p, c in wanted.items() if c in unkeyed}
+    return {p for p, c in wanted.items() if c in unkeyed}, {p for p in paths if p not in first}
 
 
 def check_repository(root: Path, regenerated: frozenset[str] = REGENERATED) -> HistoryReport:
