@@ -131,3 +131,16 @@ def test_slurm_job_states_are_a_closed_set():
     assert _state("COMPLETED", "sacct") == "COMPLETED" and _state("RUNNING", "sacct") not in ENDED
     with pytest.raises(SlurmError, match="job state 'DONE-ISH' is not one tileproof knows"):
         _state("DONE-ISH", "sacct")
+
+
+@pytest.mark.parametrize("poll", ["0", "-1"])
+def test_submit_refuses_a_poll_that_is_not_positive_before_submitting_anything(tmp_path, capsys, poll):
+    from tileproof.__main__ import main
+
+    out = tmp_path / "fleet"
+    code = main(["fleet", "submit", "--cluster", str(CI_CLUSTER), "--root", str(tmp_path), "--out", str(out),
+                 "--wait", "--poll", poll])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"--poll {float(poll)}: expected seconds > 0 (fix: e.g. --poll 2)" in err
+    assert not out.exists()

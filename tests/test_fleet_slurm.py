@@ -68,9 +68,11 @@ def slurm_conf(d: Path, node: str) -> str:
         f"SlurmctldPort={_free_port()}", f"SlurmdPort={_free_port()}",
         "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "MpiDefault=none",
         "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core", "ReturnToService=2",
-        "SchedulerType=sched/builtin", "SchedulerParameters=sched_min_interval=100000",
+        # Schedule at the next event, not up to 3 s later (batch_sched_delay's default), and let the two
+        # kinds' arrays share the node's cores (OverSubscribe): the test waits on Slurm, not on idle cores.
+        "SchedulerType=sched/builtin", "SchedulerParameters=sched_min_interval=100000,batch_sched_delay=0",
         "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
-        node, f"PartitionName=debug Nodes={name} Default=YES MaxTime=INFINITE State=UP", "",
+        node, f"PartitionName=debug Nodes={name} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4", "",
     ])
 
 
@@ -86,47 +88,70 @@ def cluster(tmp_path_factory):
     conf = d / "slurm.conf"
     conf.write_text(slurm_conf(d, _node_line()))
     env = dict(os.environ, SLURM_CONF=str(conf))
-    subprocess.run([_bin("munged"), "--force", f"--socket={d / 'munge.socket'}", f"--key-file={key}",
-                    f"--log-file={d / 'munged.log'}", f"--pid-file={d / 'munged.pid'}",
-                    f"--seed-file={d / 'munged.seed'}"], check=True, env=env)
-    subprocess.run([_bin("slurmctld"), "-f", str(conf)], check=True, env=env)
-    subprocess.run([_bin("slurmd"), "-f", str(conf)], check=True, env=env)
     saved = os.environ.get("SLURM_CONF")
-    os.environ["SLURM_CONF"] = str(conf)  # the client commands (sbatch, scontrol) read it
+    daemons: dict[str, subprocess.Popen] = {}
     try:
-        deadline = time.monotonic() + 60
-        while True:
+        # In the foreground (-F, -D): each daemon is this process's own child, waited for at the end.
+        # Daemonized, they would be reparented to the nearest subreaper, and tileproof's runner makes
+        # this pytest process one (runner/process.py) once any test has run a program in it: an exited
+        # daemon then stays a zombie nobody reaps, and `munged --stop` waits 10 s for it to vanish.
+        daemons["munged"] = _daemon(d, [_bin("munged"), "--foreground", "--force", f"--socket={d / 'munge.socket'}",
+                                        f"--key-file={key}", f"--pid-file={d / 'munged.pid'}",
+                                        f"--seed-file={d / 'munged.seed'}"], env)
+        _wait_for(lambda: (d / "munge.socket").exists(), daemons, d, "munged never made its socket")
+        daemons["slurmctld"] = _daemon(d, [_bin("slurmctld"), "-D", "-f", str(conf)], env)
+        daemons["slurmd"] = _daemon(d, [_bin("slurmd"), "-D", "-f", str(conf)], env)
+        os.environ["SLURM_CONF"] = str(conf)  # the client commands (sbatch, scontrol) read it
+
+        def idle() -> bool:
             state = subprocess.run(["sinfo", "--noheader", "--format=%t"], capture_output=True, text=True, env=env)
-            if state.stdout.strip() == "idle":
-                break
-            assert time.monotonic() < deadline, f"node never idle: {state.stdout}{state.stderr}" \
-                + (d / "slurmctld.log").read_text()[-2000:] + (d / "slurmd.log").read_text()[-2000:]
-            time.sleep(0.5)
+            return state.stdout.strip() == "idle"
+
+        _wait_for(idle, daemons, d, "node never idle")
         yield d
     finally:
-        subprocess.run(["scontrol", "shutdown"], env=env, capture_output=True)
-        subprocess.run([_bin("munged"), "--stop", f"--socket={d / 'munge.socket'}"], capture_output=True)
-        for pidfile in ("slurmctld.pid", "slurmd.pid"):
-            _wait_gone(d / pidfile)
+        shut = "slurmctld" in daemons and subprocess.run(["scontrol", "shutdown"], env=env,  # stops slurmd too
+                                                         capture_output=True).returncode == 0
+        for name in ("slurmctld", "slurmd", "munged"):  # munge last: slurmctld's shutdown message to slurmd needs it
+            if name in daemons:
+                _stop(daemons[name], terminate=name == "munged" or not shut)
         if saved is None:
             os.environ.pop("SLURM_CONF", None)
         else:
             os.environ["SLURM_CONF"] = saved
 
 
-def _wait_gone(pidfile: Path, seconds: float = 20) -> None:
-    """Wait for the daemon we started to exit; kill it by its own pid if it lingers."""
-    if not pidfile.is_file():
-        return
-    pid = int(pidfile.read_text().split()[0])
+def _daemon(d: Path, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """Start one daemon in the foreground, its stdout and stderr in ``d``."""
+    name = Path(argv[0]).name
+    with open(d / f"{name}.out", "wb") as out:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+
+def _logs(d: Path) -> str:
+    return "".join(f"\n--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in sorted(d.glob("*.log")) +
+                   sorted(d.glob("*.out")))
+
+
+def _wait_for(ready, daemons: dict[str, subprocess.Popen], d: Path, what: str, seconds: float = 60) -> None:
+    """Poll ``ready`` until true; fail at once with the logs if a daemon exited, or after ``seconds``."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.2)
-    os.kill(pid, 9)
+    while not ready():
+        dead = {n: p.returncode for n, p in daemons.items() if p.poll() is not None}
+        assert not dead, f"{what}: exited {dead}" + _logs(d)
+        assert time.monotonic() < deadline, what + _logs(d)
+        time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen, terminate: bool, seconds: float = 20) -> None:
+    """Wait for a daemon we started to exit (SIGTERM first if ``terminate``); kill it if it lingers."""
+    if terminate and proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def test_real_array_and_afterany_merge_job_on_a_single_node_cluster(tmp_path, cluster):
@@ -134,7 +159,8 @@ def test_real_array_and_afterany_merge_job_on_a_single_node_cluster(tmp_path, cl
     folder = tmp_path / "fleet"
     proc = subprocess.run(
         [sys.executable, "-m", "tileproof", "fleet", "submit", "--cluster", str(REPO / ".ci" / "slurm-cluster.yaml"),
-         "--root", str(repo), "--out", str(folder), "--wait", "--timeout", "180", "--run-arg=--record-no-gpu"],
+         "--root", str(repo), "--out", str(folder), "--wait", "--timeout", "180",
+         "--poll", "0.2", "--run-arg=--record-no-gpu"],
         cwd=repo, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
     logs = "".join(f"\n--- {p.name}\n{p.read_text()}" for p in sorted((folder / "logs").glob("*")))
     assert proc.returncode == 1, proc.stdout + proc.stderr + logs  # no-gpu cells: never a pass

@@ -36,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--out", type=Path, default=None, help="fleet folder (default build/fleet/<fleet id>)")
     s.add_argument("--wait", action="store_true", help="wait for the merge job and print the matrix")
     s.add_argument("--timeout", type=float, default=3600.0, metavar="S", help="how long --wait waits")
+    s.add_argument("--poll", type=float, default=2.0, metavar="S",
+                   help="how often --wait asks Slurm for the merge job's state (default 2)")
     s.add_argument("--run-arg", action="append", default=[], metavar="ARG", help="passed to each task's run")
     s.add_argument("--dry-run", action="store_true", help="print the job scripts; submit nothing")
     t = sub.add_parser("task", help="(an array task) run one lesson in its own worktree")
@@ -56,6 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _submit(args: argparse.Namespace) -> int:
     root = args.root.resolve()
+    if not args.poll > 0:
+        raise TileproofError(f"fleet submit: --poll {args.poll}: expected seconds > 0 (fix: e.g. --poll 2)")
     cluster = load_cluster(args.cluster)
     chosen = [lessons.load(root, i) for i in args.lesson] if args.lesson else lessons.load_all(root)
     fleet_id = store.new_run_id("fleet")
@@ -81,7 +85,7 @@ def _submit(args: argparse.Namespace) -> int:
     print(f"fleet: merge job {launched.merge_job} (afterany); folder {folder}")
     if not args.wait:
         return 0
-    state = jobs.wait(launched.merge_job, args.timeout)
+    state = jobs.wait(launched.merge_job, args.timeout, poll_s=args.poll)
     return _show(folder / fplan.PLAN_FILE, f"merge job {launched.merge_job} ended {state}")
 
 
