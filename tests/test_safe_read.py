@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tileproof.claims import spec as claims
 from tileproof.gather import audit
@@ -398,3 +399,30 @@ def test_runner_registry_link_out_of_the_repo_is_refused(tmp_path):
     with pytest.raises(InputRefused) as err:
         registry.load_registry(tmp_path / "repo")
     assert err.value.kind == "outside-repo" and one_line(err).startswith("lessons/runners.yaml: ")
+
+
+def test_a_yaml_text_parsed_again_is_an_equal_value_of_its_own():
+    text = "a: &x [1, {b: 2026-12-01}]\nc: *x\n"
+    first = safe_read.parse_yaml(text, "one.yaml")
+    first["a"][1]["b"] = "changed by its caller"
+    first["a"].append(3)
+    second = safe_read.parse_yaml(text, "two.yaml")
+    assert second == yaml.safe_load(text) and second is not first
+    assert second["a"] is second["c"]  # an alias stays one object within a value
+
+
+def test_a_yaml_text_that_fails_fails_every_time_under_its_callers_name():
+    for shown in ("first.yaml", "second.yaml"):
+        with pytest.raises(InputRefused) as err:
+            safe_read.parse_yaml("a: &a [*a]", shown)
+        assert one_line(err).startswith(f"{shown}: ")
+
+
+def test_only_the_most_recent_yaml_texts_are_kept():
+    for i in range(safe_read.PARSED_KEPT + 10):
+        assert safe_read.parse_yaml(f"n: {i}\n", "x.yaml") == {"n": i}
+    kept = list(safe_read._parsed)
+    assert len(kept) == safe_read.PARSED_KEPT and kept[-1] == f"n: {safe_read.PARSED_KEPT + 9}\n"
+    big = "k: " + "x" * safe_read.PARSED_KEPT_CHARS + "\n"
+    assert safe_read.parse_yaml(big, "big.yaml") == {"k": "x" * safe_read.PARSED_KEPT_CHARS}
+    assert big not in safe_read._parsed

@@ -17,15 +17,20 @@ accepts only a regular file inside the repository:
 with aliases expanded (:data:`MAX_NODES`), checked while composing, before any
 recursion can run away. Every refusal is one :class:`InputRefused` line whose
 ``kind`` names the audit finding (:data:`RULES`). :func:`check_build_dir`
-refuses a ``build/`` that resolves outside the repository.
+refuses a ``build/`` that resolves outside the repository. :func:`parse_yaml`
+keeps the values of the texts it last parsed (:data:`PARSED_KEPT`): one audit
+reads each claims file several times.
 """
 
 from __future__ import annotations
 
+import copy
 import errno
 import json
 import os
 import stat
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -322,13 +327,41 @@ class _CappedLoader(yaml.SafeLoader):
         return total
 
 
+PARSED_KEPT = 64
+"""Distinct YAML texts whose parsed value :func:`parse_yaml` keeps, the least recently used dropped first."""
+PARSED_KEPT_CHARS = 1 * MIB
+"""Longer texts are parsed every time, never kept."""
+_parsed: OrderedDict[str, Any] = OrderedDict()
+_parsed_lock = threading.Lock()
+
+
 def parse_yaml(text: str, shown: str) -> Any:
     """YAML text → value with ``safe_load`` semantics, nesting and size capped.
 
     Syntax errors stay ``yaml.YAMLError`` (callers name the line their way); a
     scalar Python cannot build (a 13th month, a 5,000-digit int) becomes one
     too; excess nesting is ``too-deep``.
+
+    The value of a text parsed before is kept (keyed by the text itself, never by
+    its name or path) and each caller gets its own deep copy; a text that fails is
+    parsed again each time, so every error names its caller's ``shown``.
     """
+    with _parsed_lock:
+        kept = text in _parsed
+        if kept:
+            _parsed.move_to_end(text)
+            value = _parsed[text]
+    if not kept:
+        value = _compose(text, shown)
+        if len(text) <= PARSED_KEPT_CHARS:
+            with _parsed_lock:
+                _parsed[text] = value
+                while len(_parsed) > PARSED_KEPT:
+                    _parsed.popitem(last=False)
+    return copy.deepcopy(value)
+
+
+def _compose(text: str, shown: str) -> Any:
     loader = _CappedLoader(text, shown)
     try:
         return loader.get_single_data()
