@@ -32,7 +32,8 @@ def test_a_missing_or_too_small_ram_folder_is_not_used(monkeypatch, tmp_path):
 
 
 def test_where_the_ram_folder_was_chosen_every_temporary_folder_is_in_it(tmp_path):
-    if conftest._ram is None:
+    # Chosen once, by the first process (an xdist worker inherits TMPDIR from it).
+    if os.environ.get("TMPDIR") != str(conftest.RAM_TEMP):
         pytest.skip(f"not chosen here (TMPDIR or PYTEST_DEBUG_TEMPROOT set, or {conftest.RAM_TEMP} unusable)")
-    assert tmp_path.is_relative_to(conftest._ram)
-    assert Path(tempfile.gettempdir()) == conftest._ram and os.environ["TMPDIR"] == str(conftest._ram)
+    assert tmp_path.is_relative_to(conftest.RAM_TEMP)
+    assert Path(tempfile.gettempdir()) == conftest.RAM_TEMP
