@@ -1,7 +1,7 @@
 """Shared test setup: the repository root, the FIXTURE record builders on sys.path,
-the temporary folders on a RAM-backed tmpfs where there is one, the GPU markers, and
-``tree``: the day-79 FIXTURE repository with the real lessons as drafts (a test module
-that needs another miniature tree defines its own ``tree``)."""
+the temporary folders on a RAM-backed tmpfs where there is one, one OpenBLAS thread,
+the GPU markers, and ``tree``: the day-79 FIXTURE repository with the real lessons as
+drafts (a test module that needs another miniature tree defines its own ``tree``)."""
 
 import os
 import shutil
@@ -37,6 +37,10 @@ def ram_temp_root() -> Path | None:
     usable = os.access(RAM_TEMP, os.W_OK | os.X_OK) and not fs.f_flag & os.ST_NOEXEC  # tests run programs there
     return RAM_TEMP if usable and fs.f_bavail * fs.f_frsize >= RAM_TEMP_FREE else None
 
+
+# numpy's OpenBLAS starts a thread per core at import and lets each spin before it sleeps:
+# CPU time that every test starting a numpy program paid for nothing (the suite's arrays are small).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 _ram = ram_temp_root()
 if _ram is not None:  # before any temporary folder exists; xdist's workers and every program a test starts inherit it
