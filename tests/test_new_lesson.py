@@ -88,6 +88,7 @@ def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy):
     # the discovered tests pick the new programs and lesson up; none of them was edited
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            "-p", "no:hypothesispytest", "-p", "no:xdist",  # unused here; 0.8 s of imports
                             "tests/test_kernels_import.py", "tests/test_lessons.py",
                             "tests/test_discovered_programs.py",
                             "-k", "scaled_add or row_max or row-ops or finds_nothing or complete"],
