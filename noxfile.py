@@ -33,6 +33,9 @@ LIGHT_PYTHON = "light-python.txt"
 """In nox's shared cache folder: the interpreter the ``light`` session prepared."""
 RUFF_PATHS = ["tileproof", "tests", "noxfile.py", "kernels"]
 """What ruff checks (kernels/ is checked, never fixed: see pyproject.toml [tool.ruff])."""
+PYTEST_PARALLEL = ["-n", "auto", "--dist", "loadfile"]
+"""pytest-xdist: one worker per core, each test file on one worker (a module's fixtures are built once).
+Arguments after ``--`` come after these: ``nox -s tests -- -n 0 tests/test_lock.py`` runs one process."""
 
 
 def passthrough(session) -> bool:
@@ -227,7 +230,7 @@ def fleet(session):
 
 @nox.session
 def tests(session):
-    """Run the test suite (CPU only; GPU tests skip with a reason), mypy and ruff.
+    """Run the test suite (CPU only; GPU tests skip with a reason) on every core, mypy and ruff.
 
     The import contract (pyproject.toml [tool.importlinter]) runs inside the suite,
     in tests/test_architecture.py. mypy and ruff read their settings from pyproject.toml.
@@ -237,7 +240,7 @@ def tests(session):
     session.run("python", "-m", "ruff", "check", *RUFF_PATHS)
     session.run("python", "-m", "tileproof", "lint-kernels")
     session.run("python", "-m", "tileproof", "check")
-    session.run("python", "-m", "pytest", *session.posargs)
+    session.run("python", "-m", "pytest", *PYTEST_PARALLEL, *session.posargs)
 
 
 @nox.session(python=False)
