@@ -236,11 +236,23 @@ def tests(session):
     in tests/test_architecture.py. mypy and ruff read their settings from pyproject.toml.
     """
     install(session, "-e", ".[toolchain,test,record]")
-    session.run("python", "-m", "mypy")
-    session.run("python", "-m", "ruff", "check", *RUFF_PATHS)
-    session.run("python", "-m", "tileproof", "lint-kernels")
-    session.run("python", "-m", "tileproof", "check")
-    session.run("python", "-m", "pytest", *PYTEST_PARALLEL, *session.posargs)
+    env = bytecode_cache(session)
+    session.run("python", "-m", "mypy", env=env)
+    session.run("python", "-m", "ruff", "check", *RUFF_PATHS, env=env)
+    session.run("python", "-m", "tileproof", "lint-kernels", env=env)
+    session.run("python", "-m", "tileproof", "check", env=env)
+    session.run("python", "-m", "pytest", *PYTEST_PARALLEL, *session.posargs, env=env)
+
+
+def bytecode_cache(session) -> dict[str, str]:
+    """Every Python process of the session keeps its compiled bytecode in ``.nox/.cache/pycache``.
+
+    uv installs no bytecode, and where PYTHONDONTWRITEBYTECODE is set none is ever written:
+    each of the suite's few hundred Python processes compiled pydantic, numpy, hypothesis and
+    tileproof from source again (the suite took 73 s instead of 55 s on two cores). The
+    prefix keeps that cache out of the source tree, which is what that setting asks for.
+    """
+    return {"PYTHONPYCACHEPREFIX": str(Path(session.cache_dir) / "pycache"), "PYTHONDONTWRITEBYTECODE": ""}
 
 
 @nox.session(python=False)
