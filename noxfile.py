@@ -33,9 +33,10 @@ LIGHT_PYTHON = "light-python.txt"
 """In nox's shared cache folder: the interpreter the ``light`` session prepared."""
 RUFF_PATHS = ["tileproof", "tests", "noxfile.py", "kernels"]
 """What ruff checks (kernels/ is checked, never fixed: see pyproject.toml [tool.ruff])."""
-PYTEST_PARALLEL = ["-n", "auto", "--dist", "loadfile"]
-"""pytest-xdist: one worker per core, each test file on one worker (a module's fixtures are built once).
-Arguments after ``--`` come after these: ``nox -s tests -- -n 0 tests/test_lock.py`` runs one process."""
+PYTEST_PARALLEL = ["-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder"]
+"""pytest-xdist: one worker per core, each test file on one worker (a module's fixtures are built once), the
+files in the order tests/conftest.py gives them (the longest first). Arguments after ``--`` come after
+these: ``nox -s tests -- -n 0 tests/test_lock.py`` runs one process."""
 
 
 def passthrough(session) -> bool:

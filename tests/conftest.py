@@ -50,6 +50,18 @@ if _ram is not None:  # before any temporary folder exists; xdist's workers and 
 
 
 
+FIRST = ("test_new_lesson.py", "test_fleet_slurm.py", "test_fleet_merge.py", "test_build.py", "test_fuzz_parsers.py",
+         "test_claims.py", "test_run_cmd.py", "test_runner.py", "test_browser_report.py", "test_kernels_import.py")
+"""The test files that take longest (compiles, a Slurm cluster, deadlines), longest first. They run first,
+the rest in collection order: under pytest-xdist (``nox -s tests``: ``--dist loadfile
+--no-loadscope-reorder``) a worker is never left alone with one of them at the end."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: a file's tests keep their order
+
+
 def _has_gpu() -> bool:
     if shutil.which("nvidia-smi") is None:
         return False
