@@ -3,6 +3,7 @@ the temporary folders on a RAM-backed tmpfs where there is one, one OpenBLAS thr
 the GPU markers, and ``tree``: the day-79 FIXTURE repository with the real lessons as
 drafts (a test module that needs another miniature tree defines its own ``tree``)."""
 
+import gc
 import os
 import shutil
 import subprocess
@@ -60,6 +61,13 @@ the rest in collection order: under pytest-xdist (``nox -s tests``: ``--dist loa
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: a file's tests keep their order
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection built (modules, items, hypothesis' strategies) lives to the end: move it out of
+    the garbage collector's sight, which otherwise walks it again and again (about 7% of in-process time)."""
+    gc.collect()
+    gc.freeze()
 
 
 def _has_gpu() -> bool:
