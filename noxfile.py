@@ -5,8 +5,9 @@ else venv; they are kept between runs (``nox -R`` also skips the install step).
 Every install uses ``constraints.txt``, the lock (``nox -s lock`` rewrites it
 from pyproject.toml). The light sessions (status, publish, audit, schema,
 lint-kernels, keygen) share ONE small environment, built by the ``light`` session they
-require; compile, tests, claims and the GPU sessions each keep their own, with
-the toolchain hard-linked from uv's cache.
+require; compile and tests share the ``toolchain`` one (the toolchain plus the test
+and record extras, so the README's second command installs nothing); claims and the
+GPU sessions each keep their own, with the toolchain hard-linked from uv's cache.
 
 GPU sessions default to on only where nvidia-smi exists; on a machine without a
 GPU they say so in one line and fail within seconds, before installing
@@ -31,6 +32,8 @@ HAS_GPU = shutil.which("nvidia-smi") is not None
 LOCK = "constraints.txt"
 LIGHT_PYTHON = "light-python.txt"
 """In nox's shared cache folder: the interpreter the ``light`` session prepared."""
+TOOLCHAIN_PYTHON = "toolchain-python.txt"
+"""In nox's shared cache folder: the interpreter the ``toolchain`` session prepared."""
 RUFF_PATHS = ["tileproof", "tests", "noxfile.py", "kernels"]
 """What ruff checks (kernels/ is checked, never fixed: see pyproject.toml [tool.ruff])."""
 PYTEST_PARALLEL = ["-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder"]
@@ -87,30 +90,49 @@ def require_gpu(session):
                       "(-- --record-no-gpu records each program's gate instead)")
 
 
+def shared_env(session, extras: str, python_file: str):
+    """Install ``-e .[extras]`` into this session's environment only when pyproject or the lock changed
+    since the last install (a stamp in the environment says), and tell the sessions that require this one
+    its interpreter (``python_file`` in nox's shared cache folder)."""
+    if not passthrough(session):
+        stamp = session.env_dir / "tileproof-lock.sha256"
+        inputs = extras.encode() + Path("pyproject.toml").read_bytes() + Path(LOCK).read_bytes()
+        want = hashlib.sha256(inputs).hexdigest()
+        if not stamp.is_file() or stamp.read_text() != want:
+            install(session, "-e", f".[{extras}]" if extras else ".")
+            stamp.write_text(want)
+    python = sys.executable if passthrough(session) else str(Path(session.bin) / "python")
+    (session.cache_dir / python_file).write_text(python)
+
+
+def shared_python(session, python_file: str) -> str:
+    """The interpreter a required ``light`` or ``toolchain`` session prepared."""
+    return (session.cache_dir / python_file).read_text()
+
+
 @nox.session(default=False)
 def light(session):
     """The one small environment the light sessions share (required by them; not run alone)."""
-    if not passthrough(session):
-        stamp = session.env_dir / "tileproof-lock.sha256"
-        want = hashlib.sha256(Path("pyproject.toml").read_bytes() + Path(LOCK).read_bytes()).hexdigest()
-        if not stamp.is_file() or stamp.read_text() != want:  # install only when pyproject or the lock changed
-            install(session, "-e", ".")
-            stamp.write_text(want)
-    python = sys.executable if passthrough(session) else str(Path(session.bin) / "python")
-    (session.cache_dir / LIGHT_PYTHON).write_text(python)
+    shared_env(session, "", LIGHT_PYTHON)
 
 
 def light_tileproof(session, *args):
     """``python -m tileproof ...`` in the environment the ``light`` session prepared."""
-    python = (session.cache_dir / LIGHT_PYTHON).read_text()
-    session.run(python, "-m", "tileproof", *args, *own_args(session), external=True)
+    session.run(shared_python(session, LIGHT_PYTHON), "-m", "tileproof", *args, *own_args(session), external=True)
 
 
-@nox.session
+@nox.session(default=False)
+def toolchain(session):
+    """The one environment ``compile`` and ``tests`` share: the tile toolchain (~650 MB, hard-linked from
+    uv's cache) plus the test and record extras (required by them; not run alone)."""
+    shared_env(session, "toolchain,test,record", TOOLCHAIN_PYTHON)
+
+
+@nox.session(python=False, requires=["toolchain"])
 def compile(session):
     """Build every program for every target (no GPU needed) and write a compile record."""
-    install(session, "-e", ".[toolchain]")
-    tileproof(session, "compile")
+    session.run(shared_python(session, TOOLCHAIN_PYTHON), "-m", "tileproof", "compile", *own_args(session),
+                external=True)
 
 
 @nox.session(name="run-gpu", default=HAS_GPU)
@@ -229,20 +251,18 @@ def fleet(session):
     tileproof(session, "fleet")
 
 
-@nox.session
+@nox.session(python=False, requires=["toolchain"])
 def tests(session):
     """Run the test suite (CPU only; GPU tests skip with a reason) on every core, mypy and ruff.
 
     The import contract (pyproject.toml [tool.importlinter]) runs inside the suite,
     in tests/test_architecture.py. mypy and ruff read their settings from pyproject.toml.
     """
-    install(session, "-e", ".[toolchain,test,record]")
+    python = shared_python(session, TOOLCHAIN_PYTHON)
     env = bytecode_cache(session)
-    session.run("python", "-m", "mypy", env=env)
-    session.run("python", "-m", "ruff", "check", *RUFF_PATHS, env=env)
-    session.run("python", "-m", "tileproof", "lint-kernels", env=env)
-    session.run("python", "-m", "tileproof", "check", env=env)
-    session.run("python", "-m", "pytest", *PYTEST_PARALLEL, *session.posargs, env=env)
+    for argv in (["mypy"], ["ruff", "check", *RUFF_PATHS], ["tileproof", "lint-kernels"], ["tileproof", "check"],
+                 ["pytest", *PYTEST_PARALLEL, *session.posargs]):
+        session.run(python, "-m", *argv, external=True, env=env)
 
 
 def bytecode_cache(session) -> dict[str, str]:

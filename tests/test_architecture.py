@@ -74,7 +74,8 @@ def _contracts_over(tmp_path: Path, files: dict[str, str]) -> str:
               "toolchain", "judge", "records"]
     skeleton = {"tileproof/__init__.py": ""} | {
         f"tileproof/{name}.py" if name == "__main__" else f"tileproof/{name}/__init__.py": "" for name in layers
-    } | {"tileproof/runner/process.py": "import subprocess\n", "tileproof/commands/audit.py": ""}
+    } | {"tileproof/runner/process.py": "import subprocess\n", "tileproof/runner/forked.py": "import multiprocessing\n",
+          "tileproof/commands/audit.py": ""}
     src = tmp_path / "src"
     _package(src, skeleton | files)
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
@@ -117,6 +118,8 @@ def test_the_contracts_hold_for_a_clean_made_up_package(tmp_path):
         ({"tileproof/commands/status.py": "from tileproof.commands import publish\n",
           "tileproof/commands/publish.py": ""}, "Commands do not import one another"),
         ({"tileproof/fresh/__init__.py": "import subprocess\n"}, "Only the runner starts processes"),
+        ({"tileproof/gather/audit_scan.py": "import multiprocessing\n"}, "Only the runner starts processes"),
+        ({"tileproof/judge/gate.py": "from multiprocessing import Pool\n"}, "The judge reads records only"),
         ({"tileproof/records/models.py": "import tileproof.runner\n"}, "Layers: arrows point down only"),
         ({"tileproof/fresh/__init__.py": ""}, "Layers: arrows point down only"),
         (

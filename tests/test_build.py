@@ -1,7 +1,9 @@
 """Build: the nvcc command, res-usage parsing, the API inventory, and a real
 compile of one C++ program and one Python kernel (CI has PyPI, not a GPU)."""
 
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,14 @@ def test_nvcc_argv_is_the_documented_command():
     argv = build.nvcc_argv(Path("/x/nvcc"), Path("a.cu"), "sm_90", Path("a"))
     assert argv == ["/x/nvcc", "-std=c++20", "-O3", "-arch=sm_90", "-enable-tile", "a.cu", "-o", "a"]
     assert "--tilefatbin" in build.nvcc_argv(Path("/x/nvcc"), Path("a.cu"), "sm_90", Path("a"), tilefatbin=True)
+
+
+def test_several_targets_are_one_gencode_each_with_what_arch_means():
+    argv = build.nvcc_argv(Path("/x/nvcc"), Path("a.cu"), ["sm_80", "sm_120"], Path("a"), keep_dir=Path("k"))
+    assert argv == ["/x/nvcc", "-std=c++20", "-O3",
+                    "-gencode", "arch=compute_80,code=[compute_80,sm_80]",
+                    "-gencode", "arch=compute_120,code=[compute_120,sm_120]",
+                    "-enable-tile", "-keep", "-keep-dir", "k", "a.cu", "-o", "a"]
 
 
 @pytest.mark.parametrize("value, expected",
@@ -98,8 +108,8 @@ def test_real_compile_then_warm_rerun(tree, capsys):
     assert again is None and "0 compiler calls" in out
     # Touching a helper header changes the key of the C++ builds only.
     (tree / "cpp" / "tolerances.h").write_text((tree / "cpp" / "tolerances.h").read_text() + "\n")
-    jobs = build.plan(tree, discover(), ["sm_90"], build.programs(tree, "cpp"), {})
-    assert all(build.cached(tree, j) is None for j in jobs)
+    cpp_jobs, _ = build.plan(tree, discover(), ["sm_90"], build.programs(tree, "cpp"), {})
+    assert cpp_jobs and all(build.cached_cpp(tree, j) is None for j in cpp_jobs)
 
 
 def test_failing_source_gives_failed_result_not_a_crash(tree, capsys):
@@ -112,3 +122,64 @@ def test_failing_source_gives_failed_result_not_a_crash(tree, capsys):
     assert record is not None and not record.passed
     assert {b.verdict for b in record.builds} == {"failed"}
     assert all(b.step.exit_code not in (0, None) for b in record.builds)
+
+
+PROGRAMS = Path(__file__).parent / "data" / "programs"
+
+
+@pytest.fixture
+def small(tmp_path):
+    """A tree holding one minimal tile program that every target but sm_80 compiles."""
+    (tmp_path / "cpp").mkdir()
+    shutil.copy(PROGRAMS / "refuses_sm80.cu", tmp_path / "cpp" / "small.cu")
+    return tmp_path
+
+
+def _evidence(root, result):
+    return [root / t.path for s in (result.step, result.inspect, result.all_targets_step) if s
+            for t in (s.stdout, s.stderr)]
+
+
+def test_one_nvcc_call_builds_every_target_and_keeps_the_tile_fatbin(small, capsys):
+    src = small / "cpp" / "small.cu"
+    src.write_text(src.read_text().replace("__CUDA_ARCH__ == 800", "__CUDA_ARCH__ == 1"))  # refuses nothing
+    record = compile_programs(small, discover(), ["sm_80", "sm_90"], [src], {}, 1)
+    assert record is not None and record.passed and record.compile_version == 2, capsys.readouterr().out
+    assert [(b.target, b.artifact_kind) for b in record.builds] == [
+        ("sm_80", "executable"), ("sm_80", "tilefatbin"), ("sm_90", "executable"), ("sm_90", "tilefatbin")]
+    steps = {b.step.stdout.path for b in record.builds}
+    assert len(steps) == 1  # one compiler call made all four
+    assert len({b.artifact.sha256 for b in record.builds}) == 2  # one executable, one tile fatbin
+    for b in record.builds:
+        assert b.inspect.argv[1:3] == ["-arch", b.target] and b.res_usage and b.all_targets_step is None
+        assert all(p.is_file() for p in _evidence(small, b))
+    assert not any(p.name == "keep" for p in (small / "build").rglob("*"))  # nvcc's intermediates are gone
+    # The kept tile fatbin of a one-target call is byte for byte what --tilefatbin writes.
+    one = compile_programs(small, discover(), ["sm_90"], [src], {}, 1)
+    tfb = next(b for b in one.builds if b.artifact_kind == "tilefatbin")
+    tools = discover()
+    direct = small / "direct.tilefatbin"
+    argv = build.nvcc_argv(tools.tool("nvcc"), src, "sm_90", direct, tilefatbin=True)
+    subprocess.run(argv, check=True, env={**os.environ, "PATH": os.pathsep.join(
+        [*map(str, tools.path_dirs()), os.environ.get("PATH", "")])}, capture_output=True)
+    assert build.sha256_file(direct) == tfb.artifact.sha256
+
+
+def test_a_target_that_breaks_the_one_call_is_found_by_building_each_alone(small, capsys):
+    src = small / "cpp" / "small.cu"
+    record = compile_programs(small, discover(), ["sm_80", "sm_90"], [src], {}, 1)
+    out = capsys.readouterr().out
+    assert record is not None and not record.passed
+    verdicts = {(b.target, b.artifact_kind): b.verdict for b in record.builds}
+    assert verdicts == {("sm_80", "executable"): "failed", ("sm_80", "tilefatbin"): "failed",
+                        ("sm_90", "executable"): "built", ("sm_90", "tilefatbin"): "built"}, out
+    first = {b.all_targets_step.stdout.path for b in record.builds}
+    assert len(first) == 1 and all(b.all_targets_step.exit_code not in (0, None) for b in record.builds)
+    assert all(b.step.argv[3] == f"-arch={b.target}" for b in record.builds)  # each built alone
+    assert "refuses sm_80" in out  # the compiler's own error line, printed under the failed target
+    for b in record.builds:
+        assert all(p.is_file() for p in _evidence(small, b))
+    # A rerun tries the one call again, and reuses the target that built alone.
+    again = compile_programs(small, discover(), ["sm_80", "sm_90"], [src], {}, 1)
+    reused = {b.target: b.reused_from for b in again.builds}
+    assert reused["sm_90"] == record.run_id and reused["sm_80"] is None

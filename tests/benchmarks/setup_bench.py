@@ -137,7 +137,7 @@ def main() -> int:
         print("4. cold compile of every default target in a fresh clone (tileproof's process alone):")
         third = clone(tmp, "compile")
         timed("nox --install-only -s compile", third, wenv)
-        wall, _rc, last = timed(".nox/compile/bin/python -m tileproof compile", third, wenv)
+        wall, _rc, last = timed(".nox/toolchain/bin/python -m tileproof compile", third, wenv)
         print(f"  cold compile: {wall:.1f} s  [{last[:140]}]")
     print(f"load average {os.getloadavg()[0]:.1f} after")
     print("targets:")

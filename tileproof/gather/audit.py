@@ -29,7 +29,8 @@ from pydantic import TypeAdapter, ValidationError
 from tileproof.claims import spec as claims_spec
 from tileproof.gather import audit_scan
 from tileproof.gather.audit_claims import claims_files_today
-from tileproof.gather.audit_scan import Helper, paused_gc, read_record
+from tileproof.gather.audit_scan import helper as byte_helper
+from tileproof.gather.audit_scan import paused_gc, read_record
 from tileproof.gather.tree import Tree
 from tileproof.judge import trust
 from tileproof.judge.audit import registry, rules
@@ -52,6 +53,7 @@ from tileproof.records.registry import (
 )
 from tileproof.records.safe_read import InputKind, read_bytes, read_evidence
 from tileproof.runner import history
+from tileproof.runner.forked import ForkedHelper
 
 RULES = rules.load()
 LESSONS = "lessons"
@@ -75,7 +77,7 @@ def audit(root: Path, outputs: Iterable[Path] = ()) -> AuditResult:
     """
     with paused_gc():
         names = record_names(Path(root))
-        helper = Helper(len(names))
+        helper = byte_helper(len(names))
         try:
             return _audit(Path(root), names, outputs, helper)
         finally:
@@ -166,7 +168,7 @@ def _context(records, trusted: dict[str, bytes | None]) -> registry.Context:
     return registry.Context({rec.run_id for _, rec in records}, query_rows, freeze)
 
 
-def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Helper) -> AuditResult:
+def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: ForkedHelper) -> AuditResult:
     findings: list[Finding] = []
     add = findings.append
     flagged: set[str] = set()

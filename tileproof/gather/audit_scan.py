@@ -7,7 +7,7 @@ an ``input-*`` finding (``judge.audit.rules.inputs``), never hashed or skipped.
 
 ``byte_pass`` is the model-free half of the audit (record seals from the raw
 JSON, every evidence file hashed, check reports compared with their
-transcripts); ``Helper`` runs it in one forked process when that pays off.
+transcripts); ``helper`` runs it in the runner's one forked process when that pays off.
 Nothing here decides anything: the rules are ``judge.audit.rules``'s.
 """
 
@@ -16,11 +16,9 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
-import multiprocessing
 import os
 from collections import defaultdict
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 
 from tileproof.judge.audit.result import Issue
@@ -29,6 +27,7 @@ from tileproof.judge.audit.rules.verdicts import report_diff
 from tileproof.records import store
 from tileproof.records.errors import InputRefused
 from tileproof.records.safe_read import read_bytes, read_evidence
+from tileproof.runner.forked import ForkedHelper
 
 
 def walk(root: str, folder: str, refused: dict[str, Issue]) -> Iterator[str]:
@@ -112,25 +111,9 @@ WORKERS_NOTE = ("1 forked process computes record seals, hashes every evidence f
                 "reports while the main process validates records and runs the other rules")
 
 
-class Helper:
-    """One forked process for the model-free byte work, when that pays off
-    (Linux, 2+ CPUs, 200+ records); otherwise each job runs inline when asked."""
-
-    def __init__(self, jobs: int):
-        self.pool = None
-        if jobs >= PARALLEL_MIN_RECORDS and (os.cpu_count() or 1) > 1 \
-                and "fork" in multiprocessing.get_all_start_methods():
-            self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
-
-    def submit(self, fn, *args):
-        """A callable returning ``fn(*args)``: computed meanwhile, or on call."""
-        if self.pool is None:
-            return lambda: fn(*args)
-        return self.pool.submit(fn, *args).result
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown()
+def helper(jobs: int) -> ForkedHelper:
+    """The runner's one forked process for ``byte_pass`` when there are enough records to pay for it."""
+    return ForkedHelper(jobs >= PARALLEL_MIN_RECORDS)
 
 
 @contextmanager

@@ -291,6 +291,15 @@ class BuildResult(Model):
     res_usage: list[ResUsage]
     diagnoses: list[Diagnosis]
     verdict: BuildVerdict
+    all_targets_step: Step | None = None
+    """C++ only (``compile_version`` 2): the one nvcc call for every target when it failed, after which
+    this target was built alone (``step``), so that each target's verdict is its own."""
+
+
+COMPILE_VERSION: Literal[2] = 2
+"""``CompileRecord.compile_version`` of the compile records written now: 2 builds each C++ program for every
+target in one nvcc call (``step`` shared by its builds), its tile fatbin kept from the same call; 1 (older
+records) called nvcc once per target and artifact."""
 
 
 class ApiInventory(Model):
@@ -304,6 +313,8 @@ class ApiInventory(Model):
 
 class CompileRecord(RecordBase):
     kind: Literal["compile"]
+    compile_version: Literal[1, 2] = 1
+    """How C++ builds were made: see ``COMPILE_VERSION``."""
     toolchain: Toolchain
     targets: list[str]
     sources: list[FileDigest]
@@ -311,6 +322,12 @@ class CompileRecord(RecordBase):
     api: ApiInventory | None
     passed: bool
     """True when every build in this record is ``built``."""
+
+    @model_validator(mode="after")
+    def _fits_version(self) -> CompileRecord:
+        if self.compile_version < COMPILE_VERSION and any(b.all_targets_step for b in self.builds):
+            raise ValueError(f"compile records before compile_version {COMPILE_VERSION} hold no all_targets_step")
+        return self
 
 
 # --- run ---------------------------------------------------------------------

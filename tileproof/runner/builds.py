@@ -8,15 +8,16 @@ per artifact and one summary line, and returns the record.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
 from tileproof.records import store
-from tileproof.records.models import BuildResult, CompileRecord, Step
+from tileproof.records.models import COMPILE_VERSION, BuildResult, CompileRecord, Step
 from tileproof.records.signing import Signer
 from tileproof.records.store import (
     digest,
@@ -38,9 +39,13 @@ from tileproof.runner.step import run_step
 from tileproof.toolchain.aot import declared_kernels
 from tileproof.toolchain.build import (
     BUILD_DIR,
+    CPP_KINDS,
+    Job,
     cached,
+    cached_cpp,
     dependencies,
     execute,
+    execute_cpp,
     header_path,
     inventory,
     plan,
@@ -127,40 +132,55 @@ def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Pat
 def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
                     workers: int, signer: Signer | None) -> CompileRecord | None:
     make_header_current(root)
-    jobs = plan(root, tools, targets, cpp, py)
+    cpp_jobs, py_jobs = plan(root, tools, targets, cpp, py)
     run_id = new_run_id("compile")
     env = child_env(path_dirs=tools.path_dirs())
 
     def step(name: str, argv: list[str]) -> Step:
         return run_step(root, run_id, name, argv, env)
 
-    results: dict[int, BuildResult] = {}
-    todo = []
-    for i, job in enumerate(jobs):
-        earlier = cached(root, job)
+    def export(job: Job) -> list[BuildResult]:
+        return [execute(root, run_id, job, tools, step)]
+
+    done: list[BuildResult] = []
+    todo: list[Callable[[], list[BuildResult]]] = []
+    for cjob in cpp_jobs:
+        earlier = cached_cpp(root, cjob)
         if earlier is None:
-            todo.append((i, job))
+            todo.append(partial(execute_cpp, root, run_id, cjob, tools, step))
         else:
-            results[i] = earlier
-            print(line(earlier, "cached"))
+            done += earlier
+    for job in py_jobs:
+        one = cached(root, job)
+        if one is None:
+            todo.append(partial(export, job))
+        else:
+            done.append(one)
+    for r in done:
+        print(line(r, "cached"))
+    total = len(cpp_jobs) * len(targets) * len(CPP_KINDS) + len(py_jobs)
     if not todo:
-        print(f"compile: up to date ({len(jobs)} artifacts cached, 0 compiler calls)")
+        print(f"compile: up to date ({total} artifacts cached, 0 compiler calls)")
         return None
-    print(f"compile: {len(todo)} of {len(jobs)} artifacts to build on {workers} workers (record {run_id})", flush=True)
+    print(f"compile: {total - len(done)} of {total} artifacts to build in {len(todo)} compiler calls on "
+          f"{workers} workers (record {run_id})", flush=True)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(execute, root, run_id, job, tools, step): i for i, job in todo}
+        futures = [pool.submit(build) for build in todo]
         for fut in as_completed(futures):
-            result = fut.result()
-            results[futures[fut]] = result
-            print(line(result, result.verdict), flush=True)
-            if result.verdict != "built":
-                print("\n".join(failure_lines(root, result)), flush=True)
-    ordered = [results[i] for i in range(len(jobs))]
-    sources = sorted({p for j in jobs for p in dependencies(j.program)})
+            for result in fut.result():
+                done.append(result)
+                print(line(result, result.verdict), flush=True)
+                if result.verdict != "built":
+                    print("\n".join(failure_lines(root, result)), flush=True)
+    order = {t: i for i, t in enumerate(targets)}
+    ordered = sorted(done, key=lambda r: (order.get(r.target, len(order)), r.program, r.kernel or "", r.artifact_kind))
+    sources = sorted({p for prog in [*(j.program for j in cpp_jobs), *(j.program for j in py_jobs)]
+                      for p in dependencies(prog)})
     header_file = header_path(tools)
     record = CompileRecord(
         **header(run_id, git_state(root), host_facts()),
         kind="compile",
+        compile_version=COMPILE_VERSION,
         toolchain=tools.facts,
         targets=targets,
         sources=[digest(root, p) for p in sources],

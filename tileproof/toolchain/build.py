@@ -15,8 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,11 +70,28 @@ def parse_target(value: str) -> str:
     raise TileproofError(f"--arch {value}: unknown target; choose from {', '.join(TILE_TARGETS)}")
 
 
-def nvcc_argv(nvcc: Path, source: Path, target: str, out: Path, tilefatbin: bool = False) -> list[str]:
-    """The nvcc command for a tile program: written here and nowhere else."""
-    argv = [str(nvcc), "-std=c++20", "-O3", f"-arch={target}", "-enable-tile"]
+def _target_flags(targets: list[str]) -> list[str]:
+    """``-arch=sm_XX`` for one target; for several, one ``-gencode`` each meaning the same (that target's
+    code and its tile IR, as ``-arch=sm_XX`` embeds both)."""
+    if len(targets) == 1:
+        return [f"-arch={targets[0]}"]
+    return [f for t in targets for f in ("-gencode", f"arch=compute_{t[3:]},code=[compute_{t[3:]},{t}]")]
+
+
+def nvcc_argv(nvcc: Path, source: Path, target: str | Sequence[str], out: Path, tilefatbin: bool = False,
+              keep_dir: Path | None = None) -> list[str]:
+    """The nvcc command for a tile program: written here and nowhere else.
+
+    ``target`` is one target or several, built in one call (the host side is compiled once, not once per
+    target). ``keep_dir`` keeps nvcc's intermediate files there, among them ``<stem>.tile.fatbin``, byte
+    for byte what ``--tilefatbin`` writes (so one call makes the executable and the tile fatbin).
+    """
+    targets = [target] if isinstance(target, str) else list(target)
+    argv = [str(nvcc), "-std=c++20", "-O3", *_target_flags(targets), "-enable-tile"]
     if tilefatbin:
         argv.append("--tilefatbin")
+    if keep_dir is not None:
+        argv += ["-keep", "-keep-dir", str(keep_dir)]
     return [*argv, str(source), "-o", str(out)]
 
 
@@ -123,6 +141,8 @@ def dependencies(program: Path) -> list[Path]:
 
 @dataclass(frozen=True)
 class Job:
+    """The AOT export of one cuTile Python kernel for one target (a cubin)."""
+
     program: Path
     kernel: str | None
     target: str
@@ -137,8 +157,36 @@ class Job:
         return ".".join(parts)
 
 
+CPP_KINDS: tuple[ArtifactKind, ...] = ("executable", "tilefatbin")
+"""What one nvcc call makes of a C++ program, for each of its targets."""
+
+
+@dataclass(frozen=True)
+class CppJob:
+    """One nvcc call for a C++ program and its targets: the executable (code for every target) and,
+    kept from the same call, the tile fatbin that ``cuobjdump -res-usage`` reads tile kernels from."""
+
+    program: Path
+    targets: tuple[str, ...]
+    argv: tuple[str, ...]
+    folder: Path
+    """``build/<key>/``."""
+    key: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.program.stem}.{'+'.join(self.targets)}"
+
+    @property
+    def keep_dir(self) -> Path:
+        return self.folder / "keep"
+
+    def out(self, kind: ArtifactKind) -> Path:
+        return self.folder / (self.program.stem + (".tilefatbin" if kind == "tilefatbin" else ""))
+
+
 def cache_key(root: Path, deps: list[Path], argv: list[str], target: str, kind: str, versions: dict) -> str:
-    """sha256 over what decides the artifact: sources, flags, target, toolchain versions."""
+    """sha256 over what decides the artifact: sources, flags, target and toolchain versions."""
     flags = [a for a in argv[1:] if not a.startswith(("/", str(root)))]  # paths abstracted away
     body = {
         "sources": {p.relative_to(root).as_posix(): sha256_file(p) for p in deps},
@@ -151,25 +199,35 @@ def cache_key(root: Path, deps: list[Path], argv: list[str], target: str, kind: 
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
-def plan(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]]) -> list[Job]:
-    """Every (program, kernel, target, artifact) to build, with its cache key."""
-    versions = {t.name: t.version for t in tools.facts.tools} | {"packages": tools.facts.packages}
+def _versions(tools: Tools) -> dict:
+    return {t.name: t.version for t in tools.facts.tools} | {"packages": tools.facts.packages}
+
+
+def cpp_job(root: Path, tools: Tools, src: Path, targets: Sequence[str]) -> CppJob:
+    """The one nvcc call building ``src`` for ``targets``, with its cache key."""
+    placeholder = Path("/OUT")
+    argv = nvcc_argv(tools.tool("nvcc"), src, targets, placeholder, keep_dir=placeholder)
+    key = cache_key(root, dependencies(src), argv[:-2], ",".join(targets), "+".join(CPP_KINDS), _versions(tools))
+    folder = root / BUILD_DIR / key
+    job = CppJob(src, tuple(targets), (), folder, key)
+    argv = nvcc_argv(tools.tool("nvcc"), src, targets, job.out("executable"), keep_dir=job.keep_dir)
+    return CppJob(src, tuple(targets), tuple(argv), folder, key)
+
+
+def plan(root: Path, tools: Tools, targets: list[str], cpp: list[Path],
+         py: dict[Path, list[str]]) -> tuple[list[CppJob], list[Job]]:
+    """Every build to run: one nvcc call per C++ program (all targets), one export per Python kernel and
+    target; each with its cache key."""
+    versions = _versions(tools)
     jobs = []
     for target in targets:
-        for src in cpp:
-            for kind in ("executable", "tilefatbin"):
-                placeholder = Path("OUT")
-                argv = nvcc_argv(tools.tool("nvcc"), src, target, placeholder, tilefatbin=(kind == "tilefatbin"))
-                key = cache_key(root, dependencies(src), argv[:-2], target, kind, versions)
-                out = root / BUILD_DIR / key / (src.stem + (".tilefatbin" if kind == "tilefatbin" else ""))
-                jobs.append(Job(src, None, target, kind, tuple(argv[:-1] + [str(out)]), out, key))
         for src, kernels in py.items():
             for kernel in kernels:
                 argv = export_argv(src, kernel, target, Path("OUT"))
                 key = cache_key(root, dependencies(src), argv[:-1], target, "cubin", versions)
                 out = root / BUILD_DIR / key / f"{src.stem}.{kernel}.cubin"
                 jobs.append(Job(src, kernel, target, "cubin", tuple(argv[:-1] + [str(out)]), out, key))
-    return jobs
+    return [cpp_job(root, tools, src, targets) for src in cpp], jobs
 
 
 # --- running and inspecting --------------------------------------------------
@@ -212,31 +270,32 @@ def has_tile_code(res_usage_text: str, kind: str) -> bool:
     return functions and "tile ir code" in res_usage_text
 
 
-def execute(root: Path, run_id: str, job: Job, tools: Tools, run_step: StepRunner) -> BuildResult:
-    """Build one artifact, inspect it, and cache it under build/<key>/."""
-    job.out.parent.mkdir(parents=True, exist_ok=True)
-    step = run_step(job.name, list(job.argv))
+def _inspected(root: Path, program: Path, kernel: str | None, target: str, kind: ArtifactKind, key: str,
+               step: Step, out: Path, tools: Tools, run_step: StepRunner, name: str) -> BuildResult:
+    """The result of one artifact of ``step``: inspected with ``cuobjdump -res-usage`` (for ``target``
+    alone in a C++ build, which may hold several) when the step made it."""
     text = (root / step.stdout.path).read_text(errors="replace") + (root / step.stderr.path).read_text(errors="replace")
     diagnoses: list[Diagnosis] = diagnose(text, step.exit_code)
     res: list[ResUsage] = []
     inspect, artifact = None, None
     verdict: BuildVerdict = "failed"
-    if step.exit_code == 0 and job.out.exists():
-        inspect = run_step(f"{job.name}.res-usage", [str(tools.tool("cuobjdump")), "-res-usage", str(job.out)])
+    if step.exit_code == 0 and out.exists():
+        only = [] if kind == "cubin" else ["-arch", target]
+        inspect = run_step(f"{name}.res-usage", [str(tools.tool("cuobjdump")), *only, "-res-usage", str(out)])
         listing = (root / inspect.stdout.path).read_text(errors="replace")
         res = parse_res_usage(listing)
-        artifact = FileDigest(path=job.out.relative_to(root).as_posix(), sha256=sha256_file(job.out))
-        if inspect.exit_code == 0 and has_tile_code(listing, job.kind):
+        artifact = FileDigest(path=out.relative_to(root).as_posix(), sha256=sha256_file(out))
+        if inspect.exit_code == 0 and has_tile_code(listing, kind):
             verdict = "built"
         else:
             verdict = "refused"
             diagnoses.append(NO_TILE_CODE)
-    result = BuildResult(
-        program=job.program.relative_to(root).as_posix(),
-        kernel=job.kernel,
-        target=job.target,
-        artifact_kind=job.kind,
-        key=job.key,
+    return BuildResult(
+        program=program.relative_to(root).as_posix(),
+        kernel=kernel,
+        target=target,
+        artifact_kind=kind,
+        key=key,
         reused_from=None,
         step=step,
         inspect=inspect,
@@ -245,27 +304,82 @@ def execute(root: Path, run_id: str, job: Job, tools: Tools, run_step: StepRunne
         diagnoses=diagnoses,
         verdict=verdict,
     )
-    if verdict == "built":
-        meta = {"run_id": run_id, "result": result.model_dump(mode="json")}
-        store.write_atomic(job.out.parent / "meta.json", json.dumps(meta, indent=1))
+
+
+def _remember(folder: Path, run_id: str, results: list[BuildResult]) -> None:
+    """``build/<key>/meta.json``: what a warm rerun reuses (only when every artifact of the key is built)."""
+    if results and all(r.verdict == "built" for r in results):
+        meta = {"run_id": run_id, "results": [r.model_dump(mode="json") for r in results]}
+        store.write_atomic(folder / "meta.json", json.dumps(meta, indent=1))
+
+
+def execute(root: Path, run_id: str, job: Job, tools: Tools, run_step: StepRunner) -> BuildResult:
+    """Export one kernel, inspect it, and cache it under build/<key>/."""
+    job.out.parent.mkdir(parents=True, exist_ok=True)
+    step = run_step(job.name, list(job.argv))
+    result = _inspected(root, job.program, job.kernel, job.target, job.kind, job.key, step, job.out, tools,
+                        run_step, job.name)
+    _remember(job.out.parent, run_id, [result])
     return result
 
 
-def cached(root: Path, job: Job) -> BuildResult | None:
-    """The earlier result for this key, if its artifact is still intact."""
-    meta_path = job.out.parent / "meta.json"
-    if not (meta_path.is_file() and job.out.is_file()):
+def execute_cpp(root: Path, run_id: str, job: CppJob, tools: Tools, run_step: StepRunner) -> list[BuildResult]:
+    """Build a C++ program for its targets in one nvcc call, inspect each artifact for each target, and
+    cache them under build/<key>/. When that call fails for several targets, each target is built alone
+    (the failed call kept in ``all_targets_step``), so that each target's verdict is its own."""
+    job.keep_dir.mkdir(parents=True, exist_ok=True)
+    step = run_step(job.name, list(job.argv))
+    kept = job.keep_dir / f"{job.program.stem}.tile.fatbin"
+    if step.exit_code == 0 and kept.is_file():
+        kept.replace(job.out("tilefatbin"))
+    shutil.rmtree(job.keep_dir, ignore_errors=True)  # nvcc's intermediates: megabytes per target
+    if step.exit_code != 0 and len(job.targets) > 1:
+        alone = []
+        for target in job.targets:
+            single = cpp_job(root, tools, job.program, [target])
+            results = cached_cpp(root, single) or execute_cpp(root, run_id, single, tools, run_step)
+            alone += [r.model_copy(update={"all_targets_step": step}) for r in results]
+        return alone
+    results = [
+        _inspected(root, job.program, None, target, kind, job.key, step, job.out(kind), tools, run_step,
+                   f"{job.program.stem}.{target}.{kind}")
+        for target in job.targets for kind in CPP_KINDS
+    ]
+    _remember(job.folder, run_id, results)
+    return results
+
+
+def _earlier(root: Path, folder: Path, outs: list[Path]) -> list[BuildResult] | None:
+    """The results remembered in ``folder`` if every artifact is still intact and its record still exists."""
+    meta_path = folder / "meta.json"
+    if not (meta_path.is_file() and all(o.is_file() for o in outs)):
         return None
     try:
         meta = json.loads(meta_path.read_text())
-        earlier = BuildResult.model_validate(meta["result"])
-    except (ValueError, KeyError):
+        earlier = [BuildResult.model_validate(r) for r in meta["results"]]
+    except (ValueError, KeyError, TypeError):
         return None
-    if earlier.artifact is None or earlier.artifact.sha256 != sha256_file(job.out):
+    digests = {o.relative_to(root).as_posix(): sha256_file(o) for o in outs}
+    if not earlier or any(r.artifact is None or digests.get(r.artifact.path) != r.artifact.sha256 for r in earlier):
         return None
     if not (root / "runs" / f"{meta['run_id']}.json").is_file():
-        return None  # the record attesting this artifact is gone: build again
-    return earlier.model_copy(update={"reused_from": meta["run_id"], "step": None, "inspect": None})
+        return None  # the record attesting these artifacts is gone: build again
+    return [r.model_copy(update={"reused_from": meta["run_id"], "step": None, "inspect": None}) for r in earlier]
+
+
+def cached(root: Path, job: Job) -> BuildResult | None:
+    """The earlier result for this export, if its artifact is still intact."""
+    earlier = _earlier(root, job.out.parent, [job.out])
+    return earlier[0] if earlier and len(earlier) == 1 else None
+
+
+def cached_cpp(root: Path, job: CppJob) -> list[BuildResult] | None:
+    """The earlier results for this nvcc call (every target, both artifacts), if all are still intact."""
+    earlier = _earlier(root, job.folder, [job.out(k) for k in CPP_KINDS])
+    if earlier is None or {(r.target, r.artifact_kind) for r in earlier} != {
+            (t, k) for t in job.targets for k in CPP_KINDS}:
+        return None
+    return earlier
 
 
 # --- the installed tile API --------------------------------------------------

@@ -15,6 +15,10 @@ import os, sys, time
 out = sys.argv[sys.argv.index("-o") + 1]
 time.sleep(float(os.environ.get("FAKE_NVCC_SLEEP", "0.5")))
 open(out, "wb").write(os.urandom(256))
+if "-keep-dir" in sys.argv:  # nvcc keeps its intermediates there, the tile fatbin among them
+    stem = os.path.splitext(os.path.basename(next(a for a in sys.argv if a.endswith(".cu"))))[0]
+    keep = sys.argv[sys.argv.index("-keep-dir") + 1]
+    open(os.path.join(keep, stem + ".tile.fatbin"), "wb").write(os.urandom(256))
 """
 
 CUOBJDUMP = f"""#!{sys.executable}

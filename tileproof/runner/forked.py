@@ -1,0 +1,31 @@
+"""One forked helper process for pure byte work (hashing, sealing), so a reader command can use a
+second CPU. Only the runner starts processes: a feature asks for this helper instead of importing
+``multiprocessing`` itself (the import contract in pyproject.toml keeps it so)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+
+class ForkedHelper:
+    """One forked process when ``wanted`` and it can pay off (Linux's fork, 2+ CPUs); otherwise each
+    job runs inline when its result is asked for. The job must be a pure function of its arguments."""
+
+    def __init__(self, wanted: bool):
+        self.pool = None
+        if wanted and (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods():
+            self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+        """A callable returning ``fn(*args)``: computed meanwhile, or on call."""
+        if self.pool is None:
+            return lambda: fn(*args)
+        return self.pool.submit(fn, *args).result
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
