@@ -3,7 +3,9 @@ the temporary folders on a RAM-backed tmpfs where there is one, one OpenBLAS thr
 the GPU markers, and ``tree``: the day-79 FIXTURE repository with the real lessons as
 drafts (a test module that needs another miniature tree defines its own ``tree``)."""
 
+import functools
 import gc
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -68,6 +70,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     the garbage collector's sight, which otherwise walks it again and again (about 7% of in-process time)."""
     gc.collect()
     gc.freeze()
+
+
+@functools.cache
+def noxfile():
+    """The noxfile as a module, loaded once per process (nox refuses a session registered twice)."""
+    pytest.importorskip("nox", reason="the noxfile needs nox installed")
+    pytest.importorskip("packaging", reason="the noxfile's release pins need packaging")
+    spec = importlib.util.spec_from_file_location("tileproof_noxfile", REPO / "noxfile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _has_gpu() -> bool:

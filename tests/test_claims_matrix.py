@@ -8,11 +8,11 @@ The verdicts and reasons below are the ones the claims matrix gave for nvcc 13.3
 
 from __future__ import annotations
 
-import importlib.util
 import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
 
+import conftest
 import pytest
 
 from tileproof.claims import matrix
@@ -176,12 +176,7 @@ def test_status_lines_read_the_tree(tmp_path):
 
 
 def _noxfile():
-    pytest.importorskip("nox", reason="the noxfile needs nox installed")
-    pytest.importorskip("packaging", reason="the noxfile's release pins need packaging")
-    spec = importlib.util.spec_from_file_location("tileproof_noxfile", REPO / "noxfile.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return conftest.noxfile()
 
 
 def test_the_matrix_session_pins_every_toolchain_package_of_one_release(monkeypatch):

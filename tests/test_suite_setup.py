@@ -1,0 +1,77 @@
+"""How the suite runs: its temporary folders on RAM_TEMP (a tmpfs) where it can hold them, else where the
+system says; the longest test files first; and ``nox -s tests``' pytest-xdist options and bytecode cache."""
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import conftest
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_an_explicit_tmpdir_or_pytest_temp_root_is_kept(monkeypatch, tmp_path):
+    monkeypatch.setattr(conftest, "RAM_TEMP", tmp_path)
+    monkeypatch.delenv("PYTEST_DEBUG_TEMPROOT", raising=False)
+    monkeypatch.setenv("TMPDIR", "/somewhere/chosen")
+    assert conftest.ram_temp_root() is None
+    monkeypatch.delenv("TMPDIR")
+    monkeypatch.setenv("PYTEST_DEBUG_TEMPROOT", "/somewhere/else")
+    assert conftest.ram_temp_root() is None
+    monkeypatch.delenv("PYTEST_DEBUG_TEMPROOT")
+    assert conftest.ram_temp_root() == tmp_path
+
+
+def test_a_missing_or_too_small_ram_folder_is_not_used(monkeypatch, tmp_path):
+    monkeypatch.delenv("TMPDIR", raising=False)
+    monkeypatch.delenv("PYTEST_DEBUG_TEMPROOT", raising=False)
+    monkeypatch.setattr(conftest, "RAM_TEMP", tmp_path / "absent")
+    assert conftest.ram_temp_root() is None
+    monkeypatch.setattr(conftest, "RAM_TEMP", tmp_path)
+    free = os.statvfs(tmp_path)
+    monkeypatch.setattr(conftest, "RAM_TEMP_FREE", free.f_bavail * free.f_frsize * 2)
+    assert conftest.ram_temp_root() is None
+
+
+def test_where_the_ram_folder_was_chosen_every_temporary_folder_is_in_it(tmp_path):
+    # Chosen once, by the first process (an xdist worker inherits TMPDIR from it).
+    if os.environ.get("TMPDIR") != str(conftest.RAM_TEMP):
+        pytest.skip(f"not chosen here (TMPDIR or PYTEST_DEBUG_TEMPROOT set, or {conftest.RAM_TEMP} unusable)")
+    assert tmp_path.is_relative_to(conftest.RAM_TEMP)
+    assert Path(tempfile.gettempdir()) == conftest.RAM_TEMP
+
+
+def test_the_longest_files_come_first_and_each_file_keeps_its_order():
+    names = ["test_a.py", conftest.FIRST[1], "test_b.py", conftest.FIRST[0], conftest.FIRST[1]]
+    items = [SimpleNamespace(path=Path("tests") / n, n=i) for i, n in enumerate(names)]
+    conftest.pytest_collection_modifyitems(items)
+    assert [(i.path.name, i.n) for i in items] == [(conftest.FIRST[0], 3), (conftest.FIRST[1], 1),
+                                                   (conftest.FIRST[1], 4), ("test_a.py", 0), ("test_b.py", 2)]
+    assert all((REPO / "tests" / name).is_file() for name in conftest.FIRST)  # a renamed file is named here too
+
+
+def _noxfile():
+    return conftest.noxfile()
+
+
+def test_the_test_session_runs_a_worker_per_core_plus_one_with_options_pytest_accepts():
+    options = _noxfile().pytest_parallel()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert options[:2] == ["-n", str(cores + 1)] and "--no-loadscope-reorder" in options
+    # the pinned pytest-xdist knows every option; a later "-n 0" (as the README shows) wins
+    listed = subprocess.run([sys.executable, "-m", "pytest", *options, "-n", "0", "-p", "no:cacheprovider",
+                             "--collect-only", "-q", "tests/test_lock.py"], cwd=REPO, capture_output=True, text=True)
+    assert listed.returncode == 0 and "tests/test_lock.py::" in listed.stdout, listed.stdout + listed.stderr
+
+
+def test_the_test_session_keeps_bytecode_in_one_absolute_folder_outside_the_tree(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    env = _noxfile().bytecode_cache(SimpleNamespace(cache_dir=Path(".nox") / ".cache"))
+    assert env == {"PYTHONPYCACHEPREFIX": str(tmp_path / ".nox" / ".cache" / "pycache"), "PYTHONDONTWRITEBYTECODE": ""}
+    prefix = subprocess.run([sys.executable, "-c", "import sys; print(sys.pycache_prefix, sys.dont_write_bytecode)"],
+                            env={**os.environ, **env}, capture_output=True, text=True, cwd="/")
+    assert prefix.stdout.split() == [env["PYTHONPYCACHEPREFIX"], "False"]  # "" is unset for Python
