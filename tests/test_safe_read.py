@@ -419,11 +419,17 @@ def test_a_yaml_text_that_fails_fails_every_time_under_its_callers_name():
 
 
 def test_only_the_most_recent_yaml_texts_are_kept(monkeypatch):
+    safe_read._kept.cache_clear()
     for i in range(safe_read.PARSED_KEPT + 10):
         assert safe_read.parse_yaml(f"n: {i}\n", "x.yaml") == {"n": i}
-    kept = list(safe_read._parsed)
-    assert len(kept) == safe_read.PARSED_KEPT and kept[-1] == f"n: {safe_read.PARSED_KEPT + 9}\n"
+    info = safe_read._kept.cache_info()
+    assert info.currsize == safe_read.PARSED_KEPT
+    safe_read.parse_yaml(f"n: {safe_read.PARSED_KEPT + 9}\n", "x.yaml")  # the newest: kept
+    assert safe_read._kept.cache_info().hits == info.hits + 1
+    safe_read.parse_yaml("n: 0\n", "x.yaml")  # the oldest: dropped, parsed again
+    assert safe_read._kept.cache_info().misses == info.misses + 1
     monkeypatch.setattr(safe_read, "PARSED_KEPT_CHARS", 100)  # parsing a real 1 MiB text takes a second
     big = "k: " + "x" * 100 + "\n"
+    before = safe_read._kept.cache_info()
     assert safe_read.parse_yaml(big, "big.yaml") == {"k": "x" * 100}
-    assert big not in safe_read._parsed
+    assert safe_read._kept.cache_info() == before  # never asked for, never kept

@@ -29,8 +29,6 @@ import errno
 import json
 import os
 import stat
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -328,11 +326,16 @@ class _CappedLoader(yaml.SafeLoader):
 
 
 PARSED_KEPT = 64
-"""Distinct YAML texts whose parsed value :func:`parse_yaml` keeps, the least recently used dropped first."""
+"""Distinct YAML texts whose parsed value :func:`parse_yaml` keeps (``functools.lru_cache``)."""
 PARSED_KEPT_CHARS = 1 * MIB
 """Longer texts are parsed every time, never kept."""
-_parsed: OrderedDict[str, Any] = OrderedDict()
-_parsed_lock = threading.Lock()
+
+
+@lru_cache(maxsize=PARSED_KEPT)
+def _kept(text: str) -> Any:
+    """The value of ``text``, kept by the text itself (never by a name or path); a text that fails
+    raises and is not kept."""
+    return _compose(text, "")
 
 
 def parse_yaml(text: str, shown: str) -> Any:
@@ -342,23 +345,15 @@ def parse_yaml(text: str, shown: str) -> Any:
     scalar Python cannot build (a 13th month, a 5,000-digit int) becomes one
     too; excess nesting is ``too-deep``.
 
-    The value of a text parsed before is kept (keyed by the text itself, never by
-    its name or path) and each caller gets its own deep copy; a text that fails is
-    parsed again each time, so every error names its caller's ``shown``.
+    The value of a text parsed before is kept and each caller gets its own deep copy;
+    a text that fails is parsed again under the caller's ``shown``, so every error names it.
     """
-    with _parsed_lock:
-        kept = text in _parsed
-        if kept:
-            _parsed.move_to_end(text)
-            value = _parsed[text]
-    if not kept:
-        value = _compose(text, shown)
-        if len(text) <= PARSED_KEPT_CHARS:
-            with _parsed_lock:
-                _parsed[text] = value
-                while len(_parsed) > PARSED_KEPT:
-                    _parsed.popitem(last=False)
-    return copy.deepcopy(value)
+    if len(text) <= PARSED_KEPT_CHARS:
+        try:
+            return copy.deepcopy(_kept(text))
+        except (yaml.YAMLError, InputRefused):
+            pass  # parsed again below, so that the error names this caller's file
+    return _compose(text, shown)
 
 
 def _compose(text: str, shown: str) -> Any:
