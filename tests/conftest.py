@@ -18,6 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 RECORDS = REPO / "tests" / "data" / "records"
 sys.path.insert(0, str(RECORDS))  # fixture_records: builders for FIXTURE run records
+sys.path.insert(0, str(REPO / "tests" / "data" / "audit"))  # audit_tree: the clean audit tree
 
 RAM_TEMP = Path("/dev/shm")
 RAM_TEMP_FREE = 2 << 30
@@ -92,6 +93,24 @@ def _has_gpu() -> bool:
 HAS_GPU = _has_gpu()
 gpu = pytest.mark.skipif(not HAS_GPU, reason="needs an NVIDIA GPU with a driver (nvidia-smi); CI has none")
 no_gpu = pytest.mark.skipif(HAS_GPU, reason="tests the no-GPU path; this machine has a GPU")
+
+
+@pytest.fixture(scope="module")
+def audit_template(tmp_path_factory):
+    """The clean audit tree (tests/data/audit/audit_tree.py), written once per test module, and what it holds."""
+    import audit_tree  # on sys.path above
+
+    root = tmp_path_factory.mktemp("clean")
+    return root, audit_tree.clean_tree(root)
+
+
+@pytest.fixture
+def audit_copy(audit_template, tmp_path):
+    """A private copy of the clean audit tree for one test to tamper with."""
+    root, info = audit_template
+    copy = tmp_path / "tree"
+    shutil.copytree(root, copy)
+    return copy, info
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ must fire: the rule it is about, plus the ones that follow from it.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -26,22 +25,6 @@ from tileproof.judge.audit.result import Finding  # noqa: E402
 from tileproof.judge.audit.rules import evidence, gpu, packages, sessions, toolchain, verdicts  # noqa: E402
 from tileproof.records import store  # noqa: E402
 from tileproof.records.models import CheckReport  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory):
-    root = tmp_path_factory.mktemp("clean")
-    info = audit_tree.clean_tree(root)
-    return root, info
-
-
-@pytest.fixture
-def tree(template, tmp_path):
-    """A private copy of the clean tree for one test to tamper with."""
-    root, info = template
-    copy = tmp_path / "tree"
-    shutil.copytree(root, copy)
-    return copy, info
 
 
 def rules(result) -> set[str]:
@@ -250,8 +233,8 @@ CASES = {
 }
 
 
-def test_clean_tree_passes(tree):
-    root, _ = tree
+def test_clean_tree_passes(audit_copy):
+    root, _ = audit_copy
     result = audit_run.audit(root)
     assert result.findings == []
     assert len(result.records) == 6 and result.evidence_files == 19
@@ -264,16 +247,16 @@ def test_clean_tree_passes(tree):
 
 
 @pytest.mark.parametrize("tamper, expected", CASES.values(), ids=CASES.keys())
-def test_tamper_is_caught(tree, tamper, expected):
-    root, info = tree
+def test_tamper_is_caught(audit_copy, tamper, expected):
+    root, info = audit_copy
     tamper(root, info)
     result = audit_run.audit(root)
     assert rules(result) == expected, "\n".join(map(str, result.findings))
     assert expected <= set(RULES)
 
 
-def test_tamper_findings_name_the_file(tree):
-    root, info = tree
+def test_tamper_findings_name_the_file(audit_copy):
+    root, info = audit_copy
     t_transcript_byte(root, info)
     t_future_schema(root, info)
     t_lesson_flipped(root, info)
@@ -288,16 +271,16 @@ def test_tamper_findings_name_the_file(tree):
     assert found["evidence-orphan"].file == "evidence/notes/benchmark.txt"
 
 
-def test_orphan_folder_is_one_finding(tree):
-    root, info = tree
+def test_orphan_folder_is_one_finding(audit_copy):
+    root, info = audit_copy
     t_interrupted_run(root, info)
     (finding,) = audit_run.audit(root).findings
     assert finding.file == "evidence/20251129T120000Z-run-0badc0de/"
     assert "2 files" in finding.reason and "no runs/20251129T120000Z-run-0badc0de.json" in finding.reason
 
 
-def test_seal_catches_whitespace_only_edit(tree):
-    root, info = tree
+def test_seal_catches_whitespace_only_edit(audit_copy):
+    root, info = audit_copy
     path = record_file(root, info["run"])
     raw = json.loads(path.read_text())
     raw["reason"] = raw["reason"]  # same content, different bytes: compact JSON
@@ -312,8 +295,8 @@ def test_seal_catches_whitespace_only_edit(tree):
 # --- the CLI ---------------------------------------------------------------------------
 
 
-def test_cli_clean_writes_reports_and_exits_0(tree, capsys):
-    root, _ = tree
+def test_cli_clean_writes_reports_and_exits_0(audit_copy, capsys):
+    root, _ = audit_copy
     assert main(["audit", "--allow-no-history", "--root", str(root), "--update-committed-report"]) == 0
     assert (root / "evidence" / "AUDIT.md").read_text().startswith("# tileproof audit")
     assert "<!DOCTYPE html>" in (root / "evidence" / "audit.html").read_text()
@@ -323,9 +306,9 @@ def test_cli_clean_writes_reports_and_exits_0(tree, capsys):
     assert not [p for p in (root / "evidence").iterdir() if ".tmp" in p.name]
 
 
-def test_cli_by_default_rewrites_nothing(tree, capsys):
+def test_cli_by_default_rewrites_nothing(audit_copy, capsys):
     """Issue 17: a plain audit leaves every file as it was; the last line says no report was written."""
-    root, _ = tree
+    root, _ = audit_copy
     before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
     assert main(["audit", "--allow-no-history", "--root", str(root)]) == 0
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
@@ -333,8 +316,8 @@ def test_cli_by_default_rewrites_nothing(tree, capsys):
     assert last.startswith("audit: 6 records, 19 evidence files, 2 lessons: 0 findings; wrote no report")
 
 
-def test_cli_report_dir_writes_both_reports_outside_evidence(tree, tmp_path):
-    root, _ = tree
+def test_cli_report_dir_writes_both_reports_outside_evidence(audit_copy, tmp_path):
+    root, _ = audit_copy
     out = tmp_path / "reports"
     assert main(["audit", "--allow-no-history", "--root", str(root), "--report-dir", str(out)]) == 0
     assert (out / "AUDIT.md").read_text().startswith("# tileproof audit")
@@ -342,8 +325,8 @@ def test_cli_report_dir_writes_both_reports_outside_evidence(tree, tmp_path):
     assert not (root / "evidence" / "AUDIT.md").exists()
 
 
-def test_cli_findings_exit_1(tree, capsys):
-    root, info = tree
+def test_cli_findings_exit_1(audit_copy, capsys):
+    root, info = audit_copy
     t_orphan(root, info)
     assert main(["audit", "--allow-no-history", "--root", str(root), "--no-write"]) == 1
     captured = capsys.readouterr()
@@ -352,8 +335,8 @@ def test_cli_findings_exit_1(tree, capsys):
     assert not (root / "evidence" / "AUDIT.md").exists()
 
 
-def test_cli_custom_outputs_are_not_orphans(tree):
-    root, _ = tree
+def test_cli_custom_outputs_are_not_orphans(audit_copy):
+    root, _ = audit_copy
     md, html = root / "evidence" / "custom.md", root / "evidence" / "custom.html"
     assert main(["audit", "--allow-no-history", "--root", str(root), "--md", str(md), "--html", str(html)]) == 0
     assert md.is_file() and html.is_file()
@@ -398,14 +381,14 @@ VERDICTS = {
 
 
 @pytest.mark.parametrize("verdict, code, timed_out, report, expected", VERDICTS.values(), ids=VERDICTS.keys())
-def test_verdict_issues(template, verdict, code, timed_out, report, expected):
-    rec = template[1]["run"]
+def test_verdict_issues(audit_template, verdict, code, timed_out, report, expected):
+    rec = audit_template[1]["run"]
     step = rec.step.model_copy(update={"exit_code": code, "timed_out": timed_out})
     rec = rec.model_copy(update={"verdict": verdict, "step": step, "report": report})
     assert {rule for rule, _ in verdicts.verdict_issues(rec)} == expected
 
 
-def test_toolchain_issues_table(template):
+def test_toolchain_issues_table(audit_template):
     tc = audit_tree.toolchain()
     assert toolchain.toolchain_issues(tc) == []
     mixed = audit_tree.toolchain({**audit_tree.TOOLS, "nvcc": "13.5.1"})
@@ -417,8 +400,8 @@ def test_toolchain_issues_table(template):
     assert "13.5 recorded" in toolchain.toolchain_issues(wrong)[0][1]
 
 
-def test_freeze_names_and_packages(template):
-    env = template[1]["env"]
+def test_freeze_names_and_packages(audit_template):
+    env = audit_template[1]["env"]
     assert packages.freeze_names(audit_tree.PIP_FREEZE) == {"tileproof"}
     from tileproof.records.parsers import parse_pip_freeze
 
@@ -435,8 +418,8 @@ def test_evidence_path_ok():
         assert not evidence.evidence_path_ok(bad), bad
 
 
-def test_transcripts_found_by_type(template):
-    info = template[1]
+def test_transcripts_found_by_type(audit_template):
+    info = audit_template[1]
     where = {w for w, _ in evidence.transcripts(info["run"])}
     assert where == {"environment.pip_freeze", "environment.nvidia_smi", "environment.nvidia_smi_query",
                      "step.stdout", "step.stderr", "report_file"}
@@ -451,24 +434,24 @@ def test_findings_sort_and_print():
     assert sorted([Finding("runs/b.json", "evidence-orphan", "y"), f])[0] == f
 
 
-def test_parallel_scan_matches_inline(tree, monkeypatch):
-    root, _ = tree
+def test_parallel_scan_matches_inline(audit_copy, monkeypatch):
+    root, _ = audit_copy
     inline = audit_run.audit(root)
     monkeypatch.setattr(audit_scan, "PARALLEL_MIN_RECORDS", 1)
     forked = audit_run.audit(root)
     assert forked.findings == inline.findings and forked.evidence_bytes == inline.evidence_bytes
 
 
-def test_raw_seal_equals_store_seal(template):
-    root, info = template
+def test_raw_seal_equals_store_seal(audit_template):
+    root, info = audit_template
     for written in (info["run"], info["compile"], info["session"]):
         rec = store.load_record(record_file(root, written))
         raw = json.loads(record_file(root, rec).read_text())
         assert store.seal_of_json(raw) == store.seal_of(rec) == rec.seal != ""
 
 
-def test_cc_issues_table(template):
-    env = template[1]["env"]
+def test_cc_issues_table(audit_template):
+    env = audit_template[1]["env"]
     rows = [{"index": 0, "name": "NVIDIA H200", "uuid": env.gpu.uuid, "compute_capability": "9.0",
              "driver_version": "580.95.05"}]
     assert gpu.cc_issues(env, rows) == []
@@ -481,8 +464,8 @@ def test_cc_issues_table(template):
     assert [r for r, _ in gpu.cc_issues(no_query, None)] == ["cc-transcript"]
 
 
-def test_session_issues_table(template):
-    info = template[1]
+def test_session_issues_table(audit_template):
+    info = audit_template[1]
     run, session = info["run"], info["session"]
     assert sessions.session_issues(session, [run]) == []
     assert [r for r, _ in sessions.session_issues(session, [])] == ["session-runs", "session-runs"]

@@ -19,32 +19,14 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "data" / "audit"))
-import audit_tree  # noqa: E402
-
-from tileproof.__main__ import main  # noqa: E402
-from tileproof.gather import audit as audit_run  # noqa: E402
-from tileproof.records import store  # noqa: E402
-from tileproof.records.errors import InputProblem  # noqa: E402
+from tileproof.__main__ import main
+from tileproof.gather import audit as audit_run
+from tileproof.records import store
+from tileproof.records.errors import InputProblem
 
 REPO = Path(__file__).resolve().parents[1]
 PASSWD = Path("/etc/passwd")
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo (POSIX)")
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory):
-    root = tmp_path_factory.mktemp("clean")
-    info = audit_tree.clean_tree(root)
-    return root, info
-
-
-@pytest.fixture
-def tree(template, tmp_path):
-    root, info = template
-    copy = tmp_path / "tree"
-    shutil.copytree(root, copy)
-    return copy, info
 
 
 def audit_cli(root: Path, timeout: float = 20) -> subprocess.CompletedProcess:
@@ -61,8 +43,8 @@ def finding_lines(out: str, rule: str) -> list[str]:
     return [line for line in out.splitlines() if f": {rule}: " in line]
 
 
-def test_clean_tree_has_no_findings(tree, capsys):
-    root, _ = tree
+def test_clean_tree_has_no_findings(audit_copy, capsys):
+    root, _ = audit_copy
     assert main(["audit", "--allow-no-history", "--root", str(root)]) == 0
 
 
@@ -77,12 +59,12 @@ def test_every_refusal_kind_is_a_registered_rule():
     assert inputs.STRAY in audit_run.RULES
 
 
-def test_symlink_to_etc_passwd_with_matching_digest_is_refused(tree, capsys):
+def test_symlink_to_etc_passwd_with_matching_digest_is_refused(audit_copy, capsys):
     """The attack as described: a transcript replaced by a link to /etc/passwd, the record's
     digest set to /etc/passwd's and resealed. The audit must refuse the link, not hash it."""
     if not PASSWD.is_file():
         pytest.skip("needs /etc/passwd")
-    root, info = tree
+    root, info = audit_copy
     rec = info["run"]
     target = rec.step.stdout
     data = PASSWD.read_bytes()
@@ -102,30 +84,21 @@ def test_symlink_to_etc_passwd_with_matching_digest_is_refused(tree, capsys):
 
 
 @needs_fifo
-def test_fifo_in_evidence_is_a_finding_not_a_hang(tree):
-    root, _ = tree
-    os.mkfifo(root / "evidence" / "pipe.txt")
+@pytest.mark.parametrize("planted", ["evidence/pipe.txt", "runs/20260101T000000Z-run-deadbeef.json"])
+def test_fifo_is_a_finding_not_a_hang(audit_copy, planted):
+    root, _ = audit_copy
+    os.mkfifo(root / planted)
     proc = audit_cli(root)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (line,) = finding_lines(proc.stdout, "input-special-file")
-    assert line.startswith("evidence/pipe.txt: input-special-file: ") and "FIFO" in line
+    assert line.startswith(f"{planted}: input-special-file: ")
+    assert "FIFO" in line or planted.startswith("runs/")
     assert "Traceback" not in proc.stderr
 
 
 @needs_fifo
-def test_fifo_in_runs_is_a_finding(tree):
-    root, _ = tree
-    os.mkfifo(root / "runs" / "20260101T000000Z-run-deadbeef.json")
-    proc = audit_cli(root)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    (line,) = finding_lines(proc.stdout, "input-special-file")
-    assert line.startswith("runs/20260101T000000Z-run-deadbeef.json: input-special-file: ")
-    assert "Traceback" not in proc.stderr
-
-
-@needs_fifo
-def test_fifo_in_lessons_claims_is_a_finding(tree):
-    root, _ = tree
+def test_fifo_in_lessons_claims_is_a_finding(audit_copy):
+    root, _ = audit_copy
     (root / "lessons" / "claims").mkdir(exist_ok=True)
     os.mkfifo(root / "lessons" / "claims" / "01-vector-add.claims.yaml")
     proc = audit_cli(root)
@@ -135,8 +108,8 @@ def test_fifo_in_lessons_claims_is_a_finding(tree):
     assert "Traceback" not in proc.stderr
 
 
-def test_stray_file_in_runs_is_a_finding(tree, capsys):
-    root, _ = tree
+def test_stray_file_in_runs_is_a_finding(audit_copy, capsys):
+    root, _ = audit_copy
     (root / "runs" / "notes.txt").write_text("not a record\n")
     (root / "runs" / "old").mkdir()
     assert main(["audit", "--allow-no-history", "--root", str(root)]) == 1
@@ -146,9 +119,9 @@ def test_stray_file_in_runs_is_a_finding(tree, capsys):
     assert len(finding_lines(out, "runs-stray-file")) == 2
 
 
-def test_linked_record_is_refused(tree, capsys):
+def test_linked_record_is_refused(audit_copy, capsys):
     """A record file that is a link (even to a valid record) is refused, not followed."""
-    root, info = tree
+    root, info = audit_copy
     rec = info["run"]
     path = store.record_path(root, rec.run_id)
     moved = root / "elsewhere.json"
@@ -167,9 +140,9 @@ def plant_claims(root: Path, lesson_id: str, data: bytes) -> str:
     return rel
 
 
-def test_non_utf8_claims_file_is_one_finding(tree):
+def test_non_utf8_claims_file_is_one_finding(audit_copy):
     """A draft lesson's claims file with a non-UTF-8 byte: exactly one finding, no traceback."""
-    root, _ = tree
+    root, _ = audit_copy
     rel = plant_claims(root, "02-softmax", b"claims_version: 1\ndocument: \xff\xfe\n")
     proc = audit_cli(root)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -179,10 +152,10 @@ def test_non_utf8_claims_file_is_one_finding(tree):
     assert findings == [f"{rel}: input-not-utf8: byte 28: not UTF-8 (byte 0xff) (fix: save the file as UTF-8 text)"]
 
 
-def test_broken_claims_file_of_a_published_lesson(tree, capsys):
+def test_broken_claims_file_of_a_published_lesson(audit_copy, capsys):
     """A published lesson whose claims file does not parse: the file's finding, and the lesson's
     decision cannot be made (it is not silently dropped)."""
-    root, _ = tree
+    root, _ = audit_copy
     rel = plant_claims(root, "01-vector-add", b"claims: [unclosed\n")
     assert main(["audit", "--allow-no-history", "--root", str(root)]) == 1
     out = capsys.readouterr().out
@@ -191,10 +164,10 @@ def test_broken_claims_file_of_a_published_lesson(tree, capsys):
                                                    [rel, "claims-file"]]
 
 
-def test_oversized_evidence_file_is_refused(tree, capsys, monkeypatch):
+def test_oversized_evidence_file_is_refused(audit_copy, capsys, monkeypatch):
     from tileproof.records import safe_read
 
-    root, _ = tree
+    root, _ = audit_copy
     cap = max(p.stat().st_size for p in (root / "evidence").rglob("*") if p.is_file())
     monkeypatch.setitem(safe_read.LIMITS, "evidence", cap)
     (root / "evidence" / "big.txt").write_bytes(b"x" * (cap + 1))
