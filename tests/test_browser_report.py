@@ -11,27 +11,17 @@ Skipped, with the install command as the reason, only where chromium is absent.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+from headless import chromium, console_messages, needs_chromium, screenshot
 
 from tileproof.__main__ import main
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "",
-                             shutil.which("chromium-browser") or "") if p and os.access(p, os.X_OK)), None)
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--enable-logging=stderr", "--v=0"]
-CONSOLE = re.compile(r":CONSOLE[^\]]*\]\s*(.*)")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
 
 
 class Refs(HTMLParser):
@@ -70,14 +60,6 @@ def unresolved(page: Path, root: Path) -> list[str]:
     return bad
 
 
-def chromium(*args: str) -> subprocess.CompletedProcess:
-    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-        return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
-                              check=False, capture_output=True, text=True, timeout=180)
-
-
-def console_messages(stderr: str) -> list[str]:
-    return [m.group(1) for line in stderr.splitlines() if (m := CONSOLE.search(line))]
 
 
 @pytest.fixture(scope="module")
@@ -124,15 +106,8 @@ def test_the_report_in_headless_chromium(built, tmp_path):
     for text in ('id="bench"', "cuBLAS vs cuBLAS (control)", 'id="claims"', 'id="history"', "<svg"):
         assert text in dom.stdout, text
     png = tmp_path / "audit.png"
-    shot = chromium(f"--screenshot={png}", "--window-size=1280,2400", built.as_uri())
-    assert shot.returncode == 0, shot.stderr[-2000:]
+    shot = screenshot(built.as_uri(), png, "1280,2400", 50_000, "audit-committed-records.png")
     assert console_messages(shot.stderr) == []
-    data = png.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000
-    keep = os.environ.get("TILEPROOF_SCREENSHOT_DIR")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(png, Path(keep) / "audit-committed-records.png")
 
 
 @needs_chromium

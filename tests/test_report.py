@@ -8,12 +8,8 @@ TILEPROOF_SCREENSHOT_DIR to keep the screenshot (a CI artifact).
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote
@@ -22,16 +18,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "data" / "audit"))
 import audit_tree  # noqa: E402
+from headless import chromium, needs_chromium, screenshot  # noqa: E402
 
 from tileproof.gather import audit  # noqa: E402
 from tileproof.judge.audit.result import AuditResult, Finding  # noqa: E402
 from tileproof.records import store  # noqa: E402
 from tileproof.report import render as report  # noqa: E402
-
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "",
-                             shutil.which("chromium-browser") or "") if p and os.access(p, os.X_OK)), None)
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 @pytest.fixture(scope="module")
@@ -135,29 +127,16 @@ def test_reports_for_an_empty_tree(tmp_path):
     assert "No lessons under lessons/." in report.render_html(result, tmp_path / "evidence")
 
 
-def _chromium(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-        return subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-                              capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
+@needs_chromium
 def test_html_in_headless_chromium(tampered, tmp_path):
     root, result = tampered
     page = root / "evidence" / audit.REPORT_HTML
     store.write_atomic(page, report.render_html(result, page.parent))
     # The DOM as the browser built it: parsed, with the findings table first.
-    dom = _chromium("--dump-dom", page.as_uri())
+    dom = chromium("--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert "FAILED: 2 findings" in dom.stdout and "evidence-orphan" in dom.stdout
     assert "<img" not in dom.stdout and "&lt;img src=x onerror=alert(1)&gt;.txt" in dom.stdout
     # And a screenshot of it.
     png = tmp_path / "audit.png"
-    shot = _chromium(f"--screenshot={png}", "--window-size=1280,2000", page.as_uri())
-    assert shot.returncode == 0, shot.stderr[-2000:]
-    data = png.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
-    keep = os.environ.get("TILEPROOF_SCREENSHOT_DIR")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(png, Path(keep) / "audit.png")
+    screenshot(page.as_uri(), png, "1280,2000", 20_000, "audit.png")
