@@ -18,7 +18,7 @@ import re
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tileproof.records import store
@@ -208,10 +208,9 @@ def cpp_job(root: Path, tools: Tools, src: Path, targets: Sequence[str]) -> CppJ
     placeholder = Path("/OUT")
     argv = nvcc_argv(tools.tool("nvcc"), src, targets, placeholder, keep_dir=placeholder)
     key = cache_key(root, dependencies(src), argv[:-2], ",".join(targets), "+".join(CPP_KINDS), _versions(tools))
-    folder = root / BUILD_DIR / key
-    job = CppJob(src, tuple(targets), (), folder, key)
+    job = CppJob(src, tuple(targets), (), root / BUILD_DIR / key, key)
     argv = nvcc_argv(tools.tool("nvcc"), src, targets, job.out("executable"), keep_dir=job.keep_dir)
-    return CppJob(src, tuple(targets), tuple(argv), folder, key)
+    return replace(job, argv=tuple(argv))
 
 
 def plan(root: Path, tools: Tools, targets: list[str], cpp: list[Path],
@@ -270,12 +269,18 @@ def has_tile_code(res_usage_text: str, kind: str) -> bool:
     return functions and "tile ir code" in res_usage_text
 
 
+def _diagnosed(root: Path, step: Step) -> list[Diagnosis]:
+    """The known failures the step's transcripts show (read once per step, whatever it built)."""
+    text = (root / step.stdout.path).read_text(errors="replace") + (root / step.stderr.path).read_text(errors="replace")
+    return diagnose(text, step.exit_code)
+
+
 def _inspected(root: Path, program: Path, kernel: str | None, target: str, kind: ArtifactKind, key: str,
-               step: Step, out: Path, tools: Tools, run_step: StepRunner, name: str) -> BuildResult:
+               step: Step, diagnosed: list[Diagnosis], out: Path, tools: Tools, run_step: StepRunner,
+               name: str) -> BuildResult:
     """The result of one artifact of ``step``: inspected with ``cuobjdump -res-usage`` (for ``target``
     alone in a C++ build, which may hold several) when the step made it."""
-    text = (root / step.stdout.path).read_text(errors="replace") + (root / step.stderr.path).read_text(errors="replace")
-    diagnoses: list[Diagnosis] = diagnose(text, step.exit_code)
+    diagnoses = list(diagnosed)
     res: list[ResUsage] = []
     inspect, artifact = None, None
     verdict: BuildVerdict = "failed"
@@ -317,8 +322,8 @@ def execute(root: Path, run_id: str, job: Job, tools: Tools, run_step: StepRunne
     """Export one kernel, inspect it, and cache it under build/<key>/."""
     job.out.parent.mkdir(parents=True, exist_ok=True)
     step = run_step(job.name, list(job.argv))
-    result = _inspected(root, job.program, job.kernel, job.target, job.kind, job.key, step, job.out, tools,
-                        run_step, job.name)
+    result = _inspected(root, job.program, job.kernel, job.target, job.kind, job.key, step, _diagnosed(root, step),
+                        job.out, tools, run_step, job.name)
     _remember(job.out.parent, run_id, [result])
     return result
 
@@ -340,8 +345,9 @@ def execute_cpp(root: Path, run_id: str, job: CppJob, tools: Tools, run_step: St
             results = cached_cpp(root, single) or execute_cpp(root, run_id, single, tools, run_step)
             alone += [r.model_copy(update={"all_targets_step": step}) for r in results]
         return alone
+    diagnosed = _diagnosed(root, step)
     results = [
-        _inspected(root, job.program, None, target, kind, job.key, step, job.out(kind), tools, run_step,
+        _inspected(root, job.program, None, target, kind, job.key, step, diagnosed, job.out(kind), tools, run_step,
                    f"{job.program.stem}.{target}.{kind}")
         for target in job.targets for kind in CPP_KINDS
     ]
