@@ -53,9 +53,34 @@ def wheelhouse(session) -> list[str]:
 
 
 def install(session, *reqs, locked=True):
-    """Install ``reqs`` (under the lock unless ``locked`` is False) into the session's venv; nothing with --no-venv."""
-    if not passthrough(session):
-        session.install(*wheelhouse(session), *(["-c", LOCK] if locked else []), *reqs)
+    """Install ``reqs`` (under the lock unless ``locked`` is False) into the session's venv; nothing with --no-venv.
+
+    Under the lock, uv first installs from its cache alone (``from_uv_cache``)."""
+    if passthrough(session):
+        return
+    args = [*wheelhouse(session), *(["-c", LOCK] if locked else []), *reqs]
+    if not (locked and from_uv_cache(session, args)):
+        session.install(*args)
+
+
+def from_uv_cache(session, args: list[str]) -> bool:
+    """``uv pip install --offline``: True when uv's cache held everything.
+
+    The lock pins every package, so the cache can only give the lock's versions. Online, uv asks the index
+    again about every page it has cached (5.3 s of the toolchain's 6.4 s install on a warm cache here;
+    offline 0.8 s). False when something is not cached (nothing is installed then) or uv is not the backend:
+    the normal install fetches it.
+    """
+    if session.venv_backend != "uv":
+        return False
+    argv = [nox.virtualenv.UV, "pip", "install", "--offline", "-q", *args]
+    env = {**os.environ, "VIRTUAL_ENV": session.virtualenv.location}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    if done.returncode == 0:
+        session.log("installed from uv's cache (uv pip install --offline: the lock's versions, no index request)")
+        return True
+    session.log("not all in uv's cache: installing from the index")
+    return False
 
 
 def own_args(session, *drop: str) -> list[str]:

@@ -75,3 +75,37 @@ def test_the_test_session_keeps_bytecode_in_one_absolute_folder_outside_the_tree
     prefix = subprocess.run([sys.executable, "-c", "import sys; print(sys.pycache_prefix, sys.dont_write_bytecode)"],
                             env={**os.environ, **env}, capture_output=True, text=True, cwd="/")
     assert prefix.stdout.split() == [env["PYTHONPYCACHEPREFIX"], "False"]  # "" is unset for Python
+
+
+class _Session(SimpleNamespace):
+    """What ``noxfile.install`` reads of a nox session, and what it asks of one."""
+
+    def log(self, message):
+        self.logs.append(message)
+
+    def install(self, *args):
+        self.installed.append(args)
+
+
+@pytest.mark.parametrize("backend, exit_code, locked, offline_tried, installed_online", [
+    ("uv", 0, True, True, False),    # everything in uv's cache: no index request
+    ("uv", 2, True, True, True),     # something not cached: the normal install fetches it
+    ("uv", 0, False, False, True),   # another release than the lock's: the index decides
+    ("venv", 0, True, False, True),  # no uv: pip as before
+])
+def test_a_locked_install_tries_uv_s_cache_alone_first(monkeypatch, tmp_path, backend, exit_code, locked,
+                                                       offline_tried, installed_online):
+    nf = _noxfile()
+    fake = tmp_path / "uv"
+    fake.write_text('#!/bin/sh\necho "$@" > "$VIRTUAL_ENV/argv"\nexit $FAKE_UV_EXIT\n')
+    fake.chmod(0o755)
+    monkeypatch.setattr(nf.nox.virtualenv, "UV", str(fake))
+    monkeypatch.setenv("FAKE_UV_EXIT", str(exit_code))
+    session = _Session(venv_backend=backend, virtualenv=SimpleNamespace(location=str(tmp_path)), posargs=[],
+                       logs=[], installed=[])
+    nf.install(session, "-e", ".", locked=locked)
+    argv = tmp_path / "argv"
+    assert argv.is_file() == offline_tried
+    if offline_tried:
+        assert argv.read_text().split() == ["pip", "install", "--offline", "-q", "-c", nf.LOCK, "-e", "."]
+    assert session.installed == ([(*(["-c", nf.LOCK] if locked else []), "-e", ".")] if installed_online else [])
