@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tileproof.records.errors import TileproofError
+from tileproof.records.models import COMPILE_VERSION, CompileRecord
 from tileproof.runner.builds import compile_programs
 from tileproof.runner.capture import tools as discover
 from tileproof.toolchain import build
@@ -144,7 +145,7 @@ def test_one_nvcc_call_builds_every_target_and_keeps_the_tile_fatbin(small, caps
     src = small / "cpp" / "small.cu"
     src.write_text(src.read_text().replace("__CUDA_ARCH__ == 800", "__CUDA_ARCH__ == 1"))  # refuses nothing
     record = compile_programs(small, discover(), ["sm_80", "sm_90"], [src], {}, 1)
-    assert record is not None and record.passed and record.compile_version == 2, capsys.readouterr().out
+    assert record is not None and record.passed and record.compile_version == COMPILE_VERSION, capsys.readouterr().out
     assert [(b.target, b.artifact_kind) for b in record.builds] == [
         ("sm_80", "executable"), ("sm_80", "tilefatbin"), ("sm_90", "executable"), ("sm_90", "tilefatbin")]
     steps = {b.step.stdout.path for b in record.builds}
@@ -183,3 +184,74 @@ def test_a_target_that_breaks_the_one_call_is_found_by_building_each_alone(small
     again = compile_programs(small, discover(), ["sm_80", "sm_90"], [src], {}, 1)
     reused = {b.target: b.reused_from for b in again.builds}
     assert reused["sm_90"] == record.run_id and reused["sm_80"] is None
+
+
+@pytest.fixture
+def two_kernels(tmp_path):
+    """A tree holding one Python program with two kernels; ``bad_tile`` is refused by cuTile until fixed."""
+    (tmp_path / "kernels").mkdir()
+    shutil.copy(PROGRAMS / "two_kernels.py", tmp_path / "kernels" / "two_kernels.py")
+    return tmp_path, tmp_path / "kernels" / "two_kernels.py"
+
+
+def test_one_process_exports_every_kernel_and_target_of_a_program_with_cutile_s_cache_off(
+        two_kernels, monkeypatch, tmp_path_factory, capsys):
+    root, src = two_kernels
+    src.write_text(src.read_text().replace("BAD_TILE = 48", "BAD_TILE = 64"))
+    cutile_cache = tmp_path_factory.mktemp("cutile-cache")
+    monkeypatch.setenv("CUDA_TILE_CACHE_DIR", str(cutile_cache))  # passed on to the child (runner.environment)
+    record = compile_programs(root, discover(), ["sm_80", "sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
+    assert record is not None and record.passed and record.compile_version == COMPILE_VERSION, capsys.readouterr().out
+    assert sorted((b.kernel, b.target) for b in record.builds) == [
+        ("bad_tile", "sm_80"), ("bad_tile", "sm_90"), ("copy_tile", "sm_80"), ("copy_tile", "sm_90")]
+    assert len({b.step.stdout.path for b in record.builds}) == 1  # one process made all four
+    assert len({b.artifact.sha256 for b in record.builds}) == 4 and len({b.key for b in record.builds}) == 4
+    for b in record.builds:
+        assert b.verdict == "built" and b.res_usage and b.all_targets_step is None
+        assert b.inspect.argv[-1] == str(root / b.artifact.path) and all(p.is_file() for p in _evidence(root, b))
+    assert not any(cutile_cache.iterdir())  # every cubin came from tileiras, none from cuTile's disk cache
+    again = compile_programs(root, discover(), ["sm_80", "sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
+    assert again is None and "0 compiler calls" in capsys.readouterr().out
+
+
+def test_a_kernel_that_breaks_the_one_export_call_is_found_by_exporting_each_alone(two_kernels, capsys):
+    root, src = two_kernels
+    record = compile_programs(root, discover(), ["sm_80", "sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
+    out = capsys.readouterr().out
+    assert record is not None and not record.passed
+    verdicts = {(b.kernel, b.target): b.verdict for b in record.builds}
+    assert verdicts == {("copy_tile", "sm_80"): "built", ("copy_tile", "sm_90"): "built",
+                        ("bad_tile", "sm_80"): "failed", ("bad_tile", "sm_90"): "failed"}, out
+    first = {b.all_targets_step.stdout.path for b in record.builds}
+    assert len(first) == 1 and all(b.all_targets_step.exit_code not in (0, None) for b in record.builds)
+    for b in record.builds:
+        assert b.step.argv[-3:-1] == [b.kernel, b.target] and len(b.step.argv) == 7  # each exported alone
+        assert all(p.is_file() for p in _evidence(root, b))
+    assert "not a power of two" in out  # cuTile's own error line, printed under the failed export
+    # A rerun reuses the exports that built alone and tries the others again.
+    again = compile_programs(root, discover(), ["sm_80", "sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
+    reused = {(b.kernel, b.target): b.reused_from for b in again.builds}
+    assert reused == {("copy_tile", "sm_80"): record.run_id, ("copy_tile", "sm_90"): record.run_id,
+                      ("bad_tile", "sm_80"): None, ("bad_tile", "sm_90"): None}
+
+
+@pytest.mark.parametrize("version, kernel, refused", [
+    (1, None, True), (2, None, False), (2, "a", True), (3, None, False), (3, "a", False)])
+def test_only_a_compile_version_that_made_the_one_call_holds_its_failure(tmp_path, version, kernel, refused):
+    """all_targets_step: C++ builds from compile_version 2, Python kernels from 3 (models.COMPILE_VERSION)."""
+    from datetime import datetime, timezone
+
+    import audit_tree  # tests/data/audit, on sys.path through conftest
+    from pydantic import ValidationError
+
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "a.py").write_text("AOT_SIGNATURES = {}\n")
+    data = audit_tree.compile_record(tmp_path, ["kernels/a.py"], datetime(2026, 1, 1, tzinfo=timezone.utc)).model_dump()
+    build = data["builds"][0]
+    build.update(kernel=kernel, all_targets_step={**build["step"], "exit_code": 1})
+    data["compile_version"] = version
+    if refused:
+        with pytest.raises(ValidationError, match=f"before compile_version {2 if version == 1 else 3}"):
+            CompileRecord.model_validate(data)
+    else:
+        assert CompileRecord.model_validate(data).builds[0].all_targets_step.exit_code == 1

@@ -361,7 +361,8 @@ def _compile(here: Here, name, check, expected, folder):
         if not check.kernel:
             raise TileproofError(f"{check.snippet}: a Python compile check needs kernel:")
         with tempfile.TemporaryDirectory() as tmp:
-            step, text = _step(here, f"{name}.aot", export_argv(src, check.kernel, check.target, Path(tmp) / "k.cubin"))
+            argv = export_argv(src, [(check.kernel, check.target, Path(tmp) / "k.cubin")])
+            step, text = _step(here, f"{name}.aot", argv)
         outcome, why = judge_compile(step, text, expected, "python")
         return outcome, why, [step], here.python_chain()
     if here.tools is None:

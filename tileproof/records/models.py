@@ -292,14 +292,16 @@ class BuildResult(Model):
     diagnoses: list[Diagnosis]
     verdict: BuildVerdict
     all_targets_step: Step | None = None
-    """C++ only (``compile_version`` 2): the one nvcc call for every target when it failed, after which
-    this target was built alone (``step``), so that each target's verdict is its own."""
+    """The one call for all of a program's builds (C++ from ``compile_version`` 2: nvcc for every target;
+    Python from 3: every kernel and target exported in one process) when it failed, after which this
+    build ran alone (``step``), so that each build's verdict is its own."""
 
 
-COMPILE_VERSION: Literal[2] = 2
-"""``CompileRecord.compile_version`` of the compile records written now: 2 builds each C++ program for every
-target in one nvcc call (``step`` shared by its builds), its tile fatbin kept from the same call; 1 (older
-records) called nvcc once per target and artifact."""
+COMPILE_VERSION: Literal[3] = 3
+"""``CompileRecord.compile_version`` of the compile records written now: 3 exports every uncached kernel and
+target of a Python program in one process (``step`` shared by those builds); 2 builds each C++ program for
+every target in one nvcc call (``step`` shared by its builds), its tile fatbin kept from the same call, and
+exported Python kernels one process each; 1 (older records) also called nvcc once per target and artifact."""
 
 
 class ApiInventory(Model):
@@ -313,7 +315,7 @@ class ApiInventory(Model):
 
 class CompileRecord(RecordBase):
     kind: Literal["compile"]
-    compile_version: Literal[1, 2] = 1
+    compile_version: Literal[1, 2, 3] = 1
     """How C++ builds were made: see ``COMPILE_VERSION``."""
     toolchain: Toolchain
     targets: list[str]
@@ -325,8 +327,10 @@ class CompileRecord(RecordBase):
 
     @model_validator(mode="after")
     def _fits_version(self) -> CompileRecord:
-        if self.compile_version < COMPILE_VERSION and any(b.all_targets_step for b in self.builds):
-            raise ValueError(f"compile records before compile_version {COMPILE_VERSION} hold no all_targets_step")
+        if self.compile_version < 2 and any(b.all_targets_step for b in self.builds):
+            raise ValueError("compile records before compile_version 2 hold no all_targets_step")
+        if self.compile_version < 3 and any(b.all_targets_step and b.kernel for b in self.builds):
+            raise ValueError("compile records before compile_version 3 hold no all_targets_step for a Python kernel")
         return self
 
 

@@ -44,8 +44,8 @@ from tileproof.toolchain.build import (
     cached,
     cached_cpp,
     dependencies,
-    execute,
     execute_cpp,
+    execute_exports,
     header_path,
     inventory,
     plan,
@@ -139,9 +139,6 @@ def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path
     def step(name: str, argv: list[str]) -> Step:
         return run_step(root, run_id, name, argv, env)
 
-    def export(job: Job) -> list[BuildResult]:
-        return [execute(root, run_id, job, tools, step)]
-
     done: list[BuildResult] = []
     todo: list[Callable[[], list[BuildResult]]] = []
     for cjob in cpp_jobs:
@@ -150,12 +147,14 @@ def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path
             todo.append(partial(execute_cpp, root, run_id, cjob, tools, step))
         else:
             done += earlier
+    uncached: dict[Path, list[Job]] = {}
     for job in py_jobs:
         one = cached(root, job)
         if one is None:
-            todo.append(partial(export, job))
+            uncached.setdefault(job.program, []).append(job)
         else:
             done.append(one)
+    todo += [partial(execute_exports, root, run_id, jobs, tools, step) for jobs in uncached.values()]
     for r in done:
         print(line(r, "cached"))
     total = len(cpp_jobs) * len(targets) * len(CPP_KINDS) + len(py_jobs)

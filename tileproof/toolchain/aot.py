@@ -1,7 +1,11 @@
-"""Ahead-of-time export of one cuTile Python kernel: ``python -m tileproof.aot``.
+"""Ahead-of-time export of cuTile Python kernels: ``python -m tileproof.toolchain.aot``.
 
-Run as its own process by ``build`` so that each export has its own
-transcript and exit code. Usage: ``python -m tileproof.aot PROGRAM KERNEL TARGET OUT``.
+Usage: ``python -m tileproof.toolchain.aot PROGRAM KERNEL TARGET OUT [KERNEL TARGET OUT ...]``: every
+export of one program in one process (``build`` makes one such call per program; when it fails,
+each export runs alone, so that each has its own transcript and exit code). Each export is a real
+tileiras run: cuTile's own disk cache (``CUDA_TILE_CACHE_DIR``, ~/.cache/cutile-python by default) is
+switched off here, since ``build/`` is tileproof's cache and a compile record must not attest a cubin
+that a cache outside the tree handed back.
 The kernel's signatures come from the program's ``AOT_SIGNATURES`` dict, declared next to
 the kernel and checked against its parameters (a ``ct.Constant`` takes its value; anything else
 a constraint: a plain value there would bake a runtime parameter into the export). A kernel left
@@ -12,6 +16,7 @@ never are: cuTile's ``ArrayAnnotation`` carries no dtype or rank, so the error s
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -111,12 +116,13 @@ def _fits(path: Path, name: str, kernel, sig) -> None:
                               "dtype) for a runtime scalar, harness.aot_array(DTYPE, NDIM) for an array")
 
 
-def declared_kernels(path: Path) -> dict[str, list]:
+def declared_kernels(path: Path, module=None) -> dict[str, list]:
     """Each kernel of a program with its signatures: ``AOT_SIGNATURES``'s, checked against the kernel's
-    parameters, or inferred from its annotations where they decide every entry (``infer``)."""
+    parameters, or inferred from its annotations where they decide every entry (``infer``). ``module``:
+    the program already imported (``load_program``)."""
     from cuda.tile.compilation import KernelSignature
 
-    module = load_program(path)
+    module = load_program(path) if module is None else module
     decl = getattr(module, "AOT_SIGNATURES", None)
     kernels = kernels_of(module)
     if not isinstance(decl, dict) or not (decl or kernels):
@@ -142,21 +148,24 @@ def declared_kernels(path: Path) -> dict[str, list]:
     return out
 
 
-def export(path: Path, kernel: str, target: str, out: Path) -> None:
+def export(path: Path, exports: list[tuple[str, str, Path]]) -> None:
+    """Export each (kernel, target, out) of one program, importing the program once; a line per export."""
     from cuda.tile.compilation import export_kernel
 
     module = load_program(path)
-    sigs = declared_kernels(path)[kernel]
-    export_kernel(getattr(module, kernel), sigs, str(out), gpu_code=target, output_format="cubin")
+    sigs = declared_kernels(path, module)
+    for kernel, target, out in exports:
+        export_kernel(getattr(module, kernel), sigs[kernel], str(out), gpu_code=target, output_format="cubin")
+        print(f"exported {path}:{kernel} for {target} to {out}", flush=True)
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 4:
+    if len(argv) < 4 or (len(argv) - 1) % 3:
         print(__doc__, file=sys.stderr)
         return 2
-    program, kernel, target, out = argv
-    export(Path(program), kernel, target, Path(out))
-    print(f"exported {program}:{kernel} for {target} to {out}")
+    os.environ["CUDA_TILE_CACHE_DIR"] = "off"  # read when cuda.tile is first imported (see above)
+    rest = argv[1:]
+    export(Path(argv[0]), [(rest[i], rest[i + 1], Path(rest[i + 2])) for i in range(0, len(rest), 3)])
     return 0
 
 

@@ -95,9 +95,10 @@ def nvcc_argv(nvcc: Path, source: Path, target: str | Sequence[str], out: Path, 
     return [*argv, str(source), "-o", str(out)]
 
 
-def export_argv(program: Path, kernel: str, target: str, out: Path) -> list[str]:
-    """The AOT export of one cuTile Python kernel, as its own process."""
-    return [sys.executable, "-m", "tileproof.toolchain.aot", str(program), kernel, target, str(out)]
+def export_argv(program: Path, exports: Sequence[tuple[str, str, Path]]) -> list[str]:
+    """The AOT export of a cuTile Python program's (kernel, target, out) exports, in one process."""
+    return [sys.executable, "-m", "tileproof.toolchain.aot", str(program),
+            *(str(a) for export in exports for a in export)]
 
 
 # --- discovering programs ----------------------------------------------------
@@ -216,13 +217,13 @@ def cpp_job(root: Path, tools: Tools, src: Path, targets: Sequence[str]) -> CppJ
 def plan(root: Path, tools: Tools, targets: list[str], cpp: list[Path],
          py: dict[Path, list[str]]) -> tuple[list[CppJob], list[Job]]:
     """Every build to run: one nvcc call per C++ program (all targets), one export per Python kernel and
-    target; each with its cache key."""
+    target (``execute_exports`` runs a program's uncached ones in one call); each with its cache key."""
     versions = _versions(tools)
     jobs = []
     for target in targets:
         for src, kernels in py.items():
             for kernel in kernels:
-                argv = export_argv(src, kernel, target, Path("OUT"))
+                argv = export_argv(src, [(kernel, target, Path("OUT"))])
                 key = cache_key(root, dependencies(src), argv[:-1], target, "cubin", versions)
                 out = root / BUILD_DIR / key / f"{src.stem}.{kernel}.cubin"
                 jobs.append(Job(src, kernel, target, "cubin", tuple(argv[:-1] + [str(out)]), out, key))
@@ -326,6 +327,29 @@ def execute(root: Path, run_id: str, job: Job, tools: Tools, run_step: StepRunne
                         job.out, tools, run_step, job.name)
     _remember(job.out.parent, run_id, [result])
     return result
+
+
+def execute_exports(root: Path, run_id: str, jobs: Sequence[Job], tools: Tools,
+                    run_step: StepRunner) -> list[BuildResult]:
+    """Export one program's kernels for their targets in one process (the program imported once), inspect
+    each cubin and cache it under its build/<key>/. When that call fails, each export runs alone (the
+    failed call kept in ``all_targets_step``), so that each kernel and target has a verdict of its own."""
+    if len(jobs) == 1:
+        return [execute(root, run_id, jobs[0], tools, run_step)]
+    program = jobs[0].program
+    for job in jobs:
+        job.out.parent.mkdir(parents=True, exist_ok=True)
+    step = run_step(f"{program.stem}.cubins", export_argv(program, [(j.kernel or "", j.target, j.out) for j in jobs]))
+    if step.exit_code != 0:
+        return [execute(root, run_id, j, tools, run_step).model_copy(update={"all_targets_step": step}) for j in jobs]
+    diagnosed = _diagnosed(root, step)
+    results = []
+    for job in jobs:
+        result = _inspected(root, job.program, job.kernel, job.target, job.kind, job.key, step, diagnosed, job.out,
+                            tools, run_step, job.name)
+        _remember(job.out.parent, run_id, [result])
+        results.append(result)
+    return results
 
 
 def execute_cpp(root: Path, run_id: str, job: CppJob, tools: Tools, run_step: StepRunner) -> list[BuildResult]:
