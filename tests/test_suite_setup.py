@@ -109,3 +109,21 @@ def test_a_locked_install_tries_uv_s_cache_alone_first(monkeypatch, tmp_path, ba
     if offline_tried:
         assert argv.read_text().split() == ["pip", "install", "--offline", "-q", "-c", nf.LOCK, "-e", "."]
     assert session.installed == ([(*(["-c", nf.LOCK] if locked else []), "-e", ".")] if installed_online else [])
+
+
+def test_the_checks_beside_pytest_all_run_and_a_failing_one_fails_the_session(capsys):
+    nf = _noxfile()
+    errors = []
+    session = _Session(logs=[], error=errors.append)
+    py = sys.executable
+    beside = nf.Beside(session, [[py, "-c", "import sys; print('one'); sys.exit(3)"], [py, "-c", "print('two')"]],
+                       {"TILEPROOF_BESIDE": "1"})
+    beside.report()
+    out = capsys.readouterr().out
+    assert out.index("one") < out.index("two")  # in order, each one's output printed
+    assert [line.endswith("(beside pytest: exit 3)") for line in session.logs] == [True, False]
+    assert errors == ["failed beside pytest: import sys; print('one'); sys.exit(3)"]  # what follows python -m
+    clean = _Session(logs=[], error=errors.append)
+    nf.Beside(clean, [[py, "-c", "import os; assert os.environ['TILEPROOF_BESIDE'] == '1'"]],
+              {"TILEPROOF_BESIDE": "1"}).report()
+    assert len(errors) == 1  # the second one passed: its environment had the session's variables
