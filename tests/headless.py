@@ -1,5 +1,5 @@
 """Headless Chromium for the report tests (Debian's chromium; CI installs it): one way to find it, start
-it with a private profile, read its console, and take a screenshot."""
+it with a private profile, read its console, and load a page once for its DOM, a screenshot and a PDF."""
 
 import os
 import re
@@ -31,15 +31,24 @@ def console_messages(stderr: str) -> list[str]:
     return [m.group(1) for line in stderr.splitlines() if (m := CONSOLE.search(line))]
 
 
-def screenshot(url: str, png: Path, size: str, min_bytes: int, keep_as: str) -> subprocess.CompletedProcess:
-    """A PNG of ``url`` at ``size``: asserts Chromium succeeded and wrote a PNG of ``min_bytes`` or more;
-    copied to ``$TILEPROOF_SCREENSHOT_DIR/keep_as`` when that is set. Returns the run (for its console)."""
-    shot = chromium(f"--screenshot={png}", f"--window-size={size}", url)
-    assert shot.returncode == 0, shot.stderr[-2000:]
-    data = png.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > min_bytes
-    keep = os.environ.get("TILEPROOF_SCREENSHOT_DIR")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(png, Path(keep) / keep_as)
-    return shot
+def render(url: str, *, png: Path | None = None, size: str = "1280,2400", pdf: Path | None = None,
+           min_png_bytes: int = 0, keep_as: str = "") -> subprocess.CompletedProcess:
+    """One Chromium run over ``url``: its DOM on stdout (``--dump-dom``), and where asked a PNG at ``size``
+    (asserted to be a PNG of ``min_png_bytes`` or more; copied to ``$TILEPROOF_SCREENSHOT_DIR/keep_as`` when
+    that is set) and a PDF through the page's print CSS. Asserts Chromium succeeded; its stderr holds the
+    console of all three (``console_messages``)."""
+    args = ["--dump-dom"]
+    if png is not None:
+        args += [f"--screenshot={png}", f"--window-size={size}"]
+    if pdf is not None:
+        args += ["--no-pdf-header-footer", f"--print-to-pdf={pdf}"]
+    got = chromium(*args, url)
+    assert got.returncode == 0, got.stderr[-2000:]
+    if png is not None:
+        data = png.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > min_png_bytes
+        keep = os.environ.get("TILEPROOF_SCREENSHOT_DIR")
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copy(png, Path(keep) / keep_as)
+    return got

@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from headless import chromium, console_messages, needs_chromium, screenshot
+from headless import console_messages, needs_chromium, render
 
 from tileproof.__main__ import main
 
@@ -93,29 +93,32 @@ def test_the_link_check_catches_a_broken_link(tmp_path):
 def test_the_console_check_sees_a_console_error(tmp_path):
     page = tmp_path / "control.html"
     page.write_text('<!DOCTYPE html><p>x</p><script>console.error("tileproof-control")</script>')
-    got = chromium("--dump-dom", page.as_uri())
-    assert got.returncode == 0, got.stderr[-2000:]
+    got = render(page.as_uri())
     assert any("tileproof-control" in m for m in console_messages(got.stderr))
 
 
+@pytest.fixture(scope="module")
+def rendered(built, tmp_path_factory):
+    """The committed records' report loaded once in Chromium: its DOM, a screenshot and a printed PDF."""
+    out = tmp_path_factory.mktemp("rendered")
+    png, pdf = out / "audit.png", out / "audit.pdf"
+    got = render(built.as_uri(), png=png, size="1280,2400", pdf=pdf, min_png_bytes=50_000,
+                 keep_as="audit-committed-records.png")
+    return got, pdf
+
+
 @needs_chromium
-def test_the_report_in_headless_chromium(built, tmp_path):
-    dom = chromium("--dump-dom", built.as_uri())
-    assert dom.returncode == 0, dom.stderr[-2000:]
+def test_the_report_in_headless_chromium(rendered):
+    dom, _pdf = rendered
     assert console_messages(dom.stderr) == []
     for text in ('id="bench"', "cuBLAS vs cuBLAS (control)", 'id="claims"', 'id="history"', "<svg"):
         assert text in dom.stdout, text
-    png = tmp_path / "audit.png"
-    shot = screenshot(built.as_uri(), png, "1280,2400", 50_000, "audit-committed-records.png")
-    assert console_messages(shot.stderr) == []
 
 
 @needs_chromium
-def test_the_report_prints(built, tmp_path):
+def test_the_report_prints(rendered):
     """Printed (the page's print CSS): a PDF of several pages, with no console message."""
-    pdf = tmp_path / "audit.pdf"
-    got = chromium("--no-pdf-header-footer", f"--print-to-pdf={pdf}", built.as_uri())
-    assert got.returncode == 0, got.stderr[-2000:]
+    got, pdf = rendered
     assert console_messages(got.stderr) == []
     data = pdf.read_bytes()
     assert data[:5] == b"%PDF-" and len(re.findall(rb"/Type\s*/Page\b", data)) > 3
