@@ -39,28 +39,35 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=300)
 
 
-def _no_history(root: Path) -> NoHistory | None:
-    """Why ``root`` has no usable history, or None when it has."""
+def _repository(root: Path) -> ObjectFormat | NoHistory:
+    """The object format of the repository at ``root`` (one ``git rev-parse``), or why it has no usable
+    history."""
     if shutil.which("git") is None:
         return NoHistory("git is not installed")
-    inside = _git(root, "rev-parse", "--is-inside-work-tree")
-    if inside.returncode != 0 or inside.stdout.strip() != b"true":
+    facts = _git(root, "rev-parse", "--is-inside-work-tree", "--is-shallow-repository", "--show-object-format")
+    inside, shallow, named = [*facts.stdout.decode(errors="replace").split(), "", "", ""][:3]
+    if facts.returncode != 0 or inside != "true":
         return NoHistory(f"{root} is not a git checkout")
-    if _git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == b"true":
+    if shallow == "true":
         return NoHistory("a shallow clone (fix: git fetch --unshallow)")
-    return None
+    named = named or "sha1"  # a git that prints no format has only sha1
+    if named not in get_args(ObjectFormat):
+        return NoHistory(f"git names an object format tileproof does not know: {named!r}")
+    return cast(ObjectFormat, named)
+
+
+def _no_history(root: Path) -> NoHistory | None:
+    """Why ``root`` has no usable history, or None when it has."""
+    found = _repository(root)
+    return found if isinstance(found, NoHistory) else None
 
 
 def read(root: Path) -> GitHistory | NoHistory:
     """What ``records.history.check`` needs, from the repository at ``root``."""
     root = Path(root)
-    missing = _no_history(root)
-    if missing is not None:
-        return missing
-    named = _git(root, "rev-parse", "--show-object-format").stdout.strip().decode() or "sha1"
-    if named not in get_args(ObjectFormat):
-        return NoHistory(f"git names an object format tileproof does not know: {named!r}")
-    fmt = cast(ObjectFormat, named)
+    fmt = _repository(root)
+    if isinstance(fmt, NoHistory):
+        return fmt
     if _git(root, "rev-parse", "--verify", "-q", "HEAD").returncode != 0:
         return GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
     log = _git(root, "-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev",
