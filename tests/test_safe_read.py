@@ -232,6 +232,16 @@ def test_lesson_program_with_empty_path_is_one_line():
     assert "programs.0.path" in one_line(err) and "is not a program" in str(err.value)
 
 
+def test_flow_nesting_past_the_cap_is_refused_while_scanning():
+    """PyYAML's scanner looks ahead over a line of ``[`` before the composer sees the first one, checking every
+    pending level at each token; the loader refuses the level past MAX_DEPTH there, never scanning deeper."""
+    loader = safe_read._CappedLoader("[" * 1000, "x.yaml")
+    with pytest.raises(InputRefused, match="nests more than 64 levels"):
+        while loader.check_token():
+            loader.get_token()
+    assert loader.flow_level == safe_read.MAX_DEPTH
+
+
 def test_yaml_nested_1000_deep_is_one_line(tmp_path):
     nested = "".join("  " * i + "a:\n" for i in range(1000))
     with pytest.raises(InputRefused) as err:

@@ -291,6 +291,13 @@ class _CappedLoader(yaml.SafeLoader):
         self.shown, self.depth = shown, 0
         self.sizes: dict[int, int] = {}
 
+    def fetch_flow_collection_start(self, TokenClass):
+        """``[`` or ``{``: refused at once past MAX_DEPTH flow levels, before PyYAML's scanner looks ahead
+        over the whole line (each pending level is checked at every token: quadratic in the nesting)."""
+        if self.flow_level >= MAX_DEPTH:
+            raise _too_deep(self.shown, f"nests more than {MAX_DEPTH} levels deep")
+        super().fetch_flow_collection_start(TokenClass)
+
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             node = super().compose_node(parent, index)
