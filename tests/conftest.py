@@ -46,6 +46,12 @@ def ram_temp_root() -> Path | None:
 # CPU time that every test starting a numpy program paid for nothing (the suite's arrays are small).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+# cuTile keeps every cubin it compiled in a disk cache (~/.cache/cutile-python) and hands it back for the
+# same compiler and bytecode: a test that exports in its own process (test_lint's compiler oracle,
+# test_kernels_import) would be answered from an earlier run. Off, as tileproof's exports have it
+# (toolchain.aot): every compile the suite checks is a real tileiras run.
+os.environ["CUDA_TILE_CACHE_DIR"] = "off"
+
 _ram = ram_temp_root()
 if _ram is not None:  # before any temporary folder exists; xdist's workers and every program a test starts inherit it
     os.environ["TMPDIR"] = str(_ram)
