@@ -52,29 +52,43 @@ def wheelhouse(session) -> list[str]:
     return []
 
 
-def install(session, *reqs, locked=True):
-    """Install ``reqs`` (under the lock unless ``locked`` is False) into the session's venv; nothing with --no-venv.
+def install(session, *reqs, locked=True) -> bool:
+    """Install ``reqs`` (under the lock unless ``locked`` is False) into the session's venv; False when nothing
+    was installed: with --no-venv, or with ``-R`` (``--no-install``) in a reused environment, as nox skips it.
 
     Under the lock, uv first installs from its cache alone (``from_uv_cache``)."""
-    if passthrough(session):
-        return
+    if passthrough(session) or install_skipped(session):
+        return False
     args = [*wheelhouse(session), *(["-c", LOCK] if locked else []), *reqs]
     if not (locked and from_uv_cache(session, args)):
         session.install(*args)
+    return True
+
+
+def install_skipped(session) -> bool:
+    """nox's ``--no-install`` in an environment it reused: what makes ``session.install`` return at once (nox
+    keeps both facts on objects of its own: read the same way nox reads them, False where they are absent)."""
+    config = getattr(getattr(session, "_runner", None), "global_config", None)
+    return bool(getattr(config, "no_install", False) and getattr(session.virtualenv, "_reused", False))
+
+
+UV_AIMING = ("UV_PYTHON", "UV_SYSTEM_PYTHON")
+"""uv settings that would aim an install at another interpreter (nox drops them for its own uv calls)."""
 
 
 def from_uv_cache(session, args: list[str]) -> bool:
-    """``uv pip install --offline``: True when uv's cache held everything.
+    """``uv pip install --offline`` into the session's interpreter: True when uv's cache held everything.
 
-    The lock pins every package, so the cache can only give the lock's versions. Online, uv asks the index
-    again about every page it has cached (5.3 s of the toolchain's 6.4 s install on a warm cache here;
-    offline 0.8 s). False when something is not cached (nothing is installed then) or uv is not the backend:
-    the normal install fetches it.
+    The lock pins every package installed, so the cache can only give the lock's versions (tileproof itself is
+    built with the setuptools uv has cached). Online, uv asks the index again about every page it has cached
+    (5.3 s of the toolchain's 6.4 s install on a warm cache here; offline 0.8 s). False when something is not
+    cached (nothing is installed then) or uv is not the backend: the normal install fetches it.
     """
     if session.venv_backend != "uv":
         return False
-    argv = [nox.virtualenv.UV, "pip", "install", "--offline", "-q", *args]
-    env = {**os.environ, "VIRTUAL_ENV": session.virtualenv.location}
+    python = str(Path(session.bin) / "python")
+    argv = [nox.virtualenv.UV, "pip", "install", "--offline", "-q", "--python", python, *args]
+    env = {k: v for k, v in os.environ.items() if k not in UV_AIMING} | {"VIRTUAL_ENV": session.virtualenv.location}
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
     if done.returncode == 0:
         session.log("installed from uv's cache (uv pip install --offline: the lock's versions, no index request)")
@@ -120,9 +134,9 @@ def shared_env(session, extras: str, python_file: str):
         stamp = session.env_dir / "tileproof-lock.sha256"
         inputs = extras.encode() + Path("pyproject.toml").read_bytes() + Path(LOCK).read_bytes()
         want = hashlib.sha256(inputs).hexdigest()
-        if not stamp.is_file() or stamp.read_text() != want:
-            install(session, "-e", f".[{extras}]" if extras else ".")
-            stamp.write_text(want)
+        if (not stamp.is_file() or stamp.read_text() != want) and install(session, "-e", f".[{extras}]" if extras
+                                                                              else "."):
+            stamp.write_text(want)  # not under -R: what was skipped is installed on the next run
     python = sys.executable if passthrough(session) else str(Path(session.bin) / "python")
     (session.cache_dir / python_file).write_text(python)
 
@@ -284,39 +298,56 @@ def tests(session):
     python = shared_python(session, TOOLCHAIN_PYTHON)
     env = bytecode_cache(session)
     checks = [["mypy"], ["ruff", "check", *RUFF_PATHS], ["tileproof", "lint-kernels"], ["tileproof", "check"]]
-    beside = Beside(session, [[python, "-m", *argv] for argv in checks], env)
-    try:
-        session.run(python, "-m", "pytest", *pytest_parallel(), *session.posargs, external=True, env=env)
-    finally:
-        beside.report()
+    Beside(session, [[python, "-m", *argv] for argv in checks], env).around(
+        lambda: session.run(python, "-m", "pytest", *pytest_parallel(), *session.posargs, external=True, env=env))
 
 
 class Beside:
     """Commands run one after another in a thread while the session runs pytest; ``report`` waits for them,
-    prints each one's output under its command line, and fails the session when one failed.
+    prints each one's output under its command line, and fails the session when one failed or could not start.
 
-    They take about 4 s on one core (mypy 2.8 s of it) and pytest keeps both cores busy for about 45 s,
+    They take about 4 s on one core (mypy 2.8 s of it) and pytest keeps both cores busy for about 40 s,
     so beside it they add about 2 s instead of 4 s.
     """
 
     def __init__(self, session, commands: list[list[str]], env: dict[str, str]):
         import threading
 
-        self.session, self.done = session, []
-        run_env = {**os.environ, **env}
-        self.thread = threading.Thread(target=lambda: self.done.extend(
-            (argv, subprocess.run(argv, env=run_env, capture_output=True, text=True)) for argv in commands))
+        self.session, self.commands, self.done = session, commands, []
+        self.env = {**os.environ, **env}
+        self.thread = threading.Thread(target=self._run_all)
         self.thread.start()
 
-    def report(self):
+    def _run_all(self):
+        for argv in self.commands:
+            try:
+                done = subprocess.run(argv, env=self.env, capture_output=True, text=True)
+                self.done.append((argv, done.returncode, done.stdout + done.stderr))
+            except OSError as e:  # it never started: a failure of its own, never a silent pass
+                self.done.append((argv, None, f"{argv[0]}: {e}\n"))
+
+    def around(self, main):
+        """Run ``main`` (pytest) while the commands run, then ``report``. When ``main`` fails or is interrupted,
+        that is what the session ends with, after the commands' output (a failed command does not replace it)."""
+        try:
+            main()
+        except BaseException:
+            self.report(fail=False)
+            raise
+        self.report()
+
+    def report(self, fail: bool = True):
+        """Print every command's outcome; with ``fail``, end the session when one did not exit 0."""
         self.thread.join()
         failed = []
-        for argv, done in self.done:
-            self.session.log(" ".join(["python", *argv[1:]]) + f"  (beside pytest: exit {done.returncode})")
-            sys.stdout.write(done.stdout + done.stderr)
-            if done.returncode != 0:
+        for argv, code, output in self.done:
+            said = "did not start" if code is None else f"exit {code}"
+            self.session.log(" ".join(["python", *argv[1:]]) + f"  (beside pytest: {said})")
+            sys.stdout.write(output)
+            if code != 0:
                 failed.append(" ".join(argv[2:]))
-        if failed:
+        failed += [" ".join(argv[2:]) + " (never ran)" for argv in self.commands[len(self.done):]]
+        if failed and fail:
             self.session.error(f"failed beside pytest: {', '.join(failed)}")
 
 

@@ -231,9 +231,10 @@ def test_a_kernel_that_breaks_the_one_export_call_is_found_by_exporting_each_alo
     assert {b.kernel: b.reused_from for b in again.builds} == {"copy_tile": record.run_id, "bad_tile": None}
 
 
-@pytest.mark.parametrize("version, kernel, refused", [
-    (1, None, True), (2, None, False), (2, "a", True), (3, None, False), (3, "a", False)])
-def test_only_a_compile_version_that_made_the_one_call_holds_its_failure(tmp_path, version, kernel, refused):
+@pytest.mark.parametrize("version, kind, refused", [
+    (1, "executable", True), (2, "executable", False), (2, "cubin", True), (3, "executable", False),
+    (3, "cubin", False)])
+def test_only_a_compile_version_that_made_the_one_call_holds_its_failure(tmp_path, version, kind, refused):
     """all_targets_step: C++ builds from compile_version 2, Python kernels from 3 (models.COMPILE_VERSION)."""
     from datetime import datetime, timezone
 
@@ -244,10 +245,31 @@ def test_only_a_compile_version_that_made_the_one_call_holds_its_failure(tmp_pat
     (tmp_path / "kernels" / "a.py").write_text("AOT_SIGNATURES = {}\n")
     data = audit_tree.compile_record(tmp_path, ["kernels/a.py"], datetime(2026, 1, 1, tzinfo=timezone.utc)).model_dump()
     build = data["builds"][0]
-    build.update(kernel=kernel, all_targets_step={**build["step"], "exit_code": 1})
+    build.update(artifact_kind=kind, kernel="a" if kind == "cubin" else None,
+                 all_targets_step={**build["step"], "exit_code": 1})
     data["compile_version"] = version
     if refused:
         with pytest.raises(ValidationError, match=f"before compile_version {2 if version == 1 else 3}"):
             CompileRecord.model_validate(data)
     else:
         assert CompileRecord.model_validate(data).builds[0].all_targets_step.exit_code == 1
+
+
+def test_a_changed_exporter_builds_every_cubin_again_and_nothing_else(tmp_path, monkeypatch):
+    """A cubin's cache key covers toolchain/aot.py (how tileproof exports), a C++ build's does not."""
+    (tmp_path / "kernels").mkdir()
+    src = tmp_path / "kernels" / "k.py"
+    src.write_text("AOT_SIGNATURES = {}\n")
+    export = build.export_argv(src, [("k", "sm_90", Path("OUT"))])[:-1]
+    nvcc = build.nvcc_argv(Path("/x/nvcc"), src, "sm_90", Path("/OUT"))[:-2]
+
+    def keys():
+        return (build.cache_key(tmp_path, [src], export, "sm_90", "cubin", {}),
+                build.cache_key(tmp_path, [src], nvcc, "sm_90", "executable", {}))
+
+    before = keys()
+    other = tmp_path / "aot.py"
+    other.write_text(build.EXPORTER.read_text() + "\n# changed\n")
+    monkeypatch.setattr(build, "EXPORTER", other)
+    after = keys()
+    assert after[0] != before[0] and after[1] == before[1]

@@ -101,14 +101,35 @@ def test_a_locked_install_tries_uv_s_cache_alone_first(monkeypatch, tmp_path, ba
     fake.chmod(0o755)
     monkeypatch.setattr(nf.nox.virtualenv, "UV", str(fake))
     monkeypatch.setenv("FAKE_UV_EXIT", str(exit_code))
+    monkeypatch.setenv("UV_PYTHON", "/some/other/python")  # must not aim the install elsewhere
     session = _Session(venv_backend=backend, virtualenv=SimpleNamespace(location=str(tmp_path)), posargs=[],
-                       logs=[], installed=[])
-    nf.install(session, "-e", ".", locked=locked)
+                       bin=str(tmp_path / "bin"), logs=[], installed=[])
+    assert nf.install(session, "-e", ".", locked=locked)
     argv = tmp_path / "argv"
     assert argv.is_file() == offline_tried
     if offline_tried:
-        assert argv.read_text().split() == ["pip", "install", "--offline", "-q", "-c", nf.LOCK, "-e", "."]
+        assert argv.read_text().split() == ["pip", "install", "--offline", "-q", "--python",
+                                            str(tmp_path / "bin" / "python"), "-c", nf.LOCK, "-e", "."]
     assert session.installed == ([(*(["-c", nf.LOCK] if locked else []), "-e", ".")] if installed_online else [])
+
+
+@pytest.mark.parametrize("reused", [True, False])
+def test_with_no_install_a_reused_environment_gets_no_install_and_no_stamp(monkeypatch, tmp_path, reused):
+    """``nox -R``: nothing is installed into a reused environment (nox's own rule), and the shared environment's
+    stamp is left as it was, so the next run without -R installs what changed."""
+    nf = _noxfile()
+    fake = tmp_path / "uv"
+    fake.write_text('#!/bin/sh\ntouch "$VIRTUAL_ENV/ran"\n')
+    fake.chmod(0o755)
+    monkeypatch.setattr(nf.nox.virtualenv, "UV", str(fake))
+    monkeypatch.chdir(REPO)  # shared_env reads pyproject.toml and the lock
+    env = tmp_path / "env"
+    env.mkdir()
+    session = _Session(venv_backend="uv", virtualenv=SimpleNamespace(location=str(env), _reused=reused),
+                       _runner=SimpleNamespace(global_config=SimpleNamespace(no_install=True)), posargs=[],
+                       bin=str(env / "bin"), env_dir=env, cache_dir=tmp_path, logs=[], installed=[])
+    nf.shared_env(session, "test", "python.txt")
+    assert (env / "ran").exists() == (not reused) and (env / "tileproof-lock.sha256").exists() == (not reused)
 
 
 def test_the_checks_beside_pytest_all_run_and_a_failing_one_fails_the_session(capsys):
@@ -127,3 +148,35 @@ def test_the_checks_beside_pytest_all_run_and_a_failing_one_fails_the_session(ca
     nf.Beside(clean, [[py, "-c", "import os; assert os.environ['TILEPROOF_BESIDE'] == '1'"]],
               {"TILEPROOF_BESIDE": "1"}).report()
     assert len(errors) == 1  # the second one passed: its environment had the session's variables
+
+
+def test_a_check_that_cannot_start_fails_and_the_ones_after_it_still_run(tmp_path):
+    nf = _noxfile()
+    errors = []
+    session = _Session(logs=[], error=errors.append)
+    py = sys.executable
+    nf.Beside(session, [[str(tmp_path / "no-python"), "-m", "mypy"], [py, "-c", "print('after')"]], {}).report()
+    assert session.logs[0].endswith("(beside pytest: did not start)") and session.logs[1].endswith("exit 0)")
+    assert errors == ["failed beside pytest: mypy"]
+
+
+@pytest.mark.parametrize("pytest_ends", [None, KeyboardInterrupt, RuntimeError])
+def test_pytest_s_own_failure_or_interrupt_is_what_the_session_ends_with(capsys, pytest_ends):
+    """``Beside.around``: the checks' output is shown either way; a failed check fails the session only when
+    pytest itself finished cleanly, so pytest's failure (or Ctrl-C) is never replaced by the check's."""
+    nf = _noxfile()
+    errors = []
+    session = _Session(logs=[], error=errors.append)
+
+    def pytest_run():
+        if pytest_ends is not None:
+            raise pytest_ends("pytest")
+
+    beside = nf.Beside(session, [[sys.executable, "-c", "import sys; print('check ran'); sys.exit(1)"]], {})
+    if pytest_ends is None:
+        beside.around(pytest_run)
+    else:
+        with pytest.raises(pytest_ends):
+            beside.around(pytest_run)
+    assert "check ran" in capsys.readouterr().out
+    assert len(errors) == (1 if pytest_ends is None else 0)

@@ -316,7 +316,8 @@ class ApiInventory(Model):
 class CompileRecord(RecordBase):
     kind: Literal["compile"]
     compile_version: Literal[1, 2, 3] = 1
-    """How C++ builds were made: see ``COMPILE_VERSION``."""
+    """How the builds were made (one call per C++ program, one process per Python program): see
+    ``COMPILE_VERSION``."""
     toolchain: Toolchain
     targets: list[str]
     sources: list[FileDigest]
@@ -329,7 +330,7 @@ class CompileRecord(RecordBase):
     def _fits_version(self) -> CompileRecord:
         if self.compile_version < 2 and any(b.all_targets_step for b in self.builds):
             raise ValueError("compile records before compile_version 2 hold no all_targets_step")
-        if self.compile_version < 3 and any(b.all_targets_step and b.kernel for b in self.builds):
+        if self.compile_version < 3 and any(b.all_targets_step and b.artifact_kind == "cubin" for b in self.builds):
             raise ValueError("compile records before compile_version 3 hold no all_targets_step for a Python kernel")
         return self
 

@@ -17,7 +17,7 @@ import json
 import re
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -186,16 +186,23 @@ class CppJob:
         return self.folder / (self.program.stem + (".tilefatbin" if kind == "tilefatbin" else ""))
 
 
+EXPORTER = Path(__file__).with_name("aot.py")
+"""The program an export runs (``python -m tileproof.toolchain.aot``): part of a cubin's cache key."""
+
+
 def cache_key(root: Path, deps: list[Path], argv: list[str], target: str, kind: str, versions: dict) -> str:
-    """sha256 over what decides the artifact: sources, flags, target and toolchain versions."""
+    """sha256 over what decides the artifact: sources, flags, target and toolchain versions, and for an export
+    the exporter itself (a change to how tileproof exports, e.g. cuTile's disk cache off, builds again)."""
     flags = [a for a in argv[1:] if not a.startswith(("/", str(root)))]  # paths abstracted away
+    python = Path(argv[0]).name.startswith("python")
     body = {
         "sources": {p.relative_to(root).as_posix(): sha256_file(p) for p in deps},
-        "tool": "python" if Path(argv[0]).name.startswith("python") else Path(argv[0]).name,
+        "tool": "python" if python else Path(argv[0]).name,
         "flags": flags,
         "target": target,
         "kind": kind,
         "toolchain": versions,
+        **({"exporter": sha256_file(EXPORTER)} if python else {}),
     }
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
@@ -329,6 +336,13 @@ def execute(root: Path, run_id: str, job: Job, tools: Tools, run_step: StepRunne
     return result
 
 
+def _each_alone(failed: Step, alone: Iterable[list[BuildResult]]) -> list[BuildResult]:
+    """After ``failed``, the one call for several builds: the results of each build made on its own (``alone``,
+    its own step, so its own verdict), ``failed`` kept as their ``all_targets_step``. The rule for C++ targets
+    and Python exports alike."""
+    return [r.model_copy(update={"all_targets_step": failed}) for results in alone for r in results]
+
+
 def execute_exports(root: Path, run_id: str, jobs: Sequence[Job], tools: Tools,
                     run_step: StepRunner) -> list[BuildResult]:
     """Export one program's kernels for their targets in one process (the program imported once), inspect
@@ -341,7 +355,7 @@ def execute_exports(root: Path, run_id: str, jobs: Sequence[Job], tools: Tools,
         job.out.parent.mkdir(parents=True, exist_ok=True)
     step = run_step(f"{program.stem}.cubins", export_argv(program, [(j.kernel or "", j.target, j.out) for j in jobs]))
     if step.exit_code != 0:
-        return [execute(root, run_id, j, tools, run_step).model_copy(update={"all_targets_step": step}) for j in jobs]
+        return _each_alone(step, ([execute(root, run_id, j, tools, run_step)] for j in jobs))
     diagnosed = _diagnosed(root, step)
     results = []
     for job in jobs:
@@ -363,12 +377,9 @@ def execute_cpp(root: Path, run_id: str, job: CppJob, tools: Tools, run_step: St
         kept.replace(job.out("tilefatbin"))
     shutil.rmtree(job.keep_dir, ignore_errors=True)  # nvcc's intermediates: megabytes per target
     if step.exit_code != 0 and len(job.targets) > 1:
-        alone = []
-        for target in job.targets:
-            single = cpp_job(root, tools, job.program, [target])
-            results = cached_cpp(root, single) or execute_cpp(root, run_id, single, tools, run_step)
-            alone += [r.model_copy(update={"all_targets_step": step}) for r in results]
-        return alone
+        singles = (cpp_job(root, tools, job.program, [target]) for target in job.targets)
+        return _each_alone(step, (cached_cpp(root, one) or execute_cpp(root, run_id, one, tools, run_step)
+                                  for one in singles))
     diagnosed = _diagnosed(root, step)
     results = [
         _inspected(root, job.program, None, target, kind, job.key, step, diagnosed, job.out(kind), tools, run_step,
