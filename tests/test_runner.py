@@ -2,6 +2,7 @@
 a signal kills every live child, children get the allowlisted environment only."""
 
 import os
+import shutil
 import sys
 import textwrap
 import threading
@@ -113,6 +114,42 @@ def test_output_cap_from_the_environment(monkeypatch):
 def test_missing_program_is_exit_127_not_a_crash(tmp_path):
     done = start_and_wait([str(tmp_path / "no-such-tool")], env=child_env(), timeout=5)
     assert done.exit_code == 127 and b"no-such-tool" in done.stderr
+    bare = start_and_wait(["no-such-tool-on-path"], env=child_env(), timeout=5)
+    assert bare.exit_code == 127 and bare.stderr == b"no-such-tool-on-path: No such file or directory\n"
+
+
+def test_a_program_that_is_not_executable_or_a_folder_is_127_permission_denied(tmp_path):
+    plain = tmp_path / "plain"
+    plain.write_text("#!/bin/sh\necho never\n")
+    for argv0 in (str(plain), str(tmp_path)):
+        done = start_and_wait([argv0], env=child_env(), timeout=5)
+        assert done.exit_code == 127 and done.stderr == f"{argv0}: Permission denied\n".encode()
+
+
+def test_a_relative_program_path_is_found_from_the_step_s_folder(tmp_path):
+    (tmp_path / "bin").mkdir()
+    tool = tmp_path / "bin" / "tool"
+    tool.write_text("#!/bin/sh\necho ran \"$0\"\n")
+    tool.chmod(0o755)
+    done = start_and_wait(["bin/tool"], env=child_env(), cwd=tmp_path, timeout=5)
+    assert done.exit_code == 0 and done.stdout.startswith(b"ran ") and done.argv == ("bin/tool",)
+
+
+@linux
+def test_the_death_signal_is_set_by_setpriv_only_where_it_works(monkeypatch, tmp_path):
+    def launcher(path: str):
+        monkeypatch.setattr(process, "_launcher_known", False)
+        monkeypatch.setattr(process, "_launcher", None)
+        monkeypatch.setenv("PATH", path)
+        return process._pdeathsig_launcher()
+
+    assert launcher(str(tmp_path)) is None  # no setpriv: the child is forked and sets it itself
+    broken = tmp_path / "setpriv"
+    broken.write_text("#!/bin/sh\nexit 1\n")  # a setpriv without --pdeathsig (util-linux before 2.33)
+    broken.chmod(0o755)
+    assert launcher(str(tmp_path)) is None
+    if SETPRIV is not None:
+        assert launcher(os.path.dirname(SETPRIV)) == [SETPRIV, "--pdeathsig", "KILL", "--"]
 
 
 @linux
@@ -182,19 +219,28 @@ def _gone(pid: int, seconds: float = 5) -> bool:
     return False
 
 
+SETPRIV = shutil.which("setpriv")
+
+
 @linux
+@pytest.mark.parametrize("launcher", [
+    pytest.param("setpriv", marks=pytest.mark.skipif(SETPRIV is None, reason="util-linux setpriv not installed")),
+    "fork"])
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
-def test_killing_tileproof_kills_what_it_started(tmp_path, how):
+def test_killing_tileproof_kills_what_it_started(tmp_path, how, launcher):
     """SIGTERM: the whole tree, a setsid grandchild included. ``kill -9``: the direct child
     (PR_SET_PDEATHSIG), e.g. nvcc; nothing can run in tileproof after SIGKILL, so a grandchild
-    that left the session outlives it (README, "The programs")."""
+    that left the session outlives it (README, "The programs"). The death signal is set by setpriv,
+    or (no setpriv on PATH) in the forked child."""
     import signal
     import subprocess
 
     prog = tmp_path / "compiler.py"
     prog.write_text("import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
     pid_file = tmp_path / "pid"
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(prog), str(pid_file)])
+    path = os.environ["PATH"] if launcher == "setpriv" else str(tmp_path)  # an empty folder: no setpriv
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(prog), str(pid_file)], env={**os.environ,
+                                                                                           "PATH": path})
     try:
         child = _wait_for(pid_file)
         parent.send_signal(getattr(signal, how))

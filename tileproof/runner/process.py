@@ -5,7 +5,10 @@ Every child
 * starts in its own session (so its process group is its own), with
   ``PR_SET_PDEATHSIG`` = SIGKILL on Linux (``kill -9`` of tileproof takes the
   child with it), and a marker variable ``TILEPROOF_STEP=<token>`` in its
-  environment, which its descendants inherit;
+  environment, which its descendants inherit. The death signal is set by
+  util-linux's ``setpriv --pdeathsig KILL`` where it works (the child then
+  starts through vfork: 0.5 ms instead of 8 ms from a 150 MB process, whose
+  memory map a fork copies), else by a ``preexec_fn`` in the forked child;
 * has its stdout and stderr read by this thread through ``select`` with a hard
   deadline (never a blocking wait on a pipe): each stream keeps its first
   ``cap`` bytes and counts the rest;
@@ -23,9 +26,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import errno
 import os
 import secrets
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -103,6 +108,46 @@ def _become_subreaper() -> None:
     if _LINUX and not _subreaper_set and _libc is not None:
         _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         _subreaper_set = True
+
+
+_launcher: list[str] | None = None
+_launcher_known = False
+
+
+def _pdeathsig_launcher() -> list[str] | None:
+    """``[setpriv, --pdeathsig, KILL, --]`` when this machine's setpriv sets the death signal (checked once by
+    running it), else None: the children are then forked with ``_child_setup``."""
+    global _launcher, _launcher_known
+    with _lock:
+        if not _launcher_known:
+            _launcher_known = True
+            found = shutil.which("setpriv") if _LINUX else None
+            if found is not None:
+                argv = [found, "--pdeathsig", "KILL", "--"]
+                try:
+                    if subprocess.run([*argv, "true"], capture_output=True, timeout=10).returncode == 0:
+                        _launcher = argv
+                except (OSError, subprocess.TimeoutExpired):
+                    pass
+        return _launcher
+
+
+def _executable(name: str, env: dict[str, str], cwd: Path | None) -> str:
+    """The file ``name`` runs, found as ``subprocess`` would find it (``env``'s PATH; a relative path from
+    ``cwd``); the OSError ``subprocess`` would raise when there is none, so a missing program reads the same
+    through the launcher."""
+    if os.sep in name:
+        path = name if os.path.isabs(name) else os.path.join(cwd or os.getcwd(), name)
+        if not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+    else:
+        found = shutil.which(name, path=env.get("PATH", os.defpath))
+        if found is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+        path = found
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name)
+    return path
 
 
 def _child_setup() -> None:  # runs in the child between fork and exec: no locks, no imports
@@ -257,11 +302,13 @@ def start_and_wait(argv: list[str], *, env: dict[str, str], cwd: Path | None = N
     _become_subreaper()
     token = secrets.token_hex(8)
     t0 = time.perf_counter()
+    launcher = _pdeathsig_launcher()
     try:
+        spawn = [*launcher, _executable(argv[0], env, cwd), *argv[1:]] if launcher else argv
         with _lock:
-            proc = subprocess.Popen(argv, cwd=cwd, env={**env, MARKER_VAR: token}, stdin=subprocess.DEVNULL,
+            proc = subprocess.Popen(spawn, cwd=cwd, env={**env, MARKER_VAR: token}, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                                    preexec_fn=_child_setup if _LINUX else None)
+                                    preexec_fn=_child_setup if _LINUX and not launcher else None)
             _live[proc.pid] = token
     except OSError as e:
         return Finished(tuple(argv), 127, False, time.perf_counter() - t0, b"",
