@@ -67,6 +67,25 @@ the rest in collection order: under pytest-xdist (``nox -s tests``: ``--dist loa
 --no-loadscope-reorder``) a worker is never left alone with one of them at the end."""
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, with this tree's bytecode not cached yet (a fresh clone), the controller collects the
+    suite once in a process of its own before its workers start: every worker imports every test module, and
+    three of them compiling the same 850 modules at once took 6 s of a fresh clone's start instead of 2 s."""
+    if warm_up_argv(config) is not None:
+        subprocess.run(warm_up_argv(config), cwd=REPO, capture_output=True, check=False)
+
+
+def warm_up_argv(config: pytest.Config) -> list[str] | None:
+    """The collection that compiles the suite's bytecode, or None: in a worker, without workers, where bytecode
+    is not written, or where it is cached already."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None) or sys.dont_write_bytecode:
+        return None
+    if Path(importlib.util.cache_from_source(str(REPO / "tileproof" / "records" / "models.py"))).is_file():
+        return None
+    return [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
+            str(REPO / "tests")]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: a file's tests keep their order

@@ -1,5 +1,5 @@
-"""Build: the nvcc command, res-usage parsing, the API inventory, and a real
-compile of one C++ program and one Python kernel (CI has PyPI, not a GPU)."""
+"""Build: the nvcc command, res-usage parsing, the API inventory, and real compiles of a minimal C++
+tile program and a course kernel (CI has PyPI, not a GPU)."""
 
 import os
 import shutil
@@ -74,11 +74,14 @@ def test_inventory_on_a_header_without_sum(tmp_path):
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):
-    """A copy of the repo's programs in a temp tree, compiled once for sm_90."""
+    """A temp tree: the minimal tile program (tests/data/programs; the course's C++ programs are built by
+    ``nox -s compile``, the authoring test builds one that uses the harness) beside the repo's C++ helper
+    headers, and a course kernel with its helpers; compiled for sm_90 by the tests."""
     root = tmp_path_factory.mktemp("repo")
     (root / "cpp").mkdir()
     (root / "kernels").mkdir()
-    for name in ("tile_spike.cu", "tolerances.h", "harness.h"):
+    shutil.copy(PROGRAMS / "refuses_sm80.cu", root / "cpp" / "small.cu")
+    for name in ("tolerances.h", "harness.h"):
         shutil.copy(REPO / "cpp" / name, root / "cpp" / name)
     for name in ("vector_add.py", "harness.py", "tolerances.py"):
         shutil.copy(REPO / "kernels" / name, root / "kernels" / name)
@@ -98,7 +101,7 @@ def test_real_compile_then_warm_rerun(tree, capsys):
     record, out = _compile(tree, capsys)
     assert record is not None and record.passed, out
     kinds = {(b.program, b.artifact_kind) for b in record.builds}
-    assert kinds == {("cpp/tile_spike.cu", "executable"), ("cpp/tile_spike.cu", "tilefatbin"),
+    assert kinds == {("cpp/small.cu", "executable"), ("cpp/small.cu", "tilefatbin"),
                      ("kernels/vector_add.py", "cubin")}
     for b in record.builds:
         assert b.verdict == "built" and b.res_usage, b

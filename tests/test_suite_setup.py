@@ -1,6 +1,7 @@
 """How the suite runs: its temporary folders on RAM_TEMP (a tmpfs) where it can hold them, else where the
 system says; the longest test files first; and ``nox -s tests``' pytest-xdist options and bytecode cache."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -180,3 +181,21 @@ def test_pytest_s_own_failure_or_interrupt_is_what_the_session_ends_with(capsys,
             beside.around(pytest_run)
     assert "check ran" in capsys.readouterr().out
     assert len(errors) == (1 if pytest_ends is None else 0)
+
+
+def test_the_controller_collects_once_first_only_when_the_bytecode_is_not_cached(monkeypatch, tmp_path):
+    models = REPO / "tileproof" / "records" / "models.py"
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))  # nothing compiled there yet
+    controller = SimpleNamespace(option=SimpleNamespace(numprocesses=3))
+    argv = conftest.warm_up_argv(controller)
+    assert argv is not None and argv[1:5] == ["-m", "pytest", "--collect-only", "-q"] and "no:xdist" in argv
+    assert conftest.warm_up_argv(SimpleNamespace(option=SimpleNamespace(numprocesses=3), workerinput={})) is None
+    assert conftest.warm_up_argv(SimpleNamespace(option=SimpleNamespace(numprocesses=0))) is None
+    cached = Path(importlib.util.cache_from_source(str(models)))
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"")
+    assert conftest.warm_up_argv(controller) is None  # compiled already: the workers start at once
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "other"))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert conftest.warm_up_argv(controller) is None  # nothing would be written

@@ -1,5 +1,5 @@
-// A minimal tile program that compiles for every target but sm_80 (tests/test_build.py: one nvcc call
-// for several targets, and what happens when one target breaks it).
+// A minimal tile program that compiles for every target but sm_80 (tests/test_build.py: the compile of a
+// tree and its warm rerun, one nvcc call for several targets, and what happens when one target breaks it).
 #include <cuda_tile.h>
 #include <cstddef>
 namespace ct = cuda::tiles;
