@@ -4,7 +4,8 @@
    (a temporary ``UV_CACHE_DIR`` and ``PIP_CACHE_DIR``: everything is downloaded
    from PyPI), then the README's Quick start commands, each timed: the setup line,
    ``nox -s compile``, ``nox -s tests``;
-2. warm: a second fresh clone with the caches that step 1 filled, the same commands;
+2. warm: a fresh clone with the caches that step 1 filled, the same commands; three times, each in a new
+   clone (``WARM_RUNS``), every pass printed and the target judged on their median;
 3. in the warm clone, each light session once (its first run) and then three
    reruns, plus ``nox -R`` reruns; ``run-gpu`` without a GPU (refused before any
    install), ``run-gpu -- --record-no-gpu``, ``claims``, ``bench``: every session
@@ -36,6 +37,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+WARM_RUNS = 3
+"""Warm passes of the README's commands: on this shared 2-core machine one pass of the same work varied from
+57 to 62 s, so the target is judged on the median of three fresh clones, and every pass is printed."""
 LIGHT = {
     "status": [],
     "lint-kernels": [],
@@ -106,10 +110,14 @@ def main() -> int:
         print("1. fresh clone, empty package caches (downloads from PyPI):")
         cold = readme_commands(clone(tmp, "cold"), env, "cold")
         print(f"   (load average {os.getloadavg()[0]:.1f})")
-        print("2. fresh clone, warm package caches:")
-        warm_root = clone(tmp, "warm")
-        warm = readme_commands(warm_root, env, "warm")
+        print(f"2. fresh clone, warm package caches, {WARM_RUNS} times (a new clone each; the target: their median):")
         shutil.rmtree(tmp / "cold")
+        warms, warm_root = [], tmp / "warm"
+        for i in range(WARM_RUNS):
+            shutil.rmtree(warm_root, ignore_errors=True)
+            warm_root = clone(tmp, "warm")
+            warms.append(readme_commands(warm_root, env, f"warm{i + 1}"))
+        warm = statistics.median(warms)
 
         print(f"   (load average {os.getloadavg()[0]:.1f})")
         print("3. light sessions in the warm clone: first run, then 3 reruns (and 3 with -R)")
@@ -143,7 +151,8 @@ def main() -> int:
     print("targets:")
     print(f"  rerun of any light session <= 3 s: {'met' if worst <= 3 else 'NOT met'} (worst rerun {worst:.2f} s)")
     print(f"  README's two commands (compile + tests) <= 60 s with a warm cache: "
-          f"{'met' if warm <= 60 else 'NOT met'} ({warm:.1f} s; cold caches {cold:.1f} s)")
+          f"{'met' if warm <= 60 else 'NOT met'} (median {warm:.1f} s of {', '.join(f'{w:.1f}' for w in warms)}; "
+          f"cold caches {cold:.1f} s)")
     print(f"  .nox/ plus caches <= 1 GB: {'met' if size <= 1e9 else 'NOT met'} ({size / 1e9:.2f} GB)")
     print(f"  cold compile <= 40 s of tileproof's time: {'met' if wall <= 40 else 'NOT met'} ({wall:.1f} s)")
     return 0
