@@ -58,8 +58,6 @@ if _ram is not None:  # before any temporary folder exists; xdist's workers and 
     tempfile.tempdir = str(_ram)
 
 
-
-
 FIRST = ("test_new_lesson.py", "test_fleet_slurm.py", "test_fleet_merge.py", "test_build.py", "test_fuzz_parsers.py",
          "test_claims.py", "test_run_cmd.py", "test_runner.py", "test_browser_report.py", "test_kernels_import.py")
 """The test files that take longest (compiles, a Slurm cluster, deadlines), longest first. They run first,
@@ -71,8 +69,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """Under pytest-xdist, with this tree's bytecode not cached yet (a fresh clone), the controller collects the
     suite once in a process of its own before its workers start: every worker imports every test module, and
     three of them compiling the same 850 modules at once took 6 s of a fresh clone's start instead of 2 s."""
-    if warm_up_argv(config) is not None:
-        subprocess.run(warm_up_argv(config), cwd=REPO, capture_output=True, check=False)
+    argv = warm_up_argv(config)
+    if argv is not None:
+        subprocess.run(argv, cwd=REPO, capture_output=True, check=False)
 
 
 def warm_up_argv(config: pytest.Config) -> list[str] | None:

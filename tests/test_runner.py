@@ -138,8 +138,7 @@ def test_a_relative_program_path_is_found_from_the_step_s_folder(tmp_path):
 @linux
 def test_the_death_signal_is_set_by_setpriv_only_where_it_works(monkeypatch, tmp_path):
     def launcher(path: str):
-        monkeypatch.setattr(process, "_launcher_known", False)
-        monkeypatch.setattr(process, "_launcher", None)
+        process._pdeathsig_launcher.cache_clear()
         monkeypatch.setenv("PATH", path)
         return process._pdeathsig_launcher()
 
@@ -149,7 +148,8 @@ def test_the_death_signal_is_set_by_setpriv_only_where_it_works(monkeypatch, tmp
     broken.chmod(0o755)
     assert launcher(str(tmp_path)) is None
     if SETPRIV is not None:
-        assert launcher(os.path.dirname(SETPRIV)) == [SETPRIV, "--pdeathsig", "KILL", "--"]
+        assert launcher(os.path.dirname(SETPRIV)) == (SETPRIV, "--pdeathsig", "KILL", "--")
+    process._pdeathsig_launcher.cache_clear()  # the next start looks again, with the suite's PATH
 
 
 @linux

@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import ctypes
 import errno
+import functools
 import os
 import secrets
 import selectors
@@ -110,26 +111,19 @@ def _become_subreaper() -> None:
         _subreaper_set = True
 
 
-_launcher: list[str] | None = None
-_launcher_known = False
-
-
-def _pdeathsig_launcher() -> list[str] | None:
-    """``[setpriv, --pdeathsig, KILL, --]`` when this machine's setpriv sets the death signal (checked once by
+@functools.cache
+def _pdeathsig_launcher() -> tuple[str, ...] | None:
+    """``(setpriv, --pdeathsig, KILL, --)`` when this machine's setpriv sets the death signal (checked once by
     running it), else None: the children are then forked with ``_child_setup``."""
-    global _launcher, _launcher_known
-    with _lock:
-        if not _launcher_known:
-            _launcher_known = True
-            found = shutil.which("setpriv") if _LINUX else None
-            if found is not None:
-                argv = [found, "--pdeathsig", "KILL", "--"]
-                try:
-                    if subprocess.run([*argv, "true"], capture_output=True, timeout=10).returncode == 0:
-                        _launcher = argv
-                except (OSError, subprocess.TimeoutExpired):
-                    pass
-        return _launcher
+    found = shutil.which("setpriv") if _LINUX else None
+    if found is None:
+        return None
+    argv = (found, "--pdeathsig", "KILL", "--")
+    try:
+        works = subprocess.run([*argv, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        works = False
+    return argv if works else None
 
 
 def _executable(name: str, env: dict[str, str], cwd: Path | None) -> str:
