@@ -1,5 +1,9 @@
+import shutil
 from pathlib import Path
 
+import pytest
+
+from tileproof.authoring import generated
 from tileproof.authoring.generated import rendered, stale
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,3 +73,39 @@ def test_every_schema_names_its_dialect_and_itself():
         assert committed["$id"].endswith(path.name) and committed["$id"].startswith("urn:tileproof:"), path
         ids.add(committed["$id"])
     assert len(ids) == len([p for p in rendered(REPO) if p.suffix == ".json"])
+
+
+@pytest.mark.parametrize("argv", [["schema", "--check"], ["compile", "--arch", "sm_90", "--jobs", "1"]])
+def test_a_guide_without_its_end_marker_is_one_line_and_exit_2(tmp_path, argv):
+    """``schema --check`` and ``compile`` read AUTHORING.md's markers: one line naming the file, what is
+    wrong and the fix; exit 2, never a traceback."""
+    import subprocess
+    import sys
+
+    from tileproof.records import guide
+
+    for part in ("kernels", "cpp", "schema", "lessons"):
+        shutil.copytree(REPO / part, tmp_path / part)
+    (tmp_path / "AUTHORING.md").write_text((REPO / "AUTHORING.md").read_text().replace(guide.END, ""))
+    proc = subprocess.run([sys.executable, "-m", "tileproof", *argv, "--root", str(tmp_path)], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"tileproof {argv[0]}: AUTHORING.md: no end marker line of the generated front-matter")
+    assert line.endswith(f"in that order, then run {generated.COMMAND})") and guide.END in line
+
+
+def test_each_broken_marker_says_what_is_wrong():
+    from tileproof.records import guide
+    from tileproof.records.errors import RecordError
+
+    text = (REPO / "AUTHORING.md").read_text()
+    cases = {"no begin marker line": text.replace(guide.BEGIN, ""),
+             "no begin and no end marker line": text.replace(guide.BEGIN, "").replace(guide.END, ""),
+             "the end marker of the generated front-matter reference comes before its begin":
+                 text.replace(guide.BEGIN, "@@").replace(guide.END, guide.BEGIN).replace("@@", guide.END)}
+    for problem, broken in cases.items():
+        with pytest.raises(RecordError) as e:
+            guide.with_reference(broken)
+        assert str(e.value).startswith(f"AUTHORING.md: {problem}") and "\n" not in str(e.value), problem
