@@ -109,3 +109,80 @@ def test_each_broken_marker_says_what_is_wrong():
         with pytest.raises(RecordError) as e:
             guide.with_reference(broken)
         assert str(e.value).startswith(f"AUTHORING.md: {problem}") and "\n" not in str(e.value), problem
+
+
+def _joining_modules(package: Path) -> set[str]:
+    """Modules of ``package`` (a folder) in which a model joins ``records.schemas`` (``@schema(...)``)."""
+    import ast
+
+    found = set()
+    for path in package.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(
+                    isinstance(d, ast.Call) and getattr(d.func, "id", getattr(d.func, "attr", None)) == "schema"
+                    for d in node.decorator_list):
+                found.add(".".join(path.relative_to(package.parent).with_suffix("").parts))
+    return found
+
+
+def test_every_model_that_joins_the_schema_registry_is_rendered(tmp_path):
+    """``authoring.generated`` imports the modules whose models join; a model joining anywhere else would
+    never be rendered. The finder itself sees a made-up joining module."""
+    assert _joining_modules(REPO / "tileproof") == set(generated.SCHEMA_MODULES)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "extra.py").write_text("@schemas.schema('x', 1)\nclass X(Model):\n    pass\n")
+    (tmp_path / "pkg" / "plain.py").write_text("@dataclass\nclass Y:\n    pass\n")
+    assert _joining_modules(tmp_path / "pkg") == {"pkg.extra"}
+    assert {p.name for p in rendered(REPO) if p.parent == Path("schema")} == set(generated.every_schema())
+
+
+def test_a_file_name_joins_the_registry_once():
+    from pydantic import BaseModel
+
+    from tileproof.records import schemas
+
+    class Twice(BaseModel):
+        pass
+
+    with pytest.raises(ValueError, match="run-record.v1.schema.json: joined by both RunRecord and"):
+        schemas.schema("run-record", 1)(Twice)
+    assert schemas.JOINED["run-record.v1.schema.json"].__name__ == "RunRecord"
+
+
+def test_compile_and_a_run_s_builds_write_the_header_through_the_one_writer(tmp_path, monkeypatch, capsys):
+    """``authoring.generated`` (compile, schema) and ``runner.builds`` (a build a run starts) both make
+    cpp/tolerances.h current through ``store.write_generated``, the one writer of every generated file."""
+    from tileproof.records import store
+    from tileproof.records.tolerances import HEADER_FILE
+    from tileproof.runner import builds
+
+    for part in ("kernels", "cpp"):
+        shutil.copytree(REPO / part, tmp_path / part)
+    table = tmp_path / "kernels" / "tolerances.py"
+    original = table.read_text()
+    calls: list[tuple[str, bool]] = []
+    real = store.write_generated
+
+    def spy(root, rel, text):
+        written = real(root, rel, text)
+        calls.append((Path(rel).as_posix(), written is not None))
+        return written
+
+    monkeypatch.setattr(store, "write_generated", spy)
+
+    def add(name: str) -> None:
+        entry = f'    "{name}": Tolerance(rtol=0, atol=0),\n'
+        table.write_text(original.replace("TOLERANCES = {\n", "TOLERANCES = {\n" + entry))
+
+    add("one")
+    builds.make_header_current(tmp_path)
+    assert calls == [(HEADER_FILE.as_posix(), True)]
+    assert "compile: regenerated cpp/tolerances.h" in capsys.readouterr().out
+    assert generated.make_current(tmp_path, present_only=True) == []  # what the build wrote is current
+    add("two")
+    calls.clear()
+    assert generated.make_current(tmp_path, present_only=True) == [HEADER_FILE]
+    assert calls == [(HEADER_FILE.as_posix(), True)] and '"two"' in (tmp_path / HEADER_FILE).read_text()
+    builds.make_header_current(tmp_path)
+    assert calls[-1] == (HEADER_FILE.as_posix(), False) and capsys.readouterr().out == ""

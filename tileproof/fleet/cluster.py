@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError
 
 from tileproof.records.errors import RecordError
 from tileproof.records.models import Model
+from tileproof.records.schemas import schema
 
 CLUSTER_VERSION = 1
 
@@ -38,6 +39,7 @@ class GpuKind(Model):
     """``--partition`` for this kind, when it differs from the cluster's."""
 
 
+@schema("cluster", CLUSTER_VERSION)
 class Cluster(Model):
     """A cluster file (e.g. ``.ci/slurm-cluster.yaml``)."""
 
