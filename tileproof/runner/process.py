@@ -1,4 +1,8 @@
-"""Starting one process, contained: the only ``subprocess`` call in tileproof.
+"""Starting one process, contained: the one starter of every program tileproof runs as work.
+
+(Short questions to a tool, git or Slurm's clients, go through ``runner.query``; the
+forked helper for byte work is ``runner.forked``; nothing else in tileproof starts a
+process, which tests/test_architecture.py checks.)
 
 Every child
 
@@ -41,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tileproof.records.errors import TileproofError
+from tileproof.runner.query import QueryError, ask
 
 DEFAULT_CAP = 16 * 1024 * 1024
 """Bytes kept per output stream unless ``--output-cap``/``TILEPROOF_OUTPUT_CAP`` says otherwise."""
@@ -120,8 +125,8 @@ def _pdeathsig_launcher() -> tuple[str, ...] | None:
         return None
     argv = (found, "--pdeathsig", "KILL", "--")
     try:
-        works = subprocess.run([*argv, "true"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
+        works = ask([*argv, "true"], timeout=10).exit_code == 0
+    except QueryError:
         works = False
     return argv if works else None
 
