@@ -22,10 +22,10 @@ def test_every_record_kind_has_a_schema():
 
 def test_compile_makes_the_generated_header_current_before_any_compiler(tmp_path, capsys):
     """A new tolerance entry needs no `nox -s schema` by hand: compile rewrites cpp/tolerances.h first."""
-    import argparse
     import shutil
 
     import pytest
+    from conftest import cli_args
 
     from tileproof.commands import compile as compile_cmd
     from tileproof.records.errors import TileproofError
@@ -36,7 +36,8 @@ def test_compile_makes_the_generated_header_current_before_any_compiler(tmp_path
     entry = '    "brand_new": Tolerance(rtol=0.0, atol=0.0),\n'
     table.write_text(table.read_text().replace("TOLERANCES = {\n", "TOLERANCES = {\n" + entry))
     assert [p.as_posix() for p in stale(tmp_path)] == ["cpp/tolerances.h"]
-    args = argparse.Namespace(root=tmp_path, arch=["sm_90"], system_nvcc=str(tmp_path / "no-such-nvcc"), jobs=1)
+    args = cli_args("compile", "--root", str(tmp_path), "--arch", "sm_90", "--system-nvcc",
+                    str(tmp_path / "no-such-nvcc"), "--jobs", "1")
     with pytest.raises(TileproofError):  # no compiler here: it stops after the header was made current
         compile_cmd.run(args)
     assert stale(tmp_path) == []

@@ -1,18 +1,14 @@
 """tileproof started as its own child process: a fleet task's ``run``, the merge's ``audit``, a
-``--devices`` fan-out's one ``run`` per GPU, and the GPU query that fan-out reads."""
+``--devices`` fan-out's one ``run`` per GPU."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-
-from tileproof.records.parsers import parse_gpu_query
-from tileproof.runner.capture import GPU_QUERY_ARGV
 
 
 @dataclass(frozen=True)
@@ -45,10 +41,3 @@ def in_parallel(jobs: list[tuple[list[str], Path]]) -> list[Finished]:
         futures = [pool.submit(tileproof, args, cwd, capture=True) for args, cwd in jobs]
         return [f.result() for f in futures]
 
-
-def visible_gpu_rows() -> list[dict] | None:
-    """``nvidia-smi --query-gpu`` parsed, one dict per GPU; None where nvidia-smi is absent or fails."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    proc = subprocess.run(GPU_QUERY_ARGV, capture_output=True, text=True)
-    return parse_gpu_query(proc.stdout) if proc.returncode == 0 else None
