@@ -189,3 +189,10 @@ def test_a_job_s_state_comes_from_scontrol_then_sacct(tmp_path, monkeypatch):
                                                r"\(sacct: error: no accounting\)"):
         slurm.job_state("9")
 
+
+def test_a_cluster_s_time_limit_is_read_as_slurm_reads_it(tmp_path):
+    """The deadline of a fleet task's ``tileproof run`` child (fleet.tasks.run_task)."""
+    cluster = load_cluster(CI_CLUSTER)
+    for limit, seconds in [("01:00:00", 3600), ("90", 5400), ("90:30", 5430), ("2-0", 172800), ("2-3:04", 183840),
+                           ("1-00:00:01", 86401), ("0", None)]:
+        assert cluster.model_copy(update={"time_limit": limit}).time_limit_s() == seconds, limit

@@ -1,5 +1,6 @@
-"""runner.session: the one GPU query per session (with its deadline) and the typed session state.
-nvidia-smi is a fake here, answering with the real captured query (tests/data/gpu/nvidia-smi-query.csv)."""
+"""runner.session: the one GPU query per session (with its deadline), the typed session state, and the
+``--devices`` fan-out's children with their session's deadline. nvidia-smi is a fake here, answering
+with the real captured query (tests/data/gpu/nvidia-smi-query.csv)."""
 
 import shutil
 import typing
@@ -9,9 +10,11 @@ import pytest
 from conftest import cli_args, no_gpu
 
 from tileproof.commands import run as run_cmd
+from tileproof.fleet import devices
+from tileproof.records.errors import TileproofError
 from tileproof.records.models import RunRecord
 from tileproof.records.store import load_records
-from tileproof.runner import capture, session
+from tileproof.runner import capture, children, session
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
@@ -86,3 +89,25 @@ def test_the_session_state_is_typed():
     assert hints and typing.Any not in hints.values()
     assert not [n for n, t in hints.items() if "Any" in str(t)]
 
+
+def test_a_fan_out_child_has_its_session_s_deadline_and_the_options_passed_on(tree, monkeypatch):
+    """``--devices``: one child per GPU nvidia-smi lists (or names), each with ``session.deadline`` for the
+    programs it runs, ``--record-no-gpu`` and ``--output-cap`` passed on."""
+    monkeypatch.setattr(devices, "gpu_query", lambda: capture.GpuQuery(None, [{"index": 0}, {"index": 3}]))
+    seen = {}
+
+    def in_parallel(jobs, deadline_s):
+        seen.update(jobs=jobs, deadline_s=deadline_s)
+        return [children.Child(tuple(args), 0, deadline_s, "run: 1 passed; session S\n", "") for args, _ in jobs]
+
+    monkeypatch.setattr(children, "in_parallel", in_parallel)
+    said: list[str] = []
+    request = session.Request(root=tree, lessons=(), programs=("vector_add", "fused"), device=0, timeout=60.0,
+                              cap=4096, record_no_gpu=True)
+    assert devices.fan_out("all", request, say=said.append) == 0
+    assert seen["deadline_s"] == session.deadline(2, 60.0) == 2 * 60.0 + session.SETUP_S
+    assert [args[args.index("--device") + 1] for args, _ in seen["jobs"]] == ["0", "3"]
+    assert all(args[:4] == ["run", "--record-no-gpu", "--output-cap", "4096"] for args, _ in seen["jobs"])
+    assert said[-1] == "run: --devices all: 2/2 GPUs passed every program"
+    with pytest.raises(TileproofError, match="--program nope: no such program"):
+        devices.fan_out("all", session.Request(tree, (), ("nope",), 0, 60.0, None, False), say=said.append)
