@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_runner import alive
 
 from tileproof.runner import children, process
 
@@ -22,14 +23,6 @@ AOT_SIGNATURES = {}  # makes it a program for ``run``'s discovery
 Path(__file__).with_suffix(".pid").write_text(str(os.getpid()))
 time.sleep(600)
 '''
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] != "Z"
 
 
 @pytest.fixture
@@ -52,7 +45,7 @@ exec sleep 600
 
 def _gone(pid: int) -> bool:
     for _ in range(100):
-        if not _alive(pid):
+        if not alive(pid):
             return True
         time.sleep(0.05)
     return False
