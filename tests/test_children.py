@@ -85,12 +85,16 @@ def test_a_stopped_tileproof_takes_its_tileproof_child_and_that_child_s_program(
     assert not list((tree / "runs").glob("*-session-*.json")), "a stopped session has no session record"
 
 
-def test_the_last_line_is_the_command_s_own_exit_line_or_its_summary(tree):
-    bad = children.tileproof(["run", "--program", "nope", "--root", str(tree)], tree, deadline_s=120)
-    assert bad.exit_code == 2 and bad.status == 2
-    assert bad.last_line().startswith("tileproof run: --program nope: no such program")
-    ok = children.tileproof(["schema", "--check", "--root", str(tree)], tree, deadline_s=120)
-    assert ok.last_line().startswith("schema: ") and ok.lines()[-1] == ok.last_line()
+def test_the_last_line_is_the_command_s_own_exit_line_or_its_summary():
+    def child(code, out, err=""):
+        return children.Child(("python", "-m", "tileproof", "audit"), code, 60.0, out, err)
+
+    bad = child(2, "audit: reading\n", "a warning\ntileproof audit: runs/x.json: kind: bad (fix: y)\n")
+    assert (bad.status, bad.last_line()) == (2, "tileproof audit: runs/x.json: kind: bad (fix: y)")
+    ok = child(1, "audit: 3 finding(s)\n\n", "a warning on stderr\n")
+    assert ok.last_line() == "audit: 3 finding(s)" and ok.lines() == ["audit: 3 finding(s)", "", "a warning on stderr"]
+    assert child(0, "", "").last_line() == "(no output)" and child(-9, "", "").status == 1
+    assert child(None, "half\n", "").last_line() == "(killed at its deadline, 60 s)"
 
 
 def test_echo_copies_the_child_s_output_as_it_comes(tree, capfd):
