@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema
 
 from tileproof.fleet.cluster import CLUSTER_VERSION, Cluster
-from tileproof.records import guide, models, registry, signing
+from tileproof.records import guide, models, registry, registry_change, signing, trust_pin
 from tileproof.records.store import write_atomic
 from tileproof.records.tolerances import (
     HEADER_FILE,
@@ -37,7 +37,10 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     f"lesson.v{models.LESSON_VERSION}.schema.json": models.LessonFront,
     f"runner-registry.v{registry.REGISTRY_VERSION}.schema.json": registry.RunnerRegistry,
     "signed-record.v1.schema.json": signing.Envelope,
-    "record-statement.v1.schema.json": signing.Statement,
+    "record-statement.v1.schema.json": signing.Statement,  # read: records signed before record-statement v2
+    "record-statement.v2.schema.json": signing.StatementV2,
+    "registry-change-statement.v1.schema.json": registry_change.ChangeStatement,
+    f"trust-pin.v{trust_pin.PIN_VERSION}.schema.json": trust_pin.TrustPin,
     f"audit-summary.v{summary.SUMMARY_VERSION}.schema.json": summary.AuditSummary,
     f"cluster.v{CLUSTER_VERSION}.schema.json": Cluster,
 }
