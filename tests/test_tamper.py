@@ -631,7 +631,7 @@ def test_cli_self_registered_key(signed_tree, capsys):
 
 def _pin(root: Path, commit_id: str, why: str = "a root reset, reviewed") -> None:
     (root / ".ci").mkdir(exist_ok=True)
-    (root / ".ci" / "trust-root").write_text(f"pin_version: 1\ncommit: {commit_id}\nwhy: {why}\n")
+    (root / ".ci" / "trust-root").write_text(f"pin_version: 1\ncommit: '{commit_id}'\nwhy: {why}\n")
 
 
 def test_cli_root_reset_accepted_by_moving_the_pin_then_endorsed_changes(signed_tree, capsys):
@@ -651,7 +651,7 @@ def test_cli_root_reset_accepted_by_moving_the_pin_then_endorsed_changes(signed_
     commit(root, "move the trust root to the reset", ".ci")
     code, out = audit_cmd(root, capsys)
     assert code == 0, out
-    assert f"trust root: commit {reset[:12]} ({reset[:12]}), from .ci/trust-root {reset}" in out
+    assert f"trust root: commit {reset[:12]}, from .ci/trust-root: a root reset, reviewed" in out
     assert f"pin moved in {head_of(root)[:12]}: .ci/trust-root absent -> {reset[:12]}" in out
     # A second runner's key, endorsed by the admin key the root holds: no finding, and it signs.
     second = new_signer()

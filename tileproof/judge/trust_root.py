@@ -444,20 +444,22 @@ def _root_node(nodes: list[str], version, root: Root | None, findings: list[Find
         first = next((n for n in nodes if version(n).keyed), None)
         return first, (f"the first registry that lists a key, commit {_short(first)} (no pin: trust on first use; "
                        f"pin one with --trust-root)" if first else "none (no registry has listed a key)")
-    where = f"{root.source} {root.given}" + (f" ({root.why})" if root.why else "")
     if root.registry_sha256 is not None:
         node = next((n for n in nodes if version(n).sha256 == root.registry_sha256), None)
-        what = f"the registry with sha256 {root.registry_sha256[:16]}…"
+        what = f"the registry with sha256 {root.registry_sha256[:16]}… ({root.given})"
     else:
         node = root.commit if root.commit in nodes else None
-        what = f"commit {_short(root.commit) if root.commit else root.given}"
+        what = f"commit {_short(root.commit)}" if root.commit else f"commit {root.given}"
+        what += f" ({root.given})" if root.commit and root.given not in (root.commit, _short(root.commit)) else ""
+    where = f"from {root.source}" + (f": {root.why}" if root.why else "")
     if node is None:
         findings.append((PIN.as_posix() if root.source == ".ci/trust-root" else REGISTRY.as_posix(),
                          "trust-root-not-in-history",
-                         f"{what} ({where}) is not in this history (rewritten, another repository, or a typo); "
+                         f"{what}, {where}, is not in this history (rewritten, another repository, or a typo); "
                          f"no key counts (fix: pin a commit of this history: docs/keys.md)"))
-        return None, f"{what}, from {where}: NOT IN THIS HISTORY"
-    return node, f"{what} ({_short(node)}), from {where}"
+        return None, f"{what}, {where}: NOT IN THIS HISTORY"
+    first = f", first in commit {_short(node)}" if root.registry_sha256 is not None else ""
+    return node, f"{what}{first}, {where}"
 
 
 def _descendants(nodes: list[str], parents: Mapping[str, tuple[str, ...]], origin: str | None) -> set[str]:

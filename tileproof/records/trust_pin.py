@@ -53,7 +53,7 @@ def parse_pin(text: str, shown: str) -> TrustPin:
     except ValidationError as e:
         err = e.errors()[0]
         raise RecordError(shown, ".".join(str(p) for p in err["loc"]), err["msg"],
-                          f"write pin_version: {PIN_VERSION}, commit: <full commit id>, why: <one line> "
+                          f"write pin_version: {PIN_VERSION}, commit: '<full commit id, quoted>', why: <one line> "
                           "(docs/keys.md)") from None
 
 
