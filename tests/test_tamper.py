@@ -847,3 +847,28 @@ def test_cli_a_dropped_revocation_is_loosened_and_still_counts(signed_tree, caps
     code, out = audit_cmd(root, capsys)
     assert code == 1 and "lessons/runners.yaml: registry-loosened:" in out, out
     assert f"runs/{path.name}: record-revoked-key:" in out
+
+
+def test_an_independent_verifier_checks_every_statement_subject_of_the_tree(signed_tree):
+    """tests/benchmarks/subject_check.py (git, hashlib, PyNaCl, jsonschema; no tileproof code) over the
+    signed tree: every v2 subject (a product) matches at HEAD, every material at the commit the record ran
+    from; a lesson rewritten afterwards (as publish does) changes no subject; a transcript edited and
+    committed is a mismatch."""
+    script = REPO / "tests" / "benchmarks" / "subject_check.py"
+    root, info = signed_tree
+
+    def check() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(script), str(root), "--schema", str(REPO / "schema")],
+                              capture_output=True, text=True)
+    done = check()
+    assert done.returncode == 0 and "0 mismatches by the rule" in done.stdout, done.stdout + done.stderr
+    assert "statements urn:tileproof:record:v2 6" in done.stdout and "signature verified 6" in done.stdout
+    lesson = root / "lessons" / "01-vector-add.md"
+    lesson.write_text(lesson.read_text() + "\nA sentence added after publishing.\n")
+    commit(root, "a lesson edited")
+    assert check().returncode == 0, "a lesson is an input: never a subject"
+    stdout = info["run"].step.stdout.path
+    (root / stdout).write_text("every check passed\n")
+    commit(root, "tidy a transcript")
+    done = check()
+    assert done.returncode == 1 and f"{stdout} at " in done.stdout and "1 mismatches by the rule" in done.stdout

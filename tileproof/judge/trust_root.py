@@ -294,7 +294,7 @@ def _describe(before: _Version, after: _Version) -> tuple[list[str], bool]:
     if before.content is not None and before.content.policy != after.content.policy:
         lines.append(f"policy {before.content.policy or 'unset'} -> {after.content.policy or 'unset'}")
         tight = tight and after.content.policy == "signed-only"
-    return lines or ["text only (the same keys, kinds and revocations)"], tight
+    return lines or ["comments or layout only (the same keys, kinds and revocations)"], tight
 
 
 def _pin_of(sha: str | None, texts: Mapping[str, bytes]) -> TrustPin | None:
