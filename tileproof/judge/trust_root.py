@@ -396,14 +396,15 @@ def evaluate(history: TrustHistory, worktree: bytes | None, signatures: Sequence
                                       f"{', '.join(sorted(kind for kk, kind in fresh if kk == k))}"
                                       for k in sorted({k for k, _ in fresh}))
             where = f"{REGISTRY.as_posix()}" + (" (working tree)" if n == WORKTREE else "")
+            step = f"commit {_short(n)}" if n != WORKTREE else "the working tree's change"
             if could_sign:
                 findings.append((where, "registry-change-unsigned",
-                                 f"commit {_short(n)} grants {granted_words} with no endorsement by a key the "
+                                 f"{step} grants {granted_words} with no endorsement by a key the "
                                  f"registry held before; what it grants counts for nothing (fix: tileproof "
                                  f"sign-registry --key <a key with 'registry'>, committed beside the change)"))
             else:
                 findings.append((where, "registry-root-reset",
-                                 f"commit {_short(n)} grants {granted_words}, and no key held before it could sign "
+                                 f"{step} grants {granted_words}, and no key held before it could sign "
                                  f"it (a root reset); what it grants counts for nothing until a reviewer moves the "
                                  f"trust root to it (fix: docs/keys.md, 'Every key lost')"))
 
