@@ -25,10 +25,10 @@ from pathlib import Path
 from tileproof.judge import standing
 from tileproof.judge.trust_root import Expect, Root, RootSource, TrustState, evaluate, without_history
 from tileproof.records import registry, registry_change, store
-from tileproof.records.errors import InputRefused, RecordError, TileproofError
+from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.history import GitHistory, NoHistory
 from tileproof.records.registry import RunnerRegistry
-from tileproof.records.safe_read import read_bytes, read_file
+from tileproof.records.safe_read import read_file
 from tileproof.records.store import Examined
 from tileproof.records.trust_history import FirstCommit, TrustHistory
 from tileproof.records.trust_pin import PIN_ENV, TrustPin, load_pin, parse_pin
@@ -77,7 +77,7 @@ def load(root: Path, trust_root: str | None = None, expect_ancestor: str | None 
     if isinstance(graph, NoHistory):
         return Trusted(without_history(runners, graph.reason, chosen, expect), runners, {}, now)
     signatures, unreadable = registry_change.load_changes(root)
-    state = evaluate(graph, _worktree_bytes(root), signatures, chosen, expect)
+    state = evaluate(graph, registry.read_optional(root, registry.REGISTRY), signatures, chosen, expect)
     bad = tuple((file, "registry-signature-invalid", f"{why} (an endorsement must verify; it is never edited)")
                 for file, why in unreadable)
     state = dataclasses.replace(state, findings=state.findings + bad)
@@ -119,15 +119,6 @@ def _file_root(root: Path, source: RootSource, path: Path, graph: TrustHistory |
         return Root(source, str(path), registry_sha256=registry_change.digest(data))
     pin: TrustPin = parse_pin(text, str(path))
     return _commit_root(root, source, pin.commit, pin.why, graph)
-
-
-def _worktree_bytes(root: Path) -> bytes | None:
-    try:
-        return read_bytes(root, registry.REGISTRY, "lesson")
-    except InputRefused as e:
-        if e.kind == "missing":
-            return None
-        raise
 
 
 def _first_commits(root: Path, graph: TrustHistory, git_history: GitHistory | NoHistory | None

@@ -40,7 +40,7 @@ from pydantic import (
 
 from tileproof.records import models, signing
 from tileproof.records.errors import InputRefused, RecordError
-from tileproof.records.safe_read import parse_yaml, read_text
+from tileproof.records.safe_read import decode, parse_yaml, read_bytes
 
 REGISTRY = Path("lessons") / "runners.yaml"
 REGISTRY_VERSION = 1
@@ -150,13 +150,19 @@ def registry_lists_keys(data: bytes | None) -> bool:
 def load_registry(root: Path) -> RunnerRegistry:
     """The registry in the working tree; an empty one when the file does not exist (nothing verifies).
     A malformed one (not YAML, a key written twice, an entry the schema refuses) is one ``RecordError``."""
-    try:  # through safe_read, as a lessons/ file: regular, inside the repository, UTF-8, nesting capped
-        text = read_text(root, REGISTRY, "lesson")
+    data = read_optional(root, REGISTRY)
+    return EMPTY if data is None else parse_registry(decode(data, REGISTRY.as_posix()), REGISTRY.as_posix())
+
+
+def read_optional(root: Path, path: Path) -> bytes | None:
+    """A configuration file of the tree (the registry, the CI's pin) through ``safe_read``, as a lessons/
+    file (regular, inside the repository, size capped): None when it does not exist; any other refusal raises."""
+    try:
+        return read_bytes(root, path, "lesson")
     except InputRefused as e:
         if e.kind == "missing":
-            return EMPTY
+            return None
         raise
-    return parse_registry(text, REGISTRY.as_posix())
 
 
 def parse_registry(text: str, shown: str) -> RunnerRegistry:

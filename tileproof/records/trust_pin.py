@@ -21,8 +21,9 @@ import yaml
 from pydantic import Field, ValidationError
 
 from tileproof.records import models
-from tileproof.records.errors import InputRefused, RecordError
-from tileproof.records.safe_read import parse_yaml, read_text
+from tileproof.records.errors import RecordError
+from tileproof.records.registry import read_optional
+from tileproof.records.safe_read import decode, parse_yaml
 
 PIN = Path(".ci") / "trust-root"
 """The pin committed as CI configuration (a YAML file; ``TrustPin``)."""
@@ -59,10 +60,5 @@ def parse_pin(text: str, shown: str) -> TrustPin:
 
 def load_pin(root: Path) -> TrustPin | None:
     """The tree's own pin (``.ci/trust-root``), or None when it has none."""
-    try:
-        text = read_text(root, PIN, "lesson")
-    except InputRefused as e:
-        if e.kind == "missing":
-            return None
-        raise
-    return parse_pin(text, PIN.as_posix())
+    data = read_optional(root, PIN)
+    return None if data is None else parse_pin(decode(data, PIN.as_posix()), PIN.as_posix())
