@@ -177,9 +177,9 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     flagged: set[str] = set()
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names)
     git_history = history.read(root)
-    standing = trust_state.load(root, trust_root, expect_ancestor, git_history)
-    runners = standing.registry
-    policy = trust.effective(standing.state.policy)
+    trusting = trust_state.load(root, trust_root, expect_ancestor, git_history)
+    runners = trusting.registry
+    policy = trust.effective(trusting.state.policy)
     verified: dict[str, Verification] = {}
     records, raw_refs = _validate(root, names, add, runners, verified)
     refs_of = {name: evidence.transcripts(rec) for name, rec in records}
@@ -204,9 +204,9 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
                 add(Finding(file, rule_id, reason))
         # The seal's verdict on the content (not its bytes), the signature's and the record's standing in
         # history (gather.trust_state, judge.standing), as status and publish see them.
-        item, = standing.examine([store.examine(rec, model_digest if model_digest is not None else seals.get(name),
+        item, = trusting.examine([store.examine(rec, model_digest if model_digest is not None else seals.get(name),
                                                verified.get(name, UNSIGNED))])
-        for rule_id, reason in trust.issues(item.verification, policy, legacy=standing.legacy(rec)):
+        for rule_id, reason in trust.issues(item.verification, policy, legacy=trusting.legacy(rec)):
             add(Finding(file, rule_id, reason))
         examined.append(item)
         if isinstance(rec, RunRecord):
@@ -228,7 +228,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     _lesson_inputs(root, add)
     _claims_files(root, add)
     lesson_audits = _lessons(root, Tree.of(root, examined), findings)
-    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in standing.state.findings]
+    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in trusting.state.findings]
     checked = check_history(git_history)
     findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_rules.history_issues(checked)]
     if checked.status == "checked":
@@ -238,7 +238,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     return AuditResult(root=root, findings=findings, records=[rec for _, rec in records], lessons=lesson_audits,
                        evidence_files=evidence_files, evidence_bytes=evidence_bytes,
                        record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked,
-                       claims_files=claims_files_today(root), trust=standing.state.report)
+                       claims_files=claims_files_today(root), trust=trusting.state.report)
 
 
 def _commit_claims(root: Path, records, add) -> None:

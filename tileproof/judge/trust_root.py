@@ -561,10 +561,10 @@ def _pin_moves(history: TrustHistory) -> tuple[PinMove, ...]:
     out = []
     for c in history.commits:
         now = history.pin.get(c)
-        before = {history.pin.get(p) for p in history.parents.get(c, ())} or {None}
-        if now in before:
+        parents = history.parents.get(c, ())
+        if now in ({history.pin.get(p) for p in parents} or {None}):
             continue
-        old = next(iter(before))
+        old = history.pin.get(parents[0]) if parents else None  # the first parent: the branch it was moved on
         pin_now, pin_old = _pin_of(now, history.texts), _pin_of(old, history.texts)
         out.append(PinMove(c, pin_old.commit if pin_old else None, pin_now.commit if pin_now else None,
                            pin_now.why if pin_now else ("removed" if now is None else "unreadable")))
