@@ -185,6 +185,7 @@ def main(root: Path, schemas: Path | None = None) -> int:
     blobs = Blobs(root)
     blobs.want({(rev, path) for _n, _b, rev, path, _s in checks})
     tally: dict[str, Counter[str]] = {}
+    differing: dict[str, Counter[str]] = {}
     for name, bucket, rev, path, sha in checks:
         t = tally.setdefault(bucket, Counter())
         if build_output(path):
@@ -193,12 +194,15 @@ def main(root: Path, schemas: Path | None = None) -> int:
             t["match"] += 1
         else:
             t["MISMATCH"] += 1
+            differing.setdefault(bucket, Counter())[path] += 1
             if not bucket.startswith("(informational)"):
                 problems.append(f"{name}: {bucket}: {path} at {rev[:12]} is not the sha256 the statement names")
     print(f"tree: {root.name} at {head[:12]}; {len(committed)} committed records: " +
           ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     for bucket in sorted(tally, key=lambda b: (b.startswith("("), b)):
         print(f"  {bucket}: " + ", ".join(f"{k} {v}" for k, v in sorted(tally[bucket].items())))
+        if bucket in differing:
+            print("    differing: " + ", ".join(f"{p} ({n} records)" for p, n in sorted(differing[bucket].items())))
     for p in problems:
         print(f"  {p}")
     mismatches = sum(t["MISMATCH"] for b, t in tally.items() if not b.startswith("("))
