@@ -204,14 +204,14 @@ def digest_pairs(record) -> set[tuple[str, str]]:
     return {(f.path, f.sha256) for f, _ in _walk(record)}
 
 
-def product_pairs(record) -> set[tuple[str, str]]:
-    """(path, sha256) of what the record's step produced: transcripts and built artifacts."""
-    return {(f.path, f.sha256) for f, produced in _walk(record) if produced}
-
-
-def material_pairs(record) -> set[tuple[str, str]]:
-    """(path, sha256) of what the record's step read: every file digest that is not a product."""
-    return {(f.path, f.sha256) for f, produced in _walk(record) if not produced}
+def products_and_materials(record) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """(path, sha256) of what the record's step produced (transcripts, built artifacts), and of what it read
+    (every other file digest), in one walk."""
+    products: set[tuple[str, str]] = set()
+    materials: set[tuple[str, str]] = set()
+    for f, produced in _walk(record):
+        (products if produced else materials).add((f.path, f.sha256))
+    return products, materials
 
 
 def _descriptors(pairs: set[tuple[str, str]]) -> list[Subject]:
@@ -225,8 +225,9 @@ def subjects_of(record) -> list[Subject]:
 
 def record_statement(record_json: dict, record) -> StatementV2:
     """The statement written now for ``record`` (``record_json``: its JSON as a plain record file holds it)."""
-    return StatementV2(type_=STATEMENT_TYPE, subject=_descriptors(product_pairs(record)), predicateType=PREDICATE_TYPE,
-                       predicate=RecordPredicate(record=record_json, materials=_descriptors(material_pairs(record))))
+    products, materials = products_and_materials(record)
+    return StatementV2(type_=STATEMENT_TYPE, subject=_descriptors(products), predicateType=PREDICATE_TYPE,
+                       predicate=RecordPredicate(record=record_json, materials=_descriptors(materials)))
 
 
 def _same(descriptors: list[Subject], pairs: set[tuple[str, str]]) -> bool:
@@ -239,8 +240,8 @@ def subjects_match(statement: AnyStatement, record) -> bool:
     products as subjects and the rest as materials."""
     if isinstance(statement, Statement):
         return _same(statement.subject, digest_pairs(record))
-    return (_same(statement.subject, product_pairs(record))
-            and _same(statement.predicate.materials, material_pairs(record)))
+    products, materials = products_and_materials(record)
+    return _same(statement.subject, products) and _same(statement.predicate.materials, materials)
 
 
 def record_json(statement: AnyStatement) -> dict:
