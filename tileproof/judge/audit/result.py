@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tileproof.judge import gate
 from tileproof.judge.claim_verdicts import ClaimsToday
+from tileproof.judge.trust_root import TrustReport
 from tileproof.records.history import HistoryReport
 
 Issue = tuple[str, str]
@@ -84,6 +85,8 @@ class AuditResult:
     """Document id → its claims file today (which claims it still asserts), or why it cannot be read."""
     history: HistoryReport | None = None
     """The git-history check (``runner.history``); None only for a result built without one."""
+    trust: TrustReport | None = None
+    """The trust root, the range checked and every registry change in it (``judge.trust_root``)."""
 
     @property
     def ok(self) -> bool:
@@ -108,4 +111,5 @@ class AuditResult:
         n = len(self.findings)
         wrote = f"; wrote {' and '.join(map(str, written))}" if written else "; wrote no report"
         return (f"audit: {len(self.records)} records, {self.evidence_files} evidence files, "
-                f"{len(self.lessons)} lessons: {n} finding{'s' * (n != 1)}{wrote}; {self.history_line()}")
+                f"{len(self.lessons)} lessons: {n} finding{'s' * (n != 1)}{wrote}; {self.history_line()}"
+                + (f"; trust range {self.trust.range}" if self.trust is not None and self.trust.checked else ""))
