@@ -21,6 +21,7 @@ from tileproof.claims import matrix
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims
 from tileproof.records import lessons
+from tileproof.report import bench_view
 
 WORDS = {
     "passed": "passed",
@@ -113,6 +114,9 @@ def status(root: Path, ids: list[str]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     print("\n".join(status(args.root, args.lessons)), file=sys.stdout)
+    bench_lines = bench_view.status_lines(Tree.load(Path(args.root)).records)
+    if bench_lines:  # what bounds each bench case and how close it comes (report.bench_view)
+        print("\nbench, newest record of each program (fastest tile kernel per shape):\n" + "\n".join(bench_lines))
     claim_lines = claims.status_lines(args.root, args.lessons or None)
     if len(claim_lines) > 1:
         print("\n" + "\n".join(claim_lines))
