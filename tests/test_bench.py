@@ -761,6 +761,7 @@ def test_second_look_above_95_percent_of_the_copy(copy_pct, flagged):
     assert (look is not None) is flagged and by["copy/memcpy/1"].second_look is None
     if look:
         assert look.rule == "above-copy" and look.value == pytest.approx(copy_pct) and look.threshold == 95.0
+        assert look.basis == f"{40 * copy_pct:.0f} GB/s against the device copy's 4000 GB/s in the same run"
 
 
 def test_second_look_above_cublas_uses_the_control_or_else_the_references_spread():

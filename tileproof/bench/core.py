@@ -277,8 +277,8 @@ def second_looks(results: dict[str, Any], cases: list[BenchCase],
         r, look = c.roofline, None
         if r is not None and r.bound == "bytes" and c.key != r.ceiling_key and r.pct_of_ceiling > SECOND_LOOK_COPY_PCT:
             look = SecondLook(rule="above-copy", value=r.pct_of_ceiling, threshold=SECOND_LOOK_COPY_PCT,
-                              basis=f"{c.gbps or 0:.0f} GB/s against the device copy's {r.ceiling_rate:.0f} GB/s "
-                                    "in the same run")
+                              basis=f"{r.pct_of_ceiling * r.ceiling_rate / 100:.0f} GB/s against the device copy's "
+                                    f"{r.ceiling_rate:.0f} GB/s in the same run")
         ref_key = reference.get((c.name, tuple(c.shape)))
         if r is not None and r.bound == "flops" and c.tiles is not None and ref_key is not None:
             pair = paired.get(c.key)
