@@ -21,6 +21,7 @@ from tileproof.claims import matrix
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims
 from tileproof.records import lessons
+from tileproof.report import bench_view
 
 WORDS = {
     "passed": "passed",
@@ -116,6 +117,9 @@ def status(root: Path, ids: list[str], tree: Tree | None = None) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     tree = Tree.load(Path(args.root))
     print("\n".join(status(args.root, args.lessons, tree)), file=sys.stdout)
+    bench_lines = bench_view.status_lines(tree.records)
+    if bench_lines:  # what bounds each bench case and how close it comes (report.bench_view)
+        print("\nbench, newest record of each program (fastest tile kernel per shape):\n" + "\n".join(bench_lines))
     claim_lines = claims.status_lines(args.root, args.lessons or None, tree.records)
     if len(claim_lines) > 1:
         print("\n" + "\n".join(claim_lines))
