@@ -352,9 +352,39 @@ class GpuFacts(Model):
     clocks_mem_mhz: int | None
 
 
+TileproofKind = Literal["distribution", "checkout"]
+"""How the tileproof that wrote a record was loaded: an installed distribution, or a checkout's sources."""
+
+
+class TileproofOrigin(Model):
+    """The tileproof that captured an environment: what ran, by version and by the digest of its sources."""
+
+    kind: TileproofKind
+    """``distribution``: an installed ``tileproof`` (a wheel, or an editable install) that pip freeze lists;
+    ``checkout``: the package imported from a folder no installer recorded (``nox --no-venv -s run-gpu``, the
+    checkout on ``sys.path``), which pip freeze never lists and ``packages`` leaves out."""
+    version: str
+    """``tileproof.__version__`` of the package that ran."""
+    commit: str | None
+    """For a checkout: git HEAD of the folder holding the package; None for a distribution, or outside git."""
+    sources_sha256: str
+    """sha256 over every ``.py`` file of the package that ran (``capture.package_digest``: each file's path
+    and sha256, sorted): what ran, whatever the commit or the version says."""
+
+
+ENVIRONMENT_VERSION: Final = 2
+"""``Environment.version`` of the environments captured now: 2 records where the tileproof that ran came from
+(``tileproof``); 1 (records before, field absent) listed it among ``packages`` only."""
+
+
 class Environment(Model):
     """What a run session captured once, shared by its program records."""
 
+    version: Literal[1, 2] = 1
+    """2 (``ENVIRONMENT_VERSION``): ``tileproof`` names the tileproof that ran, and ``packages`` never lists
+    it when it ran from a checkout; 1 (records written before, field absent) has no ``tileproof``."""
+    tileproof: TileproofOrigin | None = None
+    """From version 2: the tileproof that ran (a distribution, or a checkout's sources)."""
     session_id: str
     gpu: GpuFacts | None
     toolchain: Toolchain
@@ -371,6 +401,13 @@ class Environment(Model):
     """Credentials (URL userinfo, tokens) replaced in pip freeze before writing, per rule."""
     nvidia_smi: Transcript | None
     nvidia_smi_query: Transcript | None
+
+    @model_validator(mode="after")
+    def _origin_fits_version(self) -> Environment:
+        if (self.version >= ENVIRONMENT_VERSION) != (self.tileproof is not None):
+            raise ValueError(f"environment version {ENVIRONMENT_VERSION} and only it names the tileproof that ran "
+                             "(tileproof)")
+        return self
 
 
 class RunRecord(RecordBase):
