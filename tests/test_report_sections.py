@@ -22,12 +22,11 @@ from tileproof.report.claims_render import view_of
 from tileproof.report.lesson_view import MEANING, lesson_rows
 from tileproof.report.shorten import env_text, plural
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
-def committed():
-    result = audit.audit(REPO)
+def committed(committed_tree):
+    """The audit of the repository as committed at ``conftest.COMMITTED`` (never the working tree)."""
+    result = audit.audit(committed_tree)
     assert result.ok, [str(f) for f in result.findings]
     return result
 
@@ -128,7 +127,7 @@ def test_claims_view_stands_out_what_the_decision_refuses(committed):
     for row in v.rows:
         for cell in row.cells:
             if cell is not None and cell.evidence:
-                assert (REPO / cell.evidence).is_file(), cell.evidence
+                assert (committed.root / cell.evidence).is_file(), cell.evidence
 
 
 def test_the_committed_report_shows_bench_claims_and_history(committed, tmp_path):
@@ -146,8 +145,8 @@ def test_the_committed_report_shows_bench_claims_and_history(committed, tmp_path
 
 
 def test_compact_rows_plurals_and_no_machine_paths(committed):
-    html = render.render_html(committed, REPO / "evidence")  # where the committed report lives
-    md = render.render_markdown(committed, REPO / "evidence")
+    html = render.render_html(committed, committed.root / "evidence")  # where the committed report lives
+    md = render.render_markdown(committed, committed.root / "evidence")
     assert not re.search(r"sm_\d+ built, sm_\d+ built", html + md)
     assert "6 of 6 targets built (sm_80, sm_86, sm_89, sm_90, sm_100, sm_120)" in html
     assert not re.search(r"\b1 (checks|findings|records|claims|lessons)\b", html + md)
@@ -207,12 +206,12 @@ def test_a_performance_claim_shows_the_record_that_backs_it(committed, tmp_path)
     lesson = LessonAudit(id="perf-lesson", file="lessons/day79-cutile.md", title="perf", status="draft",
                          programs=[], decision=gate.Decision("perf-lesson", (), tuple(decided)))
     result = replace(committed, lessons=[*committed.lessons, lesson])
-    html = render.render_html(result, REPO / "evidence")
+    html = render.render_html(result, committed.root / "evidence")
     section = html[html.index('id="perf-claims"'):html.index('id="history"')]
     run_id = decided[0].record.run_id
     assert "grouped-4096" in section and "supported" in section and escape(decided[0].value_text()) in section
     assert f'href="#bench-{run_id}"' in section and f'id="bench-{run_id}"' in html
-    assert "grouped-4096" in render.render_markdown(result, REPO / "evidence")
+    assert "grouped-4096" in render.render_markdown(result, committed.root / "evidence")
 
 
 def test_claims_per_release_when_there_are_several(committed):

@@ -125,18 +125,16 @@ RECORDS = ["20261129T122301Z-compile-917a22af", "20261129T123040Z-run-92fcbf0f",
 
 
 @pytest.fixture
-def spike_tree(tmp_path, repo_root):
+def spike_tree(tmp_path, committed_tree):
+    """The spike note's programs, evidence and records as committed at ``conftest.COMMITTED``, the note a draft."""
     root = tmp_path / "repo"
     for folder in ("cpp", "kernels", "evidence"):
-        shutil.copytree(repo_root / folder, root / folder)
-    copy_lessons_as_draft(repo_root / "lessons", root / "lessons")  # the note as it was before publishing
+        shutil.copytree(committed_tree / folder, root / folder)
+    copy_lessons_as_draft(committed_tree / "lessons", root / "lessons")  # the note as it was before publishing
     (root / "runs").mkdir()
     for name in RECORDS:
-        path = repo_root / "runs" / f"{name}.json"
-        if not path.is_file():
-            pytest.skip(f"committed record {name} is gone")
-        shutil.copy(path, root / "runs")
-    for path in (repo_root / "runs").glob("*-session-*.json"):
+        shutil.copy(committed_tree / "runs" / f"{name}.json", root / "runs")
+    for path in (committed_tree / "runs").glob("*-session-*.json"):
         shutil.copy(path, root / "runs")
     lesson = lessons.load(root, SPIKE)
     if lesson.front.status != "draft":
