@@ -8,9 +8,11 @@ one-line reason and the command that would produce the missing evidence.
 
 Which record decides a row: among the program's run records that count
 (``trust.admits``: a record with a broken seal never counts), the newest one from the
-row's class of hardware — compute capability >= 8.0 (as the record claims it)
-for required rows, below 8.0 for an optional ``gate`` row; a run that found no
-GPU at all counts only when no run of the program found one. A required row
+row's class (``RowClass``: its program on hardware of compute capability >= 8.0, as the
+record claims it, for required rows, below 8.0 for an optional ``gate`` row); a run that
+found no GPU at all counts only when no run of the program found one. A published lesson
+is decided instead from the records it cites (``decide_cited``): each row from its
+``run_id``, overturned only by a newer failing record of its class (``newer_failure``). A required row
 with no such record but a record from a smaller GPU is ``gated``. The decisive
 record must then, in order: have verdict ``passed`` (a ``toolchain-absent`` record, a
 cuTile.jl program where no julia with cuTile.jl was found, is the row's outcome of that
