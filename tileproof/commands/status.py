@@ -79,20 +79,20 @@ def summary(judged: LessonVerdict) -> str:
         head += f", {len(decision.perf) - len(decision.unsupported)}/{len(decision.perf)} performance claims supported"
     if decision.refuted:
         head += f", {len(decision.refuted)} refuted claim(s) still asserted"
+    if judged.ready:
+        if not judged.published:
+            return head + f"; ready: nox -s publish -- {lesson.id}"
+        note = judged.note()
+        return head + "; ready: published, its records hold" + (f"; {note}" if note else "")
     problems = judged.history_problems
     if problems:
         file, rule, _reason = problems[0]
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         return head + f"; not ready: {file}: {rule}{more} (nox -s publish -- {lesson.id} --dry-run lists them)"
     if judged.published:
-        if judged.valid:
-            note = judged.note()
-            return head + "; ready: published, its records hold" + (f"; {note}" if note else "")
         if decision.publishable:
             return head + "; PUBLISHED, BUT IT DIFFERS FROM ITS RECORDS (audit fails)"
         return head + "; PUBLISHED WITHOUT EVIDENCE (audit fails)"
-    if decision.publishable:
-        return head + f"; ready: nox -s publish -- {lesson.id}"
     first = decision.blockers[0]
     return head + f"; next: {first.command} (nox -s publish -- {lesson.id} --dry-run lists every row)"
 

@@ -188,8 +188,9 @@ def _cited(table: ResUsageTable, counted: list[CompileRecord], refused: dict[str
         rec = by_id.get(run_id)
         release = release_of(rec.toolchain) if rec is not None else None
         if rec is None or release is None:
-            why = "is not among the compile records that count" if rec is None else "mixes CUDA releases"
-            skipped.append(f"the cited compile record {run_id} {why}{trust.ignored_note(refused)}")
+            why = f"is not among the compile records that count{trust.ignored_note(refused)}" if rec is None \
+                else "mixes CUDA releases"
+            skipped.append(f"the cited compile record {run_id} {why}")
             continue
         got = _column(rec, release, table, today, bounds)
         if isinstance(got, Column):
