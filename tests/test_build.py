@@ -107,6 +107,11 @@ def test_real_compile_then_warm_rerun(tree, capsys):
         assert b.verdict == "built" and b.res_usage, b
         assert (tree / b.step.stdout.path).is_file()
     assert (tree / "runs" / f"{record.run_id}.json").is_file()
+    # compile_version 4: each program's own files and the entries it names; never the table or its header whole.
+    assert not {s.path for s in record.sources} & {"cpp/tolerances.h", "kernels/tolerances.py"}
+    kernel = record.inputs["kernels/vector_add.py"]
+    assert kernel.uses == ["kernels/vector_add.py", "kernels/harness.py"] and "vector_add" in kernel.tolerances
+    assert record.inputs["cpp/small.cu"].uses[0] == "cpp/small.cu"
     # Warm: nothing changed, so no compiler call and no new record.
     again, out = _compile(tree, capsys)
     assert again is None and "0 compiler calls" in out
