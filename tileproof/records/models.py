@@ -352,9 +352,39 @@ class GpuFacts(Model):
     clocks_mem_mhz: int | None
 
 
+ENVIRONMENT_VERSION: Final = 2
+"""``Environment.environment_version`` of the environments captured now: 2 may name the Slurm job the
+session ran in (``slurm``); 1 (records written before, field absent; still read) never does."""
+
+
+class SlurmJob(Model):
+    """The Slurm job a session ran in, as slurmd described it in the session's own environment
+    (``SLURM_*``, and ``CUDA_VISIBLE_DEVICES`` as Slurm set it before tileproof chose a device)."""
+
+    job_id: str
+    """``SLURM_JOB_ID``: this job's own id (an array task has one of its own)."""
+    array_job_id: str | None
+    """``SLURM_ARRAY_JOB_ID``: the array's id; None outside an array."""
+    array_task_id: int | None
+    """``SLURM_ARRAY_TASK_ID``: the task's index in its array; None outside an array."""
+    cluster: str | None
+    """``SLURM_CLUSTER_NAME``."""
+    node: str | None
+    """``SLURMD_NODENAME``: the node that ran the job."""
+    job_gpus: list[int] | None
+    """``SLURM_JOB_GPUS``: the GPUs Slurm gave the job (its GRES indexes); None when it gave none."""
+    step_gpus: list[int] | None
+    """``SLURM_STEP_GPUS``: the GPUs of the job step (set in ``srun`` steps); None when unset."""
+    cuda_visible_devices: str | None
+    """``CUDA_VISIBLE_DEVICES`` as the job started with it (Slurm's GPU binding); None when unset."""
+
+
 class Environment(Model):
     """What a run session captured once, shared by its program records."""
 
+    environment_version: Literal[1, 2] = 1
+    """2 (``ENVIRONMENT_VERSION``) for environments captured now: ``slurm`` is recorded (None outside
+    Slurm); 1 (records written before, field absent): no ``slurm`` field."""
     session_id: str
     gpu: GpuFacts | None
     toolchain: Toolchain
@@ -371,6 +401,14 @@ class Environment(Model):
     """Credentials (URL userinfo, tokens) replaced in pip freeze before writing, per rule."""
     nvidia_smi: Transcript | None
     nvidia_smi_query: Transcript | None
+    slurm: SlurmJob | None = None
+    """From environment_version 2: the Slurm job the session ran in; None when it ran outside Slurm."""
+
+    @model_validator(mode="after")
+    def _fits_version(self) -> Environment:
+        if self.environment_version < 2 and self.slurm is not None:
+            raise ValueError("environments before environment_version 2 name no Slurm job")
+        return self
 
 
 class RunRecord(RecordBase):
