@@ -111,7 +111,7 @@ def _merge(args: argparse.Namespace) -> int:
     for line in done.skipped:
         print(f"fleet merge: not merged: {line}")
     audit = children.tileproof(["audit", "--root", str(root)], cwd=root, capture=True)
-    result = mx.Matrix(matrix_version=1, lessons=ids, kinds=[s.name for s in args.sources], cells=cells,
+    result = mx.Matrix(matrix_version=mx.MATRIX_VERSION, lessons=ids, kinds=[s.name for s in args.sources], cells=cells,
                        merged=len(done.writes), audit_exit=audit.exit_code,
                        audit_line=(audit.output.strip().splitlines() or ["(no output)"])[-1])
     print(f"fleet merge: {len(done.writes)} files written, {done.same} already there")

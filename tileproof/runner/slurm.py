@@ -30,6 +30,10 @@ ENDED: frozenset[str] = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"
                                    "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REVOKED"})
 """States a job never leaves."""
 
+CUT_SHORT: frozenset[str] = ENDED - {"COMPLETED", "FAILED"}
+"""Ended states in which Slurm stopped the job (its time limit, a cancel, the node, memory), rather than the
+job ending by itself (``COMPLETED``: exit 0; ``FAILED``: another exit status, which its records explain)."""
+
 _JOB_ID = re.compile(r"^[0-9]+$")
 
 
@@ -87,3 +91,39 @@ def job_state(job_id: str) -> JobState:
         why = (acct.stderr.strip() or proc.stderr.strip() or "no such job").splitlines()[-1]
         raise SlurmError(f"job {job_id}: neither scontrol nor sacct knows its state ({why})")
     return _state(lines[0], f"sacct -j {job_id}")
+
+
+_TASK_LINE = re.compile(r"(?:^|\s)ArrayTaskId=([0-9]+)(?:\s|$)")
+
+
+def task_states_shown(text: str, job_id: str) -> dict[int, JobState]:
+    """``scontrol show job -o ARRAY``'s lines -> task index: state; pending tasks (one line, a range) are left out."""
+    states: dict[int, JobState] = {}
+    for line in text.splitlines():
+        task, state = _TASK_LINE.search(line), re.search(r"(?:^|\s)JobState=(\S+)", line)
+        if task and state:
+            states[int(task.group(1))] = _state(state.group(1), f"scontrol show job {job_id}")
+    return states
+
+
+def task_states_accounted(text: str, job_id: str) -> dict[int, JobState]:
+    """``sacct --parsable2 --noheader -X --format=JobID,State -j ARRAY``'s lines -> task index: state."""
+    states: dict[int, JobState] = {}
+    for line in text.splitlines():
+        ident, _, word = line.partition("|")
+        task = re.fullmatch(rf"{re.escape(job_id)}_([0-9]+)", ident.strip())
+        if task and word.strip():
+            states[int(task.group(1))] = _state(word, f"sacct -j {job_id}")
+    return states
+
+
+def array_task_states(job_id: str) -> dict[int, JobState]:
+    """Each ended or running task of array ``job_id`` -> its state: ``scontrol`` while the controller holds the
+    array, else ``sacct`` (which needs accounting); a task neither knows is left out."""
+    proc = subprocess.run([_client("scontrol"), "show", "job", "-o", job_id], capture_output=True, text=True)
+    states = task_states_shown(proc.stdout, job_id) if proc.returncode == 0 else {}
+    if states:
+        return states
+    acct = subprocess.run([_client("sacct"), "--parsable2", "--noheader", "-X", "--format=JobID,State", "-j", job_id],
+                          capture_output=True, text=True)
+    return task_states_accounted(acct.stdout, job_id) if acct.returncode == 0 else {}
