@@ -35,7 +35,7 @@ LIGHT_PYTHON = "light-python.txt"
 """In nox's shared cache folder: the interpreter the ``light`` session prepared."""
 TOOLCHAIN_PYTHON = "toolchain-python.txt"
 """In nox's shared cache folder: the interpreter the ``toolchain`` session prepared."""
-RUFF_PATHS = ["tileproof", "tests", "noxfile.py", "kernels"]
+RUFF_PATHS = ["tileproof", "tests", "noxfile.py", "kernels", "scripts"]
 """What ruff checks (kernels/ is checked, never fixed: see pyproject.toml [tool.ruff])."""
 
 
