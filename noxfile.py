@@ -287,6 +287,13 @@ def fleet(session):
     tileproof(session, "fleet")
 
 
+@nox.session(name="slurm-node", default=False, python=False, requires=["light"])
+def slurm_node(session):
+    """A single-node Slurm for a GPU host without network (docs/fleet-slurm-gpu.md): ``-- gather --out DIR`` here,
+    ``-- up --debs DIR --state DIR`` / ``-- down --state DIR`` on the node (scripts/slurm_node.py)."""
+    session.run(shared_python(session, LIGHT_PYTHON), "scripts/slurm_node.py", *session.posargs, external=True)
+
+
 @nox.session(python=False, requires=["toolchain"])
 def tests(session):
     """Run the test suite (CPU only; GPU tests skip with a reason) on every core, with mypy, ruff, lint-kernels
