@@ -362,7 +362,7 @@ class SlurmJob(Model):
     (``SLURM_*``, and ``CUDA_VISIBLE_DEVICES`` as Slurm set it before tileproof chose a device)."""
 
     job_id: str
-    """``SLURM_JOB_ID``: this job's own id (an array task has one of its own)."""
+    """``SLURM_JOB_ID``: this job's own id (each array task has one; one task's is the array's own id)."""
     array_job_id: str | None
     """``SLURM_ARRAY_JOB_ID``: the array's id; None outside an array."""
     array_task_id: int | None
