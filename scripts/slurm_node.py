@@ -902,6 +902,47 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
+def steps_of(conf: Path) -> list[int]:
+    """The slurmstepd processes of the cluster whose slurm.conf is ``conf`` (slurmd hands them its environment,
+    ``SLURM_CONF`` included); found in /proc, since slurmd detaches them."""
+    want = f"SLURM_CONF={conf}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if (proc / "comm").read_text().strip() == "slurmstepd" and want in (proc / "environ").read_bytes().split(
+                    b"\0"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return [pid for pid in found if _alive(pid)]
+
+
+def _kill_steps(conf: Path) -> list[str]:
+    """SIGKILL to the cluster's slurmstepd processes still there once slurmd has stopped (one that lost its
+    slurmd retries its last message for ever); one line each."""
+    lines = []
+    for pid in steps_of(conf):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        lines.append(f"slurmstepd (pid {pid}) outlived slurmd: killed")
+    return lines
+
+
+def _cancel_jobs(client, seconds: float = 15) -> list[str]:
+    """``scancel`` every job still queued or running (all of this private cluster's jobs are ours), and wait
+    for the queue to empty: a job's processes end with it, not orphaned by the shutdown. One line if any."""
+    ids = client("squeue", "-h", "-o", "%i").stdout.split()
+    if not ids:
+        return []
+    client("scancel", *ids)
+    deadline = time.monotonic() + seconds
+    while client("squeue", "-h", "-o", "%i").stdout.split() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return [f"cancelled the jobs still queued or running: {' '.join(ids)}"]
+
+
 def _stop_pids(pids: dict[str, int], shutdown, reap, seconds: float = 20) -> list[str]:
     """``scontrol shutdown`` (slurmctld and slurmd), then SIGTERM to munged (last: the shutdown needs it);
     SIGKILL to any still there after ``seconds``. Returns one line per daemon that needed SIGKILL."""
@@ -936,11 +977,13 @@ def stop(node: Node) -> list[str]:
         if proc is not None:
             proc.poll()
 
-    lines = _stop_pids({n: p.pid for n, p in node.daemons.items()}, shutdown, reap)
+    running = "slurmctld" in node.daemons and node.daemons["slurmctld"].poll() is None
+    lines = _cancel_jobs(node.client) if running else []
+    lines += _stop_pids({n: p.pid for n, p in node.daemons.items()}, shutdown, reap)
     for proc in node.daemons.values():
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
-    return lines
+    return lines + _kill_steps(node.conf)
 
 
 def down(state: Path) -> list[str]:
@@ -950,8 +993,12 @@ def down(state: Path) -> list[str]:
         pids = {k: int(v) for k, v in json.loads(path.read_text())["pids"].items()}
     except (OSError, ValueError, KeyError) as e:
         raise NodeError(f"{path}: no daemons to stop ({e}) (fix: name the --state folder up was given)") from None
-    bin_dir = state / "bin"
-    return _stop_pids(pids, lambda: run([str(bin_dir / "scontrol"), "shutdown"]).returncode == 0, lambda name: None)
+    def client(name: str, *args: str) -> subprocess.CompletedProcess:
+        return run([str(state / "bin" / name), *args], timeout=60)
+
+    lines = _cancel_jobs(client) if "slurmctld" in pids and _alive(pids["slurmctld"]) else []
+    lines += _stop_pids(pids, lambda: client("scontrol", "shutdown").returncode == 0, lambda name: None)
+    return lines + _kill_steps(state / "slurm.conf")
 
 
 # --- command line --------------------------------------------------------------------------------

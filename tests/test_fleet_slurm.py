@@ -63,7 +63,9 @@ def cluster(tmp_path_factory):
         yield node
     finally:
         os.environ["PATH"] = saved
-        sc.slurm_node.stop(node)
+        for line in sc.slurm_node.stop(node):
+            print(f"slurm-node: stop: {line}")
+        assert not sc.slurm_node.steps_of(node.conf)  # no slurmstepd of this cluster outlives it
 
 
 @pytest.mark.usefixtures("slow_fleet")  # starts the one-minute fleet first: its minute passes while the tests run

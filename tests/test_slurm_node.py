@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,27 @@ def test_slurm_reads_every_gpu_of_the_generated_gres_conf(tmp_path, prefix, gpus
     assert [ln.split("File=")[1].split()[0] for ln in lines] == [str(devices / f"nvidia{i}") for i in range(gpus)], \
         shown.stdout + shown.stderr
     assert "WARNING" not in shown.stdout + shown.stderr, shown.stdout + shown.stderr  # none left out
+
+
+@pytest.mark.skipif(sc.SOURCE is None, reason=sc.NO_SLURM)
+@pytest.mark.skipif(not sc.IS_ROOT, reason="starting slurmctld/slurmd/munged needs root")
+def test_down_cancels_what_still_runs_and_leaves_no_process_of_the_cluster(tmp_path):
+    """``down`` (by the pids ``up`` wrote, as run on a node) with a job still running: the job is cancelled, its
+    processes end, and no daemon or slurmstepd of the cluster is left."""
+    cluster = node.up(tmp_path / "state", **sc.where())  # no GPU query: a node without GPUs
+    pid_file = tmp_path / "job.pid"
+    try:
+        done = cluster.client("sbatch", f"--output={tmp_path / 'job.out'}", "--wrap",
+                              f"echo $$ > {pid_file}; exec sleep 600")
+        assert done.returncode == 0, done.stderr
+        deadline = time.monotonic() + 60
+        while not (pid_file.is_file() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        job = int(pid_file.read_text())
+        assert node._alive(job)
+        lines = node.down(cluster.state)
+    finally:
+        node.stop(cluster)  # this process started the daemons: reap them (and stop them, had down not run)
+    assert lines[0].startswith("cancelled the jobs still queued or running: "), lines
+    assert not node._alive(job) and not node.steps_of(cluster.conf)
+    assert [p.returncode is not None for p in cluster.daemons.values()] == [True, True, True]
