@@ -13,7 +13,9 @@ under runs/ or evidence/ is now missing or changed (``runner.history``): a delet
 refutation is no longer among the records the decision reads, so the history is
 what still says it was there. A tree without history is published from its
 records with a ``history: NOT CHECKED`` line (the audit, not publish, fails closed
-on that). An already published lesson whose hardware or results differ from what
+on that). Publish refuses (exit 2) a tree with an input file the audit refuses by what it is
+(``gather.inputs``: a transcript that is a link, one out of the repository, a FIFO, a file over
+its cap), even one its decision does not read. An already published lesson whose hardware or results differ from what
 the decision derives (``judge.audit.rules.rederive``: a hand edit, or evidence that
 moved on) is refused too, unless ``--republish`` asks to rewrite it: then, when the
 decision holds, its hardware, results and compile tables are written again from the
@@ -27,12 +29,13 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from tileproof.gather import inputs
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate
 from tileproof.judge.audit.rules import history as history_rules
 from tileproof.judge.audit.rules import rederive
 from tileproof.records import lessons
-from tileproof.records.errors import RecordError
+from tileproof.records.errors import RecordError, one_line
 from tileproof.runner import history
 
 
@@ -80,6 +83,10 @@ def describe_tables(decision: gate.Decision) -> list[str]:
 def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool = False) -> tuple[int, list[str]]:
     """Decide and (unless dry-run) publish; returns (exit status, lines to print)."""
     lesson = lessons.load(root, lesson_id)
+    refused = inputs.refused(root)
+    if refused:
+        return 2, [f"{lesson.id}: not published: inputs the audit refuses; nothing changed:",
+                   *(f"  {file}: {rule}: {reason}" for file, (rule, reason) in sorted(refused.items()))]
     for field, path in lessons.missing_programs(root, lesson):
         raise RecordError(lesson.shown, field, f"{path} does not exist", f"restore {path} or fix the program list")
     decision = Tree.load(root).decide(lesson)
@@ -124,5 +131,5 @@ def _write(lesson: lessons.Lesson, decision: gate.Decision, dry_run: bool, note:
 
 def run(args: argparse.Namespace) -> int:
     code, lines = publish(args.root, args.lesson, args.dry_run, args.republish)
-    print("\n".join(lines), file=sys.stdout)
+    print("\n".join(map(one_line, lines)), file=sys.stdout)
     return code

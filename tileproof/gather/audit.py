@@ -28,13 +28,15 @@ from pydantic import TypeAdapter, ValidationError
 
 from tileproof.claims import spec as claims_spec
 from tileproof.gather import audit_scan
+from tileproof.gather import inputs as gather_inputs
 from tileproof.gather.audit_claims import claims_files_today
 from tileproof.gather.audit_scan import helper as byte_helper
 from tileproof.gather.audit_scan import paused_gc, read_record
+from tileproof.gather.standing import trust_issues
 from tileproof.gather.tree import Tree
 from tileproof.judge import trust
 from tileproof.judge.audit import registry, rules
-from tileproof.judge.audit.result import AuditResult, Finding, Issue, LessonAudit
+from tileproof.judge.audit.result import AuditResult, Finding, LessonAudit
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, rederive, sessions
 from tileproof.judge.audit.rules import history as history_rules
 from tileproof.judge.audit.rules import lessons as lesson_rules
@@ -51,7 +53,7 @@ from tileproof.records.registry import (
     Verification,
     load_registry,
 )
-from tileproof.records.safe_read import InputKind, read_bytes, read_evidence
+from tileproof.records.safe_read import read_evidence
 from tileproof.runner import history
 from tileproof.runner.forked import ForkedHelper
 
@@ -189,8 +191,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     findings += [Finding(rel, rule_id, reason) for rel, (rule_id, reason) in refused.items()]
     findings += [Finding(f"{store.RUNS}/{name}", *inputs.stray_issue(name)) for name in store.stray_files(root)]
     examined = []
-    unsigned = [f"{store.RUNS}/{name}" for name, _ in records if verified.get(name, UNSIGNED).trust == "unsigned"]
-    legacy, uncommitted = history.unsigned_standing(root, unsigned) if unsigned else (set(), set())
+    standing = trust_issues(root, {f"{store.RUNS}/{name}": verified.get(name, UNSIGNED) for name, _ in records}, policy)
     for name, rec in records:
         file = f"{store.RUNS}/{name}"
         model_digest = None
@@ -201,7 +202,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
                 add(Finding(file, rule_id, reason))
         # The seal's verdict on the content (not its bytes) and the signature's, as status and publish see them.
         verification = verified.get(name, UNSIGNED)
-        for rule_id, reason in trust.issues(verification, policy, legacy=file in legacy | uncommitted):
+        for rule_id, reason in standing[file]:
             add(Finding(file, rule_id, reason))
         examined.append(store.examine(rec, model_digest if model_digest is not None else seals.get(name),
                                       verification, runners.in_force))
@@ -270,20 +271,9 @@ def lesson_files(root: Path) -> list[Path]:
 
 
 def _lesson_inputs(root: Path, add) -> None:
-    """Every entry under lessons/ that is neither a folder nor a regular file, read through
-    ``safe_read`` (a link inside the repository is fine there; one leading outside, a FIFO or a
-    device is an ``input-*`` finding). Lesson and claims files are read by their loaders below."""
-    refused: dict[str, Issue] = {}
-    for rel in audit_scan.walk(str(root), LESSONS, refused):
-        try:
-            if not stat.S_ISREG(os.lstat(root / rel).st_mode):
-                kind: InputKind = "claims" if rel.startswith(f"{claims_spec.CLAIMS_DIR.as_posix()}/") else "lesson"
-                read_bytes(root, rel, kind)
-        except InputRefused as e:
-            refused[rel] = inputs.refused_issue(e)
-        except OSError:
-            continue  # gone since it was listed
-    for rel, (rule_id, reason) in refused.items():
+    """Every entry under lessons/ that is neither a folder nor a regular file (``gather.inputs``);
+    lesson and claims files are read by their loaders below."""
+    for rel, (rule_id, reason) in gather_inputs.lesson_inputs(root).items():
         add(Finding(rel, rule_id, reason))
 
 
