@@ -21,6 +21,7 @@ from tileproof.claims import matrix
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims
 from tileproof.records import lessons
+from tileproof.records.errors import one_line
 
 WORDS = {
     "passed": "passed",
@@ -112,11 +113,11 @@ def status(root: Path, ids: list[str]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    print("\n".join(status(args.root, args.lessons)), file=sys.stdout)
+    print("\n".join(map(one_line, status(args.root, args.lessons))), file=sys.stdout)
     claim_lines = claims.status_lines(args.root, args.lessons or None)
     if len(claim_lines) > 1:
-        print("\n" + "\n".join(claim_lines))
+        print("\n" + "\n".join(map(one_line, claim_lines)))
     matrix_lines = matrix.status_lines(args.root, args.lessons or None)
     if matrix_lines:
-        print("\nclaims per toolchain release:\n" + "\n".join(matrix_lines))
+        print("\nclaims per toolchain release:\n" + "\n".join(map(one_line, matrix_lines)))
     return 0
