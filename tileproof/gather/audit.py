@@ -40,6 +40,7 @@ from tileproof.judge.audit.result import AuditResult, Finding, LessonAudit
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, rederive, sessions
 from tileproof.judge.audit.rules import history as history_rules
 from tileproof.judge.audit.rules import lessons as lesson_rules
+from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.records import lessons, store
@@ -224,7 +225,9 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     evidence_files, evidence_bytes = _orphans(root, names, disk, refs_of, raw_refs, outputs, add)
     _lesson_inputs(root, add)
     _claims_files(root, add)
-    lesson_audits = _lessons(root, Tree.of(root, examined), findings)
+    tree = Tree.of(root, examined)
+    lesson_audits = _lessons(root, tree, findings)
+    _plausibility(tree, {rec.run_id: name for name, rec in records}, lesson_audits, add)
     checked = history.check_repository(root)
     findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_rules.history_issues(checked)]
     if checked.status == "checked":
@@ -235,6 +238,17 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
                        evidence_files=evidence_files, evidence_bytes=evidence_bytes,
                        record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked,
                        claims_files=claims_files_today(root))
+
+
+def _plausibility(tree: Tree, names: dict[str, str], lesson_audits: list[LessonAudit], add) -> None:
+    """Each record's plausibility signals that no lesson explains and no second runner key settles
+    (``judge.audit.rules.plausibility``)."""
+    flagged = tree.signals()
+    notes = [n for la in lesson_audits for n in la.notes]
+    for item in tree.records:
+        if item.record.run_id in flagged:
+            for rule_id, reason in plausibility_rules.plausibility_issues(item, tree.records, flagged, notes):
+                add(Finding(f"{store.RUNS}/{names[item.record.run_id]}", rule_id, reason))
 
 
 def _commit_claims(root: Path, records, add) -> None:
@@ -322,5 +336,6 @@ def _lessons(root: Path, tree: Tree, findings: list[Finding]) -> list[LessonAudi
         for rule_id, reason in rederive.rederive_issues(lesson, decision):
             add(Finding(file, rule_id, reason))
         out.append(LessonAudit(id=front.id, file=file, title=front.title, status=front.status,
-                               programs=[p.path for p in front.programs], decision=decision))
+                               programs=[p.path for p in front.programs], decision=decision,
+                               notes=tuple(front.plausibility)))
     return out

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from tileproof.claims import spec as claims_spec
-from tileproof.judge import claim_verdicts, gate
+from tileproof.judge import claim_verdicts, gate, plausibility
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
-from tileproof.records import lessons, registry, store, tolerances
+from tileproof.records import lessons, parsers, registry, store, tolerances
 from tileproof.records.errors import InputRefused
 from tileproof.records.models import (
     ENTRY_RUN_VERSION,
@@ -64,6 +65,25 @@ def evidence_reader(root: Path) -> gate.EvidenceReader:
                 return None
             raise
     return read
+
+
+def smi_clocks(root: Path, records: Iterable[Examined]) -> dict[str, datetime | None]:
+    """Transcript path → the clock on the first line of each nvidia-smi transcript records name, read
+    through ``safe_read`` and kept only where its digest is its record's (None otherwise: refused,
+    missing, changed, or without a clock line)."""
+    out: dict[str, datetime | None] = {}
+    read = evidence_reader(root)
+    for item in records:
+        t = plausibility.smi_transcript(item.record)
+        if t is None or t.path in out:
+            continue
+        try:
+            data = read(t.path)
+        except InputRefused:  # a link, FIFO or oversized file: the audit's input-* finding
+            data = None
+        trusted = data is not None and store.sha256_bytes(data) == t.sha256
+        out[t.path] = parsers.smi_clock(data.decode("utf-8", "replace")) if trusted and data is not None else None
+    return out
 
 
 def load_table(root: Path) -> dict[str, gate.Bound]:
@@ -123,6 +143,13 @@ class Tree:
     records: list[Examined] = field(default_factory=list)
     """Run, bench, claims and compile records (other kinds are not evidence for a lesson)."""
     _table: dict[str, gate.Bound] | None = None
+    _signals: dict[str, tuple[plausibility.Signal, ...]] | None = None
+
+    def signals(self) -> dict[str, tuple[plausibility.Signal, ...]]:
+        """The tree's plausibility signals by run id (``judge.plausibility.signals``), read once."""
+        if self._signals is None:
+            self._signals = plausibility.signals(self.records, smi_clocks(self.root, self.records))
+        return self._signals
 
     @classmethod
     def load(cls, root: Path) -> Tree:
@@ -154,7 +181,7 @@ class Tree:
         others = [e for e in self.records if not isinstance(e.record, RunRecord)]
         digests = today_digests(self.root, sorted(paths))
         today = gate.Today(digests, claims, tables_at(self.root, [e.record for e in runs], digests))
-        return gate.decide(front, runs + others, today, self.table(), evidence_reader(self.root))
+        return gate.decide(front, runs + others, today, self.table(), evidence_reader(self.root), self.signals())
 
 
 def refuted_claims(root: Path, document: str, tree: Tree | None = None) -> list:

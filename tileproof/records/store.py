@@ -66,6 +66,14 @@ def new_run_id(kind: str, now: datetime | None = None) -> str:
     return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{kind}-{secrets.token_hex(4)}"
 
 
+def run_id_time(run_id: str) -> datetime | None:
+    """The UTC time a run id (``new_run_id``) was made at; None for an id not of that form."""
+    try:
+        return datetime.strptime(run_id[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -133,6 +133,12 @@ def gpu_query(which: str = "H200") -> str:
     return header + f"0, {name}, {uuid}, {cc}, 580.95.05, {mib} MiB, {sm} MHz, {mem} MHz\n"
 
 
+def smi_at(session_id: str) -> str:
+    """The nvidia-smi transcript as captured at the session's start: its first line is the host's clock."""
+    t = store.run_id_time(session_id) or T0
+    return f"{t:%a %b} {t.day:2d} {t:%H:%M:%S %Y}\n" + NVIDIA_SMI.split("\n", 1)[1]
+
+
 def environment(root: Path, session_id: str, *, freeze: str = PIP_FREEZE, which: str = "H200") -> m.Environment:
     """Captured once per session: the transcripts go under evidence/<session id>/."""
     return m.Environment(
@@ -146,7 +152,7 @@ def environment(root: Path, session_id: str, *, freeze: str = PIP_FREEZE, which:
         env={"CUDA_VISIBLE_DEVICES": "0", "PATH": f"{BIN}:/usr/bin:/bin", "VIRTUAL_ENV": "/opt/venv"},
         pip_freeze=store.write_evidence(root, session_id, "pip-freeze.txt", freeze),
         nvidia_smi=store.write_evidence(root, session_id, "nvidia-smi.txt",
-                                        NVIDIA_SMI.replace("NVIDIA H200", GPUS[which][0][:18].ljust(11))),
+                                        smi_at(session_id).replace("NVIDIA H200", GPUS[which][0][:18].ljust(11))),
         nvidia_smi_query=store.write_evidence(root, session_id, "nvidia-smi-query.csv", gpu_query(which)),
     )
 

@@ -9,6 +9,7 @@ from tileproof.judge import gate
 from tileproof.judge.claim_verdicts import ClaimsToday
 from tileproof.records.errors import one_line
 from tileproof.records.history import HistoryReport
+from tileproof.records.models import PlausibilityNote
 
 Issue = tuple[str, str]
 """(rule id, reason): what a pure rule returns; the orchestrator adds the file."""
@@ -38,6 +39,8 @@ class LessonAudit:
     status: str
     programs: list[str]
     decision: gate.Decision
+    notes: tuple[PlausibilityNote, ...] = ()
+    """The plausibility signals its front matter explains (``LessonFront.plausibility``)."""
 
     @property
     def publishable(self) -> bool:
