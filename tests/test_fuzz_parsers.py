@@ -133,6 +133,21 @@ def test_parse_release(text):
     assert out is None or isinstance(out, str)
 
 
+REAL_SMI = (REPO / "tests/data/gpu/nvidia-smi.txt").read_bytes()
+smi_head = st.builds(lambda d, mo, day, h, mi, sec, y: f"{d} {mo} {day} {h}:{mi}:{sec} {y}",
+                     st.sampled_from(["Mon", "Sun", "Xyz", ""]), st.sampled_from(["Jan", "Feb", "Dec", "Foo"]),
+                     piece | st.integers(-5, 40).map(str), piece | st.integers(0, 99).map("{:02d}".format),
+                     st.integers(0, 99).map("{:02d}".format), st.integers(0, 99).map("{:02d}".format),
+                     piece | st.integers(0, 99999).map(str))
+
+
+@FUZZ
+@given(st.one_of(mutated(REAL_SMI).map(lambda b: b.decode("utf-8", "replace")), smi_head, st.text()))
+def test_smi_clock(text):
+    out = own_errors_only("smi_clock", parsers.smi_clock, text)
+    assert out is None or out.tzinfo is None
+
+
 res_line = st.one_of(
     st.builds(lambda f: f"  Function {f}:", words),
     st.builds(lambda fields: " ".join(fields),
@@ -389,7 +404,7 @@ def test_redact(chunks, tail):
     assert all(n > 0 for n in counts.values()) and set(counts) <= set(get_args(RedactionRule))
 
 
-TARGETS = [test_parse_pip_freeze, test_parse_gpu_query, test_parse_release, test_parse_res_usage, test_parse_target,
+TARGETS = [test_parse_pip_freeze, test_parse_gpu_query, test_smi_clock, test_parse_release, test_parse_res_usage, test_parse_target,
            test_load_record, test_lesson_load, test_lesson_parse, test_claims_load_file, test_tolerance_table,
            test_safe_read, test_safe_parse_json, test_safe_parse_yaml, test_redact]
 """Every target, in the order the benchmark runs them."""
