@@ -42,6 +42,7 @@ reports each signal no lesson explains (``judge.audit.rules.plausibility``).
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -150,24 +151,30 @@ def _under(path: str, folder: str) -> bool:
 
 def shim_paths(rec, first) -> list[Signal]:
     """``shim-path`` signals of ``rec`` against its runner's first record ``first``."""
-    checkout, baseline = checkout_of(rec), set(_entries(first))
+    return list(_shims(tuple(_entries(rec)), checkout_of(rec), frozenset(_entries(first)), first.run_id))
+
+
+@functools.lru_cache(maxsize=1024)
+def _shims(entries: tuple[tuple[str, str], ...], checkout: str | None, baseline: frozenset[tuple[str, str]],
+           first: str) -> tuple[Signal, ...]:
+    """The shim-path signals of one environment's entries (kept: a session's records share one)."""
     out = []
-    for var, entry in _entries(rec):
+    for var, entry in entries:
         norm = posixpath.normpath(entry) if entry.startswith("/") else entry
+        scratch = next((s for s in SCRATCH if _under(norm, s)), None)
         if not entry.startswith("/"):
             why = (f"{var} entry {entry!r} is relative: the working directory answers there, so a file in the "
                    f"checkout named nvidia-smi (or a cupy folder) is the one found")
         elif checkout is not None and _under(norm, checkout):
             why = (f"{var} entry {entry} is inside the checkout the run was made from ({checkout}): a file committed "
                    f"or dropped there answers before the system's")
-        elif any(_under(norm, s) for s in SCRATCH) and (var, entry) not in baseline:
-            scratch = next(s for s in SCRATCH if _under(norm, s))
+        elif scratch is not None and (var, entry) not in baseline:
             why = (f"{var} entry {entry} is under {scratch}, which anyone on the host may write, and the first "
-                   f"record of its runner ({first.run_id}) had no such entry")
+                   f"record of its runner ({first}) had no such entry")
         else:
             continue
         out.append(Signal("shim-path", f"{var}={entry}", why))
-    return out
+    return tuple(out)
 
 
 def smi_clock(rec, clock: datetime | None) -> list[Signal]:
