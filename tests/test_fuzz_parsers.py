@@ -405,6 +405,6 @@ def test_redact(chunks, tail):
 
 
 TARGETS = [test_parse_pip_freeze, test_parse_gpu_query, test_smi_clock, test_parse_release, test_parse_res_usage,
-           test_parse_target, test_load_record, test_lesson_load, test_lesson_parse, test_claims_load_file, test_tolerance_table,
-           test_safe_read, test_safe_parse_json, test_safe_parse_yaml, test_redact]
+           test_parse_target, test_load_record, test_lesson_load, test_lesson_parse, test_claims_load_file,
+           test_tolerance_table, test_safe_read, test_safe_parse_json, test_safe_parse_yaml, test_redact]
 """Every target, in the order the benchmark runs them."""
