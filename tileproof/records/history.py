@@ -116,9 +116,16 @@ ObjectFormat = Literal["sha1", "sha256"]
 """The object formats git has (``git rev-parse --show-object-format``)."""
 
 
+def blob_hasher(size: int, object_format: ObjectFormat = "sha1"):
+    """A hash that, fed a file's ``size`` bytes, gives git's object id of it (``git hash-object``)."""
+    return hashlib.new(object_format, b"blob %d\0" % size)
+
+
 def blob_id(data: bytes, object_format: ObjectFormat = "sha1") -> str:
     """Git's object id of a file with these bytes (``git hash-object``), computed in process."""
-    return hashlib.new(object_format, b"blob %d\0" % len(data) + data).hexdigest()
+    digest = blob_hasher(len(data), object_format)
+    digest.update(data)
+    return digest.hexdigest()
 
 
 def check(history: GitHistory | NoHistory, regenerated: frozenset[str] = REGENERATED) -> HistoryReport:

@@ -32,6 +32,7 @@ from tileproof.records.history import (
     NoHistory,
     ObjectFormat,
     Unhashed,
+    blob_hasher,
     check,
 )
 from tileproof.records.registry import REGISTRY, registry_lists_keys
@@ -97,11 +98,9 @@ def working_id(root: Path, path: str, fmt: ObjectFormat) -> str | Unhashed | Non
     opened, never more than the folder's cap read (``safe_read.LIMITS``: no file tileproof writes or
     reads there is larger, so a larger one is changed, unread). None when it is missing."""
     kind: InputKind = "record" if path.startswith(f"{WATCHED[0]}/") else "evidence"
-    digest = hashlib.new(fmt)
     try:
         with stream(root, path, kind) as (size, chunks):
-            digest.update(b"blob %d\0" % size)
-            seen = 0
+            digest, seen = blob_hasher(size, fmt), 0
             for chunk in chunks:
                 digest.update(chunk)
                 seen += len(chunk)
