@@ -21,13 +21,14 @@ from tileproof.records.models import (
     LessonProgram,
     PerfClaim,
     ResultRow,
+    VerifiedRelease,
 )
 
 GUIDE = Path("AUTHORING.md")
 BEGIN = ("<!-- front-matter reference: generated from tileproof/records/models.py by `nox -s schema`; "
          "do not edit -->")
 END = "<!-- end of the generated front-matter reference -->"
-MODELS: tuple[type[BaseModel], ...] = (LessonFront, LessonProgram, ResultRow, Hardware, PerfClaim)
+MODELS: tuple[type[BaseModel], ...] = (LessonFront, LessonProgram, ResultRow, Hardware, PerfClaim, VerifiedRelease)
 
 
 class GuideError(ValueError):
