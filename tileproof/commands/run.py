@@ -53,6 +53,7 @@ from tileproof.runner.execute import Outcome, run_program
 from tileproof.runner.julia import Absent, run_julia_program
 from tileproof.runner.locate import compile_records, find_binary
 from tileproof.runner.process import add_output_cap, install_signal_handlers, output_cap
+from tileproof.toolchain import cuda_tile
 from tileproof.toolchain.build import DEFAULT_TARGETS, julia_programs, programs
 from tileproof.toolchain.uses import run_sources
 
@@ -70,6 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record-no-gpu", action="store_true",
                         help="without a usable GPU, still run each program's gate and record the no-gpu runs "
                              "(default: say so in one line, exit 1, write nothing)")
+    parser.add_argument("--python-only", action="store_true",
+                        help="only the cuTile Python programs (kernels/*.py): a cuda-tile release's share of the "
+                             "runs (nox -s run-gpu-release)")
+    parser.add_argument(cuda_tile.OUTSIDE_FLAG, action="store_true",
+                        help="run the Python programs although tileiras is outside the range the installed "
+                             "cuda-tile release declares; each record says so (default: refuse, write nothing)")
 
 
 def no_gpu_reason(device: int) -> str | None:
@@ -136,7 +143,7 @@ def start(root: Path, run_id: str, program: Path, binaries: dict, target: str, e
     if program.suffix == ".jl":
         return run_julia_program(root, run_id, program, env, timeout, cap), None
     argv, binary = program_argv(root, program, binaries, target)
-    return run_program(root, run_id, program.stem, argv, env, timeout, cap), binary
+    return run_program(root, run_id, program.stem, argv, env, timeout, cap, python=program.suffix == ".py"), binary
 
 
 def targetable(gpu: GpuProbe) -> GpuProbe:
@@ -169,6 +176,8 @@ class _Session:
     timeout: float
     cap: int
     signer: Any
+    cuda_tile: Any = None
+    """The cuda-tile release the Python programs import (``toolchain.cuda_tile.release``), None without one."""
 
 
 def _run_one(s: _Session, program: Path) -> tuple[str, RunVerdict, Step]:
@@ -195,20 +204,37 @@ def _run_one(s: _Session, program: Path) -> tuple[str, RunVerdict, Step]:
         sources=[digest(s.root, p) for p in [*run_sources(s.root, program), *lesson_files]],
         tolerances=tolerances.entry_digests(s.table, used), binary=binary,
         step=outcome.step, report=report, report_file=report_file, verdict=verdict, reason=reason,
+        cuda_tile=s.cuda_tile if program.suffix == ".py" else None,
+        failure=None if isinstance(outcome, Absent) else outcome.failure,
     ), s.signer)
     print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)
     return run_id, verdict, outcome.step
+
+
+def python_release(chosen: list[Path], outside: bool):
+    """The cuda-tile release the chosen Python programs will import, with the tileiras they will use; refused
+    (``cuda_tile.OutsideRange``, one line, nothing written) when that tileiras is outside the release's range
+    and ``outside`` (``--tileiras-outside-range``) was not given. None when no Python program is chosen."""
+    if not any(p.suffix == ".py" for p in chosen):
+        return None
+    tileiras = next((t.version for t in runtime_toolchain(None).tools if t.name == "tileiras"), None)
+    return cuda_tile.release(tileiras, outside)
 
 
 def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     root = args.root.resolve()
     if getattr(args, "devices", None) is not None:  # a Namespace built by hand (tests) has no --devices
-        return devices.fan_out(args.devices, args.lessons, args.program, args.timeout, root,
-                               ["--record-no-gpu"] if getattr(args, "record_no_gpu", False) else [])
+        passed_on = [flag for flag, on in (("--record-no-gpu", getattr(args, "record_no_gpu", False)),
+                                           ("--python-only", getattr(args, "python_only", False)),
+                                           (cuda_tile.OUTSIDE_FLAG, getattr(args, "tileiras_outside_range", False)))
+                     if on]
+        return devices.fan_out(args.devices, args.lessons, args.program, args.timeout, root, passed_on)
     signer = signer_from_env(root)  # before any work: a bad key must not leave runs without records
     cap = output_cap(args.output_cap)
     chosen, all_lessons = select(root, args.lessons, args.program)
+    if getattr(args, "python_only", False):
+        chosen = [p for p in chosen if p.suffix == ".py"]
     if not chosen:
         raise TileproofError("no programs selected (fix: name a lesson with programs, or drop --program)")
     if not args.record_no_gpu:
@@ -216,6 +242,7 @@ def run(args: argparse.Namespace) -> int:
         if absent:
             print(f"run: no usable GPU: {absent}; nothing run or recorded (--record-no-gpu records the gates)")
             return 1
+    release = python_release(chosen, getattr(args, "tileiras_outside_range", False))
     session_id = new_run_id("session")
     gpu, frozen = session_start(root, session_id, args.device)
     gpu = targetable(gpu)
@@ -229,7 +256,8 @@ def run(args: argparse.Namespace) -> int:
     session_env = environment(root, session_id, gpu, frozen, toolchain, child_env(device=args.device))
     git, host = git_state(root), host_facts()
     s = _Session(root, session_id, gpu, target, binaries, session_env, git, host, all_lessons,
-                 lessons_of(all_lessons), tolerances.load_table(root), args.device, args.timeout, cap, signer)
+                 lessons_of(all_lessons), tolerances.load_table(root), args.device, args.timeout, cap, signer,
+                 release)
     done = [_run_one(s, program) for program in chosen]
     counts: Counter[str] = Counter(verdict for _, verdict, _ in done)
     write_record(root, SessionRecord(**header(session_id, git, host), kind="session", session_id=session_id,
