@@ -243,3 +243,16 @@ def test_a_record_that_does_not_count_is_named_with_why(tmp_path):
     md = render.render_markdown(result, tmp_path / "evidence")
     shown = next(r for r in lesson_rows(lesson) if r.program == row.row.program)
     assert f"seal broken: {info['run'].run_id}" in shown.why and shown.why in md.replace("\\|", "|")
+
+
+def test_both_reports_show_each_lessons_python_programs_per_cuda_tile_release(committed, tmp_path):
+    day79 = next(lesson for lesson in committed.lessons if lesson.id == "day79-cutile")
+    assert day79.releases is not None and [str(k) for k in day79.releases.releases] == ["1.7.0"]
+    md, page = render.render_markdown(committed, tmp_path), render.render_html(committed, tmp_path)
+    assert "## cuda-tile releases" in md and "### day79-cutile" in md
+    for program in ("kernels/tile_matmul_softmax.py", "kernels/fused.py"):
+        section = md.split("## cuda-tile releases", 1)[1]
+        row = next(line for line in section.splitlines() if line.startswith(f"| `{program}` |"))
+        assert row.count("passed (") == 1  # one release column, its record linked
+    assert 'id="cuda-tile-releases"' in page and escape(day79.releases.holds()) in page
+    assert md.index("## Claims") < md.index("## cuda-tile releases")

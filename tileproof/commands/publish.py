@@ -92,7 +92,7 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool =
     note = [] if checked.status == "checked" else [f"history: NOT CHECKED ({checked.reason})"]
     if lesson.front.status == "published":
         edited = rederive.rederive_issues(lesson, decision)
-        if edited and republish and decision.publishable:
+        if (edited or rederive.unstated_releases(lesson.front, decision)) and republish and decision.publishable:
             return _write(lesson, decision, dry_run, note, "republish")
         if edited:
             return 1, [f"{name}: published, but it does not show what its records give; nothing changed:",

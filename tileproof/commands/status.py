@@ -19,7 +19,7 @@ from pathlib import Path
 from tileproof.claims import core as claims
 from tileproof.claims import matrix
 from tileproof.gather.tree import Tree
-from tileproof.judge import gate, perf_claims
+from tileproof.judge import gate, perf_claims, release_matrix
 from tileproof.records import lessons
 
 WORDS = {
@@ -108,7 +108,8 @@ def status(root: Path, ids: list[str]) -> list[str]:
         if lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS) != "\n" + lessons.render_results_table(
                 lesson.front.results):
             footer.append(f"{lesson.id}: the body's results table differs from the front matter (edited by hand?)")
-    return table(rows) + [""] + footer
+    axis = [f"  {line}" for line in release_matrix.lines([tree.releases(lesson) for lesson in chosen])]
+    return table(rows) + [""] + (["Python programs per cuda-tile release:", *axis, ""] if axis else []) + footer
 
 
 def run(args: argparse.Namespace) -> int:

@@ -332,5 +332,6 @@ def _lessons(root: Path, tree: Tree, findings: list[Finding]) -> list[LessonAudi
         for rule_id, reason in rederive.rederive_issues(lesson, decision):
             add(Finding(file, rule_id, reason))
         out.append(LessonAudit(id=front.id, file=file, title=front.title, status=front.status,
-                               programs=[p.path for p in front.programs], decision=decision))
+                               programs=[p.path for p in front.programs], decision=decision,
+                               releases=tree.releases(front)))
     return out

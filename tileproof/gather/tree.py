@@ -13,13 +13,13 @@ builds its ``Tree`` from them (``Tree.of``) instead of reading runs/ again.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from tileproof.claims import spec as claims_spec
-from tileproof.judge import claim_verdicts, gate
+from tileproof.judge import claim_verdicts, gate, release_matrix, releases
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
-from tileproof.records import lessons, registry, store, tolerances
+from tileproof.records import lessons, lock, registry, store, tolerances
 from tileproof.records.errors import InputRefused
 from tileproof.records.models import (
     ENTRY_RUN_VERSION,
@@ -142,7 +142,20 @@ class Tree:
         return self._table
 
     def decide(self, lesson: lessons.Lesson | LessonFront) -> gate.Decision:
-        """The one publish decision for ``lesson``, with every input gathered here."""
+        """The one publish decision for ``lesson``, with every input gathered here (the cuda-tile releases it
+        was verified on from ``releases``)."""
+        front, runs, others, today = self._inputs(lesson)
+        read = evidence_reader(self.root)
+        decision = gate.decide(front, runs + others, today, self.table(), read)
+        return replace(decision, cuda_tile_verified=release_matrix.verified(front, runs, today, self.table(), read))
+
+    def releases(self, lesson: lessons.Lesson | LessonFront) -> release_matrix.LessonReleases:
+        """The lesson's Python programs x the cuda-tile releases their run records were made with."""
+        front, runs, _others, today = self._inputs(lesson)
+        return release_matrix.lesson_releases(front, runs, today, self.table(), evidence_reader(self.root))
+
+    def _inputs(self, lesson: lessons.Lesson | LessonFront) -> tuple[LessonFront, list, list, gate.Today]:
+        """The lesson's front matter, its programs' run records, the other records and today's inputs."""
         front = lesson.front if isinstance(lesson, lessons.Lesson) else lesson
         programs = {row.program for row in front.results}
         runs = [e for e in store.of_kind(self.records, RunRecord) if e.record.program in programs]
@@ -153,8 +166,9 @@ class Tree:
             paths |= {s.path for e in store.of_kind(self.records, CompileRecord) for s in e.record.sources}
         others = [e for e in self.records if not isinstance(e.record, RunRecord)]
         digests = today_digests(self.root, sorted(paths))
-        today = gate.Today(digests, claims, tables_at(self.root, [e.record for e in runs], digests))
-        return gate.decide(front, runs + others, today, self.table(), evidence_reader(self.root))
+        today = gate.Today(digests, claims, tables_at(self.root, [e.record for e in runs], digests),
+                           releases.lock_key(lock.cuda_tile_pin(self.root)))
+        return front, runs, others, today
 
 
 def refuted_claims(root: Path, document: str, tree: Tree | None = None) -> list:

@@ -7,7 +7,8 @@ check name → ``Bound``. Each results row gets one outcome from a closed set, a
 one-line reason and the command that would produce the missing evidence.
 
 Which record decides a row: among the program's run records that count
-(``trust.admits``: a record with a broken seal never counts), the newest one from the
+(``trust.admits``: a record with a broken seal never counts) and rest on the lock's
+cuda-tile release (``releases.decides_rows``: others are the release axis), the newest one from the
 row's class of hardware — compute capability >= 8.0 (as the record claims it)
 for required rows, below 8.0 for an optional ``gate`` row; a run that found no
 GPU at all counts only when no run of the program found one. A required row
@@ -49,7 +50,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from tileproof.judge import claim_verdicts, trust
+from tileproof.judge import claim_verdicts, releases, trust
 from tileproof.judge.claim_verdicts import (
     NO_CLAIMS,
     ClaimsToday,
@@ -76,6 +77,7 @@ from tileproof.records.models import (
     ResultRow,
     RunRecord,
     ToolchainProblem,
+    VerifiedRelease,
 )
 from tileproof.records.parsers import parse_gpu_query
 from tileproof.records.tolerances import TABLE_FILE, TABLE_PATHS, entry_digest
@@ -168,6 +170,8 @@ class Decision:
     """The lesson's compile-derived REG/SHARED table (None when it declares none)."""
     unlisted: tuple[ResultRow, ...] = ()
     """Required rows whose check has no entry in the tolerance table: nothing can ever pass them."""
+    cuda_tile_verified: tuple[VerifiedRelease, ...] = ()
+    """The cuda-tile releases every Python program of the lesson passed with (``release_matrix.verified``)."""
 
     @property
     def publishable(self) -> bool:
@@ -251,7 +255,8 @@ class Decision:
             if r.outcome == "passed" and r.record else r.row.model_copy(update={"result": UNKNOWN, "run_id": None})
             for r in self.rows
         ]
-        return front.model_copy(update={"status": "published", "hardware": self.hardware(), "results": rows})
+        return front.model_copy(update={"status": "published", "hardware": self.hardware(), "results": rows,
+                                        "cuda_tile_verified": list(self.cuda_tile_verified)})
 
 
 # --- helpers (pure) ------------------------------------------------------------------
@@ -513,6 +518,7 @@ def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Map
 
     mine, refused = trust.split(r for r in trust.examined(records)
                                 if isinstance(r.record, RunRecord) and r.record.program == row.program)
+    mine = [r for r in mine if releases.decides_rows(r, getattr(today, "cuda_tile", None))]
     if today.get(row.program) is None:
         return done("missing-file", f"{row.program} does not exist (lessons/{front.id}.md programs)")
 
@@ -546,10 +552,13 @@ class Today(dict):
     rendered from it) → the table it holds, read back from git history for records before ``run_version`` 3."""
 
     def __init__(self, digests: Mapping[str, str | None], claims: ClaimsToday = NO_CLAIMS,
-                 tables_at: Mapping[str, Mapping[str, Bound]] | None = None):
+                 tables_at: Mapping[str, Mapping[str, Bound]] | None = None,
+                 cuda_tile: releases.ReleaseKey | None = None):
         super().__init__(digests)
         self.claims = claims
         self.tables_at = dict(tables_at or {})
+        self.cuda_tile = cuda_tile
+        """The lock's cuda-tile release: the only one whose records decide rows (``releases.decides_rows``)."""
 
 
 def evidence_releases(rows: Iterable[RowDecision]) -> dict[Release, list[str]]:

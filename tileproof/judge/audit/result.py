@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tileproof.judge import gate
 from tileproof.judge.claim_verdicts import ClaimsToday
+from tileproof.judge.release_matrix import LessonReleases
 from tileproof.records.history import HistoryReport
 
 Issue = tuple[str, str]
@@ -35,6 +36,8 @@ class LessonAudit:
     status: str
     programs: list[str]
     decision: gate.Decision
+    releases: LessonReleases | None = None
+    """Its Python programs x the cuda-tile releases their records were made with (``judge.release_matrix``)."""
 
     @property
     def publishable(self) -> bool:
