@@ -1,8 +1,10 @@
 """Shared test setup: the repository root, the FIXTURE record builders on sys.path,
 the temporary folders on a RAM-backed tmpfs where there is one, one OpenBLAS thread,
-the GPU markers, and ``tree``: the day-79 FIXTURE repository with the real lessons as
-drafts (a test module that needs another miniature tree defines its own ``tree``)."""
+the GPU markers, ``cli_args`` (a command's arguments as the command line parses them), and
+``tree``: the day-79 FIXTURE repository with the real lessons as drafts (a test module that
+needs another miniature tree defines its own ``tree``)."""
 
+import argparse
 import functools
 import gc
 import importlib.util
@@ -106,6 +108,14 @@ def noxfile():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def cli_args(*argv: str) -> argparse.Namespace:
+    """``tileproof ARGV`` parsed by the real command line (``tileproof.__main__.build_parser``): what the
+    command's ``run`` gets from ``main``."""
+    from tileproof.__main__ import build_parser
+
+    return build_parser(list(argv)).parse_args(list(argv))
 
 
 def _has_gpu() -> bool:

@@ -1,13 +1,17 @@
-"""The package's import contract (pyproject.toml ``[tool.importlinter]``) and "no import cycles".
+"""The package's import contract (pyproject.toml ``[tool.importlinter]``), "no import cycles", and
+"only the runner's starters start a process".
 
 The contracts are import-linter's, run the way ``lint-imports`` runs them; a broken
 one fails the test with import-linter's own text (which import, from which line).
 Each contract is also shown to fail on a small package that breaks it, so none of
-them can pass by matching nothing.
+them can pass by matching nothing. The process check reads every module's AST (an
+import contract cannot see ``os.system`` or ``os.execv``) and is shown to fail on
+made-up modules the same way.
 """
 
 from __future__ import annotations
 
+import ast
 import graphlib
 import subprocess
 import sys
@@ -74,8 +78,8 @@ def _contracts_over(tmp_path: Path, files: dict[str, str]) -> str:
               "toolchain", "judge", "records"]
     skeleton = {"tileproof/__init__.py": ""} | {
         f"tileproof/{name}.py" if name == "__main__" else f"tileproof/{name}/__init__.py": "" for name in layers
-    } | {"tileproof/runner/process.py": "import subprocess\n", "tileproof/runner/forked.py": "import multiprocessing\n",
-          "tileproof/commands/audit.py": ""}
+    } | {"tileproof/runner/process.py": "import subprocess\n", "tileproof/runner/query.py": "import subprocess\n",
+          "tileproof/runner/forked.py": "import multiprocessing\n", "tileproof/commands/audit.py": ""}
     src = tmp_path / "src"
     _package(src, skeleton | files)
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
@@ -119,6 +123,7 @@ def test_the_contracts_hold_for_a_clean_made_up_package(tmp_path):
           "tileproof/commands/publish.py": ""}, "Commands do not import one another"),
         ({"tileproof/fresh/__init__.py": "import subprocess\n"}, "Only the runner starts processes"),
         ({"tileproof/gather/audit_scan.py": "import multiprocessing\n"}, "Only the runner starts processes"),
+        ({"tileproof/runner/worktree.py": "import subprocess\n"}, "Only the runner starts processes"),
         ({"tileproof/judge/gate.py": "from multiprocessing import Pool\n"}, "The judge reads records only"),
         ({"tileproof/records/models.py": "import tileproof.runner\n"}, "Layers: arrows point down only"),
         ({"tileproof/fresh/__init__.py": ""}, "Layers: arrows point down only"),
@@ -145,3 +150,126 @@ def test_a_module_cycle_is_found(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     cycle = import_cycle("cyclepkg")
     assert cycle is not None and set(cycle) == {"cyclepkg.a", "cyclepkg.b", "cyclepkg.c"}
+
+
+# --- only the starters start a process ---------------------------------------------------------
+
+STARTERS = {
+    "tileproof/runner/process.py": "the contained starter: every program tileproof runs as work, with a deadline",
+    "tileproof/runner/query.py": "short questions to a tool (git, Slurm's clients), each with a deadline",
+    "tileproof/runner/forked.py": "the one forked copy of tileproof for pure byte work (hashing, sealing)",
+}
+"""The only modules of tileproof/ that may start a process, and what each is for."""
+
+PROCESS_MODULES = ("subprocess", "multiprocessing", "pty", "asyncio.subprocess", "concurrent.futures.process")
+STARTING_NAMES = {"ProcessPoolExecutor", "create_subprocess_exec", "create_subprocess_shell"}
+"""Names that start a process wherever they come from (concurrent.futures, asyncio)."""
+UNTIMED = {"run", "call", "check_call", "check_output"}
+"""``subprocess`` helpers that wait for the process: each call must pass ``timeout=``."""
+
+
+def _os_start(name: str) -> bool:
+    return name in {"system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp"} or \
+        name.startswith(("exec", "spawn"))
+
+
+def _process_module(name: str) -> bool:
+    return any(name == m or name.startswith(m + ".") for m in PROCESS_MODULES)
+
+
+def process_starts(text: str) -> list[str]:
+    """Every place the module ``text`` could start a process, as ``line: what``; a ``subprocess`` wait
+    without ``timeout=`` is one too, even in a starter."""
+    tree = ast.parse(text)
+    os_names = {a.asname or "os" for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+                if a.name == "os"}
+    subprocess_names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+                        if a.name == "subprocess"}
+    found = []
+    for node in ast.walk(tree):
+        what = None
+        if isinstance(node, ast.Import):
+            what = next((a.name for a in node.names if _process_module(a.name)), None)
+        elif isinstance(node, ast.ImportFrom):
+            names = [a.name for a in node.names]
+            if _process_module(node.module or ""):
+                what = f"from {node.module} import"
+            elif node.module == "os" and any(_os_start(n) for n in names):
+                what = f"os.{next(n for n in names if _os_start(n))}"
+            elif STARTING_NAMES & set(names):
+                what = min(STARTING_NAMES & set(names))
+        elif isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id in os_names and _os_start(node.attr):
+                what = f"os.{node.attr}"
+            elif node.attr in STARTING_NAMES:
+                what = node.attr
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id == "__import__") or (
+                    isinstance(func, ast.Attribute) and func.attr == "import_module"):
+                arg = node.args[0] if node.args else None
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and _process_module(arg.value):
+                    what = f"imports {arg.value}"
+            elif (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                  and func.value.id in subprocess_names and func.attr in UNTIMED
+                  and not any(k.arg == "timeout" for k in node.keywords)):
+                found.append(f"{node.lineno}: subprocess.{func.attr} without timeout=")
+        if what is not None:
+            found.append(f"{node.lineno}: {what}")
+    return found
+
+
+def test_only_the_starters_start_a_process():
+    """Every other module of tileproof/ asks the runner's starters; each starter is still one (the list is
+    not stale), and every wait on a process in them has a deadline."""
+    offenders, used = [], set()
+    for path in sorted((REPO / "tileproof").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        starts = process_starts(path.read_text(encoding="utf-8"))
+        if rel in STARTERS:
+            used.add(rel)
+            offenders += [f"{rel}:{s}" for s in starts if "without timeout=" in s]
+        else:
+            offenders += [f"{rel}:{s}" for s in starts]
+    assert not offenders, "a process started outside runner/process.py, query.py, forked.py: " + ", ".join(offenders)
+    starting = {rel for rel in STARTERS if process_starts((REPO / rel).read_text(encoding="utf-8"))}
+    assert used == starting == set(STARTERS)
+
+
+@pytest.mark.parametrize("text", [
+    "import subprocess\n",
+    "import subprocess as sp\nsp.Popen(['x'])\n",
+    "from subprocess import run\nrun(['git'])\n",
+    "import os\nos.system('make')\n",
+    "import os as o\no.popen('ls')\n",
+    "import os\nos.execv('/bin/sh', ['sh'])\n",
+    "from os import execvp\n",
+    "import os\nos.spawnlp(os.P_WAIT, 'ls', 'ls')\n",
+    "import os\npid = os.fork()\n",
+    "import os\nos.posix_spawn('/bin/true', ['true'], {})\n",
+    "import pty\npty.spawn('sh')\n",
+    "from multiprocessing import Process\n",
+    "import multiprocessing.pool\n",
+    "from concurrent.futures import ProcessPoolExecutor\n",
+    "import concurrent.futures\nconcurrent.futures.ProcessPoolExecutor(2)\n",
+    "import asyncio\nasyncio.create_subprocess_exec('ls')\n",
+    "import importlib\nimportlib.import_module('subprocess')\n",
+    "__import__('subprocess')\n",
+], ids=lambda text: text.splitlines()[-1][:40])
+def test_a_made_up_module_that_starts_a_process_is_found(text):
+    assert process_starts(text), text
+
+
+def test_a_wait_without_a_deadline_is_found_even_in_a_starter():
+    assert process_starts("import subprocess\nsubprocess.run(['git'], timeout=5)\n") == ["1: subprocess"]
+    assert "2: subprocess.run without timeout=" in process_starts("import subprocess\nsubprocess.run(['git'])\n")
+
+
+@pytest.mark.parametrize("text", [
+    "import os\nos.path.join('a', 'b')\nos.environ.get('X')\nos.kill(1, 9)\n",
+    "from concurrent.futures import ThreadPoolExecutor\n",
+    "import shutil\nshutil.which('git')\n",
+    "text = 'subprocess'\n",
+])
+def test_a_module_that_starts_nothing_is_not_flagged(text):
+    assert process_starts(text) == []

@@ -183,10 +183,11 @@ def test_oversized_evidence_file_is_refused(audit_copy, capsys, monkeypatch):
 def test_unreadable_compute_capability_is_an_outcome_not_a_traceback(tmp_path, monkeypatch, capsys):
     """nvidia-smi's compute_cap 'N/A' (records.capability.sm_of raises on it): run records each
     program's gate without a usable GPU, says why in one line and fails."""
-    import argparse
+    from conftest import cli_args
 
     from tileproof.commands import run as run_cmd
     from tileproof.records.models import GpuFacts, RunRecord
+    from tileproof.runner import session
     from tileproof.runner.capture import GpuProbe
 
     for folder in ("kernels", "lessons"):
@@ -195,10 +196,9 @@ def test_unreadable_compute_capability_is_an_outcome_not_a_traceback(tmp_path, m
     facts = GpuFacts(index=0, name="NVIDIA H200", uuid="GPU-0", compute_capability="N/A",
                      runtime_compute_capability=None, driver_version="580.95.05", memory_total_mib=None,
                      clocks_sm_mhz=None, clocks_mem_mhz=None)
-    monkeypatch.setattr(run_cmd, "session_start", lambda root, sid, device: (GpuProbe(facts, None, None, None),
-                                                                            (b"numpy==2.3.5\n", {})))
-    ns = argparse.Namespace(lessons=[], program=["vector_add"], device=0, timeout=300.0, root=tmp_path,
-                            output_cap=None, record_no_gpu=True)
+    monkeypatch.setattr(session, "session_start", lambda root, sid, device, query: (GpuProbe(facts, None, None, None),
+                                                                                    (b"numpy==2.3.5\n", {})))
+    ns = cli_args("run", "--program", "vector_add", "--timeout", "300", "--root", str(tmp_path), "--record-no-gpu")
     assert run_cmd.run(ns) == 1
     out = capsys.readouterr().out
     why = "nvidia-smi reports compute capability 'N/A' for GPU 0 (NVIDIA H200), not major.minor"

@@ -7,7 +7,6 @@ point at (captured on a GPU by ``python -m tileproof bench``) are re-read too.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import importlib.util
 import json
@@ -20,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from conftest import gpu, no_gpu
+from conftest import cli_args, gpu, no_gpu
 
 from tileproof.bench import core as bench
 from tileproof.commands import bench as bench_cmd
@@ -334,8 +333,8 @@ def tree(tmp_path):
 
 
 def args(root, *program, quick=False):
-    return argparse.Namespace(program=list(program), quick=quick, device=0, timeout=600.0,
-                              root=root, output_cap=None)
+    return cli_args("bench", "--root", str(root), *(a for p in program for a in ("--program", p)),
+                    *(["--quick"] if quick else []))
 
 
 @no_gpu

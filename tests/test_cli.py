@@ -1,6 +1,7 @@
 """The command line as a user meets it: --help per command, the console script, a closed pipe."""
 
 import importlib.metadata as md
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -63,6 +64,18 @@ def test_a_command_imports_only_its_own_module():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "True False"
+
+
+def test_compile_imports_neither_report_nor_fleet():
+    """Building needs no report renderer and no fleet: the schemas' registry (``records.schemas``) holds what
+    ``compile``'s generated files need, the feature models join it when the schemas are rendered."""
+    code = ("import json, sys\nimport tileproof.commands.compile\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('tileproof'))))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    loaded = json.loads(proc.stdout)
+    assert "tileproof.commands.compile" in loaded and "tileproof.records.schemas" in loaded
+    assert [m for m in loaded if m.split(".")[:2] in (["tileproof", "report"], ["tileproof", "fleet"])] == []
 
 
 def test_console_script_is_declared():

@@ -144,3 +144,55 @@ def test_submit_refuses_a_poll_that_is_not_positive_before_submitting_anything(t
     assert code == 2 and err.count("\n") == 1, err
     assert f"--poll {float(poll)}: expected seconds > 0 (fix: e.g. --poll 2)" in err
     assert not out.exists()
+
+
+def _fake_clients(tmp_path: Path, monkeypatch, **scripts: str) -> None:
+    """Slurm's client commands as small shell scripts first on PATH."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    for name, body in scripts.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+
+
+def test_sbatch_answers_a_job_id_or_its_refusal_and_is_stopped_when_it_hangs(tmp_path, monkeypatch):
+    """sbatch is a short query (runner.query): a job id, sbatch's own refusal line, or one line at its deadline."""
+    from tileproof.runner import slurm
+    from tileproof.runner.query import QueryError
+
+    script = tmp_path / "job.sbatch"
+    script.write_text("#!/bin/sh\n")
+    _fake_clients(tmp_path, monkeypatch, sbatch='case "$2" in *job*) echo "4242;tp" ;; esac')
+    assert slurm.sbatch(script, cwd=tmp_path) == slurm.Submission(job_id="4242", refused=None)
+    (tmp_path / "fakebin" / "sbatch").write_text(
+        "#!/bin/sh\necho 'sbatch: error: warming up' >&2\n"
+        "echo 'sbatch: error: Batch job submission failed: Invalid feature specification' >&2\nexit 1\n")
+    assert slurm.sbatch(script, cwd=tmp_path).refused == \
+        "sbatch: error: Batch job submission failed: Invalid feature specification"
+    (tmp_path / "fakebin" / "sbatch").write_text("#!/bin/sh\nexec sleep 600\n")
+    monkeypatch.setattr(slurm, "SUBMIT_TIMEOUT_S", 0.5)
+    with pytest.raises(QueryError, match=r"sbatch --parsable .*job\.sbatch: no answer in 0\.5 s"):
+        slurm.sbatch(script, cwd=tmp_path)
+
+
+def test_a_job_s_state_comes_from_scontrol_then_sacct(tmp_path, monkeypatch):
+    from tileproof.runner import slurm
+
+    _fake_clients(tmp_path, monkeypatch,
+                  scontrol='[ "$4" = 7 ] && echo "JobId=7 JobName=x JobState=RUNNING Reason=None" && exit 0\n'
+                           'echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1',
+                  sacct='[ "$6" = 8 ] && echo "COMPLETED" && exit 0\necho "sacct: error: no accounting" >&2; exit 1')
+    assert slurm.job_state("7") == "RUNNING"
+    assert slurm.job_state("8") == "COMPLETED"
+    with pytest.raises(slurm.SlurmError, match=r"job 9: neither scontrol nor sacct knows its state "
+                                               r"\(sacct: error: no accounting\)"):
+        slurm.job_state("9")
+
+
+def test_a_cluster_s_time_limit_is_read_as_slurm_reads_it(tmp_path):
+    """The deadline of a fleet task's ``tileproof run`` child (fleet.tasks.run_task)."""
+    cluster = load_cluster(CI_CLUSTER)
+    for limit, seconds in [("01:00:00", 3600), ("90", 5400), ("90:30", 5430), ("2-0", 172800), ("2-3:04", 183840),
+                           ("1-00:00:01", 86401), ("0", None)]:
+        assert cluster.model_copy(update={"time_limit": limit}).time_limit_s() == seconds, limit

@@ -4,13 +4,13 @@ blocks on that record with the fix, never a pass and never skipped."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import cli_args
 
 from tileproof.commands import run as run_cmd
 from tileproof.gather.tree import Tree
@@ -63,8 +63,7 @@ def test_a_jl_program_is_a_program_kind(tree):
 
 
 def test_without_julia_the_run_is_recorded_toolchain_absent_and_blocks(tree, capsys):
-    args = argparse.Namespace(lessons=[], program=["hello"], device=0, timeout=60.0, root=tree, output_cap=None,
-                              record_no_gpu=True)
+    args = cli_args("run", "--program", "hello", "--timeout", "60", "--root", str(tree), "--record-no-gpu")
     assert run_cmd.run(args) == 1
     assert "toolchain-absent" in capsys.readouterr().out
     (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord)]
@@ -98,8 +97,7 @@ def _fake_julia(tmp_path, monkeypatch, has_cutile: bool) -> None:
 @pytest.mark.parametrize("has_cutile", [True, False])
 def test_where_julia_exists_the_program_runs_or_cutile_is_missing(tree, tmp_path, monkeypatch, has_cutile):
     _fake_julia(tmp_path, monkeypatch, has_cutile)
-    args = argparse.Namespace(lessons=[], program=["hello"], device=0, timeout=60.0, root=tree, output_cap=None,
-                              record_no_gpu=True)
+    args = cli_args("run", "--program", "hello", "--timeout", "60", "--root", str(tree), "--record-no-gpu")
     assert run_cmd.run(args) == 1
     (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord)]
     if has_cutile:  # started like any program: --report appended; no report written, so not a pass

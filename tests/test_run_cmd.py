@@ -1,13 +1,12 @@
 """The run command end to end in a temp copy: no-GPU here, passed on a GPU."""
 
-import argparse
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import gpu, no_gpu
+from conftest import cli_args, gpu, no_gpu
 
 from tileproof.commands import run as run_cmd
 from tileproof.records.errors import TileproofError
@@ -26,9 +25,10 @@ def tree(tmp_path):
     return tmp_path
 
 
-def args(root, *program, record_no_gpu=True):
-    return argparse.Namespace(lessons=[], program=list(program), device=0, timeout=300.0, root=root, output_cap=None,
-                              record_no_gpu=record_no_gpu)
+def args(root, *program, record_no_gpu=True, timeout=300.0):
+    names = [a for p in program for a in ("--program", p)]
+    return cli_args("run", "--root", str(root), "--timeout", str(timeout), *names,
+                    *(["--record-no-gpu"] if record_no_gpu else []))
 
 
 def run(root, *program, record_no_gpu=True):
@@ -112,8 +112,7 @@ subprocess.run(["sleep", "infinity"])
                     reason="needs setsid(1) and /proc (Linux)")
 def test_setsid_sleep_infinity_under_timeout_3_ends_and_leaves_nothing(tree, capsys):
     (tree / "kernels" / "hang.py").write_text(HANG)
-    assert run_cmd.run(argparse.Namespace(lessons=[], program=["hang"], device=0, timeout=3.0, root=tree,
-                                          output_cap=None, record_no_gpu=True)) == 1
+    assert run_cmd.run(args(tree, "hang", timeout=3.0)) == 1
     rec = next(r for r in load_records(tree) if isinstance(r, RunRecord))
     assert rec.verdict == "timeout" and rec.step.timed_out and rec.step.exit_code is None
     assert 3.0 <= rec.step.duration_s < 5.0

@@ -212,8 +212,9 @@ def test_keygen_takes_the_path_from_the_environment(tmp_path, monkeypatch):
 def test_run_command_signs_with_the_environment_key(tmp_path, monkeypatch):
     """``tileproof run`` end to end (its no-GPU gate path here): every record it writes
     is an envelope that verifies; a key inside the root is refused before anything runs."""
-    import argparse
     import shutil
+
+    from conftest import cli_args
 
     from tileproof.commands import run
 
@@ -225,8 +226,7 @@ def test_run_command_signs_with_the_environment_key(tmp_path, monkeypatch):
     key.write_bytes(pem(Ed25519PrivateKey.generate()))
     key.chmod(0o600)
     monkeypatch.setenv(signing.KEY_ENV, str(key))
-    ns = argparse.Namespace(lessons=[], program=["vector_add"], device=0, timeout=300.0, output_cap=None, root=root,
-                            record_no_gpu=True)
+    ns = cli_args("run", "--program", "vector_add", "--timeout", "300", "--root", str(root), "--record-no-gpu")
     run.run(ns)
     reg = registry_of(entry(signing.load_signer(key, root)))
     loaded = store.read_records(root, reg)

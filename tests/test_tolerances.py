@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from tileproof.records.store import write_generated
 from tileproof.records.tolerances import (
     HEADER_FILE,
     TABLE_FILE,
     ToleranceTableError,
+    cpp_header,
+    has_header,
     load_table,
     render_cpp_header,
-    write_cpp_header,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,14 +83,22 @@ def test_load_table_does_not_import_cuda_tile_or_kernels(tmp_path: Path) -> None
     assert not {m for m in added if m.startswith(("cuda", "kernels"))}
 
 
-def test_write_cpp_header_writes_rendered_text(tmp_path: Path) -> None:
+def test_the_one_writer_writes_the_rendered_header_once(tmp_path: Path) -> None:
+    """cpp/tolerances.h is written by ``store.write_generated`` alone (compile's ``authoring.generated``
+    and a run's ``runner.builds`` both call it): the table's rendering, atomically, and only when stale."""
     repo = fake_repo(tmp_path)
-    path = write_cpp_header(repo)
+    assert has_header(repo)
+    path = write_generated(repo, HEADER_FILE, cpp_header(repo))
     assert path == repo / HEADER_FILE
     text = path.read_text(encoding="utf-8")
     assert text == render_cpp_header(load_table(repo))
     assert "DO NOT EDIT" in text and "nox -s schema" in text and "kernels/tolerances.py" in text
     assert text.index('"alpha"') < text.index('"zeta"')  # sorted by name
+    assert path.stat().st_mode & 0o777 == 0o644 and [p.name for p in path.parent.iterdir()] == ["tolerances.h"]
+    before = path.stat().st_mtime_ns
+    assert write_generated(repo, HEADER_FILE, cpp_header(repo)) is None  # current: left untouched
+    assert path.stat().st_mtime_ns == before
+    assert not has_header(tmp_path / "elsewhere")  # no table, no cpp/: no header to keep current
 
 
 def test_missing_table_is_one_clear_error(tmp_path: Path) -> None:

@@ -1,56 +1,40 @@
 """Every generated file, rendered from its one source: ``schema/*.schema.json`` from the pydantic
-models, ``cpp/tolerances.h`` from the tolerance table (``kernels/tolerances.py``) and the
-front-matter reference in ``AUTHORING.md`` from ``LessonFront`` (``records.guide``).
+models (``records.schemas``, the registry they join), ``cpp/tolerances.h`` from the tolerance table
+(``kernels/tolerances.py``) and the front-matter reference in ``AUTHORING.md`` from ``LessonFront``
+(``records.guide``).
 
 ``tileproof schema`` (``nox -s schema``) writes them; the ``compile`` command makes them current
-before any compiler runs (and ``runner.builds`` the header, for builds ``run`` starts itself);
-``tileproof check`` and the tests report each stale one in one line.
+before any compiler runs (and ``runner.builds`` the header, for builds ``run`` starts itself), each
+through the one writer of generated files (``store.write_generated``); ``tileproof check`` and the
+tests report each stale one in one line.
 """
 
 from __future__ import annotations
 
-import json
+import importlib
 from pathlib import Path
 
 from pydantic import BaseModel
-from pydantic.json_schema import GenerateJsonSchema
 
-from tileproof.fleet.cluster import CLUSTER_VERSION, Cluster
-from tileproof.records import guide, models, registry, signing
-from tileproof.records.store import write_atomic
-from tileproof.records.tolerances import (
-    HEADER_FILE,
-    REGENERATE,
-    TABLE_FILE,
-    load_table,
-    render_cpp_header,
-)
-from tileproof.report import summary
+from tileproof.records import guide, schemas, store
+from tileproof.records.tolerances import HEADER_FILE, REGENERATE, cpp_header, has_header
 
-SCHEMAS: dict[str, type[BaseModel]] = {
-    f"compile-record.v{models.SCHEMA_VERSION}.schema.json": models.CompileRecord,
-    f"run-record.v{models.SCHEMA_VERSION}.schema.json": models.RunRecord,
-    f"session-record.v{models.SCHEMA_VERSION}.schema.json": models.SessionRecord,
-    f"bench-record.v{models.SCHEMA_VERSION}.schema.json": models.BenchRecord,
-    f"claims-record.v{models.CLAIMS_SCHEMA_VERSION}.schema.json": models.ClaimsRecord,  # reads v1 too
-    f"check-report.v{models.REPORT_VERSION}.schema.json": models.CheckReport,
-    f"lesson.v{models.LESSON_VERSION}.schema.json": models.LessonFront,
-    f"runner-registry.v{registry.REGISTRY_VERSION}.schema.json": registry.RunnerRegistry,
-    "signed-record.v1.schema.json": signing.Envelope,
-    "record-statement.v1.schema.json": signing.Statement,
-    f"audit-summary.v{summary.SUMMARY_VERSION}.schema.json": summary.AuditSummary,
-    f"cluster.v{CLUSTER_VERSION}.schema.json": Cluster,
-}
+SCHEMA_DIR = Path("schema")
+SCHEMA_MODULES = ("tileproof.records.models", "tileproof.records.registry", "tileproof.records.signing",
+                  "tileproof.fleet.cluster", "tileproof.report.summary")
+"""Every module whose models join ``records.schemas`` (tests/test_schema.py finds each ``@schema`` in the
+package and checks its module is here). Imported when the schemas are rendered, not with this module, which
+``compile`` imports."""
 CPP_HEADER = HEADER_FILE
-ID_PREFIX = "urn:tileproof:schema:"
-"""A schema's ``$id`` is this plus its file name: a name, not a place to fetch it from."""
 COMMAND = REGENERATE
 """The command that rewrites every generated file."""
 
 
-def json_schema(name: str, model) -> dict:
-    """The model's JSON Schema, naming its dialect (``$schema``) and itself (``$id``)."""
-    return {"$schema": GenerateJsonSchema.schema_dialect, "$id": ID_PREFIX + name, **model.model_json_schema()}
+def every_schema() -> dict[str, type[BaseModel]]:
+    """File name under ``schema/`` → its model, for every model that joins ``records.schemas``."""
+    for module in SCHEMA_MODULES:
+        importlib.import_module(module)
+    return dict(sorted(schemas.JOINED.items()))
 
 
 def rendered(root: Path, present_only: bool = False) -> dict[Path, str]:
@@ -58,12 +42,11 @@ def rendered(root: Path, present_only: bool = False) -> dict[Path, str]:
     source and folder exist in this tree (a partial tree, e.g. a test's, gets nothing new)."""
     root = Path(root)
     out: dict[Path, str] = {}
-    if not present_only or (root / "schema").is_dir():
-        out.update({Path("schema") / name: json.dumps(json_schema(name, model), indent=2, sort_keys=True) + "\n"
-                    for name, model in SCHEMAS.items()})
-    if not present_only or ((root / TABLE_FILE).is_file() and (root / CPP_HEADER).parent.is_dir()):
-        out[CPP_HEADER] = render_cpp_header(load_table(root))
-    path = Path(root) / guide.GUIDE
+    if not present_only or (root / SCHEMA_DIR).is_dir():
+        out.update({SCHEMA_DIR / name: schemas.text(name, model) for name, model in every_schema().items()})
+    if not present_only or has_header(root):
+        out[CPP_HEADER] = cpp_header(root)
+    path = root / guide.GUIDE
     if path.is_file():
         out[guide.GUIDE] = guide.with_reference(path.read_text(encoding="utf-8"))
     return out
@@ -75,11 +58,5 @@ def stale(root: Path) -> list[Path]:
 
 
 def make_current(root: Path, present_only: bool = False) -> list[Path]:
-    """Write every stale generated file (``store.write_atomic``); the paths written."""
-    written = []
-    for rel, text in rendered(root, present_only).items():
-        path = Path(root) / rel
-        if not path.is_file() or path.read_text() != text:
-            write_atomic(path, text)
-            written.append(rel)
-    return written
+    """Write every stale generated file; the paths written."""
+    return [rel for rel, text in rendered(root, present_only).items() if store.write_generated(root, rel, text)]

@@ -25,6 +25,7 @@ from tileproof.records import lessons, store
 from tileproof.records.errors import TileproofError
 from tileproof.runner import children, worktree
 from tileproof.runner.capture import git_state
+from tileproof.runner.process import install_signal_handlers
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,10 +111,9 @@ def _merge(args: argparse.Namespace) -> int:
     done = merge(root, [Source(base=s) for s in args.sources])
     for line in done.skipped:
         print(f"fleet merge: not merged: {line}")
-    audit = children.tileproof(["audit", "--root", str(root)], cwd=root, capture=True)
+    audit = children.tileproof(["audit", "--root", str(root)], cwd=root, deadline_s=children.AUDIT_DEADLINE_S)
     result = mx.Matrix(matrix_version=1, lessons=ids, kinds=[s.name for s in args.sources], cells=cells,
-                       merged=len(done.writes), audit_exit=audit.exit_code,
-                       audit_line=(audit.output.strip().splitlines() or ["(no output)"])[-1])
+                       merged=len(done.writes), audit_exit=audit.status, audit_line=audit.last_line())
     print(f"fleet merge: {len(done.writes)} files written, {done.same} already there")
     print("\n".join(mx.render(result)))
     return 0 if result.passed() else 1
@@ -128,6 +128,7 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    install_signal_handlers()  # a task stopped by Slurm (scancel, its time limit) takes its run's tree with it
     if args.action == "submit":
         return _submit(args)
     if args.action == "task":

@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError
 
 from tileproof.records.errors import RecordError
 from tileproof.records.models import Model
+from tileproof.records.schemas import schema
 
 CLUSTER_VERSION = 1
 
@@ -38,6 +39,7 @@ class GpuKind(Model):
     """``--partition`` for this kind, when it differs from the cluster's."""
 
 
+@schema("cluster", CLUSTER_VERSION)
 class Cluster(Model):
     """A cluster file (e.g. ``.ci/slurm-cluster.yaml``)."""
 
@@ -54,6 +56,20 @@ class Cluster(Model):
     """The interpreter tasks start (must exist on the nodes); None: the submitter's own."""
     kinds: dict[str, GpuKind] = Field(min_length=1)
     """Kind name → how to ask for it. Names: letters, digits, ``_.-``."""
+
+    def time_limit_s(self) -> float | None:
+        """``time_limit`` in seconds, read as Slurm reads ``--time`` (``M``, ``M:S``, ``H:M:S``, ``D-H``,
+        ``D-H:M``, ``D-H:M:S``); None for ``0``, which Slurm reads as no limit."""
+        days, _, rest = self.time_limit.rpartition("-")
+        parts = [int(p) for p in rest.split(":")]
+        if days:  # D-H, D-H:M, D-H:M:S
+            hours, minutes, seconds = (parts + [0, 0])[:3]
+        elif len(parts) == 3:  # H:M:S
+            hours, minutes, seconds = parts
+        else:  # M, M:S
+            hours, minutes, seconds = 0, parts[0], (parts[1:] or [0])[0]
+        total = ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds
+        return float(total) or None
 
 
 def load_cluster(path: Path) -> Cluster:

@@ -12,7 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tileproof.records.errors import TileproofError
-from tileproof.runner import children
+from tileproof.runner import children, session
+from tileproof.runner.capture import gpu_query
+from tileproof.toolchain import cuda_tile
 
 
 def plan_devices(spec: str, rows: list[dict] | None) -> list[int]:
@@ -48,16 +50,27 @@ def child_args(lessons: list[str], programs: list[str], timeout: float, root: Pa
             "--root", str(root), "--device", str(device)]
 
 
-def fan_out(spec: str, lessons: list[str], programs: list[str], timeout: float, root: Path,
-            extra: list[str] | None = None, say=print) -> int:
-    """Run every selected program on every chosen GPU at once; exit 0 only when every child did."""
-    indexes = plan_devices(spec, children.visible_gpu_rows())
+def fan_out(spec: str, request: session.Request, say=print) -> int:
+    """Run every selected program on every chosen GPU at once; exit 0 only when every child did.
+
+    Each child has the deadline of its session (``runner.session.deadline``): one still running
+    then is killed, and its GPU fails."""
+    chosen = session.select(request.root, request.lessons, request.programs,  # a bad name: one line, nothing run
+                            request.python_only)
+    indexes = plan_devices(spec, gpu_query().rows)
+    extra = [flag for flag, on in (("--record-no-gpu", request.record_no_gpu), ("--python-only", request.python_only),
+                                   (cuda_tile.OUTSIDE_FLAG, request.outside_range)) if on] + \
+        (["--output-cap", str(request.cap)] if request.cap is not None else [])
     say(f"run: --devices {spec}: GPUs {', '.join(map(str, indexes))}, one run session each, at once")
-    done = children.in_parallel([(["run", *child_args(lessons, programs, timeout, root, i, extra)], root)
-                                 for i in indexes])
+    args = [["run", *child_args(list(request.lessons), list(request.programs), request.timeout, request.root, i,
+                                extra)] for i in indexes]
+    done = children.in_parallel([(a, request.root) for a in args], session.deadline(len(chosen.programs),
+                                                                                   request.timeout))
     for i, d in zip(indexes, done, strict=True):  # in_parallel: one result per job
-        for line in d.output.splitlines():
+        for line in d.lines():
             say(f"[gpu {i}] {line}")
+        if d.exit_code is None:
+            say(f"[gpu {i}] {d.last_line()}")
     failed = [i for i, d in zip(indexes, done, strict=True) if d.exit_code != 0]
     say(f"run: --devices {spec}: {len(indexes) - len(failed)}/{len(indexes)} GPUs passed every program"
         + (f"; not GPU {', '.join(map(str, failed))}" if failed else ""))

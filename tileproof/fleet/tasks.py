@@ -45,8 +45,11 @@ def run_task(plan: Plan, kind: str, index: int) -> int:
         worktree.add(Path(plan.repo), checkout, plan.commit)
     print(f"fleet task {kind}[{index}]: lesson {task.lesson} in {checkout} at {plan.commit[:12]}", flush=True)
     done = children.tileproof(["run", task.lesson, "--root", str(checkout), *plan.run_args], cwd=checkout,
-                              python=plan.python, pythonpath=checkout)
-    return done.exit_code
+                              deadline_s=plan.cluster.time_limit_s(), python=plan.python, pythonpath=checkout,
+                              echo=True)
+    if done.exit_code is None:
+        print(f"fleet task {kind}[{index}]: tileproof run {done.last_line()}", flush=True)
+    return done.status
 
 
 def task_files(plan: Plan, task) -> Source | None:
@@ -82,11 +85,11 @@ def finish(plan: Plan) -> mx.Matrix:
             cells.append(mx.cell(task.lesson, array.kind, task.programs, records, bad, array.spec.compute_capability))
     repo = Path(plan.repo)
     done = merge(repo, sources)
-    audit = children.tileproof(["audit", "--root", str(repo)], cwd=repo, python=plan.python, capture=True)
-    last = (audit.output.strip().splitlines() or ["(no output)"])[-1]
+    audit = children.tileproof(["audit", "--root", str(repo)], cwd=repo, deadline_s=children.AUDIT_DEADLINE_S,
+                               python=plan.python)
     result = mx.Matrix(matrix_version=1, lessons=list(dict.fromkeys(t.lesson for a in plan.arrays for t in a.tasks)),
                        kinds=[a.kind for a in plan.arrays], cells=cells, merged=len(done.writes),
-                       audit_exit=audit.exit_code, audit_line=last)
+                       audit_exit=audit.status, audit_line=audit.last_line())
     tmp = folder / f".{MATRIX_FILE}.tmp"
     tmp.write_text(result.model_dump_json(indent=2) + "\n")
     tmp.replace(folder / MATRIX_FILE)  # derived: rewritten by each finish, unlike records

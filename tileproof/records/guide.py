@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from tileproof.records.errors import RecordError
 from tileproof.records.models import (
     Hardware,
     LessonFront,
@@ -23,6 +24,7 @@ from tileproof.records.models import (
     ResultRow,
     VerifiedRelease,
 )
+from tileproof.records.tolerances import REGENERATE
 
 GUIDE = Path("AUTHORING.md")
 BEGIN = ("<!-- front-matter reference: generated from tileproof/records/models.py by `nox -s schema`; "
@@ -31,8 +33,9 @@ END = "<!-- end of the generated front-matter reference -->"
 MODELS: tuple[type[BaseModel], ...] = (LessonFront, LessonProgram, ResultRow, Hardware, PerfClaim, VerifiedRelease)
 
 
-class GuideError(ValueError):
-    """The guide lacks the markers the generated reference goes between."""
+class GuideError(RecordError):
+    """The guide lacks the markers the generated reference goes between (one line: the file, what is
+    missing, the fix)."""
 
 
 def _type(annotation: object) -> str:
@@ -64,9 +67,12 @@ def reference() -> str:
 
 def with_reference(text: str) -> str:
     """``text`` (the guide) with the part between the markers replaced by ``reference()``."""
-    if BEGIN not in text or END not in text or text.index(BEGIN) > text.index(END):
-        raise GuideError(f"{GUIDE}: the markers of the generated reference are missing "
-                         f"(fix: restore the lines {BEGIN!r} and {END!r})")
+    missing = [name for name, line in (("begin", BEGIN), ("end", END)) if line not in text]
+    if missing or text.index(BEGIN) > text.index(END):
+        problem = (f"no {' and no '.join(missing)} marker line of the generated front-matter reference"
+                   if missing else "the end marker of the generated front-matter reference comes before its begin")
+        raise GuideError(GUIDE, "", problem, f"restore the lines {BEGIN!r} and {END!r} in that order, then run "
+                         f"{REGENERATE}")
     head, rest = text.split(BEGIN, 1)
     _old, tail = rest.split(END, 1)
     return f"{head}{BEGIN}\n\n{reference()}\n\n{END}{tail}"

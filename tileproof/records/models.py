@@ -14,6 +14,7 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from tileproof.records.redact import RedactionRule
+from tileproof.records.schemas import schema
 from tileproof.records.tolerances import TABLE_PATHS
 
 SCHEMA_VERSION = 1
@@ -116,6 +117,7 @@ class Check(Model):
     passed: bool
 
 
+@schema("check-report", REPORT_VERSION)
 class CheckReport(Model):
     """What a program writes to ``--report``: its checks as structured data."""
 
@@ -375,6 +377,7 @@ class ApiInventory(Model):
     matrix: list[str]
 
 
+@schema("compile-record", SCHEMA_VERSION)
 class CompileRecord(RecordBase):
     kind: Literal["compile"]
     compile_version: Literal[1, 2, 3, 4] = 1
@@ -440,6 +443,7 @@ class Environment(Model):
     nvidia_smi_query: Transcript | None
 
 
+@schema("run-record", SCHEMA_VERSION)
 class RunRecord(RecordBase):
     """One program's run. What it depends on (``gate.staleness``): the lesson's program list, every
     file in ``sources`` (from run_version 3: the program and the helpers it includes or imports; before:
@@ -495,6 +499,7 @@ class RunRecord(RecordBase):
         return self
 
 
+@schema("session-record", SCHEMA_VERSION)
 class SessionRecord(RecordBase):
     """Written last by ``run``: a session without one is incomplete."""
 
@@ -568,6 +573,7 @@ class PairedRatio(Model):
     alone puts a ratio."""
 
 
+@schema("bench-record", SCHEMA_VERSION)
 class BenchRecord(RecordBase):
     kind: Literal["bench"]
     environment: Environment
@@ -654,6 +660,7 @@ class ClaimResultV1(_ClaimResultFields):
     record's seal still holds. No code reads it back."""
 
 
+@schema("claims-record", CLAIMS_SCHEMA_VERSION)  # reads v1 too
 class ClaimsRecord(RecordBase):
     """One ``tileproof claims`` run: every claim's verdict, and what it was checked with."""
 
@@ -787,6 +794,7 @@ class VerifiedRelease(Model):
     """The run records behind it, one per Python program."""
 
 
+@schema("lesson", LESSON_VERSION)
 class LessonFront(Model):
     """A lesson's YAML front matter (``lessons/<id>.md``), read by ``records.lessons``."""
 

@@ -40,6 +40,7 @@ from pydantic import (
 from tileproof.records import models, signing
 from tileproof.records.errors import InputRefused, RecordError
 from tileproof.records.safe_read import parse_yaml, read_text
+from tileproof.records.schemas import schema
 
 REGISTRY = Path("lessons") / "runners.yaml"
 REGISTRY_VERSION = 1
@@ -88,6 +89,7 @@ TreePolicy = Literal["signed-only"]
 """What a registry may say about the trust policy: only ever to tighten it (``judge.trust.effective``)."""
 
 
+@schema("runner-registry", REGISTRY_VERSION)
 class RunnerRegistry(models.Model):
     """``lessons/runners.yaml``: every runner key ever registered (revoked ones stay, revoked)."""
 

@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.models import FileDigest, Transcript
+from tileproof.records.schemas import schema
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
 PAYLOAD_TYPE: Final = "application/vnd.in-toto+json"
@@ -57,6 +58,7 @@ DEFAULT_KEY = Path("~/.config/tileproof/signing-key.pem")
 """Where ``keygen`` writes a key when neither ``--key`` nor the variable names one."""
 
 
+@schema("signed-record", 1)
 class Envelope(BaseModel):
     """A DSSE envelope as stored in ``runs/<run id>.json`` (field names are DSSE's)."""
 
@@ -100,6 +102,7 @@ class Subject(BaseModel):
     digest: SubjectDigest
 
 
+@schema("record-statement", 1)
 class Statement(BaseModel):
     """in-toto Statement v1 whose predicate is one tileproof record."""
 

@@ -130,6 +130,17 @@ def write_atomic(path: Path, data: bytes | str, mode: int = 0o644) -> None:
         raise
 
 
+def write_generated(root: Path, rel: Path, text: str) -> Path | None:
+    """Make the generated file ``root/rel`` hold ``text``: the one writer of every generated file
+    (``schema/``, ``cpp/tolerances.h``, the guide's reference), ``write_atomic`` and only when it
+    differs, so a current file is left untouched. Its path when it was written, else None."""
+    path = Path(root) / rel
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return None
+    write_atomic(path, text)
+    return path
+
+
 def write_evidence(root: Path, run_id: str, name: str, data: bytes | str) -> Transcript:
     """Write ``evidence/<run_id>/<name>`` once and return its reference."""
     if isinstance(data, str):

@@ -211,15 +211,14 @@ def render_cpp_header(table: Table) -> str:
     )
 
 
-def write_cpp_header(repo_root: Path) -> Path:
-    """Regenerate cpp/tolerances.h from kernels/tolerances.py; returns the header's path."""
-    target = Path(repo_root) / HEADER_FILE
-    text = render_cpp_header(load_table(repo_root))
-    if not target.is_file() or target.read_text(encoding="utf-8") != text:
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8", newline="\n")
-        tmp.replace(target)
-    return target
+def has_header(repo_root: Path) -> bool:
+    """Whether the tree has a header to keep current: the table and the ``cpp/`` folder both exist."""
+    return (Path(repo_root) / TABLE_FILE).is_file() and (Path(repo_root) / HEADER_FILE).parent.is_dir()
+
+
+def cpp_header(repo_root: Path) -> str:
+    """The text cpp/tolerances.h must have: the tree's table, rendered (``store.write_generated`` writes it)."""
+    return render_cpp_header(load_table(repo_root))
 
 
 _HEADER_TEMPLATE = """\

@@ -13,6 +13,7 @@ from typing import Literal
 from tileproof.judge.audit.result import AuditResult
 from tileproof.judge.gate import BlockerKind
 from tileproof.records.models import BenchRecord, Model
+from tileproof.records.schemas import schema
 from tileproof.report.bench_view import history
 from tileproof.report.claims_render import view_of
 from tileproof.report.lesson_view import lesson_rows, verdict_text
@@ -102,6 +103,7 @@ class HistoryOut(Model):
     regressed: bool
 
 
+@schema("audit-summary", SUMMARY_VERSION)
 class AuditSummary(Model):
     """What ``tileproof audit --json`` writes."""
 

@@ -26,13 +26,7 @@ from tileproof.records.store import (
     sha256_file,
     write_record,
 )
-from tileproof.records.tolerances import (
-    HEADER_FILE,
-    REGENERATE,
-    TABLE_FILE,
-    load_table,
-    render_cpp_header,
-)
+from tileproof.records.tolerances import HEADER_FILE, REGENERATE, TABLE_FILE, cpp_header, has_header
 from tileproof.runner.capture import git_state, host_facts
 from tileproof.runner.environment import child_env
 from tileproof.runner.step import run_step
@@ -105,14 +99,10 @@ def failure_lines(root: Path, result: BuildResult) -> list[str]:
 
 
 def make_header_current(root: Path) -> None:
-    """Rewrite cpp/tolerances.h when it is stale (nvcc reads it: never build against a stale one); the
-    ``compile`` command makes every generated file current first (``authoring.generated``)."""
-    table, header = Path(root) / TABLE_FILE, Path(root) / HEADER_FILE
-    if not table.is_file() or not header.parent.is_dir():
-        return
-    text = render_cpp_header(load_table(root))
-    if not header.is_file() or header.read_text(encoding="utf-8") != text:
-        store.write_atomic(header, text)
+    """Rewrite cpp/tolerances.h when it is stale (nvcc reads it: never build against a stale one), through
+    the one writer of generated files; the ``compile`` command makes every generated file current first
+    (``authoring.generated``)."""
+    if has_header(root) and store.write_generated(root, HEADER_FILE, cpp_header(root)):
         print(f"compile: regenerated {HEADER_FILE.as_posix()} from {TABLE_FILE.as_posix()} "
               f"({REGENERATE} does the same)", flush=True)
 

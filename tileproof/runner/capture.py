@@ -37,6 +37,9 @@ from tileproof.runner.process import Finished, start_and_wait
 from tileproof.toolchain.find import Tools, discover, runtime_tools
 
 GPU_QUERY_ARGV = ["nvidia-smi", f"--query-gpu={','.join(GPU_QUERY_FIELDS)}", "--format=csv"]
+GPU_QUERY_TIMEOUT_S = 60.0
+"""nvidia-smi lists the GPUs in well under a second; one that takes longer (a hung driver) is stopped."""
+NO_DRIVER = "nvidia-smi not found: no NVIDIA driver on this machine"
 PROBE_TIMEOUT_S = 120.0
 """A capture (git, pip freeze, nvidia-smi, ``--version``) that takes longer is killed."""
 
@@ -165,30 +168,63 @@ def runtime_capability(device: int, env: dict[str, str]) -> str | None:
     return (done.stdout.decode(errors="replace").strip() or None) if done.exit_code == 0 else None
 
 
-def gpu_facts(root: Path, session_id: str, device: int) -> GpuProbe:
-    """nvidia-smi raw + query transcripts, parsed; cupy's view of the capability."""
-    env = child_env()
+@dataclass(frozen=True)
+class GpuQuery:
+    """One ``nvidia-smi --query-gpu``, the one way tileproof asks which GPUs this machine has: the process
+    (None: no nvidia-smi on PATH) and its rows (None unless it answered)."""
+
+    done: Finished | None
+    rows: list[dict] | None
+
+    def row(self, device: int) -> dict | None:
+        return next((r for r in self.rows or [] if r["index"] == device), None)
+
+    def why_not(self, device: int) -> str | None:
+        """Why GPU ``device`` is not usable by what nvidia-smi said, or None when it is listed."""
+        if self.done is None:
+            return NO_DRIVER
+        if self.done.timed_out:
+            return f"nvidia-smi did not answer in {GPU_QUERY_TIMEOUT_S:g} s"
+        if self.row(device) is None:
+            return f"nvidia-smi lists no GPU {device} (exit {self.done.exit_code})"
+        return None
+
+
+def gpu_query(env: dict[str, str] | None = None) -> GpuQuery:
+    """Ask nvidia-smi for every GPU (allowlisted environment unless ``env`` is given), with its deadline."""
+    env = child_env() if env is None else env
     if shutil.which("nvidia-smi", path=env.get("PATH")) is None:
-        return GpuProbe(None, None, None, "nvidia-smi not found: no NVIDIA driver on this machine")
+        return GpuQuery(None, None)
+    done = probe(GPU_QUERY_ARGV, env, timeout=GPU_QUERY_TIMEOUT_S)
+    return GpuQuery(done, parse_gpu_query(done.stdout.decode(errors="replace")) if done.exit_code == 0 else None)
+
+
+def gpu_facts(root: Path, session_id: str, device: int, query: GpuQuery | None = None) -> GpuProbe:
+    """nvidia-smi raw + query transcripts, parsed; cupy's view of the capability. ``query``: the GPU query
+    already made for this session (its transcript is the one kept), else it is made here."""
+    env = child_env()
+    if (query is not None and query.done is None) or shutil.which("nvidia-smi", path=env.get("PATH")) is None:
+        return GpuProbe(None, None, None, NO_DRIVER)
     with ThreadPoolExecutor(max_workers=3) as pool:
         runtime = pool.submit(runtime_capability, device, env)
         raw_f = pool.submit(probe, ["nvidia-smi"], env)
-        query_f = pool.submit(probe, GPU_QUERY_ARGV, env)
-        raw, query, runtime_cc = raw_f.result(), query_f.result(), runtime.result()
+        query_f = pool.submit(lambda: query or gpu_query(env))
+        raw, listed, runtime_cc = raw_f.result(), query_f.result(), runtime.result()
     smi = write_evidence(root, session_id, "nvidia-smi.txt", raw.stdout + raw.stderr)
-    smi_q = write_evidence(root, session_id, "nvidia-smi-query.csv", query.stdout + query.stderr)
-    rows = parse_gpu_query(query.stdout.decode(errors="replace")) if query.exit_code == 0 else []
-    row = next((r for r in rows if r["index"] == device), None)
+    answer = listed.done.stdout + listed.done.stderr if listed.done is not None else b""
+    smi_q = write_evidence(root, session_id, "nvidia-smi-query.csv", answer)
+    row = listed.row(device)
     if row is None:
-        return GpuProbe(None, smi, smi_q, f"nvidia-smi lists no GPU {device} (exit {query.exit_code})")
+        return GpuProbe(None, smi, smi_q, listed.why_not(device))
     return GpuProbe(GpuFacts(runtime_compute_capability=runtime_cc, **row), smi, smi_q, None)
 
 
-def session_start(root: Path, session_id: str, device: int) -> tuple[GpuProbe, tuple[bytes, dict]]:
+def session_start(root: Path, session_id: str, device: int,
+                  query: GpuQuery | None = None) -> tuple[GpuProbe, tuple[bytes, dict]]:
     """The GPU probe and pip freeze, run side by side (the start of every run/bench session)."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         freeze = pool.submit(pip_freeze)
-        gpu = gpu_facts(root, session_id, device)
+        gpu = gpu_facts(root, session_id, device, query)
         return gpu, freeze.result()
 
 

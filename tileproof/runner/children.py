@@ -1,54 +1,73 @@
 """tileproof started as its own child process: a fleet task's ``run``, the merge's ``audit``, a
-``--devices`` fan-out's one ``run`` per GPU, and the GPU query that fan-out reads."""
+``--devices`` fan-out's one ``run`` per GPU.
+
+Each starts contained (``process.start_and_wait``), with a deadline its caller gives: its
+whole tree dies when it ends, at the deadline, or when this tileproof is stopped.
+"""
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileproof.records.parsers import parse_gpu_query
-from tileproof.runner.capture import GPU_QUERY_ARGV
+from tileproof.runner.process import start_and_wait
+
+AUDIT_DEADLINE_S = 3600.0
+"""An ``audit`` child still running after an hour is killed (a course's audit takes seconds)."""
 
 
 @dataclass(frozen=True)
-class Finished:
-    """A tileproof child that ended: its argv, exit status and (when captured) output."""
+class Child:
+    """A tileproof child that ended: its argv, exit status (None: killed at its deadline) and output."""
 
-    argv: list[str]
-    exit_code: int
-    output: str
-    """stdout and stderr together; empty when they were not captured."""
+    argv: tuple[str, ...]
+    exit_code: int | None
+    deadline_s: float | None
+    stdout: str
+    stderr: str
+
+    @property
+    def status(self) -> int:
+        """The exit status to pass on: the child's own, or 1 when it was killed (at its deadline or by a
+        signal)."""
+        return self.exit_code if self.exit_code is not None and self.exit_code >= 0 else 1
+
+    def lines(self) -> list[str]:
+        """What it printed: stdout's lines, then stderr's."""
+        return self.stdout.splitlines() + self.stderr.splitlines()
+
+    def last_line(self) -> str:
+        """What it said last: the line the command line prints on its way out when a command cannot go on
+        (``tileproof CMD: ...`` on stderr), else its summary line (stdout's last)."""
+        if self.exit_code is None:
+            return f"(killed at its deadline, {self.deadline_s:g} s)"
+        err = [ln for ln in self.stderr.splitlines() if ln.strip()]
+        if err and err[-1].startswith("tileproof "):
+            return err[-1].strip()
+        out = [ln for ln in self.stdout.splitlines() if ln.strip()] or err
+        return out[-1].strip() if out else "(no output)"
 
 
-def tileproof(args: list[str], cwd: Path, *, python: str | None = None, pythonpath: Path | None = None,
-              capture: bool = False, env: dict[str, str] | None = None) -> Finished:
-    """``python -m tileproof ARGS`` in ``cwd``; ``pythonpath`` puts that checkout's tileproof first."""
+def tileproof(args: list[str], cwd: Path, *, deadline_s: float | None, python: str | None = None,
+              pythonpath: Path | None = None, echo: bool = False) -> Child:
+    """``python -m tileproof ARGS`` in ``cwd``, with this process's environment; ``pythonpath`` puts that
+    checkout's tileproof first; ``echo`` copies its output here as it comes (its log is watched)."""
     argv = [python or sys.executable, "-m", "tileproof", *args]
-    child_env = dict(os.environ if env is None else env)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
     if pythonpath is not None:
-        child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), child_env.get("PYTHONPATH")]))
-    proc = subprocess.run(argv, cwd=cwd, env=child_env, stdout=subprocess.PIPE if capture else None,
-                          stderr=subprocess.STDOUT if capture else None, text=True)
-    return Finished(argv=argv, exit_code=proc.returncode, output=proc.stdout or "")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
+    done = start_and_wait(argv, env=env, cwd=cwd, timeout=deadline_s, echo=echo)
+    return Child(argv=tuple(argv), exit_code=done.exit_code, deadline_s=deadline_s,
+                 stdout=done.stdout.decode(errors="replace"), stderr=done.stderr.decode(errors="replace"))
 
 
-def in_parallel(jobs: list[tuple[list[str], Path]]) -> list[Finished]:
+def in_parallel(jobs: list[tuple[list[str], Path]], deadline_s: float | None) -> list[Child]:
     """Each ``(tileproof args, cwd)`` as its own process, all at once; results in the same order."""
     if not jobs:
         return []
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        futures = [pool.submit(tileproof, args, cwd, capture=True) for args, cwd in jobs]
+        futures = [pool.submit(tileproof, args, cwd, deadline_s=deadline_s) for args, cwd in jobs]
         return [f.result() for f in futures]
-
-
-def visible_gpu_rows() -> list[dict] | None:
-    """``nvidia-smi --query-gpu`` parsed, one dict per GPU; None where nvidia-smi is absent or fails."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    proc = subprocess.run(GPU_QUERY_ARGV, capture_output=True, text=True)
-    return parse_gpu_query(proc.stdout) if proc.returncode == 0 else None

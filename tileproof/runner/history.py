@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import cast, get_args
@@ -33,10 +32,14 @@ from tileproof.records.history import (
     check,
 )
 from tileproof.records.registry import REGISTRY, registry_lists_keys
+from tileproof.runner.query import Answer, ask
+
+GIT_TIMEOUT_S = 300.0
+"""A git read over the whole history of runs/ and evidence/ that takes longer is stopped."""
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=300)
+def _git(root: Path, *args: str, stdin: bytes | None = None) -> Answer:
+    return ask(["git", "-C", str(root), *args], stdin=stdin, timeout=GIT_TIMEOUT_S, fix="install git")
 
 
 def _repository(root: Path) -> ObjectFormat | NoHistory:
@@ -46,7 +49,7 @@ def _repository(root: Path) -> ObjectFormat | NoHistory:
         return NoHistory("git is not installed")
     facts = _git(root, "rev-parse", "--is-inside-work-tree", "--is-shallow-repository", "--show-object-format")
     inside, shallow, named = [*facts.stdout.decode(errors="replace").split(), "", "", ""][:3]
-    if facts.returncode != 0 or inside != "true":
+    if facts.exit_code != 0 or inside != "true":
         return NoHistory(f"{root} is not a git checkout")
     if shallow == "true":
         return NoHistory("a shallow clone (fix: git fetch --unshallow)")
@@ -68,11 +71,11 @@ def read(root: Path) -> GitHistory | NoHistory:
     fmt = _repository(root)
     if isinstance(fmt, NoHistory):
         return fmt
-    if _git(root, "rev-parse", "--verify", "-q", "HEAD").returncode != 0:
+    if _git(root, "rev-parse", "--verify", "-q", "HEAD").exit_code != 0:
         return GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
     log = _git(root, "-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev",
                "-z", "--format=%x01%H", "--relative", "--", *WATCHED)
-    if log.returncode != 0:
+    if log.exit_code != 0:
         return NoHistory(f"git log failed: {log.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
     first: dict[str, FirstVersion] = {}
     commit, tokens = "", iter(log.stdout.split(b"\0"))
@@ -139,7 +142,7 @@ def versions(root: Path, path: str) -> dict[str, bytes] | NoHistory:
     if missing is not None:
         return missing
     log = _git(root, "log", "--format=%H", "--no-renames", "--", path)
-    if log.returncode != 0:
+    if log.exit_code != 0:
         return {}
     commits = log.stdout.decode().split()
     found: dict[str, bytes] = {}
@@ -153,8 +156,7 @@ def _cat_file(root: Path, queries: list[str]) -> list[bytes | None]:
     """``git cat-file --batch`` over ``queries``: each object's content, or None when missing."""
     if not queries:
         return []
-    out = subprocess.run(["git", "-C", str(root), "cat-file", "--batch"], check=False,
-                         input="".join(q + "\n" for q in queries).encode(), capture_output=True, timeout=300).stdout
+    out = _git(root, "cat-file", "--batch", stdin="".join(q + "\n" for q in queries).encode()).stdout
     answers: list[bytes | None] = []
     at = 0
     for _ in queries:  # "<oid> <type> <size>\n<content>\n", or "<query> missing|ambiguous\n"

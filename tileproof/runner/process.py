@@ -1,4 +1,8 @@
-"""Starting one process, contained: the only ``subprocess`` call in tileproof.
+"""Starting one process, contained: the one starter of every program tileproof runs as work.
+
+(Short questions to a tool, git or Slurm's clients, go through ``runner.query``; the
+forked helper for byte work is ``runner.forked``; nothing else in tileproof starts a
+process, which tests/test_architecture.py checks.)
 
 Every child
 
@@ -39,8 +43,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from tileproof.records.errors import TileproofError
+from tileproof.runner.query import QueryError, ask
 
 DEFAULT_CAP = 16 * 1024 * 1024
 """Bytes kept per output stream unless ``--output-cap``/``TILEPROOF_OUTPUT_CAP`` says otherwise."""
@@ -120,8 +126,8 @@ def _pdeathsig_launcher() -> tuple[str, ...] | None:
         return None
     argv = (found, "--pdeathsig", "KILL", "--")
     try:
-        works = subprocess.run([*argv, "true"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
+        works = ask([*argv, "true"], timeout=10).exit_code == 0
+    except QueryError:
         works = False
     return argv if works else None
 
@@ -270,13 +276,17 @@ def install_signal_handlers() -> None:
 
 
 class _Sink:
-    """The head of one stream, up to ``cap`` bytes, and the count of every byte seen."""
+    """The head of one stream, up to ``cap`` bytes, and the count of every byte seen; every byte is also
+    copied to ``echo`` as it arrives, when one is given."""
 
-    def __init__(self, cap: int) -> None:
-        self.cap, self.kept, self.total = cap, 0, 0
+    def __init__(self, cap: int, echo: BinaryIO | None = None) -> None:
+        self.cap, self.kept, self.total, self.echo = cap, 0, 0, echo
         self.parts: list[bytes] = []
 
     def add(self, data: bytes) -> None:
+        if self.echo is not None:
+            self.echo.write(data)
+            self.echo.flush()
         self.total += len(data)
         room = self.cap - self.kept
         if room > 0:
@@ -288,8 +298,11 @@ class _Sink:
 
 
 def start_and_wait(argv: list[str], *, env: dict[str, str], cwd: Path | None = None,
-                   timeout: float | None = None, cap: int | None = None) -> Finished:
-    """Run ``argv`` (never through a shell) to its end or ``timeout``; its whole tree dies with it."""
+                   timeout: float | None = None, cap: int | None = None, echo: bool = False) -> Finished:
+    """Run ``argv`` (never through a shell) to its end or ``timeout``; its whole tree dies with it.
+
+    ``echo``: its streams are also copied to this process's own stdout and stderr as they arrive (a child
+    someone watches, e.g. a fleet task's ``run`` in its Slurm log)."""
     if _stopping.is_set():
         raise Interrupted("interrupted: no new process is started")
     cap = output_cap(cap)
@@ -308,7 +321,11 @@ def start_and_wait(argv: list[str], *, env: dict[str, str], cwd: Path | None = N
         return Finished(tuple(argv), 127, False, time.perf_counter() - t0, b"",
                         f"{argv[0]}: {e.strerror}\n".encode(), 0, 0, 0)
     assert proc.stdout is not None and proc.stderr is not None  # both are pipes
-    sinks = {proc.stdout: _Sink(cap), proc.stderr: _Sink(cap)}
+    out_echo, err_echo = (sys.stdout.buffer, sys.stderr.buffer) if echo else (None, None)
+    if echo:  # what this process printed comes first
+        sys.stdout.flush()
+        sys.stderr.flush()
+    sinks = {proc.stdout: _Sink(cap, out_echo), proc.stderr: _Sink(cap, err_echo)}
     timed_out, strays = False, 0
     try:
         timed_out = _pump(proc, sinks, None if timeout is None else t0 + timeout)

@@ -4,19 +4,23 @@
 invalid gres) is sbatch's own error line, returned, not raised, so the caller
 can show it as that kind's row. A job's state comes from ``scontrol show job
 -o`` while the controller still holds it, else from ``sacct --parsable2
---noheader`` (which needs accounting).
+--noheader`` (which needs accounting). Each is a short query with a deadline
+(``runner.query``): sbatch answers once the job is queued, and it hands its own
+environment to the job (``--export=ALL``), which must not carry the marker the
+contained starter gives its children (``runner.process``): a job that starts on
+this node would be taken for one of that child's strays.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
 from tileproof.records.errors import TileproofError
+from tileproof.runner.query import ask
 
 JobState = Literal[
     "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
@@ -31,6 +35,10 @@ ENDED: frozenset[str] = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"
 """States a job never leaves."""
 
 _JOB_ID = re.compile(r"^[0-9]+$")
+SUBMIT_TIMEOUT_S = 120.0
+"""sbatch answers when the controller has queued the job; one that takes longer is stopped."""
+STATE_TIMEOUT_S = 60.0
+"""scontrol and sacct answer from the controller's memory or the accounting database."""
 
 
 class SlurmError(TileproofError):
@@ -56,13 +64,14 @@ def _client(name: str) -> str:
 
 def sbatch(script: Path, cwd: Path) -> Submission:
     """``sbatch --parsable SCRIPT``: the job id, or sbatch's refusal."""
-    proc = subprocess.run([_client("sbatch"), "--parsable", str(script)], cwd=cwd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()] or [f"sbatch exited {proc.returncode}"]
-        return Submission(job_id=None, refused=lines[-1].strip())
-    job_id = proc.stdout.strip().split(";")[0]
+    proc = ask([_client("sbatch"), "--parsable", script], cwd=cwd, timeout=SUBMIT_TIMEOUT_S)
+    if proc.exit_code != 0:
+        refused = proc.last_error() if proc.stderr.strip() else f"sbatch exited {proc.exit_code}"
+        return Submission(job_id=None, refused=refused)
+    answer = proc.text().strip()
+    job_id = answer.split(";")[0]
     if not _JOB_ID.match(job_id):
-        raise SlurmError(f"sbatch --parsable {script}: answered {proc.stdout.strip()!r}, not a job id")
+        raise SlurmError(f"sbatch --parsable {script}: answered {answer!r}, not a job id")
     return Submission(job_id=job_id, refused=None)
 
 
@@ -75,15 +84,15 @@ def _state(word: str, source: str) -> JobState:
 
 def job_state(job_id: str) -> JobState:
     """The job's state: ``scontrol`` while the controller holds it, ``sacct`` after."""
-    proc = subprocess.run([_client("scontrol"), "show", "job", "-o", job_id], capture_output=True, text=True)
-    if proc.returncode == 0:
-        found = re.search(r"(?:^|\s)JobState=(\S+)", proc.stdout)
+    proc = ask([_client("scontrol"), "show", "job", "-o", job_id], timeout=STATE_TIMEOUT_S)
+    if proc.exit_code == 0:
+        found = re.search(r"(?:^|\s)JobState=(\S+)", proc.text())
         if found:
             return _state(found.group(1), f"scontrol show job {job_id}")
-    acct = subprocess.run([_client("sacct"), "--parsable2", "--noheader", "-X", "--format=State", "-j", job_id],
-                          capture_output=True, text=True)
-    lines = [ln for ln in acct.stdout.splitlines() if ln.strip()]
-    if acct.returncode != 0 or not lines:
-        why = (acct.stderr.strip() or proc.stderr.strip() or "no such job").splitlines()[-1]
+    acct = ask([_client("sacct"), "--parsable2", "--noheader", "-X", "--format=State", "-j", job_id],
+               timeout=STATE_TIMEOUT_S)
+    lines = [ln for ln in acct.text().splitlines() if ln.strip()]
+    if acct.exit_code != 0 or not lines:
+        why = next((a.last_error() for a in (acct, proc) if a.stderr.strip()), "no such job")
         raise SlurmError(f"job {job_id}: neither scontrol nor sacct knows its state ({why})")
     return _state(lines[0], f"sacct -j {job_id}")

@@ -3,8 +3,8 @@
 Both streams are redacted (``records.redact``) before they are written under
 ``evidence/<run id>/``; a stream cut at the cap ends with one marker line
 naming where, and the Step says so in ``stdout_cut``/``stderr_cut``. Every
-process tileproof starts is a step or a capture (``runner.capture``), and both
-go through here.
+process tileproof keeps as evidence is a step or a capture (``runner.capture``),
+and both go through here.
 """
 
 from __future__ import annotations

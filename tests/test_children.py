@@ -1,0 +1,110 @@
+"""runner.children: a tileproof child starts contained, with a deadline; its output comes back (or live)."""
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from test_runner import alive
+
+from tileproof.runner import children, process
+
+REPO = Path(__file__).resolve().parents[1]
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the process table is read from /proc")
+
+HANG = '''"""A fake lesson program that writes its pid and sleeps."""
+import os, time
+from pathlib import Path
+
+AOT_SIGNATURES = {}  # makes it a program for ``run``'s discovery
+
+Path(__file__).with_suffix(".pid").write_text(str(os.getpid()))
+time.sleep(600)
+'''
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    for folder in ("kernels", "lessons", "cpp"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "kernels" / "tolerances.py").write_text((REPO / "kernels" / "tolerances.py").read_text())
+    (tmp_path / "kernels" / "hang.py").write_text(HANG)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    return tmp_path
+
+
+FAKE_PYTHON = """#!/bin/sh
+# stands in for the interpreter: ignores "-m tileproof ...", starts two grandchildren and waits
+sleep 600 & echo $! > "$0.group"
+setsid sleep 600 & echo $! > "$0.setsid"
+exec sleep 600
+"""
+
+
+def _gone(pid: int) -> bool:
+    for _ in range(100):
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@linux
+def test_a_child_past_its_deadline_dies_with_its_whole_tree(tmp_path):
+    python = tmp_path / "python"
+    python.write_text(FAKE_PYTHON)
+    python.chmod(0o755)
+    t0 = time.perf_counter()
+    child = children.tileproof(["run"], tmp_path, deadline_s=2, python=str(python))
+    assert child.exit_code is None and child.status == 1 and child.last_line() == "(killed at its deadline, 2 s)"
+    assert 2 <= time.perf_counter() - t0 < 15
+    for name in ("python.group", "python.setsid"):
+        assert _gone(int((tmp_path / name).read_text())), f"{name}: the grandchild outlived its tileproof child"
+
+
+@linux
+def test_a_stopped_tileproof_takes_its_tileproof_child_and_that_child_s_program(tree):
+    """What SIGTERM does (``process.kill_all_live``) while a ``tileproof run`` child runs a program: the child
+    is killed, and its program with it (the program's death signal), instead of running on for ten minutes."""
+    got = {}
+    worker = threading.Thread(target=lambda: got.update(child=children.tileproof(
+        ["run", "--program", "hang", "--record-no-gpu", "--timeout", "600", "--root", str(tree)], tree,
+        deadline_s=600)))
+    worker.start()
+    pid_file = tree / "kernels" / "hang.pid"
+    until = time.perf_counter() + 120
+    while not (pid_file.is_file() and pid_file.read_text()) and time.perf_counter() < until and worker.is_alive():
+        time.sleep(0.05)
+    process.kill_all_live()
+    worker.join(30)
+    assert not worker.is_alive()
+    assert got["child"].exit_code == -9 and got["child"].status == 1, got["child"].stderr
+    assert _gone(int(pid_file.read_text())), "the program outlived the tileproof child that ran it"
+    assert not list((tree / "runs").glob("*-session-*.json")), "a stopped session has no session record"
+
+
+def test_the_last_line_is_the_command_s_own_exit_line_or_its_summary():
+    def child(code, out, err=""):
+        return children.Child(("python", "-m", "tileproof", "audit"), code, 60.0, out, err)
+
+    bad = child(2, "audit: reading\n", "a warning\ntileproof audit: runs/x.json: kind: bad (fix: y)\n")
+    assert (bad.status, bad.last_line()) == (2, "tileproof audit: runs/x.json: kind: bad (fix: y)")
+    ok = child(1, "audit: 3 finding(s)\n\n", "a warning on stderr\n")
+    assert ok.last_line() == "audit: 3 finding(s)" and ok.lines() == ["audit: 3 finding(s)", "", "a warning on stderr"]
+    assert child(0, "", "").last_line() == "(no output)" and child(-9, "", "").status == 1
+    assert child(None, "half\n", "").last_line() == "(killed at its deadline, 60 s)"
+
+
+def test_echo_copies_the_child_s_output_as_it_comes(tree, capfd):
+    done = children.tileproof(["run", "--program", "nope", "--root", str(tree)], tree, deadline_s=120, echo=True)
+    err = capfd.readouterr().err
+    assert done.last_line() in err and done.stderr in err
+
+
+def test_children_run_side_by_side_in_order(tree):
+    jobs = [(["run", "--program", name, "--root", str(tree)], tree) for name in ("first", "second")]
+    done = children.in_parallel(jobs, deadline_s=120)
+    assert [d.last_line().split(":")[1].strip() for d in done] == ["--program first", "--program second"]
+    assert children.in_parallel([], deadline_s=1) == []
