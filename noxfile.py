@@ -249,7 +249,7 @@ CUDA_TILE_AXIS = cuda_tile_axis()
 
 
 def axis_set(release: str) -> str:
-    """The pinned set of one release of the axis (``tileproof.records.lock.set_file``)."""
+    """The pinned set of one release of the axis (README, "cuda-tile releases")."""
     return f"locks/cuda-tile-{release}.txt"
 
 

@@ -111,6 +111,7 @@ def test_the_release_on_pythonpath_is_the_one_read(tmp_path):
 
 @pytest.fixture
 def tree(tmp_path):
+    """kernels/ and lessons/ in a temporary repository (as tests/test_run_cmd.py's)."""
     root = tmp_path / "repo"
     for folder in ("kernels", "lessons"):
         shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))

@@ -25,7 +25,7 @@ FIX = "run nox -s lock and commit constraints.txt and locks/"
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 AXIS: list[str] = PYPROJECT["tool"]["tileproof"]["cuda-tile-axis"]
 SETS = {release: REPO / "locks" / f"cuda-tile-{release}.txt" for release in AXIS}
-"""Each release of the axis → its pinned set (records.lock.set_file)."""
+"""Each release of the axis → its pinned set (noxfile.axis_set)."""
 
 
 def declared() -> list[Requirement]:

@@ -261,3 +261,16 @@ def test_publish_states_the_verified_releases_and_the_audit_re_derives_them(tree
     assert main(["publish", LESSON, "--root", str(tree)]) == 0 and "already published" in capsys.readouterr().out
     assert main(["publish", LESSON, "--root", str(tree), "--republish"]) == 0
     assert len(lessons.load(tree, LESSON).front.cuda_tile_verified) == 2
+
+
+def test_the_audit_names_a_release_the_record_itself_contradicts(tmp_path):
+    from tileproof.judge.audit.rules.releases import release_issues
+
+    w = World(tmp_path)
+    assert release_issues(on(w, 1, "1.5.0", in_range=False)) == [] and release_issues(old(w)) == []
+    forged = on(w, 2, "1.5.0")
+    forged = forged.model_copy(update={"cuda_tile": forged.cuda_tile.model_copy(update={"version": "1.4.0",
+                                                                                      "tileiras": "13.3.36"})})
+    assert [reason for _rule, reason in release_issues(forged)] == [
+        "cuda_tile.version 1.4.0, environment cuda-tile 1.5.0",
+        "cuda_tile.tileiras 13.3.36, toolchain tileiras 13.4.92"]

@@ -17,16 +17,8 @@ from tileproof.records.errors import InputRefused, RecordError
 from tileproof.records.safe_read import read_text
 
 LOCK_FILE = "constraints.txt"
-LOCKS_DIR = "locks"
-SET_PREFIX = "cuda-tile-"
-"""A release's pinned set is ``locks/cuda-tile-<version>.txt``."""
 CUDA_TILE = "cuda-tile"
 FIX = "run nox -s lock and commit constraints.txt and locks/"
-
-
-def set_file(release: str) -> str:
-    """The repository path of ``release``'s pinned set."""
-    return f"{LOCKS_DIR}/{SET_PREFIX}{release}.txt"
 
 
 def pins(text: str, shown: str) -> dict[str, list[Requirement]]:

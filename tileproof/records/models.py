@@ -452,8 +452,8 @@ class RunRecord(RecordBase):
     kind: Literal["run"]
     run_version: Literal[1, 2, 3, 4] = 1
     """4 (``RUN_VERSION``) for records written now: the cuda-tile release and the program's uncaught exception
-    named (``cuda_tile``, ``failure``); 3 and up:
-    tolerance entries attested one by one (``ENTRY_RUN_VERSION``); 2 and up: the verdict may be
+    named (``cuda_tile``, ``failure``); 3 and up: tolerance entries attested one by one
+    (``ENTRY_RUN_VERSION``); 2 and up: the verdict may be
     ``toolchain-absent``; 1 (records written before, field absent): the verdicts of ``Verdict`` only, the
     tolerance table a whole-file source."""
     environment: Environment
