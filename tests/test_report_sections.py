@@ -256,3 +256,28 @@ def test_both_reports_show_each_lessons_python_programs_per_cuda_tile_release(co
         assert row.count("passed (") == 1  # one release column, its record linked
     assert 'id="cuda-tile-releases"' in page and escape(day79.releases.holds()) in page
     assert md.index("## Claims") < md.index("## cuda-tile releases")
+
+
+def test_the_compile_column_shows_the_locks_exports_not_another_releases(tmp_path):
+    from datetime import datetime, timezone
+
+    from tileproof.judge.audit.result import AuditResult
+    from tileproof.judge.releases import ReleaseKey
+    from tileproof.records.models import CudaTileRelease
+
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "a.py").write_text("AOT_SIGNATURES = {}\n")
+    lock = audit_tree.compile_record(tmp_path, ["kernels/a.py"], datetime(2026, 1, 1, tzinfo=timezone.utc))
+    older = audit_tree.compile_record(tmp_path, ["kernels/a.py"], datetime(2026, 1, 2, tzinfo=timezone.utc))
+    older = older.model_copy(update={
+        "compile_version": 4, "passed": False, "builds": [b.model_copy(update={"verdict": "failed"}) for b in older.builds],
+        "cuda_tile": CudaTileRelease(version="1.3.0", requires="nvidia-cuda-tileiras<13.3,>=13.2", tileiras="13.4.92",
+                                     in_range=False, outside_range_allowed=True)})
+
+    def column(records, lock_release):
+        result = AuditResult(root=tmp_path, findings=[], records=records, lessons=[], evidence_files=0,
+                             evidence_bytes=0, record_files=len(records), cuda_tile_lock=lock_release)
+        return {row.program: row.compile for row in render.view(result).rows}
+
+    assert column([lock, older], ReleaseKey("1.7.0", True)) == {"kernels/a.py": "1 of 1 target built (sm_90)"}
+    assert column([lock, older], None)["kernels/a.py"].startswith("0 of 1 target built")  # no lock: newest decides

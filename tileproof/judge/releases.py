@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
-from tileproof.records.models import CUDA_TILE_RUN_VERSION, RunRecord
+from tileproof.records.models import CUDA_TILE_RUN_VERSION, CompileRecord, RunRecord
 
 CUDA_TILE_SUFFIX = ".py"
 """The programs that import cuda-tile (``kernels/*.py``); C++ and cuTile.jl programs never do, so the cuda-tile
@@ -80,3 +80,11 @@ def decides_rows(rec: RunRecord, lock: ReleaseKey | None) -> bool:
     other record is the release axis, never a row's evidence: it neither passes nor blocks a row. ``lock``
     None (a tree that pins no cuda-tile) lets every record decide, as before the axis existed."""
     return lock is None or not uses_cuda_tile(rec) or release_of(rec) == lock
+
+
+def exports_rest_on(rec: CompileRecord, lock: ReleaseKey | None) -> bool:
+    """The same rule for a compile record's cuTile Python exports: only those of the lock's release (older
+    records, naming none, were made from the lock) stand for the course's build; ``compile-release`` records
+    are the axis. C++ builds use no cuda-tile: the caller keeps them whatever this says."""
+    named = rec.cuda_tile
+    return lock is None or named is None or ReleaseKey(named.version, not named.outside) == lock

@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from tileproof.judge import releases
 from tileproof.judge.audit.result import AuditResult
 from tileproof.judge.audit.rules import load as load_rules
 from tileproof.records.capability import cc_of, cc_tuple
@@ -90,8 +91,10 @@ def view(result: AuditResult) -> View:
             cells[key] = Cell(rec, (old.runs if old else 0) + 1)
             counts[rec.verdict] += 1
         elif isinstance(rec, CompileRecord):
+            axis = not releases.exports_rest_on(rec, result.cuda_tile_lock)  # another cuda-tile's exports
             for b in rec.builds:
-                builds[(b.program, b.target)] = b.verdict
+                if not (axis and b.artifact_kind == "cubin"):
+                    builds[(b.program, b.target)] = b.verdict
     gpus = sorted({g for _, g in cells}, key=_cc_order)
     per_program: dict[str, dict[str, str]] = {}
     for (program, target), verdict in sorted(builds.items(), key=lambda kv: (kv[0][0], _target_order(kv[0][1]))):

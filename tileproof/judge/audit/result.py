@@ -8,6 +8,7 @@ from pathlib import Path
 from tileproof.judge import gate
 from tileproof.judge.claim_verdicts import ClaimsToday
 from tileproof.judge.release_matrix import LessonReleases
+from tileproof.judge.releases import ReleaseKey
 from tileproof.records.history import HistoryReport
 
 Issue = tuple[str, str]
@@ -87,6 +88,9 @@ class AuditResult:
     """Document id → its claims file today (which claims it still asserts), or why it cannot be read."""
     history: HistoryReport | None = None
     """The git-history check (``runner.history``); None only for a result built without one."""
+    cuda_tile_lock: ReleaseKey | None = None
+    """The lock's cuda-tile release (``constraints.txt``): the only one whose exports the report's compile column
+    shows (``releases.exports_rest_on``); None when the tree pins none."""
 
     @property
     def ok(self) -> bool:
