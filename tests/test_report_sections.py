@@ -269,8 +269,9 @@ def test_the_compile_column_shows_the_locks_exports_not_another_releases(tmp_pat
     (tmp_path / "kernels" / "a.py").write_text("AOT_SIGNATURES = {}\n")
     lock = audit_tree.compile_record(tmp_path, ["kernels/a.py"], datetime(2026, 1, 1, tzinfo=timezone.utc))
     older = audit_tree.compile_record(tmp_path, ["kernels/a.py"], datetime(2026, 1, 2, tzinfo=timezone.utc))
+    failed = [b.model_copy(update={"verdict": "failed"}) for b in older.builds]
     older = older.model_copy(update={
-        "compile_version": 4, "passed": False, "builds": [b.model_copy(update={"verdict": "failed"}) for b in older.builds],
+        "compile_version": 4, "passed": False, "builds": failed,
         "cuda_tile": CudaTileRelease(version="1.3.0", requires="nvidia-cuda-tileiras<13.3,>=13.2", tileiras="13.4.92",
                                      in_range=False, outside_range_allowed=True)})
 
