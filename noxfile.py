@@ -315,6 +315,12 @@ def keygen(session):
     light_tileproof(session, "keygen")
 
 
+@nox.session(name="sign-registry", default=False, python=False, requires=["light"])
+def sign_registry(session):
+    """Endorse a change of lessons/runners.yaml with a key the committed registry trusts (docs/keys.md)."""
+    light_tileproof(session, "sign-registry")
+
+
 @nox.session(name="lint-kernels", python=False, requires=["light"])
 def lint_kernels(session):
     """Static checks over kernels/ for known cuTile mistakes."""

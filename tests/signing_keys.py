@@ -24,7 +24,9 @@ def new_signer() -> signing.Signer:
 
 
 def entry(signer: signing.Signer, *, owner: str = "test runner", may_sign=registry.RUNNER_KINDS,
-          added: date = date(2026, 11, 1), revoked_since: datetime | None = None) -> registry.RunnerKey:
+          added: date = date(2025, 1, 1), revoked_since: datetime | None = None) -> registry.RunnerKey:
+    """The registry entry of ``signer``; ``added`` before every fixture record it signs (a record dated
+    before its key was added counts for nothing: ``judge.standing``)."""
     return registry.RunnerKey(owner=owner, keyid=signer.keyid, public_key=signing.raw_public(signer.public).hex(),
                               may_sign=list(may_sign), added=added, revoked_since=revoked_since)
 

@@ -310,7 +310,8 @@ def test_record_round_trip(tmp_path):
     step = Step(name="matmul_bench", argv=["python3", "kernels/bench/matmul_bench.py"], started=now, ended=now,
                 duration_s=1.0, exit_code=0, stdout=t, stderr=t)
     record = BenchRecord(
-        schema_version=1, kind="bench", run_id="FIXTURE-20261129T120000Z-bench-00000001", created=now,
+        schema_version=1, kind="bench", bench_version=2, run_id="FIXTURE-20261129T120000Z-bench-00000001",
+        created=now,
         tileproof_version="0.1.0", git=GitState(commit=None, dirty=True),
         host=HostFacts(system="fixture", release="6", machine="x86_64", python="3.12", cpu_count=16),
         environment=environment(), program="kernels/bench/matmul_bench.py", sources=[], step=step,
@@ -659,3 +660,213 @@ def test_quick_softmax_bench_passes_on_this_gpu(tree):
     assert rec.verdict == "passed" and rec.cases and rec.ceilings["gbps"] > 0
     assert all(c.checked for c in rec.cases if c.name != "copy")
     assert rec.gpu_before is not None and rec.gpu_after is not None
+
+
+# --- rooflines and second looks (bench_version 2) ---------------------------------------
+
+
+def committed_results(run_id: str) -> tuple[BenchRecord, dict, CheckReport | None]:
+    rec = load_record(REPO / "runs" / f"{run_id}.json")
+    results = json.loads((REPO / rec.results_file.path).read_text())
+    report_ = CheckReport.model_validate_json((REPO / rec.report_file.path).read_text()) if rec.report_file else None
+    return rec, results, report_
+
+
+def rebuilt(results: dict, report_: CheckReport | None):
+    cases, ceilings, _ = bench.build_cases(results, report_)
+    paired = bench.head_to_head(results)
+    return {c.key: c for c in bench.second_looks(results, cases, paired)}, ceilings
+
+
+def test_committed_softmax_evidence_is_bytes_bound_against_its_copy():
+    """The H200 softmax record (bench_version 1) rebuilt: every case is bound by bytes and measured
+    against the device copy of the same run; the issue's 63.0% comes out, and nothing is near 95%."""
+    rec, results, report_ = committed_results("20261201T092610Z-bench-55789877")
+    by, ceilings = rebuilt(results, report_)
+    assert rec.bench_version == 1 and all(c.roofline is None for c in rec.cases), "old records stay as written"
+    assert all(c.roofline.bound == "bytes" and c.roofline.ceiling == "device copy" for c in by.values())
+    assert all(c.roofline.ceiling_key == "copy/memcpy/268435456" for c in by.values())
+    best = by["softmax/tile/2097152x128/128x128"]
+    assert best.roofline.pct_of_ceiling == pytest.approx(63.0, abs=0.05)
+    assert best.roofline.floor_ms == pytest.approx(2 * (1 << 30) / (ceilings["gbps"] * 1e9) * 1e3)
+    assert by["online_softmax/tile/4096x100000/1x4096"].roofline.pct_of_ceiling == pytest.approx(29.5, abs=0.05)
+    assert by["copy/memcpy/268435456"].roofline.pct_of_ceiling == pytest.approx(100.0)
+    assert not any(c.second_look for c in by.values()), "the copy itself is never flagged against itself"
+
+
+def test_committed_matmul_evidence_flags_the_kernel_that_beat_cublas():
+    """The H200 matmul record rebuilt: at 8192^3 the persistent kernel's 102.8% of cuBLAS head to head
+    is past the control (100.0% [99.9, 100.1]), so it is flagged for a second look; at 4096^3 its 100.0%
+    is inside the control's band (100.1% [99.7, 100.5]) and is not. The record has no copy and no peak,
+    so the FLOP ceiling is the largest cuBLAS product."""
+    _rec, results, report_ = committed_results("20261201T092413Z-bench-bbc58257")
+    by, _ = rebuilt(results, report_)
+    big = by["matmul/persistent/8192x8192x8192/128x256x32+warps8+occ1"]
+    assert big.second_look is not None and big.second_look.rule == "above-reference"
+    assert big.second_look.value == pytest.approx(102.8, abs=0.05)
+    assert big.second_look.threshold == pytest.approx(100.1, abs=0.05)
+    assert big.second_look.basis.startswith("head to head, 200 cycles; control 100.0% [99.9, 100.1]")
+    assert "measure it again" in big.second_look.text()
+    assert by["matmul/persistent/4096x4096x4096/128x256x32+warps8+occ1"].second_look is None
+    assert [k for k, c in by.items() if c.second_look] == [big.key]
+    for c in by.values():
+        assert c.roofline.bound == "flops" and c.roofline.ceiling == "largest cuBLAS product"
+        assert c.roofline.ceiling_key == "matmul/cublas/8192x8192x8192"
+
+
+def case_results(*cases_, ceilings, peak=None, reference=None):
+    return {"reference": reference or {}, "ceilings": ceilings, "peak": peak, "cases": list(cases_)}
+
+
+COPY = case("copy/memcpy/1", "copy", "memcpy", [1], 1.0, nbytes=4 * 10 ** 9)   # 4000 GB/s, an H200's pace
+
+
+@pytest.mark.parametrize("flops,nbytes,peak,want", [
+    (mm(4096), 2 * 2 * 4096 ** 2 + 4 * 4096 ** 2, {"tflops": 1000.0}, ("flops", "dense peak")),
+    (mm(64), 2 * 2 * 64 ** 2 + 4 * 64 ** 2, {"tflops": 1e9}, ("bytes", "device copy")),
+    (mm(4096), 2 * 2 * 4096 ** 2 + 4 * 4096 ** 2, None, ("flops", "largest cuBLAS product")),
+    (None, 1 << 30, {"tflops": 1000.0}, ("bytes", "device copy")),
+], ids=["big-matmul-peak", "tiny-matmul-bytes", "no-peak-falls-back-to-cublas", "softmax"])
+def test_roofline_names_the_larger_floor(flops, nbytes, peak, want):
+    kernel = case("x/tile/1/8x8x8", "x", "tile", [1], 0.5, flops=flops, nbytes=nbytes, tiles=[8, 8, 8])
+    ref = case("matmul/cublas/1", "matmul", "cublas", [1], 0.25, flops=mm(4096))
+    results = case_results(kernel, ref, COPY, ceilings={"tflops": "matmul/cublas/1", "gbps": "copy/memcpy/1"},
+                           peak=peak)
+    cases, ceilings, _ = bench.build_cases(results, None)
+    r = cases[0].roofline
+    assert (r.bound, r.ceiling) == want
+    t_flops = flops / (ceilings.get("peak_tflops", ceilings["tflops"]) * 1e12) * 1e3 if flops else 0.0
+    t_bytes = nbytes / (ceilings["gbps"] * 1e9) * 1e3
+    assert r.floor_ms == pytest.approx(max(t_flops, t_bytes))
+    rate = cases[0].tflops if r.bound == "flops" else nbytes / 0.5e-3 / 1e9     # the case's median is 0.5 ms
+    assert r.pct_of_ceiling == pytest.approx(100 * rate / r.ceiling_rate)
+    assert r.text().startswith(f"{r.bound}-bound: ")
+
+
+def test_no_ceiling_no_roofline():
+    results = case_results(case("x/tile/1/8x8", "x", "tile", [1], 0.5, nbytes=1 << 20, tiles=[8, 8]), ceilings={})
+    assert bench.build_cases(results, None)[0][0].roofline is None
+
+
+@pytest.mark.parametrize("copy_pct,flagged", [(94.9, False), (95.1, True), (140.0, True)],
+                         ids=["under", "just-over", "impossible"])
+def test_second_look_above_95_percent_of_the_copy(copy_pct, flagged):
+    ms = 100 / copy_pct                                   # COPY moves its bytes in 1 ms; this case the same bytes
+    kernel = case("softmax/tile/1/8x8", "softmax", "tile", [1], ms, nbytes=4 * 10 ** 9, tiles=[8, 8])
+    results = case_results(kernel, COPY, ceilings={"gbps": "copy/memcpy/1"})
+    cases, _, _ = bench.build_cases(results, None)
+    by = {c.key: c for c in bench.second_looks(results, cases, {})}
+    look = by["softmax/tile/1/8x8"].second_look
+    assert (look is not None) is flagged and by["copy/memcpy/1"].second_look is None
+    if look:
+        assert look.rule == "above-copy" and look.value == pytest.approx(copy_pct) and look.threshold == 95.0
+        assert look.basis == f"{40 * copy_pct:.0f} GB/s against the device copy's 4000 GB/s in the same run"
+
+
+def test_second_look_above_cublas_uses_the_control_or_else_the_references_spread():
+    shape = [4096] * 3
+    ref_samples = [0.20 * (1 + 0.01 * ((i % 3) - 1)) for i in range(20)]   # cuBLAS, spread ~0.8%
+    fast = case("matmul/persistent/4096x4096x4096/a", "matmul", "persistent", shape, 0.19, flops=mm(4096),
+                tiles=[128, 256, 32])                                           # 105.3% of cuBLAS by medians
+    close = case("matmul/persistent/4096x4096x4096/b", "matmul", "persistent", shape, 0.1995, flops=mm(4096),
+                 tiles=[128, 256, 64])                                          # 100.25%: inside the spread
+    ref = case("matmul/cublas/4096x4096x4096", "matmul", "cublas", shape, ref_samples, flops=mm(4096))
+    results = case_results(fast, close, ref, ceilings={"tflops": "matmul/cublas/4096x4096x4096"},
+                           reference={"matmul": "cublas"})
+    cases, _, _ = bench.build_cases(results, None)
+    by = {c.key: c for c in bench.second_looks(results, cases, {})}
+    look = by[fast["key"]].second_look
+    assert look.rule == "above-reference" and look.basis.startswith("sweep medians; no control at this shape")
+    assert look.threshold == pytest.approx(100 + 100 * by[ref["key"]].spread)
+    assert by[close["key"]].second_look is None and by[ref["key"]].second_look is None
+    # Head to head, the paired ratio decides and the control's band is the threshold.
+    control = bench.PairedRatio(reference=ref["key"], cycles=200, pct_of_reference=100.1, q1=99.8, q3=100.6,
+                                control=True)
+    paired = {close["key"]: bench.PairedRatio(reference=ref["key"], cycles=200, pct_of_reference=100.9, q1=100.7,
+                                              q3=101.1),
+              f"{ref['key']}/again": control}
+    by = {c.key: c for c in bench.second_looks(results, cases, paired)}
+    look = by[close["key"]].second_look
+    assert look.value == pytest.approx(100.9) and look.threshold == pytest.approx(100.6)
+    assert look.basis == "head to head, 200 cycles; control 100.1% [99.8, 100.6] over 200 cycles"
+
+
+def test_bench_version_decides_which_fields_a_record_may_hold(tmp_path):
+    cases, ceilings, repeat = bench.build_cases(matmul_results(), report())
+    now = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    t = Transcript(path="evidence/FIXTURE-bench/x.txt", sha256="0" * 64, bytes=0)
+    step = Step(name="matmul_bench", argv=["python3"], started=now, ended=now, duration_s=1.0, exit_code=0,
+                stdout=t, stderr=t)
+    fields = dict(schema_version=1, kind="bench", run_id="FIXTURE-bench-v", created=now, tileproof_version="0.1.0",
+                  git=GitState(commit=None, dirty=True),
+                  host=HostFacts(system="fixture", release="6", machine="x86_64", python="3.12", cpu_count=16),
+                  environment=environment(), program="kernels/bench/matmul_bench.py", sources=[], step=step,
+                  results_file=t, gpu_before=None, gpu_after=None, ceilings=ceilings, repeat_spread=repeat,
+                  verdict="passed", reason="FIXTURE")
+    BenchRecord(**fields, bench_version=2, cases=cases)
+    with pytest.raises(ValueError, match="before bench_version 2 hold no roofline"):
+        BenchRecord(**fields, cases=cases)                                   # bench_version 1 by default
+    bare = [c.model_copy(update={"roofline": None}) for c in cases]
+    with pytest.raises(ValueError, match="give every case with a rate its roofline"):
+        BenchRecord(**fields, bench_version=2, cases=bare)
+    assert BenchRecord(**fields, cases=bare).bench_version == 1
+    assert all(r.bench_version == 1 for r in map(load_record, committed_bench_records()))
+
+
+def test_summary_shows_each_cases_roofline_and_flag():
+    _rec, results, report_ = committed_results("20261201T092413Z-bench-bbc58257")
+    cases, ceilings, repeat = bench.build_cases(results, report_)
+    paired = bench.head_to_head(results)
+    lines = bench.summary(bench.second_looks(results, cases, paired), repeat, ceilings, paired)
+    big = next(line for line in lines if "persistent/8192x8192x8192/128x256x32+warps8+occ1 " in line)
+    assert big.endswith("SECOND-LOOK") and "cuBLAS  " in big
+    assert sum(1 for line in lines if ": second look: " in line) == 1
+
+
+# --- the bench programs compile without a GPU ----------------------------------------------
+
+
+EXPORTED = {"softmax_bench.py": ["softmax/persistent/64x128+occ2+stg", "online_softmax/l2/1x4096+occ1+rev+stg"],
+            "matmul_bench.py": ["persistent/128x256x32+lat4+warps8+occ1@4000x5000x3000"]}
+"""One config of each kind: a row softmax, an online softmax, a matmul at the ragged size (the whole
+sweep plans, 94 softmax and 58 matmul exports, compile for sm_90 on a CPU machine: ``--export DIR --sweep``)."""
+
+
+def test_bench_configs_export_for_sm90_without_a_gpu(tmp_path):
+    """Configs of each program go through the same export workers ``PROGRAM --export DIR`` runs for
+    every config of a plan (tileiras, no GPU), with the constraints a launch would give cuTile's JIT."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    jit = bench_module("jit")
+
+    def export(program: str) -> dict:
+        specs = load(program)._export_specs("sweep")
+        return jit.export_all(str(BENCH / program), {k: specs[k] for k in EXPORTED[program]}, str(tmp_path / program),
+                              "sm_90", timeout_s=300)
+
+    with ThreadPoolExecutor(len(EXPORTED)) as pool:
+        done = dict(zip(EXPORTED, pool.map(export, EXPORTED), strict=True))
+    for program, answers in done.items():
+        for key in EXPORTED[program]:
+            answer = answers[key]
+            assert answer["error"] is None, (key, answer["error"])
+            cubin = Path(answer["cubin"])
+            assert cubin.is_file() and cubin.stat().st_size > 1000 and cubin.parent == tmp_path / program
+            res = answer["resources"][0]
+            assert "error" in res or (res["local_bytes"] == 0 and res["registers"] > 0), (key, res)
+
+
+def test_plans_hold_distinct_configs_and_the_bench_plan_is_swept():
+    soft, mat = load("softmax_bench.py"), load("matmul_bench.py")
+    for plan in (soft.configs("sweep"), soft.configs("bench"), mat.configs(mat.TILES, "sweep"), mat.configs(mat.TILES)):
+        assert len({c.key for c in plan}) == len(plan)
+    swept = {c.key for c in soft.configs("sweep")}
+    course = {c.key for c in soft.configs("bench") if c.variant == "tile" and not c.hints}
+    assert {c.key for c in soft.configs("bench")} - course <= swept, "every step the bench times was swept first"
+    assert {c.key for c in mat.tuned()} <= {c.key for c in mat.configs(mat.TILES, "sweep")}
+    assert mat.RAGGED in mat.SIZES and all(d % 128 for d in mat.RAGGED)
+    with pytest.raises(ValueError, match="unknown hint"):
+        soft.config("softmax", "tile", (8, 128), occupancy=2, warp=1)
+    with pytest.raises(ValueError, match="only the persistent kernel"):
+        mat.hinted("grouped", (128, 128, 64), latency=4)
+    assert soft.config("online_softmax", "l2", (1, 8192), rev=1, occupancy=1, stg=0).tag == "1x8192+occ1+rev"

@@ -50,3 +50,24 @@ def test_one_run_gpu_job_per_runner_label_then_one_merge_job():
     assert merge["needs"] == "run-gpu" and merge["if"] == "always()"
     script = next(s["run"] for s in merge["steps"] if s.get("name", "").startswith("Merge"))
     assert 'nox -s fleet -- merge "${sources[@]}"' in script
+
+
+def test_the_merge_job_audits_the_whole_history_against_the_pinned_root_and_the_last_audited_head():
+    """Issue 32: a full clone (a shallow one cannot be checked), the trust root from CI's configuration
+    outside the tree, and the head audited last (the Actions cache) passed as --expect-ancestor; the head
+    is kept only after an audit that passed (the save step runs on success only)."""
+    merge = yaml.safe_load(WORKFLOW.read_text())["jobs"]["merge"]
+    steps = merge["steps"]
+    assert steps[0]["uses"].startswith("actions/checkout@") and steps[0]["with"]["fetch-depth"] == 0
+    assert merge["env"]["TILEPROOF_TRUST_ROOT"] == "${{ vars.TILEPROOF_TRUST_ROOT }}"
+    names = [s.get("name", s.get("uses")) for s in steps]
+    restore, audit, save = (steps[names.index(n)] for n in (
+        "The last head this workflow audited on this ref", "Audit against the trust root and the last audited head",
+        "Keep this head as audited"))
+    assert restore["uses"].startswith("actions/cache/restore@") and save["uses"].startswith("actions/cache/save@")
+    assert restore["with"]["path"] == save["with"]["path"] == "${{ runner.temp }}/audited-head"
+    assert save["with"]["key"].startswith(restore["with"]["restore-keys"]) and "if" not in save
+    assert "--expect-ancestor" in audit["run"] and "nox -s audit" in audit["run"]
+    assert audit["run"].index("nox -s audit") < audit["run"].index("git rev-parse HEAD >")
+    assert names.index("Keep this head as audited") > names.index("Audit against the trust root and the last "
+                                                                   "audited head")

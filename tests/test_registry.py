@@ -115,9 +115,27 @@ def test_subjects_must_be_the_records_own_digests(tmp_path):
     rec = store.load_record(store.write_record(tmp_path / "plain", real_run()))
     body = json.loads(rec.model_dump_json())
     subjects = signing.subjects_of(rec)[1:]  # one attested file left out
-    env = signing.envelope_of(body, subjects, signer)
+    statement = signing.Statement(type_=signing.STATEMENT_TYPE, subject=subjects,  # a v1 statement, as before v2
+                                  predicateType=signing.PREDICATE_TYPE_V1, predicate=body)
+    env = signing.envelope_of(statement, signer)
     path = tmp_path / "r.json"
     path.write_text(env.model_dump_json())
+    assert store.read_record(path, registry_of(entry(signer))).trust == "subject-mismatch"
+
+
+@pytest.mark.parametrize("drop", ["subject", "material"])
+def test_a_v2_statement_must_name_every_product_and_material(tmp_path, drop):
+    """A v2 statement whose subjects (the products) or materials (what the step read) leave one out."""
+    signer = new_signer()
+    rec = store.load_record(store.write_record(tmp_path / "plain", real_run()))
+    statement = signing.record_statement(json.loads(rec.model_dump_json()), rec)
+    if drop == "subject":
+        statement = statement.model_copy(update={"subject": statement.subject[1:]})
+    else:
+        statement = statement.model_copy(update={"predicate": statement.predicate.model_copy(
+            update={"materials": statement.predicate.materials[1:]})})
+    path = tmp_path / "r.json"
+    path.write_text(signing.envelope_of(statement, signer).model_dump_json())
     assert store.read_record(path, registry_of(entry(signer))).trust == "subject-mismatch"
 
 
@@ -152,9 +170,9 @@ def test_unsigned_records_committed_before_the_first_key_are_legacy_not_findings
     (signed-only), and is no finding; one committed after a key was registered is a finding."""
     import subprocess
 
-    from tileproof.judge import trust
+    from tileproof.judge import standing, trust, trust_root
     from tileproof.records.registry import UNSIGNED, registry_lists_keys
-    from tileproof.runner.history import unsigned_standing
+    from tileproof.runner import history
 
     def git(*args):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
@@ -173,7 +191,12 @@ def test_unsigned_records_committed_before_the_first_key_are_legacy_not_findings
     git("add", "-A")
     git("commit", "-qm", "a key, and an unsigned record after it")
     (tmp_path / "runs" / "uncommitted.json").write_text("{}")
-    found = unsigned_standing(tmp_path, ["runs/old.json", "runs/new.json", "runs/uncommitted.json"])
+    graph = history.trust_history(tmp_path)
+    state = trust_root.evaluate(graph, (tmp_path / "lessons" / "runners.yaml").read_bytes(), [])
+    first = {f.path: graph.first_commit(f.commit) for f in history.read(tmp_path).first}
+    paths = ["runs/old.json", "runs/new.json", "runs/uncommitted.json"]
+    found = ({p for p in paths if p in first and standing.legacy(first[p], state)},
+             {p for p in paths if p not in first and standing.legacy(None, state)})
     assert found == ({"runs/old.json"}, {"runs/uncommitted.json"})
     assert not trust.counts(UNSIGNED.trust, "signed-only")
     assert trust.issues(UNSIGNED, "signed-only", legacy=True) == []

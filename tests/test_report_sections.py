@@ -282,3 +282,46 @@ def test_the_compile_column_shows_the_locks_exports_not_another_releases(tmp_pat
 
     assert column([lock, older], ReleaseKey("1.7.0", True)) == {"kernels/a.py": "1 of 1 target built (sm_90)"}
     assert column([lock, older], None)["kernels/a.py"].startswith("0 of 1 target built")  # no lock: newest decides
+def _as_version_2(rec: BenchRecord) -> BenchRecord:
+    """A committed bench record with its cases rebuilt by today's bench (roofline, second look) from its own
+    results file, as a bench_version 2 record would hold them."""
+    import json
+
+    from tileproof.bench import core as bench
+    from tileproof.records.models import CheckReport
+
+    results = json.loads((REPO / rec.results_file.path).read_text())
+    report = CheckReport.model_validate_json((REPO / rec.report_file.path).read_text())
+    cases, ceilings, _ = bench.build_cases(results, report)
+    cases = bench.second_looks(results, cases, rec.head_to_head)
+    return rec.model_copy(update={"bench_version": 2, "cases": cases, "ceilings": ceilings})
+
+
+def test_bench_view_shows_the_roofline_and_flags_a_second_look(committed):
+    old = _benches(committed, "kernels/bench/matmul_bench.py")[-1]
+    assert any("bench_version 1: no roofline" in n for n in bench_view.bench_view(old).notes)
+    v = bench_view.bench_view(_as_version_2(old))
+    flagged = [b for c in v.sweeps for b in c.bars if "second look" in b.value_text]
+    assert [b.label for b in flagged] == ["persistent 128x256x32+warps8+occ1"]
+    assert all("(flops-bound)" in c.title for c in v.sweeps)
+    assert any(b.value_text.endswith("% of largest cuBLAS product") for c in v.sweeps for b in c.bars)
+    notes = [n for n in v.notes if n.startswith("⚑ ")]
+    assert len(notes) == 1 and "matmul/persistent/8192x8192x8192/128x256x32+warps8+occ1" in notes[0]
+    assert not any("bench_version 1" in n for n in v.notes)
+    soft = bench_view.bench_view(_as_version_2(_benches(committed, "kernels/bench/softmax_bench.py")[-1]))
+    assert all("(bytes-bound)" in c.title for c in soft.sweeps)
+
+
+def test_status_lines_name_each_programs_newest_record_and_its_best_per_shape(committed):
+    lines = bench_view.status_lines(committed.records)
+    programs = ("kernels/bench/matmul_bench.py", "kernels/bench/softmax_bench.py")
+    newest = {p: _benches(committed, p)[-1] for p in programs}
+    heads = [line for line in lines if not line.startswith("  ")]
+    assert [h.split(":")[0] for h in heads] == sorted(newest)
+    assert all(newest[h.split(":")[0]].run_id in h for h in heads)
+    assert "  softmax 2097152x128: tile 128x128 0.8113 ms, no roofline (bench_version 1), 607.4% of CuPy" in lines
+    rec = _as_version_2(newest["kernels/bench/matmul_bench.py"])
+    big = next(c for c in bench_view.best_by_shape(rec) if c.shape == [8192] * 3)
+    line = bench_view.status_line(rec, big)
+    assert "flops-bound: " in line and "head to head 102.8% [102.7, 102.9]" in line
+    assert "; ⚑ second look: 102.8% > 100.1% of the reference" in line

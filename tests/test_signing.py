@@ -37,8 +37,33 @@ def test_signed_file_is_a_dsse_envelope_of_an_in_toto_statement(signed):
                                   "sig": env["signatures"][0]["sig"]}]
     statement = json.loads(base64.b64decode(env["payload"]))
     assert statement["_type"] == "https://in-toto.io/Statement/v1"
-    assert statement["predicateType"] == "urn:tileproof:record:v1"
+    assert statement["predicateType"] == "urn:tileproof:record:v2"
     rec = store.load_record(path)
+    assert statement["predicate"]["record"] == json.loads(rec.model_dump_json())
+    names = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]}
+    materials = {s["name"]: s["digest"]["sha256"] for s in statement["predicate"]["materials"]}
+    # subjects: what the run produced, every transcript: step streams, report, pip freeze, nvidia-smi
+    for f in [rec.step.stdout, rec.step.stderr, rec.report_file, rec.environment.pip_freeze,
+              rec.environment.nvidia_smi, rec.environment.nvidia_smi_query]:
+        assert names[f.path] == f.sha256
+    # materials: what it read (the program, its helpers, the lesson), never a subject
+    for f in rec.sources:
+        assert materials[f.path] == f.sha256 and f.path not in names
+    assert all(n.startswith("evidence/") for n in names)
+    assert "kernels/fused.py" in materials or any(n.startswith("kernels/") for n in materials)
+
+
+V1_SIGNED = "runs/20261201T092315Z-run-4f961181.json"
+"""A committed record signed before statement v2: it is never rewritten, and reads as it was signed."""
+
+
+def test_records_signed_before_v2_keep_their_v1_statement(repo_root):
+    """The v1 statement (predicate = the record; every file digest, inputs included, a subject) reads back."""
+    env = json.loads((repo_root / V1_SIGNED).read_text())
+    statement = json.loads(base64.b64decode(env["payload"]))
+    assert statement["_type"] == "https://in-toto.io/Statement/v1"
+    assert statement["predicateType"] == "urn:tileproof:record:v1"
+    rec = store.load_record(repo_root / V1_SIGNED)
     assert statement["predicate"] == json.loads(rec.model_dump_json())
     names = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]}
     # sources, and every transcript: step streams, report, pip freeze, nvidia-smi
@@ -46,6 +71,7 @@ def test_signed_file_is_a_dsse_envelope_of_an_in_toto_statement(signed):
               rec.environment.nvidia_smi, rec.environment.nvidia_smi_query]:
         assert names[f.path] == f.sha256
     assert "kernels/fused.py" in names or any(n.startswith("kernels/") for n in names)
+    assert store.read_record(repo_root / V1_SIGNED, registry.load_registry(repo_root)).trust == "verified"
 
 
 def test_securesystemslib_verifies_the_envelope(signed):

@@ -49,8 +49,12 @@ def forge(path: Path, change) -> None:
     edited = type(rec).model_validate(change(json.loads(rec.model_dump_json())))
     edited = edited.model_copy(update={"seal": store.seal_of(edited)})
     assert edited.seal == store.seal_of(edited), "the forger's seal is valid: the old audit passed this"
-    statement["predicate"] = json.loads(edited.model_dump_json())
-    statement["subject"] = [s.model_dump() for s in signing.subjects_of(edited)]  # consistent, too
+    if statement["predicateType"] == "urn:tileproof:record:v1":  # a record signed before statement v2
+        statement["predicate"] = json.loads(edited.model_dump_json())
+        statement["subject"] = [s.model_dump() for s in signing.subjects_of(edited)]  # consistent, too
+    else:  # subjects, materials and the record, all consistent
+        statement = json.loads(signing.record_statement(json.loads(edited.model_dump_json()), edited)
+                               .model_dump_json(by_alias=True))
     env["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
     path.write_text(json.dumps(env))
 
@@ -334,16 +338,18 @@ def publish_cmd(root: Path, lesson: str, capsys) -> tuple[int, str]:
     return cli(capsys, "publish", lesson, "--root", str(root))
 
 
-def fake_h200_softmax(root: Path, signer: signing.Signer | None) -> Path:
+def fake_h200_softmax(root: Path, signer: signing.Signer | None, when=None, passed: bool = True) -> Path:
     """What the fake nvidia-smi + cupy + sitecustomize made tileproof write on a CPU box: a
     passing "NVIDIA H200, cc 9.0" run of kernels/softmax.py (whose lesson only has a T4 run),
-    its transcripts and its closing session record, all in the shape a real run has."""
-    sid = store.new_run_id("session", LATER)
+    its transcripts and its closing session record, all in the shape a real run has (dated
+    ``when``, default ``LATER``; ``passed=False``: the run's check failed)."""
+    when = when or LATER
+    sid = store.new_run_id("session", when)
     env = audit_tree.environment(root, sid, which="H200")
     run = audit_tree.run_record(root, env, "kernels/softmax.py", checks=["softmax"], lessons=["02-softmax"],
-                                when=LATER + timedelta(seconds=10))
+                                when=when + timedelta(seconds=10), passed=passed)
     path = store.write_record(root, at_head(root, run), signer)
-    store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], LATER + timedelta(minutes=1))), signer)
+    store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], when + timedelta(minutes=1))), signer)
     return path
 
 
@@ -576,3 +582,293 @@ def test_cli_record_claiming_a_commit_it_does_not_match(signed_tree, capsys):
     assert code == 1, out
     assert f"runs/{path.name}: record-commit-mismatch: kernels/softmax.py: the record attests sha256" in out
     assert f"runs/{other.name}: record-commit-unknown: git.commit ffffffffffff is not in this repository" in out
+
+
+# --- issue 32: a trust root the reviewer holds -----------------------------------------------
+#
+# Each attack below got through on 347efc1 (publish succeeded, or the audit exited 0, or found
+# only collateral findings); each test asserts the finding that names it. Controls use the
+# procedures of docs/keys.md (a root reset accepted by moving the pin; a change endorsed with
+# ``tileproof sign-registry``) and pass.
+
+
+def head_of(root: Path) -> str:
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def add_key(root: Path, signer: signing.Signer, *, may_sign=None, owner: str = "an H200 runner of mine") -> None:
+    """Append ``signer``'s entry to the tree's lessons/runners.yaml, as keygen prints it."""
+    import yaml
+
+    from tileproof.records.registry import REGISTRY
+
+    path = root / REGISTRY
+    raw = yaml.safe_load(path.read_text())
+    kinds = list(may_sign) if may_sign is not None else ["run", "session", "bench", "claims"]
+    raw["runners"].append(entry(signer, owner=owner, may_sign=kinds).model_dump(mode="json", exclude_none=True))
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+def test_cli_self_registered_key(signed_tree, capsys):
+    """(1) keygen, append the entry to lessons/runners.yaml inside a bulk "H200 session (6/6 passed)"
+    evidence commit, sign a fake-GPU run with it. No key the registry held signed that change: the
+    key counts for nothing, publish refuses and the audit names the change and the record."""
+    root, _ = signed_tree
+    mine = new_signer()
+    add_key(root, mine)
+    path = fake_h200_softmax(root, mine)
+    commit(root, "H200 session 20251129T130000Z (6/6 passed)")
+    code, out = publish_cmd(root, "02-softmax", capsys)
+    assert code == 1 and "lessons/runners.yaml: registry-root-reset:" in out, out
+    assert lessons.load(root, "02-softmax").front.status == "draft"
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and "lessons/runners.yaml: registry-root-reset:" in out, out
+    assert f"runs/{path.name}: record-unendorsed-key:" in out
+    assert f"registry change {head_of(root)[:12]}" in out and f"key {mine.keyid[:16]}… (an H200 runner of mine) " \
+                                                            "added" in out, "the report lists every change"
+
+
+def _pin(root: Path, commit_id: str, why: str = "a root reset, reviewed") -> None:
+    (root / ".ci").mkdir(exist_ok=True)
+    (root / ".ci" / "trust-root").write_text(f"pin_version: 1\ncommit: '{commit_id}'\nwhy: {why}\n")
+
+
+def test_cli_root_reset_accepted_by_moving_the_pin_then_endorsed_changes(signed_tree, capsys):
+    """The control of (1), and docs/keys.md's procedure: every key lost, so new keys are registered
+    unsigned (a root reset: a finding until the pin moves), the pin is moved to that commit in a second
+    commit, and later additions are endorsed by a key the new root holds with 'registry'."""
+    root, _ = signed_tree
+    admin_key = Ed25519PrivateKey.generate()
+    admin, runner = signing.Signer(admin_key), new_signer()
+    add_key(root, admin, may_sign=["compile", "claims", "registry"], owner="lead's new CPU build key")
+    add_key(root, runner, owner="new H200 runner")
+    commit(root, "runner registry: root reset (every key lost)", "lessons/runners.yaml")
+    reset = head_of(root)
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and "registry-root-reset" in out, "a root reset without a moved pin is a finding"
+    _pin(root, reset)
+    commit(root, "move the trust root to the reset", ".ci")
+    code, out = audit_cmd(root, capsys)
+    assert code == 0, out
+    assert f"trust root: commit {reset[:12]}, from .ci/trust-root: a root reset, reviewed" in out
+    assert f"pin moved in {head_of(root)[:12]}: .ci/trust-root absent -> {reset[:12]}" in out
+    # A second runner's key, endorsed by the admin key the root holds: no finding, and it signs.
+    second = new_signer()
+    add_key(root, second, owner="second H200 runner")
+    key = root.parent / "admin.pem"
+    key.write_bytes(admin_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                            serialization.NoEncryption()))
+    key.chmod(0o600)
+    code, out = cli(capsys, "sign-registry", "--root", str(root), "--key", str(key))
+    assert code == 0 and "lessons/registry-signatures/" in out, out
+    commit(root, "runner registry: a second H200 runner, endorsed", "lessons")
+    path = fake_h200_softmax(root, second)
+    commit(root, "H200 session (the second runner)")
+    code, out = audit_cmd(root, capsys)
+    assert code == 0 and "signed by " + admin.keyid[:16] in out, out
+    code, out = publish_cmd(root, "02-softmax", capsys)
+    assert code == 0 and "published from NVIDIA H200" in out, out
+    assert path.exists()
+
+
+def test_cli_unsigned_change_when_a_registry_key_was_held(signed_tree, capsys):
+    """With a key that could have endorsed it, an unendorsed addition is registry-change-unsigned; a
+    kind widened without an endorsement does not count either (kind-not-allowed)."""
+    root, _ = signed_tree
+    admin = new_signer()
+    add_key(root, admin, may_sign=["claims", "registry"], owner="lead")
+    commit(root, "root reset", "lessons/runners.yaml")
+    _pin(root, head_of(root))
+    commit(root, "pin", ".ci")
+    import yaml
+
+    from tileproof.records.registry import REGISTRY
+
+    raw = yaml.safe_load((root / REGISTRY).read_text())
+    raw["runners"][-1]["may_sign"] = ["claims", "registry", "run", "session"]  # widened, unsigned
+    (root / REGISTRY).write_text(yaml.safe_dump(raw, sort_keys=False))
+    path = fake_h200_softmax(root, admin)
+    commit(root, "admin may sign runs too")
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and "lessons/runners.yaml: registry-change-unsigned:" in out, out
+    assert f"runs/{path.name}: record-kind-not-allowed:" in out and "without an endorsement" in out
+
+
+@pytest.mark.parametrize("how, rule", [("emptied", "registry-emptied"), ("deleted", "registry-missing")])
+def test_cli_emptied_or_deleted_registry(signed_tree, capsys, how, rule):
+    """(2) ``runners: []``, or the file removed: on 347efc1 the code's default (unsigned counts) applied
+    again and an unsigned fake run published a lesson. History listed a key, so signed-only stays."""
+    root, _ = signed_tree
+    registry_file = root / "lessons" / "runners.yaml"
+    if how == "emptied":
+        registry_file.write_text("registry_version: 1\nrunners: []\n")
+    else:
+        registry_file.unlink()
+    fake_h200_softmax(root, None)
+    commit(root, "an H200 run of softmax")
+    code, out = publish_cmd(root, "02-softmax", capsys)
+    assert code == 1 and f"lessons/runners.yaml: {rule}:" in out, out
+    assert lessons.load(root, "02-softmax").front.status == "draft"
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and f"lessons/runners.yaml: {rule}:" in out, out
+
+
+def test_cli_revoked_key_backdating(signed_tree, capsys):
+    """(3a) The H200 key leaked and is revoked (revoked_since: when it leaked) in a reviewed commit. The
+    thief signs a passing run dated before revoked_since and commits it after that commit: it was first
+    added in a commit that descends from the revocation, so it counts for nothing."""
+    from signing_keys import write_registry
+
+    root, _ = signed_tree
+    write_registry(root, _signed_registry(entry(RUNNER, owner="lead on the H200 runner",
+                                                revoked_since=LATER + timedelta(hours=1))))
+    commit(root, "revoke the H200 runner's key (leaked)", "lessons/runners.yaml")
+    path = fake_h200_softmax(root, RUNNER)  # dated LATER: before revoked_since
+    commit(root, "an H200 run of softmax")
+    code, out = publish_cmd(root, "02-softmax", capsys)
+    assert code == 1 and "signature revoked" in out, out
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and f"runs/{path.name}: record-revoked-key:" in out and "after that" in out, out
+    assert "lessons/01-vector-add.md" not in out, "records committed before the revocation still count"
+
+
+def test_cli_record_dated_before_its_key_was_added(signed_tree, capsys):
+    """(3b) A passing run signed by the registered key but dated before the key's ``added``."""
+    from datetime import datetime, timezone
+
+    root, _ = signed_tree
+    path = fake_h200_softmax(root, RUNNER, when=datetime(2024, 12, 1, tzinfo=timezone.utc))
+    commit(root, "an H200 run of softmax")
+    code, out = publish_cmd(root, "02-softmax", capsys)
+    assert code == 1 and "signature dated-before-key" in out, out
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and f"runs/{path.name}: record-dated-before-key:" in out, out
+
+
+def test_cli_future_dated_pass_does_not_outrank_a_later_failure(signed_tree, capsys):
+    """(3c) A passing run dated 2030, then a genuine failing run committed after it: on 347efc1 the 2030
+    record stayed "the newest" forever. It is dated after its own commit (refused), and the newest is
+    the record committed last, whatever the dates say."""
+    from datetime import datetime, timezone
+
+    root, _ = signed_tree
+    future = fake_h200_softmax(root, RUNNER, when=datetime(2030, 1, 1, tzinfo=timezone.utc))
+    commit(root, "an H200 run of softmax")
+    failing = fake_h200_softmax(root, RUNNER, when=datetime.now(timezone.utc) - timedelta(minutes=5), passed=False)
+    commit(root, "an H200 run of softmax, again")
+    code, out = publish_cmd(root, "02-softmax", capsys)
+    assert code == 1 and "stays draft" in out and f"failed: verdict failed in run {failing.stem}" in out, out
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and f"runs/{future.name}: record-dated-after-commit:" in out, out
+
+
+def test_cli_history_rewrite_dropping_a_refuting_record(signed_tree, capsys):
+    """(4) Drop the commit that added a refuting claims record (``git reset --hard``, then force-push):
+    the rewritten clone audits clean, as on 347efc1. A reviewer who kept the head they audited passes it
+    (``--expect-ancestor``; the GPU-evidence workflow keeps it in its cache) and the audit fails."""
+    root, _ = signed_tree
+    claims = refute_a_claim(root)
+    commit(root, "a refuted claim")
+    audited = head_of(root)
+    code, out = audit_cmd(root, capsys)
+    assert code == 0, out
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    assert not (root / "runs" / claims.name).exists()
+    code, out = audit_cmd(root, capsys)
+    assert code == 0, "without the head a reviewer kept, a rewritten history looks clean"
+    code, out = cli(capsys, "audit", "--root", str(root), "--expect-ancestor", audited)
+    assert code == 1 and f"HEAD: history-rewritten: {audited} ({audited[:12]}) is not an ancestor of HEAD" in out, out
+    code, out = cli(capsys, "audit", "--root", str(root), "--expect-ancestor", head_of(root))
+    assert code == 0 and f"expected ancestor: {head_of(root)}" in out, out
+
+
+def test_cli_duplicate_keys_in_the_registry_are_refused_in_one_line(signed_tree, capsys):
+    """(5a) A second ``runners:`` key in lessons/runners.yaml: YAML keeps the last, so an apparent
+    addition replaced the H200 key on 347efc1. Refused, in one line naming the key and its line."""
+    root, _ = signed_tree
+    registry_file = root / "lessons" / "runners.yaml"
+    theirs = entry(new_signer(), owner="an addition").model_dump(mode="json", exclude_none=True)
+    import yaml
+
+    registry_file.write_text(registry_file.read_text() + yaml.safe_dump({"runners": [theirs]}, sort_keys=False))
+    commit(root, "one more runner")
+    for argv in (("audit", "--root", str(root)), ("publish", "01-vector-add", "--root", str(root))):
+        code, out = cli(capsys, *argv)
+        assert code == 2 and "lessons/runners.yaml: runners: written twice (line" in out, out
+        assert len(out.strip().splitlines()) == 1
+
+
+def test_cli_unsigned_record_from_a_branch_older_than_the_first_key(signed_tree, capsys):
+    """(5b) An unsigned record added on a branch started before the first key, merged after it: on
+    347efc1 its first commit's registry listed no key, so it passed as legacy. Only records committed
+    before the first key (ancestors of it) are legacy; this one is a record-unsigned finding."""
+    root, _ = signed_tree
+    git(root, "checkout", "-q", "-b", "old", "HEAD~1")  # the commit before the registry listed a key
+    path = store.write_record(root, real_run(run_id=real_run().run_id.replace("-run-", "-run-b")))
+    commit(root, "a record from the old branch", "runs")
+    git(root, "checkout", "-q", "-")
+    git(root, "merge", "-q", "--no-ff", "-m", "merge the old branch", "old")
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and f"runs/{path.name}: record-unsigned:" in out, out
+
+
+def test_cli_trust_root_from_the_command_line_outranks_the_trees_pin(signed_tree, capsys, tmp_path):
+    """A reviewer's own root: a commit, or a registry file they keep. The tree's moved pin does not move it."""
+    root, _ = signed_tree
+    trusted = head_of(root)
+    kept = tmp_path / "runners.yaml"
+    kept.write_bytes((root / "lessons" / "runners.yaml").read_bytes())
+    add_key(root, new_signer())
+    commit(root, "a new key", "lessons/runners.yaml")
+    _pin(root, head_of(root), "moved by whoever added the key")
+    commit(root, "move the pin", ".ci")
+    code, out = audit_cmd(root, capsys)
+    assert code == 0 and "pin moved in" in out, "the tree's own pin accepts the reset, and says it moved"
+    for given in (trusted, str(kept)):
+        code, out = cli(capsys, "audit", "--root", str(root), "--trust-root", given)
+        assert code == 1 and "registry-root-reset" in out and "from --trust-root" in out, out
+    code, out = cli(capsys, "audit", "--root", str(root), "--trust-root", "f" * 40)
+    assert code == 1 and "trust-root-not-in-history" in out, out
+
+
+def test_cli_a_dropped_revocation_is_loosened_and_still_counts(signed_tree, capsys):
+    """A revocation taken back out of the registry: the revocation stays (history keeps it), and the
+    registry saying otherwise is registry-loosened."""
+    from signing_keys import write_registry
+
+    root, _ = signed_tree
+    write_registry(root, _signed_registry(entry(RUNNER, owner="lead on the H200 runner",
+                                                revoked_since=LATER + timedelta(hours=1))))
+    commit(root, "revoke", "lessons/runners.yaml")
+    write_registry(root, _signed_registry())
+    path = fake_h200_softmax(root, RUNNER, when=LATER + timedelta(hours=2))
+    commit(root, "un-revoke, and a run")
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and "lessons/runners.yaml: registry-loosened:" in out, out
+    assert f"runs/{path.name}: record-revoked-key:" in out
+
+
+def test_an_independent_verifier_checks_every_statement_subject_of_the_tree(signed_tree):
+    """tests/benchmarks/subject_check.py (git, hashlib, PyNaCl, jsonschema; no tileproof code) over the
+    signed tree: every v2 subject (a product) matches at HEAD, every material at the commit the record ran
+    from; a lesson rewritten afterwards (as publish does) changes no subject; a transcript edited and
+    committed is a mismatch."""
+    script = REPO / "tests" / "benchmarks" / "subject_check.py"
+    root, info = signed_tree
+
+    def check() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(script), str(root), "--schema", str(REPO / "schema")],
+                              capture_output=True, text=True)
+    done = check()
+    assert done.returncode == 0 and "0 mismatches by the rule" in done.stdout, done.stdout + done.stderr
+    assert "statements urn:tileproof:record:v2 6" in done.stdout and "signature verified 6" in done.stdout
+    lesson = root / "lessons" / "01-vector-add.md"
+    lesson.write_text(lesson.read_text() + "\nA sentence added after publishing.\n")
+    commit(root, "a lesson edited")
+    assert check().returncode == 0, "a lesson is an input: never a subject"
+    stdout = info["run"].step.stdout.path
+    (root / stdout).write_text("every check passed\n")
+    commit(root, "tidy a transcript")
+    done = check()
+    assert done.returncode == 1 and f"{stdout} at " in done.stdout and "1 mismatches by the rule" in done.stdout

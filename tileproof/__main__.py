@@ -47,6 +47,8 @@ COMMANDS = {
     "keygen": ("tileproof.commands.keygen",
                "make a runner's signing key outside the repository; print its registry entry"),
     "verify": ("tileproof.commands.verify", "every record's signature against lessons/runners.yaml, and git history"),
+    "sign-registry": ("tileproof.commands.sign_registry",
+                      "endorse a change of lessons/runners.yaml with a key the committed registry trusts"),
     "fleet": ("tileproof.commands.fleet", "lessons x GPU kinds on a Slurm cluster or CI runners; merge; matrix"),
 }
 

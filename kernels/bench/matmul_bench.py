@@ -2,7 +2,9 @@
 
     C = A @ B      A: M x K float16, B: K x N float16, C: M x N float32 (float32 accumulate)
 
-Every variant is timed in the same run, on the same inputs, against the same cuBLAS:
+at 2048^3, 4096^3, 8192^3 and a ragged 4000 x 5000 x 3000 (RAGGED: partial tiles on every
+edge, and a last K tile read half past the end, zero-padded). Every variant is timed in the
+same run, on the same inputs, against the same cuBLAS:
 
   tile        the course kernel itself (tile_matmul from kernels/tile_matmul_softmax.py):
               a 2-D grid over C's tiles, one tile per block, in launch order
@@ -10,25 +12,42 @@ Every variant is timed in the same run, on the same inputs, against the same cuB
               rows, column by column inside a band, so that blocks running at the same
               time share rows of A and columns of B in L2
   persistent  the grouped order, but only SMs x occupancy blocks, each looping over tiles
-              t, t + grid, t + 2 grid, ... (the occupancy is also the compiler's hint)
+              t, t + grid, t + 2 grid, ... (the occupancy is also the compiler's hint);
+              its later steps are hints on the same kernel, each alone first:
+                +ctas2  a cluster of two CTAs per tile (num_ctas=2): at 256x256 each CTA
+                        computes 128x256 as before, and the tensor memory accelerator
+                        multicasts the operand tile both CTAs read, so each tile crosses
+                        from L2 once for two CTAs (SASS: UTMALDG.2D.MULTICAST); a
+                        persistent grid of clusters has SMs / 2 of them
+                +latN   the loads' latency hint (1-10): how deep the compiler prefetches
+                        A and B tiles; it trades shared-memory stages (206 KB at lat2,
+                        231 KB at lat4 for 128x256x32) against the accumulator's room
+                +gN     bands of N tile rows instead of GROUP_M: more or less L2 reuse
+                        between the tiles that run at the same time
+                +stg    the epilogue: C stored straight from the accumulator's registers
+                        instead of through shared memory and the TMA store
   cublas      cublasGemmEx through cupy: A and B CUDA_R_16F, C CUDA_R_32F,
               CUBLAS_COMPUTE_32F. (cupy.matmul of two float16 arrays returns float16 and
               cannot write float32, so it would not be the same product.)
+  copy        a device copy of 1 GiB, the bytes ceiling of every case's roofline
 
 The course kernel sweeps the tile shapes in TILES (tm x tn x tk) as written. A 128x256 or
 256x128 tile holds a 128 KB float32 accumulator: one warpgroup (128 threads) would need
 256 registers a thread for it alone, and spills. The grouped variant asks for two worker
 warpgroups (num_worker_warps=8) at those tiles, the persistent one at every tile it runs
 (see configs()); the course kernel runs as written, so the sweep shows what that costs.
-One grouped config asks for a cluster of two CTAs per 256x128 tile (num_ctas=2, Hopper's
-thread-block clusters), the other lever cuTile offers on sm_90.
+
+Plans: the bench (``configs(TILES)``) times the course kernel and the grouped order at
+every tile, the persistent kernel at its tiles and its later steps at the settings a sweep
+ranked first (``tuned``); ``--sweep`` (``sweep_plan``) tries each lever and the promising
+pairs with fewer samples each (kernels/bench/entry.py). Nothing here names a winner: the
+bench record's summary names the fastest config of each variant at each size.
 
 What each compiled kernel costs the GPU -- registers and spilled bytes per thread, shared
 memory, threads and blocks per SM -- is read by its compile worker from the cubin the JIT
 produced (kernels/bench/jit.py) and kept with every case as ``resources``; each case also
 says how many C tiles there are and how many that makes per SM (the waves of a grid).
-The bench record's summary (tileproof bench) names the fastest config of each variant at
-each size: the sweep decides, nothing here names a winner in advance.
+``--export DIR`` compiles every config for sm_90 without a GPU and prints the same costs.
 
 Correctness, once per variant x tile x size, before anything is timed: the check inputs are
 small integers (-3..3) stored as float16, so every product and every partial sum is an
@@ -42,18 +61,20 @@ L2 flush before every launch, CUDA events around it, ROUNDS interleaved rounds (
 random order each round) of LAUNCHES launches per case, each batch after 250 ms of
 untimed launches of the same case, so that the clocks follow its own power. Kernels are
 compiled first, in parallel (kernels/bench/jit.py); each case's first launch (JIT compile
-included) is reported apart. The ceiling is cuBLAS at the largest size.
+included) is reported apart. The ceilings: cuBLAS at the largest size, the device copy,
+and the dense peak this program computes for the GPU (``dense_peak``).
 
-At the two largest sizes the best tile of each variant and cuBLAS are then timed twice
-more: again in interleaved rounds (phase "repeat": how far the same case moves within
-one run), and head to head (phase "paired"): launched in turn, one launch of each per
-cycle, PAIRED_CYCLES cycles, so that sample i of the kernel and of cuBLAS ran next to
-each other at the same clocks. The bench record turns the pairs into the kernel's share
-of cuBLAS's rate, cycle by cycle (tileproof/bench.py). cuBLAS runs twice in that phase
-(the second as ``.../again``): cuBLAS against itself is the control, how far from 100%
-the method alone puts a ratio.
+At every size the contenders -- the fastest of each variant and the TOP_OVERALL fastest
+overall -- and cuBLAS are then timed twice more: again in interleaved rounds (phase
+"repeat": how far the same case moves within one run), and head to head (phase
+"paired"): launched in turn, one launch of each per cycle, PAIRED_CYCLES cycles, so that
+sample i of the kernel and of cuBLAS ran next to each other at the same clocks. The
+bench record turns the pairs into the kernel's share of cuBLAS's rate, cycle by cycle
+(tileproof/bench/core.py). cuBLAS runs twice in that phase (the second as ``.../again``):
+cuBLAS against itself is the control, how far from 100% the method alone puts a ratio.
 
-Run: python kernels/bench/matmul_bench.py [--quick] [--results PATH] [--seed N] [--report PATH]
+Run: python kernels/bench/matmul_bench.py [--quick | --sweep] [--results PATH] [--seed N] [--report PATH]
+     python kernels/bench/matmul_bench.py --export DIR [--arch sm_90] [--sweep]   (no GPU needed)
 Needs cuda-tile, cupy, numpy and a GPU of compute capability 8.0 or newer.
 """
 
@@ -80,12 +101,22 @@ import timing  # noqa: E402
 from tile_matmul_softmax import tile_matmul  # noqa: E402  (the course kernel, unchanged)
 
 TILES = ((64, 64, 32), (128, 128, 32), (128, 128, 64), (128, 256, 32), (128, 256, 64), (256, 128, 64))
-SIZES = ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192))
+RAGGED = (4000, 5000, 3000)  # no dimension a multiple of 128: partial tiles on every edge
+SIZES = ((2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), RAGGED)
 ROUNDS, LAUNCHES = 5, 20
 QUICK_TILES = ((128, 128, 64), (128, 256, 64))
 QUICK_SIZES = ((2048, 2048, 2048), (4096, 4096, 4096))
 QUICK_ROUNDS, QUICK_LAUNCHES = 2, 10
 PAIRED_CYCLES, QUICK_PAIRED_CYCLES = 200, 20   # head to head: launches of each case, in turn
+BENCH = entry.Pace("bench", ROUNDS, LAUNCHES, timing.WARMUP_MS, PAIRED_CYCLES)
+QUICK = entry.Pace("bench", QUICK_ROUNDS, QUICK_LAUNCHES, timing.WARMUP_MS, QUICK_PAIRED_CYCLES)
+SWEEP = entry.Pace("sweep", rounds=3, launches=10, warmup_ms=60.0, cycles=100)
+TOP_OVERALL = 3             # contenders timed again at each size: the fastest few, whatever their variant
+COPY_BYTES = 1 << 30        # the device copy every roofline is drawn against
+CUDA_DEV_ATTR_CLOCK_RATE = 13   # cudaDevAttrClockRate: the SM clock's most, kHz
+DENSE_FLOPS_PER_SM_CLOCK = {"9.0": 4096}
+"""Dense float16 tensor-core FLOP per SM per clock, by compute capability: Hopper's 2048 fp16
+multiply-adds a clock per SM (NVIDIA's H100 SXM figure: 989.4 TFLOP/s = 132 SMs x 1830 MHz x 4096)."""
 GROUP_M = 8                 # tile rows per band in the grouped order
 WIDE_TILE = 128 * 256       # tm * tn from which two worker warpgroups are asked for
 CHECK_MAX = 3               # check inputs are integers in [-CHECK_MAX, CHECK_MAX]
@@ -107,12 +138,17 @@ def _grouped_tile(t, tiles_m, tiles_n, group: int):
     return first + within % rows, within // rows
 
 
-def _tile_product(a, b, i, j, tm: int, tn: int, tk: int):
-    """float32 sum over k of a[tile (i, k)] @ b[tile (k, j)]."""
+def _tile_product(a, b, i, j, tm: int, tn: int, tk: int, latency: int = 0):
+    """float32 sum over k of a[tile (i, k)] @ b[tile (k, j)]; ``latency`` 1-10 is the loads'
+    prefetch-depth hint (0: the compiler's own choice)."""
     acc = ct.zeros((tm, tn), dtype=ct.float32)
     for k in range(ct.num_tiles(a, axis=1, shape=(tm, tk))):
-        a_tile = ct.load(a, index=(i, k), shape=(tm, tk), padding_mode=ct.PaddingMode.ZERO)
-        b_tile = ct.load(b, index=(k, j), shape=(tk, tn), padding_mode=ct.PaddingMode.ZERO)
+        if latency > 0:
+            a_tile = ct.load(a, index=(i, k), shape=(tm, tk), padding_mode=ct.PaddingMode.ZERO, latency=latency)
+            b_tile = ct.load(b, index=(k, j), shape=(tk, tn), padding_mode=ct.PaddingMode.ZERO, latency=latency)
+        else:
+            a_tile = ct.load(a, index=(i, k), shape=(tm, tk), padding_mode=ct.PaddingMode.ZERO)
+            b_tile = ct.load(b, index=(k, j), shape=(tk, tn), padding_mode=ct.PaddingMode.ZERO)
         acc = ct.mma(a_tile, b_tile, acc)
     return acc
 
@@ -129,17 +165,23 @@ def grouped_matmul(a, b, c, tm: ct.Constant[int], tn: ct.Constant[int], tk: ct.C
 
 @ct.kernel
 def persistent_matmul(a, b, c, tm: ct.Constant[int], tn: ct.Constant[int], tk: ct.Constant[int],
-                      group: ct.Constant[int]):
-    """c = a @ b; block r owns C tiles r, r + grid, r + 2 grid, ... in the grouped order."""
+                      group: ct.Constant[int], latency: ct.Constant[int], tma_store: ct.Constant[bool]):
+    """c = a @ b; block r owns C tiles r, r + grid, r + 2 grid, ... in the grouped order.
+    ``latency``: the loads' prefetch-depth hint (0: the compiler's); ``tma_store`` False stores
+    C straight from the accumulator's registers instead of through shared memory."""
     tiles_m = ct.num_tiles(c, axis=0, shape=(tm, tn))
     tiles_n = ct.num_tiles(c, axis=1, shape=(tm, tn))
     for t in range(ct.bid(0), tiles_m * tiles_n, ct.num_blocks(0)):
         i, j = _grouped_tile(t, tiles_m, tiles_n, group)
-        ct.store(c, index=(i, j), tile=_tile_product(a, b, i, j, tm, tn, tk))
+        ct.store(c, index=(i, j), tile=_tile_product(a, b, i, j, tm, tn, tk, latency), allow_tma=tma_store)
 
 
 _BASE_KERNELS = {"tile": tile_matmul, "grouped": grouped_matmul, "persistent": persistent_matmul}
-_HINT_TAGS = {"num_ctas": "ctas", "num_worker_warps": "warps", "occupancy": "occ"}
+_HINT_TAGS = {"num_ctas": "ctas", "num_worker_warps": "warps", "occupancy": "occ", "latency": "lat",
+              "group_m": "g", "stg": "stg"}
+_COMPILER_HINTS = ("num_ctas", "num_worker_warps", "occupancy")
+"""Hints that go to the compiler (``kernel.replace_hints``); ``latency``, ``group_m`` and ``stg``
+are arguments of the persistent kernel."""
 
 
 # --------------------------------------------------------------------------- plan
@@ -154,8 +196,9 @@ class Config(NamedTuple):
 
     @property
     def tag(self) -> str:
-        """``128x256x64+warps8+occ1``: the tile shape, then the hints."""
-        return "x".join(map(str, self.tiles)) + "".join(f"+{_HINT_TAGS[k]}{v}" for k, v in self.hints)
+        """``128x256x64+warps8+occ1``: the tile shape, then the hints (``stg`` without a number)."""
+        return "x".join(map(str, self.tiles)) + "".join(
+            f"+{_HINT_TAGS[k]}" + ("" if k == "stg" else str(v)) for k, v in self.hints)
 
     @property
     def key(self) -> str:
@@ -170,6 +213,13 @@ class Config(NamedTuple):
         """CTAs per block (a cluster when > 1): a persistent grid gets SMs / ctas blocks."""
         return dict(self.hints).get("num_ctas", 1)
 
+    @property
+    def group_m(self) -> int:
+        return dict(self.hints).get("group_m", GROUP_M)
+
+    def hint(self, name: str) -> int:
+        return dict(self.hints).get(name, 0)
+
     def to_dict(self) -> dict[str, Any]:
         return {"variant": self.variant, "tiles": list(self.tiles), "hints": dict(self.hints)}
 
@@ -178,12 +228,27 @@ class Config(NamedTuple):
         return cls(d["variant"], tuple(d["tiles"]), tuple(sorted(d["hints"].items())))
 
 
-def configs(tiles: tuple[tuple[int, int, int], ...]) -> list[Config]:
-    """The plan: the course kernel as written at every tile; grouped at every tile, with
+def hinted(variant: str, tiles: tuple[int, int, int], **hints: int) -> Config:
+    """A Config with its hints in one order (equal configs, equal keys); a hint of 0 is no hint."""
+    unknown = set(hints) - set(_HINT_TAGS)
+    if unknown:
+        raise ValueError(f"unknown hint(s) {sorted(unknown)} (known: {sorted(_HINT_TAGS)})")
+    if variant != "persistent" and set(hints) - set(_COMPILER_HINTS):
+        raise ValueError(f"{variant}: only the persistent kernel takes latency, group_m and stg")
+    return Config(variant, tiles, tuple(sorted((k, v) for k, v in hints.items() if v)))
+
+
+def configs(tiles: tuple[tuple[int, int, int], ...], plan: str = "bench") -> list[Config]:
+    """The plan: ``bench`` (default) or ``sweep`` (``--sweep``, every config worth trying).
+
+    bench: the course kernel as written at every tile; grouped at every tile, with
     two worker warpgroups for the wide tiles and, as a control, for 128x128x64 too;
     a cluster of two CTAs per 256x128 tile; persistent (one block per SM) at the tiles
     of 128x128 and up, always with two worker warpgroups: with one, the loop over tiles
-    spills (1 KB of stack a thread at 128x128x64, by cuobjdump -res-usage for sm_90)."""
+    spills (1 KB of stack a thread at 128x128x64, by cuobjdump -res-usage for sm_90);
+    then the persistent steps the sweep found fastest (``tuned``)."""
+    if plan == "sweep":
+        return sweep_plan()
     out = [Config("tile", t) for t in tiles]
     for t in tiles:
         wide = t[0] * t[1] >= WIDE_TILE
@@ -195,18 +260,53 @@ def configs(tiles: tuple[tuple[int, int, int], ...]) -> list[Config]:
     for t in tiles:
         if t[0] * t[1] >= 128 * 128:
             out.append(Config("persistent", t, (("num_worker_warps", 8), ("occupancy", 1))))
-    return out
+    return out + [c for c in tuned() if c not in out]
 
 
-_kernels: dict[Config, Any] = {}
+def tuned() -> list[Config]:
+    """The persistent kernel's later steps at the settings a sweep ranks first (``sweep_plan``
+    tries the alternatives): a cluster of two CTAs per 256x256 tile, whose CTAs share the
+    operand tiles the tensor memory accelerator multicasts to both (each CTA still computes
+    128x256, half the L2-to-SM traffic of one operand); and the loads' latency hint."""
+    return [hinted("persistent", (256, 256, 32), num_ctas=2, num_worker_warps=8, occupancy=1),
+            hinted("persistent", (128, 256, 32), num_worker_warps=8, occupancy=1, latency=4)]
+
+
+def sweep_plan() -> list[Config]:
+    """Every config worth trying: the course kernel and the grouped order at their best known
+    tiles (earlier bench records rank the rest), then the persistent kernel with each lever
+    alone and the promising pairs: clusters (num_ctas=2) at 256-wide tiles, the latency hint
+    of its loads, the band height of the grouped order (group_m) and the epilogue's store
+    (``stg``: from registers, not through shared memory and the TMA)."""
+    w8 = dict(num_worker_warps=8, occupancy=1)
+    plan = [Config("tile", t) for t in ((128, 128, 32), (128, 128, 64))]
+    plan += [Config("grouped", t, (("num_worker_warps", 8),)) for t in ((128, 256, 32), (128, 256, 64))]
+    best = (128, 256, 32)
+    plan += [hinted("persistent", t, **w8) for t in ((128, 128, 64), best, (128, 256, 64), (256, 128, 64))]
+    plan += [hinted("persistent", best, latency=lat, **w8) for lat in (2, 3, 4, 6, 10)]
+    plan += [hinted("persistent", best, group_m=g, **w8) for g in (4, 16)]
+    plan += [hinted("persistent", best, stg=1, **w8)]
+    plan += [hinted("persistent", t, latency=4, **w8) for t in ((128, 256, 64), (256, 128, 64))]
+    plan += [hinted("persistent", t, num_ctas=2, **w8)
+             for t in ((256, 256, 32), (256, 256, 64), (256, 128, 64), (256, 128, 32), (128, 256, 32), (128, 256, 64))]
+    plan += [hinted("persistent", (256, 128, 64), num_ctas=2, occupancy=1)]
+    plan += [hinted("persistent", (256, 256, 32), num_ctas=2, latency=lat, **w8) for lat in (3, 6)]
+    plan += [hinted("persistent", (256, 256, 32), num_ctas=2, group_m=16, **w8)]
+    plan += [hinted("grouped", (256, 256, 32), num_ctas=2, num_worker_warps=8)]
+    return plan
+
+
+_kernels: dict[tuple, Any] = {}
 
 
 def kernel_of(cfg: Config):
-    """The kernel object for cfg (one per hint set: each has its own JIT cache)."""
-    if cfg not in _kernels:
+    """The kernel object for cfg (one per compiler-hint set: each has its own JIT cache)."""
+    hints = {k: v for k, v in cfg.hints if k in _COMPILER_HINTS}
+    slot = (cfg.variant, tuple(sorted(hints.items())))
+    if slot not in _kernels:
         base = _BASE_KERNELS[cfg.variant]
-        _kernels[cfg] = base.replace_hints(**dict(cfg.hints)) if cfg.hints else base
-    return _kernels[cfg]
+        _kernels[slot] = base.replace_hints(**hints) if hints else base
+    return _kernels[slot]
 
 
 def tile_count(cfg: Config, m: int, n: int) -> int:
@@ -215,17 +315,23 @@ def tile_count(cfg: Config, m: int, n: int) -> int:
 
 def launcher(cp, cfg: Config, a, b, c, sms: int) -> tuple[Callable[[], None], tuple[int, int, int]]:
     """A no-argument launch of cfg's kernel on (a, b, c), and its grid."""
-    m, n = c.shape
-    tm, tn, tk = cfg.tiles
     kernel = kernel_of(cfg)
     stream = cp.cuda.get_current_stream()
-    if cfg.variant == "tile":
-        grid, args = (ct.cdiv(m, tm), ct.cdiv(n, tn), 1), (a, b, c, tm, tn, tk)
-    else:
-        tiles = tile_count(cfg, m, n)
-        blocks = tiles if cfg.variant == "grouped" else min(tiles, sms // cfg.ctas * cfg.occupancy)
-        grid, args = (blocks, 1, 1), (a, b, c, tm, tn, tk, GROUP_M)
+    grid, args = grid_and_args(cfg, a, b, c, sms)
     return (lambda: ct.launch(stream, grid, kernel, args)), grid
+
+
+def grid_and_args(cfg: Config, a, b, c, sms: int) -> tuple[tuple[int, int, int], tuple]:
+    """cfg's launch grid and kernel arguments for c = a @ b (only ``c.shape`` is read)."""
+    m, n = c.shape
+    tm, tn, tk = cfg.tiles
+    if cfg.variant == "tile":
+        return (ct.cdiv(m, tm), ct.cdiv(n, tn), 1), (a, b, c, tm, tn, tk)
+    tiles = tile_count(cfg, m, n)
+    if cfg.variant == "grouped":
+        return (tiles, 1, 1), (a, b, c, tm, tn, tk, GROUP_M)
+    blocks = min(tiles, sms // cfg.ctas * cfg.occupancy)
+    return (blocks, 1, 1), (a, b, c, tm, tn, tk, cfg.group_m, cfg.hint("latency"), not cfg.hint("stg"))
 
 
 def cublas_launcher(cp, a, b, c) -> Callable[[], None]:
@@ -273,7 +379,7 @@ def _case_info(variant: str, size, cfg: Config | None, grid, sms: int) -> dict[s
     info: dict[str, Any] = {
         "name": "matmul", "variant": variant, "shape": [m, n, k], "dtype": DTYPE,
         "tiles": list(cfg.tiles) if cfg else None,
-        "config": ({**dict(cfg.hints), "group_m": GROUP_M if variant != "tile" else None,
+        "config": ({**dict(cfg.hints), "group_m": cfg.group_m if variant != "tile" else None,
                     "grid": list(grid)} if cfg else {"api": "cublasGemmEx", "compute": "CUBLAS_COMPUTE_32F"}),
         "flops": 2 * m * n * k,
         "bytes": 2 * (m * k + k * n) + 4 * m * n,
@@ -286,9 +392,10 @@ def _case_info(variant: str, size, cfg: Config | None, grid, sms: int) -> dict[s
 
 
 def bench_size(s: harness.Session, timer: timing.Timer, size, cfgs: list[Config],
-               warmed: dict[str, dict], index: int, sms: int, rounds: int, launches: int,
-               order: random.Random):
-    """Check every config once at this size, then time them all, interleaved."""
+               warmed: dict[str, dict], index: int, sms: int, run: entry.Pace,
+               order: random.Random, skipped: list[dict[str, str]]):
+    """Check every config once at this size, then time them all, interleaved. In a sweep a
+    config whose check fails is left out here and listed in ``skipped``."""
     cp = s.cp
     m, n, k = size
     say(f"{shape_tag(size)}: checking {len(cfgs) + 1} kernels on exact integer inputs")
@@ -305,7 +412,10 @@ def bench_size(s: harness.Session, timer: timing.Timer, size, cfgs: list[Config]
         else:
             launch, grid = launcher(cp, cfg, a_chk, b_chk, out, sms)
         first_here = timer.first_launch_ms(launch)
-        s.check("matmul", out, want)
+        key = f"matmul/{cfg.variant if cfg else 'cublas'}/{shape_tag(size)}" + (f"/{cfg.tag}" if cfg else "")
+        if not entry.check(s, "matmul", out, want):
+            skipped.append({"key": key, "reason": f"check failed: {s.report.checks[-1].summary()}"})
+            continue
         info = _case_info(cfg.variant if cfg else "cublas", size, cfg, grid, sms)
         worker = warmed.get(cfg.key) if cfg else None
         info.update(
@@ -314,7 +424,6 @@ def bench_size(s: harness.Session, timer: timing.Timer, size, cfgs: list[Config]
             check_index=len(s.report.checks) - 1,
             resources=((worker or {}).get("resources") or [None] * (index + 1))[index],
         )
-        key = f"matmul/{info['variant']}/{shape_tag(size)}" + (f"/{cfg.tag}" if cfg else "")
         cases.append(timing.Case(key=key, launch=launch, info=info))
         cfg_of[key] = cfg
     del a_chk, b_chk, want
@@ -326,49 +435,100 @@ def bench_size(s: harness.Session, timer: timing.Timer, size, cfgs: list[Config]
     for case in cases:
         cfg = cfg_of[case.key]
         case.launch = cublas_launcher(cp, a, b, c) if cfg is None else launcher(cp, cfg, a, b, c, sms)[0]
-    say(f"{shape_tag(size)}: timing {len(cases)} cases, {rounds} rounds x {launches} launches")
-    timing.interleave(timer, cases, rounds, launches, order=order)
+    say(f"{shape_tag(size)}: timing {len(cases)} cases, {run.rounds} rounds x {run.launches} launches")
+    timing.interleave(timer, cases, run.rounds, run.launches, warmup_ms=run.warmup_ms, order=order)
     return cases, (a, b, c), cfg_of
 
 
-def best_again(cases: list[timing.Case], cfg_of: dict[str, Config | None], inputs, sms: int, cp,
-               phase: str) -> list[timing.Case]:
-    """Fresh cases for the fastest case of each variant (and cuBLAS) at one size."""
-    a, b, c = inputs
+def contenders(cases: list[timing.Case], top: int = TOP_OVERALL) -> list[timing.Case]:
+    """The cases timed again at one size: the fastest of each variant, the ``top`` fastest
+    overall (in a sweep the variants' own steps are hints of one variant), and cuBLAS."""
     best: dict[str, timing.Case] = {}
     for case in cases:
         v = case.info["variant"]
         if v not in best or case.median_ms < best[v].median_ms:
             best[v] = case
-    again = []
-    for case in best.values():
+    ranked = sorted((c for c in cases if c.info["variant"] != "cublas"), key=lambda c: c.median_ms)
+    chosen = {c.key: c for c in [*best.values(), *ranked[:top]]}
+    return list(chosen.values())
+
+
+def again(chosen: list[timing.Case], cfg_of: dict[str, Config | None], inputs, sms: int, cp,
+          phase: str) -> list[timing.Case]:
+    """Fresh cases (same keys, new launches on ``inputs``) for the chosen cases."""
+    a, b, c = inputs
+    out = []
+    for case in chosen:
         cfg = cfg_of[case.key]
         launch = cublas_launcher(cp, a, b, c) if cfg is None else launcher(cp, cfg, a, b, c, sms)[0]
-        again.append(timing.Case(key=case.key, launch=launch, info={**case.info, "phase": phase}))
-    return again
+        out.append(timing.Case(key=case.key, launch=launch, info={**case.info, "phase": phase}))
+    return out
 
 
 def table(cases: list[timing.Case]) -> list[str]:
     """One line per case: median, TFLOP/s, % of the same-size cuBLAS, spread."""
     ref = {tuple(c.info["shape"]): c.median_ms for c in cases if c.info["variant"] == "cublas"}
-    lines = [f"{'case':58} {'median ms':>10} {'TFLOP/s':>8} {'%cuBLAS':>8} {'spread':>7}"]
+    lines = [f"{'case':64} {'median ms':>10} {'TFLOP/s':>8} {'%cuBLAS':>8} {'spread':>7}"]
     for c in sorted(cases, key=lambda c: (c.info["shape"], c.info["variant"], c.median_ms)):
         tflops = c.info["flops"] / (c.median_ms * 1e-3) / 1e12
         pct = 100.0 * ref[tuple(c.info["shape"])] / c.median_ms if tuple(c.info["shape"]) in ref else float("nan")
-        lines.append(f"{c.key:58} {c.median_ms:10.4f} {tflops:8.1f} {pct:8.1f} "
+        lines.append(f"{c.key:64} {c.median_ms:10.4f} {tflops:8.1f} {pct:8.1f} "
                      f"{100 * timing.spread(c.samples_ms):6.1f}%")
     return lines
 
 
+def dense_peak(cp) -> dict[str, Any] | None:
+    """The tensor cores' dense float16 rate at the SM clock the device reports as its most, when
+    this program knows the per-SM rate of its compute capability (``DENSE_FLOPS_PER_SM_CLOCK``)."""
+    rt = cp.cuda.runtime
+    device = rt.getDevice()
+    props = rt.getDeviceProperties(device)
+    cc = f"{props['major']}.{props['minor']}"
+    per_clock = DENSE_FLOPS_PER_SM_CLOCK.get(cc)
+    khz = props.get("clockRate")  # CUDA 13 dropped it from the properties; the attribute stays
+    if not khz:
+        try:
+            khz = rt.deviceGetAttribute(CUDA_DEV_ATTR_CLOCK_RATE, device)
+        except Exception:  # noqa: BLE001  (no clock, no peak: the record says so)
+            khz = None
+    if per_clock is None or not khz:
+        return None
+    sms, khz = int(props["multiProcessorCount"]), int(khz)
+    return {"tflops": sms * khz * 1e3 * per_clock / 1e12,
+            "basis": f"{sms} SMs x {khz / 1e3:g} MHz (the device's reported most) x {per_clock} dense "
+                     f"float16 FLOP per SM per clock (cc {cc})"}
+
+
+def copy_case(s: harness.Session, timer: timing.Timer) -> timing.Case:
+    """The device copy of 1 GiB of random data, checked bit for bit: the bytes ceiling the
+    roofline of every matmul case is drawn against."""
+    cp = s.cp
+    src = cp.asarray(s.rng.integers(0, 1 << 31, size=COPY_BYTES // 4, dtype=np.uint32))
+    dst = cp.empty_like(src)
+    rt = cp.cuda.runtime
+    stream = cp.cuda.get_current_stream()
+
+    def launch() -> None:
+        rt.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes, rt.memcpyDeviceToDevice, stream.ptr)
+
+    first = timer.first_launch_ms(launch)
+    if not bool(cp.array_equal(src, dst)):
+        raise RuntimeError("device-to-device copy did not reproduce its source")
+    count = src.size
+    return timing.Case(key=f"copy/memcpy/{count}", launch=launch, info={
+        "name": "copy", "variant": "memcpy", "shape": [count], "dtype": "uint32", "tiles": None,
+        "config": {"api": "cudaMemcpyAsync device to device"}, "flops": None, "bytes": 2 * src.nbytes,
+        "phase": "sweep", "first_launch_ms": first, "first_launch_here_ms": first, "check_index": None})
+
+
 def _body(s: harness.Session) -> None:
     cp = s.cp
+    run = entry.pace(s.args, BENCH, QUICK, SWEEP)
     quick = s.args.quick
     sizes = QUICK_SIZES if quick else SIZES
-    rounds, launches = (QUICK_ROUNDS, QUICK_LAUNCHES) if quick else (ROUNDS, LAUNCHES)
-    cycles = QUICK_PAIRED_CYCLES if quick else PAIRED_CYCLES
-    cfgs = configs(QUICK_TILES if quick else TILES)
+    cfgs = configs(QUICK_TILES if quick else TILES, run.plan)
     sms, l2 = device_facts(cp)
-    say(f"{len(cfgs)} kernel configs x {len(sizes)} sizes + cuBLAS; {sms} SMs, L2 {l2 >> 20} MiB")
+    say(f"{run.plan} plan: {len(cfgs)} kernel configs x {len(sizes)} sizes + cuBLAS; {sms} SMs, L2 {l2 >> 20} MiB")
 
     say(f"compiling {len(cfgs)} kernel configs in parallel workers")
     warmed = jit.warm(__file__, {c.key: {"config": c.to_dict(), "sizes": [list(z) for z in sizes]}
@@ -384,27 +544,30 @@ def _body(s: harness.Session) -> None:
     sweep: list[timing.Case] = []
     inputs, cfg_of = {}, {}
     for index, size in enumerate(sizes):
-        cases, inputs[size], size_cfgs = bench_size(s, timer, size, cfgs, warmed, index, sms, rounds,
-                                                    launches, order)
+        cases, inputs[size], size_cfgs = bench_size(s, timer, size, cfgs, warmed, index, sms, run, order, skipped)
         sweep += cases
         cfg_of.update(size_cfgs)
         for line in table(cases):
             print(line, flush=True)
+    copy = copy_case(s, timer)
+    timing.interleave(timer, [copy], run.rounds, run.launches, warmup_ms=run.warmup_ms, order=order)
+    sweep.append(copy)
 
     repeats: list[timing.Case] = []
     paired: list[timing.Case] = []
-    for size in sorted(sizes, key=lambda z: z[0] * z[1] * z[2])[-2:]:
-        at_size = [c for c in sweep if tuple(c.info["shape"]) == size]
-        say(f"{shape_tag(size)}: timing the best case of each variant a second time")
-        again = best_again(at_size, cfg_of, inputs[size], sms, cp, "repeat")
-        timing.interleave(timer, again, rounds, launches, order=order)
-        repeats += again
-        say(f"{shape_tag(size)}: the same cases head to head, launched in turn, {cycles} cycles")
-        pairs = best_again(at_size, cfg_of, inputs[size], sms, cp, "paired")
+    for size in sizes:
+        at_size = [c for c in sweep if c.info["name"] == "matmul" and tuple(c.info["shape"]) == size]
+        chosen = contenders(at_size)
+        say(f"{shape_tag(size)}: timing {len(chosen)} contenders a second time")
+        repeat = again(chosen, cfg_of, inputs[size], sms, cp, "repeat")
+        timing.interleave(timer, repeat, run.rounds, run.launches, warmup_ms=run.warmup_ms, order=order)
+        repeats += repeat
+        say(f"{shape_tag(size)}: the same cases head to head, launched in turn, {run.cycles} cycles")
+        pairs = again(chosen, cfg_of, inputs[size], sms, cp, "paired")
         ref = next(c for c in pairs if c.info["variant"] == "cublas")
         pairs.append(timing.Case(key=f"{ref.key}/again", launch=cublas_launcher(cp, *inputs[size]),
                                  info={**ref.info, "twin_of": ref.key}))
-        timing.alternate(timer, pairs, cycles)
+        timing.alternate(timer, pairs, run.cycles, warmup_ms=run.warmup_ms)
         paired += pairs
     inputs.clear()
 
@@ -415,9 +578,10 @@ def _body(s: harness.Session) -> None:
         "seed": s.report.seed,
         "device": {**(s.report.device or {}), "sm_count": sms, "l2_bytes": l2},
         "method": {
-            **timing.method(rounds, launches),
-            "paired": f"phase paired: the cases launched in turn, {cycles} cycles, after "
-                      f"{timing.WARMUP_MS:g} ms of untimed cycles",
+            **timing.method(run.rounds, run.launches, run.warmup_ms),
+            "plan": run.plan,
+            "paired": f"phase paired: the cases launched in turn, {run.cycles} cycles, after "
+                      f"{run.warmup_ms:g} ms of untimed cycles",
             "timing_inputs": "uniform [-1, 1) float16, one fresh set per size",
             "check_inputs": f"integers in [-{CHECK_MAX}, {CHECK_MAX}] as float16: exact in float32",
             "first_launch": "wall time of the first launch at that size in a fresh compile worker; "
@@ -425,17 +589,38 @@ def _body(s: harness.Session) -> None:
             "quick": quick,
         },
         "reference": {"matmul": "cublas"},
-        "ceilings": {"tflops": f"matmul/cublas/{shape_tag(largest)}"},
+        "ceilings": {"tflops": f"matmul/cublas/{shape_tag(largest)}", "gbps": copy.key},
+        "peak": dense_peak(cp),
         "cases": [c.to_dict() for c in sweep + repeats + paired],
         "skipped": skipped,
         "compile": warmed,
     }
     if s.args.results:
         harness.write_atomically(s.args.results, harness.encode_report(results))
-    entry.print_repeats(sweep, repeats, 58)
-    print("\nsummary:", flush=True)
-    for line in table(sweep):
+    entry.print_repeats(sweep, repeats, 64)
+    print("\nhead to head (% of cuBLAS, median over cycles):", flush=True)
+    for line in paired_lines(paired):
         print(line, flush=True)
+    print("\nsummary:", flush=True)
+    for line in table([c for c in sweep if c.info["name"] == "matmul"]):
+        print(line, flush=True)
+    entry.finish(s)
+
+
+def paired_lines(paired: list[timing.Case]) -> list[str]:
+    """Each paired case's median over cycles of (cuBLAS ms / its ms), the way the record states it."""
+    import statistics  # noqa: PLC0415
+
+    refs = {tuple(c.info["shape"]): c for c in paired if c.info["variant"] == "cublas" and "twin_of" not in c.info}
+    lines = []
+    for c in paired:
+        ref = refs[tuple(c.info["shape"])]
+        if c is ref:
+            continue
+        pct = [100.0 * r / m for r, m in zip(ref.samples_ms, c.samples_ms)]
+        q1, med, q3 = statistics.quantiles(pct, n=4)
+        lines.append(f"  {c.key:64} {med:6.1f}% [{q1:.1f}, {q3:.1f}]")
+    return lines
 
 
 # --------------------------------------------------------------------------- compile worker
@@ -467,9 +652,34 @@ def _warm_body(spec: dict[str, Any]) -> dict[str, Any]:
     return {"first_launch_ms": first, "resources": used}
 
 
+class _Shaped(NamedTuple):
+    """Stands in for an array where only its shape is read (``grid_and_args`` in an export)."""
+
+    shape: tuple[int, ...]
+
+
+def _export_specs(plan: str) -> dict[str, dict[str, Any]]:
+    """Each config at each bench size whose arrays the JIT would see differently (a size
+    whose dimensions are not all multiples of 16 compiles anew)."""
+    sizes = {tuple(d % 16 == 0 for d in z): z for z in reversed(SIZES)}
+    return {f"{c.key}@{shape_tag(z)}": {"config": c.to_dict(), "size": list(z)}
+            for c in configs(TILES, plan) for z in sizes.values()}
+
+
+def _export_body(spec: dict[str, Any]) -> dict[str, Any]:
+    """Compile one config at one size for spec's target without a GPU."""
+    cfg = Config.from_dict(spec["config"])
+    m, n, k = spec["size"]
+    _grid, args = grid_and_args(cfg, None, None, _Shaped((m, n)), sms=132)
+    arrays = [jit.array_constraint(ct.float16, (m, k)), jit.array_constraint(ct.float16, (k, n)),
+              jit.array_constraint(ct.float32, (m, n))]
+    return jit.export(kernel_of(cfg), [*arrays, *args[3:]], spec["out"], spec["arch"])
+
+
 def main(argv: list[str] | None = None) -> int:
     return entry.main(__file__, _body, _warm_body, __doc__.splitlines()[0],
-                      "a smoke run: two sizes, two tiles, 2 rounds x 10 launches", argv)
+                      "a smoke run: two sizes, two tiles, 2 rounds x 10 launches", argv,
+                      export_specs=_export_specs, export_body=_export_body)
 
 
 if __name__ == "__main__":

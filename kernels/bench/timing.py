@@ -187,13 +187,13 @@ def alternate(timer: Timer, cases: list[Case], cycles: int, warmup_ms: float = W
         case.warmup_launches.append(warmed)
 
 
-def method(rounds: int, launches: int) -> dict[str, Any]:
+def method(rounds: int, launches: int, warmup_ms: float = WARMUP_MS) -> dict[str, Any]:
     """How the samples were taken, for a bench program's results file."""
     return {
         "timer": "CUDA events around each launch",
         "rounds": rounds, "launches_per_round": launches,
         "warmup": f"before every timed batch, untimed launches of the same case until "
-                  f"{WARMUP_MS:g} ms of its GPU time (at most {MAX_WARMUP_LAUNCHES})",
+                  f"{warmup_ms:g} ms of its GPU time (at most {MAX_WARMUP_LAUNCHES})",
         "lead_in": f"{LEAD_IN_MS:g} ms of untimed L2 flushes queued ahead of every timed batch",
         "order": "interleaved: every case once per round, in a random order per round "
                  "(seeded by the report's seed)",

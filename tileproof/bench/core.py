@@ -21,6 +21,14 @@ timings to ``--results``. ``tileproof bench``
 * turns a program's head-to-head phase (cases launched in turn with their reference)
   into PairedRatios: the reference's time over the case's, cycle by cycle, as a median
   percentage with quartiles, the reference against itself being the control,
+* gives every case its roofline (``roofline``): whether its counted FLOPs or its counted
+  bytes bound it against the ceilings of the same run (the dense peak the program
+  computed, else the largest cuBLAS product; the device copy), the ceiling it is then
+  measured against, and its floor time,
+* flags for a second look (``second_looks``) what is too good to believe from one
+  measurement: a bytes-bound case above ``SECOND_LOOK_COPY_PCT`` of the copy, a
+  flops-bound tile kernel above cuBLAS by more than the cuBLAS-against-itself control
+  spreads around 100% at that shape,
 * writes one bench record per program. Exit status 0 only when every program passed.
 """
 
@@ -39,6 +47,8 @@ from typing import Any
 
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
+    BENCH_VERSION,
+    SECOND_LOOK_COPY_PCT,
     BenchCase,
     BenchRecord,
     CheckReport,
@@ -47,6 +57,8 @@ from tileproof.records.models import (
     GpuFacts,
     HostFacts,
     PairedRatio,
+    Roofline,
+    SecondLook,
     Transcript,
     Verdict,
 )
@@ -63,6 +75,8 @@ from tileproof.runner.capture import probe
 from tileproof.runner.execute import Outcome, run_program
 
 BENCH_DIR = Path("kernels") / "bench"
+ROOF_TAGS = {"device copy": "copy", "dense peak": "peak", "largest cuBLAS product": "cuBLAS"}
+"""How the summary's roofline column names each ceiling."""
 NOISY_SPREAD = 0.10
 """A case whose spread (stdev/mean) exceeds this is flagged noisy (pyperf's rule)."""
 GPU_STATE_FIELDS = ("index", "clocks.sm", "clocks.mem", "temperature.gpu", "power.draw", "pstate",
@@ -152,19 +166,18 @@ def build_cases(results: dict[str, Any], report: CheckReport | None
     by_key = {c["key"]: c for c in sweep}
     st = {c["key"]: stats(c["samples_ms"]) for c in sweep}
     rate = {k: rates(by_key[k], s["median_ms"]) for k, s in st.items()}
-
-    reference_variant: dict[str, str] = results.get("reference", {})
-    reference = {}
-    for c in sweep:
-        if reference_variant.get(c["name"]) == c["variant"]:
-            reference[(c["name"], tuple(c["shape"]))] = c["key"]
+    reference = references(results, sweep)
 
     ceilings: dict[str, float] = {}
-    for unit, key in results.get("ceilings", {}).items():
+    ceiling_keys: dict[str, str] = dict(results.get("ceilings", {}))
+    for unit, key in ceiling_keys.items():
         value = rate[key][0 if unit == "tflops" else 1]
         if value is None:
             raise ValueError(f"ceiling {unit}: case {key} has no {unit} rate")
         ceilings[unit] = value
+    peak = results.get("peak")
+    if peak is not None:
+        ceilings["peak_tflops"] = float(peak["tflops"])
 
     cases = []
     for c in sweep:
@@ -191,6 +204,7 @@ def build_cases(results: dict[str, Any], report: CheckReport | None
             max_rel_err=_finite(check.max_rel_err) if check else None,
             checked=bool(check and check.passed), config=dict(c.get("config") or {}),
             tiles_per_sm=_finite(c.get("tiles_per_sm")), resources=_resources(c.get("resources")),
+            roofline=roofline(c, s["median_ms"], tflops, gbps, ceilings, ceiling_keys),
         ))
 
     repeat_spread = {}
@@ -199,6 +213,82 @@ def build_cases(results: dict[str, Any], report: CheckReport | None
         second = statistics.median(c["samples_ms"])
         repeat_spread[c["key"]] = abs(second - first) / first
     return cases, ceilings, repeat_spread
+
+
+def references(results: dict[str, Any], sweep: list[dict[str, Any]]) -> dict[tuple[str, tuple], str]:
+    """(computation, shape) -> the key of its library reference's case (``results['reference']``
+    names the reference variant of each computation)."""
+    reference_variant: dict[str, str] = results.get("reference", {})
+    return {(c["name"], tuple(c["shape"])): c["key"] for c in sweep
+            if reference_variant.get(c["name"]) == c["variant"]}
+
+
+def roofline(case: dict[str, Any], median_ms: float, tflops: float | None, gbps: float | None,
+             ceilings: dict[str, float], ceiling_keys: dict[str, str]) -> Roofline | None:
+    """What bounds one case, against the ceilings measured (or computed) in the same run.
+
+    Its floor is the larger of its counted FLOPs at the FLOP ceiling (the dense peak, else
+    the largest cuBLAS product) and its counted bytes at the copy's bandwidth; the larger
+    term names the bound. A case that counts FLOPs is measured against the FLOP ceiling when
+    that term is the larger or no copy was timed; else against the copy. None when the case
+    counts nothing a ceiling of this run could measure."""
+    flop_ceiling = ceilings.get("peak_tflops") or ceilings.get("tflops")
+    copy_gbps = ceilings.get("gbps")
+    flops, nbytes = case.get("flops"), case.get("bytes")
+    t_flops = flops / (flop_ceiling * 1e12) * 1e3 if flops and flop_ceiling else None
+    t_bytes = nbytes / (copy_gbps * 1e9) * 1e3 if nbytes and copy_gbps else None
+    if flop_ceiling and t_flops is not None and tflops is not None and (t_bytes is None or t_flops >= t_bytes):
+        peak = "peak_tflops" in ceilings
+        return Roofline(bound="flops", ceiling="dense peak" if peak else "largest cuBLAS product",
+                        ceiling_key=None if peak else ceiling_keys.get("tflops"), ceiling_rate=flop_ceiling,
+                        pct_of_ceiling=100.0 * tflops / flop_ceiling, floor_ms=max(t_flops, t_bytes or 0.0))
+    if copy_gbps and nbytes and t_bytes is not None:
+        rate = gbps if gbps is not None else nbytes / (median_ms * 1e-3) / 1e9
+        return Roofline(bound="bytes", ceiling="device copy", ceiling_key=ceiling_keys.get("gbps"),
+                        ceiling_rate=copy_gbps, pct_of_ceiling=100.0 * rate / copy_gbps,
+                        floor_ms=max(t_bytes, t_flops or 0.0))
+    return None
+
+
+def control_band(control: PairedRatio | None, reference: BenchCase | None) -> tuple[float, str]:
+    """How far from 100% the method alone puts a ratio at one shape, in points: the
+    cuBLAS-against-itself control's median and quartiles, their farthest from 100; without a
+    control, the reference's own spread (stdev/mean of its samples)."""
+    if control is not None:
+        band = max(abs(control.pct_of_reference - 100.0), control.q3 - 100.0, 100.0 - control.q1)
+        return band, (f"control {control.pct_of_reference:.1f}% [{control.q1:.1f}, {control.q3:.1f}] "
+                      f"over {control.cycles} cycles")
+    spread = 100.0 * reference.spread if reference is not None else 0.0
+    return spread, f"no control at this shape: the reference's own spread {spread:.1f}%"
+
+
+def second_looks(results: dict[str, Any], cases: list[BenchCase],
+                 paired: dict[str, PairedRatio]) -> list[BenchCase]:
+    """The cases again, each flagged (``second_look``) when its result is too good to believe from
+    one measurement: a bytes-bound case (other than the copy itself) above SECOND_LOOK_COPY_PCT of
+    the copy; a flops-bound tile kernel whose % of cuBLAS -- head to head when it was paired, the
+    sweep's medians otherwise -- exceeds 100 by more than ``control_band`` at its shape."""
+    sweep = [c for c in results["cases"] if c.get("phase", "sweep") == "sweep"]
+    reference = references(results, sweep)
+    by_key = {c.key: c for c in cases}
+    controls = {p.reference: p for p in paired.values() if p.control}
+    out = []
+    for c in cases:
+        r, look = c.roofline, None
+        if r is not None and r.bound == "bytes" and c.key != r.ceiling_key and r.pct_of_ceiling > SECOND_LOOK_COPY_PCT:
+            look = SecondLook(rule="above-copy", value=r.pct_of_ceiling, threshold=SECOND_LOOK_COPY_PCT,
+                              basis=f"{r.pct_of_ceiling * r.ceiling_rate / 100:.0f} GB/s against the device copy's "
+                                    f"{r.ceiling_rate:.0f} GB/s in the same run")
+        ref_key = reference.get((c.name, tuple(c.shape)))
+        if r is not None and r.bound == "flops" and c.tiles is not None and ref_key is not None:
+            pair = paired.get(c.key)
+            value = pair.pct_of_reference if pair is not None else c.pct_of_reference
+            band, why = control_band(controls.get(ref_key), by_key.get(ref_key))
+            how = f"head to head, {pair.cycles} cycles" if pair is not None else "sweep medians"
+            if value is not None and value > 100.0 + band:
+                look = SecondLook(rule="above-reference", value=value, threshold=100.0 + band, basis=f"{how}; {why}")
+        out.append(c.model_copy(update={"second_look": look}) if look else c)
+    return out
 
 
 def head_to_head(results: dict[str, Any]) -> dict[str, PairedRatio]:
@@ -265,15 +355,17 @@ def _state_line(root: Path, t: Transcript | None) -> str:
 
 def summary(cases: list[BenchCase], repeat_spread: dict[str, float], ceilings: dict[str, float],
             paired: dict[str, PairedRatio] | None = None) -> list[str]:
-    lines = [f"    {'case':62} {'median ms':>10} {'rate':>10} {'%ref':>6} {'%ceil':>6} {'spread':>7}"]
+    lines = [f"    {'case':62} {'median ms':>10} {'rate':>10} {'%ref':>6} {'%ceil':>6} {'spread':>7}  roofline"]
     for c in cases:
         rate = f"{c.tflops:6.1f} TF/s" if c.tflops is not None else f"{c.gbps:6.0f} GB/s"
         ref = f"{c.pct_of_reference:6.1f}" if c.pct_of_reference is not None else f"{'-':>6}"
         ceil = f"{c.pct_of_ceiling:6.1f}" if c.pct_of_ceiling is not None else f"{'-':>6}"
-        lines.append(f"    {c.key:62} {c.median_ms:10.4f} {rate:>10} {ref} {ceil} "
-                     f"{100 * c.spread:6.1f}%{' NOISY' if c.noisy else ''}")
+        roof = f"  {ROOF_TAGS[c.roofline.ceiling]} {c.roofline.pct_of_ceiling:5.1f}%" if c.roofline else ""
+        flags = (" NOISY" if c.noisy else "") + (" SECOND-LOOK" if c.second_look else "")
+        lines.append(f"    {c.key:62} {c.median_ms:10.4f} {rate:>10} {ref} {ceil} {100 * c.spread:6.1f}%{roof}{flags}")
     lines += [f"    ceiling {k}: {v:.1f}" for k, v in ceilings.items()]
     lines += [f"    repeat {k}: medians differ by {100 * v:.2f}%" for k, v in repeat_spread.items()]
+    lines += [f"    {c.key}: {c.second_look.text()}" for c in cases if c.second_look]
     lines += [f"    {line}" for line in best_lines(cases)]
     lines += [f"    head to head {k}: {p.pct_of_reference:.1f}% of {p.reference.split('/')[1]} "
               f"(quartiles {p.q1:.1f}-{p.q3:.1f}%, {p.cycles} cycles){' [control: itself]' if p.control else ''}"
@@ -327,6 +419,7 @@ def _read_results(raw: bytes | None, outcome: Outcome) -> tuple[Verdict, str, tu
         results = json.loads(raw)
         cases, ceilings, repeat_spread = build_cases(results, outcome.report)
         paired = head_to_head(results)
+        cases = second_looks(results, cases, paired)
         skipped = results.get("skipped") or []
         if skipped and verdict == "passed":
             reason += (f"; {len(skipped)} config(s) skipped: "
@@ -356,7 +449,8 @@ def bench_one(s: Session, program: Path) -> BenchRecord:
         verdict, reason = "error", (f"nvidia-smi says compute capability {s.gpu.compute_capability}, "
                                     f"the CUDA runtime says {s.gpu.runtime_compute_capability}")
     record = BenchRecord(
-        **header(run_id, s.git, s.host), kind="bench", environment=s.environment, program=rel,
+        **header(run_id, s.git, s.host), kind="bench", bench_version=BENCH_VERSION, environment=s.environment,
+        program=rel,
         sources=[digest(s.root, p) for p in sources(s.root, program)], step=outcome.step, report=outcome.report,
         report_file=outcome.report_file,
         results_file=write_evidence(s.root, run_id, f"{program.stem}-results.json", raw) if raw else None,

@@ -8,30 +8,35 @@ logic (newest decisive result, refuted-and-asserted, staleness, evidence) is the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from tileproof.claims.spec import Claim, Loaded, load_all
 from tileproof.judge import claim_verdicts, trust
 from tileproof.records.models import ClaimsRecord
 from tileproof.records.registry import load_registry
-from tileproof.records.store import of_kind, read_records, rel, sha256_file
+from tileproof.records.store import Examined, of_kind, read_records, rel, sha256_file
 
 
-def claims_records(root: Path) -> list[ClaimsRecord]:
-    """Every claims record under runs/ that counts (``trust.admits``), oldest first; selected by type."""
-    return trust.split(_claims_examined(Path(root)))[0]
+def claims_records(root: Path, examined: Iterable[Examined] | None = None) -> list[ClaimsRecord]:
+    """Every claims record under runs/ that counts (``trust.admits``), oldest first; selected by type.
+    ``examined``: the records as the caller's ``gather.tree.Tree`` judged them (their standing in history
+    included); None reads runs/ here, signatures verified against the registry only."""
+    return trust.split(_claims_examined(Path(root), examined))[0]
 
 
-def _claims_examined(root: Path) -> list:
+def _claims_examined(root: Path, examined: Iterable[Examined] | None = None) -> list:
     """The claims records, each with its seal checked and its signature verified."""
-    return of_kind(read_records(root, load_registry(root)), ClaimsRecord)
+    return of_kind(read_records(root, load_registry(root)) if examined is None else list(examined), ClaimsRecord)
 
 
-def status_lines(root: Path, documents: list[str] | None = None) -> list[str]:
-    """One line per claim with its newest decisive verdict, for ``tileproof status``."""
+def status_lines(root: Path, documents: list[str] | None = None, examined: Iterable[Examined] | None = None
+                 ) -> list[str]:
+    """One line per claim with its newest decisive verdict, for ``tileproof status`` (``examined``: as for
+    :func:`claims_records`)."""
     root = Path(root)
     files = load_all(root, documents or None)
-    decided = claim_verdicts.latest(_claims_examined(root))
+    decided = claim_verdicts.latest(_claims_examined(root, examined))
     rows = [["DOCUMENT", "CLAIM", "VERDICT", "ASSERTED", "TOOLCHAIN", "RUN"]]
     for loaded in files:
         for c in loaded.spec.claims:

@@ -89,7 +89,7 @@ class Matrix:
 
 
 def claim_matrix(records: Iterable[ClaimsRecord]) -> Matrix:
-    """The matrix of these records (a later decisive result wins within its release)."""
+    """The matrix of these records, oldest first (a later decisive result wins within its release)."""
     groups, mixed = by_release(records)
     cells: dict[Key, dict[Release, Cell]] = {}
     for release, group in groups.items():
@@ -176,8 +176,9 @@ def notes(matrix: Matrix) -> list[str]:
     return out
 
 
-def status_lines(root: Path, documents: list[str] | None = None) -> list[str]:
-    """The claims matrix of the tree at ``root`` (all documents, or only ``documents``)."""
+def status_lines(root: Path, documents: list[str] | None = None, examined: Iterable | None = None) -> list[str]:
+    """The claims matrix of the tree at ``root`` (all documents, or only ``documents``; ``examined``: the
+    records as the caller judged them, see ``claims.core.claims_records``)."""
     files = load_all(Path(root), documents or None)
     claims = [(f.spec.document, c.id) for f in files for c in f.spec.claims]
-    return lines(claim_matrix(claims_records(Path(root))), claims, documents or None)
+    return lines(claim_matrix(claims_records(Path(root), examined)), claims, documents or None)

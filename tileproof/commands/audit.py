@@ -17,6 +17,13 @@ then prints ``history: NOT CHECKED (why)`` and exits 1, because an exit status o
 a tree known to have no history (an unpacked source archive, a test tree): the
 audit then exits 0 on no findings, still printing NOT CHECKED. A reviewer and CI
 run it without the flag, on a full clone (``git fetch --unshallow`` first).
+
+Trust: ``--trust-root VALUE`` pins the root the registry's history is checked from (a
+commit, or a pin or registry file the reviewer keeps; else ``$TILEPROOF_TRUST_ROOT``, else
+the tree's ``.ci/trust-root``, else the first registry with a key), and
+``--expect-ancestor REV`` fails the audit (``history-rewritten``) when REV, a head audited
+before, is not an ancestor of HEAD. The audit prints the root, the range it checked and
+every registry change in it (``judge.trust_root``; docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import Literal
 from tileproof.gather.audit import REPORT_HTML, REPORT_MD, audit, paused_gc
 from tileproof.judge.audit.result import AuditResult
 from tileproof.records import store
+from tileproof.records.trust_pin import PIN, PIN_ENV
 from tileproof.report import junit, render, summary
 
 OutputKind = Literal["md", "html", "junit", "json"]
@@ -56,6 +64,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--allow-no-history", action="store_true",
                         help="exit 0 on no findings even when git history could not be checked "
                              "(still printed as NOT CHECKED); for trees without history on purpose")
+    parser.add_argument("--trust-root", default=None, metavar="COMMIT|FILE",
+                        help="the trust root: a commit whose lessons/runners.yaml you trust, or a pin or registry "
+                             f"file you keep (default: ${PIN_ENV}, else the tree's {PIN.as_posix()})")
+    parser.add_argument("--expect-ancestor", default=None, metavar="REV",
+                        help="a head audited before: fail (history-rewritten) unless it is an ancestor of HEAD")
     parser.add_argument("--no-write", action="store_true", help="write no report (the default; kept for scripts)")
 
 
@@ -79,9 +92,12 @@ def outputs(args) -> list[tuple[Path, OutputKind]]:
 def run(args) -> int:
     wanted = outputs(args)
     with paused_gc():  # rendering 10,000 records' tables with the collector on costs it 3x
-        result = audit(args.root, outputs=[p for p, _ in wanted])
+        result = audit(args.root, outputs=[p for p, _ in wanted], trust_root=args.trust_root,
+                       expect_ancestor=args.expect_ancestor)
         for f in result.findings:
             print(f)
+        for line in result.trust.lines() if result.trust is not None else ():
+            print(line)
         for lesson in result.lessons:
             if lesson.status == "draft":
                 print(lesson.summary())

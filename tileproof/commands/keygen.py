@@ -2,9 +2,11 @@
 
 Writes the private key (PEM, PKCS#8, mode 0600, never over an existing file) to
 ``--key``, else ``$TILEPROOF_SIGNING_KEY``, else ``~/.config/tileproof/signing-key.pem``,
-and refuses any path inside the repository. Prints the public key, its keyid
-and the entry to add to ``lessons/runners.yaml`` in a reviewed commit; records
-are signed once ``TILEPROOF_SIGNING_KEY`` names the key.
+and refuses any path inside the repository. Prints the public key, its keyid,
+the entry to add to ``lessons/runners.yaml`` and the next steps (docs/keys.md): endorse
+the change with a key the registry already trusts (``tileproof sign-registry``), or,
+when every such key is lost, the root reset and the pin move. Records are signed once
+``TILEPROOF_SIGNING_KEY`` names the key.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from tileproof.records import registry, signing
+from tileproof.records import registry, registry_change, signing
 from tileproof.records.errors import TileproofError
+from tileproof.records.trust_pin import PIN
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"private key file (default: ${signing.KEY_ENV}, else {signing.DEFAULT_KEY})")
     parser.add_argument("--owner", default=os.environ.get("USER", "runner"), help="who holds the key")
     parser.add_argument("--may-sign", default=",".join(registry.RUNNER_KINDS),
-                        help="record kinds the key may sign, comma-separated (default: all)")
+                        help="what the key may sign, comma-separated: record kinds, and 'registry' for a key that "
+                             "may endorse the next registry change (default: every record kind)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,10 +41,10 @@ def run(args: argparse.Namespace) -> int:
     private = Ed25519PrivateKey.generate()
     public = private.public_key()
     kinds = [k.strip() for k in args.may_sign.split(",") if k.strip()]
-    unknown = sorted(set(kinds) - set(registry.RUNNER_KINDS))
+    unknown = sorted(set(kinds) - set(registry.SIGN_KINDS))
     if unknown or not kinds:
-        raise TileproofError(f"--may-sign: {', '.join(unknown) or 'nothing'} is not a record kind "
-                             f"(fix: a comma-separated subset of {','.join(registry.RUNNER_KINDS)})")
+        raise TileproofError(f"--may-sign: {', '.join(unknown) or 'nothing'} is not a record kind nor registry "
+                             f"(fix: a comma-separated subset of {','.join(registry.SIGN_KINDS)})")
     entry = registry.RunnerKey(
         owner=args.owner, keyid=signing.keyid_of(public), public_key=signing.raw_public(public).hex(),
         may_sign=kinds, added=datetime.now(timezone.utc).date(),
@@ -61,4 +65,21 @@ def run(args: argparse.Namespace) -> int:
     print(f"sign records with it: export {signing.KEY_ENV}={path}")
     print(f"add to {registry.REGISTRY.as_posix()} under runners: (a reviewed commit):")
     print(yaml.safe_dump([entry.model_dump(mode="json", exclude_none=True)], sort_keys=False).rstrip())
+    for line in next_steps(path):
+        print(f"# {line}")  # YAML comments: the entry above can be copied with them
     return 0
+
+
+def next_steps(path: Path) -> list[str]:
+    """What to do after keygen (docs/keys.md has the whole procedure)."""
+    reg, sigs, pin = registry.REGISTRY.as_posix(), registry_change.SIGNATURES.as_posix(), PIN.as_posix()
+    return [
+        "next steps (docs/keys.md):",
+        f"  1. append the entry above to {reg}; set revoked_since on every key whose machine is gone",
+        f"  2. a key the committed registry lists with '{registry.REGISTRY_KIND}' is at hand: tileproof "
+        f"sign-registry --key THAT_KEY, then commit {reg} and the file it writes under {sigs}/ in one commit",
+        f"  3. no such key is held any more (a root reset): commit {reg} alone, review it, then write that "
+        f"commit's id and why into {pin} and commit that (the audit reports the move; reviewers who pin "
+        f"their own root move theirs)",
+        f"  4. export {signing.KEY_ENV}={path}; nox -s audit (0 findings: the new key counts)",
+    ]

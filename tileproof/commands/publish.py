@@ -18,6 +18,11 @@ the decision derives (``judge.audit.rules.rederive``: a hand edit, or evidence t
 moved on) is refused too, unless ``--republish`` asks to rewrite it: then, when the
 decision holds, its hardware, results and compile tables are written again from the
 records it accepts now, exactly as a first publish writes them.
+
+Publish also refuses while the trust root's checks find something (``judge.trust_root``,
+against ``--trust-root`` or the tree's pin): an unsigned registry change or a root reset
+the pin was not moved to, a registry missing, emptied or loosened after history listed a
+key. Records are judged by the commit that first added them (``judge.standing``).
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rewrite an already published lesson from the records the decision accepts now "
                              "(after a re-run; refused unless the decision holds)")
     parser.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    parser.add_argument("--trust-root", default=None, metavar="COMMIT|FILE",
+                        help="the trust root (as for tileproof audit; default: $TILEPROOF_TRUST_ROOT, "
+                             "else the tree's .ci/trust-root)")
 
 
 def describe(blockers: Iterable[gate.Blocker]) -> list[str]:
@@ -77,13 +85,20 @@ def describe_tables(decision: gate.Decision) -> list[str]:
     return [head, *(f"      {line}".rstrip() for line in table.rendered().splitlines())]
 
 
-def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool = False) -> tuple[int, list[str]]:
+def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool = False,
+            trust_root: str | None = None) -> tuple[int, list[str]]:
     """Decide and (unless dry-run) publish; returns (exit status, lines to print)."""
     lesson = lessons.load(root, lesson_id)
     for field, path in lessons.missing_programs(root, lesson):
         raise RecordError(lesson.shown, field, f"{path} does not exist", f"restore {path} or fix the program list")
-    decision = Tree.load(root).decide(lesson)
+    tree = Tree.load(root, trust_root)
+    decision = tree.decide(lesson)
     name = lesson.id
+    distrust = tree.trust.state.findings if tree.trust is not None else ()
+    if distrust:
+        return 1, [f"{name}: not published: the runner registry's history does not hold from the trust root; "
+                   "nothing changed:", *(f"  {file}: {rule}: {reason}" for file, rule, reason in distrust),
+                   *describe(decision.blockers)]
     checked = history.check_repository(root)
     if checked.findings:
         return 1, [f"{name}: not published: committed records or transcripts were deleted or edited; nothing changed:",
@@ -123,6 +138,6 @@ def _write(lesson: lessons.Lesson, decision: gate.Decision, dry_run: bool, note:
 
 
 def run(args: argparse.Namespace) -> int:
-    code, lines = publish(args.root, args.lesson, args.dry_run, args.republish)
+    code, lines = publish(args.root, args.lesson, args.dry_run, args.republish, args.trust_root)
     print("\n".join(lines), file=sys.stdout)
     return code

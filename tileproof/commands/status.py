@@ -21,6 +21,7 @@ from tileproof.claims import matrix
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims, release_matrix
 from tileproof.records import lessons
+from tileproof.report import bench_view
 
 WORDS = {
     "passed": "passed",
@@ -85,11 +86,11 @@ def table(rows: list[list[str]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
-def status(root: Path, ids: list[str]) -> list[str]:
+def status(root: Path, ids: list[str], tree: Tree | None = None) -> list[str]:
     chosen = [lessons.load(root, i) for i in ids] if ids else lessons.load_all(root)
     if not chosen:
         return ["no lessons under lessons/"]
-    tree = Tree.load(Path(root))
+    tree = tree or Tree.load(Path(root))
     rows = [["LESSON", "STATUS", "PROGRAM", "CHECK", "EVIDENCE", "RUN", "GPU"]]
     footer = []
     for lesson in chosen:
@@ -108,16 +109,22 @@ def status(root: Path, ids: list[str]) -> list[str]:
         if lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS) != "\n" + lessons.render_results_table(
                 lesson.front.results):
             footer.append(f"{lesson.id}: the body's results table differs from the front matter (edited by hand?)")
+    footer += [f"trust: {file}: {rule}: {reason}" for file, rule, reason in (tree.trust.state.findings
+                                                                             if tree.trust is not None else ())]
     axis = [f"  {line}" for line in release_matrix.lines([tree.releases(lesson) for lesson in chosen])]
     return table(rows) + [""] + (["Python programs per cuda-tile release:", *axis, ""] if axis else []) + footer
 
 
 def run(args: argparse.Namespace) -> int:
-    print("\n".join(status(args.root, args.lessons)), file=sys.stdout)
-    claim_lines = claims.status_lines(args.root, args.lessons or None)
+    tree = Tree.load(Path(args.root))
+    print("\n".join(status(args.root, args.lessons, tree)), file=sys.stdout)
+    bench_lines = bench_view.status_lines(tree.records)
+    if bench_lines:  # what bounds each bench case and how close it comes (report.bench_view)
+        print("\nbench, newest record of each program (fastest tile kernel per shape):\n" + "\n".join(bench_lines))
+    claim_lines = claims.status_lines(args.root, args.lessons or None, tree.records)
     if len(claim_lines) > 1:
         print("\n" + "\n".join(claim_lines))
-    matrix_lines = matrix.status_lines(args.root, args.lessons or None)
+    matrix_lines = matrix.status_lines(args.root, args.lessons or None, tree.records)
     if matrix_lines:
         print("\nclaims per toolchain release:\n" + "\n".join(matrix_lines))
     return 0

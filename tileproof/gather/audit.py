@@ -7,10 +7,13 @@ here) and asks the one publish decision (``gather.tree.Tree.decide``) for every
 lesson, from the records as examined here: a record whose seal is broken never
 counts, exactly as for ``status`` and ``publish``. It writes nothing.
 
-It also checks git history once (``runner.history.check_repository``): each
-record or transcript once committed and now missing or changed is a finding
+It also reads git history once (``runner.history.read``): each record or
+transcript once committed and now missing or changed is a finding
 (``judge.audit.rules.history``); a tree without history is reported as not
-checked (``AuditResult.history``), never as passed. Each published lesson is
+checked (``AuditResult.history``), never as passed. The trust root and the
+registry's history (``gather.trust_state``: signed registry changes, revocations,
+each record's standing by the commit that first added it) give their findings and the
+report's trust section (``AuditResult.trust``). Each published lesson is
 re-derived from the records its decision accepts (``judge.audit.rules.rederive``).
 """
 
@@ -27,7 +30,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from tileproof.claims import spec as claims_spec
-from tileproof.gather import audit_scan
+from tileproof.gather import audit_scan, trust_state
 from tileproof.gather.audit_claims import claims_files_today
 from tileproof.gather.audit_scan import helper as byte_helper
 from tileproof.gather.audit_scan import paused_gc, read_record
@@ -43,14 +46,10 @@ from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.records import lessons, lock, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.records.history import REGENERATED, NoHistory
+from tileproof.records.history import check as check_history
 from tileproof.records.models import Record, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
-from tileproof.records.registry import (
-    UNSIGNED,
-    RunnerRegistry,
-    Verification,
-    load_registry,
-)
+from tileproof.records.registry import UNSIGNED, RunnerRegistry, Verification
 from tileproof.records.safe_read import InputKind, read_bytes, read_evidence
 from tileproof.runner import history
 from tileproof.runner.forked import ForkedHelper
@@ -68,10 +67,13 @@ KEEP_FILES = frozenset({".gitkeep"})
 _RECORD = TypeAdapter(Record)
 
 
-def audit(root: Path, outputs: Iterable[Path] = ()) -> AuditResult:
+def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = None,
+          expect_ancestor: str | None = None) -> AuditResult:
     """Read runs/, evidence/ and lessons/ under ``root`` and apply every rule.
 
-    ``outputs``: report files being written (skipped by the orphan rule).
+    ``outputs``: report files being written (skipped by the orphan rule). ``trust_root`` and
+    ``expect_ancestor``: what the reviewer pins (``gather.trust_state``; ``--trust-root``,
+    ``--expect-ancestor``).
     The cyclic garbage collector is paused meanwhile: 10,000 records kept alive
     make each of its passes longer, which tripled the audit's time.
     """
@@ -79,7 +81,7 @@ def audit(root: Path, outputs: Iterable[Path] = ()) -> AuditResult:
         names = record_names(Path(root))
         helper = byte_helper(len(names))
         try:
-            return _audit(Path(root), names, outputs, helper)
+            return _audit(Path(root), names, outputs, helper, trust_root, expect_ancestor)
         finally:
             helper.close()
 
@@ -168,13 +170,16 @@ def _context(records, trusted: dict[str, bytes | None]) -> registry.Context:
     return registry.Context({rec.run_id for _, rec in records}, query_rows, freeze)
 
 
-def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: ForkedHelper) -> AuditResult:
+def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
+           expect_ancestor: str | None) -> AuditResult:
     findings: list[Finding] = []
     add = findings.append
     flagged: set[str] = set()
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names)
-    runners = load_registry(root)
-    policy = trust.effective(runners.in_force)
+    git_history = history.read(root)
+    trusting = trust_state.load(root, trust_root, expect_ancestor, git_history)
+    runners = trusting.registry
+    policy = trust.effective(trusting.state.policy)
     verified: dict[str, Verification] = {}
     records, raw_refs = _validate(root, names, add, runners, verified)
     refs_of = {name: evidence.transcripts(rec) for name, rec in records}
@@ -189,8 +194,6 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     findings += [Finding(rel, rule_id, reason) for rel, (rule_id, reason) in refused.items()]
     findings += [Finding(f"{store.RUNS}/{name}", *inputs.stray_issue(name)) for name in store.stray_files(root)]
     examined = []
-    unsigned = [f"{store.RUNS}/{name}" for name, _ in records if verified.get(name, UNSIGNED).trust == "unsigned"]
-    legacy, uncommitted = history.unsigned_standing(root, unsigned) if unsigned else (set(), set())
     for name, rec in records:
         file = f"{store.RUNS}/{name}"
         model_digest = None
@@ -199,12 +202,13 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
             model_digest = store.seal_of(rec)
             for rule_id, reason in files.seal_issues(rec, seals.get(name) or "", model_digest):
                 add(Finding(file, rule_id, reason))
-        # The seal's verdict on the content (not its bytes) and the signature's, as status and publish see them.
-        verification = verified.get(name, UNSIGNED)
-        for rule_id, reason in trust.issues(verification, policy, legacy=file in legacy | uncommitted):
+        # The seal's verdict on the content (not its bytes), the signature's and the record's standing in
+        # history (gather.trust_state, judge.standing), as status and publish see them.
+        item, = trusting.examine([store.examine(rec, model_digest if model_digest is not None else seals.get(name),
+                                               verified.get(name, UNSIGNED))])
+        for rule_id, reason in trust.issues(item.verification, policy, legacy=trusting.legacy(rec)):
             add(Finding(file, rule_id, reason))
-        examined.append(store.examine(rec, model_digest if model_digest is not None else seals.get(name),
-                                      verification, runners.in_force))
+        examined.append(item)
         if isinstance(rec, RunRecord):
             for rule_id, reason in report_transcript_issues(rec, diffs.get(name)):
                 add(Finding(file, rule_id, reason))
@@ -224,7 +228,8 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     _lesson_inputs(root, add)
     _claims_files(root, add)
     lesson_audits = _lessons(root, Tree.of(root, examined), findings)
-    checked = history.check_repository(root)
+    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in trusting.state.findings]
+    checked = check_history(git_history)
     findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_rules.history_issues(checked)]
     if checked.status == "checked":
         _commit_claims(root, records, add)
@@ -233,7 +238,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     return AuditResult(root=root, findings=findings, records=[rec for _, rec in records], lessons=lesson_audits,
                        evidence_files=evidence_files, evidence_bytes=evidence_bytes,
                        record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked,
-                       claims_files=claims_files_today(root),
+                       claims_files=claims_files_today(root), trust=trusting.state.report,
                        cuda_tile_lock=releases.lock_key(lock.cuda_tile_pin(root)))
 
 

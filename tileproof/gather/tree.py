@@ -17,9 +17,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from tileproof.claims import spec as claims_spec
+from tileproof.gather import trust_state
 from tileproof.judge import claim_verdicts, gate, release_matrix, releases
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
-from tileproof.records import lessons, lock, registry, store, tolerances
+from tileproof.records import lessons, lock, store, tolerances
 from tileproof.records.errors import InputRefused
 from tileproof.records.models import (
     ENTRY_RUN_VERSION,
@@ -123,12 +124,19 @@ class Tree:
     records: list[Examined] = field(default_factory=list)
     """Run, bench, claims and compile records (other kinds are not evidence for a lesson)."""
     _table: dict[str, gate.Bound] | None = None
+    trust: trust_state.Trusted | None = None
+    """The trust state the records were judged under (``gather.trust_state``); None for a tree built over
+    records examined elsewhere."""
 
     @classmethod
-    def load(cls, root: Path) -> Tree:
-        """Every record under runs/, each with its seal checked and its signature verified against
-        ``lessons/runners.yaml`` (the first that fails validation raises one line)."""
-        return cls.of(root, store.read_records(Path(root), registry.load_registry(Path(root))))
+    def load(cls, root: Path, trust_root: str | None = None) -> Tree:
+        """Every record under runs/, each with its seal checked, its signature verified against
+        ``lessons/runners.yaml`` and its standing judged from history against the trust root
+        (``gather.trust_state``; the first record that fails validation raises one line)."""
+        trusted = trust_state.load(Path(root), trust_root)
+        tree = cls.of(root, trusted.examine(store.read_records(Path(root), trusted.registry)))
+        tree.trust = trusted
+        return tree
 
     @classmethod
     def of(cls, root: Path, examined: Iterable[Examined]) -> Tree:
@@ -143,7 +151,7 @@ class Tree:
 
     def decide(self, lesson: lessons.Lesson | LessonFront) -> gate.Decision:
         """The one publish decision for ``lesson``, with every input gathered here (the cuda-tile releases it
-        was verified on from ``releases``)."""
+        was verified on from ``release_matrix``)."""
         front, runs, others, today = self._inputs(lesson)
         read = evidence_reader(self.root)
         decision = gate.decide(front, runs + others, today, self.table(), read)

@@ -135,10 +135,11 @@ class RefutedClaim:
 
 
 def fold(records: Iterable[ClaimsRecord], document: str | None = None) -> dict[tuple[str, str], Decided]:
-    """Per (document, claim id): the deciding result among ``records`` (see the module docstring).
-    Pure: every record given is read (``latest`` and ``by_release`` decide which count)."""
+    """Per (document, claim id): the deciding result among ``records``, oldest first as ``trust.split`` gives
+    them (``standing.age``: by first commit, then ``created``; see the module docstring). Pure: every record
+    given is read (``latest`` and ``by_release`` decide which count)."""
     out: dict[tuple[str, str], Decided] = {}
-    for record in sorted(records, key=lambda r: (r.created, r.run_id)):  # oldest first: later ones win
+    for record in records:  # oldest first: later ones win
         attested = {d.path: d.sha256 for d in record.claims_files}
         for r in record.results:
             if document is not None and r.document != document:

@@ -7,8 +7,9 @@ check name → ``Bound``. Each results row gets one outcome from a closed set, a
 one-line reason and the command that would produce the missing evidence.
 
 Which record decides a row: among the program's run records that count
-(``trust.admits``: a record with a broken seal never counts) and rest on the lock's
-cuda-tile release (``releases.decides_rows``: others are the release axis), the newest one from the
+(``trust.admits``: a record with a broken seal never counts) and rest on the lock's cuda-tile
+release (``releases.decides_rows``: others are the release axis), the newest one (``standing.age``:
+by the commit that first added it, then ``created``; a future date wins nothing) from the
 row's class of hardware — compute capability >= 8.0 (as the record claims it)
 for required rows, below 8.0 for an optional ``gate`` row; a run that found no
 GPU at all counts only when no run of the program found one. A required row
@@ -50,7 +51,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from tileproof.judge import claim_verdicts, releases, trust
+from tileproof.judge import claim_verdicts, releases, standing, trust
 from tileproof.judge.claim_verdicts import (
     NO_CLAIMS,
     ClaimsToday,
@@ -123,6 +124,8 @@ class RowDecision:
     """Run ids of records that never count here (broken seal, signature the policy refuses)."""
     ignored_note: str = ""
     """Which of them and why, as the reason ends with it (``(ignored, signature unsigned: a, b)``)."""
+    age: tuple = ()
+    """``standing.age`` of the record that decided the row: which of the rows' records is the newest."""
 
     @property
     def blocks(self) -> bool:
@@ -236,15 +239,15 @@ class Decision:
         for program in dict.fromkeys(r.row.program for r in self.rows if not r.row.optional):
             mine = [r for r in self.rows if r.row.program == program and not r.row.optional]
             if all(r.outcome == "passed" for r in mine):
-                out[program] = max((r.record for r in mine if r.record is not None), key=_age).run_id
+                newest = _newest(mine)
+                if newest is not None:
+                    out[program] = newest.run_id
         return out
 
     def hardware(self) -> Hardware | None:
         """The hardware block, from the newest record behind a passed required row."""
-        recs = [r.record for r in self.rows if r.outcome == "passed" and not r.row.optional and r.record]
-        if not recs:
-            return None
-        return hardware_of(max(recs, key=_age))
+        newest = _newest(r for r in self.rows if r.outcome == "passed" and not r.row.optional)
+        return None if newest is None else hardware_of(newest)
 
     def published_front(self, front: LessonFront) -> LessonFront:
         """``front`` as publish writes it: status, hardware and the results' cells."""
@@ -262,8 +265,10 @@ class Decision:
 # --- helpers (pure) ------------------------------------------------------------------
 
 
-def _age(rec: RunRecord):
-    return (rec.created, rec.run_id)
+def _newest(rows: Iterable[RowDecision]) -> RunRecord | None:
+    """The newest (``standing.age``) of the records that decided ``rows``; None when none did."""
+    decided = [(r.age, r.record) for r in rows if r.record is not None]
+    return max(decided, key=lambda pair: pair[0])[1] if decided else None
 
 
 def _short(commit: str | None, dirty: bool) -> str:
@@ -514,10 +519,11 @@ def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Map
         note = trust.ignored_note(refused)
         result = _result_text(rec, row) if outcome == "passed" and rec else UNKNOWN
         return RowDecision(row, outcome, reason + note, _command(front, row, outcome, rec), rec, result,
-                           trust.ignored_ids(refused), note.strip())
+                           trust.ignored_ids(refused), note.strip(), ages[id(rec)] if rec is not None else ())
 
-    mine, refused = trust.split(r for r in trust.examined(records)
-                                if isinstance(r.record, RunRecord) and r.record.program == row.program)
+    items = [r for r in trust.examined(records) if isinstance(r.record, RunRecord) and r.record.program == row.program]
+    ages = {id(e.record): standing.age(e) for e in items}
+    mine, refused = trust.split(items)  # oldest first (standing.age): the last of a selection is its newest
     mine = [r for r in mine if releases.decides_rows(r, getattr(today, "cuda_tile", None))]
     if today.get(row.program) is None:
         return done("missing-file", f"{row.program} does not exist (lessons/{front.id}.md programs)")
@@ -532,13 +538,13 @@ def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Map
     if not fitting:
         others = [r for r in mine if low(r) != gate_row]
         if others and not gate_row:
-            rec = max(others, key=_age)
+            rec = others[-1]
             gpu = rec.environment.gpu
             sm = sm_of(gpu.compute_capability)
             return done("gated", f"only run on {gpu.name} ({sm}, cc {gpu.compute_capability}), below 8.0: "
                                  f"run {rec.run_id}, verdict {rec.verdict}")
         return done("no-record", f"no run record for {row.program}" + (" on a GPU below cc 8.0" if gate_row else ""))
-    rec = max(fitting, key=_age)
+    rec = fitting[-1]
     if gate_row:
         outcome, reason = _gate_row(rec, front, row, today, table, read_evidence)
     else:

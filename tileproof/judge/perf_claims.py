@@ -6,7 +6,7 @@
 claim is supported, the command that would produce the missing evidence.
 
 Which record decides a claim: among the bench records of the claim's program, the
-newest (``created``, then run id) that counts (``trust.admits``: a broken seal
+newest (``standing.age``: first commit, then ``created``, then run id) that counts (``trust.admits``: a broken seal
 never counts), has verdict ``passed``, a GPU whose compute
 capability equals the claim's (every place the record states one must agree) and
 at least one case matching the claim's ``case`` with a value for its ``metric``.
@@ -105,10 +105,6 @@ def record_cc(rec: BenchRecord) -> str | None:
     return seen.pop() if len(seen) == 1 else None
 
 
-def _age(rec: BenchRecord):
-    return (rec.created, rec.run_id)
-
-
 def _value(case: BenchCase, metric: str) -> float | None:
     v = getattr(case, metric)
     return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else None
@@ -190,7 +186,7 @@ def decide_claim(claim: PerfClaim, bench_records: Iterable) -> ClaimDecision:
     fitting = [r for r in usable if record_cc(r) == claim.compute_capability]
     if not fitting:
         if usable:
-            rec = max(usable, key=_age)
+            rec = usable[-1]  # trust.split orders oldest first: the last is the newest
             gpu = rec.environment.gpu
             where = f"{gpu.name}, cc {record_cc(rec) or 'disagreeing'}" if gpu else "no GPU"
             return done("wrong-hardware", f"bench records of {claim.program} with {claim.case} come only from other "
@@ -203,7 +199,7 @@ def decide_claim(claim: PerfClaim, bench_records: Iterable) -> ClaimDecision:
         else:
             why = f"no passed bench record of {claim.program} has a case {claim.case} with {claim.metric}"
         return done("no-bench-record", why)
-    rec = max(fitting, key=_age)
+    rec = fitting[-1]
     cases = _cases(rec, claim)
     judged = [(case_outcome(claim, c, v), c, v) for c, v in cases]
     good = [j for j in judged if j[0] == "supported"]

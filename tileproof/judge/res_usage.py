@@ -141,7 +141,7 @@ def decide_res_usage(front: LessonFront, records: Iterable, today: Mapping[str, 
             skipped.append(f"{release}: no compile record has a built {table.artifact} of {table.program} "
                            f"for {table.target}")
             continue
-        got = _column(max(with_build, key=lambda r: (r.created, r.run_id)), release, table, today)
+        got = _column(with_build[-1], release, table, today)  # trust.split orders oldest first: the newest
         if isinstance(got, Column):
             columns.append(got)
         else:

@@ -3,13 +3,13 @@
 A record counts only when what was checked about it when it was loaded
 (``store.Examined``) says so: its seal is intact (a record edited after writing,
 or with no seal, never counts) and its signature's standing
-(``records.registry.verify``) is one the policy accepts. A tree whose
-``lessons/runners.yaml`` lists any runner key, or says ``policy: signed-only``
-(``RunnerRegistry.in_force``, carried on each ``Examined`` record as it is read),
+(``records.registry.verify``, then its standing in history, ``judge.standing``) is one
+the policy accepts. A tree whose ``lessons/runners.yaml`` lists any runner key, or says
+``policy: signed-only``, or whose git history shows a version that did
+(``judge.trust_root``: the policy only tightens; carried on each ``Examined`` record),
 accepts only ``verified`` records (:func:`effective`); :data:`POLICY`, the code's
 default, only applies to a tree that has registered no key yet (a project before its
-first key, a test tree), where unsigned records count. A registry can tighten the
-policy, never loosen it. The rows, the performance claims, the refuted claims and the
+first key, a test tree), where unsigned records count. The rows, the performance claims, the refuted claims and the
 audit all follow, because they all ask ``admits``/``split`` here. Unsigned records first
 committed before the tree's first key are legacy: they count toward nothing under
 ``signed-only`` and are no finding (:func:`issues`).
@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
+from tileproof.judge import standing
 from tileproof.records.registry import TreePolicy, Trust, Verification
 from tileproof.records.store import Examined, examine
 
@@ -35,6 +36,9 @@ FINDING: dict[Trust, str] = {
     "revoked": "record-revoked-key",
     "kind-not-allowed": "record-kind-not-allowed",
     "subject-mismatch": "record-subject-mismatch",
+    "unendorsed-key": "record-unendorsed-key",
+    "dated-before-key": "record-dated-before-key",
+    "dated-after-commit": "record-dated-after-commit",
 }
 """Audit rule id for each trust word that is not ``verified``."""
 
@@ -42,9 +46,17 @@ RULES: dict[str, str] = {
     "record-unsigned": "a record carries no signature (counts only while the policy is unsigned-counts)",
     "record-unknown-key": "a record is signed by a key that is not in lessons/runners.yaml",
     "record-bad-signature": "a record's signature does not verify: its content changed after signing",
-    "record-revoked-key": "a record is signed by a key revoked at or before the record's time",
-    "record-kind-not-allowed": "a record is signed by a key that may not sign records of its kind",
-    "record-subject-mismatch": "a signed statement's subjects are not the file digests its record holds",
+    "record-revoked-key": "a record is signed by a key revoked at or before the record's time, or first "
+                          "committed in a commit that descends from the key's revocation",
+    "record-kind-not-allowed": "a record is signed by a key that may not sign records of its kind (or was "
+                               "allowed it only by an unsigned registry change)",
+    "record-subject-mismatch": "a signed statement's subjects (and materials) are not the file digests its record "
+                               "holds",
+    "record-unendorsed-key": "a record is signed by a key that an unsigned registry change added: it counts for "
+                             "nothing",
+    "record-dated-before-key": "a record is dated before its key was added to lessons/runners.yaml",
+    "record-dated-after-commit": "a record is dated later than the commit that first added it (plus a small "
+                                 "skew), or than now",
 }
 """Rule id → what it catches, for the audit's rule list."""
 
@@ -63,7 +75,7 @@ def counts(trust: Trust, policy: TrustPolicy = POLICY) -> bool:
 def issues(verification: Verification, policy: TrustPolicy = POLICY, *, legacy: bool = False) -> list[tuple[str, str]]:
     """The audit's (rule id, reason) pairs for one record's verification: none when it counts, nor
     for an unsigned record that is ``legacy``: first committed before the tree registered its first
-    key, or not committed at all (a working tree's own; ``runner.history.unsigned_standing``). Such
+    key, or not committed at all (a working tree's own; ``judge.standing.legacy``). Such
     a record counts toward nothing under ``signed-only`` (:func:`counts`); an unsigned record
     committed after the first key is a finding, and so is any unsigned record in a tree whose
     history cannot be read."""
@@ -95,16 +107,17 @@ def examined(records: Iterable) -> list[Examined]:
 
 
 def split(items: Iterable[Examined]) -> tuple[list[Any], dict[str, list[str]]]:
-    """(the records that count, refusal → run ids of those that do not)."""
-    good: list[Any] = []
+    """(the records that count, oldest first by ``standing.age``: the last of any selection of them is its
+    newest; refusal → run ids of those that do not)."""
+    good: list[Examined] = []
     refused: dict[str, list[str]] = {}
     for item in items:
         why = refusal(item)
         if why is None:
-            good.append(item.record)
+            good.append(item)
         else:
             refused.setdefault(why, []).append(item.record.run_id)
-    return good, refused
+    return [item.record for item in sorted(good, key=standing.age)], refused
 
 
 def ignored_note(refused: dict[str, list[str]]) -> str:

@@ -513,6 +513,71 @@ class SessionRecord(RecordBase):
 # --- bench -------------------------------------------------------------------
 
 
+BENCH_VERSION: Final = 2
+"""``BenchRecord.bench_version`` of the bench records written now: 2 gives every timed case its
+``roofline`` (what bounds it, against which ceiling of the same run) and flags results too good
+to believe unseen (``second_look``); 1 (records written before, field absent; still read) has neither."""
+
+SECOND_LOOK_COPY_PCT: Final = 95.0
+"""A bytes-bound case above this % of the device copy measured in the same run is flagged for a second look."""
+
+Bound = Literal["flops", "bytes"]
+"""The resource that bounds a case: its counted FLOPs at the dense peak take longer than its counted
+bytes at the device copy's bandwidth (``flops``), or not (``bytes``)."""
+
+Ceiling = Literal["device copy", "dense peak", "largest cuBLAS product"]
+"""What a case's rate is measured against: for ``bytes`` the device copy timed in the same run; for
+``flops`` the tensor cores' dense peak (``ceilings['peak_tflops']``), or, where the program knows no
+peak for the GPU, the largest cuBLAS product of the same run. cuBLAS at the case's own shape is the
+other flops ceiling: ``pct_of_reference`` and the head-to-head ratio."""
+
+
+class Roofline(Model):
+    """Where a case stands against the ceiling that bounds it (bench_version 2)."""
+
+    bound: Bound
+    ceiling: Ceiling
+    ceiling_key: str | None
+    """The case key of the ceiling's own measurement in this record (the copy, the cuBLAS product);
+    None for the dense peak, which is computed, not timed."""
+    ceiling_rate: float
+    """The ceiling in the case's unit: GB/s for ``bytes``, TFLOP/s for ``flops``."""
+    pct_of_ceiling: float
+    """The case's rate as % of ``ceiling_rate``."""
+    floor_ms: float
+    """The larger of (counted FLOPs at the FLOP ceiling) and (counted bytes at the copy's bandwidth):
+    no version of this computation can take less; the case's median over it is its gap."""
+
+    def text(self) -> str:
+        """``bytes-bound: 63.0% of the device copy (4202 GB/s)``."""
+        unit = "GB/s" if self.bound == "bytes" else "TFLOP/s"
+        return f"{self.bound}-bound: {self.pct_of_ceiling:.1f}% of the {self.ceiling} ({self.ceiling_rate:.0f} {unit})"
+
+
+SecondLookRule = Literal["above-copy", "above-reference"]
+"""``above-copy``: a bytes-bound case above ``SECOND_LOOK_COPY_PCT`` of the device copy;
+``above-reference``: a flops-bound case above cuBLAS by more than the cuBLAS-against-itself control's
+spread at that shape."""
+
+
+class SecondLook(Model):
+    """A result good enough that it must be measured again before it is believed."""
+
+    rule: SecondLookRule
+    value: float
+    """The % that tripped the rule (of the copy; of cuBLAS, head to head when the case was paired)."""
+    threshold: float
+    """What it exceeded, in the same %."""
+    basis: str
+    """Where the numbers come from, e.g. ``head to head, 200 cycles; control 100.1% [99.8, 100.5]``."""
+
+    def text(self) -> str:
+        """``second look: 102.8% > 100.5% of the reference (head to head, ...): measure it again``."""
+        what = "the device copy" if self.rule == "above-copy" else "the reference"
+        return (f"second look: {self.value:.1f}% > {self.threshold:.1f}% of {what} ({self.basis}); "
+                "measure it again before believing it")
+
+
 class BenchCase(Model):
     """One timed case: a kernel variant at one shape, or its library reference."""
 
@@ -554,6 +619,11 @@ class BenchCase(Model):
     """What the compiled kernel costs, read by the driver from the JIT's cubin:
     ``registers`` and ``local_bytes`` (spills) per thread, ``shared_bytes``,
     ``max_threads_per_block``, ``blocks_per_sm``; or ``error`` saying why not."""
+    roofline: Roofline | None = None
+    """From bench_version 2: what bounds the case and how close it comes to that ceiling (None for a
+    case that counts neither FLOPs nor bytes); always None in bench_version 1 records."""
+    second_look: SecondLook | None = None
+    """From bench_version 2: set when the result is too good to believe from one measurement."""
 
 
 class PairedRatio(Model):
@@ -576,6 +646,9 @@ class PairedRatio(Model):
 @schema("bench-record", SCHEMA_VERSION)
 class BenchRecord(RecordBase):
     kind: Literal["bench"]
+    bench_version: Literal[1, 2] = 1
+    """2 (``BENCH_VERSION``) for records written now: cases carry ``roofline`` and ``second_look``, and
+    ``ceilings`` may hold ``peak_tflops``; 1 (records written before, field absent): neither."""
     environment: Environment
     program: str
     sources: list[FileDigest]
@@ -590,7 +663,8 @@ class BenchRecord(RecordBase):
     gpu_after: Transcript | None
     cases: list[BenchCase]
     ceilings: dict[str, float]
-    """``tflops``: a large cuBLAS product's rate; ``gbps``: a large device copy's bandwidth."""
+    """``tflops``: a large cuBLAS product's rate; ``gbps``: a large device copy's bandwidth; from
+    bench_version 2 ``peak_tflops``: the dense tensor-core peak the program computed for this GPU."""
     repeat_spread: dict[str, float]
     """Case key → relative difference of its median measured twice in this run."""
     head_to_head: dict[str, PairedRatio] = Field(default_factory=dict)
@@ -598,6 +672,17 @@ class BenchRecord(RecordBase):
     (the programs' phase ``paired``); empty when the program has no such phase."""
     verdict: Verdict
     reason: str
+
+    @model_validator(mode="after")
+    def _fits_version(self) -> BenchRecord:
+        if self.bench_version < BENCH_VERSION:
+            if any(c.roofline or c.second_look for c in self.cases) or "peak_tflops" in self.ceilings:
+                raise ValueError(f"bench records before bench_version {BENCH_VERSION} hold no roofline, "
+                                 "second look or peak_tflops")
+        elif any(c.roofline is None and (c.tflops is not None or c.gbps is not None) for c in self.cases):
+            raise ValueError(f"bench records of bench_version {BENCH_VERSION} give every case with a rate "
+                             "its roofline")
+        return self
 
 
 # --- claims ------------------------------------------------------------------

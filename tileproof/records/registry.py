@@ -2,12 +2,13 @@
 
 ``lessons/runners.yaml`` (committed; adding, rotating or revoking a key is a
 reviewed commit) lists each runner key: owner, keyid, raw public key (hex),
-the record kinds it may sign, the date it was added and, once revoked, the
-instant from which its signatures no longer count. A record's signing time is
-its own ``created``: records a key signed before its revocation stay valid,
-those dated from then on are refused (a revoked key can still backdate; the
-append-only history check is what catches a record added after the fact
-with an old date, see README "Threat model").
+the record kinds it may sign (and ``registry``: it may endorse the next change
+of this file, ``records.registry_change``), the date it was added and, once
+revoked, the instant from which its signatures no longer count. :func:`verify`
+checks a record against the file as it is; what git history says about the
+record and its key (which commit first added the record, which commit added or
+revoked the key, whether each change of this file was signed by a key held
+before it) is ``judge.standing``'s and ``judge.trust_root``'s (docs/threat-model.md).
 
 It lives under ``lessons/`` and not ``runs/``: ``runs/`` and ``evidence/`` are
 the append-only log GPU hosts add to (every file there must keep its first
@@ -39,11 +40,13 @@ from pydantic import (
 
 from tileproof.records import models, signing
 from tileproof.records.errors import InputRefused, RecordError
-from tileproof.records.safe_read import parse_yaml, read_text
+from tileproof.records.safe_read import decode, parse_yaml, read_bytes
 from tileproof.records.schemas import schema
 
 REGISTRY = Path("lessons") / "runners.yaml"
 REGISTRY_VERSION = 1
+REGISTRY_KIND = "registry"
+"""The one thing a key may sign besides records: the next version of the registry itself."""
 
 if typing.TYPE_CHECKING:
     RecordKind = str  # built from the models at run time, which a type checker cannot follow
@@ -53,13 +56,23 @@ else:
 """Every record kind (``compile``, ``run``, ``session``, ``bench``, ``claims``), from the models."""
 RUNNER_KINDS: tuple[str, ...] = typing.get_args(RecordKind)
 
+if typing.TYPE_CHECKING:
+    SignKind = str
+else:
+    SignKind = Literal[RUNNER_KINDS + (REGISTRY_KIND,)]
+"""What a key may sign: a record kind, or ``registry`` (a change of ``lessons/runners.yaml``)."""
+SIGN_KINDS: tuple[str, ...] = typing.get_args(SignKind)
+
 Trust = Literal["verified", "unsigned", "unknown-key", "bad-signature", "revoked", "kind-not-allowed",
-                "subject-mismatch"]
+                "subject-mismatch", "unendorsed-key", "dated-before-key", "dated-after-commit"]
 """A record's standing against the registry. Only ``verified`` means a registered runner,
 allowed to sign this kind and not revoked at the record's time, signed exactly these bytes
 and these subjects are the record's own digests. ``unsigned``: a plain (legacy) record or
 an envelope without signatures; ``subject-mismatch``: validly signed, but the statement's
-subjects are not the digests the record holds."""
+subjects are not the digests the record holds. The last three come from git history
+(``judge.standing``): ``unendorsed-key``, a key added by a registry change no key held before
+signed; ``dated-before-key``, a record dated before its key was added; ``dated-after-commit``,
+a record dated after the commit that first added it (or after now, when not committed)."""
 
 
 class RunnerKey(models.Model):
@@ -71,8 +84,8 @@ class RunnerKey(models.Model):
     """sha256 of the raw public key, hex (what ``keygen`` prints)."""
     public_key: str = Field(pattern=r"^[0-9a-f]{64}$")
     """The raw 32-byte ed25519 public key, hex."""
-    may_sign: list[RecordKind] = Field(min_length=1)
-    """Record kinds this key may sign."""
+    may_sign: list[SignKind] = Field(min_length=1)
+    """Record kinds this key may sign, and ``registry`` when it may sign the next registry change."""
     added: date
     """When the key was registered (the reviewed commit's date)."""
     revoked_since: AwareDatetime | None = None
@@ -137,23 +150,74 @@ def registry_lists_keys(data: bytes | None) -> bool:
 
 
 def load_registry(root: Path) -> RunnerRegistry:
-    """The committed registry; an empty one when the file does not exist (nothing verifies)."""
-    try:  # through safe_read, as a lessons/ file: regular, inside the repository, UTF-8, nesting capped
-        raw = parse_yaml(read_text(root, REGISTRY, "lesson"), REGISTRY.as_posix())
+    """The registry in the working tree; an empty one when the file does not exist (nothing verifies).
+    A malformed one (not YAML, a key written twice, an entry the schema refuses) is one ``RecordError``."""
+    data = read_optional(root, REGISTRY)
+    return EMPTY if data is None else parse_registry(decode(data, REGISTRY.as_posix()), REGISTRY.as_posix())
+
+
+def read_optional(root: Path, path: Path) -> bytes | None:
+    """A configuration file of the tree (the registry, the CI's pin) through ``safe_read``, as a lessons/
+    file (regular, inside the repository, size capped): None when it does not exist; any other refusal raises."""
+    try:
+        return read_bytes(root, path, "lesson")
     except InputRefused as e:
         if e.kind == "missing":
-            return EMPTY
+            return None
         raise
+
+
+def parse_registry(text: str, shown: str) -> RunnerRegistry:
+    """A registry's text (the working tree's, or one committed version) as the model; one ``RecordError``
+    naming ``shown`` when it is not YAML, writes a mapping key twice, or the schema refuses it."""
+    try:
+        raw = parse_yaml(text, shown)
+        twice = repeated_key(text)
     except yaml.YAMLError as e:
-        raise RecordError(REGISTRY, "", f"not valid YAML ({str(e).splitlines()[0]})", "restore it from git") from None
+        raise RecordError(shown, "", f"not valid YAML ({str(e).splitlines()[0]})", "restore it from git") from None
+    if twice is not None:
+        key, line = twice
+        raise RecordError(shown, key, f"written twice (line {line}); YAML would keep only the last one",
+                          "write each key once: a new runner is a new entry under runners:")
     try:
         return RunnerRegistry.model_validate(raw)
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
-        raise RecordError(REGISTRY.as_posix(), field, err["msg"],
+        raise RecordError(shown, field, err["msg"],
                           "fix the entry as tileproof keygen printed it; "
-                          "see schema/runner-registry.v1.schema.json") from None
+                          f"see schema/runner-registry.v{REGISTRY_VERSION}.schema.json") from None
+
+
+def repeated_key(text: str) -> tuple[str, int] | None:
+    """The first mapping key a YAML text writes twice in one mapping, as (dotted path, 1-based line), or
+    None. PyYAML keeps the last of two equal keys without a word: in the registry, an "added" entry
+    would silently replace another. Each node is visited once (aliases are not walked again)."""
+    seen: set[int] = set()
+
+    def walk(node, path: str) -> tuple[str, int] | None:
+        if id(node) in seen:
+            return None
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for k, v in node.value:
+                name = str(k.value) if isinstance(k, yaml.ScalarNode) else repr(k.value)
+                if name != "<<" and name in keys:
+                    return (f"{path}.{name}" if path else name), k.start_mark.line + 1
+                keys.add(name)
+                found = walk(v, f"{path}.{name}" if path else name)
+                if found:
+                    return found
+        elif isinstance(node, yaml.SequenceNode):
+            for i, v in enumerate(node.value):
+                found = walk(v, f"{path}.{i}" if path else str(i))
+                if found:
+                    return found
+        return None
+
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    return None if root is None else walk(root, "")
 
 
 @dataclass(frozen=True)
@@ -172,7 +236,7 @@ _ORDER: tuple[Trust, ...] = ("bad-signature", "subject-mismatch", "revoked", "ki
 """When no signature verifies, the first of these found is reported."""
 
 
-def verify(envelope: signing.Envelope | None, statement: signing.Statement | None, record,
+def verify(envelope: signing.Envelope | None, statement: signing.AnyStatement | None, record,
            registry: RunnerRegistry) -> Verification:
     """The record's trust. ``envelope`` and ``statement`` are None for a plain record;
     ``record`` is the validated predicate (its ``kind``, ``created`` and digests count)."""
@@ -188,7 +252,7 @@ def verify(envelope: signing.Envelope | None, statement: signing.Statement | Non
     return next(failures[t] for t in _ORDER if t in failures)
 
 
-def _verify_signature(sig: signing.Signature, message: bytes, statement: signing.Statement, record,
+def _verify_signature(sig: signing.Signature, message: bytes, statement: signing.AnyStatement, record,
                       registry: RunnerRegistry) -> Verification:
     entry = registry.keys.get(sig.keyid)
     if entry is None:

@@ -7,19 +7,27 @@ A signed record file (``runs/<run id>.json``) is a DSSE envelope
      "payload": base64(statement JSON),
      "signatures": [{"keyid": sha256(raw public key) hex, "sig": base64(ed25519(PAE))}]}
 
-whose statement says which files the record attests and carries the record::
+whose statement (written now: predicate type ``urn:tileproof:record:v2``) names what the
+record's step produced as its subjects and carries the record and what the step consumed::
 
     {"_type": "https://in-toto.io/Statement/v1",
      "subject": [{"name": repo-relative path, "digest": {"sha256": ...}}, ...],
-     "predicateType": "urn:tileproof:record:v1",
-     "predicate": the record's JSON, exactly as an unsigned record file holds it}
+     "predicateType": "urn:tileproof:record:v2",
+     "predicate": {"record": the record's JSON, exactly as an unsigned record file holds it,
+                   "materials": [{"name": path, "digest": {"sha256": ...}}, ...]}}
 
-The subjects are every ``FileDigest`` and ``Transcript`` the record holds
-(sources, binaries, build artifacts, transcripts), so a verifier needs only the
-statement to know which digests a runner vouched for. ed25519 comes from
-``cryptography``; this module only builds the DSSE pre-authentication encoding
-(PAE), which the DSSE spec defines as plain bytes. A private key inside the
-repository is refused here, at signing time, as ``keygen`` refuses to write one.
+Subjects are the products: every transcript under ``evidence/`` (step streams, check
+reports, pip freeze, nvidia-smi) and every artifact a compile built (under ``build/``, not
+committed). Materials (in-toto resource descriptors, as SLSA's ``resolvedDependencies``) are
+every other file digest the record holds: program sources and helpers, lessons, claims
+files, the binary a run ran. A generic in-toto verifier checks each subject against the
+files it has; the inputs, which a later commit may change (``publish`` rewrites the lesson),
+are never subjects. Statements of predicate type ``urn:tileproof:record:v1``, written before
+(committed records are never rewritten), carry the record itself as the predicate and list
+every file digest, inputs included, as subjects; they are read as written. ed25519 comes from
+``cryptography``; this module only builds the DSSE pre-authentication encoding (PAE), which
+the DSSE spec defines as plain bytes. A private key inside the repository is refused here, at
+signing time, as ``keygen`` refuses to write one.
 """
 
 from __future__ import annotations
@@ -41,17 +49,22 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tileproof.records.errors import RecordError, TileproofError
-from tileproof.records.models import FileDigest, Transcript
+from tileproof.records.models import BuildResult, FileDigest, Transcript
 from tileproof.records.schemas import schema
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
 PAYLOAD_TYPE: Final = "application/vnd.in-toto+json"
-PREDICATE_TYPE: Final = "urn:tileproof:record:v1"
-"""The predicate is one tileproof record, of whichever kind and ``schema_version`` it says
-(v1 of this statement format; the record's own version is read by ``store.validate``)."""
+PREDICATE_TYPE_V1: Final = "urn:tileproof:record:v1"
+"""v1 (records signed before 2026-12-02): the predicate is the record; every file digest is a subject."""
+PREDICATE_TYPE: Final = "urn:tileproof:record:v2"
+"""Written now: the predicate is ``{record, materials}``; the subjects are the record's products only
+(the record's own ``schema_version`` is read by ``store.validate``)."""
+PRODUCED: frozenset[tuple[type, str]] = frozenset({(BuildResult, "artifact")})
+"""(model, field) of the file digests that are a step's products; every ``Transcript`` is one too.
+Every other ``FileDigest`` is a material (what the step read)."""
 KEY_ENV = "TILEPROOF_SIGNING_KEY"
 """The private key that signs records; unset: records are written unsigned."""
 DEFAULT_KEY = Path("~/.config/tileproof/signing-key.pem")
@@ -114,6 +127,34 @@ class Statement(BaseModel):
     """The record's JSON (validated as a ``Record`` by the store)."""
 
 
+class RecordPredicate(BaseModel):
+    """The predicate of a ``urn:tileproof:record:v2`` statement: the record and what its step consumed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    record: dict
+    """The record's JSON, exactly as an unsigned record file holds it (validated as a ``Record`` by the store)."""
+    materials: list[Subject]
+    """in-toto resource descriptors (name, digest) of the files the step read: sources, helpers, lessons,
+    claims files, the binary a run ran; sorted by name."""
+
+
+@schema("record-statement", 2)
+class StatementV2(BaseModel):
+    """in-toto Statement v1 of predicate type ``urn:tileproof:record:v2``: subjects are the record's products
+    (``Statement``, predicate type v1, is what records signed before it hold; read, no longer written)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True)
+    type_: Literal["https://in-toto.io/Statement/v1"] = Field(alias="_type")
+    subject: list[Subject]
+    """What the step produced: transcripts under evidence/ and artifacts under build/, sorted by name."""
+    predicateType: Literal["urn:tileproof:record:v2"]
+    predicate: RecordPredicate
+
+
+AnyStatement = Statement | StatementV2
+"""A record's statement as read: either predicate type."""
+
+
 Envelope.model_rebuild()
 
 
@@ -147,34 +188,69 @@ def _digest_fields(cls: type[BaseModel]) -> tuple[str, ...]:
     return tuple(name for name, f in cls.model_fields.items() if _holds_digests(f.annotation))
 
 
-def _walk(value) -> Iterator[FileDigest | Transcript]:
+def _walk(value, produced: bool = False) -> Iterator[tuple[FileDigest | Transcript, bool]]:
+    """Every file digest under ``value`` with whether it is a product (``PRODUCED``, or a transcript)."""
     if isinstance(value, (FileDigest, Transcript)):
-        yield value
+        yield value, produced or isinstance(value, Transcript)
     elif isinstance(value, BaseModel):
         for name in _digest_fields(type(value)):
-            yield from _walk(getattr(value, name))
+            yield from _walk(getattr(value, name), (type(value), name) in PRODUCED)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _walk(item)
+            yield from _walk(item, produced)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _walk(item)
+            yield from _walk(item, produced)
 
 
 def digest_pairs(record) -> set[tuple[str, str]]:
-    """(path, sha256) of every file digest the record holds."""
-    return {(f.path, f.sha256) for f in _walk(record)}
+    """(path, sha256) of every file digest the record holds (a v1 statement's subjects)."""
+    return {(f.path, f.sha256) for f, _ in _walk(record)}
+
+
+def products_and_materials(record) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """(path, sha256) of what the record's step produced (transcripts, built artifacts), and of what it read
+    (every other file digest), in one walk."""
+    products: set[tuple[str, str]] = set()
+    materials: set[tuple[str, str]] = set()
+    for f, produced in _walk(record):
+        (products if produced else materials).add((f.path, f.sha256))
+    return products, materials
+
+
+def _descriptors(pairs: set[tuple[str, str]]) -> list[Subject]:
+    return [Subject(name=p, digest=SubjectDigest(sha256=s)) for p, s in sorted(pairs)]
 
 
 def subjects_of(record) -> list[Subject]:
-    """Every file digest the record holds, one subject per (path, sha256), sorted."""
-    return [Subject(name=p, digest=SubjectDigest(sha256=s)) for p, s in sorted(digest_pairs(record))]
+    """Every file digest the record holds, one subject per (path, sha256), sorted: a v1 statement's subjects."""
+    return _descriptors(digest_pairs(record))
 
 
-def subjects_match(statement: Statement, record) -> bool:
-    """The statement's subjects are exactly the record's own file digests."""
-    pairs = {(s.name, s.digest.sha256) for s in statement.subject}
-    return len(pairs) == len(statement.subject) and pairs == digest_pairs(record)
+def record_statement(record_json: dict, record) -> StatementV2:
+    """The statement written now for ``record`` (``record_json``: its JSON as a plain record file holds it)."""
+    products, materials = products_and_materials(record)
+    return StatementV2(type_=STATEMENT_TYPE, subject=_descriptors(products), predicateType=PREDICATE_TYPE,
+                       predicate=RecordPredicate(record=record_json, materials=_descriptors(materials)))
+
+
+def _same(descriptors: list[Subject], pairs: set[tuple[str, str]]) -> bool:
+    got = {(s.name, s.digest.sha256) for s in descriptors}
+    return len(got) == len(descriptors) and got == pairs
+
+
+def subjects_match(statement: AnyStatement, record) -> bool:
+    """The statement names exactly the record's own file digests: v1, every one as a subject; v2, its
+    products as subjects and the rest as materials."""
+    if isinstance(statement, Statement):
+        return _same(statement.subject, digest_pairs(record))
+    products, materials = products_and_materials(record)
+    return _same(statement.subject, products) and _same(statement.predicate.materials, materials)
+
+
+def record_json(statement: AnyStatement) -> dict:
+    """The record's JSON object a statement carries (the predicate itself in v1)."""
+    return statement.predicate if isinstance(statement, Statement) else statement.predicate.record
 
 
 def inside(path: Path, root: Path) -> bool:
@@ -233,10 +309,8 @@ def signer_from_env(root: Path) -> Signer | None:
     return load_signer(Path(path), root) if path else None
 
 
-def envelope_of(record_json: dict, subjects: list[Subject], signer: Signer | None) -> Envelope:
-    """The record as a statement in an envelope, signed when a signer is given."""
-    statement = Statement(type_=STATEMENT_TYPE, subject=subjects, predicateType=PREDICATE_TYPE,
-                          predicate=record_json)
+def envelope_of(statement: BaseModel, signer: Signer | None) -> Envelope:
+    """A statement (a record's, or a registry change's) in a DSSE envelope, signed when a signer is given."""
     payload = statement.model_dump_json(by_alias=True).encode()
     sigs = [] if signer is None else [Signature(keyid=signer.keyid, sig=signer.sign(pae(PAYLOAD_TYPE, payload)))]
     return Envelope(payloadType=PAYLOAD_TYPE, payload=base64.b64encode(payload).decode(), signatures=sigs)
@@ -252,14 +326,29 @@ def payload_bytes(envelope: Envelope) -> bytes:
     return envelope.body
 
 
-def statement_of(envelope: Envelope, path: Path | str) -> Statement:
-    """The envelope's statement; a RecordError naming the field when it is not one."""
+def statement_of(envelope: Envelope, path: Path | str) -> AnyStatement:
+    """The envelope's statement, of either predicate type; a RecordError naming the field when it is not one."""
     try:
-        return Statement.model_validate_json(payload_bytes(envelope))
+        body = payload_bytes(envelope)
     except ValueError as e:
-        msg = e.errors()[0]["msg"] if hasattr(e, "errors") else str(e)
-        raise RecordError(path, "payload", f"not an in-toto {STATEMENT_TYPE} with {PREDICATE_TYPE} ({msg})",
-                          "restore the record from git; records are never edited") from None
+        raise _not_a_statement(path, str(e)) from None
+    kinds: list[type[Statement] | type[StatementV2]] = [StatementV2, Statement]
+    if PREDICATE_TYPE.encode() not in body:  # the cheap guess first; the other shape is still tried
+        kinds.reverse()
+    first: ValueError | None = None
+    for kind in kinds:
+        try:
+            return kind.model_validate_json(body)
+        except ValueError as e:
+            first = first or e
+    msg = first.errors()[0]["msg"] if isinstance(first, ValidationError) else str(first)
+    raise _not_a_statement(path, msg) from None
+
+
+def _not_a_statement(path: Path | str, msg: str) -> RecordError:
+    return RecordError(path, "payload", f"not an in-toto {STATEMENT_TYPE} with {PREDICATE_TYPE} or "
+                                        f"{PREDICATE_TYPE_V1} ({msg})",
+                       "restore the record from git; records are never edited")
 
 
 def verify_one(public: Ed25519PublicKey, signature: Signature, message: bytes) -> bool:

@@ -52,6 +52,7 @@ from tileproof.records.registry import (
     verify,
 )
 from tileproof.records.safe_read import decode, parse_json, read_bytes
+from tileproof.records.trust_history import FirstCommit
 
 RUNS = "runs"
 EVIDENCE = "evidence"
@@ -206,7 +207,11 @@ class Examined(Generic[R]):
     verification: Verification = UNSIGNED
     """``registry.UNSIGNED`` for a record that carries no signature (or was built in memory)."""
     policy: TreePolicy | None = None
-    """The registry's own policy (``RunnerRegistry.policy``) it was examined under; None: the code's."""
+    """The policy in force it was examined under (the registry's, or ``signed-only`` once git history shows
+    a registry that listed a key: ``judge.trust_root``); None: the code's."""
+    first: FirstCommit | None = None
+    """The commit that first added the record's file (``runner.history``); None when it is not committed, or
+    the tree has no history. Its standing and its place among "the newest" come from here (``judge.standing``)."""
 
     @property
     def trust(self) -> Trust:
@@ -219,9 +224,9 @@ Loaded = Examined
 
 
 def examine(record: R, digest: str | None = None, verification: Verification = UNSIGNED,
-            policy: TreePolicy | None = None) -> Examined[R]:
+            policy: TreePolicy | None = None, first: FirstCommit | None = None) -> Examined[R]:
     """``record`` with its seal checked (``digest``: its ``seal_of`` when already known)."""
-    return Examined(record, seal_status(record, digest), verification, policy)
+    return Examined(record, seal_status(record, digest), verification, policy, first)
 
 
 def write_record(root: Path, record, signer: signing.Signer | None = None) -> Path:
@@ -236,7 +241,7 @@ def write_record(root: Path, record, signer: signing.Signer | None = None) -> Pa
         if signer.path is not None:
             signing.refuse_inside(signer.path, root)
         body = json.loads(record.model_dump_json())  # the bytes a plain record file would parse to
-        data = signing.envelope_of(body, signing.subjects_of(record), signer).model_dump_json(indent=2)
+        data = signing.envelope_of(signing.record_statement(body, record), signer).model_dump_json(indent=2)
     write_once(path, (data + "\n").encode())
     return path
 
@@ -245,13 +250,15 @@ _FIX = "restore the record from git; records are never edited"
 
 
 def unwrap(raw: dict) -> dict:
-    """A record file's JSON object → the record's JSON object (the predicate of an
-    envelope, or the object itself for a plain record). Raises ValueError when an
-    envelope holds no statement."""
+    """A record file's JSON object → the record's JSON object (what the envelope's statement carries,
+    or the object itself for a plain record). Raises ValueError when an envelope holds no statement."""
     if not signing.is_envelope(raw):
         return raw
     envelope = signing.Envelope.model_validate(raw)
-    return signing.Statement.model_validate_json(signing.payload_bytes(envelope)).predicate
+    try:
+        return signing.record_json(signing.statement_of(envelope, "record"))
+    except RecordError as e:
+        raise ValueError(e.problem) from None
 
 
 def _root_of(path: Path) -> Path:
@@ -259,7 +266,8 @@ def _root_of(path: Path) -> Path:
     return path.parent.parent if path.parent.name == RUNS else path.parent
 
 
-def read_file(path: Path, root: Path | None = None) -> tuple[dict, signing.Envelope | None, signing.Statement | None]:
+def read_file(path: Path, root: Path | None = None) -> tuple[dict, signing.Envelope | None,
+                                                             signing.AnyStatement | None]:
     """The record's JSON object, and its envelope and statement when signed.
 
     Read through ``safe_read`` (a regular file inside ``root``, default the folder
@@ -280,7 +288,7 @@ def read_file(path: Path, root: Path | None = None) -> tuple[dict, signing.Envel
         err = e.errors()[0]
         raise RecordError(path, ".".join(str(p) for p in err["loc"]), f"DSSE envelope: {err['msg']}", _FIX) from None
     statement = signing.statement_of(envelope, path)
-    return statement.predicate, envelope, statement
+    return signing.record_json(statement), envelope, statement
 
 
 def validate(path: Path, raw: dict):

@@ -6,9 +6,13 @@ course variant's median rate as % of the library reference over the paired cycle
 quartile whiskers, and the reference against a second copy of itself, the
 control), one tile-sweep chart per computation and shape (rates with the fastest
 and slowest repeat as whiskers, the library reference as its own bar, the GPU's
-ceiling or the device copy as a dashed line), and the ceilings. ``history`` follows
-each case key across bench records, oldest first, and marks a drop of more than
-``REGRESSION`` from the previous record. Markdown and HTML both render these.
+ceiling or the device copy as a dashed line), and the ceilings. From bench_version 2 each
+sweep bar also says what bounds its case and how close it comes to that ceiling, a case
+flagged for a second look says so, and the record's notes list the flags. ``history``
+follows each case key across bench records, oldest first, and marks a drop of more than
+``REGRESSION`` from the previous record. ``status_lines`` gives ``tileproof status`` one
+line per computation and shape of each program's newest counted bench record. Markdown and
+HTML both render these.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from tileproof.judge import trust
 from tileproof.records.models import BenchCase, BenchRecord, PairedRatio
 
 BarKind = Literal["case", "reference", "control"]
@@ -124,11 +129,13 @@ def _sweep_bar(case: BenchCase, reference: bool) -> Bar | None:
     low = value * case.median_ms / case.max_ms if case.max_ms > 0 else None
     high = value * case.median_ms / case.min_ms if case.min_ms > 0 else None
     pct = f", {case.pct_of_reference:.0f}% of ref" if case.pct_of_reference is not None and not reference else ""
-    if unit == "GB/s" and case.pct_of_ceiling is not None:
+    if case.roofline is not None:
+        pct += f", {case.roofline.pct_of_ceiling:.0f}% of {case.roofline.ceiling}"
+    elif unit == "GB/s" and case.pct_of_ceiling is not None:
         pct += f", {case.pct_of_ceiling:.0f}% of copy"
-    noisy = " noisy" if case.noisy else ""
+    flags = (" noisy" if case.noisy else "") + (" ⚑ second look" if case.second_look else "")
     return Bar(case_label(case.key or f"{case.name}/{case.variant}/x"), "reference" if reference else "case",
-               value, f"{value:.0f} {unit}{pct}{noisy}", low, high)
+               value, f"{value:.0f} {unit}{pct}{flags}", low, high)
 
 
 def _h2h_charts(rec: BenchRecord) -> list[BarChart]:
@@ -168,10 +175,15 @@ def _sweep_charts(rec: BenchRecord) -> list[BarChart]:
         lines: list[RefLine] = []
         if unit == "TFLOP/s" and "tflops" in rec.ceilings:
             lines.append(RefLine(f"GPU ceiling {rec.ceilings['tflops']:.0f} TFLOP/s", rec.ceilings["tflops"]))
+        if unit == "TFLOP/s" and "peak_tflops" in rec.ceilings:
+            lines.append(RefLine(f"dense peak {rec.ceilings['peak_tflops']:.0f} TFLOP/s", rec.ceilings["peak_tflops"]))
         if unit == "GB/s" and "gbps" in rec.ceilings:
             lines.append(RefLine(f"device copy {rec.ceilings['gbps']:.0f} GB/s", rec.ceilings["gbps"]))
         shape_text = "x".join(map(str, shape))
         against = " against the device copy" if unit == "GB/s" else ""
+        bounds = {c.roofline.bound for c in cases if c.roofline is not None}
+        if len(bounds) == 1:
+            against += f" ({bounds.pop()}-bound)"
         charts.append(BarChart(f"Tile sweep: {name} {shape_text}, {unit}{against}", f"{unit} (median of repeats)",
                                tuple(bars), tuple(lines), "slowest to fastest repeat"))
     return charts
@@ -199,6 +211,9 @@ def bench_view(rec: BenchRecord, counted: bool = True) -> BenchView:
     noisy = sum(1 for c in rec.cases if c.noisy)
     if noisy:
         notes.append(f"{noisy} noisy case{'s' * (noisy != 1)} (spread above 10%)")
+    if rec.bench_version < 2:
+        notes.append("bench_version 1: no roofline and no second-look flags in this record (written before them)")
+    notes += [f"⚑ {c.key}: {c.second_look.text()}" for c in rec.cases if c.second_look]
     return BenchView(rec.run_id, rec.program, rec.created.strftime("%Y-%m-%d %H:%M UTC"), _gpu(rec), rec.verdict,
                      counted, ceilings, tuple(_h2h_charts(rec)), tuple(_sweep_charts(rec)), tuple(notes), _links(rec))
 
@@ -239,4 +254,49 @@ def history(records: Iterable, bad: set[str] = frozenset()) -> list[HistorySerie
         out.append(HistorySeries(program, key, metric, tuple(points), change < -REGRESSION,
                                  f"{change:+.1%} vs previous"))
     out.sort(key=lambda s: (s.program, not s.regressed, s.key, s.metric))
+    return out
+
+
+def best_by_shape(rec: BenchRecord) -> list[BenchCase]:
+    """The fastest tile kernel (a case with tiles) of each computation and shape, in record order."""
+    best: dict[tuple[str, tuple[int, ...]], BenchCase] = {}
+    for c in rec.cases:
+        slot = (c.name, tuple(c.shape))
+        if c.tiles is not None and (slot not in best or c.median_ms < best[slot].median_ms):
+            best[slot] = c
+    return list(best.values())
+
+
+def status_line(rec: BenchRecord, case: BenchCase) -> str:
+    """``softmax 2097152x128: persistent 64x128+occ2+stg 0.6100 ms, bytes-bound: 84.1% of the device
+    copy (4202 GB/s), 760% of CuPy`` (then head to head and the second look, when there are)."""
+    parts = [f"{case.name} {'x'.join(map(str, case.shape))}: {case_label(case.key)} {case.median_ms:.4f} ms"]
+    parts.append(case.roofline.text() if case.roofline else "no roofline (bench_version 1)")
+    if case.pct_of_reference is not None:
+        ref = next((c for c in rec.cases if c.name == case.name and c.shape == case.shape and c.tiles is None), None)
+        parts.append(f"{case.pct_of_reference:.1f}% of {_ref_name(ref.key) if ref else 'the reference'}")
+    pair = rec.head_to_head.get(case.key)
+    if pair is not None:
+        parts.append(f"head to head {pair.pct_of_reference:.1f}% [{pair.q1:.1f}, {pair.q3:.1f}]")
+    line = ", ".join(parts)
+    return line + (f"; ⚑ {case.second_look.text()}" if case.second_look else "")
+
+
+def status_lines(records: Iterable) -> list[str]:
+    """For ``tileproof status``: per bench program, its newest counted record (``trust``: a broken
+    seal or a bad signature never counts), then one line per computation and shape (its fastest
+    tile kernel: ``status_line``)."""
+    counted, _refused = trust.split(trust.examined(records))
+    newest: dict[str, BenchRecord] = {}
+    for rec in counted:
+        if isinstance(rec, BenchRecord) and (rec.program not in newest
+                                             or (rec.created, rec.run_id) > (newest[rec.program].created,
+                                                                             newest[rec.program].run_id)):
+            newest[rec.program] = rec
+    out = []
+    for program in sorted(newest):
+        rec = newest[program]
+        out.append(f"{program}: {rec.run_id} ({_gpu(rec)}, {rec.created.strftime('%Y-%m-%d %H:%M UTC')}, "
+                   f"verdict {rec.verdict})")
+        out += [f"  {status_line(rec, c)}" for c in best_by_shape(rec)]
     return out

@@ -170,6 +170,12 @@ def headline(result: AuditResult) -> str:
         f"{plural(len(result.lessons), 'lesson')}; {result.history_line()}")
 
 
+def trust_lines(result: AuditResult) -> list[str]:
+    """The trust root the registry's history was checked from, the range and every change in it
+    (``judge.trust_root.TrustReport``)."""
+    return result.trust.lines() if result.trust is not None else ["not checked (no trust report)"]
+
+
 def _env_summary(env: Environment) -> dict[str, str]:
     gpu = env.gpu
     tc = env.toolchain
@@ -217,6 +223,7 @@ def render_markdown(result: AuditResult, base: Path) -> str:
         out += [f"| `{_md(f.file)}` | {f.rule} | {_md(f.reason)} |" for f in result.findings]
     else:
         out.append("None.")
+    out += ["", "## Trust root", ""] + [f"- {_md(line)}" for line in trust_lines(result)]
     out += ["", "## Lessons", ""]
     if not result.lessons:
         out.append("No lessons under lessons/.")
@@ -330,6 +337,8 @@ def render_html(result: AuditResult, base: Path) -> str:
         p.append("</table>")
     else:
         p.append("<p>None.</p>")
+    p.append('<h2 id="trust">Trust root</h2><ul>' + "".join(f"<li>{_e(line)}</li>" for line in trust_lines(result))
+             + "</ul>")
 
     p.append('<h2 id="lessons">Lessons</h2>')
     if not result.lessons:

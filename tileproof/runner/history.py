@@ -8,7 +8,9 @@ a missing one). No git, no repository, or a shallow clone: ``NoHistory``.
 
 :func:`at_commits` reads, for the commits records name (``git.commit``), whether
 each is in this repository's history and the sha256 of each attested path's blob
-there (one ``git cat-file --batch`` for all of them).
+there (one ``git cat-file --batch`` for all of them). :func:`trust_history` reads the commit graph and
+every version of the runner registry and of the CI's pin along it (``judge.trust_root`` walks them);
+:func:`resolve_commit` names the commit a reviewer's ``--trust-root`` or ``--expect-ancestor`` gives.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 from collections.abc import Iterable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import cast, get_args
 
@@ -31,7 +34,9 @@ from tileproof.records.history import (
     blob_id,
     check,
 )
-from tileproof.records.registry import REGISTRY, registry_lists_keys
+from tileproof.records.registry import REGISTRY
+from tileproof.records.trust_history import TrustHistory
+from tileproof.records.trust_pin import PIN
 from tileproof.runner.query import Answer, ask
 
 GIT_TIMEOUT_S = 300.0
@@ -97,22 +102,6 @@ def read(root: Path) -> GitHistory | NoHistory:
     return GitHistory(first=tuple(first.values()), current=current)
 
 
-def unsigned_standing(root: Path, paths: Iterable[str]) -> tuple[set[str], set[str]]:
-    """Of ``paths`` (unsigned records): those first committed while the tree's runner registry
-    (``records.registry.REGISTRY``) listed no key yet (records from before the tree adopted
-    signing), and those never committed at all (a working tree's own, e.g. a newcomer's
-    compile record). Without history neither can be told: both sets are empty."""
-    history = read(root)
-    if not isinstance(history, GitHistory):
-        return set(), set()
-    first = {f.path: f.commit for f in history.first}
-    wanted = {p: first[p] for p in paths if p in first}
-    commits = sorted(set(wanted.values()))
-    answers = _cat_file(root, [f"{c}:{REGISTRY.as_posix()}" for c in commits])
-    unkeyed = {c for c, data in zip(commits, answers, strict=True) if not registry_lists_keys(data)}
-    return {p for p, c in wanted.items() if c in unkeyed}, {p for p in paths if p not in first}
-
-
 def check_repository(root: Path, regenerated: frozenset[str] = REGENERATED) -> HistoryReport:
     """The audit's one call: read the repository's history and check it."""
     return check(read(root), regenerated)
@@ -173,3 +162,64 @@ def _cat_file(root: Path, queries: list[str]) -> list[bytes | None]:
         else:
             answers.append(None)
     return answers
+
+
+def trust_history(root: Path, paths: tuple[str, str] = (REGISTRY.as_posix(), PIN.as_posix())
+                  ) -> TrustHistory | NoHistory:
+    """The commit graph reachable from HEAD (one ``git log --topo-order --reverse``), with the sha256 of
+    the registry and the pin file (``paths``) at every commit and each version's bytes (``git cat-file``:
+    one ``--batch-check`` for every commit's object ids, one ``--batch`` for the distinct versions)."""
+    root = Path(root)
+    missing = _no_history(root)
+    if missing is not None:
+        return missing
+    if _git(root, "rev-parse", "--verify", "-q", "HEAD").exit_code != 0:
+        return TrustHistory(commits=(), parents={}, times={}, registry={}, pin={})
+    log = _git(root, "log", "--topo-order", "--reverse", "--format=%H %ct %P", "HEAD")
+    if log.exit_code != 0:
+        return NoHistory(f"git log failed: {log.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+    commits: list[str] = []
+    parents: dict[str, tuple[str, ...]] = {}
+    times: dict[str, datetime] = {}
+    for line in log.stdout.decode().splitlines():
+        commit, when, *above = line.split()
+        commits.append(commit)
+        parents[commit] = tuple(above)
+        times[commit] = datetime.fromtimestamp(int(when), timezone.utc)
+    ids = _object_ids(root, [f"{c}:{p}" for c in commits for p in paths])
+    distinct = sorted({i for i in ids if i is not None})
+    blobs = dict(zip(distinct, _cat_file(root, distinct), strict=True))
+    sha = {i: hashlib.sha256(data).hexdigest() for i, data in blobs.items() if data is not None}
+    texts = {sha[i]: data for i, data in blobs.items() if data is not None}
+    at = iter(ids)
+    versions = [{p: sha.get(next(at) or "") for p in paths} for _c in commits]
+    return TrustHistory(commits=tuple(commits), parents=parents, times=times,
+                        registry={c: v[paths[0]] for c, v in zip(commits, versions, strict=True)},
+                        pin={c: v[paths[1]] for c, v in zip(commits, versions, strict=True)}, texts=texts)
+
+
+def resolve_commit(root: Path, rev: str) -> str | None:
+    """The full id of the commit ``rev`` names in the repository at ``root``; None when it names none."""
+    if not rev or rev.startswith("-") or _no_history(Path(root)) is not None:
+        return None
+    found = _git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}")
+    return found.stdout.decode().strip() or None if found.exit_code == 0 else None
+
+
+def _object_ids(root: Path, queries: list[str]) -> list[str | None]:
+    """``git cat-file --batch-check`` over ``queries``: each object's id, or None when missing."""
+    if not queries:
+        return []
+    out = _git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+               stdin="".join(q + "\n" for q in queries).encode()).text().splitlines()
+    answers: list[str | None] = []
+    for i in range(len(queries)):
+        words = out[i].split() if i < len(out) else []
+        answers.append(words[0] if len(words) == 2 and words[1] == "blob" else None)
+    return answers
+
+
+def file_at(root: Path, rev: str, path: str) -> bytes | None:
+    """The bytes of ``path`` in commit ``rev`` (None when the commit or the file is not there)."""
+    commit = resolve_commit(root, rev)
+    return None if commit is None else _cat_file(root, [f"{commit}:{path}"])[0]

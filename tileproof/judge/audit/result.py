@@ -9,6 +9,7 @@ from tileproof.judge import gate
 from tileproof.judge.claim_verdicts import ClaimsToday
 from tileproof.judge.release_matrix import LessonReleases
 from tileproof.judge.releases import ReleaseKey
+from tileproof.judge.trust_root import TrustReport
 from tileproof.records.history import HistoryReport
 
 Issue = tuple[str, str]
@@ -91,6 +92,8 @@ class AuditResult:
     cuda_tile_lock: ReleaseKey | None = None
     """The lock's cuda-tile release (``constraints.txt``): the only one whose exports the report's compile column
     shows (``releases.exports_rest_on``); None when the tree pins none."""
+    trust: TrustReport | None = None
+    """The trust root, the range checked and every registry change in it (``judge.trust_root``)."""
 
     @property
     def ok(self) -> bool:
@@ -115,4 +118,5 @@ class AuditResult:
         n = len(self.findings)
         wrote = f"; wrote {' and '.join(map(str, written))}" if written else "; wrote no report"
         return (f"audit: {len(self.records)} records, {self.evidence_files} evidence files, "
-                f"{len(self.lessons)} lessons: {n} finding{'s' * (n != 1)}{wrote}; {self.history_line()}")
+                f"{len(self.lessons)} lessons: {n} finding{'s' * (n != 1)}{wrote}; {self.history_line()}"
+                + (f"; trust range {self.trust.range}" if self.trust is not None and self.trust.checked else ""))

@@ -1,0 +1,136 @@
+"""The trust inputs of a tree, read in one place: the registry, its history, its endorsements and the root.
+
+``load(root, trust_root)`` reads the working tree's ``lessons/runners.yaml`` (a malformed
+one, a key written twice included, is one line), the commit graph with every registry and
+pin version along it (``runner.history.trust_history``), the endorsements under
+``lessons/registry-signatures/``, the first commit of every record (``runner.history.read``)
+and the trust root: ``--trust-root`` (the caller's ``trust_root``), else
+``$TILEPROOF_TRUST_ROOT``, else the tree's own ``.ci/trust-root``, else none (trust on first
+use). A root is a commit (any name ``git rev-parse`` knows), or a path to a pin file
+(``records.trust_pin``) or to a registry file (its bytes name the root). It asks
+``judge.trust_root.evaluate`` and returns a ``Trusted``, whose ``examine`` gives every
+record its standing through ``judge.standing.standing``, the one decision ``status``,
+``publish`` and the audit share.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tileproof.judge import standing
+from tileproof.judge.trust_root import Expect, Root, RootSource, TrustState, evaluate, without_history
+from tileproof.records import registry, registry_change, store
+from tileproof.records.errors import RecordError, TileproofError
+from tileproof.records.history import GitHistory, NoHistory
+from tileproof.records.registry import RunnerRegistry
+from tileproof.records.safe_read import read_file
+from tileproof.records.store import Examined
+from tileproof.records.trust_history import FirstCommit, TrustHistory
+from tileproof.records.trust_pin import PIN_ENV, TrustPin, load_pin, parse_pin
+from tileproof.runner import history
+
+
+@dataclass(frozen=True)
+class Trusted:
+    """A tree's trust state, and the facts each record's standing is judged by."""
+
+    state: TrustState
+    registry: RunnerRegistry
+    """The working tree's registry (what signatures are verified against)."""
+    first: Mapping[str, FirstCommit]
+    """``runs/<name>.json`` → the commit that first added it."""
+    now: datetime
+
+    def first_of(self, record) -> FirstCommit | None:
+        """The commit that first added ``runs/<run id>.json``; None when not committed (or no history)."""
+        return self.first.get(f"{store.RUNS}/{record.run_id}.json")
+
+    def examine(self, items: Iterable[Examined]) -> list[Examined]:
+        """Each record with its standing (``judge.standing.standing``), first commit and the policy in force."""
+        out = []
+        for item in items:
+            first = self.first_of(item.record)
+            judged = standing.standing(item.verification, item.record, first, self.state.keys, self.now)
+            out.append(dataclasses.replace(item, verification=judged, policy=self.state.policy, first=first))
+        return out
+
+    def legacy(self, record) -> bool:
+        """Whether an unsigned record is from before this tree signed (``judge.standing.legacy``)."""
+        return standing.legacy(self.first_of(record), self.state)
+
+
+def load(root: Path, trust_root: str | None = None, expect_ancestor: str | None = None,
+         git_history: GitHistory | NoHistory | None = None) -> Trusted:
+    """The trust state of the tree at ``root`` (see the module docstring). ``git_history``: the first
+    versions ``runner.history.read`` gave, when the caller has them already."""
+    root = Path(root)
+    runners = registry.load_registry(root)
+    graph = history.trust_history(root)
+    chosen = choose_root(root, trust_root, graph)
+    expect = None if expect_ancestor is None else Expect(expect_ancestor, history.resolve_commit(root, expect_ancestor))
+    now = datetime.now(timezone.utc)
+    if isinstance(graph, NoHistory):
+        return Trusted(without_history(runners, graph.reason, chosen, expect), runners, {}, now)
+    signatures, unreadable = registry_change.load_changes(root)
+    state = evaluate(graph, registry.read_optional(root, registry.REGISTRY), signatures, chosen, expect)
+    bad = tuple((file, "registry-signature-invalid", f"{why} (an endorsement must verify; it is never edited)")
+                for file, why in unreadable)
+    state = dataclasses.replace(state, findings=state.findings + bad)
+    return Trusted(state, runners, _first_commits(root, graph, git_history), now)
+
+
+def choose_root(root: Path, given: str | None, graph: TrustHistory | NoHistory) -> Root | None:
+    """The trust root: the caller's, CI's environment's, the tree's pin, or None (see the module docstring)."""
+    source: RootSource
+    if given:
+        source, value = "--trust-root", given
+    elif os.environ.get(PIN_ENV):
+        source, value = "$TILEPROOF_TRUST_ROOT", os.environ[PIN_ENV]
+    else:
+        pin = load_pin(root)
+        if pin is None:
+            return None
+        return _commit_root(root, ".ci/trust-root", pin.commit, pin.why, graph)
+    path = Path(value).expanduser()
+    if path.is_file():
+        return _file_root(root, source, path, graph)
+    return _commit_root(root, source, value, "", graph)
+
+
+def _commit_root(root: Path, source: RootSource, rev: str, why: str, graph: TrustHistory | NoHistory) -> Root:
+    commit = history.resolve_commit(root, rev) if not isinstance(graph, NoHistory) else None
+    return Root(source, rev, commit=commit, why=why)
+
+
+def _file_root(root: Path, source: RootSource, path: Path, graph: TrustHistory | NoHistory) -> Root:
+    """A pin file (``pin_version``) or a registry file (``registry_version``) the reviewer keeps."""
+    data = read_file(path, "lesson", str(path))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RecordError(path, "", "not UTF-8", "give a pin file, a registry file or a commit") from None
+    if "registry_version" in text:
+        registry.parse_registry(text, str(path))  # a malformed one is one line, as the tree's is
+        return Root(source, str(path), registry_sha256=registry_change.digest(data))
+    pin: TrustPin = parse_pin(text, str(path))
+    return _commit_root(root, source, pin.commit, pin.why, graph)
+
+
+def _first_commits(root: Path, graph: TrustHistory, git_history: GitHistory | NoHistory | None
+                   ) -> dict[str, FirstCommit]:
+    found = git_history if git_history is not None else history.read(root)
+    if not isinstance(found, GitHistory):
+        raise TileproofError(f"{root}: git history could be read once and not again ({found.reason})")
+    out = {}
+    for f in found.first:
+        if f.path.startswith(f"{store.RUNS}/"):
+            first = graph.first_commit(f.commit)
+            if first is not None:
+                out[f.path] = first
+    return out
+
