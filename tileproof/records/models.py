@@ -78,6 +78,15 @@ Number = float | NonFinite
 """A float as the programs write it: non-finite values are strings (valid JSON)."""
 
 
+def _none(value: object) -> bool:
+    return value is None
+
+
+ADDED_FIELD = Field(default=None, exclude_if=_none)
+"""A field a record kind gained in a later version (default None): left out of the record's JSON while None, so a
+record written before the field existed dumps exactly as it was written and signed."""
+
+
 class Model(BaseModel):
     """Base for every on-disk model: unknown fields are errors."""
 
@@ -355,7 +364,7 @@ class BuildResult(Model):
     """The one call for all of a program's builds (C++ from ``compile_version`` 2: nvcc for every target;
     Python from 3: every kernel and target exported in one process) when it failed, after which this
     build ran alone (``step``), so that each build's verdict is its own."""
-    failure: ProgramFailure | None = None
+    failure: ProgramFailure | None = ADDED_FIELD
     """From ``compile_version`` 4, an export that raised: the exception (``toolchain.aot``)."""
 
 
@@ -384,7 +393,7 @@ class CompileRecord(RecordBase):
     """How the builds were made (one call per C++ program, one process per Python program): see
     ``COMPILE_VERSION``."""
     toolchain: Toolchain
-    cuda_tile: CudaTileRelease | None = None
+    cuda_tile: CudaTileRelease | None = ADDED_FIELD
     """From ``compile_version`` 4: the cuda-tile release the Python kernels were exported with (None when no
     cuda-tile is installed or nothing was exported)."""
     targets: list[str]
@@ -476,11 +485,11 @@ class RunRecord(RecordBase):
     verdict: RunVerdict
     reason: str
     """One line: why this verdict."""
-    cuda_tile: CudaTileRelease | None = None
+    cuda_tile: CudaTileRelease | None = ADDED_FIELD
     """From run_version 4, for a Python program: the cuda-tile release installed for it and the tileiras it
     ran with (None when no cuda-tile is installed); a release other than the lock's, or a tileiras outside
     its range, makes the record part of the release axis, never a lesson row's evidence (``judge.releases``)."""
-    failure: ProgramFailure | None = None
+    failure: ProgramFailure | None = ADDED_FIELD
     """From run_version 4, for a Python program: the uncaught exception that ended it (tileproof starts it
     through ``toolchain.launch``, which writes it down), None when none did. A failed check is no failure."""
 
