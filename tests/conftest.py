@@ -152,6 +152,41 @@ def repo_root() -> Path:
     return REPO
 
 
+COMMITTED = "347efc1eff6c3e76bdfc25aad08ce2daca5f57ef"
+"""A named commit of this repository whose tree audits clean: its signed H200 and CPU-build records, both
+lessons published from them (the H200 session of 2026-12-01T14:22Z republished at 3b89e4c; 347efc1 is the
+last commit before issue 25). Tests about "the committed tree" read this commit, never the working tree, so
+a lesson, a program or a tolerance entry an author is adding (committed or not) changes nothing they see."""
+
+
+def clone_at(dest: Path, commit: str = COMMITTED, source: Path = REPO) -> Path:
+    """A clone of ``source`` (sharing its objects: ``git clone --shared``) checked out at ``commit``, with the
+    history that leads to it; skipped with the reason when git, or the commit in this clone's history, is
+    missing (a shallow clone: ``git fetch --unshallow``)."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git to check out the committed tree")
+    known = subprocess.run(["git", "-C", str(source), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True)
+    if known.returncode != 0:
+        pytest.skip(f"commit {commit[:12]} is not in this clone's history (fix: git fetch --unshallow)")
+    for argv in (["clone", "-q", "--shared", "--no-checkout", str(source), str(dest)],
+                 ["-C", str(dest), "-c", "advice.detachedHead=false", "checkout", "-q", commit]):
+        subprocess.run(["git", *argv], check=True, capture_output=True)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def committed_tree(tmp_path_factory) -> Path:
+    """The repository as committed at ``COMMITTED`` (read only: copy it, or ``clone_at`` it, to change it)."""
+    return clone_at(tmp_path_factory.mktemp("committed") / "repo")
+
+
+def git_commit_all(root: Path, message: str) -> None:
+    """``git add -A`` and commit, as a throwaway author (no signing, no hooks)."""
+    for argv in (["add", "-A"], ["-c", "user.email=t@example.invalid", "-c", "user.name=t", "-c",
+                                 "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m", message]):
+        subprocess.run(["git", "-C", str(root), *argv], check=True, capture_output=True)
+
+
 @pytest.fixture
 def tree(tmp_path, repo_root):
     """A miniature repository: the day-79 FIXTURE tree plus the real lessons/, as drafts."""

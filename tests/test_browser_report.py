@@ -21,8 +21,6 @@ from headless import console_messages, needs_chromium, render
 
 from tileproof.__main__ import main
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 class Refs(HTMLParser):
     """Every href/src and every id of a page."""
@@ -63,23 +61,23 @@ def unresolved(page: Path, root: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The report of the committed records, written into a folder outside the repository."""
+def built(tmp_path_factory, committed_tree):
+    """The report of the committed records (``conftest.COMMITTED``), written into a folder outside the repository."""
     out = tmp_path_factory.mktemp("report")
-    assert main(["audit", "--allow-no-history", "--root", str(REPO), "--report-dir", str(out)]) == 0
+    assert main(["audit", "--allow-no-history", "--root", str(committed_tree), "--report-dir", str(out)]) == 0
     return out / "audit.html"
 
 
-def test_every_link_resolves_to_a_file_in_the_repository(built):
+def test_every_link_resolves_to_a_file_in_the_repository(built, committed_tree):
     refs = Refs()
     refs.feed(built.read_text())
     assert len([r for r in refs.refs if not r.startswith("#")]) > 100
-    assert unresolved(built, REPO) == []
+    assert unresolved(built, committed_tree) == []
 
 
-def test_the_committed_report_links_resolve():
-    page = REPO / "evidence" / "audit.html"
-    assert unresolved(page, REPO) == []
+def test_the_committed_report_links_resolve(committed_tree):
+    page = committed_tree / "evidence" / "audit.html"
+    assert unresolved(page, committed_tree) == []
     assert 'id="bench"' in page.read_text() and 'id="claims"' in page.read_text()
 
 

@@ -107,6 +107,11 @@ def test_real_compile_then_warm_rerun(tree, capsys):
         assert b.verdict == "built" and b.res_usage, b
         assert (tree / b.step.stdout.path).is_file()
     assert (tree / "runs" / f"{record.run_id}.json").is_file()
+    # compile_version 4: each program's own files and the entries it names; never the table or its header whole.
+    assert not {s.path for s in record.sources} & {"cpp/tolerances.h", "kernels/tolerances.py"}
+    kernel = record.inputs["kernels/vector_add.py"]
+    assert kernel.uses == ["kernels/vector_add.py", "kernels/harness.py"] and "vector_add" in kernel.tolerances
+    assert record.inputs["cpp/small.cu"].uses[0] == "cpp/small.cu"
     # Warm: nothing changed, so no compiler call and no new record.
     again, out = _compile(tree, capsys)
     assert again is None and "0 compiler calls" in out
@@ -262,25 +267,29 @@ def test_only_a_compile_version_that_made_the_one_call_holds_its_failure(tmp_pat
         assert CompileRecord.model_validate(data).builds[0].all_targets_step.exit_code == 1
 
 
-def test_only_compile_version_4_names_a_cuda_tile_release_or_an_export_failure(tmp_path):
+def test_only_compile_version_5_names_a_cuda_tile_release_or_an_export_failure(tmp_path):
     from datetime import datetime, timezone
 
     import audit_tree  # tests/data/audit, on sys.path through conftest
     from pydantic import ValidationError
 
+    from tileproof.records.models import CUDA_TILE_COMPILE_VERSION
+
     (tmp_path / "kernels").mkdir()
     (tmp_path / "kernels" / "a.py").write_text("AOT_SIGNATURES = {}\n")
     data = audit_tree.compile_record(tmp_path, ["kernels/a.py"], datetime(2026, 1, 1, tzinfo=timezone.utc)).model_dump()
+    data["inputs"] = {"kernels/a.py": {"uses": ["kernels/a.py"], "tolerances": {}}}  # compile_version 4 and up
     release = {"version": "1.5.0", "requires": None, "tileiras": "13.4.92", "in_range": None,
                "outside_range_allowed": True}
     failure = {"type": "TypeError", "message": "x"}
-    for version, ok in ((3, False), (COMPILE_VERSION, True)):
+    assert COMPILE_VERSION == CUDA_TILE_COMPILE_VERSION == 5
+    for version, ok in ((4, False), (COMPILE_VERSION, True)):
         for change in ({"cuda_tile": release}, {"builds": [{**data["builds"][0], "failure": failure}]}):
             given = {**data, "compile_version": version, **change}
             if ok:
                 CompileRecord.model_validate(given)
             else:
-                with pytest.raises(ValidationError, match="before compile_version 4"):
+                with pytest.raises(ValidationError, match="before compile_version 5"):
                     CompileRecord.model_validate(given)
 
 

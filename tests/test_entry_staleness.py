@@ -114,30 +114,29 @@ def test_a_check_without_a_tolerance_entry_blocks_publish(tmp_path):
 
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+from conftest import clone_at, git_commit_all  # noqa: E402
 
 from tileproof.authoring.generated import make_current  # noqa: E402
 from tileproof.gather.tree import Tree  # noqa: E402
 from tileproof.records import lessons  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 NEW_ENTRY = 'TOLERANCES = {\n    "brand_new_check": Tolerance(rtol=0.0, atol=0.0),\n'
 
 
 @pytest.fixture
 def committed(tmp_path):
-    """The repository's records, evidence, lessons and programs, committed once in a fresh git repository."""
+    """The repository's records, evidence, lessons and programs as committed at ``conftest.COMMITTED``,
+    committed once in a fresh git repository (whose history holds that one version of the table)."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
+    source = clone_at(tmp_path / "source")
     root = tmp_path / "repo"
     for part in ("runs", "evidence", "lessons", "kernels", "cpp", "schema"):
-        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
-           "PATH": __import__("os").environ["PATH"], "HOME": str(tmp_path)}
-    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "as committed"]):
-        subprocess.run(["git", "-C", str(root), *argv], check=True, env=env, capture_output=True)
+        shutil.copytree(source / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True)
+    git_commit_all(root, "as committed")
     return root
 
 

@@ -1,12 +1,14 @@
 """The gate as a pure function over a table of cases (FIXTURE records built in code)."""
 
 import inspect
+from datetime import timedelta
 
 import fixture_records as fx
 import pytest
 
 from tileproof.judge import gate
 from tileproof.judge.gate import Bound, decide
+from tileproof.records.lessons import Cited
 from tileproof.records.models import (
     FileDigest,
     Hardware,
@@ -262,3 +264,72 @@ def test_cc_and_sm_convert_both_ways():
         sm_of("nine")
     with pytest.raises(ValueError):
         cc_of("compute_90")
+
+
+# --- a published lesson, decided from the records it cites ---------------------------------------------
+
+def _failed(w, n, **kw):
+    return w.rec(n, verdict="failed", checks=[fx.check("matmul", 1e-4, 1e-3, passed=False)], **kw)
+
+
+def _run_id(n):
+    """The run id ``fx.run_record(n=n)`` gives."""
+    return f"FIXTURE-{fx.T0 + timedelta(minutes=n):%Y%m%dT%H%M%SZ}-run-{n:08x}"
+
+
+# (id, records(world), the cited record's n (None: the row cites nothing), outcome, the deciding record's n, reason)
+CITED = [
+    ("the-cited-record-passes", lambda w: [w.rec(1)], 1, "passed", 1, "run FIXTURE-"),
+    ("a-newer-pass-moves-nothing", lambda w: [w.rec(1), w.rec(2)], 1, "passed", 1, "run FIXTURE-"),
+    ("a-newer-failure-overturns-it", lambda w: [w.rec(1), _failed(w, 2)], 1, "failed", 2,
+     "a newer run than the cited FIXTURE-20260901T120100Z-run-00000001 failed: verdict failed"),
+    ("a-newer-run-out-of-bounds-overturns-it",
+     lambda w: [w.rec(1), w.rec(2, checks=[fx.check("matmul", 1e-3, 1e-3)])], 1, "failed", 2, "the table allows"),
+    ("an-older-failure-is-history", lambda w: [_failed(w, 1), w.rec(2)], 2, "passed", 2, "run FIXTURE-"),
+    ("a-newer-failure-of-other-inputs-says-nothing",
+     lambda w: [w.rec(1), _failed(w, 2, sources={PY: fx.sha("py v0"), HELPER: TODAY[HELPER]})], 1, "passed", 1, ""),
+    ("a-newer-run-without-a-gpu-says-nothing",
+     lambda w: [w.rec(1), w.rec(2, verdict="no-gpu", gpu=None, query=None)], 1, "passed", 1, ""),
+    ("a-newer-run-below-8-is-another-class", lambda w: [w.rec(1), w.t4_gated(2)], 1, "passed", 1, ""),
+    ("a-newer-failure-with-a-forged-cc-says-nothing",
+     lambda w: [w.rec(1), _failed(w, 2, query=w.t4())], 1, "passed", 1, ""),
+    ("the-cited-record-is-gone", lambda w: [w.rec(2)], 1, "no-record", None,
+     "the cited run FIXTURE-20260901T120100Z-run-00000001 is not among the records that count"),
+    ("the-cited-record-is-stale", lambda w: [w.rec(1, sources={PY: fx.sha("py v0"), HELPER: TODAY[HELPER]})], 1,
+     "stale", 1, "kernels/prog.py changed since run"),
+    ("a-row-citing-nothing-passes-nothing", lambda w: [w.rec(1)], None, "no-record", None,
+     "lessons/demo.md cites no run for this row (the newest evidence passed: republish)"),
+    ("a-row-citing-nothing-says-what-the-evidence-says", lambda w: [w.t4_gated(1)], None, "gated", None,
+     "cites no run for this row; newest evidence: only run on Tesla T4"),
+]
+
+
+@pytest.mark.parametrize("records, cited, outcome, deciding, why", [c[1:] for c in CITED], ids=[c[0] for c in CITED])
+def test_a_published_row_rests_on_its_cited_record(tmp_path, records, cited, outcome, deciding, why):
+    w = World(tmp_path)
+    recs = records(w)
+    row = FRONT.results[0].model_copy(update={"run_id": _run_id(cited) if cited is not None else None})
+    got = gate.decide_row(FRONT, row, recs, TODAY, TABLE, w.read, cited=True)
+    assert got.outcome == outcome and why in got.reason, got.reason
+    assert (got.record.run_id if got.record else None) == (_run_id(deciding) if deciding is not None else None)
+
+
+def test_a_row_class_is_its_program_and_its_hardware(tmp_path):
+    w = World(tmp_path)
+    required, gate_row = gate.RowClass.of(FRONT.results[0]), gate.RowClass.of(FRONT.results[2])
+    h200, t4, none = w.rec(1), w.t4_gated(2), w.rec(3, verdict="no-gpu", gpu=None, query=None)
+    assert [required.admits(r) for r in (h200, t4, none)] == [True, False, True]
+    assert [gate_row.admits(r) for r in (h200, t4, none)] == [False, True, False]
+    assert not required.admits(w.rec(4, program=CU))
+
+
+def test_the_newest_evidence_and_the_cited_record_part_ways(tmp_path):
+    """The draft decision takes the newest record of the row's class; the published lesson keeps its own."""
+    w = World(tmp_path)
+    recs = [w.rec(1), w.rec(2)]
+    front = FRONT.model_copy(update={"status": "published", "results": [
+        r.model_copy(update={"run_id": recs[0].run_id}) if not r.optional else r for r in FRONT.results]})
+    newest = decide(front, recs, TODAY, TABLE, w.read)
+    cited = gate.decide_cited(front, Cited(()), recs, TODAY, TABLE, w.read)
+    assert newest.rows[0].record.run_id == recs[1].run_id and cited.rows[0].record.run_id == recs[0].run_id
+    assert cited.rows[0].outcome == newest.rows[0].outcome == "passed"

@@ -194,26 +194,25 @@ def axis_record(root, n, program, version, in_range=True, failure=None):
                          cuda_tile=fx.cuda_tile(version, in_range=in_range), verdict="error" if failure else "passed")
 
 
-def rederived(root):
-    """The audit's re-derivation findings for the lesson (their reasons)."""
+def judged(root):
+    """The lesson's verdict (what status, publish and the audit say of it)."""
     from tileproof.gather.tree import Tree
-    from tileproof.judge.audit.rules import rederive
     from tileproof.records import lessons
 
-    lesson = lessons.load(root, LESSON)
-    return [reason for _rule, reason in rederive.rederive_issues(lesson, Tree.load(root).decide(lesson))]
+    return Tree.load(root).verdict(lessons.load(root, LESSON))
 
 
 def stated(root):
-    from tileproof.judge.audit.rules.rederive import releases_text
+    from tileproof.judge.verdict import releases_text
     from tileproof.records import lessons
 
     return releases_text(lessons.load(root, LESSON).front)
 
 
 def test_publish_states_the_verified_releases_and_the_audit_re_derives_them(tree, capsys):
-    """publish writes the list; the audit's re-derivation (``rederive``, which plain ``publish`` of a published
-    lesson asks too) names a list that is no longer what the records give, and ``--republish`` rewrites it."""
+    """publish writes the list; a published lesson's list is re-derived from the records it cites (the audit,
+    and plain ``publish``, name a release those records do not give); newer evidence of another release is
+    a note (republish to refresh), never a finding, and ``--republish`` writes it."""
     from tileproof.__main__ import main
     from tileproof.records import lessons
     from tileproof.records.store import write_record
@@ -222,45 +221,52 @@ def test_publish_states_the_verified_releases_and_the_audit_re_derives_them(tree
     assert main(["publish", LESSON, "--root", str(tree)]) == 0
     front = lessons.load(tree, LESSON).front
     assert [(v.cuda_tile, v.tileiras_in_range) for v in front.cuda_tile_verified] == [("1.7.0", True)]
+    lock_list = stated(tree)
 
     python = [p.path for p in front.programs if p.path.endswith(".py")]
     newer = [axis_record(tree, 1, python[0], "1.3.0", False, REFUSAL)]
     newer += [axis_record(tree, 2 + i, p, "1.4.0", in_range=False) for i, p in enumerate(python)]
     for rec in newer:
         write_record(tree, rec)
+    # newer records of other releases: the rows still rest on 1.7.0, the stated list still holds, and the
+    # newest evidence would state 1.4.0* too: a note
+    verdict = judged(tree)
+    assert verdict.valid and verdict.rederived == () and verdict.note() is not None
+    assert [str(ReleaseKey(v.cuda_tile, v.tileiras_in_range)) for v in verdict.fresh.cuda_tile_verified] == \
+        ["1.4.0*", "1.7.0"]
     capsys.readouterr()
-    # newer records of other releases: the rows still rest on 1.7.0, but the stated list is no longer what the
-    # records give, and the re-derivation says so in its own words
-    assert rederived(tree) == [f"cuda_tile_verified: the lesson says {stated(tree)}, the records give 1.4.0* "
-                               f"(runs {', '.join(r.run_id for r in newer[1:])}), {stated(tree)} (fix: tileproof "
-                               f"publish {LESSON} --republish: it rewrites the lesson with what the records show)"]
-    assert main(["publish", LESSON, "--root", str(tree)]) == 1
-    assert "does not show what its records give" in capsys.readouterr().out
+    assert main(["publish", LESSON, "--root", str(tree)]) == 0 and "newer evidence" in capsys.readouterr().out
     assert main(["publish", LESSON, "--root", str(tree), "--republish"]) == 0
     front = lessons.load(tree, LESSON).front
     assert [str(ReleaseKey(v.cuda_tile, v.tileiras_in_range)) for v in front.cuda_tile_verified] == ["1.4.0*", "1.7.0"]
     assert front.cuda_tile_verified[0].run_ids == [r.run_id for r in newer[1:]]
     assert all(r.run_id.startswith("FIXTURE-20260901T12") and not r.run_id.startswith("FIXTURE-20260901T14")
                for r in front.results if r.run_id)  # every row still decided by a 1.7.0 record
-    assert rederived(tree) == []
+    assert judged(tree).valid and judged(tree).note() is None
     capsys.readouterr()
     assert main(["status", LESSON, "--root", str(tree)]) == 0
     out = capsys.readouterr().out
     assert f"  {LESSON}  {python[0]}  failed: TypeError: Unexpected parameter" in out
     assert f"{LESSON}: verified on cuda-tile 1.4.0*, 1.7.0; the oldest is 1.4.0*; 1.3.0* refused it: " in out
 
-    # a hand edit of the stated list is a finding; a lesson that states none (published before the axis) is not
+    # a release the cited records do not give is a finding: one that failed, one run outside its range stated
+    # as inside
     lesson = lessons.load(tree, LESSON)
-    edited = lesson.front.model_copy(update={"cuda_tile_verified": lesson.front.cuda_tile_verified[1:]})
-    lesson.path.write_text(lessons.render(lesson, edited))
-    assert len(rederived(tree)) == 1 and rederived(tree)[0].startswith("cuda_tile_verified: the lesson says 1.7.0")
-    unstated = lesson.front.model_copy(update={"cuda_tile_verified": []})
-    lesson.path.write_text(lessons.render(lesson, unstated))
+    both = lesson.front.cuda_tile_verified
+    claimed = both[0].model_copy(update={"cuda_tile": "1.3.0", "run_ids": [newer[0].run_id]})
+    for wrong in ([claimed, *both], [both[0].model_copy(update={"tileiras_in_range": True}), both[1]]):
+        lesson.path.write_text(lessons.render(lesson, lesson.front.model_copy(update={"cuda_tile_verified": wrong})))
+        found = judged(tree).findings()
+        assert [rule for rule, _ in found] == ["lesson-rederive"], found
+        assert found[0][1].startswith(f"cuda_tile_verified: the lesson says {stated(tree)}, the records give ")
+    # a lesson that states none (published before the axis) claims nothing there: no finding, no note (a
+    # growing course never turns a true lesson red), and republish adds them
+    lesson.path.write_text(lessons.render(lesson, lesson.front.model_copy(update={"cuda_tile_verified": []})))
     assert "cuda_tile_verified" not in lesson.path.read_text()
-    assert rederived(tree) == []
-    assert main(["publish", LESSON, "--root", str(tree)]) == 0 and "already published" in capsys.readouterr().out
+    verdict = judged(tree)
+    assert verdict.valid and verdict.findings() == [] and verdict.note() is None and verdict.states_releases
     assert main(["publish", LESSON, "--root", str(tree), "--republish"]) == 0
-    assert len(lessons.load(tree, LESSON).front.cuda_tile_verified) == 2
+    assert len(lessons.load(tree, LESSON).front.cuda_tile_verified) == 2 and lock_list in stated(tree)
 
 
 def test_the_audit_names_a_release_the_record_itself_contradicts(tmp_path):

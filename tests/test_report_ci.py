@@ -36,11 +36,11 @@ def _expected_rows(result) -> int:
                for lesson in result.lessons)
 
 
-def test_junit_of_the_committed_records(tmp_path, capsys):
+def test_junit_of_the_committed_records(tmp_path, capsys, committed_tree):
     out = tmp_path / "audit.xml"
-    assert main(["audit", "--allow-no-history", "--root", str(REPO), "--junit", str(out),
+    assert main(["audit", "--allow-no-history", "--root", str(committed_tree), "--junit", str(out),
                  "--json", str(tmp_path / "a.json")]) == 0
-    result = audit.audit(REPO)
+    result = audit.audit(committed_tree)
     suites = _suites(out)
     assert set(suites) == {"lessons", "claims", "audit-rules"}
     assert len(list(suites["lessons"])) == _expected_rows(result) > 0
@@ -78,14 +78,14 @@ def test_junit_failures_for_findings_and_blocked_rows(tmp_path):
     assert len(list(suites["lessons"])) == _expected_rows(result)
 
 
-def test_json_summary_validates_and_matches_the_audit(tmp_path):
+def test_json_summary_validates_and_matches_the_audit(tmp_path, committed_tree):
     out = tmp_path / "summary.json"
-    assert main(["audit", "--allow-no-history", "--root", str(REPO), "--json", str(out)]) == 0
+    assert main(["audit", "--allow-no-history", "--root", str(committed_tree), "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     summary = AuditSummary.model_validate(data)
     schema = json.loads((REPO / "schema" / "audit-summary.v1.schema.json").read_text())
     assert set(schema["required"]) <= set(data)
-    result = audit.audit(REPO)
+    result = audit.audit(committed_tree)
     assert summary.passed and summary.records == len(result.records)
     assert summary.history_checked == result.history_checked and summary.history_line == result.history_line()
     assert [lesson.id for lesson in summary.lessons] == [lesson.id for lesson in result.lessons]
@@ -96,7 +96,7 @@ def test_json_summary_validates_and_matches_the_audit(tmp_path):
 
 
 @pytest.mark.parametrize("flag", ["--junit", "--json"])
-def test_no_write_writes_nothing(tmp_path, flag):
+def test_no_write_writes_nothing(tmp_path, flag, committed_tree):
     out = tmp_path / "x"
-    assert main(["audit", "--allow-no-history", "--root", str(REPO), flag, str(out), "--no-write"]) == 0
+    assert main(["audit", "--allow-no-history", "--root", str(committed_tree), flag, str(out), "--no-write"]) == 0
     assert not out.exists()

@@ -22,12 +22,11 @@ from tileproof.report.claims_render import view_of
 from tileproof.report.lesson_view import MEANING, lesson_rows
 from tileproof.report.shorten import env_text, plural
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
-def committed():
-    result = audit.audit(REPO)
+def committed(committed_tree):
+    """The audit of the repository as committed at ``conftest.COMMITTED`` (never the working tree)."""
+    result = audit.audit(committed_tree)
     assert result.ok, [str(f) for f in result.findings]
     return result
 
@@ -128,7 +127,7 @@ def test_claims_view_stands_out_what_the_decision_refuses(committed):
     for row in v.rows:
         for cell in row.cells:
             if cell is not None and cell.evidence:
-                assert (REPO / cell.evidence).is_file(), cell.evidence
+                assert (committed.root / cell.evidence).is_file(), cell.evidence
 
 
 def test_the_committed_report_shows_bench_claims_and_history(committed, tmp_path):
@@ -146,8 +145,8 @@ def test_the_committed_report_shows_bench_claims_and_history(committed, tmp_path
 
 
 def test_compact_rows_plurals_and_no_machine_paths(committed):
-    html = render.render_html(committed, REPO / "evidence")  # where the committed report lives
-    md = render.render_markdown(committed, REPO / "evidence")
+    html = render.render_html(committed, committed.root / "evidence")  # where the committed report lives
+    md = render.render_markdown(committed, committed.root / "evidence")
     assert not re.search(r"sm_\d+ built, sm_\d+ built", html + md)
     assert "6 of 6 targets built (sm_80, sm_86, sm_89, sm_90, sm_100, sm_120)" in html
     assert not re.search(r"\b1 (checks|findings|records|claims|lessons)\b", html + md)
@@ -207,12 +206,12 @@ def test_a_performance_claim_shows_the_record_that_backs_it(committed, tmp_path)
     lesson = LessonAudit(id="perf-lesson", file="lessons/day79-cutile.md", title="perf", status="draft",
                          programs=[], decision=gate.Decision("perf-lesson", (), tuple(decided)))
     result = replace(committed, lessons=[*committed.lessons, lesson])
-    html = render.render_html(result, REPO / "evidence")
+    html = render.render_html(result, committed.root / "evidence")
     section = html[html.index('id="perf-claims"'):html.index('id="history"')]
     run_id = decided[0].record.run_id
     assert "grouped-4096" in section and "supported" in section and escape(decided[0].value_text()) in section
     assert f'href="#bench-{run_id}"' in section and f'id="bench-{run_id}"' in html
-    assert "grouped-4096" in render.render_markdown(result, REPO / "evidence")
+    assert "grouped-4096" in render.render_markdown(result, committed.root / "evidence")
 
 
 def test_claims_per_release_when_there_are_several(committed):
@@ -271,7 +270,7 @@ def test_the_compile_column_shows_the_locks_exports_not_another_releases(tmp_pat
     older = audit_tree.compile_record(tmp_path, ["kernels/a.py"], datetime(2026, 1, 2, tzinfo=timezone.utc))
     failed = [b.model_copy(update={"verdict": "failed"}) for b in older.builds]
     older = older.model_copy(update={
-        "compile_version": 4, "passed": False, "builds": failed,
+        "compile_version": 5, "passed": False, "builds": failed,
         "cuda_tile": CudaTileRelease(version="1.3.0", requires="nvidia-cuda-tileiras<13.3,>=13.2", tileiras="13.4.92",
                                      in_range=False, outside_range_allowed=True)})
 
@@ -282,7 +281,9 @@ def test_the_compile_column_shows_the_locks_exports_not_another_releases(tmp_pat
 
     assert column([lock, older], ReleaseKey("1.7.0", True)) == {"kernels/a.py": "1 of 1 target built (sm_90)"}
     assert column([lock, older], None)["kernels/a.py"].startswith("0 of 1 target built")  # no lock: newest decides
-def _as_version_2(rec: BenchRecord) -> BenchRecord:
+
+
+def _as_version_2(rec: BenchRecord, root: Path) -> BenchRecord:
     """A committed bench record with its cases rebuilt by today's bench (roofline, second look) from its own
     results file, as a bench_version 2 record would hold them."""
     import json
@@ -290,17 +291,17 @@ def _as_version_2(rec: BenchRecord) -> BenchRecord:
     from tileproof.bench import core as bench
     from tileproof.records.models import CheckReport
 
-    results = json.loads((REPO / rec.results_file.path).read_text())
-    report = CheckReport.model_validate_json((REPO / rec.report_file.path).read_text())
+    results = json.loads((root / rec.results_file.path).read_text())
+    report = CheckReport.model_validate_json((root / rec.report_file.path).read_text())
     cases, ceilings, _ = bench.build_cases(results, report)
     cases = bench.second_looks(results, cases, rec.head_to_head)
     return rec.model_copy(update={"bench_version": 2, "cases": cases, "ceilings": ceilings})
 
 
-def test_bench_view_shows_the_roofline_and_flags_a_second_look(committed):
+def test_bench_view_shows_the_roofline_and_flags_a_second_look(committed, committed_tree):
     old = _benches(committed, "kernels/bench/matmul_bench.py")[-1]
     assert any("bench_version 1: no roofline" in n for n in bench_view.bench_view(old).notes)
-    v = bench_view.bench_view(_as_version_2(old))
+    v = bench_view.bench_view(_as_version_2(old, committed_tree))
     flagged = [b for c in v.sweeps for b in c.bars if "second look" in b.value_text]
     assert [b.label for b in flagged] == ["persistent 128x256x32+warps8+occ1"]
     assert all("(flops-bound)" in c.title for c in v.sweeps)
@@ -308,11 +309,12 @@ def test_bench_view_shows_the_roofline_and_flags_a_second_look(committed):
     notes = [n for n in v.notes if n.startswith("⚑ ")]
     assert len(notes) == 1 and "matmul/persistent/8192x8192x8192/128x256x32+warps8+occ1" in notes[0]
     assert not any("bench_version 1" in n for n in v.notes)
-    soft = bench_view.bench_view(_as_version_2(_benches(committed, "kernels/bench/softmax_bench.py")[-1]))
+    softmax = _benches(committed, "kernels/bench/softmax_bench.py")[-1]
+    soft = bench_view.bench_view(_as_version_2(softmax, committed_tree))
     assert all("(bytes-bound)" in c.title for c in soft.sweeps)
 
 
-def test_status_lines_name_each_programs_newest_record_and_its_best_per_shape(committed):
+def test_status_lines_name_each_programs_newest_record_and_its_best_per_shape(committed, committed_tree):
     lines = bench_view.status_lines(committed.records)
     programs = ("kernels/bench/matmul_bench.py", "kernels/bench/softmax_bench.py")
     newest = {p: _benches(committed, p)[-1] for p in programs}
@@ -320,7 +322,7 @@ def test_status_lines_name_each_programs_newest_record_and_its_best_per_shape(co
     assert [h.split(":")[0] for h in heads] == sorted(newest)
     assert all(newest[h.split(":")[0]].run_id in h for h in heads)
     assert "  softmax 2097152x128: tile 128x128 0.8113 ms, no roofline (bench_version 1), 607.4% of CuPy" in lines
-    rec = _as_version_2(newest["kernels/bench/matmul_bench.py"])
+    rec = _as_version_2(newest["kernels/bench/matmul_bench.py"], committed_tree)
     big = next(c for c in bench_view.best_by_shape(rec) if c.shape == [8192] * 3)
     line = bench_view.status_line(rec, big)
     assert "flops-bound: " in line and "head to head 102.8% [102.7, 102.9]" in line

@@ -8,6 +8,7 @@ records and compile record 20261129T122301Z-compile-917a22af), and the audit re-
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from datetime import timedelta
 
 import fixture_records as fx
@@ -125,18 +126,16 @@ RECORDS = ["20261129T122301Z-compile-917a22af", "20261129T123040Z-run-92fcbf0f",
 
 
 @pytest.fixture
-def spike_tree(tmp_path, repo_root):
+def spike_tree(tmp_path, committed_tree):
+    """The spike note's programs, evidence and records as committed at ``conftest.COMMITTED``, the note a draft."""
     root = tmp_path / "repo"
     for folder in ("cpp", "kernels", "evidence"):
-        shutil.copytree(repo_root / folder, root / folder)
-    copy_lessons_as_draft(repo_root / "lessons", root / "lessons")  # the note as it was before publishing
+        shutil.copytree(committed_tree / folder, root / folder)
+    copy_lessons_as_draft(committed_tree / "lessons", root / "lessons")  # the note as it was before publishing
     (root / "runs").mkdir()
     for name in RECORDS:
-        path = repo_root / "runs" / f"{name}.json"
-        if not path.is_file():
-            pytest.skip(f"committed record {name} is gone")
-        shutil.copy(path, root / "runs")
-    for path in (repo_root / "runs").glob("*-session-*.json"):
+        shutil.copy(committed_tree / "runs" / f"{name}.json", root / "runs")
+    for path in (committed_tree / "runs").glob("*-session-*.json"):
         shutil.copy(path, root / "runs")
     lesson = lessons.load(root, SPIKE)
     if lesson.front.status != "draft":
@@ -168,3 +167,30 @@ def test_publish_fills_the_spike_table_and_the_audit_rederives_it(spike_tree):
     path.write_text(path.read_text().replace("| 48 | 6144 B |", "| 40 | 4096 B |"))
     (finding,) = spike_findings()
     assert finding.rule == "lesson-rederive" and "body res-usage table line 4" in finding.reason
+
+
+def test_a_published_table_rests_on_the_compile_records_it_cites():
+    old, new = compile_record(1), compile_record(2, regs=30)
+    assert [c.run_id for c in decide_res_usage(FRONT, [old, new], TODAY).columns] == [new.run_id]  # the newest
+    got = decide_res_usage(FRONT, [old, new], TODAY, cited=[old.run_id])
+    assert got.holds and [c.run_id for c in got.columns] == [old.run_id] and "| 22 | 0 B |" in got.rendered()
+    stale = compile_record(3, "13.5", sources={**TODAY, HEADER: fx.sha("h v0")})
+    got = decide_res_usage(FRONT, [old, new, stale], TODAY, cited=[old.run_id, stale.run_id])
+    assert got.filled and not got.holds and "cpp/harness.h changed since compile record" in got.reason
+    (blocker,) = gate.Decision("demo", (), res_usage=got).blockers
+    assert blocker.kind == "res-usage" and "nox -s publish -- demo --republish" in blocker.command
+    gone = decide_res_usage(FRONT, [new], TODAY, cited=[old.run_id])
+    assert not gone.holds and f"the cited compile record {old.run_id} is not among the compile records that count" \
+        in gone.reason
+    assert not decide_res_usage(FRONT, [new], TODAY, cited=[]).holds
+
+
+def test_a_published_table_names_the_records_it_rests_on(committed_tree):
+    """The spike note as committed cites one compile record per release in its table's source lines."""
+    cited = lessons.cited(lessons.load(committed_tree, SPIKE))
+    assert cited.compile == ("20261201T092854Z-compile-54eadc13", "20261201T103744Z-compile-5139b75a",
+                             "20261201T093220Z-compile-b56228e2")
+    one = decide_res_usage(FRONT, [compile_record(1)], TODAY).rendered()
+    lesson = lessons.load(committed_tree, SPIKE)
+    body = lesson.body.replace(lessons.block_text(lesson.shown, lesson.body, lessons.RES_USAGE), "\n" + one)
+    assert lessons.cited(replace(lesson, body=body)).compile == ("FIXTURE-20260901T120100Z-compile-00000001",)

@@ -872,3 +872,206 @@ def test_an_independent_verifier_checks_every_statement_subject_of_the_tree(sign
     commit(root, "tidy a transcript")
     done = check()
     assert done.returncode == 1 and f"{stdout} at " in done.stdout and "1 mismatches by the rule" in done.stdout
+
+
+# --- one verdict: status says ready exactly when publish --dry-run exits 0, and the audit agrees ---
+#
+# Every attack above, and what a growing course does (a new lesson with new tolerance entries, committed or
+# not; a newer passing run; a newer failing one; records from a GPU node that ran tileproof from its checkout),
+# replayed on the signed tree. For each lesson: ``status`` says "ready" exactly when ``publish --dry-run``
+# exits 0, and the case says which; then each lesson is published (by ``publish`` when it may be, else
+# flipped by hand, as a careless author would) and the audit has a finding against the lesson, or a history
+# finding, exactly when it was not ready.
+
+VECTOR_ADD, SOFTMAX = "01-vector-add", "02-softmax"
+
+
+def newer_vector_add_run(root: Path, *, passed: bool = True, checkout_node: bool = False, later: int = 0) -> Path:
+    """A newer H200 session of kernels/vector_add.py signed by the registered runner, at HEAD: passing or
+    failing; ``checkout_node``: made on a GPU node that ran tileproof from its checkout (environment version
+    2, tileproof recorded by its source identity, a pip freeze that lists no tileproof); ``later``: hours after
+    ``LATER``."""
+    from tileproof.records.models import ENVIRONMENT_VERSION, TileproofOrigin
+
+    when = LATER + timedelta(hours=later)
+    sid = store.new_run_id("session", when)
+    freeze = audit_tree.PIP_FREEZE.replace("-e git+https://example.invalid/tileproof.git@0d1f2e3c#egg=tileproof\n", "")
+    env = audit_tree.environment(root, sid, which="H200", freeze=freeze if checkout_node else audit_tree.PIP_FREEZE)
+    if checkout_node:
+        origin = TileproofOrigin(kind="checkout", version="0.1.0", commit="0" * 40, sources_sha256="1" * 64)
+        env = env.model_copy(update={"version": ENVIRONMENT_VERSION, "tileproof": origin})
+    run = audit_tree.run_record(root, env, "kernels/vector_add.py", checks=["vector_add"], lessons=[VECTOR_ADD],
+                                when=when + timedelta(seconds=10), passed=passed)
+    path = store.write_record(root, at_head(root, run), RUNNER)
+    store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], when + timedelta(minutes=1))),
+                       RUNNER)
+    return path
+
+
+def c_control(root, info):
+    pass
+
+
+def c_edited_result(root, info):
+    forge(store.record_path(root, info["run"].run_id),
+          lambda r: {**r, "report": {**r["report"], "checks": [{**r["report"]["checks"][0], "max_abs_err": 1e-12}]}})
+    commit(root, "a better result")
+
+
+def c_broken_source(root, info):
+    source = root / "kernels" / "vector_add.py"
+    source.write_text('"""Lesson program: c = a + b."""\nraise SystemExit("broken")\n')
+    new = store.sha256_file(source)
+
+    def attest_broken(r):
+        for s in r["sources"]:
+            if s["path"] == "kernels/vector_add.py":
+                s["sha256"] = new
+        return r
+    forge(store.record_path(root, info["run"].run_id), attest_broken)
+
+
+def c_fake_gpu(signer):
+    def case(root, info):
+        fake_h200_softmax(root, signer)
+        commit(root, "an H200 run of softmax")
+    return case
+
+
+def c_hand_edited_lesson(root, info):
+    path = root / "lessons" / f"{VECTOR_ADD}.md"
+    path.write_text(path.read_text().replace("gpu: NVIDIA H200", "gpu: NVIDIA B200"))
+    commit(root, "it ran on a B200")
+
+
+def c_refutation_kept(root, info):
+    refute_a_claim(root)
+    commit(root, "a refuted claim")
+
+
+def c_refutation_deleted(root, info):
+    """An earlier claims record confirmed the claim; the newer one refutes it and is ``git rm``-ed: the
+    decision alone then sees only the confirmation and would publish."""
+    claims = refute_a_claim(root)
+    refuting = store.load_record(claims)
+    earlier = LATER - timedelta(minutes=30)
+    confirmed = refuting.model_copy(update={
+        "run_id": store.new_run_id("claims", earlier), "created": earlier,
+        "results": [r.model_copy(update={"verdict": "confirmed", "why": "wrong: compiles (exit 0)"})
+                    for r in refuting.results]})
+    store.write_record(root, confirmed, RUNNER)
+    commit(root, "a confirmed claim, then a refuted one")
+    git(root, "rm", "-q", f"runs/{claims.name}")
+    commit(root, "drop the refutation")
+
+
+def c_revoked(root, info):
+    from signing_keys import write_registry
+
+    write_registry(root, _signed_registry(entry(RUNNER, owner="lead on the H200 runner",
+                                                revoked_since=LATER - timedelta(minutes=1))))
+    fake_h200_softmax(root, RUNNER)
+    commit(root, "revoke the runner key; a new softmax run")
+
+
+def c_transcript_edited(root, info):
+    (root / info["run"].step.stdout.path).write_text("every check passed\n")
+    commit(root, "tidy a transcript")
+
+
+def c_new_lesson(committed: bool):
+    def case(root, info):
+        assert main(["new-lesson", "03-growth", "--python", "growth_kernel", "--root", str(root)]) == 0
+        table = root / "kernels" / "tolerances.py"
+        table.write_text(table.read_text().replace(
+            "TOLERANCES = {\n", 'TOLERANCES = {\n    "growth_other": Tolerance(rtol=0.0, atol=0.0),\n', 1))
+        if committed:
+            commit(root, "a new lesson, its program and two tolerance entries")
+    return case
+
+
+def c_newer_run(**kind):
+    def case(root, info):
+        newer_vector_add_run(root, **kind)
+        commit(root, "a newer H200 session")
+    return case
+
+
+AGREEMENT = {
+    "control": (c_control, {VECTOR_ADD}),
+    "edited-result-resealed": (c_edited_result, set()),
+    "broken-source-digest-resealed": (c_broken_source, set()),
+    "fake-gpu-own-key": (c_fake_gpu(new_signer()), {VECTOR_ADD}),
+    "fake-gpu-unsigned": (c_fake_gpu(None), {VECTOR_ADD}),
+    "fake-gpu-registered-key": (c_fake_gpu(RUNNER), {VECTOR_ADD, SOFTMAX}),
+    "hand-edited-published-lesson": (c_hand_edited_lesson, set()),
+    "refuted-claim-kept": (c_refutation_kept, set()),
+    "git-rm-of-the-refuting-claims-record": (c_refutation_deleted, set()),
+    "record-signed-after-revocation": (c_revoked, {VECTOR_ADD}),
+    "transcript-edited-and-committed": (c_transcript_edited, set()),
+    "new-lesson-with-entries-uncommitted": (c_new_lesson(False), {VECTOR_ADD}),
+    "new-lesson-with-entries-committed": (c_new_lesson(True), {VECTOR_ADD}),
+    "newer-passing-run": (c_newer_run(), {VECTOR_ADD}),
+    "newer-failing-run": (c_newer_run(passed=False), set()),
+    "records-from-a-checkout-run-node": (c_newer_run(checkout_node=True), {VECTOR_ADD}),
+}
+"""Case → (what it does to the signed tree, the lessons that are ready after it); any other lesson: not ready."""
+
+
+def status_footer(root: Path, lesson_id: str, capsys) -> str:
+    code, out = cli(capsys, "status", lesson_id, "--root", str(root))
+    assert code == 0, out
+    return next(line for line in out.splitlines() if line.startswith(f"{lesson_id}: "))
+
+
+@pytest.mark.parametrize("case, ready", AGREEMENT.values(), ids=AGREEMENT.keys())
+def test_status_publish_dry_run_and_audit_agree(signed_tree, capsys, case, ready):
+    root, info = signed_tree
+    case(root, info)
+    ids = lessons.lesson_ids(root)
+    said = {}
+    for lesson_id in ids:
+        footer = status_footer(root, lesson_id, capsys)
+        dry, out = cli(capsys, "publish", lesson_id, "--dry-run", "--root", str(root))
+        said[lesson_id] = "; ready: " in footer
+        assert said[lesson_id] == (dry == 0), (lesson_id, footer, out)
+    assert {i for i, ok in said.items() if ok} == ready, said
+    for lesson_id in ids:
+        lesson = lessons.load(root, lesson_id)
+        if lesson.front.status == "published":
+            continue
+        if said[lesson_id]:
+            assert publish_cmd(root, lesson_id, capsys)[0] == 0
+        else:  # a careless author: published by hand
+            lesson.path.write_text(lessons.render(lesson, lesson.front.model_copy(update={"status": "published"})))
+    code, out = audit_cmd(root, capsys)
+    history_found = any(f": {rule}: " in out for rule in ("history-missing", "history-changed"))
+    for lesson_id in ids:
+        against = any(line.startswith(f"lessons/{lesson_id}.md: ") for line in out.splitlines())
+        assert (against or history_found) == (lesson_id not in ready), (lesson_id, out)
+    if ready == set(ids):
+        assert code == 0, out
+
+
+def test_newer_evidence_is_a_note_and_a_newer_failure_blocks_republishing(signed_tree, capsys):
+    """A valid published lesson with a newer passing run: status notes it, publish --republish refreshes it.
+    A newer failing run: the lesson is no longer ready, and --republish is refused."""
+    root, _ = signed_tree
+    newer_vector_add_run(root)
+    commit(root, "a newer passing session")
+    footer = status_footer(root, VECTOR_ADD, capsys)
+    assert footer.endswith(f"; newer evidence: republish to refresh (nox -s publish -- {VECTOR_ADD} --republish)")
+    code, out = cli(capsys, "publish", VECTOR_ADD, "--republish", "--root", str(root))
+    assert code == 0 and "republished from NVIDIA H200" in out, out
+    assert "newer evidence" not in status_footer(root, VECTOR_ADD, capsys)
+    failing = newer_vector_add_run(root, passed=False, later=1)
+    commit(root, "a newer failing session")
+    footer = status_footer(root, VECTOR_ADD, capsys)
+    assert footer.endswith("PUBLISHED WITHOUT EVIDENCE (audit fails)"), footer
+    code, out = audit_cmd(root, capsys)
+    assert code == 1 and f"lessons/{VECTOR_ADD}.md: lesson-published-without-evidence:" in out
+    assert "a newer run than the cited" in out and failing.stem in out, out
+    path = root / "lessons" / f"{VECTOR_ADD}.md"
+    before = path.read_text()
+    code, out = cli(capsys, "publish", VECTOR_ADD, "--republish", "--root", str(root))
+    assert code == 1 and "not republished" in out and path.read_text() == before, out

@@ -1,23 +1,24 @@
-"""``tileproof publish LESSON [--dry-run]``: flip a lesson to published from evidence.
+"""``tileproof publish LESSON [--dry-run] [--republish]``: flip a lesson to published from evidence.
 
-Asks the one publish decision (``gather.tree.Tree.decide`` → ``gate.decide``:
-rows, performance claims and refuted claims) and, only when nothing blocks,
-rewrites the lesson's status, hardware block and results (front matter and body
-table) and its compile-derived tables (``res_usage``: REG/SHARED from the compile
-records) in one atomic replace. Otherwise nothing is written and each blocker is
-printed with the command that would clear it. Exit status: 0 published (or would
-publish, or already published with evidence), 1 evidence missing, 2 bad input.
+Prints the lesson's one verdict (``gather.tree.Tree.verdict`` → ``judge.verdict``: the
+publish decision, the history check and the re-derivation, the same that ``status``
+and the audit print) and, only when nothing blocks, rewrites the lesson's status,
+hardware block and results (front matter and body table) and its compile-derived
+tables (``res_usage``: REG/SHARED from the compile records) in one atomic replace.
+Otherwise nothing is written and each blocker is printed with the command that would
+clear it. Exit status: 0 published (or would publish, or already published and
+valid), 1 evidence missing, 2 bad input.
 
-Publish also refuses when git history shows a record or transcript once committed
-under runs/ or evidence/ is now missing or changed (``runner.history``): a deleted
-refutation is no longer among the records the decision reads, so the history is
-what still says it was there. A tree without history is published from its
-records with a ``history: NOT CHECKED`` line (the audit, not publish, fails closed
-on that). An already published lesson whose hardware or results differ from what
-the decision derives (``judge.audit.rules.rederive``: a hand edit, or evidence that
-moved on) is refused too, unless ``--republish`` asks to rewrite it: then, when the
-decision holds, its hardware, results and compile tables are written again from the
-records it accepts now, exactly as a first publish writes them.
+Publish refuses while git history shows a record or transcript once committed under
+runs/ or evidence/ is now missing or changed: a deleted refutation is no longer among
+the records the decision reads, so the history is what still says it was there. A
+tree without history is published from its records with a ``history: NOT CHECKED``
+line (the audit, not publish, fails closed on that). An already published lesson is
+valid while the records it cites still hold and it shows what they give; newer
+passing evidence leaves it valid (a note says ``--republish`` would refresh it), a
+hand edit or a cited record that no longer holds is refused. ``--republish`` writes
+it again from the newest evidence, exactly as a first publish writes it, and only
+while that evidence holds (a newer failing run blocks it).
 
 Publish also refuses while the trust root's checks find something (``judge.trust_root``,
 against ``--trust-root`` or the tree's pin): an unsigned registry change or a root reset
@@ -34,11 +35,8 @@ from pathlib import Path
 
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate
-from tileproof.judge.audit.rules import history as history_rules
-from tileproof.judge.audit.rules import rederive
 from tileproof.records import lessons
 from tileproof.records.errors import RecordError
-from tileproof.runner import history
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,35 +89,37 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool =
     lesson = lessons.load(root, lesson_id)
     for field, path in lessons.missing_programs(root, lesson):
         raise RecordError(lesson.shown, field, f"{path} does not exist", f"restore {path} or fix the program list")
-    tree = Tree.load(root, trust_root)
-    decision = tree.decide(lesson)
-    name = lesson.id
-    distrust = tree.trust.state.findings if tree.trust is not None else ()
-    if distrust:
+    judged = Tree.load(root, trust_root).verdict(lesson)
+    name, decision, fresh = lesson.id, judged.decision, judged.fresh
+    if judged.distrust:
         return 1, [f"{name}: not published: the runner registry's history does not hold from the trust root; "
-                   "nothing changed:", *(f"  {file}: {rule}: {reason}" for file, rule, reason in distrust),
-                   *describe(decision.blockers)]
-    checked = history.check_repository(root)
-    if checked.findings:
+                   "nothing changed:", *(f"  {file}: {rule}: {reason}" for file, rule, reason in judged.distrust),
+                   *describe(fresh.blockers)]
+    if judged.history_problems:
         return 1, [f"{name}: not published: committed records or transcripts were deleted or edited; nothing changed:",
-                   *(f"  {file}: {rule}: {reason}" for file, rule, reason in history_rules.history_issues(checked)),
+                   *(f"  {file}: {rule}: {reason}" for file, rule, reason in judged.history_problems),
                    *describe(decision.blockers)]
-    note = [] if checked.status == "checked" else [f"history: NOT CHECKED ({checked.reason})"]
-    if lesson.front.status == "published":
-        edited = rederive.rederive_issues(lesson, decision)
-        if (edited or rederive.unstated_releases(lesson.front, decision)) and republish and decision.publishable:
-            return _write(lesson, decision, dry_run, note, "republish")
-        if edited:
-            return 1, [f"{name}: published, but it does not show what its records give; nothing changed:",
-                       *(f"  {rule}: {reason}" for rule, reason in edited)]
-        if decision.publishable:
-            return 0, [f"{name}: already published (run {lesson.front.hardware.run_id}); nothing changed", *note]
-        return 1, [f"{name}: published, but its evidence no longer holds (nox -s audit fails); nothing changed:",
-                   *describe(decision.blockers)]
-    if not decision.publishable:
-        return 1, [f"{name}: stays draft; {decision.lacking()}; nothing changed:", *describe(decision.blockers),
-                   *(describe_tables(decision) if dry_run else [])]
-    return _write(lesson, decision, dry_run, note, "publish")
+    note = [] if judged.history.status == "checked" else [f"history: NOT CHECKED ({judged.history.reason})"]
+    if not judged.published:
+        if not fresh.publishable:
+            return 1, [f"{name}: stays draft; {fresh.lacking()}; nothing changed:", *describe(fresh.blockers),
+                       *(describe_tables(fresh) if dry_run else [])]
+        return _write(lesson, fresh, dry_run, note, "publish")
+    if republish and fresh.publishable and (judged.refreshable or judged.states_releases or not judged.valid):
+        return _write(lesson, fresh, dry_run, note, "republish")
+    if judged.valid:
+        newer = judged.note()
+        return 0, [f"{name}: already published (run {lesson.front.hardware.run_id}); nothing changed",
+                   *([f"  {newer}"] if newer else []), *note]
+    if republish:
+        return 1, [f"{name}: published, and not republished: the newest evidence does not hold; nothing changed:",
+                   *describe(fresh.blockers)]
+    if decision.publishable:
+        return 1, [f"{name}: published, but it does not show what its records give; nothing changed:",
+                   *(f"  {rule}: {reason}" for rule, reason in judged.findings())]
+    refresh = [f"  the newest evidence holds: nox -s publish -- {name} --republish"] if judged.republishable else []
+    return 1, [f"{name}: published, but its evidence no longer holds (nox -s audit fails); nothing changed:",
+               *describe(decision.blockers), *refresh]
 
 
 def _write(lesson: lessons.Lesson, decision: gate.Decision, dry_run: bool, note: list[str],

@@ -1,12 +1,14 @@
-"""``tileproof status [LESSON ...]``: lesson × program × newest evidence, at a glance.
+"""``tileproof status [LESSON ...]``: lesson × program × evidence, at a glance.
 
 One line per results row: the lesson's status, the program and check, what the
-newest evidence says (the gate's outcome, worded for an author), the run id and
-the GPU; one line per performance claim (check ``perf:<id>``): the bench
-program, the claim's outcome with the value it rests on, the bench record and
-its GPU; then one line per lesson saying what is left, from the same decision
-``publish`` takes (``gather.tree.Tree.decide``): "ready" exactly when
-``publish --dry-run`` would exit 0. Reads only; exit 0 unless an input is
+evidence says (the gate's outcome, worded for an author: for a draft the newest
+evidence, for a published lesson the records it cites), the run id and the GPU;
+one line per performance claim (check ``perf:<id>``): the bench program, the
+claim's outcome with the value it rests on, the bench record and its GPU; then one
+line per lesson saying what is left, from the same verdict ``publish`` and the
+audit print (``gather.tree.Tree.verdict``): "ready" exactly when ``publish
+--dry-run`` would exit 0, and for a valid published lesson with newer evidence the
+note "newer evidence: republish to refresh". Reads only; exit 0 unless an input is
 malformed (one line, exit 2).
 """
 
@@ -18,8 +20,10 @@ from pathlib import Path
 
 from tileproof.claims import core as claims
 from tileproof.claims import matrix
+from tileproof.claims import spec as claims_spec
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims, release_matrix
+from tileproof.judge.verdict import LessonVerdict
 from tileproof.records import lessons
 from tileproof.report import bench_view
 
@@ -65,7 +69,10 @@ def _perf_row(lesson: lessons.Lesson, c: perf_claims.ClaimDecision) -> list[str]
             c.record.run_id if c.record else "-", f"{gpu.name} cc {gpu.compute_capability}" if gpu else "-"]
 
 
-def summary(lesson: lessons.Lesson, decision: gate.Decision) -> str:
+def summary(judged: LessonVerdict) -> str:
+    """The lesson's line under the table, from its one verdict: ``ready`` exactly when ``publish --dry-run``
+    exits 0 (``LessonVerdict.ready``)."""
+    lesson, decision = judged.lesson, judged.decision
     required = [r for r in decision.rows if not r.row.optional]
     ready = sum(1 for r in required if r.outcome == "passed")
     head = f"{lesson.id}: {lesson.front.status}, {ready}/{len(required)} required rows have evidence"
@@ -73,12 +80,30 @@ def summary(lesson: lessons.Lesson, decision: gate.Decision) -> str:
         head += f", {len(decision.perf) - len(decision.unsupported)}/{len(decision.perf)} performance claims supported"
     if decision.refuted:
         head += f", {len(decision.refuted)} refuted claim(s) still asserted"
-    if lesson.front.status == "published":
-        return head + ("" if decision.publishable else "; PUBLISHED WITHOUT EVIDENCE (audit fails)")
-    if decision.publishable:
-        return head + f"; ready: nox -s publish -- {lesson.id}"
+    if judged.ready:
+        if not judged.published:
+            return head + f"; ready: nox -s publish -- {lesson.id}"
+        note = judged.note()
+        return head + "; ready: published, its records hold" + (f"; {note}" if note else "")
+    problems = [*judged.history_problems, *judged.distrust]
+    if problems:
+        file, rule, _reason = problems[0]
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        return head + f"; not ready: {file}: {rule}{more} (nox -s publish -- {lesson.id} --dry-run lists them)"
+    if judged.published:
+        if decision.publishable:
+            return head + "; PUBLISHED, BUT IT DIFFERS FROM ITS RECORDS (audit fails)"
+        return head + "; PUBLISHED WITHOUT EVIDENCE (audit fails)"
     first = decision.blockers[0]
     return head + f"; next: {first.command} (nox -s publish -- {lesson.id} --dry-run lists every row)"
+
+
+def claims_documents(root: Path, ids: list[str]) -> list[str] | None:
+    """The named lessons that have a claims file (None: every document); a lesson without one has no claims."""
+    if not ids:
+        return None
+    have = {path.name.removesuffix(claims_spec.SUFFIX) for path in claims_spec.claims_files(Path(root))}
+    return [i for i in ids if i in have]
 
 
 def table(rows: list[list[str]]) -> list[str]:
@@ -94,7 +119,8 @@ def status(root: Path, ids: list[str], tree: Tree | None = None) -> list[str]:
     rows = [["LESSON", "STATUS", "PROGRAM", "CHECK", "EVIDENCE", "RUN", "GPU"]]
     footer = []
     for lesson in chosen:
-        decision = tree.decide(lesson)
+        judged = tree.verdict(lesson)
+        decision = judged.decision
         for r in decision.rows:
             evidence = WORDS[r.outcome]
             if r.outcome == "failed" and r.record and r.record.verdict != "passed":
@@ -105,12 +131,12 @@ def status(root: Path, ids: list[str], tree: Tree | None = None) -> list[str]:
         rows.extend(_perf_row(lesson, c) for c in decision.perf)
         rows.extend([lesson.id, lesson.front.status, "-", f"claim:{c.claim_id}", "refuted", c.run_id, "-"]
                     for c in decision.refuted)
-        footer.append(summary(lesson, decision))
+        footer.append(summary(judged))
         if lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS) != "\n" + lessons.render_results_table(
                 lesson.front.results):
             footer.append(f"{lesson.id}: the body's results table differs from the front matter (edited by hand?)")
     footer += [f"trust: {file}: {rule}: {reason}" for file, rule, reason in (tree.trust.state.findings
-                                                                             if tree.trust is not None else ())]
+                                                                            if tree.trust is not None else ())]
     axis = [f"  {line}" for line in release_matrix.lines([tree.releases(lesson) for lesson in chosen])]
     return table(rows) + [""] + (["Python programs per cuda-tile release:", *axis, ""] if axis else []) + footer
 
@@ -121,10 +147,13 @@ def run(args: argparse.Namespace) -> int:
     bench_lines = bench_view.status_lines(tree.records)
     if bench_lines:  # what bounds each bench case and how close it comes (report.bench_view)
         print("\nbench, newest record of each program (fastest tile kernel per shape):\n" + "\n".join(bench_lines))
-    claim_lines = claims.status_lines(args.root, args.lessons or None, tree.records)
+    documents = claims_documents(args.root, args.lessons)
+    if documents == []:  # lessons named, none with a claims file
+        return 0
+    claim_lines = claims.status_lines(args.root, documents, tree.records)
     if len(claim_lines) > 1:
         print("\n" + "\n".join(claim_lines))
-    matrix_lines = matrix.status_lines(args.root, args.lessons or None, tree.records)
+    matrix_lines = matrix.status_lines(args.root, documents, tree.records)
     if matrix_lines:
         print("\nclaims per toolchain release:\n" + "\n".join(matrix_lines))
     return 0

@@ -13,8 +13,9 @@ transcript once committed and now missing or changed is a finding
 checked (``AuditResult.history``), never as passed. The trust root and the
 registry's history (``gather.trust_state``: signed registry changes, revocations,
 each record's standing by the commit that first added it) give their findings and the
-report's trust section (``AuditResult.trust``). Each published lesson is
-re-derived from the records its decision accepts (``judge.audit.rules.rederive``).
+report's trust section (``AuditResult.trust``). Each lesson's findings are its one
+verdict's (``Tree.verdict``, which ``status`` and ``publish`` print too): a published
+lesson is judged on, and re-derived from, the records it cites.
 """
 
 from __future__ import annotations
@@ -38,11 +39,11 @@ from tileproof.gather.tree import Tree
 from tileproof.judge import releases, trust
 from tileproof.judge.audit import registry, rules
 from tileproof.judge.audit.result import AuditResult, Finding, Issue, LessonAudit
-from tileproof.judge.audit.rules import commits, evidence, files, inputs, rederive, sessions
-from tileproof.judge.audit.rules import history as history_rules
+from tileproof.judge.audit.rules import commits, evidence, files, inputs, sessions
 from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
+from tileproof.judge.verdict import history_problems
 from tileproof.records import lessons, lock, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.records.history import REGENERATED, NoHistory
@@ -227,10 +228,11 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     evidence_files, evidence_bytes = _orphans(root, names, disk, refs_of, raw_refs, outputs, add)
     _lesson_inputs(root, add)
     _claims_files(root, add)
-    lesson_audits = _lessons(root, Tree.of(root, examined), findings)
-    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in trusting.state.findings]
     checked = check_history(git_history)
-    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_rules.history_issues(checked)]
+    tree = Tree.of(root, examined, trusting, checked)
+    lesson_audits = _lessons(root, tree, findings)
+    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in trusting.state.findings]
+    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_problems(checked)]
     if checked.status == "checked":
         _commit_claims(root, records, add)
     findings.sort()
@@ -325,7 +327,7 @@ def _lessons(root: Path, tree: Tree, findings: list[Finding]) -> list[LessonAudi
             add(Finding(file, lesson_rules.FRONT, str(e).splitlines()[0]))
             continue
         try:
-            decision = tree.decide(front)
+            judged = tree.verdict(lesson)
         except TileproofError as e:
             # An input the decision needs (the claims file, a transcript) is refused or broken: that
             # file's finding says why; a published lesson that cannot be decided is a finding too.
@@ -333,11 +335,9 @@ def _lessons(root: Path, tree: Tree, findings: list[Finding]) -> list[LessonAudi
             if front.status == "published" or not reported:
                 add(Finding(file, inputs.UNDECIDED, f"{front.status}, but its publish decision cannot be made: {e}"))
             continue
-        for rule_id, reason in lesson_rules.published_issues(front.status, decision):
-            add(Finding(file, rule_id, reason))
-        for rule_id, reason in rederive.rederive_issues(lesson, decision):
+        for rule_id, reason in judged.findings():
             add(Finding(file, rule_id, reason))
         out.append(LessonAudit(id=front.id, file=file, title=front.title, status=front.status,
-                               programs=[p.path for p in front.programs], decision=decision,
+                               programs=[p.path for p in front.programs], decision=judged.decision,
                                releases=tree.releases(front)))
     return out

@@ -3,26 +3,33 @@
 ``Tree(root)`` loads every record under runs/ once, each examined once
 (``store.examine``: its seal checked) and selected by type; for a lesson it
 gathers today's digests (the programs, every source the program's records
-attest, the snippets of the lesson's claims), the tolerance table, a reader for
-evidence/ and today's claims file, and asks ``gate.decide``. ``status``,
-``publish`` and ``audit`` all come through ``Tree.decide``; none gathers
+attest, the snippets of the lesson's claims), the tolerance table (and, for
+records that attest it as a whole file, the versions of it git history holds),
+what the programs use, a reader for evidence/ and today's claims file, and asks
+``gate.decide``; ``Tree.verdict`` adds the decision on a published lesson's
+cited records and the tree's history check (``judge.verdict``). ``status``,
+``publish`` and ``audit`` all come through ``Tree.verdict``; none gathers
 anything itself. The audit, which has already validated and sealed every record,
 builds its ``Tree`` from them (``Tree.of``) instead of reading runs/ again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from tileproof.claims import spec as claims_spec
 from tileproof.gather import trust_state
-from tileproof.judge import claim_verdicts, gate, release_matrix, releases
+from tileproof.judge import claim_verdicts, gate, release_matrix, releases, verdict
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
+from tileproof.judge.verdict import LessonVerdict
 from tileproof.records import lessons, lock, store, tolerances
+from tileproof.records.depends import ProgramUses
 from tileproof.records.errors import InputRefused
+from tileproof.records.history import HistoryReport, NoHistory
 from tileproof.records.models import (
+    ENTRY_COMPILE_VERSION,
     ENTRY_RUN_VERSION,
     BenchRecord,
     ClaimsRecord,
@@ -33,6 +40,7 @@ from tileproof.records.models import (
 from tileproof.records.safe_read import read_evidence
 from tileproof.records.store import Examined
 from tileproof.runner import history
+from tileproof.toolchain import uses
 
 
 def inside(root: Path, rel: str, folder: str | None = None) -> Path | None:
@@ -74,16 +82,18 @@ def load_table(root: Path) -> dict[str, gate.Bound]:
     return {name: gate.Bound(rtol, atol) for name, (rtol, atol) in tolerances.load_table(Path(root)).items()}
 
 
-def tables_at(root: Path, runs: Iterable[RunRecord], today: dict[str, str | None]) -> dict[str, dict[str, gate.Bound]]:
-    """For records before ``run_version`` 3 whose whole-file tolerance source changed since: the sha256 they attest
-    → the table that version held, when a committed version with that digest is in git history
-    (``runner.history.versions``; the header is matched by rendering each committed table). A
-    digest not found there is left out, and the judge keeps the file whole-file dependent."""
-    wanted = {(s.path, s.sha256) for r in runs if r.run_version < ENTRY_RUN_VERSION for s in r.sources
+def tables_at(root: Path, records: Iterable[RunRecord | CompileRecord], today: dict[str, str | None],
+              versions: Callable[[], dict[str, bytes] | NoHistory] | None = None) -> dict[str, dict[str, gate.Bound]]:
+    """For records that attest the tolerance table as a whole file (``run_version`` < 3, ``compile_version``
+    < 4) and whose table file changed since: the sha256 they attest → the table that version held, when a
+    committed version with that digest is in git history (``runner.history.versions``; the header is matched
+    by rendering each committed table). A digest not found there is left out, and the judge keeps the file
+    whole-file dependent. ``versions``: what reads those committed versions (default: git, each call)."""
+    wanted = {(s.path, s.sha256) for r in records if _whole_table(r) for s in r.sources
               if s.path in tolerances.TABLE_PATHS and today.get(s.path) != s.sha256}
     if not wanted:
         return {}
-    found = history.versions(root, tolerances.TABLE_FILE.as_posix())
+    found = versions() if versions is not None else history.versions(root, tolerances.TABLE_FILE.as_posix())
     if not isinstance(found, dict):
         return {}
     tables: dict[str, tolerances.Table] = {}
@@ -99,6 +109,22 @@ def tables_at(root: Path, runs: Iterable[RunRecord], today: dict[str, str | None
         if table is not None:
             out[digest] = {n: gate.Bound(rtol, atol) for n, (rtol, atol) in table.items()}
     return out
+
+
+def _whole_table(rec: RunRecord | CompileRecord) -> bool:
+    """Whether the record attests the tolerance table as a file (written before per-entry attestation)."""
+    if isinstance(rec, RunRecord):
+        return rec.run_version < ENTRY_RUN_VERSION
+    return rec.compile_version < ENTRY_COMPILE_VERSION
+
+
+def program_uses(root: Path, programs: Iterable[str], table: dict[str, gate.Bound],
+                 also: Iterable[str] = ()) -> dict[str, ProgramUses]:
+    """What each program (that exists today) uses: its files and the tolerance entries it names, among
+    today's table and ``also`` (the names of the table versions older records attest)."""
+    names = set(table) | set(also)
+    return {p: uses.program_uses(root, Path(root) / p, names) for p in sorted(set(programs))
+            if (Path(root) / p).is_file()}
 
 
 def claims_today(root: Path, lesson_id: str) -> ClaimsToday:
@@ -127,6 +153,8 @@ class Tree:
     trust: trust_state.Trusted | None = None
     """The trust state the records were judged under (``gather.trust_state``); None for a tree built over
     records examined elsewhere."""
+    _history: HistoryReport | None = None
+    _versions: dict[str, bytes] | NoHistory | None = None
 
     @classmethod
     def load(cls, root: Path, trust_root: str | None = None) -> Tree:
@@ -134,26 +162,43 @@ class Tree:
         ``lessons/runners.yaml`` and its standing judged from history against the trust root
         (``gather.trust_state``; the first record that fails validation raises one line)."""
         trusted = trust_state.load(Path(root), trust_root)
-        tree = cls.of(root, trusted.examine(store.read_records(Path(root), trusted.registry)))
-        tree.trust = trusted
-        return tree
+        return cls.of(root, trusted.examine(store.read_records(Path(root), trusted.registry)), trusted)
 
     @classmethod
-    def of(cls, root: Path, examined: Iterable[Examined]) -> Tree:
-        """A tree over records already loaded and examined."""
+    def of(cls, root: Path, examined: Iterable[Examined], trust: trust_state.Trusted | None = None,
+           checked: HistoryReport | None = None) -> Tree:
+        """A tree over records already loaded and examined (under ``trust``, with the history check
+        ``checked`` when the caller already made it)."""
         kinds = (RunRecord, BenchRecord, ClaimsRecord, CompileRecord)
-        return cls(Path(root), [e for e in examined if isinstance(e.record, kinds)])
+        return cls(Path(root), [e for e in examined if isinstance(e.record, kinds)], trust=trust, _history=checked)
 
     def table(self) -> dict[str, gate.Bound]:
         if self._table is None:
             self._table = load_table(self.root)
         return self._table
 
-    def decide(self, lesson: lessons.Lesson | LessonFront) -> gate.Decision:
-        """The one publish decision for ``lesson``, with every input gathered here (the cuda-tile releases it
-        was verified on from ``release_matrix``)."""
+    def table_versions(self) -> dict[str, bytes] | NoHistory:
+        """Every committed version of the tolerance table (``runner.history.versions``), read once."""
+        if self._versions is None:
+            self._versions = history.versions(self.root, tolerances.TABLE_FILE.as_posix())
+        return self._versions
+
+    def history(self) -> HistoryReport:
+        """The git-history check of the tree (``runner.history.check_repository``), read once."""
+        if self._history is None:
+            self._history = history.check_repository(self.root)
+        return self._history
+
+    def decide(self, lesson: lessons.Lesson | LessonFront, cited: lessons.Cited | None = None) -> gate.Decision:
+        """The one publish decision for ``lesson``, with every input gathered here: from the newest
+        evidence, or (``cited``) from the records a published lesson cites; the cuda-tile releases it was
+        verified on the same way (``release_matrix.verified`` / ``cited_verified``)."""
         front, runs, others, today = self._inputs(lesson)
         read = evidence_reader(self.root)
+        if cited is not None:
+            decision = gate.decide_cited(front, cited, runs + others, today, self.table(), read)
+            return replace(decision, cuda_tile_verified=release_matrix.cited_verified(front, runs, today,
+                                                                                      self.table(), read))
         decision = gate.decide(front, runs + others, today, self.table(), read)
         return replace(decision, cuda_tile_verified=release_matrix.verified(front, runs, today, self.table(), read))
 
@@ -167,16 +212,26 @@ class Tree:
         front = lesson.front if isinstance(lesson, lessons.Lesson) else lesson
         programs = {row.program for row in front.results}
         runs = [e for e in store.of_kind(self.records, RunRecord) if e.record.program in programs]
+        compiles = [e.record for e in store.of_kind(self.records, CompileRecord)] if front.res_usage else []
         claims = claims_today(self.root, front.id)
         paths = programs | {s.path for e in runs for s in e.record.sources}
         paths |= {p for ps in claims.snippets.values() for p in ps}
-        if front.res_usage is not None:  # the compile records' sources: res_usage.attested_beside compares them
-            paths |= {s.path for e in store.of_kind(self.records, CompileRecord) for s in e.record.sources}
+        paths |= {s.path for r in compiles for s in r.sources}  # the compile-derived table's inputs
         others = [e for e in self.records if not isinstance(e.record, RunRecord)]
         digests = today_digests(self.root, sorted(paths))
-        today = gate.Today(digests, claims, tables_at(self.root, [e.record for e in runs], digests),
-                           releases.lock_key(lock.cuda_tile_pin(self.root)))
+        older = tables_at(self.root, [*(e.record for e in runs), *compiles], digests, self.table_versions)
+        used = program_uses(self.root, [front.res_usage.program] if front.res_usage else [], self.table(),
+                            {n for t in older.values() for n in t})
+        today = gate.Today(digests, claims, older, used, releases.lock_key(lock.cuda_tile_pin(self.root)))
         return front, runs, others, today
+
+    def verdict(self, lesson: lessons.Lesson) -> LessonVerdict:
+        """The lesson's one verdict: the decision on the newest evidence, for a published lesson also the
+        decision on the records it cites and their re-derivation, and the tree's history check."""
+        fresh = self.decide(lesson)
+        cited = self.decide(lesson, lessons.cited(lesson)) if lesson.front.status == "published" else None
+        distrust = tuple(self.trust.state.findings) if self.trust is not None else ()
+        return verdict.judge(lesson, fresh, cited, self.history(), distrust)
 
 
 def refuted_claims(root: Path, document: str, tree: Tree | None = None) -> list:

@@ -7,12 +7,14 @@ check name → ``Bound``. Each results row gets one outcome from a closed set, a
 one-line reason and the command that would produce the missing evidence.
 
 Which record decides a row: among the program's run records that count
-(``trust.admits``: a record with a broken seal never counts) and rest on the lock's cuda-tile
-release (``releases.decides_rows``: others are the release axis), the newest one (``standing.age``:
+(``trust.admits``: a record with a broken seal never counts), the newest one (``standing.age``:
 by the commit that first added it, then ``created``; a future date wins nothing) from the
-row's class of hardware — compute capability >= 8.0 (as the record claims it)
-for required rows, below 8.0 for an optional ``gate`` row; a run that found no
-GPU at all counts only when no run of the program found one. A required row
+row's class (``RowClass``: its program, made with the lock's cuda-tile release (``releases.decides_rows``:
+others are the release axis), on hardware of compute capability >= 8.0, as the
+record claims it, for required rows, below 8.0 for an optional ``gate`` row); a run that
+found no GPU at all counts only when no run of the program found one. A published lesson
+is decided instead from the records it cites (``decide_cited``): each row from its
+``run_id``, overturned only by a newer failing record of its class (``newer_failure``). A required row
 with no such record but a record from a smaller GPU is ``gated``. The decisive
 record must then, in order: have verdict ``passed`` (a ``toolchain-absent`` record, a
 cuTile.jl program where no julia with cuTile.jl was found, is the row's outcome of that
@@ -47,8 +49,8 @@ counts only through what it and its transcripts say.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
 from tileproof.judge import claim_verdicts, releases, standing, trust
@@ -62,16 +64,17 @@ from tileproof.judge.claim_verdicts import (
 from tileproof.judge.perf_claims import ClaimDecision
 from tileproof.judge.perf_claims import decide as decide_perf
 from tileproof.judge.res_usage import ResUsageDecision, decide_res_usage
-from tileproof.records import release
+from tileproof.judge.today import Today, lock_release, tables_at
+from tileproof.records import depends, release
 from tileproof.records.capability import MIN_CC, below_tile, cc_tuple, sm_of
 from tileproof.records.lessons import (
     GATE_CHECK,
     RES_USAGE,
     UNKNOWN,
+    Cited,
     program_list_digest,
 )
 from tileproof.records.models import (
-    ENTRY_RUN_VERSION,
     TOOLCHAIN_ABSENT_FIX,
     Hardware,
     LessonFront,
@@ -81,7 +84,7 @@ from tileproof.records.models import (
     VerifiedRelease,
 )
 from tileproof.records.parsers import parse_gpu_query
-from tileproof.records.tolerances import TABLE_FILE, TABLE_PATHS, entry_digest
+from tileproof.records.tolerances import TABLE_FILE
 
 Outcome = Literal[
     "passed",
@@ -96,7 +99,8 @@ Outcome = Literal[
     "toolchain-absent",
 ]
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
-__all__ = ["MIN_CC", "cc_tuple", "decide", "decide_row", "Decision", "RowDecision", "Bound", "OUTCOMES"]
+__all__ = ["MIN_CC", "cc_tuple", "decide", "decide_cited", "decide_row", "Decision", "RowDecision", "RowClass",
+           "Bound", "OUTCOMES", "Today"]
 
 EvidenceReader = Callable[[str], "bytes | None"]
 
@@ -189,9 +193,9 @@ class Decision:
         out += [Blocker("refuted-claim", f"claim {c.claim_id}", "refuted", c.reason, c.command) for c in self.refuted]
         out += [Blocker("claims-unchecked", f"claims on {u.release}", "no-claims-record", u.reason, u.command)
                 for u in self.unchecked]
-        if self.res_usage is not None and not self.res_usage.filled:
+        if self.res_usage is not None and not self.res_usage.holds:
             out.append(Blocker("res-usage", self.res_usage.subject, "no-record", self.res_usage.reason,
-                               "nox -s compile"))
+                               self.res_usage.command(self.lesson)))
         out += [Blocker("no-tolerance-entry", f"{r.program} {r.check}", "no-tolerance-entry",
                         f"check '{r.check}' has no entry in {TABLE_FILE}",
                         f"add \"{r.check}\": Tolerance(rtol=..., atol=...) with its derivation to {TABLE_FILE}")
@@ -206,7 +210,7 @@ class Decision:
         """``1 of 5 required rows lack evidence``, ``1 of 2 performance claims lack a supporting bench record``,
         ``it still asserts 1 refuted claim(s)``: whichever apply (the rows' count when nothing does)."""
         parts = []
-        tables = self.res_usage is not None and not self.res_usage.filled
+        tables = self.res_usage is not None and not self.res_usage.holds
         if self.missing or not (self.unsupported or self.refuted or self.unchecked or tables or self.unlisted):
             n, total = len(self.missing), sum(1 for r in self.rows if not r.row.optional)
             parts.append(f"{n} of {total} required rows lack evidence")
@@ -217,7 +221,7 @@ class Decision:
             parts.append(f"it still asserts {len(self.refuted)} refuted claim(s)")
         if self.unchecked:
             parts.append(f"its claims are unchecked on {', '.join(str(u.release) for u in self.unchecked)}")
-        if self.res_usage is not None and not self.res_usage.filled:
+        if self.res_usage is not None and not self.res_usage.holds:
             parts.append("no compile record fills its res-usage table")
         if self.unlisted:
             parts.append(f"{len(self.unlisted)} check(s) have no tolerance entry")
@@ -269,10 +273,6 @@ def _newest(rows: Iterable[RowDecision]) -> RunRecord | None:
     """The newest (``standing.age``) of the records that decided ``rows``; None when none did."""
     decided = [(r.age, r.record) for r in rows if r.record is not None]
     return max(decided, key=lambda pair: pair[0])[1] if decided else None
-
-
-def _short(commit: str | None, dirty: bool) -> str:
-    return (commit[:7] if commit else "unknown") + (" with uncommitted changes" if dirty else "")
 
 
 def _num(x) -> str:
@@ -327,76 +327,29 @@ def staleness(rec: RunRecord, front: LessonFront, program: str, today: Mapping[s
               table: Mapping[str, Bound] | None = None, check: str | None = None) -> str | None:
     """Why the record no longer attests today's inputs, or None.
 
-    A record depends on the lesson's program list, on each file in its ``sources`` (the program and
-    the helpers it uses) and, from ``run_version`` 3, on each tolerance entry it attests
-    (``rec.tolerances``): an entry changed or gone stales it, an entry it does not use never does.
-    An older record lists the whole tolerance file among its sources: when ``today.tables_at``
-    holds the table that version attested (read back from git history), only its checks' entries
-    are compared; otherwise the file stays a whole-file dependency. ``check``: the row's check, whose
-    entry a ``run_version`` 3 record must attest (``table``: today's table; None: entries not compared)."""
-    since = f"since run {rec.run_id} (commit {_short(rec.git.commit, rec.git.dirty)})"
+    A record depends on the lesson's program list and on what ``records.depends.of_run`` says it
+    attests: each file in its ``sources`` (the program and the helpers it uses) and, from ``run_version``
+    3, each tolerance entry it attests (``rec.tolerances``): an entry changed or gone stales it, an entry
+    it does not use never does. An older record lists the whole tolerance file among its sources: when
+    ``today.tables_at`` holds the table that version attested (read back from git history), only its
+    checks' entries are compared; otherwise the file stays a whole-file dependency. ``check``: the
+    row's check, whose entry the record must attest (``table``: today's table; None: entries not compared)."""
+    dep = depends.of_run(rec, check)
     attested = rec.lesson_programs.get(front.id)
     if attested is None:
         return f"the record does not attest lesson {front.id}'s program list"
     if attested != program_list_digest(front):
-        return f"lessons/{front.id}.md's program list changed {since}"
+        return f"lessons/{front.id}.md's program list changed {dep.since}"
     if program not in {s.path for s in rec.sources}:
         return f"the record does not attest {program}"
-    changed = [s.path for s in rec.sources if not s.path.startswith("lessons/") and today.get(s.path) != s.sha256]
-    if table is not None and rec.run_version < ENTRY_RUN_VERSION and isinstance(today, Today):
-        problem, changed = _v1_table_files(rec, changed, table, today.tables_at, check, since)
-        if problem:
-            return problem
-    if changed:
-        gone = [p for p in changed if today.get(p) is None]
-        what = ", ".join(changed) + (f" ({', '.join(gone)} deleted)" if gone else "")
-        return f"{what} changed {since}"
-    if table is not None and rec.run_version >= ENTRY_RUN_VERSION:
-        problem = _entries_changed(rec, table, check, since)
-        if problem:
-            return problem
+    if table is None:  # no table to compare entries with: every attested file whole
+        dep = replace(dep, entries=None, mentions=None)
+    problem = depends.changed(dep, today, table or {}, tables_at(today))
+    if problem:
+        return problem
     if program.endswith(".cu") and rec.binary is None:
         return "the record names no built binary for a C++ program"
     return None
-
-
-def _checks_used(rec: RunRecord, check: str | None) -> set[str]:
-    """The check names a record's tolerance entries matter for: its report's and the row's."""
-    names = {c.name for c in rec.report.checks} if rec.report is not None else set()
-    return names | ({check} if check is not None and check != GATE_CHECK else set())
-
-
-def _v1_table_files(rec: RunRecord, changed: list[str], table: Mapping[str, Bound],
-                    tables_at: Mapping[str, Mapping[str, Bound]], check: str | None,
-                    since: str) -> tuple[str | None, list[str]]:
-    """An older record (before ``run_version`` 3) attests a whole tolerance file. Where that version is known (its
-    digest found in git history, ``tables_at``), only the entries of the record's checks count: (why they
-    changed, or None; the changed paths left). Where it is not known, the file stays changed."""
-    attested = {s.path: s.sha256 for s in rec.sources}
-    left = []
-    for path in changed:
-        then = tables_at.get(attested[path]) if path in TABLE_PATHS else None
-        if then is None:
-            left.append(path)
-            continue
-        moved = sorted(n for n in _checks_used(rec, check) if then.get(n) != table.get(n))
-        if moved:
-            return (", ".join(f"tolerance entry '{n}' {'changed' if n in table else 'removed'}" for n in moved)
-                    + f" in {TABLE_FILE} {since}"), left
-    return None, left
-
-
-def _entries_changed(rec: RunRecord, table: Mapping[str, Bound], check: str | None, since: str) -> str | None:
-    """Why a ``run_version`` 3 record's tolerance entries are not today's, or None."""
-    if check is not None and check != GATE_CHECK and check not in rec.tolerances:
-        return f"the record does not attest the tolerance entry of check '{check}' ({TABLE_FILE})"
-    gone = sorted(n for n in rec.tolerances if n not in table)
-    changed = sorted(n for n, digest in rec.tolerances.items()
-                     if n in table and entry_digest(n, table[n].rtol, table[n].atol) != digest)
-    if not (gone or changed):
-        return None
-    parts = [f"tolerance entry '{n}' changed" for n in changed] + [f"tolerance entry '{n}' removed" for n in gone]
-    return f"{', '.join(parts)} in {TABLE_FILE} {since}"
 
 
 def toolchain_problem(rec: RunRecord) -> str | None:
@@ -512,59 +465,121 @@ def _result_text(rec: RunRecord, row: ResultRow) -> str:
     return f"passed: max abs err {_num(check.max_abs_err)}, max rel err {_num(check.max_rel_err)} ({where})"
 
 
+@dataclass(frozen=True)
+class RowClass:
+    """Which run records are evidence for one results row: the one place that says it.
+
+    A record belongs to a row's class when it ran the row's program on hardware of the row's class, as
+    the record claims it (``verify_capability`` checks the claim against its transcript afterwards):
+    compute capability 8.0 and up (or no GPU at all) for a required row, below 8.0 for the optional
+    ``gate`` row. The row's decision takes the newest record of its class; a published lesson's cited
+    record is overturned by a newer failing record of the same class (``newer_failure``). Any further
+    axis that splits a row's evidence belongs here: the cuda-tile release (``on_release``) does, before the
+    hardware is looked at."""
+
+    program: str
+    below_tile: bool
+    """True for the optional ``gate`` row: hardware below compute capability 8.0."""
+    cuda_tile: releases.ReleaseKey | None = None
+    """The lock's cuda-tile release (``Today.cuda_tile``): records of another are the release axis."""
+
+    @classmethod
+    def of(cls, row: ResultRow, today: Mapping[str, str | None] | None = None) -> RowClass:
+        return cls(row.program, row.optional and row.check == GATE_CHECK,
+                   lock_release(today) if today is not None else None)
+
+    def on_release(self, rec: RunRecord) -> bool:
+        """Whether ``rec`` may be this row's evidence at all (``releases.decides_rows``): a record of another
+        cuda-tile release neither decides the row nor, newer, overturns it."""
+        return releases.decides_rows(rec, self.cuda_tile)
+
+    def admits(self, rec: RunRecord) -> bool:
+        """Whether ``rec`` is evidence of this row's class."""
+        gpu = rec.environment.gpu
+        low = below_tile(gpu.compute_capability) if gpu else False
+        return rec.program == self.program and low == self.below_tile
+
+
+def newer_failure(cited: RunRecord, front: LessonFront, row: ResultRow, records: Sequence[RunRecord],
+                  today: Mapping[str, str | None], table: Mapping[str, Bound],
+                  read_evidence: EvidenceReader) -> tuple[RunRecord, str] | None:
+    """The oldest record newer than ``cited`` (among ``records``, which count, oldest first by
+    ``standing.age`` as ``trust.split`` orders them) of the same row and hardware class that shows the
+    program failing today's inputs, and why; None when there is none. A record says nothing about the
+    program (never a failure) when it found no GPU, its toolchain was absent or mixed, its capability does
+    not hold up or is below 8.0, or its inputs are not today's."""
+    klass = RowClass.of(row)
+    at = next((i for i, r in enumerate(records) if r is cited), len(records))
+    for rec in (r for r in records[at + 1:] if klass.admits(r)):
+        if rec.verdict in ("no-gpu", "toolchain-absent") or rec.environment.gpu is None:
+            continue
+        cc, problem = verify_capability(rec, read_evidence)
+        if problem or cc is None or cc < MIN_CC:
+            continue
+        if staleness(rec, front, row.program, today, table, row.check) or toolchain_problem(rec):
+            continue
+        if rec.verdict != "passed":
+            return rec, f"verdict {rec.verdict} in run {rec.run_id}: {rec.reason}"
+        bad = _bounds(rec, row.check, table)
+        if bad:
+            return rec, f"run {rec.run_id}: {bad[1]}"
+    return None
+
+
 def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Mapping[str, str | None],
-               table: Mapping[str, Bound], read_evidence: EvidenceReader) -> RowDecision:
-    """One row's decision; ``records``: ``store.Examined`` records (plain ones are examined here)."""
+               table: Mapping[str, Bound], read_evidence: EvidenceReader, cited: bool = False) -> RowDecision:
+    """One row's decision; ``records``: ``store.Examined`` records (plain ones are examined here).
+
+    ``cited``: decide from the record the row cites (``row.run_id``, a published lesson's), which must
+    still count, hold up and pass, with no newer failing record of its class; else from the newest record
+    of the row's class (``RowClass``)."""
     def done(outcome: Outcome, reason: str, rec: RunRecord | None = None) -> RowDecision:
         note = trust.ignored_note(refused)
         result = _result_text(rec, row) if outcome == "passed" and rec else UNKNOWN
         return RowDecision(row, outcome, reason + note, _command(front, row, outcome, rec), rec, result,
                            trust.ignored_ids(refused), note.strip(), ages[id(rec)] if rec is not None else ())
 
+    klass = RowClass.of(row, today)
     items = [r for r in trust.examined(records) if isinstance(r.record, RunRecord) and r.record.program == row.program]
     ages = {id(e.record): standing.age(e) for e in items}
     mine, refused = trust.split(items)  # oldest first (standing.age): the last of a selection is its newest
-    mine = [r for r in mine if releases.decides_rows(r, getattr(today, "cuda_tile", None))]
+    mine = [r for r in mine if klass.on_release(r)]
     if today.get(row.program) is None:
         return done("missing-file", f"{row.program} does not exist (lessons/{front.id}.md programs)")
-
-    def low(r: RunRecord) -> bool:
-        return below_tile(r.environment.gpu.compute_capability) if r.environment.gpu else False
-
-    gate_row = row.optional and row.check == GATE_CHECK
-    fitting = [r for r in mine if low(r) == gate_row]
+    judge = _gate_row if klass.below_tile else _required
+    if cited and row.run_id is None:  # a lesson flipped by hand: what the newest evidence says, never a pass
+        newest = decide_row(front, row.model_copy(update={"run_id": None}), records, today, table, read_evidence)
+        cites = f"lessons/{front.id}.md cites no run for this row"
+        if newest.outcome == "passed":
+            return done("no-record", f"{cites} (the newest evidence passed: republish)")
+        said = newest.reason.removesuffix(trust.ignored_note(refused))
+        return done(newest.outcome, f"{cites}; newest evidence: {said}", newest.record)
+    if cited:
+        rec = next((r for r in mine if r.run_id == row.run_id), None)
+        if rec is None:
+            return done("no-record", f"the cited run {row.run_id} is not among the records that count")
+        outcome, reason = judge(rec, front, row, today, table, read_evidence)
+        newer = newer_failure(rec, front, row, mine, today, table, read_evidence) \
+            if outcome == "passed" and not row.optional else None
+        if newer is not None:
+            return done("failed", f"a newer run than the cited {rec.run_id} failed: {newer[1]}", newer[0])
+        return done(outcome, reason, rec)
+    fitting = [r for r in mine if klass.admits(r)]
     # A run that found no GPU says nothing about the program: it decides only when nothing ran on a GPU.
     fitting = [r for r in fitting if r.environment.gpu is not None] or fitting
     if not fitting:
-        others = [r for r in mine if low(r) != gate_row]
-        if others and not gate_row:
+        others = [r for r in mine if not klass.admits(r)]
+        if others and not klass.below_tile:
             rec = others[-1]
             gpu = rec.environment.gpu
             sm = sm_of(gpu.compute_capability)
             return done("gated", f"only run on {gpu.name} ({sm}, cc {gpu.compute_capability}), below 8.0: "
                                  f"run {rec.run_id}, verdict {rec.verdict}")
-        return done("no-record", f"no run record for {row.program}" + (" on a GPU below cc 8.0" if gate_row else ""))
+        return done("no-record", f"no run record for {row.program}" + (" on a GPU below cc 8.0"
+                                                                        if klass.below_tile else ""))
     rec = fitting[-1]
-    if gate_row:
-        outcome, reason = _gate_row(rec, front, row, today, table, read_evidence)
-    else:
-        outcome, reason = _required(rec, front, row, today, table, read_evidence)
+    outcome, reason = judge(rec, front, row, today, table, read_evidence)
     return done(outcome, reason, rec)
-
-
-class Today(dict):
-    """Today's files: path → sha256 (None when gone), the lesson's claims file as it is today, and
-    ``tables_at``: sha256 of a committed version of a tolerance file (the table, or the header
-    rendered from it) → the table it holds, read back from git history for records before ``run_version`` 3."""
-
-    def __init__(self, digests: Mapping[str, str | None], claims: ClaimsToday = NO_CLAIMS,
-                 tables_at: Mapping[str, Mapping[str, Bound]] | None = None,
-                 cuda_tile: releases.ReleaseKey | None = None):
-        super().__init__(digests)
-        self.claims = claims
-        self.tables_at = dict(tables_at or {})
-        self.cuda_tile = cuda_tile
-        """The lock's cuda-tile release: the only one whose records decide rows (``releases.decides_rows``)."""
 
 
 def evidence_releases(rows: Iterable[RowDecision]) -> dict[Release, list[str]]:
@@ -593,18 +608,33 @@ def decide_claims(front: LessonFront, records: list, claims: ClaimsToday, today:
 
 def decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None],
            table: Mapping[str, Bound], read_evidence: EvidenceReader) -> Decision:
-    """The publish decision for one lesson: one ``RowDecision`` per results row (from the run
-    records in ``records``), one ``ClaimDecision`` per performance claim (from its bench records)
-    and the refuted claims its document still asserts on the release of its accepted run records
-    (from the claims records; ``today``: a ``Today`` for the claims file and its snippets' digests,
-    a plain mapping when it has none). ``records``: ``store.Examined`` records (plain ones are
-    examined here)."""
+    """The publish decision for one lesson, from the newest evidence (a first publish, a republish): one
+    ``RowDecision`` per results row (from the run records in ``records``), one ``ClaimDecision`` per
+    performance claim (from its bench records) and the refuted claims its document still asserts on the
+    release of its accepted run records (from the claims records; ``today``: a ``Today`` for the claims
+    file and its snippets' digests, a plain mapping when it has none). ``records``: ``store.Examined``
+    records (plain ones are examined here)."""
+    return _decide(front, records, today, table, read_evidence, None)
+
+
+def decide_cited(front: LessonFront, cited: Cited, records: Iterable, today: Mapping[str, str | None],
+                 table: Mapping[str, Bound], read_evidence: EvidenceReader) -> Decision:
+    """The same decision for a published lesson, from exactly the records it cites (``records.lessons.cited``
+    and each row's ``run_id``): each must still count, hold and pass, and a newer failing run of a row's class
+    (``newer_failure``) overturns its row; newer passing evidence changes nothing here."""
+    return _decide(front, records, today, table, read_evidence, cited)
+
+
+def _decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None], table: Mapping[str, Bound],
+            read_evidence: EvidenceReader, cited: Cited | None) -> Decision:
     records = trust.examined(records)
     claims = today.claims if isinstance(today, Today) else NO_CLAIMS
-    rows = tuple(decide_row(front, row, records, today, table, read_evidence) for row in front.results)
+    rows = tuple(decide_row(front, row, records, today, table, read_evidence, cited is not None)
+                 for row in front.results)
     refuted, unchecked = decide_claims(front, records, claims, today, rows)
     return Decision(front.id, rows,
                     tuple(decide_perf(front.performance, records)) if front.performance else (),
-                    refuted, unchecked, decide_res_usage(front, records, today),
+                    refuted, unchecked,
+                    decide_res_usage(front, records, today, table, cited.compile if cited is not None else None),
                     tuple(r for r in front.results
                           if not r.optional and r.check != GATE_CHECK and r.check not in table))

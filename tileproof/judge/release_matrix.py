@@ -172,8 +172,33 @@ def lesson_releases(front: LessonFront, records: Iterable, today: Mapping[str, s
 
 def verified(front: LessonFront, records: Iterable, today: Mapping[str, str | None],
              table: Mapping[str, gate.Bound], read_evidence: gate.EvidenceReader) -> tuple[VerifiedRelease, ...]:
-    """What publish writes as ``cuda_tile_verified`` (and the audit re-derives)."""
+    """What publish writes as ``cuda_tile_verified``, from the newest evidence of each release."""
     return tuple(lesson_releases(front, records, today, table, read_evidence).verified())
+
+
+def cited_verified(front: LessonFront, records: Iterable, today: Mapping[str, str | None],
+                   table: Mapping[str, gate.Bound], read_evidence: gate.EvidenceReader) -> tuple[VerifiedRelease, ...]:
+    """What a published lesson's stated releases still give (the audit re-derives its list from this): each
+    release it lists, from exactly the run records it cites for it; a release drops out when one of them no
+    longer counts, holds or passes, or a newer counted record of the same release, row and hardware class
+    failed (``gate.newer_failure``). Newer passing evidence changes nothing here: ``verified`` is what a
+    republish writes. A lesson that lists none gives none."""
+    records = trust.examined(records)
+    stated = {run_id for v in front.cuda_tile_verified for run_id in v.run_ids}
+    cited = [e for e in records if isinstance(e.record, RunRecord) and e.record.run_id in stated]
+    counted = [r for r in trust.split(records)[0] if isinstance(r, RunRecord)]  # oldest first (standing.age)
+    lr = lesson_releases(front, cited, today, table, read_evidence)
+    out = []
+    for v in lr.verified():
+        key = ReleaseKey(v.cuda_tile, v.tileiras_in_range)
+        same = [r for r in counted if release_of(r) == key]
+        day = on_release(today, key)
+        overturned = any(gate.newer_failure(cell.record, front, r, same, day, table, read_evidence)
+                         for row in lr.rows if (cell := row.cells[key]).record is not None
+                         for r in front.results if r.program == row.program and not r.optional)
+        if not overturned:
+            out.append(v)
+    return tuple(out)
 
 
 CELL_WIDTH = 48
@@ -191,7 +216,7 @@ def lines(lessons: Sequence[LessonReleases]) -> list[str]:
     for lr in lessons:
         for row in lr.rows:
             rows.append([lr.lesson, row.program,
-                         *(row.cells[k].text(CELL_WIDTH) if k in row.cells else "-" for k in keys)])
+                         *(row.cells[k].text(CELL_WIDTH) if k in row.cells else "not run" for k in keys)])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     if any(not k.in_range for k in keys):

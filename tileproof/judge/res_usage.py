@@ -7,25 +7,30 @@ record holds, the way its results table is filled from run records. Per CUDA rel
 evidence for none), the newest compile record that counts (``trust.admits``) and holds a
 ``built`` build of the program for the table's target and artifact kind decides, when it
 
-- attests today's program and the files beside it that are not programs (its headers:
-  ``cpp/tile_spike.cu``, ``cpp/harness.h``, ``cpp/tolerances.h``; path → sha256 in ``today``), and
+- still attests today's inputs of the program (``records.depends``, the rule run records follow
+  too: the program, the files it includes, the tolerance entries it names; an entry or a header
+  for another program stales nothing), and
 - lists a res-usage entry for every kernel of the table (an older record never stands in).
 
 Each release with such a record is one REG/SHARED column; a release whose newest record
 fails one of these is named in ``skipped``. With no column at all the table is a blocker
-(fix: ``nox -s compile``). ``rendered`` is the table publish writes and the audit
-re-derives; nothing here reads a file.
+(fix: ``nox -s compile``). A published lesson's table is decided from the compile records it
+cites instead (``cited``): each must still count and attest today's inputs, else the table is a
+blocker. ``rendered`` is the table publish writes and the audit re-derives; nothing here reads a
+file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from pathlib import PurePosixPath
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
+from tileproof.judge import today as today_mod
 from tileproof.judge import trust
 from tileproof.judge.claim_verdicts import Release, release_of
-from tileproof.records.lessons import PROGRAM_SUFFIXES, render_res_usage, res_usage_from
+from tileproof.records import depends
+from tileproof.records.depends import Bounds
+from tileproof.records.lessons import render_res_usage, res_usage_from, res_usage_source
 from tileproof.records.models import (
     BuildResult,
     CompileRecord,
@@ -48,9 +53,7 @@ class Column:
     """Kernel → (registers, shared bytes)."""
 
     def source(self, table: ResUsageTable) -> str:
-        flag = ", --tilefatbin" if table.artifact == "tilefatbin" else f", {table.artifact}"
-        return (f"`cuobjdump -res-usage` in compile record `{self.run_id}` "
-                f"(nvcc {self.nvcc or self.release}, {table.target}{flag})")
+        return res_usage_source(self.run_id, self.nvcc or str(self.release), table.target, table.artifact)
 
 
 @dataclass(frozen=True)
@@ -63,10 +66,26 @@ class ResUsageDecision:
     """Per release without a column: why its newest compile record was not used."""
     ignored: tuple[str, ...] = ()
     """Run ids of compile records that never count (``trust.refusal``)."""
+    cited: bool = False
+    """Decided from the compile records a published lesson names (every one must give its column)."""
 
     @property
     def filled(self) -> bool:
         return bool(self.columns)
+
+    @property
+    def holds(self) -> bool:
+        """Whether the table stands: some column filled and, for a published lesson's cited records,
+        none of them failed."""
+        return self.filled and not (self.cited and self.skipped)
+
+    def command(self, lesson_id: str) -> str:
+        """What would make the table stand again: a compile (no GPU needed); for a published lesson's cited
+        records, its inputs restored or the table re-derived and signed (docs/records-and-staleness.md)."""
+        if not self.cited:
+            return COMMAND
+        return (f"restore what changed (git diff), or have a key that may sign compile records run {COMMAND}, "
+                f"then nox -s publish -- {lesson_id} --republish")
 
     @property
     def subject(self) -> str:
@@ -75,8 +94,10 @@ class ResUsageDecision:
     @property
     def reason(self) -> str:
         """Why the table cannot be filled (never empty), or where it was filled from."""
-        if self.columns:
+        if self.columns and self.holds:
             return "filled from " + ", ".join(f"{c.run_id} ({c.release})" for c in self.columns)
+        if self.columns:
+            return "; ".join(self.skipped)
         if self.skipped:
             return "; ".join(self.skipped)
         return f"no compile record holds a {self.table.artifact} build of {self.table.program} for {self.table.target}"
@@ -89,15 +110,17 @@ class ResUsageDecision:
                                           for c in self.columns])
 
 
-def attested_beside(rec: CompileRecord, program: str, today: Mapping[str, str | None]) -> str | None:
-    """Why ``rec`` does not attest today's program and the non-program files beside it, or None."""
-    folder = PurePosixPath(program).parent
-    mine = {s.path: s.sha256 for s in rec.sources if PurePosixPath(s.path).parent == folder
-            and (s.path == program or PurePosixPath(s.path).suffix not in PROGRAM_SUFFIXES)}
-    if program not in mine:
-        return f"compile record {rec.run_id} does not attest {program}"
-    changed = sorted(p for p, sha in mine.items() if today.get(p) != sha)
-    return f"{', '.join(changed)} changed since compile record {rec.run_id}" if changed else None
+def attests_today(rec: CompileRecord, program: str, today: Mapping[str, str | None],
+                  table: Bounds | None = None) -> str | None:
+    """Why ``rec`` no longer attests today's inputs of ``program``'s builds (``records.depends``), or None.
+    ``table``: today's tolerance table (None: a record that attests entries is judged on its files only,
+    and one that attests the table as a file keeps it whole)."""
+    dep = depends.of_compile(rec, program, today_mod.uses(today, program))
+    if isinstance(dep, str):
+        return dep
+    if table is None:
+        dep = replace(dep, entries=None, mentions=None)
+    return depends.changed(dep, today, table or {}, today_mod.tables_at(today))
 
 
 def _build(rec: CompileRecord, table: ResUsageTable) -> BuildResult | None:
@@ -106,9 +129,9 @@ def _build(rec: CompileRecord, table: ResUsageTable) -> BuildResult | None:
 
 
 def _column(rec: CompileRecord, release: Release, table: ResUsageTable,
-            today: Mapping[str, str | None]) -> Column | str:
+            today: Mapping[str, str | None], bounds: Bounds | None) -> Column | str:
     """The record's column, or why it gives none."""
-    problem = attested_beside(rec, table.program, today)
+    problem = attests_today(rec, table.program, today, bounds)
     if problem:
         return problem
     build = _build(rec, table)
@@ -122,13 +145,19 @@ def _column(rec: CompileRecord, release: Release, table: ResUsageTable,
     return Column(release, rec.run_id, nvcc, usage)
 
 
-def decide_res_usage(front: LessonFront, records: Iterable, today: Mapping[str, str | None]) -> ResUsageDecision | None:
+def decide_res_usage(front: LessonFront, records: Iterable, today: Mapping[str, str | None],
+                     bounds: Bounds | None = None, cited: Sequence[str] | None = None) -> ResUsageDecision | None:
     """The lesson's REG/SHARED table from the compile records among ``records`` (None when the
-    lesson declares none); ``today``: path → sha256 of the files the records attest."""
+    lesson declares none); ``today``: path → sha256 of the files the records attest (a ``Today`` also
+    says what the program uses and which table versions older records attest); ``bounds``: today's
+    tolerance table. ``cited``: the compile records a published lesson's table names, which then decide
+    (each must still count and hold); None: the newest record of each release."""
     table = front.res_usage
     if table is None:
         return None
     counted, refused = trust.split(r for r in trust.examined(records) if isinstance(r.record, CompileRecord))
+    if cited is not None:
+        return _cited(table, counted, refused, today, bounds, cited)
     groups: dict[Release, list[CompileRecord]] = {}
     for rec in counted:
         release = release_of(rec.toolchain)
@@ -141,9 +170,32 @@ def decide_res_usage(front: LessonFront, records: Iterable, today: Mapping[str, 
             skipped.append(f"{release}: no compile record has a built {table.artifact} of {table.program} "
                            f"for {table.target}")
             continue
-        got = _column(with_build[-1], release, table, today)  # trust.split orders oldest first: the newest
+        got = _column(with_build[-1], release, table, today, bounds)  # trust.split orders oldest first: the newest
         if isinstance(got, Column):
             columns.append(got)
         else:
             skipped.append(f"{release}: {got}")
     return ResUsageDecision(table, tuple(columns), tuple(skipped), trust.ignored_ids(refused))
+
+
+def _cited(table: ResUsageTable, counted: list[CompileRecord], refused: dict[str, list[str]],
+           today: Mapping[str, str | None], bounds: Bounds | None, cited: Sequence[str]) -> ResUsageDecision:
+    """The table from exactly the compile records a published lesson names (one column each)."""
+    by_id = {r.run_id: r for r in counted}
+    columns: list[Column] = []
+    skipped = [] if cited else ["the lesson's table names no compile record"]
+    for run_id in cited:
+        rec = by_id.get(run_id)
+        release = release_of(rec.toolchain) if rec is not None else None
+        if rec is None or release is None:
+            why = f"is not among the compile records that count{trust.ignored_note(refused)}" if rec is None \
+                else "mixes CUDA releases"
+            skipped.append(f"the cited compile record {run_id} {why}")
+            continue
+        got = _column(rec, release, table, today, bounds)
+        if isinstance(got, Column):
+            columns.append(got)
+        else:
+            skipped.append(f"{release}: {got}")
+    columns.sort(key=lambda c: c.release)
+    return ResUsageDecision(table, tuple(columns), tuple(skipped), trust.ignored_ids(refused), cited=True)

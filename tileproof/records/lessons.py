@@ -295,6 +295,39 @@ def render_res_usage(kernels: list[tuple[str, str, str]], columns: list[ResUsage
     return "\n".join(out) + "\n"
 
 
+def res_usage_source(run_id: str, nvcc: str, target: str, artifact: str) -> str:
+    """A REG/SHARED column's source line (after ``Source: ``): the compile record it is read from, by id
+    (``cited`` reads the id back: what a published table rests on)."""
+    flag = ", --tilefatbin" if artifact == "tilefatbin" else f", {artifact}"
+    return f"`cuobjdump -res-usage` in compile record `{run_id}` (nvcc {nvcc}, {target}{flag})"
+
+
+_CITED_COMPILE = re.compile(r"^Source(?: \([^)]*\))?: `cuobjdump -res-usage` in compile record `([^`\s]+)`",
+                            re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Cited:
+    """The records a published lesson names beyond its rows (each row cites its own ``run_id``): what it
+    rests on, and what the audit re-derives it from."""
+
+    compile: tuple[str, ...]
+    """The compile records its REG/SHARED table names in its source lines (``res_usage_source``), in order;
+    empty for a lesson without such a table."""
+
+
+def cited(lesson: Lesson) -> Cited:
+    """What ``lesson`` cites besides its rows' run ids: its res-usage table's compile records. A table whose
+    markers are missing or doubled cites nothing (the re-derivation names that body problem)."""
+    compile_ids: tuple[str, ...] = ()
+    if lesson.front.res_usage is not None:
+        try:
+            compile_ids = tuple(_CITED_COMPILE.findall(block_text(lesson.shown, lesson.body, RES_USAGE)))
+        except RecordError:
+            compile_ids = ()
+    return Cited(compile_ids)
+
+
 def res_usage_from(res_usage, kernels: list[str]) -> dict[str, tuple[int, int]]:
     """Match ``cuobjdump -res-usage`` functions (mangled names) to kernel names."""
     found: dict[str, tuple[int, int]] = {}

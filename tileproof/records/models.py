@@ -365,16 +365,39 @@ class BuildResult(Model):
     Python from 3: every kernel and target exported in one process) when it failed, after which this
     build ran alone (``step``), so that each build's verdict is its own."""
     failure: ProgramFailure | None = ADDED_FIELD
-    """From ``compile_version`` 4, an export that raised: the exception (``toolchain.aot``)."""
+    """From ``compile_version`` 5, an export that raised: the exception (``toolchain.aot``)."""
 
 
-COMPILE_VERSION: Literal[4] = 4
-"""``CompileRecord.compile_version`` of the compile records written now: 4 names the cuda-tile release the
-exports used (``cuda_tile``) and keeps a failed export's exception (``BuildResult.failure``); 3 exports
-every uncached kernel and target of a Python program in one process (``step`` shared by those builds); 2
-builds each C++ program for every target in one nvcc call (``step`` shared by its builds), its tile fatbin
-kept from the same call, and exported Python kernels one process each; 1 (older records) also called nvcc
-once per target and artifact."""
+COMPILE_VERSION: Literal[5] = 5
+"""``CompileRecord.compile_version`` of the compile records written now: 5 names the cuda-tile release the exports
+used (``cuda_tile``; ``CUDA_TILE_COMPILE_VERSION``) and keeps a failed export's exception (``BuildResult.failure``);
+4 says per program what its builds were
+made from (``inputs``: the files it includes or imports, the tolerance entries it names; ``ENTRY_COMPILE_VERSION``)
+and lists no tolerance file among its sources; 3 exports every uncached kernel and target of a Python program in
+one process (``step`` shared by those builds); 2 builds each C++ program for every target in one nvcc call
+(``step`` shared by its builds), its tile fatbin kept from the same call, and exported Python kernels one process
+each; 1 (older records) also called nvcc once per target and artifact."""
+
+ENTRY_COMPILE_VERSION: Final = 4
+"""The first ``CompileRecord.compile_version`` that attests, per program, the tolerance entries its files name
+(``ProgramInputs.tolerances``) instead of the whole table file or its header: an entry added or changed for
+another check stales none of its builds. Older compile records list the whole table and header among their
+sources (judged per entry where git history holds that version of them, else whole-file)."""
+
+CUDA_TILE_COMPILE_VERSION: Final = 5
+"""The first ``CompileRecord.compile_version`` that names the cuda-tile release its Python kernels were exported
+with (``CompileRecord.cuda_tile``) and the exception a failed export raised (``BuildResult.failure``)."""
+
+
+class ProgramInputs(Model):
+    """What one program's builds in a compile record were made from (``compile_version`` 4)."""
+
+    uses: list[str]
+    """The program, then every helper it reaches through its imports or quoted includes: paths listed in the
+    record's ``sources`` (never the tolerance table or its generated header)."""
+    tolerances: dict[str, str]
+    """Check name → sha256 of its tolerance entry (``tolerances.entry_digest``) for every table entry the
+    program's files name: what its build can read of the table."""
 
 
 class ApiInventory(Model):
@@ -389,19 +412,23 @@ class ApiInventory(Model):
 @schema("compile-record", SCHEMA_VERSION)
 class CompileRecord(RecordBase):
     kind: Literal["compile"]
-    compile_version: Literal[1, 2, 3, 4] = 1
-    """How the builds were made (one call per C++ program, one process per Python program): see
-    ``COMPILE_VERSION``."""
+    compile_version: Literal[1, 2, 3, 4, 5] = 1
+    """How the builds were made (one call per C++ program, one process per Python program) and what they
+    attest: see ``COMPILE_VERSION``."""
     toolchain: Toolchain
     cuda_tile: CudaTileRelease | None = ADDED_FIELD
-    """From ``compile_version`` 4: the cuda-tile release the Python kernels were exported with (None when no
+    """From ``compile_version`` 5: the cuda-tile release the Python kernels were exported with (None when no
     cuda-tile is installed or nothing was exported)."""
     targets: list[str]
     sources: list[FileDigest]
+    """Every file a build of this record was made from (before ``compile_version`` 4: every helper of each
+    program's folder, the tolerance table and its header included)."""
     builds: list[BuildResult]
     api: ApiInventory | None
     passed: bool
     """True when every build in this record is ``built``."""
+    inputs: dict[str, ProgramInputs] = {}
+    """From ``compile_version`` 4: program → what its builds were made from; empty before."""
 
     @model_validator(mode="after")
     def _fits_version(self) -> CompileRecord:
@@ -409,8 +436,24 @@ class CompileRecord(RecordBase):
             raise ValueError("compile records before compile_version 2 hold no all_targets_step")
         if self.compile_version < 3 and any(b.all_targets_step and b.artifact_kind == "cubin" for b in self.builds):
             raise ValueError("compile records before compile_version 3 hold no all_targets_step for a Python kernel")
-        if self.compile_version < 4 and (self.cuda_tile is not None or any(b.failure for b in self.builds)):
-            raise ValueError("compile records before compile_version 4 name no cuda-tile release and no export failure")
+        named = self.cuda_tile is not None or any(b.failure for b in self.builds)
+        if self.compile_version < CUDA_TILE_COMPILE_VERSION and named:
+            raise ValueError(f"compile records before compile_version {CUDA_TILE_COMPILE_VERSION} name no cuda-tile "
+                             "release and no export failure")
+        if self.compile_version < ENTRY_COMPILE_VERSION:
+            if self.inputs:
+                raise ValueError(f"compile records before compile_version {ENTRY_COMPILE_VERSION} hold no inputs")
+            return self
+        sources = {s.path for s in self.sources}
+        if sources & set(TABLE_PATHS):
+            raise ValueError(f"compile records of compile_version {ENTRY_COMPILE_VERSION} attest tolerance entries, "
+                             "not the table file (list them in inputs)")
+        for b in self.builds:
+            if b.program not in self.inputs:
+                raise ValueError(f"inputs: no entry for {b.program}, which the record builds")
+        for program, own in self.inputs.items():
+            if own.uses[:1] != [program] or not set(own.uses) <= sources:
+                raise ValueError(f"inputs.{program}.uses: must start with the program and name only files in sources")
         return self
 
 
@@ -431,9 +474,39 @@ class GpuFacts(Model):
     clocks_mem_mhz: int | None
 
 
+TileproofKind = Literal["distribution", "checkout"]
+"""How the tileproof that wrote a record was loaded: an installed distribution, or a checkout's sources."""
+
+
+class TileproofOrigin(Model):
+    """The tileproof that captured an environment: what ran, by version and by the digest of its sources."""
+
+    kind: TileproofKind
+    """``distribution``: an installed ``tileproof`` (a wheel, or an editable install) that pip freeze lists;
+    ``checkout``: the package imported from a folder no installer recorded (``nox --no-venv -s run-gpu``, the
+    checkout on ``sys.path``), which pip freeze never lists and ``packages`` leaves out."""
+    version: str
+    """``tileproof.__version__`` of the package that ran."""
+    commit: str | None
+    """For a checkout: git HEAD of the folder holding the package; None for a distribution, or outside git."""
+    sources_sha256: str
+    """sha256 over every ``.py`` file of the package that ran (``capture.package_digest``: each file's path
+    and sha256, sorted): what ran, whatever the commit or the version says."""
+
+
+ENVIRONMENT_VERSION: Final = 2
+"""``Environment.version`` of the environments captured now: 2 records where the tileproof that ran came from
+(``tileproof``); 1 (records before, field absent) listed it among ``packages`` only."""
+
+
 class Environment(Model):
     """What a run session captured once, shared by its program records."""
 
+    version: Literal[1, 2] = 1
+    """2 (``ENVIRONMENT_VERSION``): ``tileproof`` names the tileproof that ran, and ``packages`` never lists
+    it when it ran from a checkout; 1 (records written before, field absent) has no ``tileproof``."""
+    tileproof: TileproofOrigin | None = None
+    """From version 2: the tileproof that ran (a distribution, or a checkout's sources)."""
     session_id: str
     gpu: GpuFacts | None
     toolchain: Toolchain
@@ -450,6 +523,13 @@ class Environment(Model):
     """Credentials (URL userinfo, tokens) replaced in pip freeze before writing, per rule."""
     nvidia_smi: Transcript | None
     nvidia_smi_query: Transcript | None
+
+    @model_validator(mode="after")
+    def _origin_fits_version(self) -> Environment:
+        if (self.version >= ENVIRONMENT_VERSION) != (self.tileproof is not None):
+            raise ValueError(f"environment version {ENVIRONMENT_VERSION} and only it names the tileproof that ran "
+                             "(tileproof)")
+        return self
 
 
 @schema("run-record", SCHEMA_VERSION)

@@ -17,7 +17,15 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from tileproof.records import store
-from tileproof.records.models import COMPILE_VERSION, BuildResult, CompileRecord, CudaTileRelease, Step
+from tileproof.records.models import (
+    COMPILE_VERSION,
+    BuildResult,
+    CompileRecord,
+    CudaTileRelease,
+    FileDigest,
+    ProgramInputs,
+    Step,
+)
 from tileproof.records.signing import Signer
 from tileproof.records.store import (
     digest,
@@ -26,7 +34,16 @@ from tileproof.records.store import (
     sha256_file,
     write_record,
 )
-from tileproof.records.tolerances import HEADER_FILE, REGENERATE, TABLE_FILE, cpp_header, has_header
+from tileproof.records.tolerances import (
+    HEADER_FILE,
+    REGENERATE,
+    TABLE_FILE,
+    TABLE_PATHS,
+    cpp_header,
+    entry_digests,
+    has_header,
+    load_table,
+)
 from tileproof.runner.capture import git_state, host_facts
 from tileproof.runner.environment import child_env
 from tileproof.runner.step import run_step
@@ -45,6 +62,7 @@ from tileproof.toolchain.build import (
     plan,
 )
 from tileproof.toolchain.find import Tools, read_build_json
+from tileproof.toolchain.uses import program_uses
 
 LOCK_NAME = ".lock"
 
@@ -166,8 +184,7 @@ def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path
                     print("\n".join(failure_lines(root, result)), flush=True)
     order = {t: i for i, t in enumerate(targets)}
     ordered = sorted(done, key=lambda r: (order.get(r.target, len(order)), r.program, r.kernel or "", r.artifact_kind))
-    sources = sorted({p for prog in [*(j.program for j in cpp_jobs), *(j.program for j in py_jobs)]
-                      for p in dependencies(prog)})
+    inputs, sources = program_inputs(root, [*(j.program for j in cpp_jobs), *(j.program for j in py_jobs)])
     header_file = header_path(tools)
     record = CompileRecord(
         **header(run_id, git_state(root), host_facts()),
@@ -176,15 +193,32 @@ def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path
         toolchain=tools.facts,
         cuda_tile=cuda_tile if py_jobs else None,
         targets=targets,
-        sources=[digest(root, p) for p in sources],
+        sources=sources,
         builds=ordered,
         api=inventory(header_file, tools.facts.packages.get("nvidia-cuda-crt")) if header_file.is_file() else None,
         passed=all(r.verdict == "built" for r in ordered),
+        inputs=inputs,
     )
     path = write_record(root, record, signer)
     bad = [r for r in ordered if r.verdict != "built"]
     print(f"compile: {len(ordered) - len(bad)} built, {len(bad)} failed or refused; record {path.relative_to(root)}")
     return record
+
+
+def program_inputs(root: Path, programs: list[Path]) -> tuple[dict[str, ProgramInputs], list[FileDigest]]:
+    """What each program's builds were made from (``compile_version`` 4): the files it reaches and the
+    tolerance entries it names (``toolchain.uses.program_uses``), and every such file's digest once. The
+    table and its header stay out: the entries stand for them, so an entry for another check stales none
+    of these builds."""
+    table = load_table(root) if (root / TABLE_FILE).is_file() else {}
+    inputs: dict[str, ProgramInputs] = {}
+    files: dict[str, Path] = {}
+    for program in dict.fromkeys(programs):
+        used = program_uses(root, program, table)
+        own = [p for p in used.files if p not in TABLE_PATHS]
+        inputs[own[0]] = ProgramInputs(uses=own, tolerances=entry_digests(table, used.names))
+        files.update((p, root / p) for p in own)
+    return inputs, [digest(root, files[p]) for p in sorted(files)]
 
 
 def kernel_index(root: Path, sources: list[Path]) -> dict[Path, list[str]]:

@@ -5,11 +5,17 @@ transcripts (pip freeze, nvidia-smi) are kept as evidence, pip freeze redacted
 for credentials first (``records.redact``); the parsers in ``records.parsers``
 turn them into fields, and are what the gate and the audit use to re-read a
 record's own transcripts. Every process here goes through ``process.start_and_wait``.
+
+tileproof itself is recorded by where it came from (``tileproof_origin``): an installed
+distribution (listed by pip freeze like any other), or, on the offline GPU-node path
+(``nox --no-venv -s run-gpu`` with the checkout on ``sys.path``), the checkout's commit
+and the digest of the package's sources, never as a package version pip freeze lacks.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as md
+import json
 import os
 import platform
 import shutil
@@ -21,11 +27,15 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from tileproof import __version__
+from tileproof.records import store
 from tileproof.records.models import (
+    ENVIRONMENT_VERSION,
     Environment,
     GitState,
     GpuFacts,
     HostFacts,
+    TileproofOrigin,
     Toolchain,
     Transcript,
 )
@@ -126,6 +136,52 @@ def installed_packages() -> dict[str, str]:
         if key and key not in out:  # the first on sys.path is the one imported
             out[key] = dist.version
     return dict(sorted(out.items()))
+
+
+PACKAGE = "tileproof"
+"""The distribution (and package) name of tileproof itself."""
+
+
+def package_digest(package: Path) -> str:
+    """sha256 over every ``.py`` file under ``package``: each file's path (relative, POSIX) and sha256, sorted,
+    one per line: the source identity of the tileproof that ran."""
+    lines = sorted(f"{p.relative_to(package).as_posix()} {store.sha256_file(p)}\n" for p in package.rglob("*.py"))
+    return store.sha256_bytes("".join(lines).encode())
+
+
+def _installed(package: Path) -> md.Distribution | None:
+    """The installed ``tileproof`` distribution the imported ``package`` belongs to, or None.
+
+    Installed means an installer recorded it (``INSTALLER``, as pip, uv and every PEP 376 installer write):
+    setuptools leaves a ``tileproof.egg-info`` beside the sources of a checkout it built, which
+    ``importlib.metadata`` finds when the checkout is on ``sys.path`` but pip freeze, which drops the
+    working directory from its path, never lists. The distribution must also hold the imported files (a
+    wheel) or be an editable install of the folder holding them (``direct_url.json``)."""
+    for dist in md.distributions(name=PACKAGE):
+        if dist.read_text("INSTALLER") is None:
+            continue
+        try:
+            if Path(str(dist.locate_file(f"{PACKAGE}/__init__.py"))).resolve() == package / "__init__.py":
+                return dist
+        except OSError:
+            pass
+        url = json.loads(dist.read_text("direct_url.json") or "{}")
+        if url.get("dir_info", {}).get("editable") and url.get("url") == package.parent.as_uri():
+            return dist
+    return None
+
+
+def tileproof_origin() -> TileproofOrigin:
+    """Where the running tileproof came from: an installed distribution, or a checkout's sources (the offline
+    GPU-node path, ``nox --no-venv``), named by the checkout's commit and the digest of the sources."""
+    package = Path(__file__).resolve().parents[1]
+    digest = package_digest(package)
+    dist = _installed(package)
+    if dist is not None:
+        return TileproofOrigin(kind="distribution", version=dist.version, commit=None, sources_sha256=digest)
+    head = probe(["git", "-C", str(package.parent), "rev-parse", "HEAD"], timeout=60)
+    commit = head.stdout.decode(errors="replace").strip() if head.exit_code == 0 else None
+    return TileproofOrigin(kind="checkout", version=__version__, commit=commit or None, sources_sha256=digest)
 
 
 def pip_freeze() -> tuple[bytes, dict[RedactionRule, int]]:
@@ -232,13 +288,19 @@ def environment(root: Path, session_id: str, gpu: GpuProbe, frozen: tuple[bytes,
                 toolchain: Toolchain, env: dict[str, str]) -> Environment:
     """The session's Environment: what ``run`` and ``bench`` records share."""
     text, redactions = frozen
+    origin = tileproof_origin()
+    packages = installed_packages()
+    if origin.kind == "checkout":  # not an installed distribution: recorded as its source identity instead
+        packages.pop(PACKAGE, None)
     return Environment(
+        version=ENVIRONMENT_VERSION,
+        tileproof=origin,
         session_id=session_id,
         gpu=gpu.gpu,
         toolchain=toolchain,
         toolchain_env="clean",
         versions=versions(),
-        packages=installed_packages(),
+        packages=packages,
         env=env_allowlisted(env),
         pip_freeze=write_evidence(root, session_id, "pip-freeze.txt", text),
         pip_freeze_redactions=redactions,

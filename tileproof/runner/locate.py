@@ -1,9 +1,11 @@
 """Finding the C++ executable a run should use: built from today's source.
 
 A compile record attests each artifact (path under build/, digest, the
-digests of the sources it was built from). The newest record whose sources
-equal today's files and whose artifact is still on disk wins; failing that,
-the program is built on demand when a tile toolchain is installed here.
+digests of the sources it was built from, the tolerance entries its program
+names). The newest record that still attests today's inputs of the program
+(``records.depends``, the rule the judge uses too) and whose artifact is still
+on disk wins; failing that, the program is built on demand when a tile
+toolchain is installed here.
 """
 
 from __future__ import annotations
@@ -11,13 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tileproof.records import depends
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import CompileRecord
 from tileproof.records.store import load_records, sha256_file
+from tileproof.records.tolerances import TABLE_FILE, load_table
 from tileproof.runner.builds import compile_programs
 from tileproof.runner.capture import tools as find_tools
-from tileproof.toolchain.build import dependencies
 from tileproof.toolchain.find import require_coherent
+from tileproof.toolchain.uses import program_uses
 
 
 @dataclass(frozen=True)
@@ -34,10 +38,17 @@ def compile_records(root: Path) -> list[CompileRecord]:
 
 def _attested(root: Path, program: Path, target: str, records: list[CompileRecord]) -> Binary | None:
     rel = program.relative_to(root).as_posix()
-    today = {p.relative_to(root).as_posix(): sha256_file(p) for p in dependencies(program)}
+    table = load_table(root) if (root / TABLE_FILE).is_file() else {}
+    uses = program_uses(root, program, table)
+    today: dict[str, str | None] = {}
     for record in sorted(records, key=lambda r: r.created, reverse=True):
-        sources = {s.path: s.sha256 for s in record.sources}
-        if any(sources.get(path) != sha for path, sha in today.items()):
+        dep = depends.of_compile(record, rel, uses)
+        if isinstance(dep, str):
+            continue
+        for path in dep.files:
+            if path not in today:
+                today[path] = sha256_file(root / path) if (root / path).is_file() else None
+        if depends.changed(dep, today, table) is not None:  # no history read here: an older record's table stays whole
             continue
         for b in record.builds:
             if (b.program, b.target, b.artifact_kind, b.verdict) != (rel, target, "executable", "built"):

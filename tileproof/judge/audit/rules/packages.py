@@ -1,4 +1,9 @@
-"""Recorded package versions against the run's pip freeze transcript."""
+"""Recorded package versions against the run's pip freeze transcript.
+
+tileproof run from a checkout (the offline GPU-node path, ``nox --no-venv -s run-gpu``; environment
+version 2 says so in ``tileproof``) is no installed distribution: it is recorded by its commit and the
+digest of its sources, never among ``packages``, and a ``tileproof`` that pip freeze lists there (an
+install the checkout shadowed) is not what ran, so the name is left out of the comparison."""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ from tileproof.judge.audit.result import Issue
 from tileproof.records.models import Environment, RunRecord
 
 FREEZE = rule("packages-freeze", "recorded package versions differ from the run's pip freeze transcript")
+CHECKOUT_NAME = "tileproof"
+"""The distribution a checkout-run tileproof would be listed under (``runner.capture.PACKAGE``)."""
 
 
 def freeze_names(text: str) -> set[str]:
@@ -30,6 +37,8 @@ def packages_issues(env: Environment, freeze: dict[str, str] | None,
     """Recorded versions (packages, toolchain.packages, versions) vs pip freeze."""
     if freeze is None:
         return []
+    if env.tileproof is not None and env.tileproof.kind == "checkout":
+        freeze = {name: v for name, v in freeze.items() if name != CHECKOUT_NAME}
     diffs = []
     for source, table in (("packages", env.packages), ("toolchain.packages", env.toolchain.packages)):
         for name, version in table.items():
@@ -51,10 +60,7 @@ def packages_issues(env: Environment, freeze: dict[str, str] | None,
     return [(FREEZE, "; ".join(diffs[:3]) + more)]
 
 
-
 @check(RunRecord)
-
-
 def _packages(rec: RunRecord, ctx: Context) -> list[Issue]:
     env = rec.environment
     parsed = ctx.freeze(env.pip_freeze)
