@@ -35,7 +35,7 @@ LIGHT_PYTHON = "light-python.txt"
 """In nox's shared cache folder: the interpreter the ``light`` session prepared."""
 TOOLCHAIN_PYTHON = "toolchain-python.txt"
 """In nox's shared cache folder: the interpreter the ``toolchain`` session prepared."""
-RUFF_PATHS = ["tileproof", "tests", "noxfile.py", "kernels"]
+RUFF_PATHS = ["tileproof", "tests", "noxfile.py", "kernels", "scripts"]
 """What ruff checks (kernels/ is checked, never fixed: see pyproject.toml [tool.ruff])."""
 
 
@@ -338,6 +338,13 @@ def fleet(session):
     """Lessons x GPU kinds through Slurm or CI runners, merged (nox -s fleet -- submit --cluster FILE --wait)."""
     install(session, "-e", ".")
     tileproof(session, "fleet")
+
+
+@nox.session(name="slurm-node", default=False, python=False, requires=["light"])
+def slurm_node(session):
+    """A single-node Slurm for a GPU host without network (docs/fleet-slurm-gpu.md): ``-- gather --out DIR`` here,
+    ``-- up --debs DIR --state DIR`` / ``-- down --state DIR`` on the node (scripts/slurm_node.py)."""
+    session.run(shared_python(session, LIGHT_PYTHON), "scripts/slurm_node.py", *session.posargs, external=True)
 
 
 @nox.session(python=False, requires=["toolchain"])

@@ -1,9 +1,14 @@
-"""Parsers over real transcripts captured on the H200 (tests/data/gpu/)."""
+"""Parsers over real transcripts captured on the H200 (tests/data/gpu/), and the Slurm job a session ran in."""
 
+import os
 from pathlib import Path
 
+import pytest
+
+from tileproof.records.errors import TileproofError
+from tileproof.records.models import SlurmJob
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
-from tileproof.runner.capture import env_allowlisted
+from tileproof.runner.capture import env_allowlisted, slurm_job
 
 DATA = Path(__file__).parent / "data" / "gpu"
 
@@ -78,3 +83,62 @@ def test_installed_packages_are_keyed_by_canonical_name():
 def test_a_redacted_direct_reference_is_skipped_not_fatal():
     text = "mypkg @ git+https://[REDACTED:url-userinfo]@github.com/o/mypkg.git@0123abc\nnumpy==2.4.6\n"
     assert parse_pip_freeze(text) == {"numpy": "2.4.6"}
+
+
+SLURM_TASK_ENV = Path(__file__).parent / "data" / "fleet" / "slurm" / "array-task-env.txt"
+"""``env`` in task 1 of a ``--gres=gpu:1`` job array on tests/test_fleet_slurm.py's single-node cluster
+(two GPUs backed by harmless devices), filtered to SLURM_*, CUDA_*, GPU_* and LD_* (none)."""
+
+
+def _env_file(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+def test_the_slurm_job_is_read_from_a_real_array_tasks_environment():
+    job = slurm_job(_env_file(SLURM_TASK_ENV))
+    assert job == SlurmJob(job_id="3", array_job_id="1", array_task_id=1, cluster="tileproof-node", node="vm",
+                           job_gpus=[1], step_gpus=None, cuda_visible_devices="1")
+
+
+def test_outside_slurm_there_is_no_job_and_a_job_without_gres_has_no_gpus():
+    assert slurm_job({"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "0"}) is None
+    job = slurm_job({"SLURM_JOB_ID": "7", "SLURM_STEP_GPUS": "2,3"})
+    assert (job.job_id, job.array_job_id, job.array_task_id, job.job_gpus, job.step_gpus,
+            job.cuda_visible_devices) == ("7", None, None, None, [2, 3], None)
+
+
+@pytest.mark.parametrize("name, value", [("SLURM_JOB_GPUS", "0,x"), ("SLURM_STEP_GPUS", "gpu0"),
+                                         ("SLURM_ARRAY_TASK_ID", "1-3")])
+def test_a_slurm_variable_that_is_not_what_slurm_writes_is_one_line(name, value):
+    with pytest.raises(TileproofError) as e:
+        slurm_job({"SLURM_JOB_ID": "7", name: value})
+    assert str(e.value).startswith(f"{name}={value!r}: expected") and "\n" not in str(e.value)
+
+
+def test_the_runtime_is_asked_about_the_gpu_the_programs_get_where_slurm_bound_one(tmp_path, monkeypatch):
+    """A task Slurm gave GPU 1 of two (``CUDA_VISIBLE_DEVICES=1``) runs ``--device 1``: nvidia-smi's row 1 and
+    the CUDA runtime's device 0 under ``CUDA_VISIBLE_DEVICES=1`` are that GPU (asking the runtime for device 1
+    there fails: it sees one GPU). A fake nvidia-smi and cupy that count the visible GPUs as CUDA does."""
+    from tileproof.runner.capture import gpu_facts
+
+    header, row = (DATA / "nvidia-smi-query.csv").read_text().splitlines()[:2]
+    query = "\n".join([header, row, row.replace("0,", "1,", 1).replace("GPU-e3", "GPU-01", 1)])
+    fake = tmp_path / "bin" / "nvidia-smi"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\ncase \"$1\" in --query-gpu=*) cat <<'EOF'\n{query}\nEOF\n;; *) echo table;; esac\n")
+    fake.chmod(0o755)
+    runtime = tmp_path / "py" / "cupy" / "cuda"
+    runtime.mkdir(parents=True)
+    (runtime.parent / "__init__.py").write_text("from . import cuda\n")
+    (runtime / "__init__.py").write_text("from . import runtime\n")
+    (runtime / "runtime.py").write_text(
+        "import os\n\ndef getDeviceProperties(i):\n"
+        "    if i >= len(os.environ.get('CUDA_VISIBLE_DEVICES', '0,1').split(',')):\n"
+        "        raise RuntimeError('cudaErrorInvalidDevice')\n"
+        "    return {'major': 9, 'minor': 0}\n")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(fake.parent), os.environ["PATH"]]))
+    monkeypatch.setenv("PYTHONPATH", str(runtime.parent.parent))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # as Slurm set it for the task
+    probe = gpu_facts(tmp_path, "FIXTURE-session", 1)
+    assert probe.no_gpu is None and probe.gpu.uuid.startswith("GPU-01")
+    assert probe.gpu.runtime_compute_capability == "9.0"

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from tileproof.fleet import matrix as mx
 from tileproof.fleet import tasks
@@ -18,7 +19,7 @@ from tileproof.fleet.cluster import Cluster, GpuKind
 from tileproof.fleet.merge import MergeConflict, Source, merge, plan_merge
 from tileproof.fleet.plan import SUBMITTED_FILE, ArrayResult, Submitted, make_plan
 from tileproof.records.errors import TileproofError
-from tileproof.records.models import RunRecord
+from tileproof.records.models import RunRecord, SlurmJob
 
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("fleet_course", REPO / "tests" / "data" / "fleet" / "course.py")
@@ -158,6 +159,48 @@ def test_a_toolchain_absent_run_is_its_own_outcome_never_a_pass(tmp_path, repo):
     assert not matrix.passed() and "toolchain-absent" in "\n".join(mx.render(matrix))
 
 
+def test_a_task_slurm_cut_short_is_named_in_its_cell_and_a_task_that_ended_by_itself_is_not():
+    gap = mx.Cell(lesson="l", kind="k", outcome="gap", detail="0/1 programs recorded; none for kernels/a.py")
+    timed_out = mx.with_task_state(gap, "TIMEOUT")
+    assert (timed_out.outcome, timed_out.task_state) == ("gap", "TIMEOUT")
+    assert timed_out.detail == "Slurm ended the task TIMEOUT (its time limit): 0/1 programs recorded; none for " \
+                               "kernels/a.py"
+    assert mx.with_task_state(gap, "NODE_FAIL").detail.startswith("Slurm ended the task NODE_FAIL: 0/1")
+    no_gpu = mx.Cell(lesson="l", kind="k", outcome="no-gpu", detail="1 no-gpu")
+    assert mx.with_task_state(no_gpu, "FAILED").detail == "1 no-gpu"  # run's exit 1: its records say why
+    passed = mx.Cell(lesson="l", kind="k", outcome="passed", detail="1 passed")
+    assert mx.with_task_state(passed, "TIMEOUT").detail == "1 passed"  # every record closed before the kill
+    assert mx.with_task_state(gap, None) is gap
+
+
+def test_a_matrix_of_version_1_still_reads_and_never_holds_task_states():
+    cell = {"lesson": "l", "kind": "k", "outcome": "gap", "detail": "d", "runs": []}
+    old = {"matrix_version": 1, "lessons": ["l"], "kinds": ["k"], "cells": [cell], "merged": 0, "audit_exit": 0,
+           "audit_line": "ok"}
+    assert mx.Matrix.model_validate(old).cells[0].task_state is None
+    with pytest.raises(ValidationError, match="before matrix_version 2 hold no task_state"):
+        mx.Matrix.model_validate({**old, "cells": [{**cell, "task_state": "TIMEOUT"}]})
+    assert mx.Matrix.model_validate({**old, "matrix_version": 2, "cells": [{**cell, "task_state": "TIMEOUT"}]})
+
+
+def _job(gpus):
+    return SlurmJob(job_id="5", array_job_id="4", array_task_id=1, cluster="c", node="n", job_gpus=gpus,
+                    step_gpus=None, cuda_visible_devices=None if gpus is None else ",".join(map(str, gpus)))
+
+
+@pytest.mark.parametrize("extra, job, want", [
+    ([], None, ["--record-no-gpu"]),
+    ([], _job(None), ["--record-no-gpu"]),
+    ([], _job([1]), ["--record-no-gpu", "--device", "1"]),
+    ([], _job([2, 3]), ["--record-no-gpu", "--devices", "2,3"]),
+    (["--timeout", "60"], _job([0]), ["--timeout", "60", "--record-no-gpu", "--device", "0"]),
+    (["--record-no-gpu", "--device", "0"], _job([1]), ["--record-no-gpu", "--device", "0"]),
+    (["--devices=all"], _job([1]), ["--devices=all", "--record-no-gpu"]),
+], ids=["outside-slurm", "no-gres", "one-gpu", "two-gpus", "plan-args-kept", "plan-device-wins", "plan-devices-wins"])
+def test_a_task_runs_on_the_gpus_slurm_gave_it_and_always_records_its_gates(extra, job, want):
+    assert tasks.run_args(extra, job) == want
+
+
 def test_a_record_that_does_not_load_is_its_own_outcome(tmp_path):
     bad = tmp_path / "runs" / "x.json"
     bad.parent.mkdir()
@@ -218,6 +261,7 @@ def test_a_task_runs_its_lesson_in_its_own_worktree_and_a_requeued_task_adds_to_
     assert tasks.run_task(plan, "cpu", 1) == 1  # no GPU here: the run records no-gpu and fails
     checkout = plan.checkout(plan.task("cpu", 1))
     assert course.git(checkout, "rev-parse", "HEAD").strip() == plan.commit
+    assert (checkout / "build").is_symlink() and (checkout / "build").resolve() == (repo / "build").resolve()
     assert tasks.run_task(plan, "cpu", 1) == 1  # requeued: same worktree, a second session
     own = tasks.own_runs(tasks.task_files(plan, plan.task("cpu", 1)))
     assert len([p for p in own if "-session-" in p.name]) == 2 and len(own) == 4

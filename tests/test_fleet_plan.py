@@ -133,6 +133,24 @@ def test_slurm_job_states_are_a_closed_set():
         _state("DONE-ISH", "sacct")
 
 
+SLURM_DATA = REPO / "tests" / "data" / "fleet" / "slurm"
+
+
+def test_how_slurm_ended_each_array_task_is_read_from_scontrols_lines():
+    """Real ``scontrol show job -o`` of a three-task array (exit 0, exit 3, past its one-minute limit), while
+    running and after; tests/test_fleet_slurm.py asks a live cluster the same."""
+    from tileproof.runner.slurm import CUT_SHORT, task_states_accounted, task_states_shown
+
+    running = task_states_shown((SLURM_DATA / "scontrol-show-job-array-running.txt").read_text(), "1")
+    assert running == {0: "COMPLETED", 1: "FAILED", 2: "PENDING"}
+    ended = task_states_shown((SLURM_DATA / "scontrol-show-job-array-ended.txt").read_text(), "1")
+    assert ended == {0: "COMPLETED", 1: "FAILED", 2: "TIMEOUT"}
+    assert [s for s in ended.values() if s in CUT_SHORT] == ["TIMEOUT"]
+    # sacct's --parsable2 lines (JobID|State) once the controller has forgotten the array; a range is pending
+    assert task_states_accounted("1_0|COMPLETED\n1_2|TIMEOUT\n1_[3-4]|PENDING\n12_0|FAILED\n", "1") == {
+        0: "COMPLETED", 2: "TIMEOUT"}
+
+
 @pytest.mark.parametrize("poll", ["0", "-1"])
 def test_submit_refuses_a_poll_that_is_not_positive_before_submitting_anything(tmp_path, capsys, poll):
     from tileproof.__main__ import main

@@ -1,159 +1,74 @@
-"""``tileproof fleet submit`` against a real Slurm: a single-node cluster this test starts and stops.
+"""``tileproof fleet submit`` against a real Slurm: a single-node cluster this module starts and stops.
 
-No mock of Slurm. The test generates a slurm.conf for this host (its name, CPUs
-and memory as ``slurmd -C`` reports them, the node feature ``sm_90``), starts
-munged, slurmctld and slurmd as root with their state in a temporary folder,
-waits until ``sinfo`` shows the node idle, then submits the course of
-tests/data/fleet/course.py with the committed ``.ci/slurm-cluster.yaml``: a real
-job array per GPU kind (no GPU here, so every task records its programs'
-``no-gpu`` gate) plus the ``afterany`` merge job, and checks the merged records,
-the audit and the matrix. The kind ``sm_100`` has no node: sbatch refuses it at
-once and the matrix says so (nothing hangs). Skips where Slurm is not installed
-or the test is not root; ``.ci/run`` installs it.
+No mock of Slurm. ``scripts/slurm_node.py up`` (the script a GPU node without network is stood up
+with) unpacks the gathered packages into a temporary prefix, or uses the installed ones
+(tests/slurm_cluster.py), generates slurm.conf for this host (its name, CPUs and memory as
+``slurmd -C`` reports them) and gres.conf from the H200's real ``nvidia-smi --query-gpu``
+transcript with a second GPU added, each GPU's device file a harmless character device; so the
+node has the features ``h200`` and ``sm_90`` and the GRES ``gpu:2``, and no GPU. munged,
+slurmctld and slurmd run as root with their state in a temporary folder.
+
+The course of tests/data/fleet/course.py is submitted with the committed ``.ci/slurm-cluster.yaml``
+(a job array per GPU kind: no GPU here, so every task records its programs' ``no-gpu`` gate, plus
+the ``afterany`` merge job; ``sm_100`` has no node: sbatch refuses it at once and the matrix says
+so), and with the cluster file ``up`` wrote (kind ``h200``: one GPU each, both tasks at once on the
+two GPUs, each record naming its Slurm job and the GPU Slurm gave it, signed by the task's key). A
+task killed at its time limit is a gap named TIMEOUT. Skips where there is no Slurm or the test is
+not root.
 """
 
 import importlib.util
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+import signing_keys
+import slurm_cluster as sc
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from tileproof.records import signing, store
 
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("fleet_course", REPO / "tests" / "data" / "fleet" / "course.py")
 course = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(course)
 
-DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "sinfo", "scontrol")
-MISSING = [d for d in DAEMONS if shutil.which(d) is None and not Path(f"/usr/sbin/{d}").exists()]
-if MISSING and os.environ.get("CI") == "true":  # .ci/run installs them: a skip there would hide a broken install
-    raise RuntimeError(f"CI=true but {', '.join(MISSING)} missing: .ci/run's fleet block did not install Slurm")
 pytestmark = [
-    pytest.mark.skipif(bool(MISSING), reason=f"Slurm/munge not installed ({', '.join(MISSING)}); "
-                       "CI installs them: apt-get install slurm-wlm munge"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="starting slurmctld/slurmd/munged needs root"),
+    pytest.mark.skipif(sc.SOURCE is None, reason=sc.NO_SLURM),
+    pytest.mark.skipif(not sc.IS_ROOT, reason="starting slurmctld/slurmd/munged needs root"),
 ]
-
-
-def _bin(name: str) -> str:
-    return shutil.which(name) or f"/usr/sbin/{name}"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _node_line() -> str:
-    """``slurmd -C``'s NodeName line for this host, with the feature sm_90."""
-    out = subprocess.run([_bin("slurmd"), "-C"], capture_output=True, text=True, check=True).stdout
-    line = next(ln for ln in out.splitlines() if ln.startswith("NodeName="))
-    return f"{line} Features=sm_90 State=UNKNOWN"
-
-
-def slurm_conf(d: Path, node: str) -> str:
-    name = node.split()[0].split("=", 1)[1]
-    return "\n".join([
-        "ClusterName=tileproof-test", f"SlurmctldHost={name}", "SlurmUser=root", "SlurmdUser=root",
-        "AuthType=auth/munge", f"AuthInfo=socket={d / 'munge.socket'}",
-        f"StateSaveLocation={d / 'state'}", f"SlurmdSpoolDir={d / 'spool'}",
-        f"SlurmctldPidFile={d / 'slurmctld.pid'}", f"SlurmdPidFile={d / 'slurmd.pid'}",
-        f"SlurmctldLogFile={d / 'slurmctld.log'}", f"SlurmdLogFile={d / 'slurmd.log'}",
-        f"SlurmctldPort={_free_port()}", f"SlurmdPort={_free_port()}",
-        "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "MpiDefault=none",
-        "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core", "ReturnToService=2",
-        # Schedule at the next event, not up to 3 s later (batch_sched_delay's default), and let the two
-        # kinds' arrays share the node's cores (OverSubscribe): the test waits on Slurm, not on idle cores.
-        "SchedulerType=sched/builtin", "SchedulerParameters=sched_min_interval=100000,batch_sched_delay=0",
-        "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
-        node, f"PartitionName=debug Nodes={name} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4", "",
-    ])
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
+    """The running node (``slurm_node.Node``); its client commands first on PATH while the module runs.
+
+    The daemons are this process's own children, reaped by ``slurm_node.stop``: had they been
+    daemonized, they would be reparented to the nearest subreaper, which tileproof's runner makes
+    this pytest process (runner/process.py) once any test has run a program in it, and an exited
+    daemon would stay a zombie nobody reaps."""
     d = tmp_path_factory.mktemp("slurm")
-    d.chmod(0o700)
-    (d / "state").mkdir()
-    (d / "spool").mkdir()
-    key = d / "munge.key"
-    key.write_bytes(os.urandom(1024))
-    key.chmod(0o400)
-    conf = d / "slurm.conf"
-    conf.write_text(slurm_conf(d, _node_line()))
-    env = dict(os.environ, SLURM_CONF=str(conf))
-    saved = os.environ.get("SLURM_CONF")
-    daemons: dict[str, subprocess.Popen] = {}
+    query = d / "nvidia-smi-query.csv"
+    query.write_text(sc.gpu_query(2))
+    node = sc.slurm_node.up(d / "state", gpu_query=query, device_dir=sc.fake_devices(d / "dev", 2),
+                            cluster_file=d / "cluster.yaml", cluster="tileproof-test", **sc.where())
+    saved = os.environ["PATH"]
+    os.environ["PATH"] = os.pathsep.join([str(node.bin), saved])  # sbatch, scontrol for tileproof and the tests
     try:
-        # In the foreground (-F, -D): each daemon is this process's own child, waited for at the end.
-        # Daemonized, they would be reparented to the nearest subreaper, and tileproof's runner makes
-        # this pytest process one (runner/process.py) once any test has run a program in it: an exited
-        # daemon then stays a zombie nobody reaps, and `munged --stop` waits 10 s for it to vanish.
-        daemons["munged"] = _daemon(d, [_bin("munged"), "--foreground", "--force", f"--socket={d / 'munge.socket'}",
-                                        f"--key-file={key}", f"--pid-file={d / 'munged.pid'}",
-                                        f"--seed-file={d / 'munged.seed'}"], env)
-        _wait_for(lambda: (d / "munge.socket").exists(), daemons, d, "munged never made its socket")
-        daemons["slurmctld"] = _daemon(d, [_bin("slurmctld"), "-D", "-f", str(conf)], env)
-        daemons["slurmd"] = _daemon(d, [_bin("slurmd"), "-D", "-f", str(conf)], env)
-        os.environ["SLURM_CONF"] = str(conf)  # the client commands (sbatch, scontrol) read it
-
-        def idle() -> bool:
-            state = subprocess.run(["sinfo", "--noheader", "--format=%t"], capture_output=True, text=True, env=env)
-            return state.stdout.strip() == "idle"
-
-        _wait_for(idle, daemons, d, "node never idle")
-        yield d
+        yield node
     finally:
-        shut = "slurmctld" in daemons and subprocess.run(["scontrol", "shutdown"], env=env,  # stops slurmd too
-                                                         capture_output=True).returncode == 0
-        for name in ("slurmctld", "slurmd", "munged"):  # munge last: slurmctld's shutdown message to slurmd needs it
-            if name in daemons:
-                _stop(daemons[name], terminate=name == "munged" or not shut)
-        if saved is None:
-            os.environ.pop("SLURM_CONF", None)
-        else:
-            os.environ["SLURM_CONF"] = saved
+        os.environ["PATH"] = saved
+        for line in sc.slurm_node.stop(node):
+            print(f"slurm-node: stop: {line}")
+        assert not sc.slurm_node.steps_of(node.conf)  # no slurmstepd of this cluster outlives it
 
 
-def _daemon(d: Path, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
-    """Start one daemon in the foreground, its stdout and stderr in ``d``."""
-    name = Path(argv[0]).name
-    with open(d / f"{name}.out", "wb") as out:
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
-
-
-def _logs(d: Path) -> str:
-    return "".join(f"\n--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in sorted(d.glob("*.log")) +
-                   sorted(d.glob("*.out")))
-
-
-def _wait_for(ready, daemons: dict[str, subprocess.Popen], d: Path, what: str, seconds: float = 60) -> None:
-    """Poll ``ready`` until true; fail at once with the logs if a daemon exited, or after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while not ready():
-        dead = {n: p.returncode for n, p in daemons.items() if p.poll() is not None}
-        assert not dead, f"{what}: exited {dead}" + _logs(d)
-        assert time.monotonic() < deadline, what + _logs(d)
-        time.sleep(0.1)
-
-
-def _stop(proc: subprocess.Popen, terminate: bool, seconds: float = 20) -> None:
-    """Wait for a daemon we started to exit (SIGTERM first if ``terminate``); kill it if it lingers."""
-    if terminate and proc.poll() is None:
-        proc.terminate()
-    try:
-        proc.wait(seconds)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
+@pytest.mark.usefixtures("slow_fleet")  # starts the one-minute fleet first: its minute passes while the tests run
 def test_real_array_and_afterany_merge_job_on_a_single_node_cluster(tmp_path, cluster):
     repo = course.course_repo(tmp_path / "course")
     folder = tmp_path / "fleet"
@@ -187,7 +102,116 @@ def test_real_array_and_afterany_merge_job_on_a_single_node_cluster(tmp_path, cl
     shown = [ln for ln in subprocess.run(["scontrol", "show", "job", "-o", sm90], capture_output=True,
                                          text=True).stdout.splitlines() if ln.strip()]
     assert len(shown) == len(course.LESSONS), shown  # one line per array task
-    node = _node_line().split()[0].split("=", 1)[1]
+    node = cluster.name
     assert all("Features=sm_90" in ln and f"BatchHost={node}" in ln for ln in shown), shown
     assert "#SBATCH --constraint=sm_90" in (folder / "scripts" / "sm_90.sbatch").read_text()
     assert "no-gpu" in proc.stdout and "LESSON" in proc.stdout
+
+
+def _submit(repo: Path, cluster_file: Path, folder: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "tileproof", "fleet", "submit", "--cluster", str(cluster_file), "--root", str(repo),
+            "--out", str(folder), "--wait", "--timeout", "240", "--poll", "0.2", *args]
+
+
+def _logs(folder: Path) -> str:
+    return "".join(f"\n--- {p.name}\n{p.read_text()}" for p in sorted((folder / "logs").glob("*")))
+
+
+SLEEPER = "kernels/sleeper.py"
+SLEEPER_LESSON = "fleet-sleeper"
+
+
+@pytest.fixture(scope="module")
+def slow_fleet(tmp_path_factory, cluster):
+    """A fleet whose one task outlives its time limit (Slurm's smallest, one minute), submitted as soon as the
+    cluster is up (without waiting for it) so that the minute passes while the other tests run."""
+    d = tmp_path_factory.mktemp("slow")
+    repo = course.course_repo(d / "course")
+    (repo / SLEEPER).write_text("AOT_SIGNATURES = {}  # a program (toolchain.build.is_program) that never ends\n"
+                                "import time\n\ntime.sleep(3600)\n")
+    course.audit_tree().write_lesson(repo, SLEEPER_LESSON, {SLEEPER: ["vector_add"]})
+    course.git(repo, "add", "-A")
+    course.git(repo, "commit", "-q", "-m", "a lesson whose program outlives its task")
+    cluster_file = d / "one-minute.yaml"
+    cluster_file.write_text(yaml.safe_dump({"cluster_version": 1, "name": "tileproof-test", "time_limit": "1",
+                                            "kinds": {"cpu": {}}}))
+    folder = d / "fleet"
+    with open(d / "submit.out", "w") as out:
+        proc = subprocess.Popen(_submit(repo, cluster_file, folder, "--lesson", SLEEPER_LESSON), cwd=repo,
+                                stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    yield proc, folder, d / "submit.out"
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def test_gpu_kind_tasks_get_one_gpu_each_and_their_signed_records_name_the_slurm_job(tmp_path, cluster):
+    repo = course.course_repo(tmp_path / "course")
+    private = Ed25519PrivateKey.generate()
+    signer = signing.Signer(private)
+    signing_keys.write_registry(repo, signing_keys.registry_of(signing_keys.entry(signer, owner="fleet test node")))
+    course.git(repo, "add", "-A")
+    course.git(repo, "commit", "-q", "-m", "the node's runner key")
+    key = tmp_path / "node-key.pem"  # outside the repository: the key stays on the node
+    key.write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+    key.chmod(0o600)
+    folder = tmp_path / "fleet"
+    kinds = yaml.safe_load(cluster.cluster_file.read_text())["kinds"]
+    assert kinds == {"h200": {"constraint": "h200", "gres": "gpu:1", "compute_capability": "9.0"}}
+    # no --run-arg=--record-no-gpu: a task records its programs' gates on a node without a usable GPU by itself
+    proc = subprocess.run(_submit(repo, cluster.cluster_file, folder), cwd=repo, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(REPO), TILEPROOF_SIGNING_KEY=str(key)))
+    logs = _logs(folder)
+    assert proc.returncode == 1, proc.stdout + proc.stderr + logs  # no-gpu cells: never a pass
+    assert "#SBATCH --gres=gpu:1" in (folder / "scripts" / "h200.sbatch").read_text()
+    matrix = json.loads((folder / "matrix.json").read_text())
+    assert matrix["matrix_version"] == 2 and matrix["audit_exit"] == 0, matrix["audit_line"] + logs
+    assert {(c["lesson"], c["kind"], c["outcome"], c["detail"], c["task_state"]) for c in matrix["cells"]} == {
+        (lid, "h200", "no-gpu", "1 no-gpu", "FAILED") for lid in course.LESSONS}, logs  # run exits 1
+    array = json.loads((folder / "submitted.json").read_text())["arrays"][0]["job_id"]
+    runs = [p for p in (repo / "runs").glob("*.json")]
+    assert len(runs) == 2 * len(course.LESSONS)  # a run and a session record per task
+    gpus, jobs = set(), set()
+    for path in runs:
+        raw = json.loads(path.read_text())
+        assert [s["keyid"] for s in raw["signatures"]] == [signer.keyid], path  # signed by the task's key
+        record = store.load_record(path)
+        if record.kind != "run":
+            continue
+        job = record.environment.slurm
+        assert record.environment.environment_version == 2 and job is not None, path
+        assert (job.array_job_id, job.cluster, job.node) == (array, "tileproof-test", cluster.name)
+        assert job.array_task_id in range(len(course.LESSONS))
+        assert len(job.job_gpus) == 1 and job.cuda_visible_devices == str(job.job_gpus[0]), job
+        # the task ran its programs on the GPU Slurm gave it, and they got the submitter's libraries, not Slurm's
+        assert record.environment.env["CUDA_VISIBLE_DEVICES"] == job.cuda_visible_devices
+        assert record.environment.env.get("LD_LIBRARY_PATH") == os.environ.get("LD_LIBRARY_PATH")
+        gpus.add(job.job_gpus[0])
+        jobs.add(job.job_id)
+    assert gpus == {0, 1}, logs  # two GPUs, two tasks: each had one of its own
+    assert len(jobs) == len(course.LESSONS)  # each task its own job id (the last one keeps the array's)
+
+
+def test_jobs_get_the_submitters_environment_never_the_daemons_libraries(tmp_path, cluster):
+    slurmd = cluster.daemons["slurmd"].pid
+    daemon_env = dict(kv.split("=", 1) for kv in Path(f"/proc/{slurmd}/environ").read_text().split("\0") if "=" in kv)
+    assert str(cluster.prefix.plugin_dir) in daemon_env["LD_LIBRARY_PATH"]  # slurmd has them (slurmstepd needs them)
+    out = tmp_path / "env.txt"
+    done = subprocess.run(["sbatch", "--wait", f"--output={out}", "--wrap", "env"], capture_output=True, text=True,
+                          cwd=tmp_path, env=dict(os.environ, LD_LIBRARY_PATH="/submitters/own"))
+    assert done.returncode == 0, done.stderr
+    job_env = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+    assert job_env["LD_LIBRARY_PATH"] == "/submitters/own"
+    assert job_env["SLURM_CONF"] == str(cluster.conf)
+
+
+def test_a_task_killed_at_its_time_limit_is_a_gap_named_timeout(slow_fleet):
+    proc, folder, output = slow_fleet
+    proc.wait(timeout=240)
+    said = output.read_text()
+    assert proc.returncode == 1, said + _logs(folder)
+    [c] = json.loads((folder / "matrix.json").read_text())["cells"]
+    assert (c["lesson"], c["kind"], c["outcome"], c["task_state"]) == (SLEEPER_LESSON, "cpu", "gap", "TIMEOUT"), c
+    assert c["detail"].startswith("Slurm ended the task TIMEOUT (its time limit): "), c
+    assert f"{SLEEPER_LESSON} x cpu: gap: Slurm ended the task TIMEOUT" in said

@@ -80,6 +80,32 @@ def test_a_field_added_later_keeps_old_seals(tmp_path):
     assert store.seal_of(store.load_record(edited)) != rec.seal
 
 
+def test_an_environment_captured_before_slurm_jobs_reads_as_version_1_and_names_none():
+    """A committed, signed H200 run record (its environment has no ``environment_version``) reads as version 1,
+    sealed as written; a version-1 environment naming a Slurm job is refused, a version-2 one holds it."""
+    import base64
+    from pathlib import Path
+
+    from pydantic import ValidationError
+
+    from tileproof.records.models import Environment
+
+    old = Path(__file__).resolve().parents[1] / "runs" / "20261201T142252Z-run-3f340aa3.json"
+    rec = store.load_record(old)
+    payload = json.loads(base64.b64decode(json.loads(old.read_text())["payload"]))  # the signed statement
+    assert "environment_version" not in payload["predicate"]["environment"], "the fixture predates the field"
+    assert (rec.environment.environment_version, rec.environment.slurm) == (1, None)
+    assert store.seal_status(rec) == "intact"
+    job = {"job_id": "12", "array_job_id": "11", "array_task_id": 0, "cluster": "c", "node": "n", "job_gpus": [0],
+           "step_gpus": None, "cuda_visible_devices": "0"}
+    with pytest.raises(ValidationError, match="before environment_version 2 name no Slurm job"):
+        Environment.model_validate({**rec.environment.model_dump(), "slurm": job})
+    origin = {"kind": "distribution", "version": "0.1.0", "commit": None, "sources_sha256": "1" * 64}
+    newer = Environment.model_validate({**rec.environment.model_dump(), "environment_version": 2, "slurm": job,
+                                        "tileproof": origin})
+    assert newer.slurm.array_job_id == "11" and newer.slurm.job_gpus == [0]
+
+
 def test_records_and_transcripts_are_readable_by_everyone(tmp_path):
     """0644, not tempfile's 0600: a checkout's records are readable by the other users of the machine."""
     record = store.write_record(tmp_path, session())

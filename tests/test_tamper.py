@@ -899,7 +899,7 @@ def newer_vector_add_run(root: Path, *, passed: bool = True, checkout_node: bool
     env = audit_tree.environment(root, sid, which="H200", freeze=freeze if checkout_node else audit_tree.PIP_FREEZE)
     if checkout_node:
         origin = TileproofOrigin(kind="checkout", version="0.1.0", commit="0" * 40, sources_sha256="1" * 64)
-        env = env.model_copy(update={"version": ENVIRONMENT_VERSION, "tileproof": origin})
+        env = env.model_copy(update={"environment_version": ENVIRONMENT_VERSION, "tileproof": origin})
     run = audit_tree.run_record(root, env, "kernels/vector_add.py", checks=["vector_add"], lessons=[VECTOR_ADD],
                                 when=when + timedelta(seconds=10), passed=passed)
     path = store.write_record(root, at_head(root, run), RUNNER)

@@ -10,11 +10,14 @@ names one) the GPU's compute capability is the kind's. Anything missing is a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
+
+from pydantic import model_validator
 
 from tileproof.records import store
 from tileproof.records.errors import RecordError
 from tileproof.records.models import Model, RunRecord, SessionRecord
+from tileproof.runner.slurm import CUT_SHORT, JobState
 
 CellOutcome = Literal["passed", "failed", "gated", "no-gpu", "toolchain-absent", "wrong-gpu", "gap", "refused",
                       "bad-record"]
@@ -36,12 +39,20 @@ class Cell(Model):
     """One line: verdict counts, or what is missing and why."""
     runs: list[str] = []
     """The run ids the cell rests on."""
+    task_state: JobState | None = None
+    """From matrix_version 2: the state Slurm ended the cell's array task in (``TIMEOUT``: its time limit),
+    as the merge job found it; None where no Slurm task ran it (a CI artifact, a refused kind) or Slurm no
+    longer knew the task."""
+
+
+MATRIX_VERSION: Final = 2
+"""``Matrix.matrix_version`` written now: 2 may hold each cell's ``task_state``; 1 (still read) never does."""
 
 
 class Matrix(Model):
     """``<fleet folder>/matrix.json``, written by the merge job."""
 
-    matrix_version: Literal[1]
+    matrix_version: Literal[1, 2]
     lessons: list[str]
     kinds: list[str]
     cells: list[Cell]
@@ -50,6 +61,12 @@ class Matrix(Model):
     audit_exit: int | None
     """``tileproof audit``'s exit status after the merge; None when it did not run."""
     audit_line: str
+
+    @model_validator(mode="after")
+    def _fits_version(self) -> Matrix:
+        if self.matrix_version < 2 and any(c.task_state is not None for c in self.cells):
+            raise ValueError("matrices before matrix_version 2 hold no task_state")
+        return self
 
     def passed(self) -> bool:
         return self.audit_exit == 0 and all(c.outcome == "passed" for c in self.cells)
@@ -110,6 +127,17 @@ def _outcome(r: RunRecord, compute_capability: str | None) -> CellOutcome:
             return "failed"
         case "passed" | "gated" | "no-gpu" | "toolchain-absent":
             return verdict
+
+
+def with_task_state(c: Cell, state: JobState | None) -> Cell:
+    """The cell with the state Slurm ended its task in; a cell that is not a pass whose task Slurm cut short
+    (``slurm.CUT_SHORT``: a task killed at its time limit is a gap named ``TIMEOUT``) says so first."""
+    if state is None:
+        return c
+    detail = c.detail
+    if c.outcome != "passed" and state in CUT_SHORT:
+        detail = f"Slurm ended the task {state}{' (its time limit)' if state == 'TIMEOUT' else ''}: {detail}"
+    return c.model_copy(update={"task_state": state, "detail": detail})
 
 
 def refused(lesson: str, kind: str, why: str) -> Cell:

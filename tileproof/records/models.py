@@ -495,18 +495,42 @@ class TileproofOrigin(Model):
 
 
 ENVIRONMENT_VERSION: Final = 2
-"""``Environment.version`` of the environments captured now: 2 records where the tileproof that ran came from
-(``tileproof``); 1 (records before, field absent) listed it among ``packages`` only."""
+"""``Environment.environment_version`` of the environments captured now: 2 records where the tileproof that ran
+came from (``tileproof``) and may name the Slurm job the session ran in (``slurm``); 1 (records written before,
+field absent; still read) listed tileproof among ``packages`` only and never names a job."""
+
+
+class SlurmJob(Model):
+    """The Slurm job a session ran in, as slurmd described it in the session's own environment
+    (``SLURM_*``, and ``CUDA_VISIBLE_DEVICES`` as Slurm set it before tileproof chose a device)."""
+
+    job_id: str
+    """``SLURM_JOB_ID``: this job's own id (each array task has one; one task's is the array's own id)."""
+    array_job_id: str | None
+    """``SLURM_ARRAY_JOB_ID``: the array's id; None outside an array."""
+    array_task_id: int | None
+    """``SLURM_ARRAY_TASK_ID``: the task's index in its array; None outside an array."""
+    cluster: str | None
+    """``SLURM_CLUSTER_NAME``."""
+    node: str | None
+    """``SLURMD_NODENAME``: the node that ran the job."""
+    job_gpus: list[int] | None
+    """``SLURM_JOB_GPUS``: the GPUs Slurm gave the job (its GRES indexes); None when it gave none."""
+    step_gpus: list[int] | None
+    """``SLURM_STEP_GPUS``: the GPUs of the job step (set in ``srun`` steps); None when unset."""
+    cuda_visible_devices: str | None
+    """``CUDA_VISIBLE_DEVICES`` as the job started with it (Slurm's GPU binding); None when unset."""
 
 
 class Environment(Model):
     """What a run session captured once, shared by its program records."""
 
-    version: Literal[1, 2] = 1
-    """2 (``ENVIRONMENT_VERSION``): ``tileproof`` names the tileproof that ran, and ``packages`` never lists
-    it when it ran from a checkout; 1 (records written before, field absent) has no ``tileproof``."""
+    environment_version: Literal[1, 2] = 1
+    """2 (``ENVIRONMENT_VERSION``) for environments captured now: ``tileproof`` names the tileproof that ran
+    (``packages`` never lists it when it ran from a checkout) and ``slurm`` the Slurm job, if any; 1 (records
+    written before, field absent): neither field."""
     tileproof: TileproofOrigin | None = None
-    """From version 2: the tileproof that ran (a distribution, or a checkout's sources)."""
+    """From environment_version 2: the tileproof that ran (a distribution, or a checkout's sources)."""
     session_id: str
     gpu: GpuFacts | None
     toolchain: Toolchain
@@ -523,12 +547,15 @@ class Environment(Model):
     """Credentials (URL userinfo, tokens) replaced in pip freeze before writing, per rule."""
     nvidia_smi: Transcript | None
     nvidia_smi_query: Transcript | None
+    slurm: SlurmJob | None = None
+    """From environment_version 2: the Slurm job the session ran in; None when it ran outside Slurm."""
 
     @model_validator(mode="after")
-    def _origin_fits_version(self) -> Environment:
-        if (self.version >= ENVIRONMENT_VERSION) != (self.tileproof is not None):
-            raise ValueError(f"environment version {ENVIRONMENT_VERSION} and only it names the tileproof that ran "
-                             "(tileproof)")
+    def _fits_version(self) -> Environment:
+        if self.environment_version < 2 and self.slurm is not None:
+            raise ValueError("environments before environment_version 2 name no Slurm job")
+        if (self.environment_version >= 2) != (self.tileproof is not None):
+            raise ValueError("environment_version 2, and only it, names the tileproof that ran (tileproof)")
         return self
 
 

@@ -29,12 +29,14 @@ from packaging.utils import canonicalize_name
 
 from tileproof import __version__
 from tileproof.records import store
+from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     ENVIRONMENT_VERSION,
     Environment,
     GitState,
     GpuFacts,
     HostFacts,
+    SlurmJob,
     TileproofOrigin,
     Toolchain,
     Transcript,
@@ -121,6 +123,36 @@ def env_allowlisted(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The variables worth recording (``ENV_ALLOWLIST``) out of ``env``."""
     source = os.environ if env is None else env
     return {k: source[k] for k in ENV_ALLOWLIST if k in source}
+
+
+def slurm_job(env: Mapping[str, str] | None = None) -> SlurmJob | None:
+    """The Slurm job this process runs in, from the variables slurmd set (None outside Slurm).
+
+    Read from this process's own environment (``env`` for tests), not from a child's: tileproof
+    sets ``CUDA_VISIBLE_DEVICES`` for its children, and this keeps the value Slurm chose."""
+    source = os.environ if env is None else env
+    job_id = source.get("SLURM_JOB_ID", "").strip()
+    if not job_id:
+        return None
+
+    def indexes(name: str) -> list[int] | None:
+        raw = source.get(name, "").strip()
+        if not raw:
+            return None
+        try:
+            return [int(x) for x in raw.split(",")]
+        except ValueError:
+            raise TileproofError(f"{name}={raw!r}: expected GPU indexes like 0,1 (fix: check the Slurm "
+                                 "job's gres; tileproof records what Slurm sets)") from None
+
+    task = source.get("SLURM_ARRAY_TASK_ID", "").strip()
+    if task and not task.isdigit():
+        raise TileproofError(f"SLURM_ARRAY_TASK_ID={task!r}: expected a task index (fix: run under Slurm's sbatch)")
+    return SlurmJob(job_id=job_id, array_job_id=source.get("SLURM_ARRAY_JOB_ID") or None,
+                    array_task_id=int(task) if task else None, cluster=source.get("SLURM_CLUSTER_NAME") or None,
+                    node=source.get("SLURMD_NODENAME") or None, job_gpus=indexes("SLURM_JOB_GPUS"),
+                    step_gpus=indexes("SLURM_STEP_GPUS"),
+                    cuda_visible_devices=source.get("CUDA_VISIBLE_DEVICES"))
 
 
 def installed_packages() -> dict[str, str]:
@@ -262,7 +294,9 @@ def gpu_facts(root: Path, session_id: str, device: int, query: GpuQuery | None =
     if (query is not None and query.done is None) or shutil.which("nvidia-smi", path=env.get("PATH")) is None:
         return GpuProbe(None, None, None, NO_DRIVER)
     with ThreadPoolExecutor(max_workers=3) as pool:
-        runtime = pool.submit(runtime_capability, device, env)
+        # GPU ``device`` as the programs see it (CUDA_VISIBLE_DEVICES=device: their device 0); asking for
+        # device N in the caller's environment fails where Slurm already narrowed it to that one GPU.
+        runtime = pool.submit(runtime_capability, 0, child_env(device=device))
         raw_f = pool.submit(probe, ["nvidia-smi"], env)
         query_f = pool.submit(lambda: query or gpu_query(env))
         raw, listed, runtime_cc = raw_f.result(), query_f.result(), runtime.result()
@@ -293,7 +327,7 @@ def environment(root: Path, session_id: str, gpu: GpuProbe, frozen: tuple[bytes,
     if origin.kind == "checkout":  # not an installed distribution: recorded as its source identity instead
         packages.pop(PACKAGE, None)
     return Environment(
-        version=ENVIRONMENT_VERSION,
+        environment_version=ENVIRONMENT_VERSION,
         tileproof=origin,
         session_id=session_id,
         gpu=gpu.gpu,
@@ -306,4 +340,5 @@ def environment(root: Path, session_id: str, gpu: GpuProbe, frozen: tuple[bytes,
         pip_freeze_redactions=redactions,
         nvidia_smi=gpu.smi,
         nvidia_smi_query=gpu.smi_query,
+        slurm=slurm_job(),
     )

@@ -34,6 +34,10 @@ ENDED: frozenset[str] = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"
                                    "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REVOKED"})
 """States a job never leaves."""
 
+CUT_SHORT: frozenset[str] = ENDED - {"COMPLETED", "FAILED"}
+"""Ended states in which Slurm stopped the job (its time limit, a cancel, the node, memory), rather than the
+job ending by itself (``COMPLETED``: exit 0; ``FAILED``: another exit status, which its records explain)."""
+
 _JOB_ID = re.compile(r"^[0-9]+$")
 SUBMIT_TIMEOUT_S = 120.0
 """sbatch answers when the controller has queued the job; one that takes longer is stopped."""
@@ -96,3 +100,39 @@ def job_state(job_id: str) -> JobState:
         why = next((a.last_error() for a in (acct, proc) if a.stderr.strip()), "no such job")
         raise SlurmError(f"job {job_id}: neither scontrol nor sacct knows its state ({why})")
     return _state(lines[0], f"sacct -j {job_id}")
+
+
+_TASK_LINE = re.compile(r"(?:^|\s)ArrayTaskId=([0-9]+)(?:\s|$)")
+
+
+def task_states_shown(text: str, job_id: str) -> dict[int, JobState]:
+    """``scontrol show job -o ARRAY``'s lines -> task index: state; pending tasks (one line, a range) are left out."""
+    states: dict[int, JobState] = {}
+    for line in text.splitlines():
+        task, state = _TASK_LINE.search(line), re.search(r"(?:^|\s)JobState=(\S+)", line)
+        if task and state:
+            states[int(task.group(1))] = _state(state.group(1), f"scontrol show job {job_id}")
+    return states
+
+
+def task_states_accounted(text: str, job_id: str) -> dict[int, JobState]:
+    """``sacct --parsable2 --noheader -X --format=JobID,State -j ARRAY``'s lines -> task index: state."""
+    states: dict[int, JobState] = {}
+    for line in text.splitlines():
+        ident, _, word = line.partition("|")
+        task = re.fullmatch(rf"{re.escape(job_id)}_([0-9]+)", ident.strip())
+        if task and word.strip():
+            states[int(task.group(1))] = _state(word, f"sacct -j {job_id}")
+    return states
+
+
+def array_task_states(job_id: str) -> dict[int, JobState]:
+    """Each ended or running task of array ``job_id`` -> its state: ``scontrol`` while the controller holds the
+    array, else ``sacct`` (which needs accounting); a task neither knows is left out."""
+    proc = ask([_client("scontrol"), "show", "job", "-o", job_id], timeout=STATE_TIMEOUT_S)
+    states = task_states_shown(proc.text(), job_id) if proc.exit_code == 0 else {}
+    if states:
+        return states
+    acct = ask([_client("sacct"), "--parsable2", "--noheader", "-X", "--format=JobID,State", "-j", job_id],
+               timeout=STATE_TIMEOUT_S)
+    return task_states_accounted(acct.text(), job_id) if acct.exit_code == 0 else {}

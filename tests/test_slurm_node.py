@@ -1,0 +1,221 @@
+"""scripts/slurm_node.py: the single-node Slurm a GPU host without network is stood up with.
+
+The pure half (which packages, features, gres.conf, slurm.conf, the cluster file) on real transcripts
+from this CPU machine's Debian (tests/data/fleet/slurm/) and the H200's nvidia-smi query; then, where
+the packages were gathered (tests/slurm_cluster.py), what was gathered, and Slurm's own reading of the
+generated configuration for one and for four GPUs (``slurmd -G``, no daemon started). The daemons and
+the fleet on them are tests/test_fleet_slurm.py.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import slurm_cluster as sc
+
+from tileproof.fleet.cluster import load_cluster
+
+node = sc.slurm_node
+DATA = Path(__file__).parent / "data" / "fleet" / "slurm"
+needs_gathered = pytest.mark.skipif(not sc.GATHERED, reason=sc.NO_SLURM)
+
+
+def test_depends_fields_read_as_entries_of_alternatives():
+    libpam, munge, _ = (DATA / "depends.txt").read_text().splitlines()
+    entries = node.parse_depends(libpam)
+    assert entries[0] == [node.Dependency("libaudit1", ">=", "1:2.2.1")]
+    assert entries[2] == [node.Dependency("debconf", ">=", "0.5"), node.Dependency("debconf-2.0")]
+    assert node.glibc_version_asked(node.parse_depends(munge)) == "2.34"
+    with pytest.raises(node.NodeError, match="not 'name \\(op version\\)'"):
+        node.parse_depends("libfoo (>= 1")
+
+
+def test_a_package_is_carried_for_its_shared_libraries_only():
+    libs = node.listed_libraries((DATA / "libmunge2-contents.txt").read_text())
+    assert libs == ["./usr/lib/x86_64-linux-gnu/libmunge.so.2.0.0", "./usr/lib/x86_64-linux-gnu/libmunge.so.2"]
+    assert node.listed_libraries((DATA / "munge-contents.txt").read_text()) == []  # the daemon: asked for by name
+
+
+def test_apts_candidates_leave_out_virtual_packages():
+    """A real ``apt-cache policy`` of two packages, a purely virtual one and an unknown one."""
+    text = (DATA / "apt-cache-policy.txt").read_text()
+    proc = subprocess.CompletedProcess([], 0, stdout=text, stderr="")
+    original = node.run
+    node.run = lambda argv, **kw: proc
+    try:
+        got = node.candidates(["libaudit1", "debconf", "debconf-2.0", "no-such-package-x"])
+    finally:
+        node.run = original
+    assert got == {"libaudit1": "1:3.0.9-1", "debconf": "1.5.82"}
+    with pytest.raises(node.NodeError, match="libfoo depends on debconf-2.0: apt has no such package"):
+        node._choose([node.Dependency("debconf-2.0")], "libfoo", got)
+
+
+@pytest.mark.parametrize("name, feature", [
+    ("NVIDIA H200", "h200"),  # the lent H200's own name (tests/data/gpu/nvidia-smi-query.csv)
+    ("NVIDIA H100 80GB HBM3", "h100_80gb_hbm3"),
+    ("NVIDIA GeForce RTX 4090", "rtx_4090"),
+    ("Tesla T4", "t4"),
+    ("NVIDIA A100-SXM4-40GB", "a100_sxm4_40gb"),
+])
+def test_a_gpus_model_feature_is_its_name_without_the_vendors_words(name, feature):
+    assert node.model_feature(name) == feature
+
+
+def test_features_gres_and_the_cluster_file_come_from_the_h200s_own_query(tmp_path):
+    gpus = node.gpus_of(sc.H200_QUERY.read_text())
+    assert gpus == [node.Gpu(0, "NVIDIA H200", "9.0")]
+    assert node.features(gpus, ["extra"]) == ["h200", "sm_90", "extra"]
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    assert node.gres_conf(gpus, plugins, Path("/dev")).splitlines()[-1] == "Name=gpu File=/dev/nvidia0"
+    four = node.gpus_of(sc.gpu_query(4))
+    assert [ln for ln in node.gres_conf(four, plugins, Path("/dev")).splitlines() if ln.startswith("Name=")] == [
+        f"Name=gpu File=/dev/nvidia{i}" for i in range(4)]
+    (plugins / "gpu_nvml.so").write_bytes(b"")  # a Slurm built with NVML: it finds the GPUs itself
+    assert "AutoDetect=nvml" in node.gres_conf(four, plugins, Path("/dev")).splitlines()
+    cluster = node.write_cluster_file(tmp_path / "cluster.yaml", "n", four, "00:05:00")
+    assert cluster == load_cluster(tmp_path / "cluster.yaml")
+    assert cluster.kinds["h200"].model_dump() == {"constraint": "h200", "gres": "gpu:1", "compute_capability": "9.0",
+                                                  "partition": None}
+    assert node.write_cluster_file(tmp_path / "cpu.yaml", "n", [], "1").kinds == {"cpu": node.GpuKind()}
+
+
+def test_slurm_conf_names_the_prefix_the_node_and_its_gpus(tmp_path):
+    hw = node.node_line((DATA / "slurmd-C.txt").read_text())
+    assert hw == node.NodeLine("vm", "CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 "
+                                     "RealMemory=24105")
+    prefix = node.Prefix(tmp_path)
+    with pytest.raises(node.NodeError, match="no usr/lib/<arch>/slurm-wlm"):
+        node.slurm_conf(Path("/s"), prefix, hw, 2, [], "c", (1, 2))
+    (tmp_path / "usr" / "lib" / "x86_64-linux-gnu" / "slurm-wlm").mkdir(parents=True)
+    conf = node.slurm_conf(Path("/s"), prefix, hw, 2, ["h200", "sm_90"], "c", (1, 2)).splitlines()
+    assert "GresTypes=gpu" in conf and "SlurmctldHost=vm(127.0.0.1)" in conf
+    assert f"PluginDir={tmp_path}/usr/lib/x86_64-linux-gnu/slurm-wlm" in conf
+    assert f"NodeName=vm NodeAddr=127.0.0.1 {hw.hardware} Gres=gpu:2 Features=h200,sm_90 State=UNKNOWN" in conf
+    with pytest.raises(node.NodeError, match="slurmd -C: no NodeName line"):
+        node.node_line("UpTime=0-00:25:45\n")
+
+
+def test_a_gpus_device_file_must_be_a_character_device(tmp_path):
+    (tmp_path / "nvidia0").write_text("")
+    with pytest.raises(node.NodeError, match="nvidia0: not a character device, for GPU 0 \\(NVIDIA H200\\)"):
+        node.check_devices(node.gpus_of(sc.H200_QUERY.read_text()), tmp_path)
+
+
+def test_each_failure_of_up_is_one_line_before_anything_starts(tmp_path, capsys):
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "x").write_text("")
+    assert node.main(["up", "--debs", str(tmp_path / "none"), "--state", str(tmp_path / "busy")]) == 1
+    assert node.main(["up", "--debs", str(tmp_path / "none"), "--state", str(tmp_path / "s")]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"slurm-node: FAILED: {tmp_path / 'busy'}: not empty (fix: a new folder for each cluster; " \
+                     "down stops an old one)"
+    assert err[1].startswith(f"slurm-node: FAILED: {tmp_path / 'none' / 'manifest.json'}: missing (fix: gather")
+    assert len(err) == 2
+
+
+@pytest.fixture(scope="module")
+def prefix(tmp_path_factory):
+    """This machine's Slurm: the gathered packages unpacked (once for the module), else the installed ones."""
+    if not sc.GATHERED:
+        return node.Prefix(Path("/"))
+    return node.unpack(sc.DEBS, node.read_manifest(sc.DEBS), tmp_path_factory.mktemp("prefix"))
+
+
+@needs_gathered
+def test_what_was_gathered_is_the_library_closure_beyond_glibc(prefix):
+    manifest = node.read_manifest(sc.DEBS)
+    carried = {p.name for p in manifest.packages}
+    assert set(node.PACKAGES) <= carried and node.GLIBC not in carried
+    assert {x.name: x.why for x in manifest.left_out}[node.GLIBC].startswith("glibc: the node's own")
+    assert "libc.so.6" in manifest.glibc_libraries and "libm.so.6" in manifest.glibc_libraries
+    for pkg in manifest.packages:  # every dependency of a carried package is carried, or left out with a reason
+        deb = sc.DEBS / node.DEBS / pkg.file
+        assert node.sha256_file(deb) == pkg.sha256
+        fields = ", ".join(filter(None, (node.deb_field(deb, "Pre-Depends"), node.deb_field(deb, "Depends"))))
+        left = {x.name for x in manifest.left_out}
+        for alternatives in node.parse_depends(fields):
+            assert {d.name for d in alternatives} & (carried | left), (pkg.name, alternatives)
+    report = node.check_libraries(prefix, set(manifest.glibc_libraries))
+    assert report.checked > 100 and report.loader
+    assert (report.missing, report.outside, report.errors) == ({}, {}, [])  # nothing from this host but glibc
+    assert (prefix.root / "usr" / "sbin" / "slurmd").resolve().name == "slurmd-wlm"
+
+
+@needs_gathered
+def test_a_package_unpacks_the_same_without_dpkg(tmp_path):
+    manifest = node.read_manifest(sc.DEBS)
+    deb = sc.DEBS / node.DEBS / next(p.file for p in manifest.packages if p.name == "libmunge2")
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp_path / "dpkg")], check=True)
+    node.extract_deb(deb, tmp_path / "python")
+
+    def tree(root: Path) -> dict:
+        return {p.relative_to(root).as_posix(): (p.is_symlink(), p.read_bytes() if p.is_file() else None)
+                for p in sorted(root.rglob("*"))}
+
+    assert tree(tmp_path / "dpkg") == tree(tmp_path / "python") != {}
+
+
+@needs_gathered
+def test_a_node_with_an_older_glibc_than_the_packages_need_is_refused(tmp_path):
+    copy = tmp_path / "gathered"
+    shutil.copytree(sc.DEBS, copy)
+    raw = json.loads((copy / node.MANIFEST).read_text())
+    (copy / node.MANIFEST).write_text(json.dumps({**raw, "glibc_at_least": "99.1"}))
+    with pytest.raises(node.NodeError, match=r"glibc \S+ here; the packages from .* need >= 99.1"):
+        node.up(tmp_path / "state", debs=copy)
+    (copy / node.MANIFEST).write_text(json.dumps(raw))
+    first = raw["packages"][0]["file"]
+    (copy / node.DEBS / first).write_bytes(b"changed")
+    with pytest.raises(node.NodeError, match=re.escape(f"{first}: sha256 differs from manifest.json's")):
+        node.up(tmp_path / "state2", debs=copy)
+
+
+@pytest.mark.skipif(sc.SOURCE is None, reason=sc.NO_SLURM)
+@pytest.mark.skipif(not sc.IS_ROOT, reason="device files (mknod) need root")
+@pytest.mark.parametrize("gpus", [1, 4])
+def test_slurm_reads_every_gpu_of_the_generated_gres_conf(tmp_path, prefix, gpus):
+    """``slurmd -G`` (Slurm's GRES reading of this node, then exit: no daemon) on what ``up`` generates."""
+    found = node.gpus_of(sc.gpu_query(gpus))
+    devices = sc.fake_devices(tmp_path / "dev", gpus)
+    env = prefix.daemon_env()
+    hw = node.node_line(subprocess.run([str(prefix.program("sbin", "slurmd")), "-C"], env=env, capture_output=True,
+                                       text=True, check=True).stdout)
+    (tmp_path / "slurm.conf").write_text(node.slurm_conf(tmp_path, prefix, hw, gpus, node.features(found), "c",
+                                                         (1, 2)))
+    (tmp_path / "gres.conf").write_text(node.gres_conf(found, prefix.plugin_dir, devices))
+    shown = subprocess.run([str(prefix.program("sbin", "slurmd")), "-G"], env={**env, "SLURM_CONF": str(
+        tmp_path / "slurm.conf")}, capture_output=True, text=True)
+    lines = [ln for ln in (shown.stdout + shown.stderr).splitlines() if "Gres Name=gpu" in ln]
+    assert [ln.split("File=")[1].split()[0] for ln in lines] == [str(devices / f"nvidia{i}") for i in range(gpus)], \
+        shown.stdout + shown.stderr
+    assert "WARNING" not in shown.stdout + shown.stderr, shown.stdout + shown.stderr  # none left out
+
+
+@pytest.mark.skipif(sc.SOURCE is None, reason=sc.NO_SLURM)
+@pytest.mark.skipif(not sc.IS_ROOT, reason="starting slurmctld/slurmd/munged needs root")
+def test_down_cancels_what_still_runs_and_leaves_no_process_of_the_cluster(tmp_path):
+    """``down`` (by the pids ``up`` wrote, as run on a node) with a job still running: the job is cancelled, its
+    processes end, and no daemon or slurmstepd of the cluster is left."""
+    cluster = node.up(tmp_path / "state", **sc.where())  # no GPU query: a node without GPUs
+    pid_file = tmp_path / "job.pid"
+    try:
+        done = cluster.client("sbatch", f"--output={tmp_path / 'job.out'}", "--wrap",
+                              f"echo $$ > {pid_file}; exec sleep 600")
+        assert done.returncode == 0, done.stderr
+        deadline = time.monotonic() + 60
+        while not (pid_file.is_file() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        job = int(pid_file.read_text())
+        assert node._alive(job)
+        lines = node.down(cluster.state)
+    finally:
+        node.stop(cluster)  # this process started the daemons: reap them (and stop them, had down not run)
+    assert lines[0].startswith("cancelled the jobs still queued or running: "), lines
+    assert not node._alive(job) and not node.steps_of(cluster.conf)
+    assert [p.returncode is not None for p in cluster.daemons.values()] == [True, True, True]
