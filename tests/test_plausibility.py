@@ -16,7 +16,7 @@ import pytest
 
 from tileproof.judge import gate, plausibility
 from tileproof.records import lessons, parsers, registry, store
-from tileproof.records.models import LessonFront, PlausibilityNote, ResultRow, RunRecord
+from tileproof.records.models import LessonFront, PlausibilityNote, ResultRow, RunRecord, VerifiedRelease
 from tileproof.records.registry import Verification
 from tileproof.records.trust_history import FirstCommit
 
@@ -225,6 +225,25 @@ def test_a_second_runner_keys_agreeing_record_settles_it(session):
     failed = dataclasses.replace(other, record=other.record.model_copy(update={"verdict": "failed"}))
     assert not decide([session[0], shimmed, failed]).publishable  # it must agree: a pass of the same program
     assert isinstance(shimmed.record, RunRecord)
+
+
+def test_a_signal_on_a_record_behind_a_stated_release_blocks(session):
+    """``cuda_tile_verified`` names its run records in the front matter: a lesson rests on them as on its rows
+    (``gate.with_verified``), whichever release decides the rows."""
+    shimmed = altered(session[0], days=1, env=SHIM)
+    items = [session[0], shimmed]
+    decision = decide([session[0]])
+    assert decision.publishable and shimmed.record.run_id not in decision.rests_on
+    release = VerifiedRelease(cuda_tile="1.5.0", tileiras=["13.4.92"], tileiras_in_range=True,
+                              run_ids=[shimmed.record.run_id])
+    flagged = plausibility.signals(items, smi_clocks(*items))
+    stated = gate.with_verified(decision, [release], items, flagged, FRONT)
+    assert stated.cuda_tile_verified == (release,) and shimmed.record.run_id in stated.rests_on
+    assert [(b.kind, b.subject) for b in stated.blockers] == [("plausibility", f"run {shimmed.record.run_id}")]
+    note = PlausibilityNote(signal="shim-path", subject="PYTHONPATH=/tmp/shim",
+                            explanation="the runner's cupy 14.2 wheel unpacked there by the lead, see ops log 12")
+    explained = FRONT.model_copy(update={"plausibility": [note]})
+    assert gate.with_verified(decision, [release], items, flagged, explained).publishable
 
 
 # --- the audit: each unsettled signal is a finding on its record -----------------------------
