@@ -39,9 +39,9 @@ passed, every performance claim is supported and no claim it still asserts is
 refuted: the same rule whether the lesson is a draft or already published. A
 plausibility signal (``judge.plausibility``: a shim path, a transcript's clock far
 off, a run too fast to be real, host facts or a GPU uuid out of place) on a record
-the decision accepts (for a published lesson: a record it cites) blocks too, until a
-second runner key's record agrees or the lesson's front matter explains it
-(``plausibility:``).
+the decision accepts (for a published lesson: a record it cites), or behind a cuda-tile
+release the lesson states (``with_verified``), blocks too, until a second runner key's
+record agrees or the lesson's front matter explains it (``plausibility:``).
 ``Decision.blockers`` lists what stands in the way, each with a reason that is
 never empty; ``status``, ``publish`` and the audit print from it.
 
