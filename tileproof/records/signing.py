@@ -1,25 +1,10 @@
 """Signed records: an in-toto Statement v1 in a DSSE envelope, ed25519.
 
-A signed record file (``runs/<run id>.json``) is a DSSE envelope
-(https://github.com/secure-systems-lab/dsse, protocol v1)::
-
-    {"payloadType": "application/vnd.in-toto+json",
-     "payload": base64(statement JSON),
-     "signatures": [{"keyid": sha256(raw public key) hex, "sig": base64(ed25519(PAE))}]}
-
-whose statement says which files the record attests and carries the record::
-
-    {"_type": "https://in-toto.io/Statement/v1",
-     "subject": [{"name": repo-relative path, "digest": {"sha256": ...}}, ...],
-     "predicateType": "urn:tileproof:record:v1",
-     "predicate": the record's JSON, exactly as an unsigned record file holds it}
-
-The subjects are every ``FileDigest`` and ``Transcript`` the record holds
-(sources, binaries, build artifacts, transcripts), so a verifier needs only the
-statement to know which digests a runner vouched for. ed25519 comes from
-``cryptography``; this module only builds the DSSE pre-authentication encoding
-(PAE), which the DSSE spec defines as plain bytes. A private key inside the
-repository is refused here, at signing time, as ``keygen`` refuses to write one.
+Builds and opens the envelope of a signed record file (``runs/<run id>.json``): the statement's subjects are every
+``FileDigest`` and ``Transcript`` the record holds, its predicate the record itself. ed25519 comes from
+``cryptography``; this module only builds the DSSE pre-authentication encoding (PAE). A private key inside the
+repository is refused here, at signing time, as ``keygen`` refuses to write one. The envelope's shape and what a
+signature proves: docs/signing-and-threat-model.md.
 """
 
 from __future__ import annotations
