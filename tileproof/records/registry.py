@@ -7,7 +7,7 @@ instant from which its signatures no longer count. A record's signing time is
 its own ``created``: records a key signed before its revocation stay valid,
 those dated from then on are refused (a revoked key can still backdate; the
 append-only history check is what catches a record added after the fact
-with an old date, see README "Threat model").
+with an old date, see docs/signing-and-threat-model.md).
 
 It lives under ``lessons/`` and not ``runs/``: ``runs/`` and ``evidence/`` are
 the append-only log GPU hosts add to (every file there must keep its first
