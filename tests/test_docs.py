@@ -1,7 +1,9 @@
 """The documentation site (docs/): ``nox -s tests`` builds it beside pytest, and that build fails on what a reader
 would trip over: a page no table of contents lists, a link to a missing page or heading, a heading out of order,
-AUTHORING.md's generated reference gone from where the authoring page includes it."""
+AUTHORING.md's generated reference gone from where the authoring page includes it. The code's pointers into the
+site (``docs/page.md, "Heading"`` in a docstring, ``docs/page.md#anchor`` in the README) name what exists."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -39,3 +41,46 @@ def test_the_docs_build_fails_on_each_kind_of_breakage(tmp_path):
     assert "local id not found in doc 'install': 'no-such-heading'" in said
     assert "Non-consecutive header level increase" in said
     assert 'option "end-before": text not found' in said
+
+
+POINTER = re.compile(r'docs/([a-z0-9-]+)\.md(?:, "([^"]+)"|#([a-z0-9-]+))?')
+"""``docs/page.md``, optionally with ``, "A heading"`` (docstrings) or ``#a-heading`` (Markdown links)."""
+
+
+def _headings(page: Path) -> list[str]:
+    """The page's Markdown headings, outside code blocks."""
+    fenced, found = False, []
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (m := re.match(r"#+ (.+)", line)):
+            found.append(m.group(1).strip())
+    return found
+
+
+def _anchor(heading: str) -> str:
+    """The anchor MyST (and GitHub) give a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+def test_the_pattern_finds_pointers_with_and_without_a_heading():
+    found = POINTER.findall('see docs/claims.md, "The claims matrix", and [x](docs/install.md#the-lock)')
+    assert found == [("claims", "The claims matrix", ""), ("install", "", "the-lock")]
+    assert _anchor("What each command writes, and what to commit") == "what-each-command-writes-and-what-to-commit"
+
+
+def test_every_pointer_into_the_docs_names_a_page_and_heading_that_exist():
+    tests = [p for p in sorted((REPO / "tests").glob("*.py")) if p.name != Path(__file__).name]  # shows the form
+    sources = [*sorted((REPO / "tileproof").rglob("*.py")), *tests,
+               *(REPO / name for name in ("noxfile.py", "pyproject.toml", "README.md", "AUTHORING.md"))]
+    seen = 0
+    for source in sources:
+        for page, heading, anchor in POINTER.findall(source.read_text()):
+            seen += 1
+            where = f"{source.relative_to(REPO)}: docs/{page}.md"
+            path = REPO / "docs" / f"{page}.md"
+            assert path.is_file(), f"{where}: no such page"
+            headings = _headings(path)
+            assert not heading or heading in headings, f"{where}: no heading {heading!r} (it has {headings})"
+            assert not anchor or anchor in map(_anchor, headings), f"{where}: no heading with anchor #{anchor}"
+    assert seen, "the README links the docs pages"
