@@ -58,14 +58,15 @@ def wheelhouse(session) -> list[str]:
     return []
 
 
-def install(session, *reqs, locked=True) -> bool:
-    """Install ``reqs`` (under the lock unless ``locked`` is False) into the session's venv; False when nothing
-    was installed: with --no-venv, or with ``-R`` (``--no-install``) in a reused environment, as nox skips it.
+def install(session, *reqs, locked=True, lock=LOCK) -> bool:
+    """Install ``reqs`` (under ``lock``, constraints.txt by default, unless ``locked`` is False) into the
+    session's venv; False when nothing was installed: with --no-venv, or with ``-R`` (``--no-install``) in a
+    reused environment, as nox skips it.
 
-    Under the lock, uv first installs from its cache alone (``from_uv_cache``)."""
+    Under a lock, uv first installs from its cache alone (``from_uv_cache``)."""
     if passthrough(session) or install_skipped(session):
         return False
-    args = [*wheelhouse(session), *(["-c", LOCK] if locked else []), *reqs]
+    args = [*wheelhouse(session), *(["-c", lock] if locked else []), *reqs]
     if not (locked and from_uv_cache(session, args)):
         session.install(*args)
     return True
@@ -241,6 +242,52 @@ def compile_matrix(session, release):
     tileproof(session, "compile")
 
 
+def cuda_tile_axis() -> list[str]:
+    """The cuda-tile releases of the release axis besides the lock's own (pyproject.toml
+    ``[tool.tileproof] cuda-tile-axis``); each has its pinned set ``locks/cuda-tile-<release>.txt``."""
+    import tomllib
+
+    with open(Path(__file__).with_name("pyproject.toml"), "rb") as f:
+        return list(tomllib.load(f)["tool"]["tileproof"]["cuda-tile-axis"])
+
+
+CUDA_TILE_AXIS = cuda_tile_axis()
+
+
+def axis_set(release: str) -> str:
+    """The pinned set of one release of the axis (docs/install.md, "cuda-tile releases (the release axis)")."""
+    return f"locks/cuda-tile-{release}.txt"
+
+
+def axis_requirements() -> list[str]:
+    """What a release's environment installs beside tileproof: the ``toolchain`` extra's packages by name
+    (cuda-tile among them; its set pins each one, to the CUDA release inside that cuda-tile's range)."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    with open("pyproject.toml", "rb") as f:
+        extra = tomllib.load(f)["project"]["optional-dependencies"]["toolchain"]
+    return [Requirement(r).name for r in extra]
+
+
+@nox.session(name="run-gpu-release", default=False)
+@nox.parametrize("cuda_tile", CUDA_TILE_AXIS)
+def run_gpu_release(session, cuda_tile):
+    """Run the Python programs with one cuda-tile release of the axis, in its own environment from its set."""
+    require_gpu(session)
+    install(session, "-e", ".[record,gpu]" if HAS_GPU else ".[record]", *axis_requirements(),
+            lock=axis_set(cuda_tile))
+    tileproof(session, "run", "--python-only")
+
+
+@nox.session(name="compile-release", default=False)
+@nox.parametrize("cuda_tile", CUDA_TILE_AXIS)
+def compile_release(session, cuda_tile):
+    """Export the Python kernels with one cuda-tile release of the axis (no GPU): a compile record per release."""
+    install(session, "-e", ".", *axis_requirements(), lock=axis_set(cuda_tile))
+    tileproof(session, "compile", "--python-only")
+
+
 @nox.session(python=False, requires=["light"])
 def publish(session):
     """Flip a lesson to published when its evidence allows (nox -s publish -- LESSON)."""
@@ -399,11 +446,30 @@ def docs(session):
     session.run("python", "-m", *DOCS_BUILD)
 
 
+UV_COMPILE = ["pip", "compile", "-q", "--universal", "--python-version", "3.10", "--custom-compile-command",
+              "nox -s lock"]
+
+
 @nox.session(python=False)
 def lock(session):
-    """Rewrite constraints.txt from pyproject.toml (-- --upgrade to take new releases)."""
+    """Rewrite constraints.txt from pyproject.toml, and one pinned set per cuda-tile release of the axis
+    (locks/cuda-tile-<release>.txt, its toolchain at the newest CUDA release inside that release's tileiras
+    range, which the index resolves from its metadata) (-- --upgrade to take new releases)."""
     if not nox.virtualenv.HAS_UV:
         session.error("nox -s lock needs uv: pip install 'nox[uv]' (or pipx install uv)")
-    session.run(nox.virtualenv.UV, "pip", "compile", "-q", "pyproject.toml", "--all-extras", "--universal",
-                "--python-version", "3.10", "--custom-compile-command", "nox -s lock", "-o", LOCK,
-                *session.posargs, external=True)
+    from packaging.requirements import Requirement
+
+    uv = nox.virtualenv.UV
+    session.run(uv, *UV_COMPILE, "pyproject.toml", "--all-extras", "-o", LOCK, *session.posargs, external=True)
+    tmp = Path(session.create_tmp())
+    for release in CUDA_TILE_AXIS:
+        (tmp / "tileiras.in").write_text(f"cuda-tile[tileiras]=={release}\n")
+        resolved = session.run(uv, *UV_COMPILE, str(tmp / "tileiras.in"), "--no-header", "--no-annotate",
+                               silent=True, external=True)
+        cuda = next(line.split("==")[1].rsplit(".", 1)[0] for line in resolved.splitlines()
+                    if line.startswith("nvidia-cuda-tileiras=="))
+        pins = [r for r in release_requirements(cuda) if Requirement(r).name != "cuda-tile"]
+        (tmp / "set.in").write_text("\n".join([f"cuda-tile=={release}", *pins]) + "\n")
+        Path("locks").mkdir(exist_ok=True)
+        session.run(uv, *UV_COMPILE, "pyproject.toml", str(tmp / "set.in"), "--extra", "record", "--extra", "gpu",
+                    "-o", axis_set(release), *session.posargs, external=True)

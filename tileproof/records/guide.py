@@ -22,6 +22,7 @@ from tileproof.records.models import (
     LessonProgram,
     PerfClaim,
     ResultRow,
+    VerifiedRelease,
 )
 from tileproof.records.tolerances import REGENERATE
 
@@ -29,7 +30,7 @@ GUIDE = Path("AUTHORING.md")
 BEGIN = ("<!-- front-matter reference: generated from tileproof/records/models.py by `nox -s schema`; "
          "do not edit -->")
 END = "<!-- end of the generated front-matter reference -->"
-MODELS: tuple[type[BaseModel], ...] = (LessonFront, LessonProgram, ResultRow, Hardware, PerfClaim)
+MODELS: tuple[type[BaseModel], ...] = (LessonFront, LessonProgram, ResultRow, Hardware, PerfClaim, VerifiedRelease)
 
 
 class GuideError(RecordError):

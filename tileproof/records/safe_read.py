@@ -23,7 +23,7 @@ import yaml
 
 from tileproof.records.errors import InputProblem, InputRefused, RecordError
 
-InputKind = Literal["record", "evidence", "lesson", "claims", "tolerances", "build"]
+InputKind = Literal["record", "evidence", "lesson", "claims", "tolerances", "build", "lock"]
 """What an input file is; it sets the size cap and whether links are allowed."""
 
 MIB = 1 << 20
@@ -34,6 +34,7 @@ LIMITS: dict[InputKind, int] = {
     "claims": 4 * MIB,
     "tolerances": 1 * MIB,
     "build": 16 * MIB,
+    "lock": 1 * MIB,
 }
 """Largest file of each kind tileproof reads (the largest committed record is 0.2 MiB)."""
 
