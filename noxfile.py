@@ -3,11 +3,11 @@
 Environments: uv builds them where it is installed (``pip install 'nox[uv]'``),
 else venv; they are kept between runs (``nox -R`` also skips the install step).
 Every install uses ``constraints.txt``, the lock (``nox -s lock`` rewrites it
-from pyproject.toml). The light sessions (status, publish, audit, schema,
-lint-kernels, keygen) share ONE small environment, built by the ``light`` session they
-require; compile and tests share the ``toolchain`` one (the toolchain plus the test
-and record extras, so the README's second command installs nothing); claims and the
-GPU sessions each keep their own, with the toolchain hard-linked from uv's cache.
+from pyproject.toml). The light sessions (status, publish, audit, schema, lint-kernels, keygen,
+sign-registry, new-lesson, slurm-node) share ONE small environment, built by the ``light`` session they
+require; compile and tests share the ``toolchain`` one (the toolchain plus the test,
+record and docs extras, so the README's second command installs nothing); docs, claims and the
+GPU sessions each keep their own, hard-linked from uv's cache.
 
 GPU sessions default to on only where nvidia-smi exists; on a machine without a
 GPU they say so in one line and fail within seconds, before installing
@@ -37,6 +37,12 @@ TOOLCHAIN_PYTHON = "toolchain-python.txt"
 """In nox's shared cache folder: the interpreter the ``toolchain`` session prepared."""
 RUFF_PATHS = ["tileproof", "tests", "noxfile.py", "kernels", "scripts"]
 """What ruff checks (kernels/ is checked, never fixed: see pyproject.toml [tool.ruff])."""
+DOCS_BUILD = ["sphinx", "-W", "--keep-going", "-E", "-q", "-b", "html", "docs", "build/docs"]
+"""The documentation site (``python -m`` these), warnings as errors; ``-E`` reads every page again, so a
+warning an earlier build already showed is never hidden by its saved environment."""
+BESIDE_PYTEST = [["mypy"], ["ruff", "check", *RUFF_PATHS], ["tileproof", "lint-kernels"], ["tileproof", "check"],
+                 DOCS_BUILD]
+"""What ``nox -s tests`` runs beside pytest (``python -m`` each), one after another."""
 
 
 def passthrough(session) -> bool:
@@ -161,8 +167,8 @@ def light_tileproof(session, *args):
 @nox.session(default=False)
 def toolchain(session):
     """The one environment ``compile`` and ``tests`` share: the tile toolchain (~650 MB, hard-linked from
-    uv's cache) plus the test and record extras (required by them; not run alone)."""
-    shared_env(session, "toolchain,test,record", TOOLCHAIN_PYTHON)
+    uv's cache) plus the test, record and docs extras (required by them; not run alone)."""
+    shared_env(session, "toolchain,test,record,docs", TOOLCHAIN_PYTHON)
 
 
 @nox.session(python=False, requires=["toolchain"])
@@ -249,7 +255,7 @@ CUDA_TILE_AXIS = cuda_tile_axis()
 
 
 def axis_set(release: str) -> str:
-    """The pinned set of one release of the axis (README, "cuda-tile releases")."""
+    """The pinned set of one release of the axis (docs/install.md, "cuda-tile releases (the release axis)")."""
     return f"locks/cuda-tile-{release}.txt"
 
 
@@ -329,7 +335,7 @@ def lint_kernels(session):
 
 @nox.session(name="new-lesson", default=False, python=False, requires=["light"])
 def new_lesson(session):
-    """Scaffold a draft lesson: ``nox -s new-lesson -- ID [--python NAME] [--cpp NAME]`` (AUTHORING.md)."""
+    """Scaffold a draft lesson: ``nox -s new-lesson -- ID [--python NAME] [--cpp NAME]`` (docs/authoring.md)."""
     light_tileproof(session, "new-lesson")
 
 
@@ -349,16 +355,15 @@ def slurm_node(session):
 
 @nox.session(python=False, requires=["toolchain"])
 def tests(session):
-    """Run the test suite (CPU only; GPU tests skip with a reason) on every core, with mypy, ruff, lint-kernels
-    and the lesson check beside it; fails when any of them fails.
+    """Run the test suite (CPU only; GPU tests skip with a reason) on every core, with mypy, ruff, lint-kernels,
+    the lesson check and the docs build beside it; fails when any of them fails.
 
     The import contract (pyproject.toml [tool.importlinter]) runs inside the suite,
     in tests/test_architecture.py. mypy and ruff read their settings from pyproject.toml.
     """
     python = shared_python(session, TOOLCHAIN_PYTHON)
     env = bytecode_cache(session)
-    checks = [["mypy"], ["ruff", "check", *RUFF_PATHS], ["tileproof", "lint-kernels"], ["tileproof", "check"]]
-    Beside(session, [[python, "-m", *argv] for argv in checks], env).around(
+    Beside(session, [[python, "-m", *argv] for argv in BESIDE_PYTEST], env).around(
         lambda: session.run(python, "-m", "pytest", *pytest_parallel(), *session.posargs, external=True, env=env))
 
 
@@ -366,8 +371,8 @@ class Beside:
     """Commands run one after another in a thread while the session runs pytest; ``report`` waits for them,
     prints each one's output under its command line, and fails the session when one failed or could not start.
 
-    They take about 4 s on one core (mypy 2.8 s of it) and pytest keeps both cores busy for about 40 s,
-    so beside it they add about 2 s instead of 4 s.
+    They take about 8 s on one core (mypy 2.8 s uncached, the docs build about 4 s) and pytest keeps both cores
+    busy for about 40 s, so beside it most of that time overlaps pytest.
     """
 
     def __init__(self, session, commands: list[list[str]], env: dict[str, str]):
@@ -432,6 +437,13 @@ def bytecode_cache(session) -> dict[str, str]:
     prefix keeps that cache out of the source tree, which is what that setting asks for.
     """
     return {"PYTHONPYCACHEPREFIX": str((Path(session.cache_dir) / "pycache").resolve()), "PYTHONDONTWRITEBYTECODE": ""}
+
+
+@nox.session
+def docs(session):
+    """Build the documentation site (docs/) into build/docs/, warnings as errors."""
+    install(session, "-e", ".[docs]")
+    session.run("python", "-m", *DOCS_BUILD)
 
 
 UV_COMPILE = ["pip", "compile", "-q", "--universal", "--python-version", "3.10", "--custom-compile-command",

@@ -1,6 +1,6 @@
 """The front-matter reference of the author's guide, rendered from the lesson models.
 
-``AUTHORING.md`` (the author's guide, linked from the README) holds a table per model
+``AUTHORING.md`` (included by the authoring page of docs/) holds a table per model
 (``LessonFront`` and the models it nests) between two markers; everything between them is
 generated from the fields' types, defaults and docstrings, so the guide cannot drift from what
 ``records.lessons`` accepts.

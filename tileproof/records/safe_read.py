@@ -1,26 +1,11 @@
 """The one reader for every file tileproof takes as input.
 
-Records, transcripts, lessons, claims files and the tolerance table are read
-through :func:`read_bytes` (or :func:`read_text`, :func:`read_evidence`), which
-accepts only a regular file inside the repository:
-
-- the path must stay under ``root`` once every symbolic link is resolved;
-  records and evidence may not be links at all (nor sit under a linked folder);
-- FIFOs, sockets and devices are refused from ``os.lstat``, without opening
-  them; the file is then opened with ``O_NOFOLLOW | O_NONBLOCK`` and
-  ``fstat`` must show the same regular file (a swap in between is refused);
-- each kind of input has a size cap (:data:`LIMITS`), enforced on the size
-  ``lstat`` reports and again on the bytes read.
-
-:func:`stream` hands out the same file's bytes in chunks, for a caller that
-hashes without holding the file whole. :func:`read_text` decodes strict UTF-8; :func:`parse_json` and
-:func:`parse_yaml` cap nesting (:data:`MAX_DEPTH`) and, for YAML, the node count
-with aliases expanded (:data:`MAX_NODES`), checked while composing, before any
-recursion can run away. Every refusal is one :class:`InputRefused` line whose
-``kind`` names the audit finding (:data:`RULES`). :func:`check_build_dir`
-refuses a ``build/`` that resolves outside the repository. :func:`parse_yaml`
-keeps the values of the texts it last parsed (:data:`PARSED_KEPT`): one audit
-reads each claims file several times.
+Records, transcripts, lessons, claims files and the tolerance table are read through :func:`read_bytes` (or
+:func:`read_text`, :func:`read_evidence`), which accepts only a regular file inside the repository, under the size
+cap of its kind (:data:`LIMITS`); :func:`parse_json` and :func:`parse_yaml` cap nesting and YAML's node count. Every
+refusal is one :class:`InputRefused` line whose ``kind`` names the audit finding (:data:`RULES`). :func:`stream`
+hands out the same file's bytes in chunks, checked the same way, for a caller that hashes without holding the file
+whole (the history check). The rules: docs/threat-model.md, "Untrusted input files".
 """
 
 from __future__ import annotations
