@@ -52,11 +52,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"compile: regenerated {rel} from its source ({COMMAND} does the same)")
     tools = find_tools(args.system_nvcc, cache_file=root / BUILD_DIR / "tool-versions.json")
     require_coherent(tools)
-    cpp = [] if getattr(args, "python_only", False) else programs(root, "cpp")
+    cpp = [] if args.python_only else programs(root, "cpp")
     kernels = programs(root, "kernels")
     tileiras = next((t.version for t in tools.facts.tools if t.name == "tileiras"), None)
     # before any program is imported (kernel_index): an out-of-range release is refused first, in one line
-    release = cuda_tile.release(tileiras, getattr(args, "tileiras_outside_range", False)) if kernels else None
+    release = cuda_tile.release(tileiras, args.tileiras_outside_range) if kernels else None
     py = kernel_index(root, kernels)
     for jl in julia_programs(root):  # named, never silently left out: julia compiles them when they run
         print(f"{jl.relative_to(root).as_posix()}: a cuTile.jl program, compiled by julia when tileproof run runs it "

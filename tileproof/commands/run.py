@@ -36,8 +36,8 @@ def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     request = session.Request(root=args.root.resolve(), lessons=tuple(args.lessons), programs=tuple(args.program),
                               device=args.device, timeout=args.timeout, cap=args.output_cap,
-                              record_no_gpu=args.record_no_gpu, python_only=getattr(args, "python_only", False),
-                              outside_range=getattr(args, "tileiras_outside_range", False))
+                              record_no_gpu=args.record_no_gpu, python_only=args.python_only,
+                              outside_range=args.tileiras_outside_range)
     if args.devices is not None:
         return devices.fan_out(args.devices, request)
     ended = session.run(request)
