@@ -20,6 +20,7 @@ import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import get_args
 
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -28,6 +29,7 @@ from hypothesis import strategies as st
 from tileproof.claims import spec as claims
 from tileproof.records import lessons, parsers, safe_read, store, tolerances
 from tileproof.records.errors import TileproofError
+from tileproof.records.redact import RedactionRule, random_looking, redact
 from tileproof.toolchain import build, find
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,6 +131,21 @@ def test_parse_gpu_query(text):
 def test_parse_release(text):
     out = own_errors_only("parse_release", find.parse_release, text)
     assert out is None or isinstance(out, str)
+
+
+REAL_SMI = (REPO / "tests/data/gpu/nvidia-smi.txt").read_bytes()
+smi_head = st.builds(lambda d, mo, day, h, mi, sec, y: f"{d} {mo} {day} {h}:{mi}:{sec} {y}",
+                     st.sampled_from(["Mon", "Sun", "Xyz", ""]), st.sampled_from(["Jan", "Feb", "Dec", "Foo"]),
+                     piece | st.integers(-5, 40).map(str), piece | st.integers(0, 99).map("{:02d}".format),
+                     st.integers(0, 99).map("{:02d}".format), st.integers(0, 99).map("{:02d}".format),
+                     piece | st.integers(0, 99999).map(str))
+
+
+@FUZZ
+@given(st.one_of(mutated(REAL_SMI).map(lambda b: b.decode("utf-8", "replace")), smi_head, st.text()))
+def test_smi_clock(text):
+    out = own_errors_only("smi_clock", parsers.smi_clock, text)
+    assert out is None or out.tzinfo is None
 
 
 res_line = st.one_of(
@@ -349,7 +366,45 @@ def test_safe_parse_yaml(text):
         assert str(e)
 
 
-TARGETS = [test_parse_pip_freeze, test_parse_gpu_query, test_parse_release, test_parse_res_usage, test_parse_target,
-           test_load_record, test_lesson_load, test_lesson_parse, test_claims_load_file, test_tolerance_table,
-           test_safe_read, test_safe_parse_json, test_safe_parse_yaml]
+# --- redaction ------------------------------------------------------------------------
+
+SECRETS = [  # (how the value is written around it, the value): one per rule, values random below
+    ("aws_secret_access_key={}", "AWS"), ("AWS_SECRET_ACCESS_KEY: {}", "AWS"), ('{{"password": "{}"}}', "PW"),
+    ('{{"api_key": {}}}', "PW"), ("--password {}", "PW"), ("Authorization: Basic {}", "B64"), ("xoxb-{}", "TOK"),
+    ("glpat-{}", "TOK"), ("ghp_{}", "TOK"), ("pypi-{}", "TOK"), ("https://u:{}@h/x", "PW"),
+    ("x.whl?access_token={}", "PW"), ("x.whl?X-Amz-Signature={}", "PW"), ("password={}", "PW"),
+    ("Bearer {}", "TOK"), ("CI_DEPLOY_TOKEN={}", "RANDOM"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\n{}\n-----END OPENSSH PRIVATE KEY-----", "B64"),
+]
+alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+secret_values = {
+    "AWS": st.text(alnum + "/+", min_size=40, max_size=40),
+    "PW": st.text(alnum + "!%*", min_size=6, max_size=30),
+    "B64": st.text(alnum + "+/", min_size=24, max_size=60),
+    "TOK": st.text(alnum, min_size=24, max_size=40),
+    "RANDOM": st.builds(lambda a, b: a + "7" + b + "Q", st.text(alnum, min_size=10, max_size=20),
+                        st.text(alnum, min_size=10, max_size=20)).filter(lambda v: random_looking(v.encode())),
+}
+planted = st.sampled_from(SECRETS).flatmap(lambda s: secret_values[s[1]].map(lambda v: (s[0].format(v), v)))
+around = st.one_of(words, st.sampled_from(["\n", " ", "", "\t", ": ", "=", '"', "&", "@", "-----BEGIN ", "xox",
+                                          "a" * 5000, "token=" * 200, '"password":' * 200, "--password " * 200]))
+
+
+@FUZZ
+@given(st.lists(st.tuples(around, planted), max_size=6), around)
+def test_redact(chunks, tail):
+    """Every credential planted on a line of its own (whatever the lines around it hold) is gone from
+    what redaction keeps, a second pass finds nothing, and the counts are the markers written, per rule."""
+    text = "".join(f"{a}\n{p}\n" for a, (p, _v) in chunks) + tail
+    out, counts = own_errors_only("redact.redact", redact, text.encode("utf-8", "surrogatepass"))
+    for _a, (_p, value) in chunks:
+        assert value.encode() not in out or value.encode() in text.replace(_p, "").encode("utf-8", "surrogatepass")
+    assert redact(out) == (out, {})
+    assert counts == {r: out.count(f"[REDACTED:{r}]".encode()) for r in counts}
+    assert all(n > 0 for n in counts.values()) and set(counts) <= set(get_args(RedactionRule))
+
+
+TARGETS = [test_parse_pip_freeze, test_parse_gpu_query, test_smi_clock, test_parse_release, test_parse_res_usage,
+           test_parse_target, test_load_record, test_lesson_load, test_lesson_parse, test_claims_load_file,
+           test_tolerance_table, test_safe_read, test_safe_parse_json, test_safe_parse_yaml, test_redact]
 """Every target, in the order the benchmark runs them."""

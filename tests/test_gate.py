@@ -242,7 +242,9 @@ def test_gate_reads_nothing_but_its_arguments(tmp_path):
     first = decide(FRONT, records, TODAY, TABLE, reader)
     assert first == decide(FRONT, records, TODAY, TABLE, reader)
     assert seen and all(p.startswith("evidence/") for p in seen)
-    assert list(inspect.signature(decide).parameters) == ["front", "records", "today", "table", "read_evidence"]
+    # Inputs only, no switch: ``signals`` is the tree's plausibility signals (data about other records).
+    assert list(inspect.signature(decide).parameters) == ["front", "records", "today", "table", "read_evidence",
+                                                          "signals"]
     source = inspect.getsource(gate)
     assert "os.environ" not in source and "open(" not in source
 

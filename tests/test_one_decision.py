@@ -87,6 +87,20 @@ def forged_cc(root) -> None:
     newer_copy(root, PROGRAM, 2, gpu_cc="10.0")  # the nvidia-smi transcript still says 9.0
 
 
+def shim_path(root) -> None:
+    newer_copy(root, PROGRAM, 3, env={"PATH": "/tmp/shim/bin:/usr/bin"})  # where a fake nvidia-smi answers
+
+
+def shim_path_explained(root) -> None:
+    """The author explains it in the front matter, by hand (publish never writes it)."""
+    shim_path(root)
+    path = root / "lessons" / f"{LESSON}.md"
+    note = ("plausibility:\n- signal: shim-path\n  subject: PATH=/tmp/shim/bin\n"
+            "  explanation: the runner's CUDA 13 toolkit, unpacked there for each session by its owner\n")
+    path.write_text(path.read_text().replace("\nstatus:", "\n" + note + "status:", 1))
+    assert lessons.load(root, LESSON).front.plausibility[0].subject == "PATH=/tmp/shim/bin"
+
+
 CASES = {
     "all-passing": (all_passing, {LESSON: True}),
     "one-stale-row": (stale_row, {LESSON: False}),
@@ -94,6 +108,8 @@ CASES = {
     "perf-claim-without-bench-record": (perf_claim_without_bench, {LESSON: False}),
     "mixed-toolchain": (mixed_toolchain, {LESSON: False}),
     "forged-cc": (forged_cc, {LESSON: False}),
+    "shim-path": (shim_path, {LESSON: False}),
+    "shim-path-explained": (shim_path_explained, {LESSON: True}),
 }
 """Case → (what it changes, lesson → whether it may be published); lessons not named: never."""
 

@@ -273,6 +273,8 @@ sys.path.insert(0, str(REPO / "tests" / "data" / "audit"))
 import audit_tree  # noqa: E402
 
 from tileproof.__main__ import main  # noqa: E402
+from tileproof.judge.audit.rules.inputs import INPUT  # noqa: E402
+from tileproof.judge.verdict import HISTORY  # noqa: E402
 from tileproof.records import lessons  # noqa: E402
 
 LATER = audit_tree.T0 + timedelta(hours=2)
@@ -338,15 +340,18 @@ def publish_cmd(root: Path, lesson: str, capsys) -> tuple[int, str]:
     return cli(capsys, "publish", lesson, "--root", str(root))
 
 
-def fake_h200_softmax(root: Path, signer: signing.Signer | None, when=None, passed: bool = True) -> Path:
+def fake_h200_softmax(root: Path, signer: signing.Signer | None, when=None, passed: bool = True,
+                      board: str = "H200", env: dict[str, str] | None = None) -> Path:
     """What the fake nvidia-smi + cupy + sitecustomize made tileproof write on a CPU box: a
     passing "NVIDIA H200, cc 9.0" run of kernels/softmax.py (whose lesson only has a T4 run),
     its transcripts and its closing session record, all in the shape a real run has (dated
-    ``when``, default ``LATER``; ``passed=False``: the run's check failed)."""
+    ``when``, default ``LATER``; ``passed=False``: the run's check failed; ``board``: which
+    H200 of ``audit_tree.GPUS``; ``env``: variables set over the recorded environment's)."""
     when = when or LATER
     sid = store.new_run_id("session", when)
-    env = audit_tree.environment(root, sid, which="H200")
-    run = audit_tree.run_record(root, env, "kernels/softmax.py", checks=["softmax"], lessons=["02-softmax"],
+    captured = audit_tree.environment(root, sid, which=board)
+    captured = captured.model_copy(update={"env": {**captured.env, **(env or {})}})
+    run = audit_tree.run_record(root, captured, "kernels/softmax.py", checks=["softmax"], lessons=["02-softmax"],
                                 when=when + timedelta(seconds=10), passed=passed)
     path = store.write_record(root, at_head(root, run), signer)
     store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], when + timedelta(minutes=1))), signer)
@@ -663,7 +668,7 @@ def test_cli_root_reset_accepted_by_moving_the_pin_then_endorsed_changes(signed_
     code, out = cli(capsys, "sign-registry", "--root", str(root), "--key", str(key))
     assert code == 0 and "lessons/registry-signatures/" in out, out
     commit(root, "runner registry: a second H200 runner, endorsed", "lessons")
-    path = fake_h200_softmax(root, second)
+    path = fake_h200_softmax(root, second, board="H200-second")  # another machine: its own board
     commit(root, "H200 session (the second runner)")
     code, out = audit_cmd(root, capsys)
     assert code == 0 and "signed by " + admin.keyid[:16] in out, out
@@ -886,21 +891,24 @@ def test_an_independent_verifier_checks_every_statement_subject_of_the_tree(sign
 VECTOR_ADD, SOFTMAX = "01-vector-add", "02-softmax"
 
 
-def newer_vector_add_run(root: Path, *, passed: bool = True, checkout_node: bool = False, later: int = 0) -> Path:
+def newer_vector_add_run(root: Path, *, passed: bool = True, checkout_node: bool = False, later: int = 0,
+                         env: dict[str, str] | None = None) -> Path:
     """A newer H200 session of kernels/vector_add.py signed by the registered runner, at HEAD: passing or
     failing; ``checkout_node``: made on a GPU node that ran tileproof from its checkout (environment version
     2, tileproof recorded by its source identity, a pip freeze that lists no tileproof); ``later``: hours after
-    ``LATER``."""
+    ``LATER``; ``env``: variables set over the recorded environment's."""
     from tileproof.records.models import ENVIRONMENT_VERSION, TileproofOrigin
 
     when = LATER + timedelta(hours=later)
     sid = store.new_run_id("session", when)
     freeze = audit_tree.PIP_FREEZE.replace("-e git+https://example.invalid/tileproof.git@0d1f2e3c#egg=tileproof\n", "")
-    env = audit_tree.environment(root, sid, which="H200", freeze=freeze if checkout_node else audit_tree.PIP_FREEZE)
+    captured = audit_tree.environment(root, sid, which="H200",
+                                      freeze=freeze if checkout_node else audit_tree.PIP_FREEZE)
     if checkout_node:
         origin = TileproofOrigin(kind="checkout", version="0.1.0", commit="0" * 40, sources_sha256="1" * 64)
-        env = env.model_copy(update={"environment_version": ENVIRONMENT_VERSION, "tileproof": origin})
-    run = audit_tree.run_record(root, env, "kernels/vector_add.py", checks=["vector_add"], lessons=[VECTOR_ADD],
+        captured = captured.model_copy(update={"environment_version": ENVIRONMENT_VERSION, "tileproof": origin})
+    captured = captured.model_copy(update={"env": {**captured.env, **(env or {})}})
+    run = audit_tree.run_record(root, captured, "kernels/vector_add.py", checks=["vector_add"], lessons=[VECTOR_ADD],
                                 when=when + timedelta(seconds=10), passed=passed)
     path = store.write_record(root, at_head(root, run), RUNNER)
     store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], when + timedelta(minutes=1))),
@@ -997,6 +1005,70 @@ def c_newer_run(**kind):
     return case
 
 
+SHIM = {"PATH": f"/tmp/shim/bin:{audit_tree.BIN}:/usr/bin:/bin"}
+"""A recorded PATH whose first entry is a scratch folder the runner's first record lacked: where a fake
+nvidia-smi answers first (``plausibility-shim-path``)."""
+SHIM_SUBJECT = "PATH=/tmp/shim/bin"
+EXPLANATION = ("plausibility:\n- signal: shim-path\n  subject: PATH=/tmp/shim/bin\n  explanation: the runner's "
+               "CUDA 13 tools, unpacked there by its owner for each session\n")
+"""A front-matter note that explains the shim signal (written by the author, never by publish)."""
+
+
+def explain(root: Path, lesson_id: str) -> None:
+    path = root / "lessons" / f"{lesson_id}.md"
+    text = path.read_text()
+    empty = "\nplausibility: []\n"  # audit_tree writes every front-matter field
+    path.write_text(text.replace(empty, "\n" + EXPLANATION, 1) if empty in text
+                    else text.replace("\nstatus:", "\n" + EXPLANATION + "status:", 1))
+    assert lessons.load(root, lesson_id).front.plausibility[0].subject == SHIM_SUBJECT
+
+
+def c_shim_path(explained: bool):
+    """A passing H200 run of softmax signed by the registered runner, with a shim first on its PATH: the
+    plausibility signal blocks the draft, unless its front matter explains it."""
+    def case(root, info):
+        fake_h200_softmax(root, RUNNER, env=SHIM)
+        if explained:
+            explain(root, SOFTMAX)
+        commit(root, "an H200 run of softmax, /tmp/shim first on its PATH")
+    return case
+
+
+def c_cited_record_explanation_removed(root, info):
+    """vector-add republished from a newer run whose shim PATH its front matter explained, then the
+    explanation deleted: the lesson rests on a record with an unsettled signal (``gate.decide_cited``)."""
+    from tileproof.commands.publish import publish
+
+    newer_vector_add_run(root, env=SHIM)
+    explain(root, VECTOR_ADD)
+    commit(root, "a newer H200 session, its /tmp/shim explained")
+    code, lines = publish(root, VECTOR_ADD, republish=True)
+    assert code == 0 and "republished" in lines[0], lines
+    commit(root, "republish vector-add from the newer session")
+    path = root / "lessons" / f"{VECTOR_ADD}.md"
+    path.write_text(path.read_text().replace(EXPLANATION, "plausibility: []\n", 1))
+    assert not lessons.load(root, VECTOR_ADD).front.plausibility
+    commit(root, "drop the explanation")
+
+
+def c_transcript_linked(root, info):
+    """A committed transcript (one no decision reads) replaced by a link to a copy of itself outside the
+    repository: ``history-refused``, and an input publish refuses."""
+    transcript = root / info["run"].step.stdout.path
+    outside = root.parent / "elsewhere.txt"
+    shutil.copyfile(transcript, outside)
+    transcript.unlink()
+    transcript.symlink_to(outside)
+
+
+def c_link_under_evidence(root, info):
+    """A new, uncommitted link under evidence/ leading out of the repository: no history finding, but an
+    input the audit refuses by what it is, so publish refuses the tree."""
+    outside = root.parent / "notes.txt"
+    outside.write_text("notes\n")
+    (root / "evidence" / "notes.txt").symlink_to(outside)
+
+
 AGREEMENT = {
     "control": (c_control, {VECTOR_ADD}),
     "edited-result-resealed": (c_edited_result, set()),
@@ -1014,8 +1086,18 @@ AGREEMENT = {
     "newer-passing-run": (c_newer_run(), {VECTOR_ADD}),
     "newer-failing-run": (c_newer_run(passed=False), set()),
     "records-from-a-checkout-run-node": (c_newer_run(checkout_node=True), {VECTOR_ADD}),
+    "plausibility-shim-path-on-a-registered-runner": (c_shim_path(False), {VECTOR_ADD}),
+    "plausibility-shim-path-explained": (c_shim_path(True), {VECTOR_ADD, SOFTMAX}),
+    "plausibility-on-a-cited-record-explanation-removed": (c_cited_record_explanation_removed, set()),
+    "history-refused-transcript-linked-out": (c_transcript_linked, set()),
+    "uncommitted-link-under-evidence": (c_link_under_evidence, set()),
 }
 """Case → (what it does to the signed tree, the lessons that are ready after it); any other lesson: not ready."""
+
+
+TREE_WIDE = (*HISTORY.values(), *INPUT.values())
+"""Findings about the tree that keep every lesson from being ready (history, and inputs refused by what they
+are): the audit names the file, not each lesson."""
 
 
 def status_footer(root: Path, lesson_id: str, capsys) -> str:
@@ -1045,10 +1127,10 @@ def test_status_publish_dry_run_and_audit_agree(signed_tree, capsys, case, ready
         else:  # a careless author: published by hand
             lesson.path.write_text(lessons.render(lesson, lesson.front.model_copy(update={"status": "published"})))
     code, out = audit_cmd(root, capsys)
-    history_found = any(f": {rule}: " in out for rule in ("history-missing", "history-changed"))
+    tree_wide = any(f": {rule}: " in out for rule in TREE_WIDE)
     for lesson_id in ids:
         against = any(line.startswith(f"lessons/{lesson_id}.md: ") for line in out.splitlines())
-        assert (against or history_found) == (lesson_id not in ready), (lesson_id, out)
+        assert (against or tree_wide) == (lesson_id not in ready), (lesson_id, out)
     if ready == set(ids):
         assert code == 0, out
 

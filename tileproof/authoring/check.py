@@ -3,6 +3,9 @@
 Every lesson parses and is in canonical form (what publish would write back is what is on disk);
 its programs exist; every check it names has an entry in the tolerance table; every results row's
 bound text shows the table's numbers; every claims file is valid; every generated file is current.
+It also scans every file under evidence/ with today's redaction rules (``records.redact``): a
+transcript written under fewer rules may hold a credential verbatim (one problem per file and rule,
+never the value; a committed transcript is never rewritten).
 One ``Problem`` per finding, each with its fix. ``tileproof check`` prints them; ``nox -s tests``
 runs it; the tests call ``problems`` on the repository and on a scaffolded lesson.
 """
@@ -16,8 +19,11 @@ from pathlib import Path
 
 from tileproof.authoring import generated
 from tileproof.claims import spec as claims_spec
+from tileproof.gather.audit_scan import walk
 from tileproof.records import lessons, store
-from tileproof.records.errors import TileproofError
+from tileproof.records.errors import InputRefused, TileproofError, one_line
+from tileproof.records.redact import redact
+from tileproof.records.safe_read import read_evidence
 from tileproof.records.tolerances import TABLE_FILE, Table, load_table
 
 BOUND = re.compile(r"rtol (?P<rtol>[0-9.e+-]+)\b.*?atol (?P<atol>[0-9.e+-]+)")
@@ -35,7 +41,7 @@ class Problem:
     fix: str
 
     def __str__(self) -> str:
-        return f"{self.file}: {self.problem} (fix: {self.fix})"
+        return one_line(f"{self.file}: {self.problem} (fix: {self.fix})")
 
 
 def bound_text(rtol: float, atol: float) -> str:
@@ -110,4 +116,22 @@ def problems(root: Path) -> list[Problem]:
     if table is not None:
         out += [Problem(p.as_posix(), "differs from what its source renders", generated.COMMAND)
                 for p in generated.stale(root)]
+    return out + evidence_secrets(root)
+
+
+SECRET_FIX = ("revoke the credential it names (committed transcripts are never rewritten: the bytes stay in "
+              "git history); a false positive: narrow the rule in tileproof/records/redact.py, with a test")
+
+
+def evidence_secrets(root: Path) -> list[Problem]:
+    """Every file under evidence/ that today's redaction rules would still change: per file and rule,
+    how many values they would replace. Files the safe reader refuses are the audit's findings."""
+    out: list[Problem] = []
+    for rel in walk(str(root), store.EVIDENCE, {}):
+        try:
+            _, counts = redact(read_evidence(root, rel))
+        except InputRefused:
+            continue  # a link, FIFO or oversized file: the audit's input-* finding
+        out += [Problem(rel, f"{n} value(s) the redaction rule {rule} replaces today are stored verbatim "
+                             f"(written under fewer rules)", SECRET_FIX) for rule, n in counts.items()]
     return out

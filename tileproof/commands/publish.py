@@ -9,21 +9,25 @@ Otherwise nothing is written and each blocker is printed with the command that w
 clear it. Exit status: 0 published (or would publish, or already published and
 valid), 1 evidence missing, 2 bad input.
 
-Publish refuses while git history shows a record or transcript once committed under
-runs/ or evidence/ is now missing or changed: a deleted refutation is no longer among
-the records the decision reads, so the history is what still says it was there. A
-tree without history is published from its records with a ``history: NOT CHECKED``
-line (the audit, not publish, fails closed on that). An already published lesson is
-valid while the records it cites still hold and it shows what they give; newer
-passing evidence leaves it valid (a note says ``--republish`` would refresh it), a
-hand edit or a cited record that no longer holds is refused. ``--republish`` writes
-it again from the newest evidence, exactly as a first publish writes it, and only
-while that evidence holds (a newer failing run blocks it).
+Publish refuses (exit 2) a tree with an input file the audit refuses by what it is
+(``gather.inputs``: a transcript that is a link, one out of the repository, a FIFO, a file over
+its cap), even one its decision does not read; ``status`` says such a tree is not ready, from the
+same verdict. Publish refuses while git history shows a record or transcript once committed under
+runs/ or evidence/ is now missing, changed or replaced by a link or special file: a deleted
+refutation is no longer among the records the decision reads, so the history is what still says
+it was there. A tree without history is published from its records with a ``history: NOT
+CHECKED`` line (the audit, not publish, fails closed on that). An already published lesson is
+valid while the records it cites still hold and it shows what they give; newer passing evidence
+leaves it valid (a note says ``--republish`` would refresh it), a hand edit or a cited record that
+no longer holds is refused (a plausibility signal on a cited record that nothing settles included).
+``--republish`` writes it again from the newest evidence, exactly as a first publish writes it, and
+only while that evidence holds (a newer failing run blocks it).
 
 Publish also refuses while the trust root's checks find something (``judge.trust_root``,
 against ``--trust-root`` or the tree's pin): an unsigned registry change or a root reset
 the pin was not moved to, a registry missing, emptied or loosened after history listed a
-key. Records are judged by the commit that first added them (``judge.standing``).
+key. Records are judged by the commit that first added them (``judge.standing``). Every
+printed line goes through ``records.errors.one_line``.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from pathlib import Path
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate
 from tileproof.records import lessons
-from tileproof.records.errors import RecordError
+from tileproof.records.errors import RecordError, one_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,9 +91,14 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool =
             trust_root: str | None = None) -> tuple[int, list[str]]:
     """Decide and (unless dry-run) publish; returns (exit status, lines to print)."""
     lesson = lessons.load(root, lesson_id)
+    tree = Tree.load(root, trust_root)
+    refused = tree.refused()  # before the decision, which may read one of them
+    if refused:
+        return 2, [f"{lesson.id}: not published: inputs the audit refuses; nothing changed:",
+                   *(f"  {file}: {rule}: {reason}" for file, (rule, reason) in sorted(refused.items()))]
     for field, path in lessons.missing_programs(root, lesson):
         raise RecordError(lesson.shown, field, f"{path} does not exist", f"restore {path} or fix the program list")
-    judged = Tree.load(root, trust_root).verdict(lesson)
+    judged = tree.verdict(lesson)
     name, decision, fresh = lesson.id, judged.decision, judged.fresh
     if judged.distrust:
         return 1, [f"{name}: not published: the runner registry's history does not hold from the trust root; "
@@ -139,5 +148,5 @@ def _write(lesson: lessons.Lesson, decision: gate.Decision, dry_run: bool, note:
 
 def run(args: argparse.Namespace) -> int:
     code, lines = publish(args.root, args.lesson, args.dry_run, args.republish, args.trust_root)
-    print("\n".join(lines), file=sys.stdout)
+    print("\n".join(map(one_line, lines)), file=sys.stdout)
     return code

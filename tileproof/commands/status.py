@@ -8,8 +8,9 @@ claim's outcome with the value it rests on, the bench record and its GPU; then o
 line per lesson saying what is left, from the same verdict ``publish`` and the
 audit print (``gather.tree.Tree.verdict``): "ready" exactly when ``publish
 --dry-run`` would exit 0, and for a valid published lesson with newer evidence the
-note "newer evidence: republish to refresh". Reads only; exit 0 unless an input is
-malformed (one line, exit 2).
+note "newer evidence: republish to refresh". Every printed line goes through
+``records.errors.one_line``. Reads only; exit 0 unless an input is malformed (one
+line, exit 2).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims, release_matrix
 from tileproof.judge.verdict import LessonVerdict
 from tileproof.records import lessons
+from tileproof.records.errors import one_line
 from tileproof.report import bench_view
 
 WORDS = {
@@ -85,7 +87,7 @@ def summary(judged: LessonVerdict) -> str:
             return head + f"; ready: nox -s publish -- {lesson.id}"
         note = judged.note()
         return head + "; ready: published, its records hold" + (f"; {note}" if note else "")
-    problems = [*judged.history_problems, *judged.distrust]
+    problems = judged.tree_problems
     if problems:
         file, rule, _reason = problems[0]
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -143,17 +145,18 @@ def status(root: Path, ids: list[str], tree: Tree | None = None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     tree = Tree.load(Path(args.root))
-    print("\n".join(status(args.root, args.lessons, tree)), file=sys.stdout)
+    print("\n".join(map(one_line, status(args.root, args.lessons, tree))), file=sys.stdout)
     bench_lines = bench_view.status_lines(tree.records)
     if bench_lines:  # what bounds each bench case and how close it comes (report.bench_view)
-        print("\nbench, newest record of each program (fastest tile kernel per shape):\n" + "\n".join(bench_lines))
+        print("\nbench, newest record of each program (fastest tile kernel per shape):\n"
+              + "\n".join(map(one_line, bench_lines)))
     documents = claims_documents(args.root, args.lessons)
     if documents == []:  # lessons named, none with a claims file
         return 0
     claim_lines = claims.status_lines(args.root, documents, tree.records)
     if len(claim_lines) > 1:
-        print("\n" + "\n".join(claim_lines))
+        print("\n" + "\n".join(map(one_line, claim_lines)))
     matrix_lines = matrix.status_lines(args.root, documents, tree.records)
     if matrix_lines:
-        print("\nclaims per toolchain release:\n" + "\n".join(matrix_lines))
+        print("\nclaims per toolchain release:\n" + "\n".join(map(one_line, matrix_lines)))
     return 0

@@ -1,13 +1,16 @@
 """``tileproof verify``: every record's signature against the runner registry, and git history.
 
-Prints one line per record that does not count under the trust policy
+Prints one line per record whose signature is a finding under the trust policy
 (``judge.trust.POLICY``, tightened by the registry and its history), the count of each
 trust word, the trust root's findings and range (``gather.trust_state``, ``--trust-root``
 as for the audit), and whether every file ever committed under runs/ and evidence/ is
-still there unchanged. Exit 0 when every record counts, the trust root's checks find
-nothing and history was checked clean; 1 otherwise (no history to check is not a pass).
-The same functions back the audit's trust and history findings; this command shows them
-on their own.
+still there unchanged. Exit 0 when no record's signature is a finding, the trust root's
+checks find nothing and history was checked clean; 1 otherwise (no history to check is
+not a pass). Unsigned records first committed before the tree's first key (legacy) or not
+committed yet count toward nothing and are no finding, as in the audit: both ask
+``Trusted.issues``, so a pristine clone passes both. The same functions back the audit's
+trust and history findings (one history read, as there); this command shows them on their
+own, every line through ``records.errors.one_line``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from pathlib import Path
 from tileproof.gather import trust_state
 from tileproof.judge import trust
 from tileproof.records import registry, store
+from tileproof.records.errors import one_line
+from tileproof.records.history import check as check_history
 from tileproof.runner import history
 
 
@@ -30,26 +35,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
-    trusted = trust_state.load(root, args.trust_root)
+    git_history = history.read(root)
+    trusted = trust_state.load(root, args.trust_root, git_history=git_history)
     reg = trusted.registry
     paths = store.record_files(root)
-    loaded = list(zip(paths, trusted.examine(store.read_record(p, reg) for p in paths), strict=True))
+    loaded = list(zip((store.rel(root, p) for p in paths),
+                      trusted.examine(store.read_record(p, reg) for p in paths), strict=True))
     policy = trust.effective(trusted.state.policy)
+    issues = {file: trusted.issues(x) for file, x in loaded}
     bad = 0
-    for path, x in loaded:
-        for rule, reason in trust.issues(x.verification, policy, legacy=trusted.legacy(x.record)):
-            print(f"{store.rel(root, path)}: {rule}: {reason}")
+    for file, found in issues.items():
+        for rule, reason in found:
+            print(one_line(f"{file}: {rule}: {reason}"))
             bad += 1
     for file, rule, reason in trusted.state.findings:
-        print(f"{file}: {rule}: {reason}")
+        print(one_line(f"{file}: {rule}: {reason}"))
         bad += 1
     words = Counter(x.trust for _, x in loaded)
+    legacy = sum(1 for file, x in loaded if not trust.counts(x.trust, policy) and not issues[file])
     print(f"records: {len(loaded)}; " + ", ".join(f"{n} {w}" for w, n in sorted(words.items()))
+          + (f" ({legacy} unsigned legacy or uncommitted: they count toward nothing, no finding)" if legacy else "")
           + f"; policy {policy}; {len(reg.runners)} runner keys in " + registry.REGISTRY.as_posix())
     for line in trusted.state.report.lines():
         print(line)
-    report = history.check_repository(root)
+    report = check_history(git_history)
     for finding in report.findings:
         print(finding)
-    print(f"history: {report.status}: {report.reason}")
+    print(one_line(f"history: {report.status}: {report.reason}"))
     return 0 if not bad and report.status == "checked" and not report.findings else 1

@@ -32,15 +32,17 @@ from pydantic import TypeAdapter, ValidationError
 
 from tileproof.claims import spec as claims_spec
 from tileproof.gather import audit_scan, trust_state
+from tileproof.gather import inputs as gather_inputs
 from tileproof.gather.audit_claims import claims_files_today
 from tileproof.gather.audit_scan import helper as byte_helper
 from tileproof.gather.audit_scan import paused_gc, read_record
 from tileproof.gather.tree import Tree
-from tileproof.judge import releases, trust
+from tileproof.judge import releases
 from tileproof.judge.audit import registry, rules
 from tileproof.judge.audit.result import AuditResult, Finding, Issue, LessonAudit
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, sessions
 from tileproof.judge.audit.rules import lessons as lesson_rules
+from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.judge.verdict import history_problems
@@ -51,7 +53,7 @@ from tileproof.records.history import check as check_history
 from tileproof.records.models import Record, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
 from tileproof.records.registry import UNSIGNED, RunnerRegistry, Verification
-from tileproof.records.safe_read import InputKind, read_bytes, read_evidence
+from tileproof.records.safe_read import read_evidence
 from tileproof.runner import history
 from tileproof.runner.forked import ForkedHelper
 
@@ -180,7 +182,6 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     git_history = history.read(root)
     trusting = trust_state.load(root, trust_root, expect_ancestor, git_history)
     runners = trusting.registry
-    policy = trust.effective(trusting.state.policy)
     verified: dict[str, Verification] = {}
     records, raw_refs = _validate(root, names, add, runners, verified)
     refs_of = {name: evidence.transcripts(rec) for name, rec in records}
@@ -207,7 +208,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
         # history (gather.trust_state, judge.standing), as status and publish see them.
         item, = trusting.examine([store.examine(rec, model_digest if model_digest is not None else seals.get(name),
                                                verified.get(name, UNSIGNED))])
-        for rule_id, reason in trust.issues(item.verification, policy, legacy=trusting.legacy(rec)):
+        for rule_id, reason in trusting.issues(item):
             add(Finding(file, rule_id, reason))
         examined.append(item)
         if isinstance(rec, RunRecord):
@@ -226,11 +227,12 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
                 flagged.add(name)
 
     evidence_files, evidence_bytes = _orphans(root, names, disk, refs_of, raw_refs, outputs, add)
-    _lesson_inputs(root, add)
+    lesson_refused = _lesson_inputs(root, add)
     _claims_files(root, add)
     checked = check_history(git_history)
-    tree = Tree.of(root, examined, trusting, checked)
+    tree = Tree.of(root, examined, trusting, checked, refused | lesson_refused)
     lesson_audits = _lessons(root, tree, findings)
+    _plausibility(tree, {rec.run_id: name for name, rec in records}, lesson_audits, add)
     findings += [Finding(file, rule_id, reason) for file, rule_id, reason in trusting.state.findings]
     findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_problems(checked)]
     if checked.status == "checked":
@@ -242,6 +244,17 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
                        record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked,
                        claims_files=claims_files_today(root), trust=trusting.state.report,
                        cuda_tile_lock=releases.lock_key(lock.cuda_tile_pin(root)))
+
+
+def _plausibility(tree: Tree, names: dict[str, str], lesson_audits: list[LessonAudit], add) -> None:
+    """Each record's plausibility signals that no lesson explains and no second runner key settles
+    (``judge.audit.rules.plausibility``)."""
+    flagged = tree.signals()
+    notes = [n for la in lesson_audits for n in la.notes]
+    for item in tree.records:
+        if item.record.run_id in flagged:
+            for rule_id, reason in plausibility_rules.plausibility_issues(item, tree.records, flagged, notes):
+                add(Finding(f"{store.RUNS}/{names[item.record.run_id]}", rule_id, reason))
 
 
 def _commit_claims(root: Path, records, add) -> None:
@@ -277,22 +290,14 @@ def lesson_files(root: Path) -> list[Path]:
     return sorted(folder.glob("*.md")) if folder.is_dir() else []
 
 
-def _lesson_inputs(root: Path, add) -> None:
-    """Every entry under lessons/ that is neither a folder nor a regular file, read through
-    ``safe_read`` (a link inside the repository is fine there; one leading outside, a FIFO or a
-    device is an ``input-*`` finding). Lesson and claims files are read by their loaders below."""
-    refused: dict[str, Issue] = {}
-    for rel in audit_scan.walk(str(root), LESSONS, refused):
-        try:
-            if not stat.S_ISREG(os.lstat(root / rel).st_mode):
-                kind: InputKind = "claims" if rel.startswith(f"{claims_spec.CLAIMS_DIR.as_posix()}/") else "lesson"
-                read_bytes(root, rel, kind)
-        except InputRefused as e:
-            refused[rel] = inputs.refused_issue(e)
-        except OSError:
-            continue  # gone since it was listed
-    for rel, (rule_id, reason) in refused.items():
+def _lesson_inputs(root: Path, add) -> dict[str, Issue]:
+    """Every entry under lessons/ that is neither a folder nor a regular file (``gather.inputs``),
+    each a finding, and returned (the Tree's refused inputs, with evidence/'s); lesson and claims
+    files are read by their loaders below."""
+    found = gather_inputs.lesson_inputs(root)
+    for rel, (rule_id, reason) in found.items():
         add(Finding(rel, rule_id, reason))
+    return found
 
 
 def _claims_files(root: Path, add) -> None:
@@ -339,5 +344,5 @@ def _lessons(root: Path, tree: Tree, findings: list[Finding]) -> list[LessonAudi
             add(Finding(file, rule_id, reason))
         out.append(LessonAudit(id=front.id, file=file, title=front.title, status=front.status,
                                programs=[p.path for p in front.programs], decision=judged.decision,
-                               releases=tree.releases(front)))
+                               releases=tree.releases(front), notes=tuple(front.plausibility)))
     return out

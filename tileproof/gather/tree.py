@@ -5,9 +5,12 @@
 gathers today's digests (the programs, every source the program's records
 attest, the snippets of the lesson's claims), the tolerance table (and, for
 records that attest it as a whole file, the versions of it git history holds),
-what the programs use, a reader for evidence/ and today's claims file, and asks
+what the programs use, a reader for evidence/, today's claims file and the tree's
+plausibility signals (``judge.plausibility``, computed once), and asks
 ``gate.decide``; ``Tree.verdict`` adds the decision on a published lesson's
-cited records and the tree's history check (``judge.verdict``). ``status``,
+cited records, the tree's history check, the trust root's findings and the
+inputs refused by what they are (``gather.inputs``), all in one
+``judge.verdict.LessonVerdict``. ``status``,
 ``publish`` and ``audit`` all come through ``Tree.verdict``; none gathers
 anything itself. The audit, which has already validated and sealed every record,
 builds its ``Tree`` from them (``Tree.of``) instead of reading runs/ again.
@@ -16,15 +19,17 @@ builds its ``Tree`` from them (``Tree.of``) instead of reading runs/ again.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from tileproof.claims import spec as claims_spec
-from tileproof.gather import trust_state
-from tileproof.judge import claim_verdicts, gate, release_matrix, releases, verdict
+from tileproof.gather import inputs, trust_state
+from tileproof.judge import claim_verdicts, gate, plausibility, release_matrix, releases, verdict
+from tileproof.judge.audit.result import Issue
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
 from tileproof.judge.verdict import LessonVerdict
-from tileproof.records import lessons, lock, store, tolerances
+from tileproof.records import lessons, lock, parsers, store, tolerances
 from tileproof.records.depends import ProgramUses
 from tileproof.records.errors import InputRefused
 from tileproof.records.history import HistoryReport, NoHistory
@@ -73,6 +78,25 @@ def evidence_reader(root: Path) -> gate.EvidenceReader:
                 return None
             raise
     return read
+
+
+def smi_clocks(root: Path, records: Iterable[Examined]) -> dict[str, datetime | None]:
+    """Transcript path → the clock on the first line of each nvidia-smi transcript records name, read
+    through ``safe_read`` and kept only where its digest is its record's (None otherwise: refused,
+    missing, changed, or without a clock line)."""
+    out: dict[str, datetime | None] = {}
+    read = evidence_reader(root)
+    for item in records:
+        t = plausibility.smi_transcript(item.record)
+        if t is None or t.path in out:
+            continue
+        try:
+            data = read(t.path)
+        except InputRefused:  # a link, FIFO or oversized file: the audit's input-* finding
+            data = None
+        trusted = data is not None and store.sha256_bytes(data) == t.sha256
+        out[t.path] = parsers.smi_clock(data.decode("utf-8", "replace")) if trusted and data is not None else None
+    return out
 
 
 def load_table(root: Path) -> dict[str, gate.Bound]:
@@ -155,6 +179,20 @@ class Tree:
     records examined elsewhere."""
     _history: HistoryReport | None = None
     _versions: dict[str, bytes] | NoHistory | None = None
+    _signals: dict[str, tuple[plausibility.Signal, ...]] | None = None
+    _refused: dict[str, Issue] | None = None
+
+    def signals(self) -> dict[str, tuple[plausibility.Signal, ...]]:
+        """The tree's plausibility signals by run id (``judge.plausibility.signals``), read once."""
+        if self._signals is None:
+            self._signals = plausibility.signals(self.records, smi_clocks(self.root, self.records))
+        return self._signals
+
+    def refused(self) -> dict[str, Issue]:
+        """Every input under evidence/ and lessons/ refused by what it is (``gather.inputs.refused``), read once."""
+        if self._refused is None:
+            self._refused = inputs.refused(self.root)
+        return self._refused
 
     @classmethod
     def load(cls, root: Path, trust_root: str | None = None) -> Tree:
@@ -166,11 +204,12 @@ class Tree:
 
     @classmethod
     def of(cls, root: Path, examined: Iterable[Examined], trust: trust_state.Trusted | None = None,
-           checked: HistoryReport | None = None) -> Tree:
+           checked: HistoryReport | None = None, refused: dict[str, Issue] | None = None) -> Tree:
         """A tree over records already loaded and examined (under ``trust``, with the history check
-        ``checked`` when the caller already made it)."""
+        ``checked`` and the refused inputs ``refused`` when the caller already has them)."""
         kinds = (RunRecord, BenchRecord, ClaimsRecord, CompileRecord)
-        return cls(Path(root), [e for e in examined if isinstance(e.record, kinds)], trust=trust, _history=checked)
+        return cls(Path(root), [e for e in examined if isinstance(e.record, kinds)], trust=trust, _history=checked,
+                   _refused=refused)
 
     def table(self) -> dict[str, gate.Bound]:
         if self._table is None:
@@ -194,13 +233,14 @@ class Tree:
         evidence, or (``cited``) from the records a published lesson cites; the cuda-tile releases it was
         verified on the same way (``release_matrix.verified`` / ``cited_verified``)."""
         front, runs, others, today = self._inputs(lesson)
-        read = evidence_reader(self.root)
+        read, signals = evidence_reader(self.root), self.signals()
         if cited is not None:
-            decision = gate.decide_cited(front, cited, runs + others, today, self.table(), read)
-            return replace(decision, cuda_tile_verified=release_matrix.cited_verified(front, runs, today,
-                                                                                      self.table(), read))
-        decision = gate.decide(front, runs + others, today, self.table(), read)
-        return replace(decision, cuda_tile_verified=release_matrix.verified(front, runs, today, self.table(), read))
+            decision = gate.decide_cited(front, cited, runs + others, today, self.table(), read, signals)
+            stated = release_matrix.cited_verified(front, runs, today, self.table(), read)
+        else:
+            decision = gate.decide(front, runs + others, today, self.table(), read, signals)
+            stated = release_matrix.verified(front, runs, today, self.table(), read)
+        return gate.with_verified(decision, stated, runs + others, signals, front)
 
     def releases(self, lesson: lessons.Lesson | LessonFront) -> release_matrix.LessonReleases:
         """The lesson's Python programs x the cuda-tile releases their run records were made with."""
@@ -227,11 +267,13 @@ class Tree:
 
     def verdict(self, lesson: lessons.Lesson) -> LessonVerdict:
         """The lesson's one verdict: the decision on the newest evidence, for a published lesson also the
-        decision on the records it cites and their re-derivation, and the tree's history check."""
+        decision on the records it cites and their re-derivation, the tree's history check, the trust
+        root's findings and the refused inputs."""
         fresh = self.decide(lesson)
         cited = self.decide(lesson, lessons.cited(lesson)) if lesson.front.status == "published" else None
         distrust = tuple(self.trust.state.findings) if self.trust is not None else ()
-        return verdict.judge(lesson, fresh, cited, self.history(), distrust)
+        refused = tuple((file, rule, reason) for file, (rule, reason) in sorted(self.refused().items()))
+        return verdict.judge(lesson, fresh, cited, self.history(), distrust, refused)
 
 
 def refuted_claims(root: Path, document: str, tree: Tree | None = None) -> list:

@@ -10,7 +10,8 @@ use). A root is a commit (any name ``git rev-parse`` knows), or a path to a pin 
 (``records.trust_pin``) or to a registry file (its bytes name the root). It asks
 ``judge.trust_root.evaluate`` and returns a ``Trusted``, whose ``examine`` gives every
 record its standing through ``judge.standing.standing``, the one decision ``status``,
-``publish`` and the audit share.
+``publish`` and the audit share, and whose ``issues`` says which records' signatures are
+findings (the one judgement ``audit`` and ``verify`` print).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tileproof.judge import standing
+from tileproof.judge import standing, trust
 from tileproof.judge.trust_root import Expect, Root, RootSource, TrustState, evaluate, without_history
 from tileproof.records import registry, registry_change, store
 from tileproof.records.errors import RecordError, TileproofError
@@ -62,6 +63,13 @@ class Trusted:
     def legacy(self, record) -> bool:
         """Whether an unsigned record is from before this tree signed (``judge.standing.legacy``)."""
         return standing.legacy(self.first_of(record), self.state)
+
+    def issues(self, item: Examined) -> list[tuple[str, str]]:
+        """The (rule id, reason) pairs an examined record's signature is under the tree's policy
+        (``judge.trust.issues``): none when it counts, nor for a legacy unsigned record (first committed
+        in an ancestor of the tree's first keyed commit, or not committed at all). The one judgement
+        ``audit`` and ``verify`` both print, so a pristine clone is clean for both."""
+        return trust.issues(item.verification, trust.effective(self.state.policy), legacy=self.legacy(item.record))
 
 
 def load(root: Path, trust_root: str | None = None, expect_ancestor: str | None = None,

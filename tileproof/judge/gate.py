@@ -36,7 +36,12 @@ lesson that declares a compile-derived table (``res_usage``) gets it from the
 compile records (``res_usage.decide_res_usage``), and is blocked while none fills it.
 A lesson is publishable only when every required row
 passed, every performance claim is supported and no claim it still asserts is
-refuted: the same rule whether the lesson is a draft or already published.
+refuted: the same rule whether the lesson is a draft or already published. A
+plausibility signal (``judge.plausibility``: a shim path, a transcript's clock far
+off, a run too fast to be real, host facts or a GPU uuid out of place) on a record
+the decision accepts (for a published lesson: a record it cites), or behind a cuda-tile
+release the lesson states (``with_verified``), blocks too, until a second runner key's
+record agrees or the lesson's front matter explains it (``plausibility:``).
 ``Decision.blockers`` lists what stands in the way, each with a reason that is
 never empty; ``status``, ``publish`` and the audit print from it.
 
@@ -53,7 +58,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
-from tileproof.judge import claim_verdicts, releases, standing, trust
+from tileproof.judge import claim_verdicts, plausibility, releases, standing, trust
 from tileproof.judge.claim_verdicts import (
     NO_CLAIMS,
     ClaimsToday,
@@ -139,7 +144,8 @@ class RowDecision:
         return f"{self.row.program} {self.row.check}: {self.outcome}: {self.reason}"
 
 
-BlockerKind = Literal["row", "perf-claim", "refuted-claim", "claims-unchecked", "res-usage", "no-tolerance-entry"]
+BlockerKind = Literal["row", "perf-claim", "refuted-claim", "claims-unchecked", "res-usage", "no-tolerance-entry",
+                      "plausibility"]
 """What kind of thing keeps a lesson from being published."""
 
 
@@ -179,6 +185,9 @@ class Decision:
     """Required rows whose check has no entry in the tolerance table: nothing can ever pass them."""
     cuda_tile_verified: tuple[VerifiedRelease, ...] = ()
     """The cuda-tile releases every Python program of the lesson passed with (``release_matrix.verified``)."""
+    doubts: tuple[plausibility.Doubt, ...] = ()
+    """Plausibility signals that nothing settles on the records the decision rests on (:attr:`rests_on`,
+    ``judge.plausibility``)."""
 
     @property
     def publishable(self) -> bool:
@@ -200,6 +209,10 @@ class Decision:
                         f"check '{r.check}' has no entry in {TABLE_FILE}",
                         f"add \"{r.check}\": Tolerance(rtol=..., atol=...) with its derivation to {TABLE_FILE}")
                 for r in self.unlisted]
+        out += [Blocker("plausibility", f"run {d.run_id}", d.signal.kind, str(d.signal),
+                        f"run it again under a second registered runner key, or explain it in the front matter: "
+                        f"plausibility: [{{signal: {d.signal.kind}, subject: '{d.signal.subject}', explanation: ...}}]")
+                for d in self.doubts]
         return out
 
     def published_blocks(self) -> dict[str, str]:
@@ -211,7 +224,8 @@ class Decision:
         ``it still asserts 1 refuted claim(s)``: whichever apply (the rows' count when nothing does)."""
         parts = []
         tables = self.res_usage is not None and not self.res_usage.holds
-        if self.missing or not (self.unsupported or self.refuted or self.unchecked or tables or self.unlisted):
+        if self.missing or not (self.unsupported or self.refuted or self.unchecked or tables or self.unlisted
+                                or self.doubts):
             n, total = len(self.missing), sum(1 for r in self.rows if not r.row.optional)
             parts.append(f"{n} of {total} required rows lack evidence")
         if self.unsupported:
@@ -225,11 +239,22 @@ class Decision:
             parts.append("no compile record fills its res-usage table")
         if self.unlisted:
             parts.append(f"{len(self.unlisted)} check(s) have no tolerance entry")
+        if self.doubts:
+            parts.append(f"its evidence has {len(self.doubts)} unexplained plausibility signal(s)")
         return " and ".join(parts)
 
     @property
     def missing(self) -> list[RowDecision]:
         return [r for r in self.rows if r.blocks]
+
+    @property
+    def rests_on(self) -> list[str]:
+        """Run ids of the records a publish would state the lesson on: those behind its passed required rows,
+        its supported performance claims and the cuda-tile releases it is verified on."""
+        return list(dict.fromkeys(
+            [r.record.run_id for r in self.rows if r.outcome == "passed" and not r.row.optional and r.record]
+            + [c.record.run_id for c in self.perf if c.supported and c.record is not None]
+            + [run_id for v in self.cuda_tile_verified for run_id in v.run_ids]))
 
     @property
     def unsupported(self) -> list[ClaimDecision]:
@@ -607,34 +632,52 @@ def decide_claims(front: LessonFront, records: list, claims: ClaimsToday, today:
 
 
 def decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None],
-           table: Mapping[str, Bound], read_evidence: EvidenceReader) -> Decision:
+           table: Mapping[str, Bound], read_evidence: EvidenceReader,
+           signals: Mapping[str, tuple[plausibility.Signal, ...]] | None = None) -> Decision:
     """The publish decision for one lesson, from the newest evidence (a first publish, a republish): one
     ``RowDecision`` per results row (from the run records in ``records``), one ``ClaimDecision`` per
     performance claim (from its bench records) and the refuted claims its document still asserts on the
     release of its accepted run records (from the claims records; ``today``: a ``Today`` for the claims
     file and its snippets' digests, a plain mapping when it has none). ``records``: ``store.Examined``
-    records (plain ones are examined here)."""
-    return _decide(front, records, today, table, read_evidence, None)
+    records (plain ones are examined here). ``signals``: the tree's plausibility signals by run id
+    (``plausibility.signals``); an unsettled one on an accepted record blocks."""
+    return _decide(front, records, today, table, read_evidence, None, signals or {})
 
 
 def decide_cited(front: LessonFront, cited: Cited, records: Iterable, today: Mapping[str, str | None],
-                 table: Mapping[str, Bound], read_evidence: EvidenceReader) -> Decision:
+                 table: Mapping[str, Bound], read_evidence: EvidenceReader,
+                 signals: Mapping[str, tuple[plausibility.Signal, ...]] | None = None) -> Decision:
     """The same decision for a published lesson, from exactly the records it cites (``records.lessons.cited``
     and each row's ``run_id``): each must still count, hold and pass, and a newer failing run of a row's class
-    (``newer_failure``) overturns its row; newer passing evidence changes nothing here."""
-    return _decide(front, records, today, table, read_evidence, cited)
+    (``newer_failure``) overturns its row; newer passing evidence changes nothing here. An unsettled
+    plausibility signal (``signals``) on a cited record blocks as it does for a draft: the lesson rests on
+    that record."""
+    return _decide(front, records, today, table, read_evidence, cited, signals or {})
 
 
 def _decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None], table: Mapping[str, Bound],
-            read_evidence: EvidenceReader, cited: Cited | None) -> Decision:
+            read_evidence: EvidenceReader, cited: Cited | None,
+            signals: Mapping[str, tuple[plausibility.Signal, ...]]) -> Decision:
     records = trust.examined(records)
     claims = today.claims if isinstance(today, Today) else NO_CLAIMS
     rows = tuple(decide_row(front, row, records, today, table, read_evidence, cited is not None)
                  for row in front.results)
     refuted, unchecked = decide_claims(front, records, claims, today, rows)
-    return Decision(front.id, rows,
-                    tuple(decide_perf(front.performance, records)) if front.performance else (),
-                    refuted, unchecked,
-                    decide_res_usage(front, records, today, table, cited.compile if cited is not None else None),
-                    tuple(r for r in front.results
-                          if not r.optional and r.check != GATE_CHECK and r.check not in table))
+    decision = Decision(front.id, rows,
+                        tuple(decide_perf(front.performance, records)) if front.performance else (),
+                        refuted, unchecked,
+                        decide_res_usage(front, records, today, table, cited.compile if cited is not None else None),
+                        tuple(r for r in front.results
+                              if not r.optional and r.check != GATE_CHECK and r.check not in table))
+    return with_verified(decision, (), records, signals, front)
+
+
+def with_verified(decision: Decision, verified: Iterable[VerifiedRelease], records: Iterable,
+                  signals: Mapping[str, tuple[plausibility.Signal, ...]] | None, front: LessonFront) -> Decision:
+    """``decision`` stating the cuda-tile releases ``verified`` (``release_matrix.verified``, or
+    ``cited_verified`` for a published lesson), with its doubts: the unsettled plausibility signals
+    (``signals``, explained by ``front.plausibility``) of every record it then rests on
+    (:attr:`Decision.rests_on`; a release's records are stated in the front matter too)."""
+    stated = replace(decision, cuda_tile_verified=tuple(verified))
+    return replace(stated, doubts=plausibility.doubts(trust.examined(records), stated.rests_on, signals or {},
+                                                     front.plausibility))

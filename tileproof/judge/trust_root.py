@@ -45,7 +45,7 @@ from typing import Literal
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from tileproof.records import registry as reg
-from tileproof.records.errors import RecordError
+from tileproof.records.errors import RecordError, one_line
 from tileproof.records.registry import REGISTRY, REGISTRY_KIND, RunnerRegistry, TreePolicy
 from tileproof.records.registry_change import SignedChange, digest
 from tileproof.records.trust_history import TrustHistory
@@ -172,11 +172,13 @@ class TrustReport:
     """One line about ``--expect-ancestor``, when given."""
 
     def lines(self) -> list[str]:
+        """The report as printed lines, each through ``records.errors.one_line`` (an owner or a pin's
+        reason is the registry's own text: a line break in it never splits a line)."""
         out = [f"trust root: {self.root}", f"trust range: {self.range}"]
         out += [f"expected ancestor: {self.expect}"] if self.expect else []
         out += [f"registry change {c}" for c in self.changes]
         out += [f"pin moved in {m}" for m in self.pin_moves]
-        return out
+        return [one_line(line) for line in out]
 
 
 Finding = tuple[str, str, str]

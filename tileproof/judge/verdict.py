@@ -15,8 +15,12 @@ exactly those records (:func:`differences`: what
 ``publish`` itself would write from them). Newer passing evidence never makes it false: it is a note
 (:attr:`LessonVerdict.refreshable`, "republish to refresh"), and ``publish --republish`` writes it from
 the newest evidence, refused while that evidence does not hold. Git history showing a record or
-transcript once committed and now missing or changed (a ``git rm``-ed refutation is no longer among
-the records) keeps every lesson from being published or ready.
+transcript once committed and now missing, changed or replaced by something the reader refuses (a
+``git rm``-ed refutation is no longer among the records; a FIFO in place of a transcript) keeps every
+lesson from being published or ready, and so do an input refused by what it is (``gather.inputs``) and a
+finding of the trust root (:attr:`LessonVerdict.tree_problems`). A plausibility signal on a record the
+decision rests on (``judge.plausibility``; for a published lesson, a record it cites) is one of the
+decision's blockers (``gate.Decision.doubts``), so it is part of this verdict too.
 
 The rule ids below are the audit's (``judge.audit.rules`` registers them with what they catch):
 ``publish`` and ``status`` print the same words.
@@ -37,8 +41,11 @@ WITHOUT_EVIDENCE = "lesson-published-without-evidence"
 """Rule id: a published lesson whose cited records no longer hold (or a newer failure overturns one)."""
 REDERIVE = "lesson-rederive"
 """Rule id: a published lesson that differs from what its cited records give."""
-HISTORY: dict[Problem, str] = {"missing": "history-missing", "changed": "history-changed"}
+HISTORY: dict[Problem, str] = {"missing": "history-missing", "changed": "history-changed",
+                               "refused": "history-refused"}
 """Rule id of each history problem."""
+VERB: dict[Problem, str] = {"missing": "deleted", "changed": "edited", "refused": "replaced"}
+"""What was done to the once-committed file, as each history finding words it."""
 SHOWN = 2
 """Blockers named in a without-evidence finding (the rest counted)."""
 
@@ -51,13 +58,14 @@ def republish_fix(lesson_id: str) -> str:
 
 
 def history_problems(report: HistoryReport) -> list[tuple[str, str, str]]:
-    """(file, rule id, reason) for each once-committed record or transcript now missing or changed."""
+    """(file, rule id, reason) for each once-committed record or transcript now missing, changed or not a
+    regular file (a link, FIFO, device or folder the reader never follows or opens)."""
     out = []
     for f in report.findings:
-        what = "deleted" if f.problem == "missing" else "edited"
+        why = f" ({f.why})" if f.why else ""
         out.append((f.path, HISTORY[f.problem],
-                    (f"{what} after commit {f.commit[:12]}, which first added it; records and transcripts are never "
-                     f"deleted or edited (fix: git checkout {f.commit[:12]} -- {f.path})")))
+                    (f"{VERB[f.problem]} after commit {f.commit[:12]}, which first added it{why}; records and "
+                     f"transcripts are never deleted or edited (fix: git checkout {f.commit[:12]} -- {f.path})")))
     return out
 
 
@@ -77,6 +85,10 @@ class LessonVerdict:
     distrust: tuple[tuple[str, str, str], ...] = ()
     """(file, rule id, reason) for each way the runner registry's history does not hold from the trust root
     (``judge.trust_root``): while there is one, no lesson is ready or republishable."""
+    refused: tuple[tuple[str, str, str], ...] = ()
+    """(file, rule id, reason) for each input the audit refuses by what it is (``gather.inputs``: a link, a
+    FIFO or device, a file over its cap under evidence/ or lessons/), read by the decision or not: while
+    there is one, no lesson is ready or republishable (``publish`` exits 2 on it)."""
 
     @property
     def published(self) -> bool:
@@ -87,22 +99,29 @@ class LessonVerdict:
         return history_problems(self.history)
 
     @property
+    def tree_problems(self) -> list[tuple[str, str, str]]:
+        """(file, rule id, reason) for everything about the tree that keeps every lesson from being ready:
+        refused inputs, the trust root's findings, history findings (in the order ``publish`` names them)."""
+        return [*self.refused, *self.distrust, *self.history_problems]
+
+    @property
     def valid(self) -> bool:
         """A published lesson that is true: its cited records hold and it shows exactly what they give."""
         return self.published and self.decision.publishable and not self.rederived
 
     @property
     def ready(self) -> bool:
-        """What ``publish --dry-run`` exits 0 on: nothing once committed is missing or changed, and the
-        draft may be published (its newest evidence holds) or the published lesson is valid."""
-        if self.history_problems or self.distrust:
+        """What ``publish --dry-run`` exits 0 on: no input is refused, the trust root holds, nothing once
+        committed is missing, changed or replaced, and the draft may be published (its newest evidence holds)
+        or the published lesson is valid."""
+        if self.tree_problems:
             return False
         return self.valid if self.published else self.fresh.publishable
 
     @property
     def republishable(self) -> bool:
         """What ``publish --republish`` writes on: the newest evidence holds (and history is intact)."""
-        return not (self.history_problems or self.distrust) and self.fresh.publishable
+        return not self.tree_problems and self.fresh.publishable
 
     @property
     def refreshable(self) -> bool:
@@ -143,14 +162,16 @@ class LessonVerdict:
 
 
 def judge(lesson: lessons.Lesson, fresh: Decision, cited: Decision | None, history: HistoryReport,
-          distrust: tuple[tuple[str, str, str], ...] = ()) -> LessonVerdict:
+          distrust: tuple[tuple[str, str, str], ...] = (),
+          refused: tuple[tuple[str, str, str], ...] = ()) -> LessonVerdict:
     """The verdict from the decisions: ``fresh`` over the newest evidence, ``cited`` over the records a
-    published lesson cites (None for a draft); ``distrust``: the trust root's findings for the tree."""
+    published lesson cites (None for a draft); ``distrust``: the trust root's findings for the tree;
+    ``refused``: the inputs refused by what they are."""
     if lesson.front.status != "published" or cited is None:
-        return LessonVerdict(lesson, fresh, fresh, history, distrust=distrust)
+        return LessonVerdict(lesson, fresh, fresh, history, distrust=distrust, refused=refused)
     rederived = tuple(differences(lesson, cited.published_front(lesson.front), cited.published_blocks())) \
         if cited.publishable else ()
-    return LessonVerdict(lesson, cited, fresh, history, rederived, distrust)
+    return LessonVerdict(lesson, cited, fresh, history, rederived, distrust, refused)
 
 
 # --- re-derivation: the lesson against what publish would write from its records ---------------

@@ -5,12 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-_LINE_BREAKS = str.maketrans({c: repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+CONTROLS = "".join(map(chr, [*range(0x20), *range(0x7F, 0xA0)])) + "\u2028\u2029\u202a\u202b\u202c\u202d\u202e" \
+    "\u2066\u2067\u2068\u2069"
+"""Every character escaped in a printed line: C0 and C1 controls and DEL (line breaks, tabs, the
+terminal's escape), the Unicode line and paragraph separators and the bidirectional overrides
+(which make a line read in another order than it is written)."""
+
+_ESCAPED = str.maketrans({c: repr(c)[1:-1] for c in CONTROLS})
 
 
 def one_line(text: str) -> str:
-    """``text`` with every line break escaped (``\\n``): a file's own bytes never split a message."""
-    return text.translate(_LINE_BREAKS)
+    """``text`` with every control character escaped as Python writes it (``\\n``, ``\\x1b``): the
+    one function every printed line that holds a file name or a file's own bytes goes through, so
+    that no name splits, repaints or reorders a line."""
+    return text.translate(_ESCAPED)
 
 
 class TileproofError(Exception):

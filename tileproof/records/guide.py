@@ -21,6 +21,7 @@ from tileproof.records.models import (
     LessonFront,
     LessonProgram,
     PerfClaim,
+    PlausibilityNote,
     ResultRow,
     VerifiedRelease,
 )
@@ -30,7 +31,8 @@ GUIDE = Path("AUTHORING.md")
 BEGIN = ("<!-- front-matter reference: generated from tileproof/records/models.py by `nox -s schema`; "
          "do not edit -->")
 END = "<!-- end of the generated front-matter reference -->"
-MODELS: tuple[type[BaseModel], ...] = (LessonFront, LessonProgram, ResultRow, Hardware, PerfClaim, VerifiedRelease)
+MODELS: tuple[type[BaseModel], ...] = (LessonFront, LessonProgram, ResultRow, Hardware, PerfClaim, VerifiedRelease,
+                                        PlausibilityNote)
 
 
 class GuideError(RecordError):

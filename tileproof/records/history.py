@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tileproof.records.errors import one_line
+
 WATCHED = ("runs", "evidence")
 """Top-level folders whose committed files never change."""
 
@@ -24,7 +26,19 @@ REGENERATED = frozenset({"evidence/AUDIT.md", "evidence/audit.html"})
 ``REPORT_MD``/``REPORT_HTML`` and its orphan exemptions from here)."""
 
 HistoryStatus = Literal["checked", "no-history"]
-Problem = Literal["missing", "changed"]
+Problem = Literal["missing", "changed", "refused"]
+"""``refused``: the path is now a link, FIFO, device or folder, or cannot be read; the reader never
+follows or opens such a thing (``records.safe_read``), so it is not the file first committed."""
+
+
+@dataclass(frozen=True)
+class Unhashed:
+    """A working-tree file the reader did not hash, and why (``runner.history.read``)."""
+
+    problem: Literal["changed", "refused"]
+    """``changed``: larger than any file of its folder tileproof writes or reads (not read at all)."""
+    why: str
+    """One line, in ``records.safe_read``'s words."""
 
 
 @dataclass(frozen=True)
@@ -42,8 +56,9 @@ class GitHistory:
     """What the git reader gathered: first versions and the working tree's object ids."""
 
     first: tuple[FirstVersion, ...]
-    current: Mapping[str, str | None]
-    """Path → object id of the working-tree file now; None when it is missing."""
+    current: Mapping[str, str | Unhashed | None]
+    """Path → object id of the working-tree file now; None when it is missing; ``Unhashed`` when it
+    was not read (a link, a special file, over its size cap)."""
 
 
 @dataclass(frozen=True)
@@ -55,17 +70,26 @@ class NoHistory:
 
 @dataclass(frozen=True)
 class HistoryFinding:
-    """A once-committed file that is now missing or changed."""
+    """A once-committed file that is now missing, changed or not a regular file."""
 
     path: str
     problem: Problem
     commit: str
     """The commit that first added it (restore from there)."""
+    why: str = ""
+    """For a file that was not read: what the reader found instead (``Unhashed.why``)."""
+
+    def what(self) -> str:
+        """``is missing``, ``differs from its first committed version`` or ``is not ...``, with the reader's why."""
+        if self.problem == "missing":
+            return "is missing"
+        if self.problem == "refused":
+            return f"is not the regular file first committed ({self.why})"
+        return "differs from its first committed version" + (f" ({self.why})" if self.why else "")
 
     def __str__(self) -> str:
-        what = "is missing" if self.problem == "missing" else "differs from its first committed version"
-        return (f"{self.path}: {what} (committed in {self.commit[:12]}; records and transcripts are never "
-                f"deleted or edited; fix: git checkout {self.commit[:12]} -- {self.path})")
+        return one_line(f"{self.path}: {self.what()} (committed in {self.commit[:12]}; records and transcripts "
+                        f"are never deleted or edited; fix: git checkout {self.commit[:12]} -- {self.path})")
 
 
 @dataclass(frozen=True)
@@ -92,9 +116,16 @@ ObjectFormat = Literal["sha1", "sha256"]
 """The object formats git has (``git rev-parse --show-object-format``)."""
 
 
+def blob_hasher(size: int, object_format: ObjectFormat = "sha1"):
+    """A hash that, fed a file's ``size`` bytes, gives git's object id of it (``git hash-object``)."""
+    return hashlib.new(object_format, b"blob %d\0" % size)
+
+
 def blob_id(data: bytes, object_format: ObjectFormat = "sha1") -> str:
     """Git's object id of a file with these bytes (``git hash-object``), computed in process."""
-    return hashlib.new(object_format, b"blob %d\0" % len(data) + data).hexdigest()
+    digest = blob_hasher(len(data), object_format)
+    digest.update(data)
+    return digest.hexdigest()
 
 
 def check(history: GitHistory | NoHistory, regenerated: frozenset[str] = REGENERATED) -> HistoryReport:
@@ -112,6 +143,8 @@ def check(history: GitHistory | NoHistory, regenerated: frozenset[str] = REGENER
         now = history.current.get(first.path)
         if now is None:
             findings.append(HistoryFinding(first.path, "missing", first.commit))
+        elif isinstance(now, Unhashed):
+            findings.append(HistoryFinding(first.path, now.problem, first.commit, now.why))
         elif now != first.blob:
             findings.append(HistoryFinding(first.path, "changed", first.commit))
     return HistoryReport("checked", f"{files} committed files under {', '.join(WATCHED)}: "

@@ -995,6 +995,28 @@ class VerifiedRelease(Model):
     """The run records behind it, one per Python program."""
 
 
+PlausibilitySignal = Literal["shim-path", "smi-clock", "launch-too-fast", "host-facts", "gpu-two-hosts"]
+"""What a plausibility signal on a record is about (``judge.plausibility``; none is proof): ``shim-path``, a
+PATH or PYTHONPATH entry where a fake nvidia-smi or cupy is cheapest to put; ``smi-clock``, an nvidia-smi
+transcript dated far from the record; ``launch-too-fast``, a GPU run shorter than its launch could be;
+``host-facts``, host facts unlike the runner key's first record; ``gpu-two-hosts``, a GPU uuid under two
+runner keys."""
+
+
+class PlausibilityNote(Model):
+    """A plausibility signal on the lesson's evidence, explained for reviewers: with it the signal no
+    longer keeps the lesson from publishing nor is an audit finding; the note stays here for every
+    reviewer to read and weigh."""
+
+    signal: PlausibilitySignal
+    """The kind of signal, as the audit names it (``plausibility-<signal>``)."""
+    subject: str = Field(min_length=1)
+    """What the signal is about, exactly as the audit prints it: ``PYTHONPATH=/tmp/site``, an nvidia-smi
+    transcript's path, a run id, ``cpu_count=2``, a GPU uuid."""
+    explanation: str = Field(min_length=20)
+    """Why the signal is harmless here, in words a reviewer can check (who set what up, where, when)."""
+
+
 @schema("lesson", LESSON_VERSION)
 class LessonFront(Model):
     """A lesson's YAML front matter (``lessons/<id>.md``), read by ``records.lessons``."""
@@ -1025,3 +1047,6 @@ class LessonFront(Model):
     """The cuda-tile releases the lesson's Python programs were verified on, oldest first: written by publish
     from run records (one release per entry, including the lock's); empty in a draft and in a lesson without
     Python programs (then the key is left out)."""
+    plausibility: list[PlausibilityNote] = []
+    """Plausibility signals on the lesson's evidence, each explained (none: the evidence has none, or a
+    record from a second runner key agrees); written by the author, reviewed like the prose."""

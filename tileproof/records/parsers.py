@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import functools
 import re
+from datetime import datetime
 from urllib.parse import unquote, urlsplit
 
 from packaging.requirements import Requirement
@@ -130,3 +131,21 @@ def parse_gpu_query(text: str) -> list[dict]:
             }
         )
     return out
+
+
+_SMI_CLOCK = re.compile(r"\A\s*(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +"
+                        r"(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})\b")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def smi_clock(text: str) -> datetime | None:
+    """The wall-clock time ``nvidia-smi`` prints on its first line (``Tue Dec  1 14:22:12 2026``): the
+    host's local time, with no zone (naive); None when the transcript does not start with one."""
+    m = _SMI_CLOCK.match(text)
+    if m is None:
+        return None
+    month, day, hour, minute, second, year = m.groups()
+    try:
+        return datetime(int(year), _MONTHS.index(month) + 1, int(day), int(hour), int(minute), int(second))
+    except ValueError:  # 31 Feb, hour 25
+        return None

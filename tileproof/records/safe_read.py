@@ -3,8 +3,9 @@
 Records, transcripts, lessons, claims files and the tolerance table are read through :func:`read_bytes` (or
 :func:`read_text`, :func:`read_evidence`), which accepts only a regular file inside the repository, under the size
 cap of its kind (:data:`LIMITS`); :func:`parse_json` and :func:`parse_yaml` cap nesting and YAML's node count. Every
-refusal is one :class:`InputRefused` line whose ``kind`` names the audit finding (:data:`RULES`). The rules:
-docs/threat-model.md, "Untrusted input files".
+refusal is one :class:`InputRefused` line whose ``kind`` names the audit finding (:data:`RULES`). :func:`stream`
+hands out the same file's bytes in chunks, checked the same way, for a caller that hashes without holding the file
+whole (the history check). The rules: docs/threat-model.md, "Untrusted input files".
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import errno
 import json
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +39,9 @@ LIMITS: dict[InputKind, int] = {
     "lock": 1 * MIB,
 }
 """Largest file of each kind tileproof reads (the largest committed record is 0.2 MiB)."""
+
+CHUNK = 1 * MIB
+"""Most bytes read at once (:func:`stream` hands them out one chunk at a time)."""
 
 NO_LINKS: frozenset[InputKind] = frozenset({"record", "evidence"})
 """Kinds that may not be a symbolic link nor sit under one: runs/ and evidence/ hold plain files."""
@@ -151,7 +156,11 @@ def read_bytes(root: Path | str, path: Path | str, kind: InputKind, shown: str |
     return _read(os.fspath(root), rel, kind, shown or rel)
 
 
-def _read(root: str, rel: str, kind: InputKind, shown: str) -> bytes:
+def _open(root: str, rel: str, kind: InputKind, shown: str) -> tuple[int, os.stat_result]:
+    """(an open descriptor, its ``fstat``) of one regular file inside ``root``, checked as the module says:
+    every component from ``lstat`` (a link is followed only where the kind allows it), no special
+    file ever opened, the cap on the size ``lstat`` reports, ``O_NOFOLLOW | O_NONBLOCK``, and the
+    file opened the one ``lstat`` saw. The caller closes the descriptor."""
     target, st = _resolve(root, rel, kind, shown)
     if not stat.S_ISREG(st.st_mode):
         kind_text = _kind_of(st.st_mode) or "not a regular file"
@@ -170,26 +179,62 @@ def _read(root: str, rel: str, kind: InputKind, shown: str) -> bytes:
         raise InputRefused(shown, "unreadable", f"cannot be opened ({e.strerror})", "check its permissions") from None
     try:
         now = os.fstat(fd)
-        if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-            raise InputRefused(shown, "unreadable", "was replaced while being opened",
-                               "read it again when it is stable")
-        chunks, left = [], cap + 1
+    except OSError as e:
+        os.close(fd)
+        raise InputRefused(shown, "unreadable", f"cannot be read ({e.strerror})", "check the file system") from None
+    if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        os.close(fd)
+        raise InputRefused(shown, "unreadable", "was replaced while being opened", "read it again when it is stable")
+    return fd, now
+
+
+def _chunks(fd: int, size: int, cap: int, shown: str, kind: InputKind) -> Iterator[bytes]:
+    """The bytes of ``fd`` in chunks, at most ``cap`` of them: one byte more is ``too-large``."""
+    left = cap + 1
+    try:
         while left > 0:
-            chunk = os.read(fd, min(left, max(now.st_size + 1, 1 << 16)))
+            chunk = os.read(fd, min(left, max(size + 1, 1 << 16), CHUNK))
             if not chunk:
-                break
-            chunks.append(chunk)
+                return
             left -= len(chunk)
+            if left <= 0:
+                raise InputRefused(shown, "too-large",
+                                   f"grew past {cap} bytes while being read; a {kind} file may have at most {cap}",
+                                   "keep the file under the cap")
+            yield chunk
     except OSError as e:
         raise InputRefused(shown, "unreadable", f"cannot be read ({e.strerror})", "check the file system") from None
+
+
+def _read(root: str, rel: str, kind: InputKind, shown: str) -> bytes:
+    fd, st = _open(root, rel, kind, shown)
+    try:
+        return b"".join(_chunks(fd, st.st_size, LIMITS[kind], shown, kind))
     finally:
         os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > cap:
-        raise InputRefused(shown, "too-large",
-                           f"grew past {cap} bytes while being read; a {kind} file may have at most {cap}",
-                           "keep the file under the cap")
-    return data
+
+
+@contextmanager
+def stream(root: Path | str, path: Path | str, kind: InputKind, shown: str | None = None,
+           ) -> Iterator[tuple[int, Iterator[bytes]]]:
+    """(size ``fstat`` reports, the file's bytes in chunks of at most :data:`CHUNK`) of one regular file
+    inside ``root``, checked exactly as :func:`read_bytes` checks it, for a caller that hashes a file
+    without holding it whole (the history check). Refusals are the same :class:`InputRefused` lines,
+    raised on entry or while iterating (a file that grows past its cap)."""
+    rel = relative(root, path)
+    fd, st = _open(os.fspath(root), rel, kind, shown or rel)
+    try:
+        yield st.st_size, _chunks(fd, st.st_size, LIMITS[kind], shown or rel, kind)
+    finally:
+        os.close(fd)
+
+
+def check_file(root: Path | str, path: Path | str, kind: InputKind, shown: str | None = None) -> None:
+    """Every check :func:`read_bytes` makes before it reads, and nothing read: the file is opened the
+    way the reader opens it and closed. Raises the same :class:`InputRefused` line."""
+    rel = relative(root, path)
+    fd, _st = _open(os.fspath(root), rel, kind, shown or rel)
+    os.close(fd)
 
 
 def decode(data: bytes, shown: str) -> str:

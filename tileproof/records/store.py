@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
 import tempfile
 from collections.abc import Iterable
@@ -65,6 +66,21 @@ def new_run_id(kind: str, now: datetime | None = None) -> str:
     """``<UTC yyyymmddThhmmssZ>-<kind>-<8 hex>``: sortable and unique."""
     now = now or datetime.now(timezone.utc)
     return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{kind}-{secrets.token_hex(4)}"
+
+
+_RUN_ID_TIME = re.compile(r"(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z")
+
+
+def run_id_time(run_id: str) -> datetime | None:
+    """The UTC time a run id (``new_run_id``) was made at; None for an id not of that form."""
+    m = _RUN_ID_TIME.match(run_id)
+    if m is None:
+        return None
+    year, month, day, hour, minute, second = map(int, m.groups())
+    try:
+        return datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
+    except ValueError:  # month 13, hour 25
+        return None
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -4,7 +4,8 @@ every file under runs/ and evidence/, and the working tree's object ids.
 ``git log --reverse --raw -z --no-renames`` lists, oldest first, each commit's
 added/changed/deleted files with their object ids; a path's first ``A`` is its
 first committed version (a rename is a delete plus an add, so a moved record is
-a missing one). No git, no repository, or a shallow clone: ``NoHistory``.
+a missing one). No git, no repository, or a shallow clone: ``NoHistory``. The
+working tree's files are hashed through ``records.safe_read.stream`` (:func:`working_id`).
 
 :func:`at_commits` reads, for the commits records name (``git.commit``), whether
 each is in this repository's history and the sha256 of each attested path's blob
@@ -22,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import cast, get_args
 
+from tileproof.records.errors import InputRefused
 from tileproof.records.history import (
     REGENERATED,
     WATCHED,
@@ -31,10 +33,12 @@ from tileproof.records.history import (
     HistoryReport,
     NoHistory,
     ObjectFormat,
-    blob_id,
+    Unhashed,
+    blob_hasher,
     check,
 )
 from tileproof.records.registry import REGISTRY
+from tileproof.records.safe_read import InputKind, stream
 from tileproof.records.trust_history import TrustHistory
 from tileproof.records.trust_pin import PIN
 from tileproof.runner.query import Answer, ask
@@ -93,13 +97,28 @@ def read(root: Path) -> GitHistory | NoHistory:
             path = next(tokens).decode()
             if status == "A" and path not in first:
                 first[path] = FirstVersion(path, commit, new)
-    current: dict[str, str | None] = {}
-    for path in first:
-        try:
-            current[path] = blob_id((root / path).read_bytes(), fmt)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            current[path] = None
-    return GitHistory(first=tuple(first.values()), current=current)
+    return GitHistory(first=tuple(first.values()), current={path: working_id(root, path, fmt) for path in first})
+
+
+def working_id(root: Path, path: str, fmt: ObjectFormat) -> str | Unhashed | None:
+    """Git's object id of the working-tree file at ``path`` (under runs/ or evidence/), hashed in chunks
+    as ``records.safe_read.stream`` hands them out: never a link followed, never a FIFO or device
+    opened, never more than the folder's cap read (``safe_read.LIMITS``: no file tileproof writes or
+    reads there is larger, so a larger one is changed, unread). None when it is missing."""
+    kind: InputKind = "record" if path.startswith(f"{WATCHED[0]}/") else "evidence"
+    try:
+        with stream(root, path, kind) as (size, chunks):
+            digest, seen = blob_hasher(size, fmt), 0
+            for chunk in chunks:
+                digest.update(chunk)
+                seen += len(chunk)
+    except InputRefused as e:
+        if e.kind == "missing":
+            return None
+        return Unhashed("changed" if e.kind == "too-large" else "refused", e.problem)
+    if seen != size:
+        return Unhashed("changed", f"its size changed from {size} to {seen} bytes while it was read")
+    return digest.hexdigest()
 
 
 def check_repository(root: Path, regenerated: frozenset[str] = REGENERATED) -> HistoryReport:

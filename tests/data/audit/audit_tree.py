@@ -113,10 +113,12 @@ def toolchain(tools: dict[str, str] | None = None) -> m.Toolchain:
 
 GPUS = {
     "H200": ("NVIDIA H200", "GPU-3f1c2b9e-7a4d-5e61-8c0f-2d9b6a1e4c77", "9.0", 143771, 1980, 3201),
+    "H200-second": ("NVIDIA H200", "GPU-c7e0a5d3-1f2b-4a96-8e3d-5b4f0c9a2e61", "9.0", 143771, 1980, 3201),
     "A100": ("NVIDIA A100-SXM4-80GB", "GPU-8a2d4c61-0b3e-4f57-9d21-6e0c5b7a3f18", "8.0", 81920, 1410, 1593),
     "T4": ("Tesla T4", "GPU-51e7c0d2-93ab-4c8e-b6f4-27d91a0e8c35", "7.5", 15360, 1590, 5000),
 }
-"""Synthetic hosts: (name, uuid, compute capability, MiB, SM MHz, memory MHz)."""
+"""Synthetic hosts: (name, uuid, compute capability, MiB, SM MHz, memory MHz). ``H200-second`` is another
+machine's board: a GPU uuid is per board, and one seen under two runner keys is a plausibility signal."""
 
 
 def gpu(which: str = "H200") -> m.GpuFacts:
@@ -133,6 +135,12 @@ def gpu_query(which: str = "H200") -> str:
     return header + f"0, {name}, {uuid}, {cc}, 580.95.05, {mib} MiB, {sm} MHz, {mem} MHz\n"
 
 
+def smi_at(session_id: str) -> str:
+    """The nvidia-smi transcript as captured at the session's start: its first line is the host's clock."""
+    t = store.run_id_time(session_id) or T0
+    return f"{t:%a %b} {t.day:2d} {t:%H:%M:%S %Y}\n" + NVIDIA_SMI.split("\n", 1)[1]
+
+
 def environment(root: Path, session_id: str, *, freeze: str = PIP_FREEZE, which: str = "H200") -> m.Environment:
     """Captured once per session: the transcripts go under evidence/<session id>/."""
     return m.Environment(
@@ -146,7 +154,7 @@ def environment(root: Path, session_id: str, *, freeze: str = PIP_FREEZE, which:
         env={"CUDA_VISIBLE_DEVICES": "0", "PATH": f"{BIN}:/usr/bin:/bin", "VIRTUAL_ENV": "/opt/venv"},
         pip_freeze=store.write_evidence(root, session_id, "pip-freeze.txt", freeze),
         nvidia_smi=store.write_evidence(root, session_id, "nvidia-smi.txt",
-                                        NVIDIA_SMI.replace("NVIDIA H200", GPUS[which][0][:18].ljust(11))),
+                                        smi_at(session_id).replace("NVIDIA H200", GPUS[which][0][:18].ljust(11))),
         nvidia_smi_query=store.write_evidence(root, session_id, "nvidia-smi-query.csv", gpu_query(which)),
     )
 

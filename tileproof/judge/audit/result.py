@@ -10,7 +10,9 @@ from tileproof.judge.claim_verdicts import ClaimsToday
 from tileproof.judge.release_matrix import LessonReleases
 from tileproof.judge.releases import ReleaseKey
 from tileproof.judge.trust_root import TrustReport
+from tileproof.records.errors import one_line
 from tileproof.records.history import HistoryReport
+from tileproof.records.models import PlausibilityNote
 
 Issue = tuple[str, str]
 """(rule id, reason): what a pure rule returns; the orchestrator adds the file."""
@@ -25,7 +27,9 @@ class Finding:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.file}: {self.rule}: {self.reason}"
+        """One printed line, control characters escaped (``records.errors.one_line``): a file name
+        with a line break in it never splits a finding in two."""
+        return one_line(f"{self.file}: {self.rule}: {self.reason}")
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,8 @@ class LessonAudit:
     decision: gate.Decision
     releases: LessonReleases | None = None
     """Its Python programs x the cuda-tile releases their records were made with (``judge.release_matrix``)."""
+    notes: tuple[PlausibilityNote, ...] = ()
+    """The plausibility signals its front matter explains (``LessonFront.plausibility``)."""
 
     @property
     def publishable(self) -> bool:
@@ -57,9 +63,9 @@ class LessonAudit:
         head = f"{self.file}: {self.status}, {ready}/{len(required)} required rows have evidence"
         blockers = self.decision.blockers
         if not blockers:
-            return head
-        return head + "; missing: " + "; ".join(
-            f"{b}" + (f" (fix: {b.command})" if b.command else "") for b in blockers)
+            return one_line(head)
+        return one_line(head + "; missing: " + "; ".join(
+            f"{b}" + (f" (fix: {b.command})" if b.command else "") for b in blockers))
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,7 @@ class AuditResult:
         """The audit's last line: what was read, what was found, what was written."""
         n = len(self.findings)
         wrote = f"; wrote {' and '.join(map(str, written))}" if written else "; wrote no report"
-        return (f"audit: {len(self.records)} records, {self.evidence_files} evidence files, "
-                f"{len(self.lessons)} lessons: {n} finding{'s' * (n != 1)}{wrote}; {self.history_line()}"
-                + (f"; trust range {self.trust.range}" if self.trust is not None and self.trust.checked else ""))
+        return one_line(f"audit: {len(self.records)} records, {self.evidence_files} evidence files, "
+                        f"{len(self.lessons)} lessons: {n} finding{'s' * (n != 1)}{wrote}; {self.history_line()}"
+                        + (f"; trust range {self.trust.range}" if self.trust is not None and self.trust.checked
+                           else ""))

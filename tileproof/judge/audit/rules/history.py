@@ -1,4 +1,5 @@
-"""History: a record or transcript once committed under runs/ or evidence/ that is now missing or changed.
+"""History: a record or transcript once committed under runs/ or evidence/ that is now missing, changed or
+not a regular file.
 
 The check itself is ``records.history.check`` (fed by ``runner.history``, the only
 code that starts git); each of its findings is named by ``judge.verdict.history_problems``,
@@ -16,3 +17,5 @@ MISSING = rule(HISTORY["missing"], "a record or transcript once committed under 
                                    "(deleted or renamed after its commit)")
 CHANGED = rule(HISTORY["changed"], "a record or transcript once committed under runs/ or evidence/ differs "
                                    "from its first committed version")
+REFUSED = rule(HISTORY["refused"], "a record or transcript once committed under runs/ or evidence/ is now a link, "
+                                   "FIFO, device or folder, or cannot be read (never followed or opened)")

@@ -1,0 +1,229 @@
+"""Issue 33: hostile inputs, second round, through the real commands.
+
+Each attack is planted in a committed copy of the clean audit tree
+(tests/data/audit/audit_tree.py, a git repository here) and ``audit``,
+``publish --dry-run`` and ``verify`` run on it in a subprocess: with a 30 s timeout,
+so that a hang fails the test instead of the suite, and an address-space cap, so that
+reading /dev/zero or a 2 GB file whole fails it too. Before ``runner.history`` hashed
+the working tree through ``records.safe_read.stream``, a FIFO in place of a committed
+transcript hung all three, a link to /dev/zero ended in a MemoryError and a 2 GB
+sparse file was read whole; ``publish`` accepted a transcript linked out of the
+repository; a line break in a file name split a finding line in two; and ``verify``
+failed a pristine clone the audit passed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import pytest
+from signing_keys import entry, new_signer, real_run, registry_of, write_registry
+
+from tileproof.gather import audit as audit_run
+from tileproof.judge import trust
+from tileproof.records import safe_read, store
+from tileproof.records.errors import one_line
+
+REPO = Path(__file__).resolve().parents[1]
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo (POSIX)")
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+MEMORY_CAP = 1536 << 20
+"""Address space a command may use here: the audit of the small tree needs a fraction of it, and a
+2 GB file (or /dev/zero) read whole cannot fit."""
+TRUST_RULES = set(trust.RULES)
+COMMANDS = {
+    "audit": ["audit"],
+    "publish": ["publish", "01-vector-add", "--dry-run"],
+    "verify": ["verify"],
+}
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), "-c", "user.email=t@example.invalid", "-c", "user.name=t",
+                    "-c", "commit.gpgsign=false", *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def committed(audit_copy):
+    """The clean audit tree, every file committed to a git repository."""
+    root, info = audit_copy
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "records and transcripts")
+    return root, info
+
+
+def _capped() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def cli(root: Path, command: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    """``python -m tileproof <command> --root root`` in a subprocess, its memory capped; a hang fails."""
+    argv = [sys.executable, "-m", "tileproof", *COMMANDS[command], "--root", str(root)]
+    try:
+        return subprocess.run(argv, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True,
+                              timeout=timeout, preexec_fn=_capped)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{command} did not finish within {timeout} s (it blocked on an input)")
+
+
+def assert_clean_exit(proc: subprocess.CompletedProcess, code: int) -> str:
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == code, out
+    assert "Traceback" not in out and "MemoryError" not in out, out
+    return out
+
+
+def lines_about(out: str, path: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith(f"{path}: ") or line.startswith(f"  {path}: ")]
+
+
+# --- 1. the history check reads committed files through the one safe reader ----------------
+
+
+@needs_fifo
+@pytest.mark.parametrize("which", ["stdout", "nvidia-smi-query"])
+def test_a_fifo_in_place_of_a_committed_transcript_hangs_no_command(committed, which):
+    root, info = committed
+    transcript = (info["run"].step.stdout if which == "stdout" else info["env"].nvidia_smi_query).path
+    (root / transcript).unlink()
+    os.mkfifo(root / transcript)
+    audit = assert_clean_exit(cli(root, "audit"), 1)
+    assert any(": history-refused: " in line and "FIFO" in line for line in lines_about(audit, transcript)), audit
+    verify = assert_clean_exit(cli(root, "verify"), 1)
+    (line,) = lines_about(verify, transcript)
+    assert "is not the regular file first committed (is a FIFO" in line
+    publish = assert_clean_exit(cli(root, "publish"), 2)
+    assert f"  {transcript}: input-special-file: is a FIFO" in publish
+
+
+def test_a_committed_transcript_linked_to_dev_zero_is_refused_not_read(committed):
+    root, info = committed
+    transcript = info["run"].step.stdout.path
+    (root / transcript).unlink()
+    (root / transcript).symlink_to("/dev/zero")
+    for command in ("audit", "verify"):
+        out = assert_clean_exit(cli(root, command), 1)
+        assert any("symbolic link" in line for line in lines_about(out, transcript)), out
+    assert ": history-refused: replaced after commit " in assert_clean_exit(cli(root, "audit"), 1)
+
+
+def test_a_2_gb_sparse_file_in_place_of_a_transcript_is_changed_unread(committed, monkeypatch):
+    root, info = committed
+    transcript = info["run"].step.stdout.path
+    os.truncate(root / transcript, 2 << 30)  # sparse: no disk used
+    out = assert_clean_exit(cli(root, "audit"), 1)
+    (line,) = [x for x in lines_about(out, transcript) if ": history-changed: " in x]
+    assert f"is {2 << 30} bytes" in line
+    from tileproof.runner import history
+
+    read = []
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: read.append(n) or real_read(fd, n))
+    report = history.check_repository(root)
+    assert [(f.path, f.problem) for f in report.findings] == [(transcript, "changed")]
+    assert sum(read) < safe_read.LIMITS["evidence"], "the history check read the oversized file"
+
+
+def test_publish_refuses_a_transcript_linked_out_of_the_repository(committed, tmp_path):
+    """The decision reads only the nvidia-smi query; a run's stdout replaced by a link to an outside
+    copy of itself (same bytes, same digest) passed publish while the audit refused it."""
+    root, info = committed
+    transcript = info["run"].step.stdout.path
+    outside = tmp_path / "elsewhere.txt"
+    shutil.copyfile(root / transcript, outside)
+    (root / transcript).unlink()
+    (root / transcript).symlink_to(outside)
+    publish = assert_clean_exit(cli(root, "publish"), 2)
+    assert f"  {transcript}: input-symlink: " in publish and "nothing changed" in publish
+    audit = assert_clean_exit(cli(root, "audit"), 1)
+    assert any(": input-symlink: " in line for line in lines_about(audit, transcript))
+
+
+@needs_fifo
+def test_publish_refuses_exactly_the_inputs_the_audit_refuses(audit_copy, tmp_path, monkeypatch):
+    root, info = audit_copy
+    outside = tmp_path / "outside.txt"
+    outside.write_text("x")
+    (root / "evidence" / "linked-out.txt").symlink_to(outside)
+    (root / "evidence" / "linked-in.txt").symlink_to(root / info["run"].step.stdout.path)
+    os.mkfifo(root / "evidence" / "pipe.txt")
+    (root / "evidence" / "big.txt").write_bytes(b"x" * 2048)
+    (root / "lessons" / "out.md").symlink_to(outside)
+    monkeypatch.setitem(safe_read.LIMITS, "evidence", 1024)
+    from tileproof.gather import inputs
+
+    from_audit = {(f.file, f.rule) for f in audit_run.audit(root).findings if f.rule.startswith("input-")}
+    from_publish = {(file, rule) for file, (rule, _) in inputs.refused(root).items()}
+    assert from_publish == from_audit
+    assert {rule for _, rule in from_audit} == {"input-symlink", "input-special-file", "input-too-large",
+                                                "input-outside-repo"}
+
+
+# --- 5. output: escaped file names; verify and audit agree on a pristine clone -------------
+
+
+NAMES = ["a\nb.txt", "c\rd\x1b[2Ke.txt", "f\u2028g.txt"]
+
+
+@pytest.mark.parametrize("name", NAMES, ids=["newline", "cr-and-escape", "line-separator"])
+def test_a_control_character_in_a_file_name_never_splits_a_line(committed, name):
+    root, _ = committed
+    (root / "evidence" / name).write_text("orphan\n")
+    (root / "runs" / f"x{name}.json").write_text("{}\n")
+    out = assert_clean_exit(cli(root, "audit"), 1)
+    evidence, record = f"evidence/{one_line(name)}", f"runs/x{one_line(name)}.json"
+    assert f"{evidence}: evidence-orphan: " in out and f"{record}: record-schema: " in out
+    assert not any(c in out for c in "\r\x1b\u2028"), repr(out)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "odd names")
+    (root / "evidence" / name).unlink()
+    (root / "runs" / f"x{name}.json").unlink()
+    for command in ("audit", "verify"):
+        out = cli(root, command).stdout
+        for path in (evidence, record):
+            assert any(line.startswith(f"{path}: ") and "missing" in line for line in out.splitlines()), out
+
+
+def test_one_line_escapes_every_control_character():
+    for c in [*map(chr, range(0x20)), "\x7f", "\x85", "\u2028", "\u2029", "\u202e"]:
+        assert one_line(f"a{c}b") == f"a{repr(c)[1:-1]}b" and c not in one_line(f"a{c}b")
+    assert one_line("plain évidence/x.txt") == "plain évidence/x.txt"
+
+
+def test_verify_and_audit_agree_on_a_pristine_clone(tmp_path):
+    """Unsigned records committed before the tree's first key are legacy for both commands: a clone
+    exits 0 for both; an unsigned record committed after the key is a finding for both."""
+    signer = new_signer()
+    root = tmp_path / "repo"
+    old = real_run()
+    store.write_record(root, old)
+    write_registry(root, registry_of())
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "records from before signing")
+    write_registry(root, registry_of(entry(signer, added=date(2026, 11, 1))).model_copy(
+        update={"policy": "signed-only"}))
+    store.write_record(root, real_run(run_id=old.run_id.replace("-run-", "-run-a")), signer)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the first key, and a signed record")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(root), str(clone))
+    audit_findings = {(f.file, f.rule) for f in audit_run.audit(clone).findings if f.rule in TRUST_RULES}
+    verify = cli(clone, "verify")
+    assert audit_findings == set() and verify.returncode == 0, verify.stdout + verify.stderr
+    assert "1 unsigned legacy or uncommitted" in verify.stdout
+    late = store.write_record(clone, real_run(run_id=old.run_id.replace("-run-", "-run-b")))
+    git(clone, "add", "-A")
+    git(clone, "commit", "-q", "-m", "an unsigned record after the key")
+    name = f"runs/{late.name}"
+    assert (name, "record-unsigned") in {(f.file, f.rule) for f in audit_run.audit(clone).findings}
+    verify = cli(clone, "verify")
+    assert verify.returncode == 1 and re.search(rf"^{re.escape(name)}: record-unsigned: ", verify.stdout, re.M)

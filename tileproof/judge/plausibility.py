@@ -1,0 +1,305 @@
+"""Plausibility signals: what a record made with a fake GPU tends to show, cheap to check and never proof.
+
+A record signed by a registered runner key can still come from a machine whose
+``nvidia-smi`` or ``cupy`` is a shim, or be assembled from another machine's
+transcripts. Nothing in a record proves it was not; some things make it unlikely.
+:func:`signals` looks, over every record that counts (``trust.admits``) and names a GPU
+(run, bench and claims records), oldest first (``standing.age``: by the commit that first
+added each, never by the date its signer wrote), for five, each a :class:`Signal` whose
+words say it is not proof:
+
+``shim-path``
+    A ``PATH`` or ``PYTHONPATH`` entry of the recorded environment (``nvidia-smi`` is
+    found through the first, ``cupy`` and ``cuda.tile`` are imported through the second,
+    before the interpreter's own site-packages) where a fake is cheapest to put: an empty
+    or relative entry (the working directory answers there), an entry inside the checkout
+    the run was made from (a file committed or dropped there answers), or an entry under a
+    scratch folder anyone on the host may write (:data:`SCRATCH`) that the runner's first
+    record did not have. A runner key's first record sets its baseline: a lent machine
+    that installs its toolchain under ``/tmp`` for every session (this project's H200
+    runner does) shows the same entries every time, and a new one is what is odd.
+``smi-clock``
+    The nvidia-smi transcript's own header (the host's wall clock, no zone) lies outside
+    what the record's times allow: after the record's ``created`` plus the widest time
+    zone east, or before its session started minus the widest west (:data:`CLOCK_EAST`,
+    :data:`CLOCK_WEST`, with :data:`CLOCK_SLACK` for clock drift). A transcript replayed
+    from another day does.
+``launch-too-fast``
+    A run whose report says its checks ran on a GPU, or a bench with timed cases, in less
+    time than starting such a program on a GPU takes (:data:`MIN_LAUNCH_S`).
+``host-facts``
+    Host facts (:data:`HOST_FACTS`) unlike those of the same runner's first record.
+``gpu-two-hosts``
+    A GPU uuid already recorded by another runner: uuids are per board.
+
+A runner is the key that signed the record; unsigned records, which no key vouches for,
+are one runner among themselves. A signal is *settled* when a record from another
+runner key agrees (:func:`agrees`: same program and program source, passed, on a GPU of
+the same compute capability, with no signal of its own) or when a lesson's front matter
+explains it (``PlausibilityNote``: the signal and its subject). ``gate.decide`` keeps a
+lesson whose evidence has an unsettled signal from publishing (:func:`doubts`); the audit
+reports each signal no lesson explains (``judge.audit.rules.plausibility``).
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from tileproof.judge import standing, trust
+from tileproof.records.models import (
+    BenchRecord,
+    ClaimsRecord,
+    Environment,
+    GpuFacts,
+    PlausibilityNote,
+    PlausibilitySignal,
+    RunRecord,
+    Transcript,
+)
+from tileproof.records.store import Examined, run_id_time
+
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+"""Folders anyone on a host may write to: a shim is cheapest there."""
+SHIM_VARS = ("PATH", "PYTHONPATH")
+"""The variables that decide which ``nvidia-smi`` runs and which ``cupy``/``cuda.tile`` is imported."""
+HOST_FACTS = ("system", "machine", "release", "cpu_count")
+"""``HostFacts`` fields a runner keeps from record to record (the Python version is chosen per session)."""
+MIN_LAUNCH_S: dict[str, float] = {".py": 0.5, ".jl": 0.5, ".cu": 0.05}
+"""Least seconds a program reporting GPU checks can take, by its source's suffix: an interpreter that
+imports numpy and cupy and creates a CUDA context takes longer than 0.5 s (this project's H200
+records: 2.98 s at least, and 0.40 s for a Python program that found no GPU at all); a C++ program's
+CUDA context alone takes tens of milliseconds (its H200 records: 0.345 s at least)."""
+CLOCK_EAST = timedelta(hours=14)
+CLOCK_WEST = timedelta(hours=12)
+"""The widest time zones east and west of UTC (UTC+14:00, UTC-12:00): nvidia-smi prints local time."""
+CLOCK_SLACK = timedelta(minutes=10)
+"""A host clock this far off is still plausible."""
+NOT_PROOF = "a plausibility signal, not proof"
+
+Runner = str | None
+"""The key that signed a record; None for unsigned records."""
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One plausibility signal on one record."""
+
+    kind: PlausibilitySignal
+    subject: str
+    """What it is about, as a ``PlausibilityNote`` names it: ``PATH=/tmp/x``, a transcript path, a run
+    id, ``cpu_count=2``, a GPU uuid."""
+    detail: str
+    """One line: what was seen, against what."""
+
+    def __str__(self) -> str:
+        return f"{self.subject}: {self.detail} ({NOT_PROOF})"
+
+
+def runner_of(item: Examined) -> Runner:
+    """The key that vouches for the record: its signer when verified, else None."""
+    return item.verification.keyid if item.trust == "verified" else None
+
+
+def _runner_text(runner: Runner) -> str:
+    return f"runner key {runner[:12]}" if runner else "the unsigned records"
+
+
+def gpu_of(rec) -> GpuFacts | None:
+    """The GPU a record names (run and bench records: their environment's; claims records: their own)."""
+    if isinstance(rec, (RunRecord, BenchRecord)):
+        return rec.environment.gpu
+    return rec.gpu if isinstance(rec, ClaimsRecord) else None
+
+
+def smi_transcript(rec) -> Transcript | None:
+    """The record's raw ``nvidia-smi`` transcript, whose first line is the host's clock."""
+    if isinstance(rec, (RunRecord, BenchRecord)):
+        return rec.environment.nvidia_smi
+    return rec.nvidia_smi if isinstance(rec, ClaimsRecord) else None
+
+
+def _environment(rec) -> Environment | None:
+    return rec.environment if isinstance(rec, (RunRecord, BenchRecord)) else None
+
+
+def _entries(rec) -> list[tuple[str, str]]:
+    env = _environment(rec)
+    if env is None:
+        return []
+    return [(var, entry) for var in SHIM_VARS if var in env.env for entry in env.env[var].split(":")]
+
+
+def checkout_of(rec) -> str | None:
+    """The absolute folder the run was made from, as its argv shows it: the path ending in the
+    program (or the C++ binary) it ran, less that relative path; None when no argument shows it."""
+    if not isinstance(rec, (RunRecord, BenchRecord)):
+        return None
+    relative = [rec.program] + ([rec.binary.path] if isinstance(rec, RunRecord) and rec.binary else [])
+    for arg in rec.step.argv:
+        for rel in relative:
+            if arg.startswith("/") and arg.endswith("/" + rel):
+                return posixpath.normpath(arg[:-len(rel) - 1]) or "/"
+    return None
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def shim_paths(rec, first) -> list[Signal]:
+    """``shim-path`` signals of ``rec`` against its runner's first record ``first``."""
+    return list(_shims(tuple(_entries(rec)), checkout_of(rec), frozenset(_entries(first)), first.run_id))
+
+
+@functools.lru_cache(maxsize=1024)
+def _shims(entries: tuple[tuple[str, str], ...], checkout: str | None, baseline: frozenset[tuple[str, str]],
+           first: str) -> tuple[Signal, ...]:
+    """The shim-path signals of one environment's entries (kept: a session's records share one)."""
+    out = []
+    for var, entry in entries:
+        norm = posixpath.normpath(entry) if entry.startswith("/") else entry
+        scratch = next((s for s in SCRATCH if _under(norm, s)), None)
+        if not entry.startswith("/"):
+            why = (f"{var} entry {entry!r} is relative: the working directory answers there, so a file in the "
+                   f"checkout named nvidia-smi (or a cupy folder) is the one found")
+        elif checkout is not None and _under(norm, checkout):
+            why = (f"{var} entry {entry} is inside the checkout the run was made from ({checkout}): a file committed "
+                   f"or dropped there answers before the system's")
+        elif scratch is not None and (var, entry) not in baseline:
+            why = (f"{var} entry {entry} is under {scratch}, which anyone on the host may write, and the first "
+                   f"record of its runner ({first}) had no such entry")
+        else:
+            continue
+        out.append(Signal("shim-path", f"{var}={entry}", why))
+    return tuple(out)
+
+
+def smi_clock(rec, clock: datetime | None) -> list[Signal]:
+    """``smi-clock``: ``clock`` (the header of the record's nvidia-smi transcript, local and naive) against
+    the record's session start and ``created`` (UTC), any time zone allowed."""
+    t = smi_transcript(rec)
+    if t is None or clock is None:
+        return []
+    created = rec.created.astimezone(timezone.utc).replace(tzinfo=None)
+    started = run_id_time(rec.environment.session_id if _environment(rec) is not None else rec.run_id)
+    start = created if started is None else min(started.replace(tzinfo=None), created)
+    earliest, latest = start - CLOCK_WEST - CLOCK_SLACK, created + CLOCK_EAST + CLOCK_SLACK
+    if earliest <= clock <= latest:
+        return []
+    late = clock > latest
+    hours = abs(clock - (created if late else start)) / timedelta(hours=1)
+    when = f"{hours:.1f} h {'after the record was written' if late else 'before its session started'}"
+    return [Signal("smi-clock", t.path, f"nvidia-smi's own clock reads {clock:%Y-%m-%d %H:%M:%S}, {when} "
+                                        f"(UTC {start:%Y-%m-%d %H:%M:%S} to {created:%H:%M:%S}): no time zone "
+                                        f"is that far")]
+
+
+def too_fast(rec) -> list[Signal]:
+    """``launch-too-fast``: GPU work reported in less time than its launch takes (:data:`MIN_LAUNCH_S`)."""
+    if isinstance(rec, RunRecord):
+        ran = rec.report is not None and rec.report.gate == "ok" and bool(rec.report.checks)
+    elif isinstance(rec, BenchRecord):
+        ran = bool(rec.cases)
+    else:
+        return []
+    floor = MIN_LAUNCH_S.get(posixpath.splitext(rec.program)[1])
+    took = rec.step.duration_s
+    if not ran or floor is None or took >= floor:
+        return []
+    return [Signal("launch-too-fast", rec.run_id, f"{rec.program} reports work done on a GPU in {took:.3f} s; "
+                                                  f"starting such a program on a GPU takes at least {floor} s")]
+
+
+def host_facts(rec, first, runner: Runner) -> list[Signal]:
+    """``host-facts``: each of :data:`HOST_FACTS` that differs from the runner's first record's."""
+    return [Signal("host-facts", f"{name}={getattr(rec.host, name)}",
+                   f"{_runner_text(runner)} recorded {name} {getattr(first.host, name)!r} in its first record "
+                   f"{first.run_id}; this record says {getattr(rec.host, name)!r}")
+            for name in HOST_FACTS if getattr(rec.host, name) != getattr(first.host, name)]
+
+
+def signals(items: Iterable[Examined], clocks: Mapping[str, datetime | None]) -> dict[str, tuple[Signal, ...]]:
+    """Run id → its signals, for every record that counts and names a GPU (only those with one).
+    ``clocks``: transcript path → the header time of each nvidia-smi transcript whose digest matched
+    its record (``parsers.smi_clock``); a path missing or None is not compared."""
+    chosen = sorted((i for i in items if gpu_of(i.record) is not None and trust.admits(i)), key=standing.age)
+    first: dict[Runner, object] = {}
+    boards: dict[str, tuple[Runner, str]] = {}
+    out: dict[str, tuple[Signal, ...]] = {}
+    for item in chosen:
+        rec, runner = item.record, runner_of(item)
+        base = first.setdefault(runner, rec)
+        t = smi_transcript(rec)
+        found = [*shim_paths(rec, base), *smi_clock(rec, clocks.get(t.path) if t else None), *too_fast(rec),
+                 *host_facts(rec, base, runner)]
+        uuid = gpu_of(rec).uuid  # type: ignore[union-attr]  # chosen: every record names a GPU
+        owner, seen_in = boards.setdefault(uuid, (runner, rec.run_id))
+        if owner != runner:
+            found.append(Signal("gpu-two-hosts", uuid, f"{_runner_text(owner)} recorded this GPU first (run "
+                                                       f"{seen_in}); this record is from {_runner_text(runner)}"))
+        if found:
+            out[rec.run_id] = tuple(found)
+    return out
+
+
+# --- settling ----------------------------------------------------------------------------
+
+
+def explained(signal: Signal, notes: Iterable[PlausibilityNote]) -> bool:
+    """Whether a front-matter note names this signal and its subject."""
+    return any(n.signal == signal.kind and n.subject == signal.subject for n in notes)
+
+
+def _program_digest(rec) -> str | None:
+    return next((s.sha256 for s in rec.sources if s.path == rec.program), None)
+
+
+def agrees(item: Examined, other: Examined, flagged: Mapping[str, object]) -> bool:
+    """Whether ``other`` is a second runner key's record agreeing with ``item``'s: it counts, is signed
+    by another key, has no signal itself (``flagged``: run ids with one), and ran the same program, from
+    the same source, to a pass on a GPU of the same compute capability."""
+    rec, o = item.record, other.record
+    if not isinstance(rec, (RunRecord, BenchRecord)) or type(o) is not type(rec) or rec.verdict != "passed":
+        return False
+    mine, theirs, gpu = runner_of(item), runner_of(other), gpu_of(o)
+    return (theirs is not None and theirs != mine and o.run_id not in flagged and trust.admits(other)
+            and o.verdict == "passed" and o.program == rec.program and _program_digest(o) == _program_digest(rec)
+            and gpu is not None and gpu.compute_capability == gpu_of(rec).compute_capability)  # type: ignore[union-attr]
+
+
+def corroborated(item: Examined, items: Iterable[Examined], flagged: Mapping[str, object]) -> bool:
+    """Whether any record of ``items`` :func:`agrees` with ``item``."""
+    return any(agrees(item, other, flagged) for other in items)
+
+
+def unsettled(item: Examined, items: Iterable[Examined], flagged: Mapping[str, tuple[Signal, ...]],
+              notes: Iterable[PlausibilityNote]) -> list[Signal]:
+    """``item``'s signals that no note explains, unless a second runner key's record agrees with it."""
+    mine = flagged.get(item.record.run_id, ())
+    if not mine or corroborated(item, items, flagged):
+        return []
+    notes = list(notes)
+    return [s for s in mine if not explained(s, notes)]
+
+
+@dataclass(frozen=True)
+class Doubt:
+    """An unsettled signal on a record a lesson's decision rests on."""
+
+    run_id: str
+    signal: Signal
+
+
+def doubts(records: Iterable[Examined], evidence: Iterable[str], flagged: Mapping[str, tuple[Signal, ...]],
+           notes: Iterable[PlausibilityNote]) -> tuple[Doubt, ...]:
+    """The unsettled signals of the records ``evidence`` names (run ids a decision accepted), judged
+    among ``records`` with the lesson's own ``notes``."""
+    items = list(records)
+    by_id = {i.record.run_id: i for i in items}
+    notes = list(notes)
+    return tuple(Doubt(run_id, s) for run_id in dict.fromkeys(evidence) if run_id in by_id
+                 for s in unsettled(by_id[run_id], items, flagged, notes))
