@@ -180,7 +180,7 @@ def test_gpu_kind_tasks_get_one_gpu_each_and_their_signed_records_name_the_slurm
         if record.kind != "run":
             continue
         job = record.environment.slurm
-        assert record.environment.environment_version == 2 and job is not None, path
+        assert record.environment.environment_version == 3 and job is not None, path
         assert (job.array_job_id, job.cluster, job.node) == (array, "tileproof-test", cluster.name)
         assert job.array_task_id in range(len(course.LESSONS))
         assert len(job.job_gpus) == 1 and job.cuda_visible_devices == str(job.job_gpus[0]), job
