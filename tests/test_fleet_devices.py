@@ -23,6 +23,10 @@ _spec = importlib.util.spec_from_file_location("fleet_course", REPO / "tests" / 
 course = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(course)
 
+_bench = importlib.util.spec_from_file_location("multi_gpu_wall", REPO / "tests" / "benchmarks" / "multi_gpu_wall.py")
+bench = importlib.util.module_from_spec(_bench)
+_bench.loader.exec_module(bench)
+
 DIES = "kernels/p_dies.py"
 """Sorted between the course's two programs: on GPU 1 its session's process is killed (SIGKILL, as the OOM
 killer or a driver reset would) after one program was recorded and before the last."""
@@ -118,6 +122,17 @@ def test_four_gpus_one_reported_broken_and_one_dying_leave_the_other_two_complet
     for s, bus in ((sessions[0], "00000000:18:00.0"), (sessions[3], "00000000:5D:00.0")):
         assert {r.environment.gpu.pci_bus_id for r in s.runs if r.environment.gpu} == {bus} and len(s.runs) == 3
     assert not any(s.passed for s in sessions)
+    # the benchmark's table from these sessions: every GPU side by side, the gap's programs '-', the spread shown
+    lines = bench.report(10.0, sessions[0], 12.5, sessions, {"NCCL_NVLS_ENABLE": "0"})
+    assert lines[1].endswith(" 10.0 s") and lines[2].endswith(" 12.5 s") and lines[3].endswith(" 40.0 s")
+    assert lines[4] == "4 courses at once took 1.25 x one course's wall: 3.20 courses per course-time (ideal 4)"
+    assert "NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=(unset)" in lines[5]
+    table = {ln.split()[0]: ln.split() for ln in lines if ln.startswith(("program", "kernels/"))}
+    assert table["program"] == ["program", "1gpu:0", "gpu0", "gpu1", "gpu2", "gpu3", "min", "median", "max", "spread"]
+    assert table["kernels/vector_add.py"][3] == "-" and table["kernels/online_softmax.py"][3] != "-"
+    assert all(row[-1].endswith("%") for row in list(table.values())[1:])
+    assert lines[-1] == f"topology: evidence/{sessions[0].session_id}/nvidia-smi-topo.txt"
+    assert any(ln.startswith("4 GPUs gpu 1: GPU-5a1c0d2e") and " gap: " in ln for ln in lines)
 
 
 def test_a_gap_says_how_the_session_ended():
@@ -142,3 +157,16 @@ def test_a_session_id_is_one_tileproof_makes_and_never_one_already_used(tmp_path
     with pytest.raises(Exception, match="already used"):
         session.check_session_id(tmp_path, used)
     session.check_session_id(tmp_path, "20261201T000000Z-session-0123abce")
+
+
+def test_the_benchmark_refuses_a_host_with_fewer_than_two_gpus_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\ncat {GPU_DATA / 'nvidia-smi-query.csv'}\n")  # the lent H200
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    out = tmp_path / "multi_gpu_wall.txt"
+    assert bench.main(["--out", str(out), "--root", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == ("multi_gpu_wall: nvidia-smi lists 1 GPU(s); the N-vs-1 measurement "
+                                               "needs at least 2: nothing run, nothing written")
+    assert not out.exists() and not (tmp_path / "runs").exists()
