@@ -489,7 +489,7 @@ class Environment(Model):
             raise ValueError(f"environments before environment_version {TOPOLOGY_ENVIRONMENT_VERSION} name no PCI bus "
                              "id and no GPU topology")
         if (self.environment_version >= 2) != (self.tileproof is not None):
-            raise ValueError("environment_version 2, and only it, names the tileproof that ran (tileproof)")
+            raise ValueError("environment_version 2 and later, and only they, name the tileproof that ran (tileproof)")
         return self
 
 

@@ -30,7 +30,7 @@ from tileproof.records.models import (
     Step,
 )
 from tileproof.records.signing import Signer, signer_from_env
-from tileproof.records.store import digest, header, new_run_id, record_path, sha256_file, write_record
+from tileproof.records.store import EVIDENCE, digest, header, new_run_id, record_path, sha256_file, write_record
 from tileproof.runner.capture import (
     GpuProbe,
     GpuQuery,
@@ -89,7 +89,7 @@ def check_session_id(root: Path, session_id: str) -> None:
     if not SESSION_ID.match(session_id):
         raise TileproofError(f"--session-id {session_id}: expected <UTC yyyymmddThhmmssZ>-session-<8 hex> "
                              "(fix: leave it out; tileproof run makes one)")
-    if record_path(root, session_id).exists() or (root / "evidence" / session_id).exists():
+    if record_path(root, session_id).exists() or (root / EVIDENCE / session_id).exists():
         raise TileproofError(f"--session-id {session_id}: already used in {root} (fix: a new id, or leave it out)")
 
 
