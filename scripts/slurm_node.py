@@ -1117,6 +1117,9 @@ def _cgroup_step(node: Node, names: Sequence[str] | None) -> None:
         tries = [p.setup for p in plan if p.skipped is None]
     else:
         tries = [SETUP_BY_NAME[n] for n in names]
+    if not tries:
+        raise NodeError(f"cgroup: no setup can work on this host (the lines above; fix: see "
+                        f"{node.state / CGROUP_FILE}, or name setups to try anyway: --cgroup v1-inert)")
     failed = []
     for n, setup in enumerate(tries, 1):
         before = _folders_before(host, setup)
@@ -1141,7 +1144,7 @@ def _cgroup_step(node: Node, names: Sequence[str] | None) -> None:
             node.cgroup_folders = _folders_made(before)
             _write_node_file(node)
         return
-    raise NodeError(f"cgroup: slurmd starts with none of the setups tried here: {'; '.join(failed) or 'none'} "
+    raise NodeError(f"cgroup: slurmd starts with none of the setups tried here: {'; '.join(failed)} "
                     f"(fix: see the cgroup lines above and {node.state / CGROUP_FILE}; --cgroup names others)")
 
 
@@ -1159,7 +1162,10 @@ def _folders_before(host: HostCgroups, setup: CgroupSetup) -> set[Path] | None:
         return None
     slice_ = CGROUP_MOUNT / "system.slice"
     if not slice_.is_dir():
-        slice_.mkdir()
+        try:
+            slice_.mkdir()
+        except OSError:
+            return None  # slurmd then says why it cannot make its scope there
         return set()
     return {slice_, *slice_.iterdir()}
 
