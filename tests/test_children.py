@@ -108,3 +108,14 @@ def test_children_run_side_by_side_in_order(tree):
     done = children.in_parallel(jobs, deadline_s=120)
     assert [d.last_line().split(":")[1].strip() for d in done] == ["--program first", "--program second"]
     assert children.in_parallel([], deadline_s=1) == []
+
+
+def test_a_summary_is_the_last_line_with_its_prefix_in_either_stream():
+    """The audit's own order when it fails: findings and the trust root's lines on stdout, its summary on stderr;
+    the fleet's matrix names the summary (it named the trust root's pin line before)."""
+    failed = children.Child(("python", "-m", "tileproof", "audit"), 1, 60.0,
+                            "finding: x\npin moved in c995354435fa: .ci/trust-root absent -> a22ecf5c5383\n",
+                            "audit: 68 records, 1865 evidence files, 2 lessons: 6 findings\n")
+    assert failed.last_line() == "pin moved in c995354435fa: .ci/trust-root absent -> a22ecf5c5383"
+    assert failed.summary("audit: ") == "audit: 68 records, 1865 evidence files, 2 lessons: 6 findings"
+    assert children.Child(("audit",), None, 60.0, "", "").summary("audit: ") == "(killed at its deadline, 60 s)"

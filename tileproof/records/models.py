@@ -472,6 +472,10 @@ class GpuFacts(Model):
     memory_total_mib: int | None
     clocks_sm_mhz: int | None
     clocks_mem_mhz: int | None
+    pci_bus_id: str | None = None
+    """From ``nvidia-smi --query-gpu=pci.bus_id`` (``00000000:00:06.0``): which GPU of a several-GPU host this was,
+    whatever the index order. Asked since environment_version 3; None in records captured before (and where
+    nvidia-smi gives none)."""
 
 
 TileproofKind = Literal["distribution", "checkout"]
@@ -494,10 +498,14 @@ class TileproofOrigin(Model):
     and sha256, sorted): what ran, whatever the commit or the version says."""
 
 
-ENVIRONMENT_VERSION: Final = 2
-"""``Environment.environment_version`` of the environments captured now: 2 records where the tileproof that ran
-came from (``tileproof``) and may name the Slurm job the session ran in (``slurm``); 1 (records written before,
-field absent; still read) listed tileproof among ``packages`` only and never names a job."""
+ENVIRONMENT_VERSION: Final = 3
+"""``Environment.environment_version`` of the environments captured now: 3 adds the GPU's PCI bus id
+(``gpu.pci_bus_id``) and the host's ``nvidia-smi topo -m`` (``nvidia_smi_topo``), which name one GPU among
+several; 2 (still read) records where the tileproof that ran came from (``tileproof``) and may name the Slurm
+job the session ran in (``slurm``); 1 (records written before, field absent; still read) listed tileproof among
+``packages`` only and never names a job."""
+TOPOLOGY_ENVIRONMENT_VERSION: Final = 3
+"""The first environment_version with the GPU's bus id and the host's GPU topology."""
 
 
 class SlurmJob(Model):
@@ -525,10 +533,11 @@ class SlurmJob(Model):
 class Environment(Model):
     """What a run session captured once, shared by its program records."""
 
-    environment_version: Literal[1, 2] = 1
-    """2 (``ENVIRONMENT_VERSION``) for environments captured now: ``tileproof`` names the tileproof that ran
-    (``packages`` never lists it when it ran from a checkout) and ``slurm`` the Slurm job, if any; 1 (records
-    written before, field absent): neither field."""
+    environment_version: Literal[1, 2, 3] = 1
+    """3 (``ENVIRONMENT_VERSION``) for environments captured now: the GPU's bus id and the host's GPU topology
+    (``nvidia_smi_topo``) too; from 2: ``tileproof`` names the tileproof that ran (``packages`` never lists it when
+    it ran from a checkout) and ``slurm`` the Slurm job, if any; 1 (records written before, field absent): none
+    of these fields."""
     tileproof: TileproofOrigin | None = None
     """From environment_version 2: the tileproof that ran (a distribution, or a checkout's sources)."""
     session_id: str
@@ -549,13 +558,20 @@ class Environment(Model):
     nvidia_smi_query: Transcript | None
     slurm: SlurmJob | None = None
     """From environment_version 2: the Slurm job the session ran in; None when it ran outside Slurm."""
+    nvidia_smi_topo: Transcript | None = None
+    """From environment_version 3: ``nvidia-smi topo -m`` of the host (how its GPUs, NICs and CPUs connect: NVLink,
+    PCIe switch, NUMA node), once per session; None where there is no nvidia-smi."""
 
     @model_validator(mode="after")
     def _fits_version(self) -> Environment:
         if self.environment_version < 2 and self.slurm is not None:
             raise ValueError("environments before environment_version 2 name no Slurm job")
+        if self.environment_version < TOPOLOGY_ENVIRONMENT_VERSION and (
+                self.nvidia_smi_topo is not None or (self.gpu is not None and self.gpu.pci_bus_id is not None)):
+            raise ValueError(f"environments before environment_version {TOPOLOGY_ENVIRONMENT_VERSION} name no PCI bus "
+                             "id and no GPU topology")
         if (self.environment_version >= 2) != (self.tileproof is not None):
-            raise ValueError("environment_version 2, and only it, names the tileproof that ran (tileproof)")
+            raise ValueError("environment_version 2 and later, and only they, name the tileproof that ran (tileproof)")
         return self
 
 
