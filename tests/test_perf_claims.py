@@ -22,8 +22,10 @@ from tileproof.records.models import (
     Environment,
     GitState,
     GpuFacts,
+    GpuLoad,
     HostFacts,
     PerfClaim,
+    Roofline,
     Step,
 )
 from tileproof.records.store import seal_of
@@ -49,7 +51,8 @@ def case(key: str, pct: float = 93.6, spread: float = 0.04, noisy: bool | None =
 
 
 def bench_record(n: int, cases: list[BenchCase], gpu: dict | None = H200, verdict: str = "passed",
-                 program: str = MATMUL, seal: str = "intact", runtime_cc: str | None = "same") -> BenchRecord:
+                 program: str = MATMUL, seal: str = "intact", runtime_cc: str | None = "same",
+                 bench_version: int = 1, load_unavailable: str | None = None) -> BenchRecord:
     """One FIXTURE bench record; larger n is newer. seal: intact, broken or none."""
     created = T0 + timedelta(minutes=n)
     run_id = f"FIXTURE-{created.strftime('%Y%m%dT%H%M%SZ')}-bench-{n:08x}"
@@ -68,7 +71,8 @@ def bench_record(n: int, cases: list[BenchCase], gpu: dict | None = H200, verdic
         program=program, sources=[], step=Step(name="bench", argv=["python", program], started=created,
                                                ended=created, duration_s=1.0, exit_code=0, stdout=t, stderr=t),
         results_file=None, gpu_before=None, gpu_after=None, cases=cases, ceilings={"tflops": 650.0},
-        repeat_spread={}, verdict=verdict, reason="FIXTURE: hand-made test record, never produced by a GPU",
+        repeat_spread={}, bench_version=bench_version, load_unavailable=load_unavailable, verdict=verdict,
+        reason="FIXTURE: hand-made test record, never produced by a GPU",
     )
     if seal == "none":
         return rec
@@ -157,6 +161,48 @@ def test_rule(overrides, records, outcome, words):
     else:
         assert "nox -s bench -- --program kernels/bench/matmul_bench.py" in d.command
         assert f"compute capability {c.compute_capability}" in d.command
+
+
+# --- the metrics derived from a case's roofline and its GPU load (bench_version 3) -------------------
+
+LOAD = GpuLoad(samples=120, window_s=1.5, sm_clock_mhz=1480.0, sm_clock_q1_mhz=1455.0, sm_clock_q3_mhz=1500.0,
+               max_sm_clock_mhz=1980.0, power_w=697.0, power_q1_w=690.0, power_q3_w=700.0, power_limit_w=700.0,
+               power_reading="instant", reasons={"sw_power_cap": 0.97}, pct_of_peak_at_clock=86.0)
+ROOF = Roofline(bound="flops", ceiling="dense peak", ceiling_key=None, ceiling_rate=1070.5, pct_of_ceiling=58.0,
+                floor_ms=0.16)
+
+
+def loaded(key: str, spread: float = 0.02, load: GpuLoad | None = LOAD) -> BenchCase:
+    """A FIXTURE case with a roofline (median 0.22 ms over a 0.16 ms floor) and, unless None, its GPU load."""
+    return case(key, spread=spread).model_copy(update={"roofline": ROOF, "load": load})
+
+
+@pytest.mark.parametrize("metric, at_least, want, words", [
+    ("pct_of_power_limit", 90, "supported", ["pct_of_power_limit 98.6% of the power limit >= 90"]),
+    ("pct_below_max_clock", 20, "supported", ["pct_below_max_clock 24.2% below the maximum SM clock"]),
+    ("pct_below_max_clock", 25, "below-claim", ["below the claimed 25 by 0.8 points"]),
+    ("pct_of_peak_at_clock", 80, "supported", ["86.0% of the dense peak at its clock"]),
+    ("times_floor", 1.3, "supported", ["times_floor 1.38x its roofline floor >= 1.3: margin 0.07x"]),
+    ("times_floor", 1.36, "spread-exceeds-margin", ["over 1.36 is smaller than its spread 2.0% of 1.38 = 0.03x"]),
+], ids=lambda v: str(v) if not isinstance(v, list) else "")
+def test_load_and_roofline_metrics(metric, at_least, want, words):
+    """What the GPU did (quartiles of the NVML readings against the card's limits) and how far the case is
+    from its floor are claimable like any rate: with the same margin rule."""
+    rec = bench_record(1, [loaded(f"{SHAPE}/256x256x64+ctas2")], bench_version=3)
+    (d,) = perf_claims.decide([claim(metric=metric, at_least=at_least, case=f"{SHAPE}/*")], [rec])
+    assert d.outcome == want, d.reason
+    for w in words:
+        assert w in d.reason, d.reason
+
+
+def test_a_case_without_load_gives_no_value_for_the_load_metrics():
+    rec = bench_record(1, [loaded(f"{SHAPE}/256x256x64+ctas2", load=None)], bench_version=3,
+                       load_unavailable="FIXTURE: pynvml is not installed")
+    for metric in ("pct_of_power_limit", "pct_below_max_clock", "pct_of_peak_at_clock"):
+        (d,) = perf_claims.decide([claim(metric=metric, at_least=1)], [rec])
+        assert d.outcome == "no-bench-record" and f"with {metric}" in d.reason
+    (d,) = perf_claims.decide([claim(metric="times_floor", at_least=1)], [bench_record(1, SWEEP)])
+    assert d.outcome == "no-bench-record", "a record before rooflines has no floor"
 
 
 def test_outcomes_are_closed_and_covered():
