@@ -259,11 +259,44 @@ def test_claim_fields_are_validated(field, value):
 # --- lessons: the front matter, rendering ------------------------------------------------
 
 
+PERF_NOTES = {"day79-cutile-performance"}
+"""The repository's notes whose numbers are performance claims (issue 30); every other lesson makes none."""
+
+
 def test_repo_lessons_declare_no_claims_and_stay_canonical(repo_root):
     for lesson in lessons.load_all(repo_root):
+        assert lessons.render(lesson, lesson.front) == lesson.text
+        if lesson.id in PERF_NOTES:
+            continue
         assert lesson.front.performance == [], lesson.id  # day-79 makes no performance claim
         assert "performance:" not in lesson.front_text
-        assert lessons.render(lesson, lesson.front) == lesson.text
+
+
+def bench_plan_keys(program: str) -> set[str]:
+    """Every case key the bench plan of ``program`` times at its full sizes (the keys its records hold)."""
+    from test_bench import load as load_program
+
+    m = load_program(program.rsplit("/", 1)[1])
+    if program.endswith("matmul_bench.py"):
+        return {f"matmul/{c.variant}/{m.shape_tag(z)}/{c.tag}" for c in m.configs(m.TILES) for z in m.SIZES} | \
+            {f"matmul/cublas/{m.shape_tag(z)}" for z in m.SIZES}
+    shapes = {"softmax": m.ROW_SHAPE, "online_softmax": m.ONLINE_SHAPE}
+    return {m.case_key(c, c.name, shapes[c.name]) for c in m.configs("bench")} | \
+        {m.case_key(None, name, shape) for name, shape in shapes.items()}
+
+
+def test_the_performance_notes_claim_what_the_bench_plans_time(repo_root):
+    """Each claim of a performance note names a case its bench program's plan times (a key that no
+    plan times could never be supported), and the note's body cites every claim by its id."""
+    notes = [lesson for lesson in lessons.load_all(repo_root) if lesson.id in PERF_NOTES]
+    assert {n.id for n in notes} == PERF_NOTES
+    for note in notes:
+        assert note.front.programs == [] and note.front.results == [] and note.front.performance
+        body = note.text.split("\n---\n", 1)[1]
+        for c in note.front.performance:
+            keys = bench_plan_keys(c.program)
+            assert any(perf_claims.matches(c.case, k) for k in keys), (c.id, c.case)
+            assert f"`{c.id}`" in body, f"the body cites claim {c.id}"
 
 
 def perf_yaml(*claims: dict) -> str:
