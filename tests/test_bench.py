@@ -895,7 +895,7 @@ def test_sampler_keeps_each_windows_readings_and_reads_as_each_batch_ends():
     assert len(s.samples_of(("repeat", "matmul/cublas/8192x8192x8192"))["sm_clock_mhz"]) == 1
     assert s.samples_of(("sweep", "never/timed")) is None, "the reading taken at start-up is in no window"
     about = s.describe()
-    assert about["error"] is None and about["reason_bits"]["4"] == "sw_power_cap" and about["interval_ms"] == 10
+    assert about["error"] is None and about["reason_bits"]["4"] == "sw_power_cap" and about["interval_ms"] == 20
 
 
 def test_sampler_thread_reads_inside_a_window_and_stops():
@@ -1010,3 +1010,19 @@ def test_summary_and_best_lines_show_the_clock_and_power_each_case_ran_at():
     best = [line for line in lines if line.strip().startswith("best ")]
     assert best and all("SM 1490 of 1980 MHz, 697 of 700 W (instant; sw_power_cap 100%), 2 readings" in b
                         for b in best)
+
+
+def test_sampler_finds_the_gpu_by_nvmls_spelling_of_its_bus_id_too():
+    import fake_gpu
+
+    nvml = fake_gpu.fake_pynvml()
+    asked = []
+    by_bus = nvml.nvmlDeviceGetHandleByPciBusId
+
+    def nvml_spelling(bus):
+        asked.append(bus)
+        return by_bus(bus.replace("00000000:", "0000:")) if bus.startswith("00000000:") else by_bus("nowhere")
+
+    nvml.nvmlDeviceGetHandleByPciBusId = nvml_spelling
+    s = bench_module("gpu_load").Sampler("0000:00:06.0", nvml=nvml)
+    assert s.error is None and asked == ["0000:00:06.0", "00000000:00:06.0"]

@@ -31,7 +31,7 @@ import threading
 import time
 from typing import Any, Callable, ContextManager, Hashable, Iterator
 
-INTERVAL_S = 0.01
+INTERVAL_S = 0.02
 """Seconds between the thread's readings."""
 REASON_BITS = {0x1: "gpu_idle", 0x2: "applications_clocks", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
                0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
@@ -65,7 +65,7 @@ class Sampler:
             self.nvml.nvmlInit()
             if not pci_bus_id:
                 raise RuntimeError("CUDA gave no PCI bus id for the device")
-            self.handle = self.nvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
+            self.handle = self._handle(pci_bus_id)
             self._instant = self._instant_power() is not None
             self.limits = {
                 "pci_bus_id": pci_bus_id,
@@ -79,6 +79,16 @@ class Sampler:
             self.limits = {}
             with self._lock:
                 self._readings.clear()
+
+    def _handle(self, bus: str) -> Any:
+        """NVML's handle of the GPU at ``bus``, as CUDA writes it (a 4-digit domain) or as NVML does (8)."""
+        try:
+            return self.nvml.nvmlDeviceGetHandleByPciBusId(bus)
+        except Exception:  # noqa: BLE001  (try NVML's own spelling of the same id once)
+            domain, _, rest = bus.partition(":")
+            if not rest or len(domain) == 8:
+                raise
+            return self.nvml.nvmlDeviceGetHandleByPciBusId(f"{int(domain, 16):08x}:{rest}")
 
     # --- readings ------------------------------------------------------------------
 
@@ -156,8 +166,8 @@ class Sampler:
 
     def samples_of(self, key: Hashable) -> dict[str, Any] | None:
         """The readings inside ``key``'s windows, as the results file keeps them (None without any):
-        SM clock (MHz), power (W), the active clock event reasons of each reading (names), and the
-        seconds the windows lasted in all."""
+        SM clock (MHz), power (W), the clock event reason bits of each reading (``REASON_BITS`` names
+        them), and the seconds the windows lasted in all."""
         windows = self._windows.get(key, [])
         with self._lock:
             readings = sorted(self._readings)
@@ -186,5 +196,9 @@ def pci_bus_id(cp: Any) -> str | None:
     CUDA_VISIBLE_DEVICES renumbered)."""
     try:
         return str(cp.cuda.runtime.deviceGetPCIBusId(cp.cuda.runtime.getDevice()))
+    except Exception:  # noqa: BLE001  (an older cupy: its Device says the same)
+        pass
+    try:
+        return str(cp.cuda.Device().pci_bus_id)
     except Exception:  # noqa: BLE001  (no bus id: the sampler says so)
         return None

@@ -292,13 +292,12 @@ def tuned() -> list[Config]:
 def unswept() -> list[Config]:
     """Configs the bench times that no sweep has timed yet (the sweep plan holds them for the next
     sweep), at most two: the cluster that was fastest at 8192^3 (256x256x64+ctas2) with the band
-    heights that moved the tile without a cluster (4 and 16 tile rows instead of GROUP_M). Head to
-    head at the same clock, the tile kernel and cuBLAS both keep the tensor cores about as busy as
-    they can be (Nsight Compute: ~92% of the SMs' throughput each, at one ~1.5 GHz clock); what is
-    left is the band's effect on L2 traffic and, with it, on the power each FLOP costs a card that
-    runs at its power limit. (Seen with Nsight Compute on an H200, 2026-12-01, clocks left alone:
-    at 8192^3 cuBLAS and 256x256x64+ctas2 each at ~92% of the SMs' throughput, at ~1.5 GHz of the
-    SM clock's 1.98.)"""
+    heights that moved the tile without a cluster (4 and 16 tile rows instead of GROUP_M). At one
+    clock the tile kernel and cuBLAS both keep the SMs about as busy as they can be (seen with
+    Nsight Compute on an H200, 2026-12-01, clocks left alone: at 8192^3 cuBLAS and
+    256x256x64+ctas2 each at ~92% of the SMs' throughput, at ~1.5 GHz of the SM clock's 1.98);
+    what is left to gain is in the band's effect on L2 traffic and, with it, on the energy each
+    FLOP costs a card held at its power limit, which sets the clock both run at."""
     w8 = dict(num_worker_warps=8, occupancy=1)
     return [hinted("persistent", (256, 256, 64), num_ctas=2, group_m=4, **w8),
             hinted("persistent", (256, 256, 64), num_ctas=2, group_m=16, **w8)]
