@@ -3,11 +3,11 @@
 Environments: uv builds them where it is installed (``pip install 'nox[uv]'``),
 else venv; they are kept between runs (``nox -R`` also skips the install step).
 Every install uses ``constraints.txt``, the lock (``nox -s lock`` rewrites it
-from pyproject.toml). The light sessions (status, publish, audit, schema,
-lint-kernels, keygen) share ONE small environment, built by the ``light`` session they
-require; compile and tests share the ``toolchain`` one (the toolchain plus the test
-and record extras, so the README's second command installs nothing); claims and the
-GPU sessions each keep their own, with the toolchain hard-linked from uv's cache.
+from pyproject.toml). The light sessions (status, publish, audit, schema, lint-kernels, keygen,
+sign-registry, new-lesson, slurm-node) share ONE small environment, built by the ``light`` session they
+require; compile and tests share the ``toolchain`` one (the toolchain plus the test,
+record and docs extras, so the README's second command installs nothing); docs, claims and the
+GPU sessions each keep their own, hard-linked from uv's cache.
 
 GPU sessions default to on only where nvidia-smi exists; on a machine without a
 GPU they say so in one line and fail within seconds, before installing
@@ -37,6 +37,12 @@ TOOLCHAIN_PYTHON = "toolchain-python.txt"
 """In nox's shared cache folder: the interpreter the ``toolchain`` session prepared."""
 RUFF_PATHS = ["tileproof", "tests", "noxfile.py", "kernels", "scripts"]
 """What ruff checks (kernels/ is checked, never fixed: see pyproject.toml [tool.ruff])."""
+DOCS_BUILD = ["sphinx", "-W", "--keep-going", "-E", "-q", "-b", "html", "docs", "build/docs"]
+"""The documentation site (``python -m`` these), warnings as errors; ``-E`` reads every page again, so a
+warning an earlier build already showed is never hidden by its saved environment."""
+BESIDE_PYTEST = [["mypy"], ["ruff", "check", *RUFF_PATHS], ["tileproof", "lint-kernels"], ["tileproof", "check"],
+                 DOCS_BUILD]
+"""What ``nox -s tests`` runs beside pytest (``python -m`` each), one after another."""
 
 
 def passthrough(session) -> bool:
@@ -52,14 +58,15 @@ def wheelhouse(session) -> list[str]:
     return []
 
 
-def install(session, *reqs, locked=True) -> bool:
-    """Install ``reqs`` (under the lock unless ``locked`` is False) into the session's venv; False when nothing
-    was installed: with --no-venv, or with ``-R`` (``--no-install``) in a reused environment, as nox skips it.
+def install(session, *reqs, locked=True, lock=LOCK) -> bool:
+    """Install ``reqs`` (under ``lock``, constraints.txt by default, unless ``locked`` is False) into the
+    session's venv; False when nothing was installed: with --no-venv, or with ``-R`` (``--no-install``) in a
+    reused environment, as nox skips it.
 
-    Under the lock, uv first installs from its cache alone (``from_uv_cache``)."""
+    Under a lock, uv first installs from its cache alone (``from_uv_cache``)."""
     if passthrough(session) or install_skipped(session):
         return False
-    args = [*wheelhouse(session), *(["-c", LOCK] if locked else []), *reqs]
+    args = [*wheelhouse(session), *(["-c", lock] if locked else []), *reqs]
     if not (locked and from_uv_cache(session, args)):
         session.install(*args)
     return True
@@ -160,8 +167,8 @@ def light_tileproof(session, *args):
 @nox.session(default=False)
 def toolchain(session):
     """The one environment ``compile`` and ``tests`` share: the tile toolchain (~650 MB, hard-linked from
-    uv's cache) plus the test and record extras (required by them; not run alone)."""
-    shared_env(session, "toolchain,test,record", TOOLCHAIN_PYTHON)
+    uv's cache) plus the test, record and docs extras (required by them; not run alone)."""
+    shared_env(session, "toolchain,test,record,docs", TOOLCHAIN_PYTHON)
 
 
 @nox.session(python=False, requires=["toolchain"])
@@ -235,6 +242,52 @@ def compile_matrix(session, release):
     tileproof(session, "compile")
 
 
+def cuda_tile_axis() -> list[str]:
+    """The cuda-tile releases of the release axis besides the lock's own (pyproject.toml
+    ``[tool.tileproof] cuda-tile-axis``); each has its pinned set ``locks/cuda-tile-<release>.txt``."""
+    import tomllib
+
+    with open(Path(__file__).with_name("pyproject.toml"), "rb") as f:
+        return list(tomllib.load(f)["tool"]["tileproof"]["cuda-tile-axis"])
+
+
+CUDA_TILE_AXIS = cuda_tile_axis()
+
+
+def axis_set(release: str) -> str:
+    """The pinned set of one release of the axis (docs/install.md, "cuda-tile releases (the release axis)")."""
+    return f"locks/cuda-tile-{release}.txt"
+
+
+def axis_requirements() -> list[str]:
+    """What a release's environment installs beside tileproof: the ``toolchain`` extra's packages by name
+    (cuda-tile among them; its set pins each one, to the CUDA release inside that cuda-tile's range)."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    with open("pyproject.toml", "rb") as f:
+        extra = tomllib.load(f)["project"]["optional-dependencies"]["toolchain"]
+    return [Requirement(r).name for r in extra]
+
+
+@nox.session(name="run-gpu-release", default=False)
+@nox.parametrize("cuda_tile", CUDA_TILE_AXIS)
+def run_gpu_release(session, cuda_tile):
+    """Run the Python programs with one cuda-tile release of the axis, in its own environment from its set."""
+    require_gpu(session)
+    install(session, "-e", ".[record,gpu]" if HAS_GPU else ".[record]", *axis_requirements(),
+            lock=axis_set(cuda_tile))
+    tileproof(session, "run", "--python-only")
+
+
+@nox.session(name="compile-release", default=False)
+@nox.parametrize("cuda_tile", CUDA_TILE_AXIS)
+def compile_release(session, cuda_tile):
+    """Export the Python kernels with one cuda-tile release of the axis (no GPU): a compile record per release."""
+    install(session, "-e", ".", *axis_requirements(), lock=axis_set(cuda_tile))
+    tileproof(session, "compile", "--python-only")
+
+
 @nox.session(python=False, requires=["light"])
 def publish(session):
     """Flip a lesson to published when its evidence allows (nox -s publish -- LESSON)."""
@@ -282,7 +335,7 @@ def lint_kernels(session):
 
 @nox.session(name="new-lesson", default=False, python=False, requires=["light"])
 def new_lesson(session):
-    """Scaffold a draft lesson: ``nox -s new-lesson -- ID [--python NAME] [--cpp NAME]`` (AUTHORING.md)."""
+    """Scaffold a draft lesson: ``nox -s new-lesson -- ID [--python NAME] [--cpp NAME]`` (docs/authoring.md)."""
     light_tileproof(session, "new-lesson")
 
 
@@ -302,16 +355,15 @@ def slurm_node(session):
 
 @nox.session(python=False, requires=["toolchain"])
 def tests(session):
-    """Run the test suite (CPU only; GPU tests skip with a reason) on every core, with mypy, ruff, lint-kernels
-    and the lesson check beside it; fails when any of them fails.
+    """Run the test suite (CPU only; GPU tests skip with a reason) on every core, with mypy, ruff, lint-kernels,
+    the lesson check and the docs build beside it; fails when any of them fails.
 
     The import contract (pyproject.toml [tool.importlinter]) runs inside the suite,
     in tests/test_architecture.py. mypy and ruff read their settings from pyproject.toml.
     """
     python = shared_python(session, TOOLCHAIN_PYTHON)
     env = bytecode_cache(session)
-    checks = [["mypy"], ["ruff", "check", *RUFF_PATHS], ["tileproof", "lint-kernels"], ["tileproof", "check"]]
-    Beside(session, [[python, "-m", *argv] for argv in checks], env).around(
+    Beside(session, [[python, "-m", *argv] for argv in BESIDE_PYTEST], env).around(
         lambda: session.run(python, "-m", "pytest", *pytest_parallel(), *session.posargs, external=True, env=env))
 
 
@@ -319,8 +371,8 @@ class Beside:
     """Commands run one after another in a thread while the session runs pytest; ``report`` waits for them,
     prints each one's output under its command line, and fails the session when one failed or could not start.
 
-    They take about 4 s on one core (mypy 2.8 s of it) and pytest keeps both cores busy for about 40 s,
-    so beside it they add about 2 s instead of 4 s.
+    They take about 8 s on one core (mypy 2.8 s uncached, the docs build about 4 s) and pytest keeps both cores
+    busy for about 40 s, so beside it most of that time overlaps pytest.
     """
 
     def __init__(self, session, commands: list[list[str]], env: dict[str, str]):
@@ -387,11 +439,37 @@ def bytecode_cache(session) -> dict[str, str]:
     return {"PYTHONPYCACHEPREFIX": str((Path(session.cache_dir) / "pycache").resolve()), "PYTHONDONTWRITEBYTECODE": ""}
 
 
+@nox.session
+def docs(session):
+    """Build the documentation site (docs/) into build/docs/, warnings as errors."""
+    install(session, "-e", ".[docs]")
+    session.run("python", "-m", *DOCS_BUILD)
+
+
+UV_COMPILE = ["pip", "compile", "-q", "--universal", "--python-version", "3.10", "--custom-compile-command",
+              "nox -s lock"]
+
+
 @nox.session(python=False)
 def lock(session):
-    """Rewrite constraints.txt from pyproject.toml (-- --upgrade to take new releases)."""
+    """Rewrite constraints.txt from pyproject.toml, and one pinned set per cuda-tile release of the axis
+    (locks/cuda-tile-<release>.txt, its toolchain at the newest CUDA release inside that release's tileiras
+    range, which the index resolves from its metadata) (-- --upgrade to take new releases)."""
     if not nox.virtualenv.HAS_UV:
         session.error("nox -s lock needs uv: pip install 'nox[uv]' (or pipx install uv)")
-    session.run(nox.virtualenv.UV, "pip", "compile", "-q", "pyproject.toml", "--all-extras", "--universal",
-                "--python-version", "3.10", "--custom-compile-command", "nox -s lock", "-o", LOCK,
-                *session.posargs, external=True)
+    from packaging.requirements import Requirement
+
+    uv = nox.virtualenv.UV
+    session.run(uv, *UV_COMPILE, "pyproject.toml", "--all-extras", "-o", LOCK, *session.posargs, external=True)
+    tmp = Path(session.create_tmp())
+    for release in CUDA_TILE_AXIS:
+        (tmp / "tileiras.in").write_text(f"cuda-tile[tileiras]=={release}\n")
+        resolved = session.run(uv, *UV_COMPILE, str(tmp / "tileiras.in"), "--no-header", "--no-annotate",
+                               silent=True, external=True)
+        cuda = next(line.split("==")[1].rsplit(".", 1)[0] for line in resolved.splitlines()
+                    if line.startswith("nvidia-cuda-tileiras=="))
+        pins = [r for r in release_requirements(cuda) if Requirement(r).name != "cuda-tile"]
+        (tmp / "set.in").write_text("\n".join([f"cuda-tile=={release}", *pins]) + "\n")
+        Path("locks").mkdir(exist_ok=True)
+        session.run(uv, *UV_COMPILE, "pyproject.toml", str(tmp / "set.in"), "--extra", "record", "--extra", "gpu",
+                    "-o", axis_set(release), *session.posargs, external=True)

@@ -199,7 +199,7 @@ def tree(tmp_path, repo_root):
 def copy_lessons_as_draft(src: Path, dst: Path) -> None:
     """Copy ``lessons/`` and put every lesson back in its draft form.
 
-    The inverse of publish: status draft, hardware all null, every result ``?``.
+    The inverse of publish: status draft, hardware all null, every result ``?``, no verified release.
     Tests that publish from FIXTURE records start from this, whatever the
     repository's lessons say today.
     """
@@ -211,5 +211,6 @@ def copy_lessons_as_draft(src: Path, dst: Path) -> None:
     (dst / "runners.yaml").write_text("registry_version: 1\nrunners: []\n")
     for lesson in lessons.load_all(dst.parent):
         rows = [r.model_copy(update={"result": "?", "run_id": None}) for r in lesson.front.results]
-        front = lesson.front.model_copy(update={"status": "draft", "hardware": Hardware(), "results": rows})
+        front = lesson.front.model_copy(update={"status": "draft", "hardware": Hardware(), "results": rows,
+                                                "cuda_tile_verified": []})
         lesson.path.write_text(lessons.render(lesson, front))

@@ -233,6 +233,11 @@ def test_a_kernel_that_breaks_the_one_export_call_is_found_by_exporting_each_alo
         assert b.step.argv[-3:-1] == [b.kernel, b.target] and len(b.step.argv) == 7  # each exported alone
         assert all(p.is_file() for p in _evidence(root, b))
     assert "not a power of two" in out  # cuTile's own error line, printed under the failed export
+    # the exception the failed export raised, typed in the record (never read back from its traceback)
+    failed = next(b for b in record.builds if b.kernel == "bad_tile")
+    assert failed.failure is not None and failed.failure.type.startswith("cuda.tile.")
+    assert "not a power of two" in failed.failure.message and f"raised {failed.failure}" in out
+    assert next(b for b in record.builds if b.kernel == "copy_tile").failure is None
     # A rerun reuses the export that built alone and tries the other again.
     again = compile_programs(root, discover(), ["sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
     assert {b.kernel: b.reused_from for b in again.builds} == {"copy_tile": record.run_id, "bad_tile": None}
@@ -260,6 +265,32 @@ def test_only_a_compile_version_that_made_the_one_call_holds_its_failure(tmp_pat
             CompileRecord.model_validate(data)
     else:
         assert CompileRecord.model_validate(data).builds[0].all_targets_step.exit_code == 1
+
+
+def test_only_compile_version_5_names_a_cuda_tile_release_or_an_export_failure(tmp_path):
+    from datetime import datetime, timezone
+
+    import audit_tree  # tests/data/audit, on sys.path through conftest
+    from pydantic import ValidationError
+
+    from tileproof.records.models import CUDA_TILE_COMPILE_VERSION
+
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "a.py").write_text("AOT_SIGNATURES = {}\n")
+    data = audit_tree.compile_record(tmp_path, ["kernels/a.py"], datetime(2026, 1, 1, tzinfo=timezone.utc)).model_dump()
+    data["inputs"] = {"kernels/a.py": {"uses": ["kernels/a.py"], "tolerances": {}}}  # compile_version 4 and up
+    release = {"version": "1.5.0", "requires": None, "tileiras": "13.4.92", "in_range": None,
+               "outside_range_allowed": True}
+    failure = {"type": "TypeError", "message": "x"}
+    assert COMPILE_VERSION == CUDA_TILE_COMPILE_VERSION == 5
+    for version, ok in ((4, False), (COMPILE_VERSION, True)):
+        for change in ({"cuda_tile": release}, {"builds": [{**data["builds"][0], "failure": failure}]}):
+            given = {**data, "compile_version": version, **change}
+            if ok:
+                CompileRecord.model_validate(given)
+            else:
+                with pytest.raises(ValidationError, match="before compile_version 5"):
+                    CompileRecord.model_validate(given)
 
 
 def test_a_changed_exporter_builds_every_cubin_again_and_nothing_else(tmp_path, monkeypatch):

@@ -92,7 +92,7 @@ def test_version_2_record_must_attest_its_rows_entry(tmp_path):
 def test_version_1_records_stay_whole_file_dependent(tmp_path):
     records = _records(tmp_path, 1)
     assert _outcomes(tmp_path, records, TABLE) == ["passed"] * 3
-    # documented (README, "What a run record depends on"): old records list the whole table file
+    # documented (docs/records-and-staleness.md, "Records written before"): old records list the whole table file
     assert _outcomes(tmp_path, records, dict(TABLE, other=Bound(0.0, 0.0)), dict(TODAY, **GROWN)) == ["stale"] * 3
 
 

@@ -1,4 +1,4 @@
-"""The self-hosted GPU runners' workflow: actionlint passes it, and it does what the README says."""
+"""The self-hosted GPU runners' workflow: actionlint passes it, and it does what docs/fleet-ci-runners.md says."""
 
 import os
 import shutil

@@ -1,4 +1,4 @@
-"""The offline GPU-node path (README, "A GPU node without network"): ``nox --no-venv -s run-gpu`` runs
+"""The offline GPU-node path (docs/install.md, "Without network"): ``nox --no-venv -s run-gpu`` runs
 ``python -m tileproof`` from the checkout, with the node's packages on PYTHONPATH and tileproof itself
 installed nowhere. What that path records must be what the audit accepts.
 

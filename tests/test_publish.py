@@ -58,8 +58,15 @@ def test_publish_end_to_end(tree, capsys):
     gate_row = next(r for r in front.results if r.optional)
     assert gate_row.result == "?" and gate_row.run_id is None  # no T4 record: stays '?', does not block
 
+    # The cuda-tile release the Python programs' records were made with, written after results.
+    python_runs = list(dict.fromkeys(r.run_id for r in required if r.program.endswith(".py")))
+    assert [(v.cuda_tile, v.tileiras_in_range, v.run_ids) for v in front.cuda_tile_verified] == \
+        [("1.7.0", True, python_runs)]
+    block = lessons.dump_key("cuda_tile_verified", lessons.front_values(front)["cuda_tile_verified"])
+    assert after.count(block) == 1 and after.index(block) < after.index("\n---\n", 4)
+
     # Nothing else in the file changed: only status/hardware/results lines and the table.
-    old_lines, new_lines = before.splitlines(), after.splitlines()
+    old_lines, new_lines = before.splitlines(), after.replace(block, "", 1).splitlines()
     assert len(old_lines) == len(new_lines)
     changed = [i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b]
     table = before.index("<!-- results:begin -->"), before.index("<!-- results:end -->")

@@ -244,6 +244,45 @@ def test_a_record_that_does_not_count_is_named_with_why(tmp_path):
     assert f"seal broken: {info['run'].run_id}" in shown.why and shown.why in md.replace("\\|", "|")
 
 
+def test_both_reports_show_each_lessons_python_programs_per_cuda_tile_release(committed, tmp_path):
+    day79 = next(lesson for lesson in committed.lessons if lesson.id == "day79-cutile")
+    assert day79.releases is not None and [str(k) for k in day79.releases.releases] == ["1.7.0"]
+    md, page = render.render_markdown(committed, tmp_path), render.render_html(committed, tmp_path)
+    assert "## cuda-tile releases" in md and "### day79-cutile" in md
+    for program in ("kernels/tile_matmul_softmax.py", "kernels/fused.py"):
+        section = md.split("## cuda-tile releases", 1)[1]
+        row = next(line for line in section.splitlines() if line.startswith(f"| `{program}` |"))
+        assert row.count("passed (") == 1  # one release column, its record linked
+    assert 'id="cuda-tile-releases"' in page and escape(day79.releases.holds()) in page
+    assert md.index("## Claims") < md.index("## cuda-tile releases")
+
+
+def test_the_compile_column_shows_the_locks_exports_not_another_releases(tmp_path):
+    from datetime import datetime, timezone
+
+    from tileproof.judge.audit.result import AuditResult
+    from tileproof.judge.releases import ReleaseKey
+    from tileproof.records.models import CudaTileRelease
+
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "a.py").write_text("AOT_SIGNATURES = {}\n")
+    lock = audit_tree.compile_record(tmp_path, ["kernels/a.py"], datetime(2026, 1, 1, tzinfo=timezone.utc))
+    older = audit_tree.compile_record(tmp_path, ["kernels/a.py"], datetime(2026, 1, 2, tzinfo=timezone.utc))
+    failed = [b.model_copy(update={"verdict": "failed"}) for b in older.builds]
+    older = older.model_copy(update={
+        "compile_version": 5, "passed": False, "builds": failed,
+        "cuda_tile": CudaTileRelease(version="1.3.0", requires="nvidia-cuda-tileiras<13.3,>=13.2", tileiras="13.4.92",
+                                     in_range=False, outside_range_allowed=True)})
+
+    def column(records, lock_release):
+        result = AuditResult(root=tmp_path, findings=[], records=records, lessons=[], evidence_files=0,
+                             evidence_bytes=0, record_files=len(records), cuda_tile_lock=lock_release)
+        return {row.program: row.compile for row in render.view(result).rows}
+
+    assert column([lock, older], ReleaseKey("1.7.0", True)) == {"kernels/a.py": "1 of 1 target built (sm_90)"}
+    assert column([lock, older], None)["kernels/a.py"].startswith("0 of 1 target built")  # no lock: newest decides
+
+
 def _as_version_2(rec: BenchRecord, root: Path) -> BenchRecord:
     """A committed bench record with its cases rebuilt by today's bench (roofline, second look) from its own
     results file, as a bench_version 2 record would hold them."""

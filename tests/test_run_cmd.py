@@ -47,12 +47,16 @@ def test_no_gpu_run_is_recorded_and_fails(tree, capsys):
     assert sessions and sessions[0].runs == [runs[0].run_id]
     rec = runs[0]
     assert rec.seal == seal_of(rec)
-    assert rec.step.argv[1].endswith("kernels/vector_add.py") and rec.step.exit_code == 1
+    # started through tileproof's launcher (toolchain/launch.py), which keeps the exception that ends it
+    assert rec.step.argv[1].endswith("tileproof/toolchain/launch.py")
+    assert rec.step.argv[3].endswith("kernels/vector_add.py") and rec.step.exit_code == 1
     assert rec.step.stdout.path.endswith("vector_add-gate-stdout.txt")
     assert rec.report and rec.report.gate == "no-gpu"
-    # run_version 3: the program and the helper it imports, whole; the tolerance table per entry, never whole
+    # run_version 3 and up: the program and the helper it imports, whole; the tolerance table per entry, never
+    # whole; 4: the cuda-tile release it imported, and no failure (the gate refused, nothing raised)
     assert {s.path for s in rec.sources} >= {"kernels/vector_add.py", "kernels/harness.py"}
-    assert rec.run_version == 3 and "kernels/tolerances.py" not in {s.path for s in rec.sources}
+    assert rec.run_version == 4 and "kernels/tolerances.py" not in {s.path for s in rec.sources}
+    assert rec.cuda_tile is not None and rec.cuda_tile.in_range and rec.failure is None
     assert (tree / rec.environment.pip_freeze.path).read_text()
     assert "CUDA_HOME" not in rec.environment.env
 

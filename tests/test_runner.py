@@ -230,7 +230,7 @@ SETPRIV = shutil.which("setpriv")
 def test_killing_tileproof_kills_what_it_started(tmp_path, how, launcher):
     """SIGTERM: the whole tree, a setsid grandchild included. ``kill -9``: the direct child
     (PR_SET_PDEATHSIG), e.g. nvcc; nothing can run in tileproof after SIGKILL, so a grandchild
-    that left the session outlives it (README, "The programs"). The death signal is set by setpriv,
+    that left the session outlives it (docs/running-programs.md, "Containment"). The death signal is set by setpriv,
     or (no setpriv on PATH) in the forked child."""
     import signal
     import subprocess

@@ -473,7 +473,7 @@ def refute_a_claim(root: Path) -> Path:
     lesson = lessons.load(root, "01-vector-add")
     rows = [r.model_copy(update={"result": "?", "run_id": None}) for r in lesson.front.results]
     draft = lesson.front.model_copy(update={"status": "draft", "hardware": type(lesson.front.hardware)(),
-                                            "results": rows})
+                                            "results": rows, "cuda_tile_verified": []})
     lesson.path.write_text(lessons.render(lesson, draft))
     folder = root / "lessons" / "claims"
     (folder / "snippets").mkdir(parents=True)

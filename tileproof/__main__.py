@@ -1,24 +1,8 @@
 """The command line: ``tileproof COMMAND ...`` (or ``python -m tileproof COMMAND ...``).
 
-Each command lives in its own module exposing ``add_arguments(parser)`` and
-``run(args) -> int``; this file only parses, dispatches and turns a
-``TileproofError`` into one line on stderr and exit status 2. Only the chosen
-command's module is imported (``tileproof --help`` imports none), and its
-options are added to its own subparser, so ``tileproof COMMAND --help`` lists
-them.
-
-Output convention, for every command:
-
-- a command ends with one summary line ``<command>: <what happened>`` (for
-  example ``compile: up to date (84 artifacts cached, 0 compiler calls)`` or
-  ``schema: 0 written, 8 up to date``), printed whether it succeeded or not: the
-  last line on stdout, or on stderr where stdout carries only data meant for a
-  pipe (``lint-kernels``' findings); its exit status is the verdict (0 good, 1 a
-  negative result, 2 bad input or a broken tree);
-- stderr gets ``tileproof <command>: <problem>`` when a command cannot go on;
-- a closed stdout (``tileproof lint-kernels --list-rules | head``) ends the
-  command quietly with status 141 (128 + SIGPIPE), as other Unix tools do; what
-  it had written to disk so far stays.
+Each command lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``; this file only
+parses, dispatches (importing only the chosen command's module) and turns a ``TileproofError`` into one line on
+stderr and exit status 2. The output and exit-status conventions: docs/commands.md, "Exit status and output".
 """
 
 from __future__ import annotations

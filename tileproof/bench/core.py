@@ -1,40 +1,12 @@
-"""Benchmarking: time the course kernels against cuBLAS/cupy here; bench records.
+"""Benchmarking: time the course kernels (``kernels/bench/*_bench.py``) against cuBLAS/cupy here; bench records.
 
-The command is ``commands/bench.py`` (thin); this module holds the work.
-
-The bench programs are ``kernels/bench/*_bench.py``: standalone cuTile programs with the
-course programs' contract (gate first, ``--report`` check report with one check per case
-run before any timing, exit code = verdict), which also write their raw per-launch
-timings to ``--results``. ``tileproof bench``
-
-* captures the environment once, as ``run`` does (``runner.capture``, one implementation),
-* reads the GPU's clocks, temperature, power, P-state and throttle reasons with
-  ``nvidia-smi --query-gpu`` before and after each program (reading only: nothing here
-  or in the programs changes a clock or a power setting),
-* runs each program through ``execute.run_program`` with ``--results`` added, and with
-  a fresh cuTile JIT cache unless ``CUDA_TILE_CACHE_DIR`` is set, so that compile times
-  are real,
-* turns the raw samples into BenchCase statistics: median, min, max, spread (standard
-  deviation over mean; noisy above 10%, pyperf's rule), TFLOP/s or GB/s, % of the
-  library reference at the same shape in the same run, % of the measured ceiling, and,
-  for cases measured twice, the relative difference of the two medians,
-* turns a program's head-to-head phase (cases launched in turn with their reference)
-  into PairedRatios: the reference's time over the case's, cycle by cycle, as a median
-  percentage with quartiles, the reference against itself being the control,
-* gives every case its roofline (``roofline``): whether its counted FLOPs or its counted
-  bytes bound it against the ceilings of the same run (the dense peak the program
-  computed, else the largest cuBLAS product; the device copy), the ceiling it is then
-  measured against, and its floor time,
-* flags for a second look (``second_looks``) what is too good to believe from one
-  measurement: a bytes-bound case above ``SECOND_LOOK_COPY_PCT`` of the copy, a
-  flops-bound tile kernel above cuBLAS by more than the cuBLAS-against-itself control
-  spreads around 100% at that shape,
-* gives every case what the GPU did while it ran (``gpu_load``): the program's NVML
-  readings during the case's batches as the median and quartiles of its SM clock and
-  power draw against the card's maximum clock and power limit, the clock event reasons
-  seen, and for a flops-bound case its rate against the dense peak at the clock it ran
-  at; where there are none the record says why (``load_unavailable``),
-* writes one bench record per program. Exit status 0 only when every program passed.
+The command is ``commands/bench.py`` (thin); this module holds the work: the environment captured once (as ``run``
+does), the GPU's clocks and throttle reasons read before and after each program, the raw samples turned into
+``BenchCase`` statistics and head-to-head ``PairedRatios``, every case's roofline (``roofline``) and second-look flag
+(``second_looks``), what the GPU did while each case ran (``gpu_load``: the program's NVML readings as quartiles
+of the SM clock and power draw against the card's limits; ``load_unavailable`` where there are none), one bench
+record per program. What is measured and how:
+docs/benchmarks.md, "Timing the course kernels".
 """
 
 from __future__ import annotations

@@ -1,24 +1,8 @@
-"""The claims matrix: each claim's verdict per toolchain release.
+"""The claims matrix: each claim's verdict per toolchain release (a column per CUDA release).
 
-A claim can hold for one release and not for the next (nvcc 13.4 numbers a warning
-20359-D, 13.5 numbers it 20360-D), so claims records are grouped by the release their
-toolchain shares (``Toolchain.major_minor``: nvcc, tileiras, nvvm and crt of one
-major.minor), one column per release. ``nox -s "claims-matrix(release='13.3')"`` writes
-one claims record per release, each from its own environment.
-
-Within one release the newest decisive result (confirmed/refuted) of a claim wins, and a
-newer unverifiable-here never hides an older decision: ``judge.claim_verdicts.fold`` (the
-one implementation, which the publish decision folds per release too) over each group of
-``judge.claim_verdicts.by_release``. A record whose toolchain shares no release (a mixed install) is
-evidence for none: it is counted, and ``lines`` says so, never silently dropped. A column
-is one CUDA release; where the records differ in cuda-tile version (whose Python-side
-verdicts can differ: cuda-tile 1.5.0 words the ``math.ceil`` error otherwise than 1.6 and
-1.7), ``lines`` shows the cuda-tile versions of each column, and names a column whose
-records were made with more than one.
-
-``claim_matrix`` and ``holds_text`` are pure (they read only the records given to them);
-``status_lines`` reads the claims files and records of a tree for ``tileproof status``.
-Nothing here runs a tool.
+``claim_matrix`` and ``holds_text`` are pure (they read only the records given to them); ``status_lines`` reads the
+claims files and records of a tree for ``tileproof status``. Nothing here runs a tool. The grouping rules (by
+release, mixed installs, cuda-tile versions per column): docs/claims.md, "The claims matrix".
 """
 
 from __future__ import annotations

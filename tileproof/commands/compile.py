@@ -12,6 +12,7 @@ from tileproof.records.signing import signer_from_env
 from tileproof.runner.builds import compile_programs, kernel_index
 from tileproof.runner.capture import tools as find_tools
 from tileproof.runner.process import install_signal_handlers
+from tileproof.toolchain import cuda_tile
 from tileproof.toolchain.build import (
     BUILD_DIR,
     DEFAULT_TARGETS,
@@ -27,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"target (repeatable or comma-separated); default {','.join(DEFAULT_TARGETS)}")
     parser.add_argument("--system-nvcc", metavar="PATH", help="use this nvcc (>= 13.3) instead of the pip toolchain")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel builds (default: cores)")
+    parser.add_argument("--python-only", action="store_true",
+                        help="export the cuTile Python kernels only, no nvcc (a cuda-tile release's share of the "
+                             "build: nox -s compile-release)")
+    parser.add_argument(cuda_tile.OUTSIDE_FLAG, action="store_true",
+                        help="export although tileiras is outside the range the installed cuda-tile release "
+                             "declares; the compile record says so (default: refuse, build nothing)")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
 
 
@@ -45,10 +52,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"compile: regenerated {rel} from its source ({COMMAND} does the same)")
     tools = find_tools(args.system_nvcc, cache_file=root / BUILD_DIR / "tool-versions.json")
     require_coherent(tools)
-    cpp = programs(root, "cpp")
-    py = kernel_index(root, programs(root, "kernels"))
+    cpp = [] if args.python_only else programs(root, "cpp")
+    kernels = programs(root, "kernels")
+    tileiras = next((t.version for t in tools.facts.tools if t.name == "tileiras"), None)
+    # before any program is imported (kernel_index): an out-of-range release is refused first, in one line
+    release = cuda_tile.release(tileiras, args.tileiras_outside_range) if kernels else None
+    py = kernel_index(root, kernels)
     for jl in julia_programs(root):  # named, never silently left out: julia compiles them when they run
         print(f"{jl.relative_to(root).as_posix()}: a cuTile.jl program, compiled by julia when tileproof run runs it "
               f"(toolchain-absent where no julia with cuTile.jl is found)")
-    record = compile_programs(root, tools, targets, cpp, py, args.jobs, signer)
+    record = compile_programs(root, tools, targets, cpp, py, args.jobs, signer, release)
     return 0 if record is None or record.passed else 1

@@ -24,5 +24,5 @@ def run(args: argparse.Namespace) -> int:
     for path in make_current(root):
         print(f"wrote {path} ({COMMAND})")
     print(f"next: tileproof check, tileproof lint-kernels, tileproof compile --arch sm_90, pytest "
-          f"(AUTHORING.md); then on a GPU: nox -s run-gpu -- {args.lesson}")
+          f"(docs/authoring.md); then on a GPU: nox -s run-gpu -- {args.lesson}")
     return 0

@@ -105,7 +105,7 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool =
             return 1, [f"{name}: stays draft; {fresh.lacking()}; nothing changed:", *describe(fresh.blockers),
                        *(describe_tables(fresh) if dry_run else [])]
         return _write(lesson, fresh, dry_run, note, "publish")
-    if republish and fresh.publishable and (judged.refreshable or not judged.valid):
+    if republish and fresh.publishable and (judged.refreshable or judged.states_releases or not judged.valid):
         return _write(lesson, fresh, dry_run, note, "republish")
     if judged.valid:
         newer = judged.note()

@@ -8,6 +8,7 @@ from pathlib import Path
 from tileproof.fleet import devices
 from tileproof.runner import session
 from tileproof.runner.process import add_output_cap, install_signal_handlers
+from tileproof.toolchain import cuda_tile
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,13 +24,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record-no-gpu", action="store_true",
                         help="without a usable GPU, still run each program's gate and record the no-gpu runs "
                              "(default: say so in one line, exit 1, write nothing)")
+    parser.add_argument("--python-only", action="store_true",
+                        help="only the cuTile Python programs (kernels/*.py): a cuda-tile release's share of the "
+                             "runs (nox -s run-gpu-release)")
+    parser.add_argument(cuda_tile.OUTSIDE_FLAG, action="store_true",
+                        help="run the Python programs although tileiras is outside the range the installed "
+                             "cuda-tile release declares; each record says so (default: refuse, write nothing)")
 
 
 def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     request = session.Request(root=args.root.resolve(), lessons=tuple(args.lessons), programs=tuple(args.program),
                               device=args.device, timeout=args.timeout, cap=args.output_cap,
-                              record_no_gpu=args.record_no_gpu)
+                              record_no_gpu=args.record_no_gpu, python_only=args.python_only,
+                              outside_range=args.tileiras_outside_range)
     if args.devices is not None:
         return devices.fan_out(args.devices, request)
     ended = session.run(request)

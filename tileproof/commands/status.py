@@ -22,7 +22,7 @@ from tileproof.claims import core as claims
 from tileproof.claims import matrix
 from tileproof.claims import spec as claims_spec
 from tileproof.gather.tree import Tree
-from tileproof.judge import gate, perf_claims
+from tileproof.judge import gate, perf_claims, release_matrix
 from tileproof.judge.verdict import LessonVerdict
 from tileproof.records import lessons
 from tileproof.report import bench_view
@@ -137,7 +137,8 @@ def status(root: Path, ids: list[str], tree: Tree | None = None) -> list[str]:
             footer.append(f"{lesson.id}: the body's results table differs from the front matter (edited by hand?)")
     footer += [f"trust: {file}: {rule}: {reason}" for file, rule, reason in (tree.trust.state.findings
                                                                             if tree.trust is not None else ())]
-    return table(rows) + [""] + footer
+    axis = [f"  {line}" for line in release_matrix.lines([tree.releases(lesson) for lesson in chosen])]
+    return table(rows) + [""] + (["Python programs per cuda-tile release:", *axis, ""] if axis else []) + footer
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 from tileproof.records.errors import TileproofError
 from tileproof.runner import children, session
 from tileproof.runner.capture import gpu_query
+from tileproof.toolchain import cuda_tile
 
 
 def plan_devices(spec: str, rows: list[dict] | None) -> list[int]:
@@ -54,9 +55,11 @@ def fan_out(spec: str, request: session.Request, say=print) -> int:
 
     Each child has the deadline of its session (``runner.session.deadline``): one still running
     then is killed, and its GPU fails."""
-    chosen = session.select(request.root, request.lessons, request.programs)  # a bad name: one line, nothing run
+    chosen = session.select(request.root, request.lessons, request.programs,  # a bad name: one line, nothing run
+                            request.python_only)
     indexes = plan_devices(spec, gpu_query().rows)
-    extra = (["--record-no-gpu"] if request.record_no_gpu else []) + \
+    extra = [flag for flag, on in (("--record-no-gpu", request.record_no_gpu), ("--python-only", request.python_only),
+                                   (cuda_tile.OUTSIDE_FLAG, request.outside_range)) if on] + \
         (["--output-cap", str(request.cap)] if request.cap is not None else [])
     say(f"run: --devices {spec}: GPUs {', '.join(map(str, indexes))}, one run session each, at once")
     args = [["run", *child_args(list(request.lessons), list(request.programs), request.timeout, request.root, i,

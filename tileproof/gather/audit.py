@@ -36,7 +36,7 @@ from tileproof.gather.audit_claims import claims_files_today
 from tileproof.gather.audit_scan import helper as byte_helper
 from tileproof.gather.audit_scan import paused_gc, read_record
 from tileproof.gather.tree import Tree
-from tileproof.judge import trust
+from tileproof.judge import releases, trust
 from tileproof.judge.audit import registry, rules
 from tileproof.judge.audit.result import AuditResult, Finding, Issue, LessonAudit
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, sessions
@@ -44,7 +44,7 @@ from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.judge.verdict import history_problems
-from tileproof.records import lessons, store
+from tileproof.records import lessons, lock, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.records.history import REGENERATED, NoHistory
 from tileproof.records.history import check as check_history
@@ -240,7 +240,8 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     return AuditResult(root=root, findings=findings, records=[rec for _, rec in records], lessons=lesson_audits,
                        evidence_files=evidence_files, evidence_bytes=evidence_bytes,
                        record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked,
-                       claims_files=claims_files_today(root), trust=trusting.state.report)
+                       claims_files=claims_files_today(root), trust=trusting.state.report,
+                       cuda_tile_lock=releases.lock_key(lock.cuda_tile_pin(root)))
 
 
 def _commit_claims(root: Path, records, add) -> None:
@@ -337,5 +338,6 @@ def _lessons(root: Path, tree: Tree, findings: list[Finding]) -> list[LessonAudi
         for rule_id, reason in judged.findings():
             add(Finding(file, rule_id, reason))
         out.append(LessonAudit(id=front.id, file=file, title=front.title, status=front.status,
-                               programs=[p.path for p in front.programs], decision=judged.decision))
+                               programs=[p.path for p in front.programs], decision=judged.decision,
+                               releases=tree.releases(front)))
     return out

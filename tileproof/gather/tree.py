@@ -16,15 +16,15 @@ builds its ``Tree`` from them (``Tree.of``) instead of reading runs/ again.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from tileproof.claims import spec as claims_spec
 from tileproof.gather import trust_state
-from tileproof.judge import claim_verdicts, gate, verdict
+from tileproof.judge import claim_verdicts, gate, release_matrix, releases, verdict
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
 from tileproof.judge.verdict import LessonVerdict
-from tileproof.records import lessons, store, tolerances
+from tileproof.records import lessons, lock, store, tolerances
 from tileproof.records.depends import ProgramUses
 from tileproof.records.errors import InputRefused
 from tileproof.records.history import HistoryReport, NoHistory
@@ -191,7 +191,24 @@ class Tree:
 
     def decide(self, lesson: lessons.Lesson | LessonFront, cited: lessons.Cited | None = None) -> gate.Decision:
         """The one publish decision for ``lesson``, with every input gathered here: from the newest
-        evidence, or (``cited``) from the records a published lesson cites."""
+        evidence, or (``cited``) from the records a published lesson cites; the cuda-tile releases it was
+        verified on the same way (``release_matrix.verified`` / ``cited_verified``)."""
+        front, runs, others, today = self._inputs(lesson)
+        read = evidence_reader(self.root)
+        if cited is not None:
+            decision = gate.decide_cited(front, cited, runs + others, today, self.table(), read)
+            return replace(decision, cuda_tile_verified=release_matrix.cited_verified(front, runs, today,
+                                                                                      self.table(), read))
+        decision = gate.decide(front, runs + others, today, self.table(), read)
+        return replace(decision, cuda_tile_verified=release_matrix.verified(front, runs, today, self.table(), read))
+
+    def releases(self, lesson: lessons.Lesson | LessonFront) -> release_matrix.LessonReleases:
+        """The lesson's Python programs x the cuda-tile releases their run records were made with."""
+        front, runs, _others, today = self._inputs(lesson)
+        return release_matrix.lesson_releases(front, runs, today, self.table(), evidence_reader(self.root))
+
+    def _inputs(self, lesson: lessons.Lesson | LessonFront) -> tuple[LessonFront, list, list, gate.Today]:
+        """The lesson's front matter, its programs' run records, the other records and today's inputs."""
         front = lesson.front if isinstance(lesson, lessons.Lesson) else lesson
         programs = {row.program for row in front.results}
         runs = [e for e in store.of_kind(self.records, RunRecord) if e.record.program in programs]
@@ -205,10 +222,8 @@ class Tree:
         older = tables_at(self.root, [*(e.record for e in runs), *compiles], digests, self.table_versions)
         used = program_uses(self.root, [front.res_usage.program] if front.res_usage else [], self.table(),
                             {n for t in older.values() for n in t})
-        today = gate.Today(digests, claims, older, used)
-        if cited is not None:
-            return gate.decide_cited(front, cited, runs + others, today, self.table(), evidence_reader(self.root))
-        return gate.decide(front, runs + others, today, self.table(), evidence_reader(self.root))
+        today = gate.Today(digests, claims, older, used, releases.lock_key(lock.cuda_tile_pin(self.root)))
+        return front, runs, others, today
 
     def verdict(self, lesson: lessons.Lesson) -> LessonVerdict:
         """The lesson's one verdict: the decision on the newest evidence, for a published lesson also the

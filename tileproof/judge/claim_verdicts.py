@@ -1,30 +1,10 @@
 """What the claims records say about a document's claims today, as pure functions.
 
-``fold`` picks, per (document, claim id), the newest decisive result
-(confirmed/refuted) among the claims records given, or the newest result of any
-verdict for a claim never decided: a GPU node decides GPU claims and a machine
-with nvcc compile claims, so a newer ``unverifiable-here`` never hides an older
-decision. It is the one implementation of that rule: ``latest`` folds the claims
-records that count (``trust.admits``), ``by_release`` groups them by the CUDA
-release their toolchain shares (``release_of``) and the claims matrix
-(``claims.matrix``) and the publish decision fold each group.
-
-A claim can hold on one release and not on the next, so the publish decision asks
-the verdict for the release the lesson's evidence was made with (the release of its
-accepted run records): ``refuted(..., releases=...)`` lists the claims of a lesson
-that the newest decision *on that release* refutes, and ``unchecked_releases``
-names each such release that no claims record of the document covers (a blocker
-whose fix is ``nox -s "claims-matrix(release='X')"``; another release's verdict is
-never used instead). Without ``releases`` (a lesson with no accepted evidence yet,
-or the claims-only view of ``status``), the newest decision over every release counts.
-
-A refuted claim that today's claims file marks ``asserted: false`` does not block;
-a refuted claim deleted from the file still counts (mark it ``asserted: false``
-after fixing the document instead), and a refutation whose snippet changed since
-still counts, and says so.
-
-Nothing here reads a file: today's claims file comes in as ``ClaimsToday`` and
-the digests of its snippets in ``today`` (path → sha256, None when gone).
+``fold`` is the one implementation of "which verdict stands" (the newest decisive result per claim);
+``by_release`` groups claims records by the CUDA release their toolchain shares, and the claims matrix and the
+publish decision fold each group; ``refuted`` and ``unchecked_releases`` are what the publish decision asks for a
+lesson's release. Nothing here reads a file: today's claims file comes in as ``ClaimsToday`` and the digests of its
+snippets in ``today`` (path → sha256, None when gone). The rules: docs/claims.md, "Which verdict stands".
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ one-line reason and the command that would produce the missing evidence.
 Which record decides a row: among the program's run records that count
 (``trust.admits``: a record with a broken seal never counts), the newest one (``standing.age``:
 by the commit that first added it, then ``created``; a future date wins nothing) from the
-row's class (``RowClass``: its program on hardware of compute capability >= 8.0, as the
+row's class (``RowClass``: its program, made with the lock's cuda-tile release (``releases.decides_rows``:
+others are the release axis), on hardware of compute capability >= 8.0, as the
 record claims it, for required rows, below 8.0 for an optional ``gate`` row); a run that
 found no GPU at all counts only when no run of the program found one. A published lesson
 is decided instead from the records it cites (``decide_cited``): each row from its
@@ -52,7 +53,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
-from tileproof.judge import claim_verdicts, standing, trust
+from tileproof.judge import claim_verdicts, releases, standing, trust
 from tileproof.judge.claim_verdicts import (
     NO_CLAIMS,
     ClaimsToday,
@@ -63,7 +64,7 @@ from tileproof.judge.claim_verdicts import (
 from tileproof.judge.perf_claims import ClaimDecision
 from tileproof.judge.perf_claims import decide as decide_perf
 from tileproof.judge.res_usage import ResUsageDecision, decide_res_usage
-from tileproof.judge.today import Today, tables_at
+from tileproof.judge.today import Today, lock_release, tables_at
 from tileproof.records import depends, release
 from tileproof.records.capability import MIN_CC, below_tile, cc_tuple, sm_of
 from tileproof.records.lessons import (
@@ -80,6 +81,7 @@ from tileproof.records.models import (
     ResultRow,
     RunRecord,
     ToolchainProblem,
+    VerifiedRelease,
 )
 from tileproof.records.parsers import parse_gpu_query
 from tileproof.records.tolerances import TABLE_FILE
@@ -175,6 +177,8 @@ class Decision:
     """The lesson's compile-derived REG/SHARED table (None when it declares none)."""
     unlisted: tuple[ResultRow, ...] = ()
     """Required rows whose check has no entry in the tolerance table: nothing can ever pass them."""
+    cuda_tile_verified: tuple[VerifiedRelease, ...] = ()
+    """The cuda-tile releases every Python program of the lesson passed with (``release_matrix.verified``)."""
 
     @property
     def publishable(self) -> bool:
@@ -258,7 +262,8 @@ class Decision:
             if r.outcome == "passed" and r.record else r.row.model_copy(update={"result": UNKNOWN, "run_id": None})
             for r in self.rows
         ]
-        return front.model_copy(update={"status": "published", "hardware": self.hardware(), "results": rows})
+        return front.model_copy(update={"status": "published", "hardware": self.hardware(), "results": rows,
+                                        "cuda_tile_verified": list(self.cuda_tile_verified)})
 
 
 # --- helpers (pure) ------------------------------------------------------------------
@@ -469,15 +474,24 @@ class RowClass:
     compute capability 8.0 and up (or no GPU at all) for a required row, below 8.0 for the optional
     ``gate`` row. The row's decision takes the newest record of its class; a published lesson's cited
     record is overturned by a newer failing record of the same class (``newer_failure``). Any further
-    axis that splits a row's evidence (e.g. the cuda-tile release a record was made with) belongs here."""
+    axis that splits a row's evidence belongs here: the cuda-tile release (``on_release``) does, before the
+    hardware is looked at."""
 
     program: str
     below_tile: bool
     """True for the optional ``gate`` row: hardware below compute capability 8.0."""
+    cuda_tile: releases.ReleaseKey | None = None
+    """The lock's cuda-tile release (``Today.cuda_tile``): records of another are the release axis."""
 
     @classmethod
-    def of(cls, row: ResultRow) -> RowClass:
-        return cls(row.program, row.optional and row.check == GATE_CHECK)
+    def of(cls, row: ResultRow, today: Mapping[str, str | None] | None = None) -> RowClass:
+        return cls(row.program, row.optional and row.check == GATE_CHECK,
+                   lock_release(today) if today is not None else None)
+
+    def on_release(self, rec: RunRecord) -> bool:
+        """Whether ``rec`` may be this row's evidence at all (``releases.decides_rows``): a record of another
+        cuda-tile release neither decides the row nor, newer, overturns it."""
+        return releases.decides_rows(rec, self.cuda_tile)
 
     def admits(self, rec: RunRecord) -> bool:
         """Whether ``rec`` is evidence of this row's class."""
@@ -525,10 +539,11 @@ def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Map
         return RowDecision(row, outcome, reason + note, _command(front, row, outcome, rec), rec, result,
                            trust.ignored_ids(refused), note.strip(), ages[id(rec)] if rec is not None else ())
 
-    klass = RowClass.of(row)
+    klass = RowClass.of(row, today)
     items = [r for r in trust.examined(records) if isinstance(r.record, RunRecord) and r.record.program == row.program]
     ages = {id(e.record): standing.age(e) for e in items}
     mine, refused = trust.split(items)  # oldest first (standing.age): the last of a selection is its newest
+    mine = [r for r in mine if klass.on_release(r)]
     if today.get(row.program) is None:
         return done("missing-file", f"{row.program} does not exist (lessons/{front.id}.md programs)")
     judge = _gate_row if klass.below_tile else _required

@@ -1,37 +1,11 @@
 """Performance claims against bench records, as a pure function of its inputs.
 
-``decide(claims, bench_records)`` reads no file: it takes a lesson's ``PerfClaim``s
-(front matter ``performance:``) and bench records, and gives each claim one
-``ClaimDecision``: an outcome from a closed set, a one-line reason and, unless the
-claim is supported, the command that would produce the missing evidence.
-
-Which record decides a claim: among the bench records of the claim's program, the
-newest (``standing.age``: first commit, then ``created``, then run id) that counts (``trust.admits``: a broken seal
-never counts), has verdict ``passed``, a GPU whose compute
-capability equals the claim's (every place the record states one must agree) and
-at least one case matching the claim's ``case`` with a value for its ``metric``.
-``name/variant/shape/*`` matches every tile configuration of that shape (the key's
-last part); any other pattern matches one key exactly.
-
-A metric is a ``BenchCase`` field or derived property (``models.PerfMetric``); the metrics of what the GPU
-did while a case ran (power as % of the limit, the clock's distance below its maximum) are read from a
-quartile of the NVML readings, so that they hold in three readings of four before the rule below.
-
-The rule, per matching case of that record: value = the case's metric; margin =
-value - at_least, in the metric's units (percentage points for ``pct_of_reference``
-and ``pct_of_ceiling``). The case's ``spread`` (stdev/mean of its timed repeats) is
-relative, so it is taken at the value's scale: the case supports the claim when
-
-    value >= at_least  and  not noisy  and  spread * value <= margin
-
-i.e. the claim still holds one standard deviation below the measurement. The claim
-is ``supported`` when any matching case supports it (the best such case is shown:
-"best over tiles"); otherwise the case with the highest value decides, with the
-first failing test in the order ``below-claim``, ``noisy`` (spread above 10%,
-pyperf's rule; a non-finite spread counts as noisy), ``spread-exceeds-margin``. A
-non-finite value is no value. With no deciding record the claim is
-``wrong-hardware`` when a record would have decided it but comes from another
-compute capability, else ``no-bench-record``.
+``decide(claims, bench_records)`` reads no file: it takes a lesson's ``PerfClaim``s (front matter ``performance:``)
+and bench records, and gives each claim one ``ClaimDecision``: an outcome from a closed set, a one-line reason and,
+unless the claim is supported, the command that would produce the missing evidence. Which record decides (the newest
+by ``standing.age`` among those ``trust.admits``) and the rule (``value >= at_least``, not noisy, one spread below
+the measurement): docs/benchmarks.md, "Performance claims". A metric is a ``BenchCase`` field or derived
+property (``models.PerfMetric``).
 """
 
 from __future__ import annotations

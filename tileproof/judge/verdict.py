@@ -9,8 +9,9 @@ cannot disagree: ``status`` says ready exactly when ``publish --dry-run`` exits 
 A draft is judged on the newest evidence (``gate.decide``): what a publish would write. A
 published lesson is judged on the records it cites (``gate.decide`` with ``records.lessons.cited``):
 it stays valid while each of them still counts, is not stale and passed, no newer counted run of
-the same row and hardware class failed (``gate.newer_failure``), and its hardware block, results
-and compile-derived tables re-derive from exactly those records (:func:`differences`: what
+the same row and hardware class failed (``gate.newer_failure``), and its hardware block, results,
+verified cuda-tile releases (``release_matrix.cited_verified``) and compile-derived tables re-derive from
+exactly those records (:func:`differences`: what
 ``publish`` itself would write from them). Newer passing evidence never makes it false: it is a note
 (:attr:`LessonVerdict.refreshable`, "republish to refresh"), and ``publish --republish`` writes it from
 the newest evidence, refused while that evidence does not hold. Git history showing a record or
@@ -26,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tileproof.judge.gate import Decision
+from tileproof.judge.releases import ReleaseKey
 from tileproof.records import lessons
 from tileproof.records.errors import RecordError
 from tileproof.records.history import HistoryReport, Problem
@@ -105,11 +107,21 @@ class LessonVerdict:
     @property
     def refreshable(self) -> bool:
         """A valid published lesson that the newest evidence would write differently: newer evidence
-        exists (a note, never a finding: republish to refresh)."""
+        exists (a note, never a finding: republish to refresh). A lesson that states no verified cuda-tile
+        release (published before the release axis) is not refreshable for that alone (``states_releases``)."""
         if not (self.valid and self.fresh.publishable):
             return False
-        return lessons.render(self.lesson, self.fresh.published_front(self.lesson.front),
-                              self.fresh.published_blocks()) != self.lesson.text
+        fresh = self.fresh.published_front(self.lesson.front)
+        if not self.lesson.front.cuda_tile_verified:
+            fresh = fresh.model_copy(update={"cuda_tile_verified": []})
+        return lessons.render(self.lesson, fresh, self.fresh.published_blocks()) != self.lesson.text
+
+    @property
+    def states_releases(self) -> bool:
+        """A valid published lesson that states no verified cuda-tile release where the newest evidence gives
+        some: ``publish --republish`` adds them (no note: the lesson claims nothing false)."""
+        return (self.valid and self.fresh.publishable and not self.lesson.front.cuda_tile_verified
+                and bool(self.fresh.cuda_tile_verified))
 
     def findings(self) -> list[Issue]:
         """The audit's findings against the lesson's file: none for a draft."""
@@ -164,6 +176,9 @@ def differences(lesson: lessons.Lesson, derived: LessonFront, blocks: dict[str, 
             if have != want:
                 out.append(f"results[{i}].{name} ({have_row.program} {have_row.check}): the lesson says {have!r}, "
                            f"the records give {want!r}")
+    if front.cuda_tile_verified != derived.cuda_tile_verified:
+        out.append(f"cuda_tile_verified: the lesson says {releases_text(front)}, the records give "
+                   f"{releases_text(derived)}")
     try:
         table = lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS).strip("\n").splitlines()
     except RecordError as e:
@@ -179,6 +194,12 @@ def differences(lesson: lessons.Lesson, derived: LessonFront, blocks: dict[str, 
     if not out and lessons.render(lesson, derived, blocks) != lesson.text:
         out.append("front matter: status, hardware or results are not written as publish writes them")
     return out
+
+
+def releases_text(front: LessonFront) -> str:
+    """``1.4.0* (runs a, b), 1.7.0 (runs c, d)`` (``*``: tileiras outside its range), or ``none``."""
+    return ", ".join(f"{ReleaseKey(v.cuda_tile, v.tileiras_in_range)} (runs {', '.join(v.run_ids)})"
+                     for v in front.cuda_tile_verified) or "none"
 
 
 def block_differences(lesson: lessons.Lesson, name: str, content: str) -> list[str]:

@@ -1,6 +1,6 @@
 """The front-matter reference of the author's guide, rendered from the lesson models.
 
-``AUTHORING.md`` (the author's guide, linked from the README) holds a table per model
+``AUTHORING.md`` (included by the authoring page of docs/) holds a table per model
 (``LessonFront`` and the models it nests) between two markers; everything between them is
 generated from the fields' types, defaults and docstrings, so the guide cannot drift from what
 ``records.lessons`` accepts.
@@ -22,6 +22,7 @@ from tileproof.records.models import (
     LessonProgram,
     PerfClaim,
     ResultRow,
+    VerifiedRelease,
 )
 from tileproof.records.tolerances import REGENERATE
 
@@ -29,7 +30,7 @@ GUIDE = Path("AUTHORING.md")
 BEGIN = ("<!-- front-matter reference: generated from tileproof/records/models.py by `nox -s schema`; "
          "do not edit -->")
 END = "<!-- end of the generated front-matter reference -->"
-MODELS: tuple[type[BaseModel], ...] = (LessonFront, LessonProgram, ResultRow, Hardware, PerfClaim)
+MODELS: tuple[type[BaseModel], ...] = (LessonFront, LessonProgram, ResultRow, Hardware, PerfClaim, VerifiedRelease)
 
 
 class GuideError(RecordError):

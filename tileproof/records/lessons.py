@@ -2,8 +2,9 @@
 
 The front matter is validated into ``models.LessonFront``; errors name the file
 and the field, in one line. Only ``publish`` writes a lesson, and only these
-parts of it: the front-matter keys ``status``, ``hardware`` and ``results``,
-and the body between ``<!-- results:begin -->`` and ``<!-- results:end -->`` (and, for a
+parts of it: the front-matter keys ``status``, ``hardware``, ``results`` and
+``cuda_tile_verified`` (written only when it lists a release; added after ``results``
+when the lesson had none), and the body between ``<!-- results:begin -->`` and ``<!-- results:end -->`` (and, for a
 lesson with a ``res_usage`` table, between ``<!-- res-usage:begin -->`` and its end).
 Every other byte stays as the author wrote it. Writes go to a temp file in
 ``lessons/`` that replaces the lesson in one ``os.replace``: a lesson is never
@@ -44,8 +45,10 @@ PROGRAM_SUFFIXES = tuple(s for suffixes in PROGRAM_KINDS.values() for s in suffi
 GATE_CHECK = "gate"
 """Check name of a capability-gate row (a program refusing a GPU below cc 8.0)."""
 UNKNOWN = "?"
-PUBLISH_OWNED = ("status", "hardware", "results")
+PUBLISH_OWNED = ("status", "hardware", "results", "cuda_tile_verified")
 """The only front-matter keys publish rewrites."""
+OMITTED_WHEN_EMPTY = ("cuda_tile_verified",)
+"""Publish-owned keys a lesson holds only while they list something (a draft, a C++-only lesson: absent)."""
 
 _FENCE = "---"
 _TOP_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*):(?:\s|$)")
@@ -188,6 +191,9 @@ def _problems(path: Path, front: LessonFront):
         if claim_ids.index(claim.id) != i:
             yield f"performance.{i}.id", f"'{claim.id}' is used twice", "give each performance claim its own id"
     if front.status == "draft":
+        if front.cuda_tile_verified:
+            yield "cuda_tile_verified", "must be empty while the lesson is draft", \
+                "only publish writes it, from run records"
         for name, value in front.hardware.model_dump().items():
             if value is not None:
                 yield f"hardware.{name}", "must be null while the lesson is draft", \
@@ -371,7 +377,8 @@ def front_values(front: LessonFront) -> dict[str, Any]:
             d.update(optional=True, hardware=row.hardware)
         d.update(result=row.result, run_id=row.run_id)
         rows.append(d)
-    return {"status": front.status, "hardware": front.hardware.model_dump(mode="json"), "results": rows}
+    return {"status": front.status, "hardware": front.hardware.model_dump(mode="json"), "results": rows,
+            "cuda_tile_verified": [v.model_dump(mode="json") for v in front.cuda_tile_verified]}
 
 
 def _spans(path: Path | str, front_text: str) -> dict[str, tuple[int, int]]:
@@ -398,11 +405,18 @@ def render(lesson: Lesson, front: LessonFront, blocks: dict[str, str] | None = N
     lines = lesson.front_text.splitlines(keepends=True)
     spans = _spans(lesson.shown, lesson.front_text)
     values = front_values(front)
+    for key in OMITTED_WHEN_EMPTY:  # absent until it lists something: then placed after results
+        if key not in spans and values[key] and "results" in spans:
+            lines[spans["results"][1]:spans["results"][1]] = [dump_key(key, values[key])]
+            spans = _spans(lesson.shown, "".join(lines))
     for key in sorted(PUBLISH_OWNED, key=lambda k: spans.get(k, (0, 0))[0], reverse=True):
+        if key not in spans and key in OMITTED_WHEN_EMPTY and not values[key]:
+            continue
         if key not in spans:
             raise RecordError(lesson.shown, key, "is missing from the front matter", f"add a '{key}:' key")
         start, stop = spans[key]
-        lines[start:stop] = [dump_key(key, values[key])]
+        empty = key in OMITTED_WHEN_EMPTY and not values[key]
+        lines[start:stop] = [] if empty else [dump_key(key, values[key])]
     front_text = "".join(lines)
     body = replace_block(lesson.shown, lesson.body, RESULTS, render_results_table(front.results))
     for name, content in (blocks or {}).items():

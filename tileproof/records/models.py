@@ -52,10 +52,17 @@ ENTRY_RUN_VERSION: Final = 3
 (``RunRecord.tolerances``) and lists no tolerance file among its sources. Older run records list the
 whole table file (judged per entry where git history holds that version of it, else whole-file)."""
 
-RUN_VERSION: Final = 3
-"""``RunRecord.run_version`` of the run records written now: 3 attests tolerance entries
-(``ENTRY_RUN_VERSION``); 2 may hold the verdict ``toolchain-absent``; 1 (records written before,
-field absent; still read) predates both."""
+CUDA_TILE_RUN_VERSION: Final = 4
+"""The first ``RunRecord.run_version`` that names the cuda-tile release it ran with and its tileiras range
+(``RunRecord.cuda_tile``) and the exception that ended the program (``RunRecord.failure``). Older run
+records name only ``environment.versions['cuda-tile']``: they were all made from the lock
+(``judge.releases.release_of``)."""
+
+RUN_VERSION: Final = 4
+"""``RunRecord.run_version`` of the run records written now: 4 names the cuda-tile release and the program's
+uncaught exception (``CUDA_TILE_RUN_VERSION``); 3 attests tolerance entries (``ENTRY_RUN_VERSION``); 2 may
+hold the verdict ``toolchain-absent``; 1 (records written before, field absent; still read) predates all
+three."""
 
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$")]
 """An environment variable name (upper case, digits, underscores)."""
@@ -69,6 +76,15 @@ BuildVerdict = Literal["built", "failed", "refused"]
 NonFinite = Literal["nan", "inf", "-inf"]
 Number = float | NonFinite
 """A float as the programs write it: non-finite values are strings (valid JSON)."""
+
+
+def _none(value: object) -> bool:
+    return value is None
+
+
+ADDED_FIELD = Field(default=None, exclude_if=_none)
+"""A field a record kind gained in a later version (default None): left out of the record's JSON while None, so a
+record written before the field existed dumps exactly as it was written and signed."""
 
 
 class Model(BaseModel):
@@ -122,6 +138,25 @@ class CheckReport(Model):
     gate_message: str
     checks: list[Check]
     passed: bool
+
+
+class ProgramFailure(Model):
+    """The exception that ended a Python program (or an export), as tileproof's launcher caught it
+    (``toolchain.launch``): read by type, never parsed back out of the traceback's text."""
+
+    type: str
+    """The exception's class, qualified by its module unless it is a builtin: ``TypeError``,
+    ``cuda.tile._exception.TileCompilerExecutionError``."""
+    message: str
+    """``str(exception)``, whole (tables show its first line, ``first_line``)."""
+
+    @property
+    def first_line(self) -> str:
+        """The message's first non-blank line ("" when it has none)."""
+        return next((ln.strip() for ln in self.message.splitlines() if ln.strip()), "")
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.first_line}" if self.first_line else self.type
 
 
 # --- shared facts ------------------------------------------------------------
@@ -238,6 +273,38 @@ class Step(Model):
     """Processes of the step still alive when it ended (detached grandchildren), killed by the runner."""
 
 
+class CudaTileRelease(Model):
+    """The cuda-tile release a run or an export used, and whether the tileiras beside it is one that release
+    declares (its metadata's requirement for the ``tileiras`` extra; ``toolchain.cuda_tile``)."""
+
+    version: str
+    """The cuda-tile distribution's version (``importlib.metadata``: the one first on ``sys.path``, the one the
+    programs import)."""
+    requires: str | None
+    """The compiler requirement of its ``tileiras`` extra as its metadata writes it
+    (``nvidia-cuda-tileiras<13.3,>=13.2``, ``cuda-toolkit[nvcc,nvvm,tileiras]<13.4,>=13.2``); None when it
+    declares none."""
+    tileiras: str | None
+    """The tileiras version used (``tileiras --version``); None when none was found."""
+    in_range: bool | None
+    """Whether ``tileiras`` satisfies ``requires`` (``toolchain.cuda_tile.in_range``); None when either is
+    unknown."""
+    outside_range_allowed: bool = False
+    """``--tileiras-outside-range`` was given: the run went ahead although ``in_range`` is not True."""
+
+    @model_validator(mode="after")
+    def _asked_when_outside(self) -> CudaTileRelease:
+        if self.in_range is not True and not self.outside_range_allowed:
+            raise ValueError("a tileiras outside (or not known to be inside) cuda-tile's declared range is only "
+                             "used when --tileiras-outside-range asks for it (outside_range_allowed)")
+        return self
+
+    @property
+    def outside(self) -> bool:
+        """Made with a tileiras the release does not declare (or not known to)."""
+        return self.in_range is not True
+
+
 class Diagnosis(Model):
     """A known failure recognised from real error text."""
 
@@ -297,10 +364,14 @@ class BuildResult(Model):
     """The one call for all of a program's builds (C++ from ``compile_version`` 2: nvcc for every target;
     Python from 3: every kernel and target exported in one process) when it failed, after which this
     build ran alone (``step``), so that each build's verdict is its own."""
+    failure: ProgramFailure | None = ADDED_FIELD
+    """From ``compile_version`` 5, an export that raised: the exception (``toolchain.aot``)."""
 
 
-COMPILE_VERSION: Literal[4] = 4
-"""``CompileRecord.compile_version`` of the compile records written now: 4 says per program what its builds were
+COMPILE_VERSION: Literal[5] = 5
+"""``CompileRecord.compile_version`` of the compile records written now: 5 names the cuda-tile release the exports
+used (``cuda_tile``; ``CUDA_TILE_COMPILE_VERSION``) and keeps a failed export's exception (``BuildResult.failure``);
+4 says per program what its builds were
 made from (``inputs``: the files it includes or imports, the tolerance entries it names; ``ENTRY_COMPILE_VERSION``)
 and lists no tolerance file among its sources; 3 exports every uncached kernel and target of a Python program in
 one process (``step`` shared by those builds); 2 builds each C++ program for every target in one nvcc call
@@ -312,6 +383,10 @@ ENTRY_COMPILE_VERSION: Final = 4
 (``ProgramInputs.tolerances``) instead of the whole table file or its header: an entry added or changed for
 another check stales none of its builds. Older compile records list the whole table and header among their
 sources (judged per entry where git history holds that version of them, else whole-file)."""
+
+CUDA_TILE_COMPILE_VERSION: Final = 5
+"""The first ``CompileRecord.compile_version`` that names the cuda-tile release its Python kernels were exported
+with (``CompileRecord.cuda_tile``) and the exception a failed export raised (``BuildResult.failure``)."""
 
 
 class ProgramInputs(Model):
@@ -337,10 +412,13 @@ class ApiInventory(Model):
 @schema("compile-record", SCHEMA_VERSION)
 class CompileRecord(RecordBase):
     kind: Literal["compile"]
-    compile_version: Literal[1, 2, 3, 4] = 1
+    compile_version: Literal[1, 2, 3, 4, 5] = 1
     """How the builds were made (one call per C++ program, one process per Python program) and what they
     attest: see ``COMPILE_VERSION``."""
     toolchain: Toolchain
+    cuda_tile: CudaTileRelease | None = ADDED_FIELD
+    """From ``compile_version`` 5: the cuda-tile release the Python kernels were exported with (None when no
+    cuda-tile is installed or nothing was exported)."""
     targets: list[str]
     sources: list[FileDigest]
     """Every file a build of this record was made from (before ``compile_version`` 4: every helper of each
@@ -358,6 +436,10 @@ class CompileRecord(RecordBase):
             raise ValueError("compile records before compile_version 2 hold no all_targets_step")
         if self.compile_version < 3 and any(b.all_targets_step and b.artifact_kind == "cubin" for b in self.builds):
             raise ValueError("compile records before compile_version 3 hold no all_targets_step for a Python kernel")
+        named = self.cuda_tile is not None or any(b.failure for b in self.builds)
+        if self.compile_version < CUDA_TILE_COMPILE_VERSION and named:
+            raise ValueError(f"compile records before compile_version {CUDA_TILE_COMPILE_VERSION} name no cuda-tile "
+                             "release and no export failure")
         if self.compile_version < ENTRY_COMPILE_VERSION:
             if self.inputs:
                 raise ValueError(f"compile records before compile_version {ENTRY_COMPILE_VERSION} hold no inputs")
@@ -484,10 +566,12 @@ class RunRecord(RecordBase):
     also the whole tolerance file) and, from run_version 3, each tolerance entry in ``tolerances``."""
 
     kind: Literal["run"]
-    run_version: Literal[1, 2, 3] = 1
-    """3 (``RUN_VERSION``) for records written now: tolerance entries attested one by one
-    (``ENTRY_RUN_VERSION``); 2 and up: the verdict may be ``toolchain-absent``; 1 (records written
-    before, field absent): the verdicts of ``Verdict`` only, the tolerance table a whole-file source."""
+    run_version: Literal[1, 2, 3, 4] = 1
+    """4 (``RUN_VERSION``) for records written now: the cuda-tile release and the program's uncaught exception
+    named (``cuda_tile``, ``failure``); 3 and up: tolerance entries attested one by one
+    (``ENTRY_RUN_VERSION``); 2 and up: the verdict may be
+    ``toolchain-absent``; 1 (records written before, field absent): the verdicts of ``Verdict`` only, the
+    tolerance table a whole-file source."""
     environment: Environment
     program: str
     lessons: list[str]
@@ -508,6 +592,13 @@ class RunRecord(RecordBase):
     verdict: RunVerdict
     reason: str
     """One line: why this verdict."""
+    cuda_tile: CudaTileRelease | None = ADDED_FIELD
+    """From run_version 4, for a Python program: the cuda-tile release installed for it and the tileiras it
+    ran with (None when no cuda-tile is installed); a release other than the lock's, or a tileiras outside
+    its range, makes the record part of the release axis, never a lesson row's evidence (``judge.releases``)."""
+    failure: ProgramFailure | None = ADDED_FIELD
+    """From run_version 4, for a Python program: the uncaught exception that ended it (tileproof starts it
+    through ``toolchain.launch``, which writes it down), None when none did. A failed check is no failure."""
 
     @model_validator(mode="after")
     def _fits_version(self) -> RunRecord:
@@ -515,6 +606,9 @@ class RunRecord(RecordBase):
             raise ValueError(f"verdict toolchain-absent needs run_version {TOOLCHAIN_ABSENT_RUN_VERSION}")
         if self.run_version < ENTRY_RUN_VERSION and self.tolerances:
             raise ValueError(f"run records before run_version {ENTRY_RUN_VERSION} attest no tolerance entries")
+        if self.run_version < CUDA_TILE_RUN_VERSION and (self.cuda_tile is not None or self.failure is not None):
+            raise ValueError(f"run records before run_version {CUDA_TILE_RUN_VERSION} name no cuda_tile release "
+                             "and no failure")
         if self.run_version >= ENTRY_RUN_VERSION and set(TABLE_PATHS) & {s.path for s in self.sources}:
             raise ValueError(f"run records of run_version {ENTRY_RUN_VERSION} attest tolerance entries, not the "
                              "table file (list them in tolerances)")
@@ -1001,6 +1095,21 @@ class ResUsageTable(Model):
     kernels: list[ResUsageKernel] = Field(min_length=1)
 
 
+class VerifiedRelease(Model):
+    """A cuda-tile release every Python program of the lesson passed with (written by publish, from the run
+    records that decide it: ``judge.release_matrix``)."""
+
+    cuda_tile: str
+    """The cuda-tile version."""
+    tileiras: list[str]
+    """The tileiras versions those runs used."""
+    tileiras_in_range: bool
+    """Whether that tileiras is one the release declares; false: it was run outside its range, on purpose
+    (``--tileiras-outside-range``), and a plain ``pip install cuda-tile[tileiras]==VERSION`` gets another."""
+    run_ids: list[str]
+    """The run records behind it, one per Python program."""
+
+
 @schema("lesson", LESSON_VERSION)
 class LessonFront(Model):
     """A lesson's YAML front matter (``lessons/<id>.md``), read by ``records.lessons``."""
@@ -1027,3 +1136,7 @@ class LessonFront(Model):
     res_usage: ResUsageTable | None = None
     """A compile-derived REG/SHARED table the body holds (None: none); publish fills it from the
     compile records that attest today's sources."""
+    cuda_tile_verified: list[VerifiedRelease] = []
+    """The cuda-tile releases the lesson's Python programs were verified on, oldest first: written by publish
+    from run records (one release per entry, including the lock's); empty in a draft and in a lesson without
+    Python programs (then the key is left out)."""

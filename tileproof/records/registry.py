@@ -6,9 +6,8 @@ the record kinds it may sign (and ``registry``: it may endorse the next change
 of this file, ``records.registry_change``), the date it was added and, once
 revoked, the instant from which its signatures no longer count. :func:`verify`
 checks a record against the file as it is; what git history says about the
-record and its key (which commit first added the record, which commit added or
-revoked the key, whether each change of this file was signed by a key held
-before it) is ``judge.standing``'s and ``judge.trust_root``'s (docs/threat-model.md).
+record and its key is ``judge.standing``'s and ``judge.trust_root``'s (the
+rules: docs/threat-model.md, "The runner registry and the trust root").
 
 It lives under ``lessons/`` and not ``runs/``: ``runs/`` and ``evidence/`` are
 the append-only log GPU hosts add to (every file there must keep its first

@@ -1,25 +1,10 @@
 """The one reader for every file tileproof takes as input.
 
-Records, transcripts, lessons, claims files and the tolerance table are read
-through :func:`read_bytes` (or :func:`read_text`, :func:`read_evidence`), which
-accepts only a regular file inside the repository:
-
-- the path must stay under ``root`` once every symbolic link is resolved;
-  records and evidence may not be links at all (nor sit under a linked folder);
-- FIFOs, sockets and devices are refused from ``os.lstat``, without opening
-  them; the file is then opened with ``O_NOFOLLOW | O_NONBLOCK`` and
-  ``fstat`` must show the same regular file (a swap in between is refused);
-- each kind of input has a size cap (:data:`LIMITS`), enforced on the size
-  ``lstat`` reports and again on the bytes read.
-
-:func:`read_text` decodes strict UTF-8; :func:`parse_json` and
-:func:`parse_yaml` cap nesting (:data:`MAX_DEPTH`) and, for YAML, the node count
-with aliases expanded (:data:`MAX_NODES`), checked while composing, before any
-recursion can run away. Every refusal is one :class:`InputRefused` line whose
-``kind`` names the audit finding (:data:`RULES`). :func:`check_build_dir`
-refuses a ``build/`` that resolves outside the repository. :func:`parse_yaml`
-keeps the values of the texts it last parsed (:data:`PARSED_KEPT`): one audit
-reads each claims file several times.
+Records, transcripts, lessons, claims files and the tolerance table are read through :func:`read_bytes` (or
+:func:`read_text`, :func:`read_evidence`), which accepts only a regular file inside the repository, under the size
+cap of its kind (:data:`LIMITS`); :func:`parse_json` and :func:`parse_yaml` cap nesting and YAML's node count. Every
+refusal is one :class:`InputRefused` line whose ``kind`` names the audit finding (:data:`RULES`). The rules:
+docs/threat-model.md, "Untrusted input files".
 """
 
 from __future__ import annotations
@@ -38,7 +23,7 @@ import yaml
 
 from tileproof.records.errors import InputProblem, InputRefused, RecordError
 
-InputKind = Literal["record", "evidence", "lesson", "claims", "tolerances", "build"]
+InputKind = Literal["record", "evidence", "lesson", "claims", "tolerances", "build", "lock"]
 """What an input file is; it sets the size cap and whether links are allowed."""
 
 MIB = 1 << 20
@@ -49,6 +34,7 @@ LIMITS: dict[InputKind, int] = {
     "claims": 4 * MIB,
     "tolerances": 1 * MIB,
     "build": 16 * MIB,
+    "lock": 1 * MIB,
 }
 """Largest file of each kind tileproof reads (the largest committed record is 0.2 MiB)."""
 

@@ -1,33 +1,12 @@
 """Signed records: an in-toto Statement v1 in a DSSE envelope, ed25519.
 
-A signed record file (``runs/<run id>.json``) is a DSSE envelope
-(https://github.com/secure-systems-lab/dsse, protocol v1)::
-
-    {"payloadType": "application/vnd.in-toto+json",
-     "payload": base64(statement JSON),
-     "signatures": [{"keyid": sha256(raw public key) hex, "sig": base64(ed25519(PAE))}]}
-
-whose statement (written now: predicate type ``urn:tileproof:record:v2``) names what the
-record's step produced as its subjects and carries the record and what the step consumed::
-
-    {"_type": "https://in-toto.io/Statement/v1",
-     "subject": [{"name": repo-relative path, "digest": {"sha256": ...}}, ...],
-     "predicateType": "urn:tileproof:record:v2",
-     "predicate": {"record": the record's JSON, exactly as an unsigned record file holds it,
-                   "materials": [{"name": path, "digest": {"sha256": ...}}, ...]}}
-
-Subjects are the products: every transcript under ``evidence/`` (step streams, check
-reports, pip freeze, nvidia-smi) and every artifact a compile built (under ``build/``, not
-committed). Materials (in-toto resource descriptors, as SLSA's ``resolvedDependencies``) are
-every other file digest the record holds: program sources and helpers, lessons, claims
-files, the binary a run ran. A generic in-toto verifier checks each subject against the
-files it has; the inputs, which a later commit may change (``publish`` rewrites the lesson),
-are never subjects. Statements of predicate type ``urn:tileproof:record:v1``, written before
-(committed records are never rewritten), carry the record itself as the predicate and list
-every file digest, inputs included, as subjects; they are read as written. ed25519 comes from
-``cryptography``; this module only builds the DSSE pre-authentication encoding (PAE), which
-the DSSE spec defines as plain bytes. A private key inside the repository is refused here, at
-signing time, as ``keygen`` refuses to write one.
+Builds and opens the envelope of a signed record file (``runs/<run id>.json``): a statement of predicate type
+``urn:tileproof:record:v2`` whose subjects are the record's products (its transcripts, a compile's artifacts) and whose
+predicate holds the record and its materials (``products_and_materials``); ``urn:tileproof:record:v1`` statements,
+written before, are read as written. ed25519 comes from ``cryptography``; this module only builds the DSSE
+pre-authentication encoding (PAE). A private key inside the repository is refused here, at signing time, as
+``keygen`` refuses to write one. The envelope's shape and what a signature proves:
+docs/threat-model.md, "Records and signatures".
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ def a(label: str, href: str) -> str:
 KNOWN_BADGES = frozenset({"passed", "failed", "error", "timeout", "gated", "no-gpu", "confirmed", "refuted",
                           "supported", "unverifiable-here", "unchecked", "published", "draft"})
 BADGE_CLASS = {"confirmed": "passed", "supported": "passed", "published": "passed", "refuted": "failed",
-               "unverifiable-here": "other", "unchecked": "other", "draft": "gated", "no-record": "other"}
+               "unverifiable-here": "other", "unchecked": "other", "draft": "gated", "no-record": "other",
+               "not-run": "other", "stale": "gated"}
 
 
 def badge(word: str) -> str:

@@ -2,7 +2,8 @@
 
 Both say the same things in the same order: findings first, then each lesson
 with the gate's decision per row and what blocks it (``report.lesson_view``),
-the claims matrix (``report.claims_render``), the bench charts, performance
+the claims matrix (``report.claims_render``), the programs per cuda-tile release
+(``report.releases_render``), the bench charts, performance
 claims and history (``report.bench_render``), then lessons × programs × GPUs
 with the newest run's verdict and links to its transcripts, then the
 environment of each run shown (paths of the machine shortened: ``report.shorten``).
@@ -18,11 +19,12 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from tileproof.judge import releases
 from tileproof.judge.audit.result import AuditResult
 from tileproof.judge.audit.rules import load as load_rules
 from tileproof.records.capability import cc_of, cc_tuple
 from tileproof.records.models import CompileRecord, Environment, RunRecord
-from tileproof.report import bench_render, claims_render, markup
+from tileproof.report import bench_render, claims_render, markup, releases_render
 from tileproof.report.lesson_view import blocker_lines, lesson_rows, verdict_text
 from tileproof.report.markup import a as _a
 from tileproof.report.markup import badge as _badge
@@ -89,8 +91,10 @@ def view(result: AuditResult) -> View:
             cells[key] = Cell(rec, (old.runs if old else 0) + 1)
             counts[rec.verdict] += 1
         elif isinstance(rec, CompileRecord):
+            axis = not releases.exports_rest_on(rec, result.cuda_tile_lock)  # another cuda-tile's exports
             for b in rec.builds:
-                builds[(b.program, b.target)] = b.verdict
+                if not (axis and b.artifact_kind == "cubin"):
+                    builds[(b.program, b.target)] = b.verdict
     gpus = sorted({g for _, g in cells}, key=_cc_order)
     per_program: dict[str, dict[str, str]] = {}
     for (program, target), verdict in sorted(builds.items(), key=lambda kv: (kv[0][0], _target_order(kv[0][1]))):
@@ -239,6 +243,7 @@ def render_markdown(result: AuditResult, base: Path) -> str:
             out.append(f"| `{_md(r.program)}` | {_md(r.check)} | {r.outcome} | {run} | {_md(r.why)}{fix} |")
         out.append("")
     out += claims_render.markdown(result, base)
+    out += releases_render.markdown(result, base)
     out += bench_render.markdown(result, base)
     out += ["## Lessons × programs × GPUs", "",
             "Newest run of each program on each GPU; (+n) counts older runs. Verdicts over all runs: "
@@ -358,6 +363,7 @@ def render_html(result: AuditResult, base: Path) -> str:
                      f"<td>{_e(r.why)}{fix}</td></tr>")
         p.append("</table>")
     p += claims_render.html(result, base)
+    p += releases_render.html(result, base)
     p += bench_render.html(result, base)
 
     p.append('<h2 id="grid">Lessons &times; programs &times; GPUs</h2>')

@@ -21,6 +21,7 @@ from tileproof.records.models import (
     COMPILE_VERSION,
     BuildResult,
     CompileRecord,
+    CudaTileRelease,
     FileDigest,
     ProgramInputs,
     Step,
@@ -107,6 +108,7 @@ def failure_lines(root: Path, result: BuildResult) -> list[str]:
         texts.append((t.path, path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""))
     lines = [ln.rstrip() for _p, text in texts for ln in text.splitlines() if ln.strip()]
     errors = [ln for ln in lines if "error" in ln.lower()] or lines
+    out += [f"      raised {result.failure}"] if result.failure else []
     out += [f"      | {ln[:200]}" for ln in errors[:FIRST_LINES]]
     shown = next((p for p, text in texts if text.strip()), result.step.stderr.path)
     out.append(f"      transcript: {shown} (exit {result.step.exit_code})")
@@ -124,8 +126,10 @@ def make_header_current(root: Path) -> None:
 
 
 def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
-                     workers: int, signer: Signer | None = None) -> CompileRecord | None:
-    """Build what is not cached, print one line per artifact, write the record.
+                     workers: int, signer: Signer | None = None,
+                     cuda_tile: CudaTileRelease | None = None) -> CompileRecord | None:
+    """Build what is not cached, print one line per artifact, write the record (naming ``cuda_tile``, the
+    release the Python kernels are exported with, when it exports any).
 
     Returns None when everything was cached (no compiler call, no record). Holds
     ``build/.lock`` throughout, so a second compile (or run building on demand)
@@ -133,11 +137,11 @@ def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Pat
     match the files under build/.
     """
     with build_lock(root):
-        return _compile_locked(root, tools, targets, cpp, py, workers, signer)
+        return _compile_locked(root, tools, targets, cpp, py, workers, signer, cuda_tile)
 
 
 def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
-                    workers: int, signer: Signer | None) -> CompileRecord | None:
+                    workers: int, signer: Signer | None, cuda_tile: CudaTileRelease | None) -> CompileRecord | None:
     make_header_current(root)
     cpp_jobs, py_jobs = plan(root, tools, targets, cpp, py)
     run_id = new_run_id("compile")
@@ -187,6 +191,7 @@ def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path
         kind="compile",
         compile_version=COMPILE_VERSION,
         toolchain=tools.facts,
+        cuda_tile=cuda_tile if py_jobs else None,
         targets=targets,
         sources=sources,
         builds=ordered,

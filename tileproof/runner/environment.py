@@ -23,7 +23,8 @@ CHILD_ENV = (
     # Shared GPU hosts switch NVLink multicast off through these; a child must keep them.
     "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
 )
-"""Names a child may inherit (README, "The programs"); a lesson adds more with ``env:``."""
+"""Names a child may inherit (docs/running-programs.md, "Environment: an allowlist"); a lesson adds more
+with ``env:``."""
 
 
 def child_env(*, extra: Iterable[str] = (), path_dirs: Iterable[str] = (), device: int | None = None,

@@ -1,7 +1,9 @@
 """Running one program: timeout, streams, its check report, and the verdict.
 
 The verdict comes from the exit code and the program's structured report,
-never from its printed text. Streams are kept (capped and redacted, see
+never from its printed text. A cuTile Python program is started through
+``toolchain.launch``, which writes down the exception that ended it, if one did
+(``Outcome.failure``, typed; the reason names it). Streams are kept (capped and redacted, see
 ``runner.step``); a gated or no-GPU
 run's stdout is named ``<program>-gate-stdout.txt`` so a reviewer finds the
 refusal transcript by name.
@@ -16,12 +18,16 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from tileproof.records.models import CheckReport, Step, Transcript, Verdict
+from tileproof.records.models import CheckReport, ProgramFailure, Step, Transcript, Verdict
 from tileproof.records.redact import RedactionRule, merge, redact
 from tileproof.records.store import write_evidence
 from tileproof.runner.process import start_and_wait
 from tileproof.runner.step import to_step
+from tileproof.toolchain import launch
 from tileproof.toolchain.diagnose import diagnose
+
+LAUNCHER = Path(launch.__file__)
+"""The script a Python program is started through (run by path, so it imports nothing of tileproof)."""
 
 
 @dataclass(frozen=True)
@@ -31,15 +37,19 @@ class Outcome:
     report_file: Transcript | None
     verdict: Verdict
     reason: str
+    failure: ProgramFailure | None = None
+    """The exception that ended a Python program (``toolchain.launch``), None when none did."""
 
 
 def verdict_of(exit_code: int | None, timed_out: bool, report: CheckReport | None,
-               report_problem: str | None) -> tuple[Verdict, str]:
-    """The closed-set verdict from exit code and report; never from prose."""
+               report_problem: str | None, failure: ProgramFailure | None = None) -> tuple[Verdict, str]:
+    """The closed-set verdict from exit code and report; never from prose. ``failure`` only words the reason:
+    an exception before the report was written is still an ``error`` (a crash), after it still ``failed``."""
     if timed_out:
         return "timeout", "killed at the timeout"
     if report is None:
-        why = report_problem or "wrote no check report"
+        why = report_problem or (f"raised {failure} before writing a check report" if failure
+                                 else "wrote no check report")
         return "error", f"exit code {exit_code}; {why}"
     if report.gate == "no-gpu":
         return ("no-gpu", report.gate_message) if exit_code != 0 else ("error", "gate said no-gpu but exit code was 0")
@@ -52,7 +62,10 @@ def verdict_of(exit_code: int | None, timed_out: bool, report: CheckReport | Non
         return "passed", f"{n} check{'' if n == 1 else 's'} passed"
     if exit_code != 0 and not report.passed:
         bad = [c.name for c in report.checks if not c.passed]
-        return "failed", (f"check {bad[0]} failed" if bad else f"exit code {exit_code} before any check passed")
+        if bad:
+            return "failed", f"check {bad[0]} failed"
+        raised = f"; raised {failure}" if failure else ""
+        return "failed", f"exit code {exit_code} before any check passed{raised}"
     return "error", f"exit code {exit_code} disagrees with report passed={report.passed}"
 
 
@@ -69,16 +82,32 @@ def _read_report(path: Path) -> tuple[CheckReport | None, bytes | None, str | No
         return None, data, f"check report invalid at {field or '(root)'}: {err['msg']}", redactions
 
 
+def _read_failure(path: Path) -> tuple[ProgramFailure | None, dict[RedactionRule, int]]:
+    """What the launcher wrote, redacted like the streams (an exception's message can quote a credential);
+    None when the program raised nothing, or it is not what the launcher writes: the exit code and the
+    report are the verdict either way."""
+    if not path.is_file():
+        return None, {}
+    data, redactions = redact(path.read_bytes())
+    try:
+        return ProgramFailure.model_validate_json(data), redactions
+    except ValidationError:
+        return None, {}
+
+
 def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float,
-                cap: int | None = None) -> Outcome:
-    """Run argv with ``--report`` appended; its whole process tree dies at ``timeout``."""
+                cap: int | None = None, python: bool = False) -> Outcome:
+    """Run argv with ``--report`` appended; its whole process tree dies at ``timeout``. ``python``: argv is
+    ``[interpreter, program]``, started through ``toolchain.launch`` to keep the exception that ends it."""
     with tempfile.TemporaryDirectory(prefix="tileproof-") as tmp:
-        report_path = Path(tmp) / "check-report.json"
-        full = [*argv, "--report", str(report_path)]
+        report_path, failure_path = Path(tmp) / "check-report.json", Path(tmp) / "failure.json"
+        launched = [argv[0], str(LAUNCHER), str(failure_path), *argv[1:]] if python else argv
+        full = [*launched, "--report", str(report_path)]
         started = datetime.now(timezone.utc)
         done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap)
         report, raw, problem, report_redactions = _read_report(report_path)
-    verdict, reason = verdict_of(done.exit_code, done.timed_out, report, problem)
+        failure, failure_redactions = _read_failure(failure_path)
+    verdict, reason = verdict_of(done.exit_code, done.timed_out, report, problem, failure)
     found = diagnose((done.stdout + done.stderr).decode(errors="replace"), done.exit_code)
     if found and verdict not in ("passed",):
         reason += "; " + "; ".join(f"{d.title} (fix: {d.fix})" for d in found)
@@ -86,7 +115,8 @@ def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[s
         reason += f"; {done.strays_killed} process(es) it left running were killed"
     tag = "-gate" if verdict in ("gated", "no-gpu") else ""
     step = to_step(root, run_id, stem, started, done, f"{stem}{tag}-stdout.txt", f"{stem}{tag}-stderr.txt")
-    if report_redactions:
-        step = step.model_copy(update={"redactions": merge(step.redactions, report_redactions)})
+    if report_redactions or failure_redactions:
+        step = step.model_copy(update={"redactions": merge(step.redactions, report_redactions, failure_redactions)})
     report_file = write_evidence(root, run_id, "check-report.json", raw) if raw is not None else None
-    return Outcome(step=step, report=report, report_file=report_file, verdict=verdict, reason=reason)
+    return Outcome(step=step, report=report, report_file=report_file, verdict=verdict, reason=reason,
+                   failure=failure)

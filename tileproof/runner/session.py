@@ -19,6 +19,7 @@ from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     RUN_VERSION,
     CheckReport,
+    CudaTileRelease,
     Environment,
     FileDigest,
     GitState,
@@ -45,6 +46,7 @@ from tileproof.runner.execute import Outcome, run_program
 from tileproof.runner.julia import Absent, run_julia_program
 from tileproof.runner.locate import Binary, compile_records, find_binary
 from tileproof.runner.process import output_cap
+from tileproof.toolchain import cuda_tile
 from tileproof.toolchain.build import DEFAULT_TARGETS, julia_programs, programs
 from tileproof.toolchain.uses import run_sources
 
@@ -74,6 +76,11 @@ class Request:
     """Bytes kept per output stream (``--output-cap``); None: ``process.output_cap``'s default."""
     record_no_gpu: bool
     """Without a usable GPU, still run each program's gate and record it."""
+    python_only: bool = False
+    """Only the cuTile Python programs (``--python-only``: a cuda-tile release's share of the runs)."""
+    outside_range: bool = False
+    """``--tileiras-outside-range``: run the Python programs although tileiras is outside the range the installed
+    cuda-tile release declares (each record says so)."""
 
 
 @dataclass(frozen=True)
@@ -88,8 +95,9 @@ class Selection:
         return [i for i, lesson in self.lessons.items() if any(p.path == program for p in lesson.front.programs)]
 
 
-def select(root: Path, lesson_ids: tuple[str, ...], names: tuple[str, ...]) -> Selection:
-    """The programs to run (none selected is an error), and every lesson's front matter keyed by id."""
+def select(root: Path, lesson_ids: tuple[str, ...], names: tuple[str, ...], python_only: bool = False) -> Selection:
+    """The programs to run (``python_only``: the cuTile Python ones; none selected is an error), and every
+    lesson's front matter keyed by id."""
     every = programs(root, "kernels") + julia_programs(root) + programs(root, "cpp")
     all_lessons = {lesson.id: lesson for lesson in lessons.load_all(root)}
     chosen = every
@@ -104,6 +112,8 @@ def select(root: Path, lesson_ids: tuple[str, ...], names: tuple[str, ...]) -> S
             raise TileproofError(f"--program {unknown[0]}: no such program under kernels/ or cpp/ "
                                  f"(known: {', '.join(p.stem for p in every)})")
         chosen = [p for p in chosen if matches(p)]
+    if python_only:
+        chosen = [p for p in chosen if p.suffix == ".py"]
     if not chosen:
         raise TileproofError("no programs selected (fix: name a lesson with programs, or drop --program)")
     return Selection(tuple(chosen), all_lessons)
@@ -188,6 +198,18 @@ class _Session:
     timeout: float
     cap: int
     signer: Signer | None
+    cuda_tile: CudaTileRelease | None = None
+    """The cuda-tile release the Python programs import (``python_release``), None without one."""
+
+
+def python_release(programs: tuple[Path, ...], outside: bool) -> CudaTileRelease | None:
+    """The cuda-tile release the chosen Python programs will import, with the tileiras they will use; refused
+    (``cuda_tile.OutsideRange``, one line, nothing written) when that tileiras is outside the release's range
+    and ``outside`` (``--tileiras-outside-range``) was not given. None when no Python program is chosen."""
+    if not any(p.suffix == ".py" for p in programs):
+        return None
+    tileiras = next((t.version for t in runtime_toolchain(None).tools if t.name == "tileiras"), None)
+    return cuda_tile.release(tileiras, outside)
 
 
 def _program_argv(s: _Session, program: Path) -> tuple[list[str], FileDigest | None]:
@@ -208,7 +230,8 @@ def _start(s: _Session, run_id: str, program: Path, env: dict[str, str]) -> tupl
     if program.suffix == ".jl":
         return run_julia_program(s.root, run_id, program, env, s.timeout, s.cap), None
     argv, binary = _program_argv(s, program)
-    return run_program(s.root, run_id, program.stem, argv, env, s.timeout, s.cap), binary
+    return run_program(s.root, run_id, program.stem, argv, env, s.timeout, s.cap, python=program.suffix == ".py"), \
+        binary
 
 
 def _run_one(s: _Session, program: Path) -> ProgramRun:
@@ -234,12 +257,14 @@ def _run_one(s: _Session, program: Path) -> ProgramRun:
         sources=[digest(s.root, p) for p in [*run_sources(s.root, program), *lesson_files]],
         tolerances=tolerances.entry_digests(s.table, used), binary=binary,
         step=outcome.step, report=report, report_file=report_file, verdict=verdict, reason=reason,
+        cuda_tile=s.cuda_tile if program.suffix == ".py" else None,
+        failure=None if isinstance(outcome, Absent) else outcome.failure,
     ), s.signer)
     return ProgramRun(run_id, rel, verdict, reason, outcome.step)
 
 
 def _open(request: Request, selection: Selection, query: GpuQuery | None, signer: Signer | None, cap: int,
-          say: Callable[[str], None]) -> _Session:
+          say: Callable[[str], None], release: CudaTileRelease | None) -> _Session:
     """Capture what the session's programs share: the GPU, pip freeze, binaries, toolchain, git, host."""
     root = request.root
     session_id = new_run_id("session")
@@ -254,7 +279,7 @@ def _open(request: Request, selection: Selection, query: GpuQuery | None, signer
     toolchain = runtime_toolchain(next(iter(sorted(nvcc_versions)), None) if len(nvcc_versions) == 1 else None)
     session_env = environment(root, session_id, gpu, frozen, toolchain, child_env(device=request.device))
     return _Session(root, session_id, selection, gpu, target, binaries, session_env, git_state(root), host_facts(),
-                    tolerances.load_table(root), request.device, request.timeout, cap, signer)
+                    tolerances.load_table(root), request.device, request.timeout, cap, signer, release)
 
 
 def _say(line: str) -> None:
@@ -267,14 +292,15 @@ def run(request: Request, say: Callable[[str], None] = _say) -> Ended | NoGpu:
     written: ``NoGpu``."""
     signer = signer_from_env(request.root)  # before any work: a bad key must not leave runs without records
     cap = output_cap(request.cap)
-    selection = select(request.root, request.lessons, request.programs)
+    selection = select(request.root, request.lessons, request.programs, request.python_only)
     query = None
     if not request.record_no_gpu:
         query = gpu_query()
         absent = query.why_not(request.device)
         if absent:
             return NoGpu(absent)
-    s = _open(request, selection, query, signer, cap, say)
+    release = python_release(selection.programs, request.outside_range)
+    s = _open(request, selection, query, signer, cap, say, release)
     done = []
     for program in selection.programs:
         one = _run_one(s, program)

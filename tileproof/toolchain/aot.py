@@ -6,6 +6,9 @@ each export runs alone, so that each has its own transcript and exit code). Each
 tileiras run: cuTile's own disk cache (``CUDA_TILE_CACHE_DIR``, ~/.cache/cutile-python by default) is
 switched off here, since ``build/`` is tileproof's cache and a compile record must not attest a cubin
 that a cache outside the tree handed back.
+An export that raises leaves ``OUT.failure.json`` beside its output: the exception's type and message
+(``launch.failure_of``, as for a program's run), which ``build`` keeps typed in the compile record
+(``BuildResult.failure``), never read back from the traceback.
 The kernel's signatures come from the program's ``AOT_SIGNATURES`` dict, declared next to
 the kernel and checked against its parameters (a ``ct.Constant`` takes its value; anything else
 a constraint: a plain value there would bake a runtime parameter into the export). A kernel left
@@ -16,12 +19,18 @@ never are: cuTile's ``ArrayAnnotation`` carries no dtype or rank, so the error s
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tileproof.records.errors import RecordError
+from tileproof.toolchain import launch
+
+FAILURE_SUFFIX = ".failure.json"
+"""Beside an export's output (``OUT.failure.json``): the exception it raised."""
 
 
 def load_program(path: Path):
@@ -51,11 +60,23 @@ def kernels_of(module) -> dict[str, object]:
     return {n: v for n, v in vars(module).items() if isinstance(v, ct.kernel)}
 
 
+@dataclass(frozen=True)
+class _Masked:
+    """A parameter as cuda-tile before 1.5 describes it: only whether it is a ``ct.Constant``."""
+
+    constant: bool
+    scalar: None = None
+
+
 def _parameters(kernel) -> list[tuple[str, Any]]:
-    """(name, cuTile's annotation node) for each parameter of ``kernel`` (cuTile builds one node per
-    parameter; its nodes are untyped)."""
+    """(name, cuTile's annotation node) for each parameter of ``kernel``: cuda-tile 1.5 and later build one
+    node per parameter (untyped); 1.3 and 1.4 keep only a mask of its ``ct.Constant`` parameters, read here
+    as nodes that say nothing about scalars (so nothing is inferred from them)."""
     af = kernel._annotated_function
-    return list(zip(af.pysig.parameters, af.parameter_annotations, strict=True))
+    nodes = getattr(af, "parameter_annotations", None)
+    if nodes is None:
+        nodes = [_Masked(bool(c)) for c in af.constant_parameter_mask]
+    return list(zip(af.pysig.parameters, nodes, strict=True))
 
 
 def _written(name: str, node) -> str | None:
@@ -96,9 +117,13 @@ def missing(kernel) -> str:
 
 
 def _fits(path: Path, name: str, kernel, sig) -> None:
-    """A signature must give one entry per parameter: a constant exactly for each ct.Constant."""
+    """A signature must give one entry per parameter: a constant exactly for each ct.Constant. Checked only
+    where cuda-tile describes each parameter (1.5 and later); an older release checks the signature itself
+    when it exports, and its own refusal is what the compile record keeps."""
     from cuda.tile.compilation import ConstantConstraint
 
+    if getattr(kernel._annotated_function, "parameter_annotations", None) is None:
+        return
     params = _parameters(kernel)
     where = f"AOT_SIGNATURES[{name!r}]"
     if len(sig.parameters) != len(params):
@@ -149,14 +174,25 @@ def declared_kernels(path: Path, module=None) -> dict[str, list]:
 
 
 def export(path: Path, exports: list[tuple[str, str, Path]]) -> None:
-    """Export each (kernel, target, out) of one program, importing the program once; a line per export."""
-    from cuda.tile.compilation import export_kernel
+    """Export each (kernel, target, out) of one program, importing the program once; a line per export. An
+    exception is written beside the output of the export it ended (``failure_file``), then raised on."""
+    out = exports[0][2]
+    try:
+        from cuda.tile.compilation import export_kernel
 
-    module = load_program(path)
-    sigs = declared_kernels(path, module)
-    for kernel, target, out in exports:
-        export_kernel(getattr(module, kernel), sigs[kernel], str(out), gpu_code=target, output_format="cubin")
-        print(f"exported {path}:{kernel} for {target} to {out}", flush=True)
+        module = load_program(path)
+        sigs = declared_kernels(path, module)
+        for kernel, target, out in exports:
+            export_kernel(getattr(module, kernel), sigs[kernel], str(out), gpu_code=target, output_format="cubin")
+            print(f"exported {path}:{kernel} for {target} to {out}", flush=True)
+    except Exception as exc:
+        failure_file(out).write_text(json.dumps(launch.failure_of(exc)))
+        raise
+
+
+def failure_file(out: Path) -> Path:
+    """Where an export to ``out`` leaves the exception it raised."""
+    return out.with_name(out.name + FAILURE_SUFFIX)
 
 
 def main(argv: list[str]) -> int:

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from tileproof.records import store
 from tileproof.records.capability import sm_of
 from tileproof.records.errors import TileproofError
@@ -31,12 +33,14 @@ from tileproof.records.models import (
     BuildVerdict,
     Diagnosis,
     FileDigest,
+    ProgramFailure,
     ResUsage,
     Step,
 )
 from tileproof.records.store import sha256_file
+from tileproof.toolchain import aot
 from tileproof.toolchain.diagnose import NO_TILE_CODE, diagnose
-from tileproof.toolchain.find import Tools
+from tileproof.toolchain.find import Tools, read_build_json
 
 StepRunner = Callable[[str, list[str]], Step]
 """Runs one named argv as a step of the current run (its streams kept as evidence)."""
@@ -292,6 +296,7 @@ def _inspected(root: Path, program: Path, kernel: str | None, target: str, kind:
     res: list[ResUsage] = []
     inspect, artifact = None, None
     verdict: BuildVerdict = "failed"
+    failure = export_failure(out) if kind == "cubin" and step.exit_code != 0 else None
     if step.exit_code == 0 and out.exists():
         only = [] if kind == "cubin" else ["-arch", target]
         inspect = run_step(f"{name}.res-usage", [str(tools.tool("cuobjdump")), *only, "-res-usage", str(out)])
@@ -316,7 +321,25 @@ def _inspected(root: Path, program: Path, kernel: str | None, target: str, kind:
         res_usage=res,
         diagnoses=diagnoses,
         verdict=verdict,
+        failure=failure,
     )
+
+
+def export_failure(out: Path) -> ProgramFailure | None:
+    """The exception an export to ``out`` raised (``aot.failure_file``), None when it left none or what it left
+    is not one (the step's exit code is the verdict either way)."""
+    data = read_build_json(aot.failure_file(out))
+    try:
+        return ProgramFailure.model_validate(data) if isinstance(data, dict) else None
+    except ValidationError:
+        return None
+
+
+def _exporting(jobs: Iterable[Job]) -> None:
+    """Before an export step: each output's folder made, an earlier run's failure file gone."""
+    for job in jobs:
+        job.out.parent.mkdir(parents=True, exist_ok=True)
+        aot.failure_file(job.out).unlink(missing_ok=True)
 
 
 def _remember(folder: Path, run_id: str, results: list[BuildResult]) -> None:
@@ -328,7 +351,7 @@ def _remember(folder: Path, run_id: str, results: list[BuildResult]) -> None:
 
 def execute(root: Path, run_id: str, job: Job, tools: Tools, run_step: StepRunner) -> BuildResult:
     """Export one kernel, inspect it, and cache it under build/<key>/."""
-    job.out.parent.mkdir(parents=True, exist_ok=True)
+    _exporting([job])
     step = run_step(job.name, list(job.argv))
     result = _inspected(root, job.program, job.kernel, job.target, job.kind, job.key, step, _diagnosed(root, step),
                         job.out, tools, run_step, job.name)
@@ -351,8 +374,7 @@ def execute_exports(root: Path, run_id: str, jobs: Sequence[Job], tools: Tools,
     if len(jobs) == 1:
         return [execute(root, run_id, jobs[0], tools, run_step)]
     program = jobs[0].program
-    for job in jobs:
-        job.out.parent.mkdir(parents=True, exist_ok=True)
+    _exporting(jobs)
     step = run_step(f"{program.stem}.cubins", export_argv(program, [(j.kernel or "", j.target, j.out) for j in jobs]))
     if step.exit_code != 0:
         return _each_alone(step, ([execute(root, run_id, j, tools, run_step)] for j in jobs))

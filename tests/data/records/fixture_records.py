@@ -18,6 +18,7 @@ from tileproof.records.models import (
     CheckReport,
     ClaimResult,
     ClaimsRecord,
+    CudaTileRelease,
     DeviceId,
     Environment,
     FileDigest,
@@ -26,6 +27,7 @@ from tileproof.records.models import (
     HostFacts,
     LessonFront,
     ProbeKind,
+    ProgramFailure,
     RunRecord,
     Step,
     Toolchain,
@@ -93,9 +95,11 @@ def run_record(*, n: int, program: str, front: LessonFront | None, sources: dict
                runtime_cc: str | None = "same", report_cc: str | None = "same", verdict: str = "passed",
                exit_code: int | None = None, tc: Toolchain | None = None, toolchain_env: str = "clean",
                lesson_programs: dict[str, str] | None = None, binary: FileDigest | None = None,
-               seal: bool = True, tolerances: dict[str, str] | None = None) -> RunRecord:
-    """One sealed FIXTURE run record (n orders records in time: larger is newer); run_version 3
-    (entries attested one by one) when ``tolerances`` is given, else run_version 1."""
+               seal: bool = True, tolerances: dict[str, str] | None = None,
+               cuda_tile: CudaTileRelease | None = None, failure: ProgramFailure | None = None) -> RunRecord:
+    """One sealed FIXTURE run record (n orders records in time: larger is newer); run_version 4 (a cuda-tile
+    release and a failure named) when ``cuda_tile`` or ``failure`` is given, else 3 (entries attested one by
+    one) when ``tolerances`` is given, else run_version 1."""
     run_id = f"{PREFIX}{(T0 + timedelta(minutes=n)).strftime('%Y%m%dT%H%M%SZ')}-run-{n:08x}"
     created = T0 + timedelta(minutes=n)
     facts = None
@@ -117,16 +121,18 @@ def run_record(*, n: int, program: str, front: LessonFront | None, sources: dict
     if exit_code is None:
         exit_code = 0 if verdict == "passed" else 1
     out = transcript(f"evidence/{run_id}/run.stdout.txt", "FIXTURE\n")
+    version = 4 if cuda_tile is not None or failure is not None else 1 if tolerances is None else 3
+    installed = cuda_tile.version if cuda_tile is not None else "1.7.0"
     rec = RunRecord(
-        schema_version=1, run_version=1 if tolerances is None else 3, kind="run", run_id=run_id, created=created,
-        tileproof_version="0.1.0", tolerances=tolerances or {},
+        schema_version=1, run_version=version, kind="run", run_id=run_id, created=created,
+        tileproof_version="0.1.0", tolerances=tolerances or {}, cuda_tile=cuda_tile, failure=failure,
         git=GitState(commit=COMMIT, dirty=False),
         host=HostFacts(system="fixture", release="fixture", machine="x86_64", python="3.11.7", cpu_count=16),
         environment=Environment(
             session_id=session, gpu=facts, toolchain=tc or toolchain(), toolchain_env=toolchain_env,
-            versions={"cuda-tile": "1.7.0", "cupy": "14.2.0", "numpy": "2.4.6", "python": "3.11.7"},
-            packages={"cuda-tile": "1.7.0"}, env={},
-            pip_freeze=transcript(f"evidence/{session}/pip-freeze.txt", "cuda-tile==1.7.0\n"),
+            versions={"cuda-tile": installed, "cupy": "14.2.0", "numpy": "2.4.6", "python": "3.11.7"},
+            packages={"cuda-tile": installed}, env={},
+            pip_freeze=transcript(f"evidence/{session}/pip-freeze.txt", f"cuda-tile=={installed}\n"),
             nvidia_smi=None, nvidia_smi_query=query,
         ),
         program=program,
@@ -141,6 +147,13 @@ def run_record(*, n: int, program: str, front: LessonFront | None, sources: dict
         reason="FIXTURE: hand-made test record, never produced by a GPU",
     )
     return rec.model_copy(update={"seal": seal_of(rec)}) if seal else rec
+
+
+def cuda_tile(version: str, tileiras: str = "13.4.92", in_range: bool = True) -> CudaTileRelease:
+    """A run's cuda-tile release facts (a tileiras outside the range only as --tileiras-outside-range records it)."""
+    requires = "cuda-toolkit[nvcc,nvvm,tileiras]<13.5,>=13.2" if in_range else "nvidia-cuda-tileiras<13.3,>=13.2"
+    return CudaTileRelease(version=version, requires=requires, tileiras=tileiras, in_range=in_range,
+                           outside_range_allowed=not in_range)
 
 
 def claims_record(*, n: int, document: str, claim: str, tc: Toolchain | None = None,

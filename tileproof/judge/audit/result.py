@@ -7,6 +7,8 @@ from pathlib import Path
 
 from tileproof.judge import gate
 from tileproof.judge.claim_verdicts import ClaimsToday
+from tileproof.judge.release_matrix import LessonReleases
+from tileproof.judge.releases import ReleaseKey
 from tileproof.judge.trust_root import TrustReport
 from tileproof.records.history import HistoryReport
 
@@ -36,6 +38,8 @@ class LessonAudit:
     status: str
     programs: list[str]
     decision: gate.Decision
+    releases: LessonReleases | None = None
+    """Its Python programs x the cuda-tile releases their records were made with (``judge.release_matrix``)."""
 
     @property
     def publishable(self) -> bool:
@@ -85,6 +89,9 @@ class AuditResult:
     """Document id → its claims file today (which claims it still asserts), or why it cannot be read."""
     history: HistoryReport | None = None
     """The git-history check (``runner.history``); None only for a result built without one."""
+    cuda_tile_lock: ReleaseKey | None = None
+    """The lock's cuda-tile release (``constraints.txt``): the only one whose exports the report's compile column
+    shows (``releases.exports_rest_on``); None when the tree pins none."""
     trust: TrustReport | None = None
     """The trust root, the range checked and every registry change in it (``judge.trust_root``)."""
 
