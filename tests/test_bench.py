@@ -282,11 +282,15 @@ def test_committed_records_rebuild_from_their_evidence(path):
     for new, old in zip(cases, rec.cases, strict=True):
         assert (new.median_ms, new.spread, new.pct_of_reference, new.checked) == \
             (old.median_ms, old.spread, old.pct_of_reference, old.checked)
+        if rec.bench_version >= 3:   # the clock and power come out of the same readings again
+            assert new.load == old.load and new.roofline == old.roofline
         assert new.repeats >= 20 and new.min_ms <= new.median_ms <= new.max_ms
         assert (new.tflops is None) != (new.gbps is None) and new.pct_of_ceiling is not None
         if new.name != "copy":
             assert new.checked
     assert bench.head_to_head(results) == rec.head_to_head
+    if rec.bench_version >= 3:
+        assert bench.load_unavailable(results, cases) == rec.load_unavailable
 
 
 # --- records -----------------------------------------------------------------------
@@ -810,7 +814,17 @@ def test_bench_version_decides_which_fields_a_record_may_hold(tmp_path):
     with pytest.raises(ValueError, match="give every case with a rate its roofline"):
         BenchRecord(**fields, bench_version=2, cases=bare)
     assert BenchRecord(**fields, cases=bare).bench_version == 1
-    assert all(r.bench_version == 1 for r in map(load_record, committed_bench_records()))
+    committed = {r.run_id: r for r in map(load_record, committed_bench_records())}
+    assert set(committed) >= V1_BENCH_RECORDS, "committed records are never deleted"
+    assert all(committed[run_id].bench_version == 1 for run_id in V1_BENCH_RECORDS)
+
+
+V1_BENCH_RECORDS = {"20261129T121531Z-bench-2397a91b", "20261129T121706Z-bench-888e6b02",
+                    "20261129T131041Z-bench-5b8743d8", "20261129T131313Z-bench-a9e91bf3",
+                    "20261129T131807Z-bench-852b09e8", "20261129T132035Z-bench-44c2599d",
+                    "20261201T092413Z-bench-bbc58257", "20261201T092610Z-bench-55789877"}
+"""The bench records committed before bench_version 2 (H200, 2026-11-29 and 2026-12-01): read as written,
+version 1, whatever later records the tree gains."""
 
 
 def test_summary_shows_each_cases_roofline_and_flag():

@@ -419,3 +419,59 @@ def test_lessons_without_claims_read_no_bench_records(tree, capsys, monkeypatch)
     code, out = cli(capsys, "publish", LESSON, "--root", str(tree), "--dry-run")
     assert code == 0 and "perf claim" not in out
     assert Tree.load(tree).decide(lessons.load(tree, LESSON)).perf == ()
+
+
+NOTE = """---
+lesson_version: 1
+id: perf-note
+title: A note whose numbers are performance claims
+status: draft
+programs: []
+hardware:
+  gpu: null
+  compute_capability: null
+  driver: null
+  cuda: null
+  tileiras: null
+  cuda_tile: null
+  run_id: null
+results: []
+{claims}---
+# A note
+
+The cluster kernel draws 90% or more of the power limit (`power`).
+
+<!-- results:begin -->
+| Program | Check | Bound | Result | Run |
+|---|---|---|---|---|
+<!-- results:end -->
+"""
+
+
+def test_a_note_of_claims_alone_publishes_once_a_bench_record_supports_them(tree, capsys):
+    """A lesson with no programs of its own (a performance note) is decided by its claims alone: draft
+    while no bench record supports them, published once one does, and it reads back and audits clean."""
+    power = dict(id="power", statement="the cluster kernel draws 90% or more of the power limit",
+                 case=f"{SHAPE}/256x256x64+ctas2", metric="pct_of_power_limit", at_least=90,
+                 compute_capability="9.0")
+    path = tree / "lessons" / "perf-note.md"
+    path.write_text(NOTE.replace("{claims}", perf_yaml(power)))
+    assert lessons.render(lessons.load(tree, "perf-note"), lessons.load(tree, "perf-note").front) == path.read_text()
+    code, out = cli(capsys, "publish", "perf-note", "--root", str(tree))
+    assert code == 1 and "1 of 1 performance claims lack a supporting bench record" in out
+    store.write_record(tree, bench_record(12, [loaded(f"{SHAPE}/256x256x64+ctas2")], bench_version=3))
+    code, out = cli(capsys, "publish", "perf-note", "--root", str(tree))
+    assert code == 0, out
+    assert out.startswith("perf-note: published from the bench record FIXTURE-") and "behind its performance" in out
+    note = lessons.load(tree, "perf-note")
+    assert note.front.status == "published" and note.front.performance[0].id == "power"
+    assert note.front.results == [] and note.front.hardware.gpu is None, "no program: no hardware block to fill"
+    code, out = cli(capsys, "publish", "perf-note", "--root", str(tree), "--dry-run")
+    assert code == 0 and "already published" in out
+    from tileproof.gather.tree import Tree
+
+    verdict = Tree.load(tree).verdict(note)
+    assert verdict.valid and verdict.rederived == () and verdict.findings() == [], "it shows what its records give"
+    # A newer bench record that supports the claim too is no finding: the note stays valid as written.
+    store.write_record(tree, bench_record(13, [loaded(f"{SHAPE}/256x256x64+ctas2")], bench_version=3))
+    assert Tree.load(tree).verdict(lessons.load(tree, "perf-note")).findings() == []
