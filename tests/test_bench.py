@@ -795,18 +795,23 @@ def test_second_look_above_cublas_uses_the_control_or_else_the_references_spread
     assert look.basis == "head to head, 200 cycles; control 100.1% [99.8, 100.6] over 200 cycles"
 
 
-def test_bench_version_decides_which_fields_a_record_may_hold(tmp_path):
-    cases, ceilings, repeat = bench.build_cases(matmul_results(), report())
+def record_fields(run_id: str, ceilings: dict, repeat: dict) -> dict:
+    """A FIXTURE matmul bench record's fields around its cases (``bench_version`` and ``cases`` are the test's)."""
     now = datetime(2026, 12, 1, tzinfo=timezone.utc)
     t = Transcript(path="evidence/FIXTURE-bench/x.txt", sha256="0" * 64, bytes=0)
     step = Step(name="matmul_bench", argv=["python3"], started=now, ended=now, duration_s=1.0, exit_code=0,
                 stdout=t, stderr=t)
-    fields = dict(schema_version=1, kind="bench", run_id="FIXTURE-bench-v", created=now, tileproof_version="0.1.0",
-                  git=GitState(commit=None, dirty=True),
-                  host=HostFacts(system="fixture", release="6", machine="x86_64", python="3.12", cpu_count=16),
-                  environment=environment(), program="kernels/bench/matmul_bench.py", sources=[], step=step,
-                  results_file=t, gpu_before=None, gpu_after=None, ceilings=ceilings, repeat_spread=repeat,
-                  verdict="passed", reason="FIXTURE")
+    return dict(schema_version=1, kind="bench", run_id=run_id, created=now, tileproof_version="0.1.0",
+                git=GitState(commit=None, dirty=True),
+                host=HostFacts(system="fixture", release="6", machine="x86_64", python="3.12", cpu_count=16),
+                environment=environment(), program="kernels/bench/matmul_bench.py", sources=[], step=step,
+                results_file=t, gpu_before=None, gpu_after=None, ceilings=ceilings, repeat_spread=repeat,
+                verdict="passed", reason="FIXTURE")
+
+
+def test_bench_version_decides_which_fields_a_record_may_hold(tmp_path):
+    cases, ceilings, repeat = bench.build_cases(matmul_results(), report())
+    fields = record_fields("FIXTURE-bench-v", ceilings, repeat)
     BenchRecord(**fields, bench_version=2, cases=cases)
     with pytest.raises(ValueError, match="before bench_version 2 hold no roofline"):
         BenchRecord(**fields, cases=cases)                                   # bench_version 1 by default
@@ -987,16 +992,7 @@ def test_gpu_load_is_the_readings_quartiles_against_the_cards_limits():
 def test_bench_version_3_gives_every_rated_case_its_load_or_says_why():
     cases, ceilings, repeat = bench.build_cases(matmul_results(), report())
     assert all(c.load is None for c in cases), "a results file without readings gives no load"
-    now = datetime(2026, 12, 1, tzinfo=timezone.utc)
-    t = Transcript(path="evidence/FIXTURE-bench/x.txt", sha256="0" * 64, bytes=0)
-    step = Step(name="matmul_bench", argv=["python3"], started=now, ended=now, duration_s=1.0, exit_code=0,
-                stdout=t, stderr=t)
-    fields = dict(schema_version=1, kind="bench", run_id="FIXTURE-bench-v3", created=now, tileproof_version="0.1.0",
-                  git=GitState(commit=None, dirty=True),
-                  host=HostFacts(system="fixture", release="6", machine="x86_64", python="3.12", cpu_count=16),
-                  environment=environment(), program="kernels/bench/matmul_bench.py", sources=[], step=step,
-                  results_file=t, gpu_before=None, gpu_after=None, ceilings=ceilings, repeat_spread=repeat,
-                  verdict="passed", reason="FIXTURE", cases=cases)
+    fields = dict(record_fields("FIXTURE-bench-v3", ceilings, repeat), cases=cases)
     with pytest.raises(ValueError, match="give every case with a rate its load, or say in load_unavailable why not"):
         BenchRecord(**fields, bench_version=3)
     why = bench.load_unavailable(matmul_results(), cases)
