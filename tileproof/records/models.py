@@ -723,7 +723,8 @@ class GpuLoad(Model):
     samples: int = Field(ge=1)
     """Readings inside the case's batches."""
     window_s: float
-    """Seconds the case's batches lasted in all (readings every ``interval_ms`` give about this over it)."""
+    """Seconds the case's batches lasted in all (the thread reads every ``interval_ms`` of the results file's
+    ``load``, so ``samples`` is about ``window_s`` over that, plus one a batch)."""
     sm_clock_mhz: float
     """Median SM clock over the readings."""
     sm_clock_q1_mhz: float
