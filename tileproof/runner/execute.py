@@ -9,7 +9,6 @@ refusal transcript by name.
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,7 +18,7 @@ from pydantic import ValidationError
 from tileproof.records.models import CheckReport, Step, Transcript, Verdict
 from tileproof.records.redact import RedactionRule, merge, redact
 from tileproof.records.store import write_evidence
-from tileproof.runner.process import start_and_wait
+from tileproof.runner.process import scratch_dir, start_and_wait
 from tileproof.runner.step import to_step
 from tileproof.toolchain.diagnose import diagnose
 
@@ -71,12 +70,13 @@ def _read_report(path: Path) -> tuple[CheckReport | None, bytes | None, str | No
 
 def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float,
                 cap: int | None = None) -> Outcome:
-    """Run argv with ``--report`` appended; its whole process tree dies at ``timeout``."""
-    with tempfile.TemporaryDirectory(prefix="tileproof-") as tmp:
-        report_path = Path(tmp) / "check-report.json"
+    """Run argv with ``--report`` appended (a path in the step's ``scratch_dir``); its whole process tree dies
+    at ``timeout``."""
+    with scratch_dir() as tmp:
+        report_path = tmp / "check-report.json"
         full = [*argv, "--report", str(report_path)]
         started = datetime.now(timezone.utc)
-        done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap)
+        done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap, scratch=tmp)
         report, raw, problem, report_redactions = _read_report(report_path)
     verdict, reason = verdict_of(done.exit_code, done.timed_out, report, problem)
     found = diagnose((done.stdout + done.stderr).decode(errors="replace"), done.exit_code)
