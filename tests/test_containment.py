@@ -257,6 +257,19 @@ def test_each_link_of_the_namespace_ends_the_step(tmp_path, contained, link):
         worker.join(20)
 
 
+@each_containment("pid-namespace")
+def test_the_init_refuses_a_namespace_it_is_not_pid_1_of(tmp_path, contained):
+    """Anywhere but PID 1, the init's ``kill(-1)`` would reach every process this user may signal: it refuses
+    the namespace scope before anything starts. Run here as PID 2 of a namespace of the test's own, so that a
+    broken guard could only kill that namespace's processes."""
+    sleep = named_sleep(tmp_path)
+    sh = (f"{sleep} 600 & {sys.executable} -I -S {process.STEP_INIT} pid-namespace 1 - /bin/true true; "
+          "echo rc=$?; kill -0 $! && echo alive")
+    ran = subprocess.run(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--", "sh", "-c", sh],
+                         capture_output=True, text=True, timeout=60)
+    assert ran.stdout.split() == ["rc=1", "alive"] and "not PID 1" in ran.stderr, ran
+
+
 # --- the program ends as it would have uncontained ----------------------------------------------------------
 
 

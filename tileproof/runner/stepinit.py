@@ -129,7 +129,12 @@ def _reap_all() -> None:
 
 
 def _kill_namespace() -> bool:
-    """As PID 1: kill every process of the namespace but this one; False when there was none."""
+    """As PID 1: kill every process of the namespace but this one; False when there was none.
+
+    Only ever as PID 1: anywhere else ``kill(-1)`` is every process this user may signal (``main``
+    refuses the namespace scope outside PID 1 before anything starts; this checks again)."""
+    if os.getpid() != 1:
+        return False
     try:
         os.kill(-1, signal.SIGKILL)
     except ProcessLookupError:
@@ -188,6 +193,8 @@ def _spawn(scope: str, path: str, program: list[str], mask: set[int], defaults: 
 
 def main(argv: list[str]) -> None:
     scope, fd, scratch, path, *program = argv
+    if scope == PID_NAMESPACE and os.getpid() != 1:
+        sys.exit(f"stepinit: {PID_NAMESPACE} given, but this is not PID 1 of a PID namespace: nothing started")
     status_fd = int(fd)
     os.set_inheritable(status_fd, False)
     program_pid: list[int | None] = [None]
