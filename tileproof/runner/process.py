@@ -65,7 +65,7 @@ from typing import BinaryIO, get_args
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import Containment
 from tileproof.runner.query import QueryError, ask
-from tileproof.runner.stepinit import CGROUP, PID_NAMESPACE, STARTED, end_cgroup
+from tileproof.runner.stepinit import CGROUP, CGROUP_NAME, PID_NAMESPACE, STARTED, end_cgroup
 
 DEFAULT_CAP = 16 * 1024 * 1024
 """Bytes kept per output stream unless ``--output-cap``/``TILEPROOF_OUTPUT_CAP`` says otherwise."""
@@ -490,7 +490,7 @@ def _launch(kind: Containment, argv: list[str], path: str, env: dict[str, str], 
         else:
             own = _own_cgroup()
             assert own is not None  # containment() chose it
-            cgroup = own / f"tileproof-{os.getpid()}-{token}"
+            cgroup = own / f"{CGROUP_NAME}{os.getpid()}-{token}"
             cgroup.mkdir()
             scope = [sys.executable, "-I", "-S", str(STEP_INIT), f"{CGROUP}{cgroup}"]
         spawn = [*(launcher or ()), *scope, str(write), str(scratch or "-"), path, *argv]
