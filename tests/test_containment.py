@@ -9,6 +9,7 @@ Every process a test starts has a fresh name (``own_processes``) and is found by
 ``ps``, never by a pattern that could match another suite's processes on this machine.
 """
 
+import contextlib
 import os
 import shutil
 import signal
@@ -126,28 +127,20 @@ def tileproof_running(tmp_path: Path, *program: str) -> tuple[subprocess.Popen, 
 
 
 @each_containment(*SCOPES)
-def test_env_i_setsid_sleep_ends_when_the_program_exits(tmp_path, contained):
+@pytest.mark.parametrize("how", ["normal-exit", "timeout"])
+def test_env_i_setsid_sleep_ends_with_the_step(tmp_path, contained, how):
+    """After the program's normal exit, and at its --timeout."""
     sleep = named_sleep(tmp_path)
-    prog = script(tmp_path, escapes("sys.exit(0)"))
-    try:
-        done = start_and_wait([sys.executable, str(prog), str(sleep)], env=child_env(), timeout=60)
-        assert done.exit_code == 0 and not done.timed_out and done.stdout == b"started\n"
-        assert done.containment == contained and done.strays_killed == 1
-        assert not left(sleep.name), "killed and reaped with the step"
-    finally:
-        kill_named(sleep.name)
-
-
-@each_containment(*SCOPES)
-def test_env_i_setsid_sleep_ends_at_the_timeout(tmp_path, contained):
-    sleep = named_sleep(tmp_path)
-    prog = script(tmp_path, escapes("time.sleep(600)"))
+    prog = script(tmp_path, escapes("sys.exit(0)" if how == "normal-exit" else "time.sleep(600)"))
     try:
         t0 = time.perf_counter()
-        done = start_and_wait([sys.executable, str(prog), str(sleep)], env=child_env(), timeout=3)
-        assert time.perf_counter() - t0 < 3 + 2
-        assert done.timed_out and done.exit_code is None and done.strays_killed == 1
-        assert done.containment == contained
+        done = start_and_wait([sys.executable, str(prog), str(sleep)], env=child_env(),
+                              timeout=60 if how == "normal-exit" else 3)
+        if how == "normal-exit":
+            assert done.exit_code == 0 and not done.timed_out
+        else:
+            assert done.timed_out and done.exit_code is None and time.perf_counter() - t0 < 3 + 2
+        assert done.stdout == b"started\n" and done.containment == contained and done.strays_killed == 1
         assert not left(sleep.name), "killed and reaped with the step"
     finally:
         kill_named(sleep.name)
@@ -169,24 +162,31 @@ def test_env_i_setsid_sleep_ends_when_tileproof_gets_sigterm(tmp_path, contained
         kill_named(sleep.name)
 
 
-@each_containment(*SCOPES)
-def test_kill_9_of_tileproof_ends_both_grandchildren_and_its_scratch_folder(tmp_path, contained):
-    """One grandchild in its own session without the marker, one in the program's process group: both die,
-    and the scratch folder goes at once (the step's init removes it)."""
+@contextlib.contextmanager
+def tileproof_killed(tmp_path: Path):
+    """A tileproof running TWO_KIDS, killed with ``kill -9`` once both grandchildren run: yields their names
+    and the scratch folder; kills what is left afterwards."""
     a, b = named_sleep(tmp_path), named_sleep(tmp_path)
     ready = tmp_path / "ready"
-    prog = script(tmp_path, TWO_KIDS)
-    parent, scratch = tileproof_running(tmp_path, str(prog), str(ready), str(a), str(b))
+    parent, scratch = tileproof_running(tmp_path, str(script(tmp_path, TWO_KIDS)), str(ready), str(a), str(b))
     try:
         assert wait_for_text(ready) == "same group"
         assert scratch.is_dir()
         parent.kill()
         parent.wait(20)
-        assert not left_after(5, a.name, b.name, zombies=False), "a grandchild outlived kill -9 of tileproof"
-        assert gone_after(scratch), "the scratch folder outlived kill -9 of tileproof"
+        yield a.name, b.name, scratch
     finally:
         parent.kill()
         kill_named(a.name, b.name)
+
+
+@each_containment(*SCOPES)
+def test_kill_9_of_tileproof_ends_both_grandchildren_and_its_scratch_folder(tmp_path, contained):
+    """One grandchild in its own session without the marker, one in the program's process group: both die,
+    and the scratch folder goes at once (the step's init removes it)."""
+    with tileproof_killed(tmp_path) as (a, b, scratch):
+        assert not left_after(5, a, b, zombies=False), "a grandchild outlived kill -9 of tileproof"
+        assert gone_after(scratch), "the scratch folder outlived kill -9 of tileproof"
 
 
 # --- the fallback: what the marker alone leaves (why the above needs a namespace or a cgroup) ------------------
@@ -210,22 +210,12 @@ def test_under_the_marker_alone_the_grandchild_gets_away(tmp_path, contained):
 def test_after_kill_9_under_the_marker_the_next_tileproof_removes_the_scratch_folder(tmp_path, contained):
     """The marker's ``kill -9`` case: the direct child dies (PR_SET_PDEATHSIG) but both grandchildren live on,
     and nothing can remove the scratch folder then; the next tileproof that makes one removes it."""
-    a, b = named_sleep(tmp_path), named_sleep(tmp_path)
-    ready = tmp_path / "ready"
-    prog = script(tmp_path, TWO_KIDS)
-    parent, scratch = tileproof_running(tmp_path, str(prog), str(ready), str(a), str(b))
-    try:
-        assert wait_for_text(ready) == "same group"
-        parent.kill()
-        parent.wait(20)
+    with tileproof_killed(tmp_path) as (a, b, scratch):
         time.sleep(0.5)
-        assert left(a.name, zombies=False) and left(b.name, zombies=False) and scratch.is_dir()
+        assert left(a, zombies=False) and left(b, zombies=False) and scratch.is_dir()
         subprocess.run([sys.executable, "-c", "from tileproof.runner.process import scratch_dir\n"
                         "with scratch_dir(): pass"], check=True, timeout=60)
         assert not scratch.exists(), "the next tileproof's scratch_dir sweeps it"
-    finally:
-        parent.kill()
-        kill_named(a.name, b.name)
 
 
 # --- each link of the namespace's chain -----------------------------------------------------------------

@@ -65,7 +65,7 @@ from typing import BinaryIO, get_args
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import Containment
 from tileproof.runner.query import QueryError, ask
-from tileproof.runner.stepinit import CGROUP, CGROUP_NAME, PID_NAMESPACE, STARTED, end_cgroup
+from tileproof.runner.stepinit import CGROUP, CGROUP_NAME, PID_NAMESPACE, STARTED, end_cgroup, proc_stat
 
 DEFAULT_CAP = 16 * 1024 * 1024
 """Bytes kept per output stream unless ``--output-cap``/``TILEPROOF_OUTPUT_CAP`` says otherwise."""
@@ -320,15 +320,8 @@ def _proc_table() -> dict[int, tuple[int, str, int]]:
     if not _LINUX:
         return table
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_bytes()
-        except OSError:
-            continue
-        rest = stat[stat.rfind(b")") + 2:].split()
-        if len(rest) >= 3:
-            table[int(entry.name)] = (int(rest[1]), rest[0].decode(), int(rest[2]))
+        if entry.name.isdigit() and (stat := proc_stat(entry.name)) is not None:
+            table[int(entry.name)] = (stat[1], stat[0], stat[2])
     return table
 
 
@@ -396,11 +389,8 @@ def _reap(proc: subprocess.Popen, signalled: set[int]) -> None:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return state[state.rfind(b")") + 2:][:1] != b"Z"
+    stat = proc_stat(pid)
+    return stat is not None and stat[0] != "Z"
 
 
 def kill_all_live() -> None:

@@ -66,14 +66,14 @@ def _tried(path: str, text: str) -> bool:
     return True
 
 
-def _stat(pid: str) -> tuple[str, int] | None:
-    """(state, process group) of ``pid`` from ``/proc``; None when it is gone."""
+def proc_stat(pid: int | str) -> tuple[str, int, int] | None:
+    """(state, parent pid, process group) of ``pid`` from ``/proc``; None when it is gone."""
     try:
         raw = _read(f"/proc/{pid}/stat")
     except OSError:
         return None
     fields = raw[raw.rfind(b")") + 2:].split()
-    return fields[0].decode(), int(fields[2])
+    return fields[0].decode(), int(fields[1]), int(fields[2])
 
 
 def _members(scope: str) -> list[str]:
@@ -93,8 +93,8 @@ def _strays(scope: str, program: int | None) -> int:
     """Live processes of the scope outside the program's process group (its pid: it leads its session)."""
     n = 0
     for pid in _members(scope):
-        stat = _stat(pid)
-        if stat is not None and stat[0] not in ("Z", "X") and stat[1] != program:
+        stat = proc_stat(pid)
+        if stat is not None and stat[0] not in ("Z", "X") and stat[2] != program:
             n += 1
     return n
 
