@@ -225,7 +225,7 @@ def main(argv: list[str]) -> None:
     # tileproof had it (ignored only if it was).
     mask: set[int] = set(signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})) - {signal.SIGTERM}
     defaults: set[int] = {signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM}
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
         defaults.add(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: end("ended", "-"))
