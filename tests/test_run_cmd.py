@@ -100,10 +100,10 @@ AOT_SIGNATURES = {}  # makes it a program for ``run``'s discovery
 
 kid = subprocess.Popen(["setsid", "SLEEP", "infinity"])
 print("GPU 0: fake, compute capability 9.0", flush=True)
-subprocess.run(["sleep", "infinity"])
+subprocess.run(["SLEEP", "infinity"])
 '''
-"""SLEEP: a ``named_sleep``, by whose name the test finds the grandchild (its PID, read inside a PID
-namespace, would mean nothing outside it)."""
+"""SLEEP: a ``named_sleep``, by whose name the test finds the grandchild and the child (a PID read inside a
+PID namespace would mean nothing outside it, and other tests' steps sleep beside this one)."""
 
 
 @pytest.mark.skipif(shutil.which("setsid") is None or not Path("/proc/self/stat").exists(),
@@ -119,12 +119,12 @@ def test_setsid_sleep_infinity_under_timeout_3_ends_and_leaves_nothing(tree, cap
     assert rec.step.step_version == 2 and rec.step.containment == containment()
     assert not left(sleep.name), "killed and reaped"
     marker = b"TILEPROOF_STEP="
-    for proc in Path("/proc").iterdir():  # nothing of the step is left anywhere
+    for proc in Path("/proc").iterdir():  # nothing of the step is left anywhere (its sleeps: their name)
         if proc.name.isdigit() and proc.name != str(__import__("os").getpid()):
             try:
                 env = (proc / "environ").read_bytes()
                 cmd = (proc / "cmdline").read_bytes()
             except OSError:
                 continue
-            assert not (marker in env and b"infinity" in cmd), proc
+            assert not (marker in env and b"infinity" in cmd and sleep.name.encode() in cmd), proc
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("run: 1 timeout; session ")
