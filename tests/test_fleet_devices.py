@@ -7,6 +7,7 @@ nvidia-smi reports broken, leaves its records and a named gap while the others c
 import importlib.util
 import os
 import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -28,16 +29,55 @@ bench = importlib.util.module_from_spec(_bench)
 _bench.loader.exec_module(bench)
 
 DIES = "kernels/p_dies.py"
-"""Sorted between the course's two programs: on GPU 1 its session's process is killed (SIGKILL, as the OOM
-killer or a driver reset would) after one program was recorded and before the last."""
-DIES_BODY = f"""AOT_SIGNATURES = {{}}  # a program (toolchain.build.is_program)
+"""Sorted between the course's two programs: on GPU 1 it asks ``SessionKiller`` to kill its session's process
+(SIGKILL, as the OOM killer or a driver reset would) after one program was recorded and before the last."""
+DIES_BODY = """AOT_SIGNATURES = {{}}  # a program (toolchain.build.is_program)
 import os, signal, sys
 
 if os.environ.get("CUDA_VISIBLE_DEVICES") == "1":
-    os.kill(os.getppid(), signal.SIGKILL)  # the tileproof session running it (setpriv execs: the parent is it)
-    signal.pause()  # this program dies with it (its death signal)
-sys.exit({3})  # elsewhere: no report, an error record
+    open({request!r}, "w").close()  # contained, it cannot see its session: the test kills it
+    signal.pause()  # this program dies with it (its step ends with the session's)
+sys.exit(3)  # elsewhere: no report, an error record
 """
+
+
+class SessionKiller:
+    """Watches for the program's request; then SIGKILLs the ``tileproof run`` pinned to GPU 1 under ``root``.
+
+    The program runs contained (its own PID namespace, or cgroup), so it cannot name its session's process;
+    this process can: every process of the machine is in its ``/proc``."""
+
+    def __init__(self, request: Path, root: Path):
+        self.request, self.root, self.killed = request, root, []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _session(self) -> int | None:
+        pairs = [("--root", str(self.root)), ("--device", "1")]
+        for entry in Path("/proc").iterdir():
+            try:
+                argv = (entry / "cmdline").read_bytes().decode().split("\0")
+            except (OSError, ValueError):
+                continue
+            if argv[1:4] == ["-m", "tileproof", "run"] and all(
+                    any(argv[i:i + 2] == [flag, value] for i in range(len(argv))) for flag, value in pairs):
+                return int(entry.name)
+        return None
+
+    def _watch(self) -> None:
+        while not self.stop.wait(0.05):
+            if self.request.exists() and (pid := self._session()) is not None:
+                os.kill(pid, signal.SIGKILL)
+                self.killed.append(pid)
+                return
+
+    def __enter__(self) -> "SessionKiller":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
 
 
 def fake_host(tmp_path: Path, monkeypatch, gpus: int) -> Path:
@@ -56,10 +96,11 @@ def fake_host(tmp_path: Path, monkeypatch, gpus: int) -> Path:
     return query
 
 
-def _course(tmp_path: Path) -> Path:
+def _course(tmp_path: Path) -> tuple[Path, SessionKiller]:
     repo = course.course_repo(tmp_path / "course")
-    (repo / DIES).write_text(DIES_BODY)
-    return repo
+    request = tmp_path / "kill-gpu-1-session"
+    (repo / DIES).write_text(DIES_BODY.format(request=str(request)))
+    return repo, SessionKiller(request, repo)
 
 
 def _request(repo: Path) -> session.Request:
@@ -76,9 +117,11 @@ def _by_device(repo: Path) -> dict[int, list[RunRecord]]:
 
 def test_two_gpus_one_session_each_and_a_session_that_dies_is_a_named_gap(tmp_path, monkeypatch):
     query = fake_host(tmp_path, monkeypatch, 2)
-    repo = _course(tmp_path)
+    repo, killer = _course(tmp_path)
     said: list[str] = []
-    assert devices.fan_out("all", _request(repo), say=said.append) == 1  # never a pass without a GPU
+    with killer:
+        assert devices.fan_out("all", _request(repo), say=said.append) == 1  # never a pass without a GPU
+    assert len(killer.killed) == 1
     rows = {r["index"]: r for r in parse_gpu_query(query.read_text())}
     runs = _by_device(repo)
     programs = sorted(course.PROGRAMS) + [DIES]
@@ -109,8 +152,10 @@ def test_four_gpus_one_reported_broken_and_one_dying_leave_the_other_two_complet
     """GPU 2 answers nvidia-smi with ``[Unknown Error]`` (fallen off the bus): its session records each program's
     gate without a GPU and closes; GPU 1's session dies mid-run; GPUs 0 and 3 run the whole course."""
     fake_host(tmp_path, monkeypatch, 4)
-    repo = _course(tmp_path)
-    sessions = devices.fan_out_sessions("all", _request(repo), say=lambda _line: None)
+    repo, killer = _course(tmp_path)
+    with killer:
+        sessions = devices.fan_out_sessions("all", _request(repo), say=lambda _line: None)
+    assert len(killer.killed) == 1
     assert [s.device for s in sessions] == [0, 1, 2, 3]
     assert len({s.session_id for s in sessions}) == 4
     assert [s.gap() is None for s in sessions] == [True, False, True, True]

@@ -17,7 +17,6 @@ import re
 import shutil
 import statistics
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +51,7 @@ from tileproof.records.store import (
 )
 from tileproof.runner.capture import probe
 from tileproof.runner.execute import Outcome, run_program
+from tileproof.runner.process import scratch_dir
 
 BENCH_DIR = Path("kernels") / "bench"
 ROOF_TAGS = {"device copy": "copy", "dense peak": "peak", "largest cuBLAS product": "cuBLAS"}
@@ -478,8 +478,8 @@ def bench_one(s: Session, program: Path) -> BenchRecord:
     print(f"bench: {rel} [{run_id}]", flush=True)
     before = gpu_state(s.root, run_id, "before", s.env)
     print(f"  gpu before: {_state_line(s.root, before)}", flush=True)
-    with tempfile.TemporaryDirectory(prefix="tileproof-bench-") as tmp:
-        results_path = Path(tmp) / "results.json"
+    with scratch_dir() as tmp:
+        results_path = tmp / "results.json"
         argv = [sys.executable, str(program), "--results", str(results_path), *(["--quick"] if s.quick else [])]
         outcome = run_program(s.root, run_id, program.stem, argv, s.env, s.timeout, s.cap)
         raw = results_path.read_bytes() if results_path.is_file() else None

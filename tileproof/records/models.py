@@ -250,9 +250,24 @@ class StreamCut(Model):
     total_bytes: int
 
 
+Containment = Literal["pid-namespace", "cgroup", "marker"]
+"""How a step's processes were kept together and ended (``runner.process``, best first):
+``pid-namespace``: its own PID namespace, whose end the kernel makes the end of every process in it;
+``cgroup``: its own cgroup v2 folder, ended with ``cgroup.kill``; ``marker``: the fallback, a marker
+variable and the parent chain (a descendant that clears its environment and leaves the session escapes
+it, and after ``kill -9`` of tileproof only the direct child dies)."""
+
+STEP_VERSION: Final = 2
+"""``Step.step_version`` of the steps written now: 2 records the step's ``containment``; 1 (steps written
+before, field absent; still read) was always contained by the marker."""
+
+
 class Step(Model):
     """One subprocess: argv as a list, never a shell string."""
 
+    step_version: Literal[1, 2] = 1
+    """2 (``STEP_VERSION``) for steps written now: ``containment`` says how its processes were contained; 1
+    (written before, field absent): no ``containment`` (the marker was the only one then)."""
     name: str
     argv: list[str]
     started: datetime
@@ -270,7 +285,16 @@ class Step(Model):
     redactions: dict[RedactionRule, int] = {}
     """Credentials replaced before writing, per rule (never the values): both streams and a check report."""
     strays_killed: int = 0
-    """Processes of the step still alive when it ended (detached grandchildren), killed by the runner."""
+    """Processes of the step still alive when it ended outside the program's own process group (detached
+    grandchildren: ``setsid``, ``setpgid``), killed with it."""
+    containment: Containment | None = None
+    """From step_version 2: how its processes were kept together and ended (``Containment``)."""
+
+    @model_validator(mode="after")
+    def _fits_version(self) -> Step:
+        if (self.step_version >= 2) != (self.containment is not None):
+            raise ValueError("step_version 2, and only it, says how the step was contained (containment)")
+        return self
 
 
 class CudaTileRelease(Model):
