@@ -48,7 +48,9 @@ class SessionKiller:
     this process can: every process of the machine is in its ``/proc``."""
 
     def __init__(self, request: Path, root: Path):
-        self.request, self.root, self.killed = request, root, []
+        self.request, self.root = request, root
+        self.killed: list[int] = []
+        """The pid it killed (one at most)."""
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._watch, daemon=True)
 
