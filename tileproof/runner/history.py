@@ -17,12 +17,14 @@ every version of the runner registry and of the CI's pin along it (``judge.trust
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import cast, get_args
 
+from tileproof.records import file_index
 from tileproof.records.errors import InputRefused
 from tileproof.records.history import (
     REGENERATED,
@@ -97,16 +99,28 @@ def read(root: Path) -> GitHistory | NoHistory:
             path = next(tokens).decode()
             if status == "A" and path not in first:
                 first[path] = FirstVersion(path, commit, new)
-    return GitHistory(first=tuple(first.values()), current={path: working_id(root, path, fmt) for path in first})
+    index = file_index.shared(root) if fmt == "sha1" else None
+    stats = {} if index is None else {**file_index.stats(root, WATCHED[0]), **file_index.stats(root, WATCHED[1])}
+    now = file_index.now_ns()
+    current = {path: working_id(root, path, fmt, index, stats.get(path), now) for path in first}
+    if index is not None:
+        index.save()
+    return GitHistory(first=tuple(first.values()), current=current)
 
 
-def working_id(root: Path, path: str, fmt: ObjectFormat) -> str | Unhashed | None:
+def working_id(root: Path, path: str, fmt: ObjectFormat, index: file_index.Index | None = None,
+               st: os.stat_result | None = None, now: int | None = None) -> str | Unhashed | None:
     """Git's object id of the working-tree file at ``path`` (under runs/ or evidence/), hashed in chunks
     as ``records.safe_read.stream`` hands them out: never a link followed, never a FIFO or device
     opened, never more than the folder's cap read (``safe_read.LIMITS``: no file tileproof writes or
-    reads there is larger, so a larger one is changed, unread). None when it is missing."""
+    reads there is larger, so a larger one is changed, unread). None when it is missing. ``index``: the
+    verified-file index (sha1 repositories), which gives the id of a file whose ``lstat`` ``st`` is the one
+    indexed (``records.file_index.content``) and learns the rest."""
     kind: InputKind = "record" if path.startswith(f"{WATCHED[0]}/") else "evidence"
     try:
+        if fmt == "sha1":  # one pass gives the sha256 and the blob id, which the index keeps
+            known = file_index.content(root, path, kind, index or file_index.Index(None, None), st, now)
+            return known.blob or Unhashed("changed", "its size changed while it was read")
         with stream(root, path, kind) as (size, chunks):
             digest, seen = blob_hasher(size, fmt), 0
             for chunk in chunks:
