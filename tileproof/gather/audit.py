@@ -24,14 +24,14 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from tileproof.claims import spec as claims_spec
-from tileproof.gather import audit_scan, trust_state
+from tileproof.gather import audit_scan, audit_since, indexed, trust_state
 from tileproof.gather import inputs as gather_inputs
 from tileproof.gather.audit_claims import claims_files_today
 from tileproof.gather.audit_scan import helper as byte_helper
@@ -46,11 +46,11 @@ from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.judge.verdict import history_problems
-from tileproof.records import lessons, lock, store
+from tileproof.records import file_index, lessons, lock, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.records.history import REGENERATED, NoHistory
 from tileproof.records.history import check as check_history
-from tileproof.records.models import Record, RunRecord
+from tileproof.records.models import LessonFront, Record, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
 from tileproof.records.registry import UNSIGNED, RunnerRegistry, Verification
 from tileproof.records.safe_read import read_evidence
@@ -71,20 +71,22 @@ _RECORD = TypeAdapter(Record)
 
 
 def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = None,
-          expect_ancestor: str | None = None) -> AuditResult:
+          expect_ancestor: str | None = None, since: str | None = None) -> AuditResult:
     """Read runs/, evidence/ and lessons/ under ``root`` and apply every rule.
 
     ``outputs``: report files being written (skipped by the orphan rule). ``trust_root`` and
     ``expect_ancestor``: what the reviewer pins (``gather.trust_state``; ``--trust-root``,
-    ``--expect-ancestor``).
+    ``--expect-ancestor``). ``since``: audit only what changed since that commit, and the lessons it
+    touches (``gather.audit_since``; ``--since``).
     The cyclic garbage collector is paused meanwhile: 10,000 records kept alive
     make each of its passes longer, which tripled the audit's time.
     """
     with paused_gc():
         names = record_names(Path(root))
-        helper = byte_helper(len(names))
+        scope = audit_since.scope(Path(root), since, names) if since is not None else None
+        helper = byte_helper(len(names) if scope is None else len(scope.names))
         try:
-            return _audit(Path(root), names, outputs, helper, trust_root, expect_ancestor)
+            return _audit(Path(root), names, outputs, helper, trust_root, expect_ancestor, scope)
         finally:
             helper.close()
 
@@ -173,12 +175,13 @@ def _context(records, trusted: dict[str, bytes | None]) -> registry.Context:
     return registry.Context({rec.run_id for _, rec in records}, query_rows, freeze)
 
 
-def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
-           expect_ancestor: str | None) -> AuditResult:
+def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
+           expect_ancestor: str | None, scope: audit_since.Scope | None) -> AuditResult:
     findings: list[Finding] = []
     add = findings.append
     flagged: set[str] = set()
-    bytes_done = helper.submit(audit_scan.byte_pass, str(root), names)
+    names = every_name if scope is None else list(scope.names)
+    bytes_done = helper.submit(audit_scan.byte_pass, str(root), names, None if scope is None else scope.folders)
     git_history = history.read(root)
     trusting = trust_state.load(root, trust_root, expect_ancestor, git_history)
     runners = trusting.registry
@@ -192,7 +195,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
         findings += [Finding(f"{store.RUNS}/{name}", r, why) for r, why in registry.run_checks(rec, ctx)]
     findings += sessions.session_findings(records)
 
-    seals, disk, diffs, refused = bytes_done()
+    seals, disk, diffs, refused, index_notes = bytes_done()
     findings += [Finding(rel, rule_id, reason) for rel, (rule_id, reason) in refused.items()]
     findings += [Finding(f"{store.RUNS}/{name}", *inputs.stray_issue(name)) for name in store.stray_files(root)]
     examined = []
@@ -226,13 +229,19 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
                 add(Finding(t.path if rule_id != evidence.PATH else file, rule_id, reason))
                 flagged.add(name)
 
-    evidence_files, evidence_bytes = _orphans(root, names, disk, refs_of, raw_refs, outputs, add)
+    evidence_files, evidence_bytes = _orphans(root, every_name, disk, refs_of, raw_refs, outputs, add)
     lesson_refused = _lesson_inputs(root, add)
     _claims_files(root, add)
     checked = check_history(git_history)
+    if scope is not None:  # every record counts for the lessons re-judged: the rest read through the index
+        mine = {e.record.run_id for e in examined}
+        examined += [e for e in trusting.examine(indexed.read_records(root, runners)) if e.record.run_id not in mine]
     tree = Tree.of(root, examined, trusting, checked, refused | lesson_refused)
-    lesson_audits = _lessons(root, tree, findings)
-    _plausibility(tree, {rec.run_id: name for name, rec in records}, lesson_audits, add)
+    in_scope = [rec for _, rec in records]
+    untouched: list = []  # the plausibility notes of the lessons --since does not re-judge still explain
+    lesson_audits = _lessons(root, tree, findings, None if scope is None else (
+        lambda front: scope.touches(front, in_scope)), untouched)
+    _plausibility(tree, {rec.run_id: name for name, rec in records}, lesson_audits, add, untouched)
     findings += [Finding(file, rule_id, reason) for file, rule_id, reason in trusting.state.findings]
     findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_problems(checked)]
     if checked.status == "checked":
@@ -243,16 +252,20 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
                        evidence_files=evidence_files, evidence_bytes=evidence_bytes,
                        record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked,
                        claims_files=claims_files_today(root), trust=trusting.state.report,
-                       cuda_tile_lock=releases.lock_key(lock.cuda_tile_pin(root)))
+                       cuda_tile_lock=releases.lock_key(lock.cuda_tile_pin(root)),
+                       index_notes=tuple(dict.fromkeys((*index_notes, *file_index.shared(root).notes()))),
+                       scope=None if scope is None else scope.line())
 
 
-def _plausibility(tree: Tree, names: dict[str, str], lesson_audits: list[LessonAudit], add) -> None:
-    """Each record's plausibility signals that no lesson explains and no second runner key settles
-    (``judge.audit.rules.plausibility``)."""
+def _plausibility(tree: Tree, names: dict[str, str], lesson_audits: list[LessonAudit], add,
+                  more_notes: Iterable = ()) -> None:
+    """Each audited record's (``names``: run id → file name) plausibility signals that no lesson explains and
+    no second runner key settles (``judge.audit.rules.plausibility``); ``more_notes``: the notes of lessons not
+    judged here."""
     flagged = tree.signals()
-    notes = [n for la in lesson_audits for n in la.notes]
+    notes = [n for la in lesson_audits for n in la.notes] + list(more_notes)
     for item in tree.records:
-        if item.record.run_id in flagged:
+        if item.record.run_id in flagged and item.record.run_id in names:  # names: the records audited
             for rule_id, reason in plausibility_rules.plausibility_issues(item, tree.records, flagged, notes):
                 add(Finding(f"{store.RUNS}/{names[item.record.run_id]}", rule_id, reason))
 
@@ -315,7 +328,10 @@ def _claims_files(root: Path, add) -> None:
             add(Finding(shown, inputs.CLAIMS, inputs.reason_of(e)))
 
 
-def _lessons(root: Path, tree: Tree, findings: list[Finding]) -> list[LessonAudit]:
+def _lessons(root: Path, tree: Tree, findings: list[Finding], touched: Callable[[LessonFront], bool] | None = None,
+             untouched_notes: list | None = None) -> list[LessonAudit]:
+    """Each lesson's findings and audit; ``touched``: which lessons to judge (``audit --since``), default all;
+    the plausibility notes of the others go to ``untouched_notes``."""
     add = findings.append
     out = []
     for path in lesson_files(root):
@@ -330,6 +346,10 @@ def _lessons(root: Path, tree: Tree, findings: list[Finding]) -> list[LessonAudi
             continue
         except (RecordError, ValidationError, ValueError) as e:
             add(Finding(file, lesson_rules.FRONT, str(e).splitlines()[0]))
+            continue
+        if touched is not None and not touched(front):
+            if untouched_notes is not None:
+                untouched_notes += front.plausibility
             continue
         try:
             judged = tree.verdict(lesson)

@@ -68,19 +68,20 @@ def read_record(root: str, name: str) -> bytes:
     return read_bytes(root, f"{store.RUNS}/{name}", "record")
 
 
-def byte_pass(root: str, record_names: list[str]):
+def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | None = None):
     """The model-free half of the audit, run in a second process while this one
     validates: ``raw_seal`` of each record file (None when not a JSON object, or
     refused: the main process reports that); (size, sha256) of every file under
     evidence/, each read once through ``safe_read`` and streamed as it is hashed; and, for each
     run record whose check-report.json matches its digest, ``report_diff`` of the
     two. Returns (seals, digests, report diffs by record file name, refused
-    evidence: path → its ``inputs`` issue).
+    evidence: path → its ``inputs`` issue, the index's notes).
 
     What it learns goes to the verified-file index (``records.file_index``): a record's seal and
     report reference by the sha256 of its bytes, a transcript's digest by its stat data, a report
     diff by the two contents it compares. An unchanged file is not hashed again; every record file is
-    still read (the main process validates it too)."""
+    still read (the main process validates it too). ``folders``: the folders under evidence/ to read
+    (``audit --since``); default all of evidence/."""
     index = file_index.shared(root)
     now = file_index.now_ns()
     seals: dict[str, str | None] = {}
@@ -104,7 +105,9 @@ def byte_pass(root: str, record_names: list[str]):
     diffs: dict[str, list[str] | str] = {}
     refused: dict[str, Issue] = {}
     stats: dict[str, os.stat_result] = {}
-    for rel in walk(root, store.EVIDENCE, refused, stats):
+    listed = (rel for folder in (folders if folders is not None else (store.EVIDENCE,))
+              for rel in walk(root, folder, refused, stats))
+    for rel in listed:
         try:
             known = file_index.content(root, rel, "evidence", index, stats.get(rel), now)
         except InputRefused as e:  # a link, FIFO, oversized file...: its own finding, never hashed
@@ -115,7 +118,7 @@ def byte_pass(root: str, record_names: list[str]):
             if recorded == known.sha256:
                 diffs[name] = _report_diff(root, name, record_sha, rel, known.sha256, index)
     index.save()
-    return seals, disk, diffs, refused
+    return seals, disk, diffs, refused, tuple(index.notes())
 
 
 def _raw_facts(data: bytes) -> dict:

@@ -292,6 +292,12 @@ def shared(root: Path | str) -> Index:
     return index
 
 
+def release() -> None:
+    """Close every index this process opened (the end of a command: the next one reads the database afresh)."""
+    for key in [k for k in _SHARED if k[0] == os.getpid()]:
+        _SHARED.pop(key)[1].close()
+
+
 def hash_stream(size: int, chunks: Iterable[bytes]) -> tuple[Known, int]:
     """(the content's ``Known``, bytes seen) of a file of ``size`` bytes read in ``chunks``: sha256 and git's
     sha1 blob id in one pass."""

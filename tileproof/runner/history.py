@@ -256,3 +256,20 @@ def file_at(root: Path, rev: str, path: str) -> bytes | None:
     """The bytes of ``path`` in commit ``rev`` (None when the commit or the file is not there)."""
     commit = resolve_commit(root, rev)
     return None if commit is None else _cat_file(root, [f"{commit}:{path}"])[0]
+
+
+def changed_since(root: Path, rev: str, folders: Iterable[str]) -> tuple[str, frozenset[str]] | NoHistory:
+    """(the commit ``rev`` names, every path under ``folders`` added, changed or deleted since it in the
+    working tree, untracked files included: ``git diff --name-only`` and ``git ls-files --others``)."""
+    commit = resolve_commit(root, rev)
+    if commit is None:
+        return _no_history(Path(root)) or NoHistory(f"{rev!r} names no commit of this repository")
+    folders = list(folders)
+    diff = _git(root, "-c", "core.quotePath=false", "diff", "--name-only", "--no-renames", "-z", "--relative",
+                commit, "--", *folders)
+    others = _git(root, "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard", "--",
+                  *folders)
+    if diff.exit_code != 0 or others.exit_code != 0:
+        return NoHistory(f"git diff failed: {(diff.stderr or others.stderr).decode(errors='replace').strip()}")
+    paths = {p.decode() for p in (diff.stdout + b"\0" + others.stdout).split(b"\0") if p}
+    return commit, frozenset(paths)
