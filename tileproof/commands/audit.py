@@ -72,7 +72,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--since", default=None, metavar="REV",
                         help="audit only the records and evidence added or changed since the commit REV, and the "
                              "lessons they touch (the whole tree's history and trust still checked); for CI on "
-                             "every push; docs/records.md says exactly what it covers")
+                             "every push; docs/records-and-staleness.md says exactly what it covers")
     parser.add_argument("--no-write", action="store_true", help="write no report (the default; kept for scripts)")
 
 

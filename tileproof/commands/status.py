@@ -22,6 +22,7 @@ from pathlib import Path
 from tileproof.claims import core as claims
 from tileproof.claims import matrix
 from tileproof.claims import spec as claims_spec
+from tileproof.gather.audit_scan import paused_gc
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims, release_matrix
 from tileproof.judge.verdict import LessonVerdict
@@ -144,6 +145,11 @@ def status(root: Path, ids: list[str], tree: Tree | None = None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    with paused_gc():  # 100,000 records kept alive make each collector pass long (as for the audit)
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     tree = Tree.load(Path(args.root))
     print("\n".join(map(one_line, status(args.root, args.lessons, tree))), file=sys.stdout)
     bench_lines = bench_view.status_lines(tree.records)

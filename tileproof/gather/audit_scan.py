@@ -13,6 +13,7 @@ Nothing here decides anything: the rules are ``judge.audit.rules``'s.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import json
@@ -56,10 +57,8 @@ def walk(root: str, folder: str, refused: dict[str, Issue],
                     stack.append(f"{rel}/{entry.name}")
                     continue
                 if stats is not None:
-                    try:
+                    with contextlib.suppress(OSError):  # gone since it was listed: its reader says so
                         stats[f"{rel}/{entry.name}"] = entry.stat(follow_symlinks=False)
-                    except OSError:  # gone since it was listed: its reader says so
-                        pass
                 yield f"{rel}/{entry.name}"
 
 

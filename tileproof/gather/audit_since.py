@@ -1,17 +1,18 @@
 """``audit --since REV``: the part of the tree a merge (or a push) changed, for CI on every push.
 
-What it audits, exactly (docs/records.md says the same):
+What it audits, exactly (docs/records-and-staleness.md, "The verified-file index, and audit --since",
+says the same):
 
-- every record file under runs/ added or changed since REV (``git diff REV`` of the working tree, untracked
-  files included), every record whose ``evidence/<run id>/`` folder holds a file added or changed since
-  then, and, closing over sessions, each such run record's session record and each such session record's
-  runs: each gets every per-record check a full audit makes (schema, seal, signature, name, report, its
-  transcripts' digests, session consistency, plausibility, the commit it names);
+- every record file under runs/ added or changed since REV (``git diff REV`` of the working tree,
+  untracked files included), every record whose ``evidence/<run id>/`` folder holds a file added or
+  changed since then, and, closing over sessions, each such run record's session record and each such
+  session record's runs: each gets every per-record check a full audit makes (schema, seal, signature,
+  name, report, its transcripts' digests, session consistency, plausibility, the commit it names);
 - the transcripts those records reference and every file of their evidence folders (orphans included);
-- the lessons they touch: each lesson whose results name an in-scope run record's
-  program, or that the record names; every lesson when an in-scope record is not a run or session record
-  (a bench, claims or compile record), or when anything outside runs/ and evidence/ changed (a lesson, a program, the tolerance table, the
-  lock); each is re-judged from every record of the tree, as a full audit judges it;
+- the lessons they touch: each lesson whose results name an in-scope run record's program, or that the
+  record names; every lesson when an in-scope record is not a run or session record (a bench, claims or
+  compile record), or when anything outside runs/ and evidence/ changed (a lesson, a program, the
+  tolerance table, the lock); each is re-judged from every record of the tree, as a full audit judges it;
 - the whole tree's history (every committed record and transcript, from git's and the index's object
   ids), trust root, registry changes, lesson inputs and claims files, as a full audit checks them.
 

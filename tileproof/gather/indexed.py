@@ -46,7 +46,7 @@ def read_records(root: Path, registry: RunnerRegistry) -> list[Examined]:
 
 
 def _read(root: Path, path: Path, registry: RunnerRegistry, index: file_index.Index, scope: str) -> Examined:
-    data = read_bytes(root, path.absolute(), "record", str(path))
+    data = read_bytes(root, f"{store.RUNS}/{path.name}", "record", str(path))
     sha = hashlib.sha256(data).hexdigest()
     fact = index.fact(sha, KIND, scope)
     if fact is not None:

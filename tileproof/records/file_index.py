@@ -86,7 +86,8 @@ def code_key() -> str:
 
 
 def _check(*fields: Any) -> str:
-    return hashlib.sha256(json.dumps([SCHEMA, *fields], separators=(",", ":")).encode()).hexdigest()[:32]
+    """A row's check digest: BLAKE2b over the schema and its fields (a torn or hand-edited row fails it)."""
+    return hashlib.blake2b("\x1f".join(map(str, (SCHEMA, *fields))).encode(), digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,15 @@ def location(root: Path) -> Path | None:
     return (Path(chosen) if chosen else Path(root) / FOLDER) / DATABASE
 
 
+def ignored_folder(folder: Path) -> Path:
+    """``folder``, made when missing, holding a ``.gitignore`` of ``*`` (git never shows or commits it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# tileproof's local cache (the verified-file index, merge staging): never committed\n*\n")
+    return folder
+
+
 def open_index(root: Path, load_files: bool = True) -> Index:
     """The tree's index, opened (and made, the first time); an index that cannot be used is an empty
     one with its ``problem`` said, and the command goes on without it."""
@@ -233,10 +243,7 @@ def open_index(root: Path, load_files: bool = True) -> Index:
     if where is None:
         return Index(None, None)
     try:
-        where.parent.mkdir(parents=True, exist_ok=True)
-        ignore = where.parent / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# tileproof's verified-file index: a local cache, never committed\n*\n")
+        ignored_folder(where.parent)
         db = sqlite3.connect(where, timeout=BUSY_MS / 1000, isolation_level=None)
     except (OSError, sqlite3.Error) as e:
         return Index(where, None, problem=f"{where}: cannot be opened ({e}); not used")
@@ -260,7 +267,7 @@ def open_index(root: Path, load_files: bool = True) -> Index:
                 if check != _check(rel, *k, sha, blob):
                     index.ignored += 1
                     continue
-                index.files[rel] = (tuple(k), Known(k[2], sha, blob))  # type: ignore[arg-type]
+                index.files[rel] = (tuple(k), Known(k[2], sha, blob))
     except sqlite3.DatabaseError as e:
         index._fail(f"cannot be read ({e})")
     return index
