@@ -144,6 +144,7 @@ def test_concurrent_audits_leave_a_consistent_index(checkout):
     assert [p.returncode for p in procs] == [0, 0], results
     assert all("index:" not in err for _out, err in results), results
     index = file_index.open_index(checkout)
+    index.load_files()
     assert index.problem is None and index.ignored == 0 and len(index.files) > 100
     with sqlite3.connect(index.where) as con:
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -156,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
     if bench_lines:  # what bounds each bench case and how close it comes (report.bench_view)
         print("\nbench, newest record of each program (fastest tile kernel per shape):\n"
               + "\n".join(map(one_line, bench_lines)))
-    for note in file_index.shared(args.root).notes():  # the index changes no verdict: said aside
+    for note in file_index.open_notes():  # the index changes no verdict: said aside
         print(note, file=sys.stderr)
     documents = claims_documents(args.root, args.lessons)
     if documents == []:  # lessons named, none with a claims file

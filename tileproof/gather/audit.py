@@ -191,11 +191,15 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     trusted = _trusted(root, records)
     records.sort(key=lambda nr: (nr[1].created, nr[1].run_id))
     ctx = _context(records, trusted)
+    if scope is not None:  # records outside the scope are there, unchanged since REV (the history check says)
+        ctx.known |= {n[:-5] for n in every_name}
     for name, rec in records:
         findings += [Finding(f"{store.RUNS}/{name}", r, why) for r, why in registry.run_checks(rec, ctx)]
     findings += sessions.session_findings(records)
 
     seals, disk, diffs, refused, index_notes = bytes_done()
+    if scope is not None:
+        _outside_folders(root, refs_of, disk, refused)
     findings += [Finding(rel, rule_id, reason) for rel, (rule_id, reason) in refused.items()]
     findings += [Finding(f"{store.RUNS}/{name}", *inputs.stray_issue(name)) for name in store.stray_files(root)]
     examined = []
@@ -253,8 +257,25 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
                        record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked,
                        claims_files=claims_files_today(root), trust=trusting.state.report,
                        cuda_tile_lock=releases.lock_key(lock.cuda_tile_pin(root)),
-                       index_notes=tuple(dict.fromkeys((*index_notes, *file_index.shared(root).notes()))),
+                       index_notes=tuple(dict.fromkeys((*index_notes, *file_index.open_notes()))),
                        scope=None if scope is None else scope.line())
+
+
+def _outside_folders(root: Path, refs_of, disk: dict[str, tuple[int, str]], refused: dict[str, Issue]) -> None:
+    """``audit --since``: the transcripts in-scope records reference outside the folders the byte pass read,
+    hashed here (through the index) into ``disk``, or ``refused``; a missing one is left to the evidence rules."""
+    index = file_index.shared(root)
+    for refs in refs_of.values():
+        for _where, t in refs:
+            if t.path in disk or t.path in refused or not evidence.evidence_path_ok(t.path):
+                continue
+            try:
+                known = file_index.content(root, t.path, "evidence", index)
+            except InputRefused as e:
+                if e.kind != "missing":
+                    refused[t.path] = inputs.refused_issue(e)
+                continue
+            disk[t.path] = (known.size, known.sha256)
 
 
 def _plausibility(tree: Tree, names: dict[str, str], lesson_audits: list[LessonAudit], add,

@@ -20,7 +20,7 @@ from tileproof.claims import spec as claims_spec
 from tileproof.gather.audit_scan import walk
 from tileproof.judge.audit.result import Issue
 from tileproof.judge.audit.rules import inputs
-from tileproof.records import file_index, store
+from tileproof.records import store
 from tileproof.records.errors import InputRefused
 from tileproof.records.lessons import LESSONS
 from tileproof.records.safe_read import InputKind, check_file
@@ -28,17 +28,10 @@ from tileproof.records.safe_read import InputKind, check_file
 
 def refused(root: Path) -> dict[str, Issue]:
     """Path → its ``input-*`` issue, for every entry under evidence/ and every entry under lessons/
-    that is not a regular file (lesson and claims files are checked again by their loaders). A transcript
-    whose ``lstat`` is the one the verified-file index holds was read whole with that stat, so it is not
-    opened again."""
+    that is not a regular file (lesson and claims files are checked again by their loaders)."""
     out: dict[str, Issue] = {}
     sroot = str(root)
-    index = file_index.shared(root)
-    stats: dict[str, os.stat_result] = {}
-    for rel in walk(sroot, store.EVIDENCE, out, stats):
-        st = stats.get(rel)
-        if st is not None and stat.S_ISREG(st.st_mode) and index.known(rel, st) is not None:
-            continue  # read whole, with this very stat, by an earlier command (records.file_index)
+    for rel in walk(sroot, store.EVIDENCE, out):
         try:
             check_file(sroot, rel, "evidence")
         except InputRefused as e:

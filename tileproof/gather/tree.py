@@ -33,6 +33,7 @@ from tileproof.records import lessons, lock, parsers, store, tolerances
 from tileproof.records.depends import ProgramUses
 from tileproof.records.errors import InputRefused
 from tileproof.records.history import HistoryReport, NoHistory
+from tileproof.records.history import check as check_history
 from tileproof.records.models import (
     ENTRY_COMPILE_VERSION,
     ENTRY_RUN_VERSION,
@@ -200,8 +201,10 @@ class Tree:
         ``lessons/runners.yaml`` and its standing judged from history against the trust root
         (``gather.trust_state``; the first record that fails validation raises one line), read through the
         verified-file index (``gather.indexed``)."""
-        trusted = trust_state.load(Path(root), trust_root)
-        return cls.of(root, trusted.examine(indexed.read_records(Path(root), trusted.registry)), trusted)
+        git_history = history.read(Path(root))  # read once: the records' first commits and the history check
+        trusted = trust_state.load(Path(root), trust_root, git_history=git_history)
+        return cls.of(root, trusted.examine(indexed.read_records(Path(root), trusted.registry)), trusted,
+                      check_history(git_history))
 
     @classmethod
     def of(cls, root: Path, examined: Iterable[Examined], trust: trust_state.Trusted | None = None,

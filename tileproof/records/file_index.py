@@ -115,16 +115,19 @@ class Index:
     _new_facts: dict[tuple[str, str, str], str] = field(default_factory=dict)
     _facts: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     _facts_loaded: set[str] = field(default_factory=set)
+    _files_loaded: bool = False
 
     # -- files ---------------------------------------------------------------------------------
     def known(self, rel: str, st: os.stat_result) -> Known | None:
         """The indexed content of ``rel`` when its stat is the one indexed, else None."""
+        self.load_files()
         hit = self.files.get(rel)
         return hit[1] if hit is not None and hit[0] == stat_key(st) else None
 
     def learn(self, rel: str, st: os.stat_result, known: Known, now_ns: int) -> None:
         """Remember ``rel``'s content (``st``: its ``fstat`` before and after the read, equal), when settled."""
         if self.db is not None and settled(st, now_ns):
+            self.load_files()
             entry = (stat_key(st), known)
             if self.files.get(rel) != entry:
                 self._new_files[rel] = entry
@@ -146,6 +149,22 @@ class Index:
             if self._facts.get((sha256, key)) != value:
                 self._facts[(sha256, key)] = value
                 self._new_facts[(sha256, key, code_key())] = json.dumps(value, sort_keys=True)
+
+    def load_files(self) -> None:
+        """The ``files`` rows, loaded on first use (a command that reads only records never loads them)."""
+        if self._files_loaded or self.db is None:
+            return
+        self._files_loaded = True
+        try:
+            rows = self.db.execute("SELECT * FROM files").fetchall()
+        except sqlite3.DatabaseError as e:
+            self._fail(f"cannot be read ({e})")
+            return
+        for rel, *k, sha, blob, check in rows:
+            if check != _check(rel, *k, sha, blob):
+                self.ignored += 1
+                continue
+            self.files[rel] = (tuple(k), Known(k[2], sha, blob))
 
     def _load_facts(self, scope: str) -> None:
         self._facts_loaded.add(scope)
@@ -236,7 +255,7 @@ def ignored_folder(folder: Path) -> Path:
     return folder
 
 
-def open_index(root: Path, load_files: bool = True) -> Index:
+def open_index(root: Path) -> Index:
     """The tree's index, opened (and made, the first time); an index that cannot be used is an empty
     one with its ``problem`` said, and the command goes on without it."""
     where = location(root)
@@ -261,13 +280,6 @@ def open_index(root: Path, load_files: bool = True) -> Index:
         elif found[0] != str(SCHEMA):
             index._fail(f"has layout {found[0]}; this tileproof writes {SCHEMA}")
             return index
-        if load_files:
-            for row in db.execute("SELECT * FROM files").fetchall():
-                rel, *k, sha, blob, check = row
-                if check != _check(rel, *k, sha, blob):
-                    index.ignored += 1
-                    continue
-                index.files[rel] = (tuple(k), Known(k[2], sha, blob))
     except sqlite3.DatabaseError as e:
         index._fail(f"cannot be read ({e})")
     return index
@@ -297,6 +309,11 @@ def shared(root: Path | str) -> Index:
         ino = None
     _SHARED[key] = (ino, index)
     return index
+
+
+def open_notes() -> list[str]:
+    """The notes (:meth:`Index.notes`) of every index this process has open."""
+    return [n for key, (_ino, index) in _SHARED.items() if key[0] == os.getpid() for n in index.notes()]
 
 
 def release() -> None:

@@ -5,7 +5,10 @@ every file under runs/ and evidence/, and the working tree's object ids.
 added/changed/deleted files with their object ids; a path's first ``A`` is its
 first committed version (a rename is a delete plus an add, so a moved record is
 a missing one). No git, no repository, or a shallow clone: ``NoHistory``. The
-working tree's files are hashed through ``records.safe_read.stream`` (:func:`working_id`).
+working tree's object ids come from git's own index where git vouches for the file
+(``git ls-files -s`` and ``git diff-files``, the stat-data check ``git status`` makes:
+:func:`_index_ids`); every other file is hashed through ``records.safe_read.stream``
+(:func:`working_id`).
 
 :func:`at_commits` reads, for the commits records name (``git.commit``), whether
 each is in this repository's history and the sha256 of each attested path's blob
@@ -17,14 +20,12 @@ every version of the runner registry and of the CI's pin along it (``judge.trust
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import cast, get_args
 
-from tileproof.records import file_index
 from tileproof.records.errors import InputRefused
 from tileproof.records.history import (
     REGENERATED,
@@ -99,28 +100,41 @@ def read(root: Path) -> GitHistory | NoHistory:
             path = next(tokens).decode()
             if status == "A" and path not in first:
                 first[path] = FirstVersion(path, commit, new)
-    index = file_index.shared(root) if fmt == "sha1" else None
-    stats = {} if index is None else {**file_index.stats(root, WATCHED[0]), **file_index.stats(root, WATCHED[1])}
-    now = file_index.now_ns()
-    current = {path: working_id(root, path, fmt, index, stats.get(path), now) for path in first}
-    if index is not None:
-        index.save()
+    staged = _index_ids(root)
+    current = {path: staged[path] if path in staged else working_id(root, path, fmt) for path in first}
     return GitHistory(first=tuple(first.values()), current=current)
 
 
-def working_id(root: Path, path: str, fmt: ObjectFormat, index: file_index.Index | None = None,
-               st: os.stat_result | None = None, now: int | None = None) -> str | Unhashed | None:
+def _index_ids(root: Path) -> dict[str, str]:
+    """Path → git's object id of each regular file under runs/ and evidence/ whose working copy git's own
+    index vouches for: an index entry at stage 0, a regular file's mode, tagged ``H`` (neither
+    assume-unchanged nor skip-worktree, which would make git skip the file), and not listed by ``git
+    diff-files`` (which compares each file's stat data with the index, and its content where the stat
+    cannot tell: git's racy-entry check). Every other file is hashed by :func:`working_id`. An error of
+    either git call gives {} (everything hashed)."""
+    listed = _git(root, "-c", "core.quotePath=false", "ls-files", "-v", "-s", "-z", "--", *WATCHED)
+    dirty = _git(root, "-c", "core.quotePath=false", "diff-files", "--name-only", "--no-renames", "-z", "--",
+                 *WATCHED)
+    if listed.exit_code != 0 or dirty.exit_code != 0:
+        return {}
+    changed = set(dirty.stdout.split(b"\0"))
+    out: dict[str, str] = {}
+    for entry in listed.stdout.split(b"\0"):
+        head, _tab, path = entry.partition(b"\t")
+        words = head.split()
+        if len(words) == 4 and words[0] == b"H" and words[1] in (b"100644", b"100755") and words[3] == b"0" \
+                and path not in changed:
+            out[path.decode()] = words[2].decode()
+    return out
+
+
+def working_id(root: Path, path: str, fmt: ObjectFormat) -> str | Unhashed | None:
     """Git's object id of the working-tree file at ``path`` (under runs/ or evidence/), hashed in chunks
     as ``records.safe_read.stream`` hands them out: never a link followed, never a FIFO or device
     opened, never more than the folder's cap read (``safe_read.LIMITS``: no file tileproof writes or
-    reads there is larger, so a larger one is changed, unread). None when it is missing. ``index``: the
-    verified-file index (sha1 repositories), which gives the id of a file whose ``lstat`` ``st`` is the one
-    indexed (``records.file_index.content``) and learns the rest."""
+    reads there is larger, so a larger one is changed, unread). None when it is missing."""
     kind: InputKind = "record" if path.startswith(f"{WATCHED[0]}/") else "evidence"
     try:
-        if fmt == "sha1":  # one pass gives the sha256 and the blob id, which the index keeps
-            known = file_index.content(root, path, kind, index or file_index.Index(None, None), st, now)
-            return known.blob or Unhashed("changed", "its size changed while it was read")
         with stream(root, path, kind) as (size, chunks):
             digest, seen = blob_hasher(size, fmt), 0
             for chunk in chunks:
