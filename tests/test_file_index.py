@@ -197,3 +197,18 @@ def test_audit_since_still_checks_history_and_lessons(checkout, tmp_path):
 def test_audit_since_a_commit_that_is_not_there_is_one_line(checkout):
     code, _text, err = run("audit", "--root", str(checkout), "--since", "no-such-rev")
     assert code == 2 and "audit --since no-such-rev" in err
+
+
+def test_a_moved_evidence_folder_behind_a_link_is_refused_warm_as_cold(checkout, tmp_path):
+    """The files keep their inode and ctime when their folder is moved: the index must not vouch for them
+    through a link (safe_read refuses a link in evidence/; so must a warm audit)."""
+    assert run("audit", "--root", str(checkout))[0] == 0  # warm: every transcript indexed
+    folder = checkout / "evidence"
+    moved = tmp_path / "elsewhere"
+    folder.rename(moved)
+    folder.symlink_to(moved, target_is_directory=True)
+    warm = run("audit", "--root", str(checkout))
+    shutil.rmtree(checkout / file_index.FOLDER)
+    cold = run("audit", "--root", str(checkout))
+    assert warm[:2] == cold[:2] and warm[0] == 1
+    assert "input-" in warm[1]

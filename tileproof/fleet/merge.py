@@ -18,6 +18,7 @@ file a killed writer left (``.<name>.*.tmp``) is listed as incomplete.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,17 +51,26 @@ def record_files(source: Path) -> tuple[list[str], list[str]]:
     other: list[str] = []
     runs = source / store.RUNS
     if runs.is_dir():
-        for p in sorted(runs.iterdir()):
-            (owned if p.is_file() and p.suffix == ".json" and not _TEMP.match(p.name) else other).append(
-                f"{store.RUNS}/{p.name}")
+        with os.scandir(runs) as entries:
+            for e in sorted(entries, key=lambda e: e.name):
+                json_name = os.path.splitext(e.name)[1] == ".json"  # as Path.suffix: ".json" alone is not
+                (owned if e.is_file() and json_name and not _TEMP.match(e.name) else other).append(
+                    f"{store.RUNS}/{e.name}")
     evidence = source / store.EVIDENCE
     if evidence.is_dir():
-        for p in sorted(evidence.rglob("*")):
-            if not p.is_file():
-                continue
-            rel = p.relative_to(source).as_posix()
-            inside_run = len(p.relative_to(evidence).parts) >= 2
-            (owned if inside_run and not _TEMP.match(p.name) else other).append(rel)
+        found: list[tuple[str, bool]] = []  # (path relative to the source, whether inside a run's folder)
+        stack = [(os.fspath(evidence), store.EVIDENCE, 0)]
+        while stack:
+            folder, rel, depth = stack.pop()
+            with os.scandir(folder) as entries:
+                for e in entries:
+                    if e.is_dir():
+                        if not e.is_symlink():  # as rglob: a link to a folder is not walked into
+                            stack.append((e.path, f"{rel}/{e.name}", depth + 1))
+                    elif e.is_file():
+                        found.append((f"{rel}/{e.name}", depth >= 1))
+        for rel, inside_run in sorted(found, key=lambda f: f[0].split("/")):  # as sorted Paths
+            (owned if inside_run and not _TEMP.match(rel.rsplit("/", 1)[1]) else other).append(rel)
     return owned, other
 
 

@@ -263,14 +263,14 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
 
 def _outside_folders(root: Path, refs_of, disk: dict[str, tuple[int, str]], refused: dict[str, Issue]) -> None:
     """``audit --since``: the transcripts in-scope records reference outside the folders the byte pass read,
-    hashed here (through the index) into ``disk``, or ``refused``; a missing one is left to the evidence rules."""
-    index = file_index.shared(root)
+    hashed here into ``disk`` (streamed), or ``refused``; a missing one is left to the evidence rules."""
+    unindexed = file_index.Index(None, None)  # no stat from a walk vouches for these: read every one
     for refs in refs_of.values():
         for _where, t in refs:
             if t.path in disk or t.path in refused or not evidence.evidence_path_ok(t.path):
                 continue
             try:
-                known = file_index.content(root, t.path, "evidence", index)
+                known = file_index.content(root, t.path, "evidence", unindexed)
             except InputRefused as e:
                 if e.kind != "missing":
                     refused[t.path] = inputs.refused_issue(e)

@@ -18,6 +18,7 @@ import gc
 import hashlib
 import json
 import os
+import stat
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -104,11 +105,12 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
     diffs: dict[str, list[str] | str] = {}
     refused: dict[str, Issue] = {}
     stats: dict[str, os.stat_result] = {}
-    listed = (rel for folder in (folders if folders is not None else (store.EVIDENCE,))
-              for rel in walk(root, folder, refused, stats))
-    for rel in listed:
-        try:
-            known = file_index.content(root, rel, "evidence", index, stats.get(rel), now)
+    starts = folders if folders is not None else (store.EVIDENCE,)
+    real = {folder: _real_folders(root, folder) for folder in starts}
+    listed = ((rel, real[folder]) for folder in starts for rel in walk(root, folder, refused, stats))
+    for rel, vouched in listed:
+        try:  # an index entry is used only below real folders (a linked evidence/ is read, and refused)
+            known = file_index.content(root, rel, "evidence", index, stats.get(rel) if vouched else None, now)
         except InputRefused as e:  # a link, FIFO, oversized file...: its own finding, never hashed
             refused[rel] = inputs.refused_issue(e)
             continue
@@ -118,6 +120,16 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
                 diffs[name] = _report_diff(root, name, record_sha, rel, known.sha256, index)
     index.save()
     return seals, disk, diffs, refused, tuple(index.notes())
+
+
+def _real_folders(root: str, folder: str) -> bool:
+    """Whether every component of ``folder`` under ``root`` is a real folder (no link), as ``safe_read`` checks
+    each file's path: only then does a walk's ``lstat`` vouch for the files below it."""
+    parts = folder.split("/")
+    try:
+        return all(stat.S_ISDIR(os.lstat(os.path.join(root, *parts[:i + 1])).st_mode) for i in range(len(parts)))
+    except OSError:
+        return False
 
 
 def _raw_facts(data: bytes) -> dict:

@@ -22,15 +22,12 @@ import os
 import secrets
 import shutil
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tileproof.records.errors import TileproofError
 from tileproof.records.file_index import FOLDER, ignored_folder
 
 STAGING = "merge"
-THREADS = 4
-"""Copies at once (no fsync each: the copies are CPU- and page-cache-bound)."""
 FILE_MODE = 0o644
 
 
@@ -43,36 +40,47 @@ def copy_once(root: Path, pairs: Iterable[tuple[str, Path]], same: Callable[[Pat
         return 0
     staging = ignored_folder(Path(root) / FOLDER) / STAGING / secrets.token_hex(8)
     staging.mkdir(parents=True)
+    base, stage = os.fspath(root), os.fspath(staging)
     try:
-        staged = [(staging / str(i), Path(root) / rel, src) for i, (rel, src) in enumerate(pairs)]
-        with ThreadPoolExecutor(THREADS) as pool:
-            list(pool.map(lambda item: _stage(item[2], item[0]), staged))
+        staged = [(os.path.join(stage, str(i)), os.path.join(base, rel), os.fspath(src))
+                  for i, (rel, src) in enumerate(pairs)]
+        for tmp, _dest, src in staged:
+            _stage(src, tmp)
         os.sync()  # every staged byte durable before any final name exists
-        for folder in sorted({dest.parent for _tmp, dest, _src in staged}):
-            folder.mkdir(parents=True, exist_ok=True)
-        with ThreadPoolExecutor(THREADS) as pool:
-            written = sum(pool.map(lambda item: _place(item[0], item[1], same), staged))
+        for folder in sorted({os.path.dirname(dest) for _tmp, dest, _src in staged}):
+            os.makedirs(folder, exist_ok=True)
+        written = sum(_place(tmp, dest, same) for tmp, dest, _src in staged)
         os.sync()  # the new names durable
         return written
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _stage(src: Path, tmp: Path) -> None:
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+def _stage(src: str, tmp: str) -> None:
+    """``src``'s bytes into the new file ``tmp`` (mode 0644): copied by the kernel (``copy_file_range``),
+    or read and written where it cannot."""
+    fd_in = os.open(src, os.O_RDONLY)
     try:
-        os.fchmod(fd, FILE_MODE)  # the umask may have narrowed it
-        with open(src, "rb") as f, os.fdopen(fd, "wb", closefd=False) as out:
-            shutil.copyfileobj(f, out, 1 << 20)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        try:
+            os.fchmod(fd, FILE_MODE)  # the umask may have narrowed it
+            try:
+                while os.copy_file_range(fd_in, fd, 1 << 30):
+                    pass
+            except OSError:  # a file system or kernel without it: the bytes the call did not copy, by hand
+                while chunk := os.read(fd_in, 1 << 20):
+                    os.write(fd, chunk)
+        finally:
+            os.close(fd)
     finally:
-        os.close(fd)
+        os.close(fd_in)
 
 
-def _place(tmp: Path, dest: Path, same: Callable[[Path, Path], bool]) -> int:
+def _place(tmp: str, dest: str, same: Callable[[Path, Path], bool]) -> int:
     try:
         os.link(tmp, dest)
     except FileExistsError:
-        if same(tmp, dest):
+        if same(Path(tmp), Path(dest)):
             return 0  # another writer put the same bytes there meanwhile
         raise TileproofError(f"{dest}: already exists with other bytes; records and evidence are never "
                              "overwritten (fix: find which host changed it after writing, and restore it)") from None
