@@ -83,6 +83,7 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
     still read (the main process validates it too). ``folders``: the folders under evidence/ to read
     (``audit --since``); default all of evidence/."""
     index = file_index.shared(root)
+    index.few = folders is not None  # audit --since: a few folders' rows, asked for one by one
     now = file_index.now_ns()
     seals: dict[str, str | None] = {}
     wanted: dict[str, list] = defaultdict(list)

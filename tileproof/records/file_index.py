@@ -116,18 +116,25 @@ class Index:
     _facts: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     _facts_loaded: set[str] = field(default_factory=set)
     _files_loaded: bool = False
+    few: bool = False
+    """Set by a reader of a few files (``audit --since``): their rows are read one by one, not all at once."""
 
     # -- files ---------------------------------------------------------------------------------
     def known(self, rel: str, st: os.stat_result) -> Known | None:
-        """The indexed content of ``rel`` when its stat is the one indexed, else None."""
-        self.load_files()
+        """The indexed content of ``rel`` when its stat is the one indexed, else None (a reader of a few files,
+        :attr:`few`, asks the database for each; the others load every row once)."""
+        if self.few and not self._files_loaded and rel not in self.files:
+            self._load_rows("SELECT * FROM files WHERE path = ?", (rel,))
+        else:
+            self.load_files()
         hit = self.files.get(rel)
         return hit[1] if hit is not None and hit[0] == stat_key(st) else None
 
     def learn(self, rel: str, st: os.stat_result, known: Known, now_ns: int) -> None:
         """Remember ``rel``'s content (``st``: its ``fstat`` before and after the read, equal), when settled."""
         if self.db is not None and settled(st, now_ns):
-            self.load_files()
+            if not self.few:
+                self.load_files()
             entry = (stat_key(st), known)
             if self.files.get(rel) != entry:
                 self._new_files[rel] = entry
@@ -139,7 +146,10 @@ class Index:
         trust outcomes) by this code, or None."""
         if self.db is None:
             return None
-        if scope not in self._facts_loaded:
+        if self.few and scope not in self._facts_loaded:
+            self._load_facts(scope, (sha256, kind))
+        elif scope not in self._facts_loaded:
+            self._facts_loaded.add(scope)
             self._load_facts(scope)
         return self._facts.get((sha256, f"{kind}\0{scope}"))
 
@@ -155,8 +165,13 @@ class Index:
         if self._files_loaded or self.db is None:
             return
         self._files_loaded = True
+        self._load_rows("SELECT * FROM files", ())
+
+    def _load_rows(self, query: str, args: tuple) -> None:
+        if self.db is None:
+            return
         try:
-            rows = self.db.execute("SELECT * FROM files").fetchall()
+            rows = self.db.execute(query, args).fetchall()
         except sqlite3.DatabaseError as e:
             self._fail(f"cannot be read ({e})")
             return
@@ -166,13 +181,14 @@ class Index:
                 continue
             self.files[rel] = (tuple(k), Known(k[2], sha, blob))
 
-    def _load_facts(self, scope: str) -> None:
-        self._facts_loaded.add(scope)
+    def _load_facts(self, scope: str, one: tuple[str, str] | None = None) -> None:
+        """The facts of ``scope`` made by this code: all of them, or ``one`` (sha256, kind)."""
         assert self.db is not None
         code = code_key()
+        query = "SELECT sha256, kind, value, check_ FROM facts WHERE code = ? AND scope = ?"
         try:
-            rows = self.db.execute("SELECT sha256, kind, value, check_ FROM facts WHERE code = ? AND scope = ?",
-                                   (code, scope)).fetchall()
+            rows = self.db.execute(query + (" AND sha256 = ? AND kind = ?" if one else ""),
+                                   (code, scope, *(one or ()))).fetchall()
         except sqlite3.DatabaseError as e:
             self._fail(f"cannot be read ({e})")
             return
@@ -200,6 +216,8 @@ class Index:
         try:
             with self.db:
                 self.db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)", file_rows)
+                if fact_rows:  # facts made by other code are never used again: dropped, so the index stays its size
+                    self.db.execute("DELETE FROM facts WHERE code != ?", (code_key(),))
                 self.db.executemany("INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?,?)", fact_rows)
         except sqlite3.DatabaseError as e:  # locked past BUSY_MS, disk full, corrupted: nothing is lost
             self.problem = self.problem or f"{self.where}: not updated ({e})"
@@ -235,6 +253,7 @@ CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, dev INTEGER, ino INTEGE
     mtime_ns INTEGER, ctime_ns INTEGER, sha256 TEXT, blob TEXT, check_ TEXT);
 CREATE TABLE IF NOT EXISTS facts (sha256 TEXT, kind TEXT, scope TEXT, code TEXT, value TEXT, check_ TEXT,
     PRIMARY KEY (sha256, kind, scope, code));
+CREATE INDEX IF NOT EXISTS facts_of_code ON facts (code, scope);
 """
 
 
