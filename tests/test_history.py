@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tileproof.records.history import REGENERATED, GitHistory, NoHistory, blob_id, check
+from tileproof.records.history_check import REGENERATED, GitHistory, NoHistory, blob_id, check
 from tileproof.runner import history
 
 REPO = Path(__file__).resolve().parents[1]
@@ -148,7 +148,7 @@ def test_blob_id_is_gits(tmp_path):
 
 
 def test_pure_check_over_given_inputs():
-    from tileproof.records.history import FirstVersion
+    from tileproof.records.history_check import FirstVersion
 
     h = GitHistory(first=(FirstVersion("runs/a.json", "c" * 40, "1" * 40),
                           FirstVersion("runs/b.json", "c" * 40, "2" * 40)),

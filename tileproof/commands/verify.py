@@ -23,7 +23,7 @@ from tileproof.gather import trust_state
 from tileproof.judge import trust
 from tileproof.records import registry, store
 from tileproof.records.errors import one_line
-from tileproof.records.history import check as check_history
+from tileproof.records.history_check import check as check_history
 from tileproof.runner import history
 
 

@@ -48,8 +48,8 @@ from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.judge.verdict import history_problems
 from tileproof.records import lessons, lock, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
-from tileproof.records.history import REGENERATED, NoHistory
-from tileproof.records.history import check as check_history
+from tileproof.records.history_check import REGENERATED, NoHistory
+from tileproof.records.history_check import check as check_history
 from tileproof.records.models import Record, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
 from tileproof.records.registry import UNSIGNED, RunnerRegistry, Verification
@@ -63,7 +63,7 @@ REPORT_MD = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswit
 REPORT_HTML = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswith(".html"))
 COMMITTED_REPORTS = (f"{store.EVIDENCE}/{REPORT_MD}", f"{store.EVIDENCE}/{REPORT_HTML}")
 """The committed reports (rewritten only by ``audit --update-committed-report``): never orphans and
-exempt from the history check, both from one list, ``records.history.REGENERATED``."""
+exempt from the history check, both from one list, ``records.history_check.REGENERATED``."""
 KEEP_FILES = frozenset({".gitkeep"})
 """Names in evidence/ that are never orphans."""
 

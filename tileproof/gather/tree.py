@@ -32,7 +32,7 @@ from tileproof.judge.verdict import LessonVerdict
 from tileproof.records import lessons, lock, parsers, store, tolerances
 from tileproof.records.depends import ProgramUses
 from tileproof.records.errors import InputRefused
-from tileproof.records.history import HistoryReport, NoHistory
+from tileproof.records.history_check import HistoryReport, NoHistory
 from tileproof.records.models import (
     ENTRY_COMPILE_VERSION,
     ENTRY_RUN_VERSION,

@@ -27,7 +27,7 @@ from tileproof.judge import standing, trust
 from tileproof.judge.trust_root import Expect, Root, RootSource, TrustState, evaluate, without_history
 from tileproof.records import registry, registry_change, store
 from tileproof.records.errors import RecordError, TileproofError
-from tileproof.records.history import GitHistory, NoHistory
+from tileproof.records.history_check import GitHistory, NoHistory
 from tileproof.records.registry import RunnerRegistry
 from tileproof.records.safe_read import read_file
 from tileproof.records.store import Examined

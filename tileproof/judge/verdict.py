@@ -34,7 +34,7 @@ from tileproof.judge.gate import Decision
 from tileproof.judge.releases import ReleaseKey
 from tileproof.records import lessons
 from tileproof.records.errors import RecordError
-from tileproof.records.history import HistoryReport, Problem
+from tileproof.records.history_check import HistoryReport, Problem
 from tileproof.records.models import Hardware, LessonFront
 
 WITHOUT_EVIDENCE = "lesson-published-without-evidence"

@@ -11,7 +11,7 @@ from tileproof.judge.release_matrix import LessonReleases
 from tileproof.judge.releases import ReleaseKey
 from tileproof.judge.trust_root import TrustReport
 from tileproof.records.errors import one_line
-from tileproof.records.history import HistoryReport
+from tileproof.records.history_check import HistoryReport
 from tileproof.records.models import PlausibilityNote
 
 Issue = tuple[str, str]
