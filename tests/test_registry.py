@@ -172,7 +172,7 @@ def test_unsigned_records_committed_before_the_first_key_are_legacy_not_findings
 
     from tileproof.judge import standing, trust, trust_root
     from tileproof.records.registry import UNSIGNED, registry_lists_keys
-    from tileproof.runner import history
+    from tileproof.runner import git_history
 
     def git(*args):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
@@ -191,9 +191,9 @@ def test_unsigned_records_committed_before_the_first_key_are_legacy_not_findings
     git("add", "-A")
     git("commit", "-qm", "a key, and an unsigned record after it")
     (tmp_path / "runs" / "uncommitted.json").write_text("{}")
-    graph = history.trust_history(tmp_path)
+    graph = git_history.trust_history(tmp_path)
     state = trust_root.evaluate(graph, (tmp_path / "lessons" / "runners.yaml").read_bytes(), [])
-    first = {f.path: graph.first_commit(f.commit) for f in history.read(tmp_path).first}
+    first = {f.path: graph.first_commit(f.commit) for f in git_history.read(tmp_path).first}
     paths = ["runs/old.json", "runs/new.json", "runs/uncommitted.json"]
     found = ({p for p in paths if p in first and standing.legacy(first[p], state)},
              {p for p in paths if p not in first and standing.legacy(None, state)})

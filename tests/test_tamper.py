@@ -3,7 +3,7 @@ real git repository. Each edit is the careful forger's: the record's seal recomp
 with tileproof's own ``store.seal_of`` (which the seal alone did not catch).
 
 The first half decides at the records layer (``store.read_record`` with the registry,
-``judge.trust.counts``, ``runner.history``); the second half replays every attack
+``judge.trust.counts``, ``runner.git_history``); the second half replays every attack
 through the real commands, ``main(["publish", ...])`` and ``main(["audit", ...])``, on
 a committed tree whose records are signed by a key registered in that tree's
 ``lessons/runners.yaml`` with ``policy: signed-only``: publish exits 1 and the audit
@@ -29,7 +29,7 @@ from signing_keys import REPO, entry, new_signer, real_run, registry_of
 from tileproof.judge import trust
 from tileproof.records import signing, store
 from tileproof.records.errors import TileproofError
-from tileproof.runner import history
+from tileproof.runner import git_history
 
 RUNNER = new_signer()
 """The registered H200 runner's key."""
@@ -151,7 +151,7 @@ def test_git_rm_of_the_refuting_claims_record_is_a_history_finding(tmp_path):
     git("commit", "-q", "-m", "claims record")
     git("rm", "-q", claims)
     git("commit", "-q", "-m", "remove the refutation")
-    report = history.check_repository(root)
+    report = git_history.check_repository(root)
     assert report.status == "checked"
     assert [(f.path, f.problem) for f in report.findings] == [(claims, "missing")]
 

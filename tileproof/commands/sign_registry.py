@@ -18,7 +18,7 @@ from pathlib import Path
 from tileproof.records import registry, registry_change, signing, store
 from tileproof.records.errors import TileproofError
 from tileproof.records.safe_read import read_bytes
-from tileproof.runner import history
+from tileproof.runner import git_history
 
 RESET = "every key that could sign is lost: that is a root reset (docs/keys.md, 'Every key lost')"
 
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
                              f"{args.base} lists with 'registry'; if none is held any more, {RESET})")
     signer = signing.load_signer(key, root)
     shown = registry.REGISTRY.as_posix()
-    before = history.file_at(root, args.base, shown)
+    before = git_history.file_at(root, args.base, shown)
     if before is None:
         raise TileproofError(f"{args.base}: has no {shown} (or is not a commit here); the first registry is "
                              f"trusted as it is, or through a pinned trust root (docs/keys.md)")

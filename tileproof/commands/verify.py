@@ -24,7 +24,7 @@ from tileproof.judge import trust
 from tileproof.records import registry, store
 from tileproof.records.errors import one_line
 from tileproof.records.history_check import check as check_history
-from tileproof.runner import history
+from tileproof.runner import git_history
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
-    git_history = history.read(root)
-    trusted = trust_state.load(root, args.trust_root, git_history=git_history)
+    history_read = git_history.read(root)
+    trusted = trust_state.load(root, args.trust_root, history_read=history_read)
     reg = trusted.registry
     paths = store.record_files(root)
     loaded = list(zip((store.rel(root, p) for p in paths),
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
           + f"; policy {policy}; {len(reg.runners)} runner keys in " + registry.REGISTRY.as_posix())
     for line in trusted.state.report.lines():
         print(line)
-    report = check_history(git_history)
+    report = check_history(history_read)
     for finding in report.findings:
         print(finding)
     print(one_line(f"history: {report.status}: {report.reason}"))

@@ -7,7 +7,7 @@ here) and asks the one publish decision (``gather.tree.Tree.decide``) for every
 lesson, from the records as examined here: a record whose seal is broken never
 counts, exactly as for ``status`` and ``publish``. It writes nothing.
 
-It also reads git history once (``runner.history.read``): each record or
+It also reads git history once (``runner.git_history.read``): each record or
 transcript once committed and now missing or changed is a finding
 (``judge.audit.rules.history``); a tree without history is reported as not
 checked (``AuditResult.history``), never as passed. The trust root and the
@@ -54,7 +54,7 @@ from tileproof.records.models import Record, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
 from tileproof.records.registry import UNSIGNED, RunnerRegistry, Verification
 from tileproof.records.safe_read import read_evidence
-from tileproof.runner import history
+from tileproof.runner import git_history
 from tileproof.runner.forked import ForkedHelper
 
 RULES = rules.load()
@@ -179,8 +179,8 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     add = findings.append
     flagged: set[str] = set()
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names)
-    git_history = history.read(root)
-    trusting = trust_state.load(root, trust_root, expect_ancestor, git_history)
+    history_read = git_history.read(root)
+    trusting = trust_state.load(root, trust_root, expect_ancestor, history_read)
     runners = trusting.registry
     verified: dict[str, Verification] = {}
     records, raw_refs = _validate(root, names, add, runners, verified)
@@ -229,7 +229,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     evidence_files, evidence_bytes = _orphans(root, names, disk, refs_of, raw_refs, outputs, add)
     lesson_refused = _lesson_inputs(root, add)
     _claims_files(root, add)
-    checked = check_history(git_history)
+    checked = check_history(history_read)
     tree = Tree.of(root, examined, trusting, checked, refused | lesson_refused)
     lesson_audits = _lessons(root, tree, findings)
     _plausibility(tree, {rec.run_id: name for name, rec in records}, lesson_audits, add)
@@ -259,7 +259,7 @@ def _plausibility(tree: Tree, names: dict[str, str], lesson_audits: list[LessonA
 
 def _commit_claims(root: Path, records, add) -> None:
     """Each record's ``git.commit`` checked against history (``judge.audit.rules.commits``)."""
-    found = history.at_commits(root, *commits.wanted(rec for _, rec in records))
+    found = git_history.at_commits(root, *commits.wanted(rec for _, rec in records))
     if isinstance(found, NoHistory):
         return
     for name, rec in records:

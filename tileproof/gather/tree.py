@@ -44,7 +44,7 @@ from tileproof.records.models import (
 )
 from tileproof.records.safe_read import read_evidence
 from tileproof.records.store import Examined
-from tileproof.runner import history
+from tileproof.runner import git_history
 from tileproof.toolchain import uses
 
 
@@ -110,14 +110,14 @@ def tables_at(root: Path, records: Iterable[RunRecord | CompileRecord], today: d
               versions: Callable[[], dict[str, bytes] | NoHistory] | None = None) -> dict[str, dict[str, gate.Bound]]:
     """For records that attest the tolerance table as a whole file (``run_version`` < 3, ``compile_version``
     < 4) and whose table file changed since: the sha256 they attest → the table that version held, when a
-    committed version with that digest is in git history (``runner.history.versions``; the header is matched
+    committed version with that digest is in git history (``runner.git_history.versions``; the header is matched
     by rendering each committed table). A digest not found there is left out, and the judge keeps the file
     whole-file dependent. ``versions``: what reads those committed versions (default: git, each call)."""
     wanted = {(s.path, s.sha256) for r in records if _whole_table(r) for s in r.sources
               if s.path in tolerances.TABLE_PATHS and today.get(s.path) != s.sha256}
     if not wanted:
         return {}
-    found = versions() if versions is not None else history.versions(root, tolerances.TABLE_FILE.as_posix())
+    found = versions() if versions is not None else git_history.versions(root, tolerances.TABLE_FILE.as_posix())
     if not isinstance(found, dict):
         return {}
     tables: dict[str, tolerances.Table] = {}
@@ -217,15 +217,15 @@ class Tree:
         return self._table
 
     def table_versions(self) -> dict[str, bytes] | NoHistory:
-        """Every committed version of the tolerance table (``runner.history.versions``), read once."""
+        """Every committed version of the tolerance table (``runner.git_history.versions``), read once."""
         if self._versions is None:
-            self._versions = history.versions(self.root, tolerances.TABLE_FILE.as_posix())
+            self._versions = git_history.versions(self.root, tolerances.TABLE_FILE.as_posix())
         return self._versions
 
     def history(self) -> HistoryReport:
-        """The git-history check of the tree (``runner.history.check_repository``), read once."""
+        """The git-history check of the tree (``runner.git_history.check_repository``), read once."""
         if self._history is None:
-            self._history = history.check_repository(self.root)
+            self._history = git_history.check_repository(self.root)
         return self._history
 
     def decide(self, lesson: lessons.Lesson | LessonFront, cited: lessons.Cited | None = None) -> gate.Decision:

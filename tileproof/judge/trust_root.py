@@ -2,7 +2,7 @@
 
 ``evaluate`` reads nothing: it takes the commit graph and every version of
 ``lessons/runners.yaml`` along it (``records.trust_history``, gathered by
-``runner.history.trust_history``), the working tree's registry, the endorsements
+``runner.git_history.trust_history``), the working tree's registry, the endorsements
 committed under ``lessons/registry-signatures/`` (``records.registry_change``) and the
 trust root (``Root``), and says, as TUF's root rotation does, that each registry version
 after the root is trusted only as far as the version before it signed it:

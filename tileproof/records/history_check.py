@@ -4,7 +4,7 @@ Git history is the append-only log every clone carries: each record and
 transcript keeps, forever, the bytes of its first commit (one file per record
 and unique run ids keep merges from many GPU hosts free of conflicts). This
 module is the pure half: :func:`check` compares each file's first committed
-version with the working tree as gathered by ``runner.history.read`` (the only
+version with the working tree as gathered by ``runner.git_history.read`` (the only
 code that starts git). A checkout without history (no git, no repository, a
 shallow clone) is ``no-history``: it could not be checked, which is never a pass.
 """
@@ -33,7 +33,7 @@ follows or opens such a thing (``records.safe_read``), so it is not the file fir
 
 @dataclass(frozen=True)
 class Unhashed:
-    """A working-tree file the reader did not hash, and why (``runner.history.read``)."""
+    """A working-tree file the reader did not hash, and why (``runner.git_history.read``)."""
 
     problem: Literal["changed", "refused"]
     """``changed``: larger than any file of its folder tileproof writes or reads (not read at all)."""
@@ -94,7 +94,7 @@ class HistoryFinding:
 
 @dataclass(frozen=True)
 class AtCommits:
-    """What the git reader found at the commits records name (``runner.history.at_commits``)."""
+    """What the git reader found at the commits records name (``runner.git_history.at_commits``)."""
 
     known: Mapping[str, bool]
     """Commit → whether it is in this repository's history."""

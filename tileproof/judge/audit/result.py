@@ -94,7 +94,7 @@ class AuditResult:
     claims_files: dict[str, ClaimsFileToday | str] = field(default_factory=dict)
     """Document id → its claims file today (which claims it still asserts), or why it cannot be read."""
     history: HistoryReport | None = None
-    """The git-history check (``runner.history``); None only for a result built without one."""
+    """The git-history check (``runner.git_history``); None only for a result built without one."""
     cuda_tile_lock: ReleaseKey | None = None
     """The lock's cuda-tile release (``constraints.txt``): the only one whose exports the report's compile column
     shows (``releases.exports_rest_on``); None when the tree pins none."""

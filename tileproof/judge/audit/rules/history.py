@@ -1,7 +1,7 @@
 """History: a record or transcript once committed under runs/ or evidence/ that is now missing, changed or
 not a regular file.
 
-The check itself is ``records.history_check.check`` (fed by ``runner.history``, the only
+The check itself is ``records.history_check.check`` (fed by ``runner.git_history``, the only
 code that starts git); each of its findings is named by ``judge.verdict.history_problems``,
 which ``publish`` and ``status`` print too. A tree without history is not a finding here:
 the audit reports it as *not checked* (``AuditResult.history``) and the command fails
