@@ -564,7 +564,7 @@ def test_cli_transcript_edited_and_committed(signed_tree, capsys):
 def test_a_registry_cannot_loosen_the_policy(tmp_path):
     """``policy:`` in lessons/runners.yaml can only say signed-only; anything else is refused."""
     from tileproof.records.errors import RecordError
-    from tileproof.records.registry import load_registry
+    from tileproof.records.runner_keys import load_registry
 
     (tmp_path / "lessons").mkdir()
     (tmp_path / "lessons" / "runners.yaml").write_text("registry_version: 1\nrunners: []\npolicy: unsigned-counts\n")
@@ -606,7 +606,7 @@ def add_key(root: Path, signer: signing.Signer, *, may_sign=None, owner: str = "
     """Append ``signer``'s entry to the tree's lessons/runners.yaml, as keygen prints it."""
     import yaml
 
-    from tileproof.records.registry import REGISTRY
+    from tileproof.records.runner_keys import REGISTRY
 
     path = root / REGISTRY
     raw = yaml.safe_load(path.read_text())
@@ -688,7 +688,7 @@ def test_cli_unsigned_change_when_a_registry_key_was_held(signed_tree, capsys):
     commit(root, "pin", ".ci")
     import yaml
 
-    from tileproof.records.registry import REGISTRY
+    from tileproof.records.runner_keys import REGISTRY
 
     raw = yaml.safe_load((root / REGISTRY).read_text())
     raw["runners"][-1]["may_sign"] = ["claims", "registry", "run", "session"]  # widened, unsigned

@@ -256,7 +256,7 @@ def test_an_uncommitted_registry_change_is_judged_as_the_working_tree():
 
 
 def test_without_history_nothing_of_history_is_checked():
-    from tileproof.records.registry import parse_registry
+    from tileproof.records.runner_keys import parse_registry
 
     reg = parse_registry(GENESIS.decode(), "r")
     state = trust_root.without_history(reg, "not a git checkout", None, Expect("x", None))

@@ -14,7 +14,7 @@ from pathlib import Path
 from tileproof.claims.spec import Claim, Loaded, load_all
 from tileproof.judge import claim_verdicts, trust
 from tileproof.records.models import ClaimsRecord
-from tileproof.records.registry import load_registry
+from tileproof.records.runner_keys import load_registry
 from tileproof.records.store import Examined, of_kind, read_records, rel, sha256_file
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tileproof.gather import trust_state
 from tileproof.judge import trust
-from tileproof.records import registry, store
+from tileproof.records import runner_keys, store
 from tileproof.records.errors import one_line
 from tileproof.records.history_check import check as check_history
 from tileproof.runner import git_history
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     legacy = sum(1 for file, x in loaded if not trust.counts(x.trust, policy) and not issues[file])
     print(f"records: {len(loaded)}; " + ", ".join(f"{n} {w}" for w, n in sorted(words.items()))
           + (f" ({legacy} unsigned legacy or uncommitted: they count toward nothing, no finding)" if legacy else "")
-          + f"; policy {policy}; {len(reg.runners)} runner keys in " + registry.REGISTRY.as_posix())
+          + f"; policy {policy}; {len(reg.runners)} runner keys in " + runner_keys.REGISTRY.as_posix())
     for line in trusted.state.report.lines():
         print(line)
     report = check_history(history_read)

@@ -52,7 +52,7 @@ from tileproof.records.history_check import REGENERATED, NoHistory
 from tileproof.records.history_check import check as check_history
 from tileproof.records.models import Record, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
-from tileproof.records.registry import UNSIGNED, RunnerRegistry, Verification
+from tileproof.records.runner_keys import UNSIGNED, RunnerRegistry, Verification
 from tileproof.records.safe_read import read_evidence
 from tileproof.runner import git_history
 from tileproof.runner.forked import ForkedHelper

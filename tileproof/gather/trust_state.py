@@ -25,10 +25,10 @@ from pathlib import Path
 
 from tileproof.judge import standing, trust
 from tileproof.judge.trust_root import Expect, Root, RootSource, TrustState, evaluate, without_history
-from tileproof.records import registry, registry_change, store
+from tileproof.records import registry_change, runner_keys, store
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.history_check import GitHistory, NoHistory
-from tileproof.records.registry import RunnerRegistry
+from tileproof.records.runner_keys import RunnerRegistry
 from tileproof.records.safe_read import read_file
 from tileproof.records.store import Examined
 from tileproof.records.trust_history import FirstCommit, TrustHistory
@@ -77,7 +77,7 @@ def load(root: Path, trust_root: str | None = None, expect_ancestor: str | None 
     """The trust state of the tree at ``root`` (see the module docstring). ``history_read``: the first
     versions ``runner.git_history.read`` gave, when the caller has them already."""
     root = Path(root)
-    runners = registry.load_registry(root)
+    runners = runner_keys.load_registry(root)
     graph = git_history.trust_history(root)
     chosen = choose_root(root, trust_root, graph)
     expect = None if expect_ancestor is None else Expect(expect_ancestor,
@@ -86,7 +86,7 @@ def load(root: Path, trust_root: str | None = None, expect_ancestor: str | None 
     if isinstance(graph, NoHistory):
         return Trusted(without_history(runners, graph.reason, chosen, expect), runners, {}, now)
     signatures, unreadable = registry_change.load_changes(root)
-    state = evaluate(graph, registry.read_optional(root, registry.REGISTRY), signatures, chosen, expect)
+    state = evaluate(graph, runner_keys.read_optional(root, runner_keys.REGISTRY), signatures, chosen, expect)
     bad = tuple((file, "registry-signature-invalid", f"{why} (an endorsement must verify; it is never edited)")
                 for file, why in unreadable)
     state = dataclasses.replace(state, findings=state.findings + bad)
@@ -124,7 +124,7 @@ def _file_root(root: Path, source: RootSource, path: Path, graph: TrustHistory |
     except UnicodeDecodeError:
         raise RecordError(path, "", "not UTF-8", "give a pin file, a registry file or a commit") from None
     if "registry_version" in text:
-        registry.parse_registry(text, str(path))  # a malformed one is one line, as the tree's is
+        runner_keys.parse_registry(text, str(path))  # a malformed one is one line, as the tree's is
         return Root(source, str(path), registry_sha256=registry_change.digest(data))
     pin: TrustPin = parse_pin(text, str(path))
     return _commit_root(root, source, pin.commit, pin.why, graph)

@@ -3,7 +3,7 @@
 A signer chooses the ``created`` it signs; git history, which every clone carries, says
 when a record entered the tree. :func:`standing` is the one decision the publish decision
 (through ``gather.trust_state``) and the audit both use; it takes a verification that
-``records.registry.verify`` made against the working tree's registry, the record's
+``records.runner_keys.verify`` made against the working tree's registry, the record's
 ``FirstCommit`` (None: not committed) and what ``judge.trust_root`` found about its key,
 and refuses the record when:
 
@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from datetime import datetime, time, timedelta, timezone
 
 from tileproof.judge.trust_root import KeyFacts, TrustState
-from tileproof.records.registry import Verification
+from tileproof.records.runner_keys import Verification
 from tileproof.records.store import Examined
 from tileproof.records.trust_history import FirstCommit
 

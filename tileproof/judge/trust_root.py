@@ -44,10 +44,10 @@ from typing import Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from tileproof.records import registry as reg
+from tileproof.records import runner_keys as reg
 from tileproof.records.errors import RecordError, one_line
-from tileproof.records.registry import REGISTRY, REGISTRY_KIND, RunnerRegistry, TreePolicy
 from tileproof.records.registry_change import SignedChange, digest
+from tileproof.records.runner_keys import REGISTRY, REGISTRY_KIND, RunnerRegistry, TreePolicy
 from tileproof.records.trust_history import TrustHistory
 from tileproof.records.trust_pin import PIN, TrustPin, parse_pin
 

@@ -9,7 +9,7 @@ Given a signer, the record file is a DSSE envelope around an in-toto statement
 whose predicate is the record (``records.signing``); without one it is the plain
 record, as before signing existed, and reads back as ``unsigned``.
 ``load_record`` reads both forms; ``read_record`` also says whether the record
-verifies against the runner registry (``records.registry.verify``).
+verifies against the runner registry (``records.runner_keys.verify``).
 
 Also the one implementation of: atomic replacement of a file that is meant to
 be rewritten (``write_atomic``: lessons, reports, caches, schemas), the seal
@@ -44,7 +44,7 @@ from tileproof.records.models import (
     Record,
     Transcript,
 )
-from tileproof.records.registry import (
+from tileproof.records.runner_keys import (
     UNSIGNED,
     RunnerRegistry,
     TreePolicy,

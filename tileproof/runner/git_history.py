@@ -37,7 +37,7 @@ from tileproof.records.history_check import (
     blob_hasher,
     check,
 )
-from tileproof.records.registry import REGISTRY
+from tileproof.records.runner_keys import REGISTRY
 from tileproof.records.safe_read import InputKind, stream
 from tileproof.records.trust_history import TrustHistory
 from tileproof.records.trust_pin import PIN
