@@ -125,10 +125,10 @@ def test_the_trust_root_comes_from_the_command_line_then_the_environment_then_th
     root = repo[0]
     head = git(root, "rev-parse", "HEAD").strip()
     monkeypatch.delenv("TILEPROOF_TRUST_ROOT", raising=False)
-    assert trust_state.choose_root(root, None, trust_state.history.trust_history(root)) is None
+    assert trust_state.choose_root(root, None, trust_state.git_history.trust_history(root)) is None
     (root / ".ci").mkdir()
     (root / ".ci" / "trust-root").write_text(f"pin_version: 1\ncommit: '{head}'\nwhy: reviewed\n")
-    graph = trust_state.history.trust_history(root)
+    graph = trust_state.git_history.trust_history(root)
     pinned = trust_state.choose_root(root, None, graph)
     assert (pinned.source, pinned.commit, pinned.why) == (".ci/trust-root", head, "reviewed")
     monkeypatch.setenv("TILEPROOF_TRUST_ROOT", "HEAD")
