@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tileproof.commands import lint
-from tileproof.lint import registry
+from tileproof.lint import rule_table
 from tileproof.lint.engine import RULES, Finding, lint_paths, lint_source
 
 REPO = Path(__file__).resolve().parents[1]
@@ -253,16 +253,16 @@ def test_snippet_agrees_with_compiler(path, case):
 def test_each_rule_module_registers_its_own_id_only():
     """A rule is one file: rules/tpNNN.py registers TPNNN and nothing else."""
     modules = {p.stem.upper() for p in (REPO / "tileproof" / "lint" / "rules").glob("tp*.py")}
-    registered = {r for r in RULES if r not in registry.ENGINE_RULES}
+    registered = {r for r in RULES if r not in rule_table.ENGINE_RULES}
     assert modules == registered == set(SNIPPET_RULES)
     for rule in registered:
-        owner = next(r for r in registry.rules_for_all() if r.id == rule)
+        owner = next(r for r in rule_table.rules_for_all() if r.id == rule)
         assert owner.fn.__module__ == f"tileproof.lint.rules.{rule.lower()}"
 
 
 def test_registering_an_id_twice_is_refused():
-    with pytest.raises(registry.DuplicateRuleError, match="TP003"):
-        registry.rule("TP003", "again", "a second TP003", on=(ast.Call,))(lambda d, n, e: ())
+    with pytest.raises(rule_table.DuplicateRuleError, match="TP003"):
+        rule_table.rule("TP003", "again", "a second TP003", on=(ast.Call,))(lambda d, n, e: ())
 
 
 def test_cli_summary_line_also_when_clean(tmp_path, capsys):

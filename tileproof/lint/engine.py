@@ -6,7 +6,7 @@ the reason is required, and an ignore without one (or naming an unknown rule) is
 finding (TP900) and silences nothing.
 
 Which code is device code and what is known about its values is ``lint.interp``; the rules
-are one module each under ``lint/rules/``, in the one table of ``lint.registry``; the
+are one module each under ``lint/rules/``, in the one table of ``lint.rule_table``; the
 command is ``commands/lint.py``. Standard library only: linting never imports cuda.tile or
 the code it reads.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import tileproof.lint.rules  # noqa: F401  (registers every rule)
 from tileproof.lint.interp import check_module
-from tileproof.lint.registry import ENGINE_RULES, table
+from tileproof.lint.rule_table import ENGINE_RULES, table
 
 __all__ = ["RULES", "Finding", "lint_paths", "lint_source", "python_files"]
 
