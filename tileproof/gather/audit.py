@@ -38,7 +38,7 @@ from tileproof.gather.audit_scan import helper as byte_helper
 from tileproof.gather.audit_scan import paused_gc, read_record
 from tileproof.gather.tree import Tree
 from tileproof.judge import releases
-from tileproof.judge.audit import registry, rules
+from tileproof.judge.audit import audit_rules, rules
 from tileproof.judge.audit.result import AuditResult, Finding, Issue, LessonAudit
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, sessions
 from tileproof.judge.audit.rules import lessons as lesson_rules
@@ -103,7 +103,7 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
               verified: dict[str, Verification]) -> tuple[list[tuple[str, Any]], set[str]]:
     """(file name, record) for each record that validates; the evidence paths of those that do not.
     ``verified``: file name → its signature's verification, for each signed record (plain records
-    take the fast path and are ``registry.UNSIGNED``)."""
+    take the fast path and are ``runner_keys.UNSIGNED``)."""
     records: list[tuple[str, Any]] = []
     raw_refs: set[str] = set()
     sroot = str(root)
@@ -153,7 +153,7 @@ def _trusted(root: Path, records) -> dict[str, bytes | None]:
     return trusted
 
 
-def _context(records, trusted: dict[str, bytes | None]) -> registry.Context:
+def _context(records, trusted: dict[str, bytes | None]) -> audit_rules.Context:
     queries: dict[str, list[dict] | None] = {}
     freezes: dict[str, tuple[dict, set] | None] = {}
 
@@ -170,7 +170,7 @@ def _context(records, trusted: dict[str, bytes | None]) -> registry.Context:
             freezes[t.path] = None if decoded is None else (parse_pip_freeze(decoded), freeze_names(decoded))
         return freezes[t.path]
 
-    return registry.Context({rec.run_id for _, rec in records}, query_rows, freeze)
+    return audit_rules.Context({rec.run_id for _, rec in records}, query_rows, freeze)
 
 
 def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
@@ -189,7 +189,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     records.sort(key=lambda nr: (nr[1].created, nr[1].run_id))
     ctx = _context(records, trusted)
     for name, rec in records:
-        findings += [Finding(f"{store.RUNS}/{name}", r, why) for r, why in registry.run_checks(rec, ctx)]
+        findings += [Finding(f"{store.RUNS}/{name}", r, why) for r, why in audit_rules.run_checks(rec, ctx)]
     findings += sessions.session_findings(records)
 
     seals, disk, diffs, refused = bytes_done()

@@ -10,7 +10,7 @@ closed on it unless told the tree has no history on purpose (``audit --allow-no-
 
 from __future__ import annotations
 
-from tileproof.judge.audit.registry import rule
+from tileproof.judge.audit.audit_rules import rule
 from tileproof.judge.verdict import HISTORY
 
 MISSING = rule(HISTORY["missing"], "a record or transcript once committed under runs/ or evidence/ is gone "
