@@ -16,8 +16,8 @@ import discovered  # noqa: E402
 import pytest
 
 from tileproof.claims import checks as claim_checks
-from tileproof.claims import core as claims
 from tileproof.claims import outcomes, quotes, spec
+from tileproof.claims import status as claims
 from tileproof.claims.checks import Here, judge_compile, varied_nvcc_argv
 from tileproof.claims.outcomes import ProbeResult
 from tileproof.commands import claims as claims_cmd

@@ -19,9 +19,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from tileproof.claims import core as claims
 from tileproof.claims import matrix
 from tileproof.claims import spec as claims_spec
+from tileproof.claims import status as claims
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims, release_matrix
 from tileproof.judge.verdict import LessonVerdict
