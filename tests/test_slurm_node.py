@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import slurm_cluster as sc
 
-from tileproof.fleet.cluster import load_cluster
+from tileproof.records.cluster import load_cluster
 
 node = sc.slurm_node
 DATA = Path(__file__).parent / "data" / "fleet" / "slurm"

@@ -2,7 +2,7 @@
 
 ``@schema("run-record", SCHEMA_VERSION)`` above a model names its file
 (``schema/run-record.v1.schema.json``). Models of the layers above the records
-(``fleet.cluster``, ``report.summary``) join from their own modules, which
+(``records.cluster``, ``report.summary``) join from their own modules, which
 ``authoring.generated`` imports only when it renders the schemas: importing a
 command that builds (``compile``) loads neither package (rendering the schemas,
 where the tree has ``schema/``, does).
