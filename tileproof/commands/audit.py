@@ -6,7 +6,7 @@ writes reports only where asked: ``--md PATH``/``--html PATH``,
 ``--report-dir DIR`` (both, as AUDIT.md and audit.html), or
 ``--update-committed-report`` (the committed evidence/AUDIT.md and
 evidence/audit.html). For CI: ``--junit PATH`` (JUnit XML, ``report.junit``) and
-``--json PATH`` (``report.summary.AuditSummary``). By default nothing is written,
+``--json PATH`` (``records.audit_summary.AuditSummary``). By default nothing is written,
 so an audit never leaves a tracked file changed. Exit 1 when there is a finding.
 
 History: every file once committed under runs/ and evidence/ must still be there,

@@ -81,6 +81,7 @@ from tileproof.records.lessons import (
 )
 from tileproof.records.models import (
     TOOLCHAIN_ABSENT_FIX,
+    BlockerKind,
     Hardware,
     LessonFront,
     ResultRow,
@@ -142,11 +143,6 @@ class RowDecision:
 
     def __str__(self) -> str:
         return f"{self.row.program} {self.row.check}: {self.outcome}: {self.reason}"
-
-
-BlockerKind = Literal["row", "perf-claim", "refuted-claim", "claims-unchecked", "res-usage", "no-tolerance-entry",
-                      "plausibility"]
-"""What kind of thing keeps a lesson from being published."""
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,10 @@ uncaught exception (``CUDA_TILE_RUN_VERSION``); 3 attests tolerance entries (``E
 hold the verdict ``toolchain-absent``; 1 (records written before, field absent; still read) predates all
 three."""
 
+BlockerKind = Literal["row", "perf-claim", "refuted-claim", "claims-unchecked", "res-usage", "no-tolerance-entry",
+                      "plausibility"]
+"""What kind of thing keeps a lesson from being published (``judge.gate.Blocker``; the audit summary writes it)."""
+
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$")]
 """An environment variable name (upper case, digits, underscores)."""
 
