@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tileproof import lesson_text
 from tileproof.authoring.check import bound_text, problems
 from tileproof.authoring.scaffold import ScaffoldError, scaffold, with_entries
 from tileproof.records import lessons
@@ -59,7 +60,7 @@ def _fill_in(root: Path) -> None:
     entries = load_table(root)
     rows = [r.model_copy(update={"bound": bound_text(*entries[r.check])}) if not r.optional else r
             for r in lesson.front.results]
-    lesson.path.write_text(lessons.render(lesson, lesson.front.model_copy(update={"results": rows})))
+    lesson.path.write_text(lesson_text.render(lesson, lesson.front.model_copy(update={"results": rows})))
 
 
 def _changed(before: dict[str, bytes], root: Path) -> set[str]:

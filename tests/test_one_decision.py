@@ -19,6 +19,7 @@ import fixture_records as fx
 import pytest
 import yaml
 
+from tileproof import lesson_text
 from tileproof.__main__ import main
 from tileproof.gather.tree import Tree
 from tileproof.records import lessons, store
@@ -125,7 +126,7 @@ def status_ready(root, lesson_id: str, capsys) -> bool:
 def flip_to_published(root, lesson_id: str) -> None:
     """What a careless author does: status published, without the publish command."""
     lesson = lessons.load(root, lesson_id)
-    lesson.path.write_text(lessons.render(lesson, lesson.front.model_copy(update={"status": "published"})))
+    lesson.path.write_text(lesson_text.render(lesson, lesson.front.model_copy(update={"status": "published"})))
 
 
 def lesson_findings(root, lesson_id: str, capsys) -> list[str]:

@@ -11,6 +11,7 @@ import yaml
 from fixture_records import COMMIT, H200, T0, toolchain, transcript
 from pydantic import ValidationError
 
+from tileproof import lesson_text
 from tileproof.__main__ import main
 from tileproof.commands import status
 from tileproof.judge import perf_claims
@@ -217,7 +218,7 @@ def test_repo_lessons_declare_no_claims_and_stay_canonical(repo_root):
     for lesson in lessons.load_all(repo_root):
         assert lesson.front.performance == [], lesson.id  # day-79 makes no performance claim
         assert "performance:" not in lesson.front_text
-        assert lessons.render(lesson, lesson.front) == lesson.text
+        assert lesson_text.render(lesson, lesson.front) == lesson.text
 
 
 def perf_yaml(*claims: dict) -> str:
@@ -240,7 +241,7 @@ def test_lesson_with_claims_parses_and_renders_canonically(tree):
     lesson = lessons.load(tree, LESSON)
     assert [c.id for c in lesson.front.performance] == ["matmul-80", "matmul-tflops"]
     assert lesson.front.performance[0].program == MATMUL  # the default
-    assert lessons.render(lesson, lesson.front) == lesson.text
+    assert lesson_text.render(lesson, lesson.front) == lesson.text
 
 
 @pytest.mark.parametrize("change, field", [

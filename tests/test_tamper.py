@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from signing_keys import REPO, entry, new_signer, real_run, registry_of
 
+from tileproof import lesson_text
 from tileproof.judge import trust
 from tileproof.records import signing, store
 from tileproof.records.errors import TileproofError
@@ -479,7 +480,7 @@ def refute_a_claim(root: Path) -> Path:
     rows = [r.model_copy(update={"result": "?", "run_id": None}) for r in lesson.front.results]
     draft = lesson.front.model_copy(update={"status": "draft", "hardware": type(lesson.front.hardware)(),
                                             "results": rows, "cuda_tile_verified": []})
-    lesson.path.write_text(lessons.render(lesson, draft))
+    lesson.path.write_text(lesson_text.render(lesson, draft))
     folder = root / "lessons" / "claims"
     (folder / "snippets").mkdir(parents=True)
     (folder / "snippets" / "k.py").write_text("# k\n")
@@ -1125,7 +1126,7 @@ def test_status_publish_dry_run_and_audit_agree(signed_tree, capsys, case, ready
         if said[lesson_id]:
             assert publish_cmd(root, lesson_id, capsys)[0] == 0
         else:  # a careless author: published by hand
-            lesson.path.write_text(lessons.render(lesson, lesson.front.model_copy(update={"status": "published"})))
+            lesson.path.write_text(lesson_text.render(lesson, lesson.front.model_copy(update={"status": "published"})))
     code, out = audit_cmd(root, capsys)
     tree_wide = any(f": {rule}: " in out for rule in TREE_WIDE)
     for lesson_id in ids:

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tileproof import lesson_text
 from tileproof.authoring import generated
 from tileproof.claims import spec as claims_spec
 from tileproof.gather.audit_scan import walk
@@ -65,7 +66,7 @@ def _lesson_problems(root: Path, lesson: lessons.Lesson, table: Table | None) ->
     shown = f"{lessons.LESSONS}/{lesson.path.name}"
     out: list[Problem] = []
     try:
-        if lessons.render(lesson, lesson.front) != lesson.text:
+        if lesson_text.render(lesson, lesson.front) != lesson.text:
             out.append(Problem(shown, "not in canonical form: publish would rewrite its status, hardware, "
                                       "results keys or the table between <!-- results:begin/end -->",
                                "write those parts exactly as `tileproof new-lesson` does (one key each, the "

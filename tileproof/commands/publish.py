@@ -37,6 +37,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from tileproof import lesson_text
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate
 from tileproof.records import lessons
@@ -134,7 +135,7 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool =
 def _write(lesson: lessons.Lesson, decision: gate.Decision, dry_run: bool, note: list[str],
            verb: str) -> tuple[int, list[str]]:
     """Write (unless ``dry_run``) what the decision derives: status, hardware, results, compile tables."""
-    text = lessons.render(lesson, decision.published_front(lesson.front), decision.published_blocks())
+    text = lesson_text.render(lesson, decision.published_front(lesson.front), decision.published_blocks())
     hw = decision.hardware()
     if hw is None:  # a publishable decision has a passed required row behind it
         raise ValueError(f"{lesson.id}: publishable without a passed required row")

@@ -19,6 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from tileproof import lesson_text
 from tileproof.claims import matrix
 from tileproof.claims import spec as claims_spec
 from tileproof.claims import status as claims
@@ -134,7 +135,7 @@ def status(root: Path, ids: list[str], tree: Tree | None = None) -> list[str]:
         rows.extend([lesson.id, lesson.front.status, "-", f"claim:{c.claim_id}", "refuted", c.run_id, "-"]
                     for c in decision.refuted)
         footer.append(summary(judged))
-        if lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS) != "\n" + lessons.render_results_table(
+        if lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS) != "\n" + lesson_text.render_results_table(
                 lesson.front.results):
             footer.append(f"{lesson.id}: the body's results table differs from the front matter (edited by hand?)")
     footer += [f"trust: {file}: {rule}: {reason}" for file, rule, reason in (tree.trust.state.findings

@@ -28,9 +28,10 @@ from dataclasses import dataclass, replace
 from tileproof.judge import today as today_mod
 from tileproof.judge import trust
 from tileproof.judge.claim_verdicts import Release, release_of
+from tileproof.lesson_text import render_res_usage
 from tileproof.records import depends
 from tileproof.records.depends import Bounds
-from tileproof.records.lessons import render_res_usage, res_usage_from, res_usage_source
+from tileproof.records.lessons import res_usage_from, res_usage_source
 from tileproof.records.models import (
     BuildResult,
     CompileRecord,

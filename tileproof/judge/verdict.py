@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tileproof import lesson_text
 from tileproof.judge.gate import Decision
 from tileproof.judge.releases import ReleaseKey
 from tileproof.records import lessons
@@ -133,7 +134,7 @@ class LessonVerdict:
         fresh = self.fresh.published_front(self.lesson.front)
         if not self.lesson.front.cuda_tile_verified:
             fresh = fresh.model_copy(update={"cuda_tile_verified": []})
-        return lessons.render(self.lesson, fresh, self.fresh.published_blocks()) != self.lesson.text
+        return lesson_text.render(self.lesson, fresh, self.fresh.published_blocks()) != self.lesson.text
 
     @property
     def states_releases(self) -> bool:
@@ -182,7 +183,7 @@ def differences(lesson: lessons.Lesson, derived: LessonFront, blocks: dict[str, 
     ``blocks`` (``Decision.published_blocks``: marker name → table): what it says, what is derived.
 
     The derivation is the decision's own ``Decision.published_front`` and the text is
-    ``records.lessons.render``'s: exactly what ``publish`` writes, so a lesson published by tileproof
+    ``lesson_text.render``'s: exactly what ``publish`` writes, so a lesson published by tileproof
     re-derives to itself, and a hand edit (``NVIDIA B200, cc 10.0``) does not."""
     front, out = lesson.front, []
     for name in Hardware.model_fields:
@@ -204,7 +205,7 @@ def differences(lesson: lessons.Lesson, derived: LessonFront, blocks: dict[str, 
         table = lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS).strip("\n").splitlines()
     except RecordError as e:
         return out + [f"body: {e.problem}"]
-    wanted = lessons.render_results_table(derived.results).strip("\n").splitlines()
+    wanted = lesson_text.render_results_table(derived.results).strip("\n").splitlines()
     for n, (have, want) in enumerate(zip(table, wanted, strict=False), start=1):
         if have != want:
             out.append(f"body results table line {n}: the lesson says {have!r}, the records give {want!r}")
@@ -212,7 +213,7 @@ def differences(lesson: lessons.Lesson, derived: LessonFront, blocks: dict[str, 
         out.append(f"body results table: {len(table)} lines, the records give {len(wanted)}")
     for name, content in (blocks or {}).items():
         out += block_differences(lesson, name, content)
-    if not out and lessons.render(lesson, derived, blocks) != lesson.text:
+    if not out and lesson_text.render(lesson, derived, blocks) != lesson.text:
         out.append("front matter: status, hardware or results are not written as publish writes them")
     return out
 
