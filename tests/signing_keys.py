@@ -23,6 +23,13 @@ def new_signer() -> signing.Signer:
     return signing.Signer(Ed25519PrivateKey.generate())
 
 
+def v1_subjects(record) -> list[signing.Subject]:
+    """A v1 statement's subjects: every file digest the record holds, one per (path, sha256), sorted (as the
+    statements written before v2 hold them; ``signing.subjects_match`` reads them back)."""
+    pairs = sorted(signing.digest_pairs(record))
+    return [signing.Subject(name=p, digest=signing.SubjectDigest(sha256=s)) for p, s in pairs]
+
+
 def entry(signer: signing.Signer, *, owner: str = "test runner", may_sign=runner_keys.RUNNER_KINDS,
           added: date = date(2025, 1, 1), revoked_since: datetime | None = None) -> runner_keys.RunnerKey:
     """The registry entry of ``signer``; ``added`` before every fixture record it signs (a record dated

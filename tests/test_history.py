@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tileproof.records.history_check import REGENERATED, GitHistory, NoHistory, blob_id, check
+from tileproof.records.history_check import REGENERATED, GitHistory, NoHistory, blob_hasher, check
 from tileproof.runner import git_history
 
 REPO = Path(__file__).resolve().parents[1]
@@ -141,10 +141,13 @@ def test_no_history_is_never_checked():
     assert report.status != "checked" and "could not check" in report.reason
 
 
-def test_blob_id_is_gits(tmp_path):
+def test_blob_hasher_gives_gits_object_id(tmp_path):
+    """``blob_hasher`` (what ``runner.git_history.working_id`` streams a file through) is ``git hash-object``."""
     (tmp_path / "f").write_bytes(b"hello\n")
     out = subprocess.run(["git", "hash-object", str(tmp_path / "f")], capture_output=True, text=True, check=True)
-    assert blob_id(b"hello\n") == out.stdout.strip()
+    digest = blob_hasher(len(b"hello\n"))
+    digest.update(b"hello\n")
+    assert digest.hexdigest() == out.stdout.strip()
 
 
 def test_pure_check_over_given_inputs():

@@ -256,7 +256,7 @@ def test_each_rule_module_registers_its_own_id_only():
     registered = {r for r in RULES if r not in rule_table.ENGINE_RULES}
     assert modules == registered == set(SNIPPET_RULES)
     for rule in registered:
-        owner = next(r for r in rule_table.rules_for_all() if r.id == rule)
+        owner = rule_table._REGISTRY[rule]
         assert owner.fn.__module__ == f"tileproof.lint.rules.{rule.lower()}"
 
 

@@ -102,6 +102,7 @@ def test_the_trust_funnel_is_one_place(tmp_path, monkeypatch):
     row = gate.decide(FRONT, records, TODAY, TABLE, w.read).rows[0]
     assert row.outcome == "no-record" and "ignored, signature does not verify" in row.reason
     assert claim_verdicts.latest([refuting_record()]) == {}
+    assert not trust.admits(store.examine(records[0]))  # plausibility's question for one record: the same funnel
 
 
 def refuting_record(evidence: Transcript | None = None, why: str = "check: compiles (exit 0)") -> ClaimsRecord:

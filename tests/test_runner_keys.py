@@ -8,7 +8,7 @@ import typing
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from signing_keys import entry, new_signer, real_run, registry_of, write_registry
+from signing_keys import entry, new_signer, real_run, registry_of, v1_subjects, write_registry
 
 from tileproof.judge import trust
 from tileproof.records import runner_keys, signing, store
@@ -114,7 +114,7 @@ def test_subjects_must_be_the_records_own_digests(tmp_path):
     signer = new_signer()
     rec = store.load_record(store.write_record(tmp_path / "plain", real_run()))
     body = json.loads(rec.model_dump_json())
-    subjects = signing.subjects_of(rec)[1:]  # one attested file left out
+    subjects = v1_subjects(rec)[1:]  # one attested file left out
     statement = signing.Statement(type_=signing.STATEMENT_TYPE, subject=subjects,  # a v1 statement, as before v2
                                   predicateType=signing.PREDICATE_TYPE_V1, predicate=body)
     env = signing.envelope_of(statement, signer)

@@ -323,7 +323,7 @@ def test_a_fully_signed_tree_audits_clean(tmp_path, monkeypatch):
 
 
 def test_records_signed_by_an_unregistered_key_are_findings_and_never_count(tmp_path, monkeypatch):
-    """The signature check is wired into the one funnel (``trust.admits``): the audit names every
+    """The signature check is wired into the one funnel (``trust.refusal``): the audit names every
     such record, and the published lesson that rests on them loses its evidence."""
     from tileproof.gather import audit
 

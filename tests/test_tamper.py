@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from signing_keys import REPO, entry, new_signer, real_run, registry_of
+from signing_keys import REPO, entry, new_signer, real_run, registry_of, v1_subjects
 
 from tileproof import lesson_text
 from tileproof.judge import trust
@@ -52,7 +52,7 @@ def forge(path: Path, change) -> None:
     assert edited.seal == store.seal_of(edited), "the forger's seal is valid: the old audit passed this"
     if statement["predicateType"] == "urn:tileproof:record:v1":  # a record signed before statement v2
         statement["predicate"] = json.loads(edited.model_dump_json())
-        statement["subject"] = [s.model_dump() for s in signing.subjects_of(edited)]  # consistent, too
+        statement["subject"] = [s.model_dump() for s in v1_subjects(edited)]  # consistent, too
     else:  # subjects, materials and the record, all consistent
         statement = json.loads(signing.record_statement(json.loads(edited.model_dump_json()), edited)
                                .model_dump_json(by_alias=True))

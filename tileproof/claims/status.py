@@ -19,7 +19,7 @@ from tileproof.records.store import Examined, of_kind, read_records, rel, sha256
 
 
 def claims_records(root: Path, examined: Iterable[Examined] | None = None) -> list[ClaimsRecord]:
-    """Every claims record under runs/ that counts (``trust.admits``), oldest first; selected by type.
+    """Every claims record under runs/ that counts (``trust.split``), oldest first; selected by type.
     ``examined``: the records as the caller's ``gather.tree.Tree`` judged them (their standing in history
     included); None reads runs/ here, signatures verified against the registry only."""
     return trust.split(_claims_examined(Path(root), examined))[0]

@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 
 from tileproof.claims import spec as claims_spec
 from tileproof.gather import inputs, trust_state
-from tileproof.judge import claim_verdicts, gate, plausibility, release_matrix, releases, verdict
+from tileproof.judge import gate, plausibility, release_matrix, releases, verdict
 from tileproof.judge.audit.result import Issue
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
 from tileproof.judge.verdict import LessonVerdict
@@ -275,11 +275,3 @@ class Tree:
         refused = tuple((file, rule, reason) for file, (rule, reason) in sorted(self.refused().items()))
         return verdict.judge(lesson, fresh, cited, self.history(), distrust, refused)
 
-
-def refuted_claims(root: Path, document: str, tree: Tree | None = None) -> list:
-    """``claim_verdicts.refuted`` for one document, with its inputs read from ``root`` (the lesson
-    decision asks the same through ``Tree.decide``)."""
-    tree = tree or Tree.load(root)
-    claims = claims_today(root, document)
-    today = today_digests(root, sorted({p for ps in claims.snippets.values() for p in ps}))
-    return claim_verdicts.refuted(document, tree.records, claims, today)

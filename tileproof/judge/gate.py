@@ -7,7 +7,7 @@ check name → ``Bound``. Each results row gets one outcome from a closed set, a
 one-line reason and the command that would produce the missing evidence.
 
 Which record decides a row: among the program's run records that count
-(``trust.admits``: a record with a broken seal never counts), the newest one (``standing.age``:
+(``trust.split``: a record with a broken seal never counts), the newest one (``standing.age``:
 by the commit that first added it, then ``created``; a future date wins nothing) from the
 row's class (``RowClass``: its program, made with the lock's cuda-tile release (``releases.decides_rows``:
 others are the release axis), on hardware of compute capability >= 8.0, as the
@@ -45,7 +45,7 @@ record agrees or the lesson's front matter explains it (``plausibility:``).
 ``Decision.blockers`` lists what stands in the way, each with a reason that is
 never empty; ``status``, ``publish`` and the audit print from it.
 
-Which records count at all is decided once, in ``trust.admits``.
+Which records count at all is decided once, in ``trust.refusal``.
 
 Nothing here can be told to trust a record: there is no switch, and a record
 counts only through what it and its transcripts say.

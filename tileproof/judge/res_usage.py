@@ -4,7 +4,7 @@ A lesson whose front matter declares ``res_usage`` (program, target, artifact ki
 kernels) gets its body table filled from ``cuobjdump -res-usage`` numbers that a compile
 record holds, the way its results table is filled from run records. Per CUDA release
 (``claim_verdicts.release_of`` of the record's toolchain; a record of mixed releases is
-evidence for none), the newest compile record that counts (``trust.admits``) and holds a
+evidence for none), the newest compile record that counts (``trust.split``) and holds a
 ``built`` build of the program for the table's target and artifact kind decides, when it
 
 - still attests today's inputs of the program (``records.depends``, the rule run records follow

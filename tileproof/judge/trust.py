@@ -9,10 +9,10 @@ the policy accepts. A tree whose ``lessons/runners.yaml`` lists any runner key, 
 (``judge.trust_root``: the policy only tightens; carried on each ``Examined`` record),
 accepts only ``verified`` records (:func:`effective`); :data:`POLICY`, the code's
 default, only applies to a tree that has registered no key yet (a project before its
-first key, a test tree), where unsigned records count. The rows, the performance claims, the refuted claims and the
-audit all follow, because they all ask ``admits``/``split`` here. Unsigned records first
-committed before the tree's first key are legacy: they count toward nothing under
-``signed-only`` and are no finding (:func:`issues`).
+first key, a test tree), where unsigned records count. The rows, the performance claims, the refuted
+claims and the audit all follow, because they all ask :func:`refusal` here (through :func:`split`, or
+:func:`admits` for one record). Unsigned records first committed before the tree's first key are
+legacy: they count toward nothing under ``signed-only`` and are no finding (:func:`issues`).
 """
 
 from __future__ import annotations

@@ -121,13 +121,6 @@ def blob_hasher(size: int, object_format: ObjectFormat = "sha1"):
     return hashlib.new(object_format, b"blob %d\0" % size)
 
 
-def blob_id(data: bytes, object_format: ObjectFormat = "sha1") -> str:
-    """Git's object id of a file with these bytes (``git hash-object``), computed in process."""
-    digest = blob_hasher(len(data), object_format)
-    digest.update(data)
-    return digest.hexdigest()
-
-
 def check(history: GitHistory | NoHistory, regenerated: frozenset[str] = REGENERATED) -> HistoryReport:
     """Every watched file ever committed, against the working tree. ``regenerated``:
     paths a command rewrites on purpose (the audit's own reports under evidence/)."""

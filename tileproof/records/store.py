@@ -15,7 +15,7 @@ Also the one implementation of: atomic replacement of a file that is meant to
 be rewritten (``write_atomic``: lessons, reports, caches, schemas), the seal
 check (``seal_status``) and typed loading (``Examined``: a record with its seal
 status and its signature's verification, computed once, from which the judge's
-``trust.admits`` alone decides whether it counts).
+``trust.refusal`` alone decides whether it counts).
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ R = TypeVar("R")
 class Examined(Generic[R]):
     """A record as loaded, with what was checked about it once: its seal and its signature's
     verification against the runner registry. Whether it counts as evidence is the judge's call
-    (``judge.trust.admits``), made from these fields only."""
+    (``judge.trust.refusal``), made from these fields only."""
 
     record: R
     seal: SealStatus
