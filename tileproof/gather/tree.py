@@ -99,7 +99,7 @@ def smi_clocks(root: Path, records: Iterable[Examined]) -> dict[str, datetime | 
     return out
 
 
-def load_table(root: Path) -> dict[str, gate.Bound]:
+def load_bounds(root: Path) -> dict[str, gate.Bound]:
     """The tolerance table (kernels/tolerances.py) as check name → Bound; {} when absent."""
     if not (Path(root) / tolerances.TABLE_FILE).is_file():
         return {}
@@ -213,7 +213,7 @@ class Tree:
 
     def table(self) -> dict[str, gate.Bound]:
         if self._table is None:
-            self._table = load_table(self.root)
+            self._table = load_bounds(self.root)
         return self._table
 
     def table_versions(self) -> dict[str, bytes] | NoHistory:

@@ -35,17 +35,17 @@ from tileproof.judge.gate import Decision
 from tileproof.judge.releases import ReleaseKey
 from tileproof.records import lessons
 from tileproof.records.errors import RecordError
-from tileproof.records.history_check import HistoryReport, Problem
+from tileproof.records.history_check import HistoryProblem, HistoryReport
 from tileproof.records.models import Hardware, LessonFront
 
 WITHOUT_EVIDENCE = "lesson-published-without-evidence"
 """Rule id: a published lesson whose cited records no longer hold (or a newer failure overturns one)."""
 REDERIVE = "lesson-rederive"
 """Rule id: a published lesson that differs from what its cited records give."""
-HISTORY: dict[Problem, str] = {"missing": "history-missing", "changed": "history-changed",
+HISTORY: dict[HistoryProblem, str] = {"missing": "history-missing", "changed": "history-changed",
                                "refused": "history-refused"}
 """Rule id of each history problem."""
-VERB: dict[Problem, str] = {"missing": "deleted", "changed": "edited", "refused": "replaced"}
+VERB: dict[HistoryProblem, str] = {"missing": "deleted", "changed": "edited", "refused": "replaced"}
 """What was done to the once-committed file, as each history finding words it."""
 SHOWN = 2
 """Blockers named in a without-evidence finding (the rest counted)."""

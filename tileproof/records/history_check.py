@@ -26,7 +26,7 @@ REGENERATED = frozenset({"evidence/AUDIT.md", "evidence/audit.html"})
 ``REPORT_MD``/``REPORT_HTML`` and its orphan exemptions from here)."""
 
 HistoryStatus = Literal["checked", "no-history"]
-Problem = Literal["missing", "changed", "refused"]
+HistoryProblem = Literal["missing", "changed", "refused"]
 """``refused``: the path is now a link, FIFO, device or folder, or cannot be read; the reader never
 follows or opens such a thing (``records.safe_read``), so it is not the file first committed."""
 
@@ -73,7 +73,7 @@ class HistoryFinding:
     """A once-committed file that is now missing, changed or not a regular file."""
 
     path: str
-    problem: Problem
+    problem: HistoryProblem
     commit: str
     """The commit that first added it (restore from there)."""
     why: str = ""
