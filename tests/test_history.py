@@ -53,7 +53,7 @@ def commit(root: Path, message: str) -> None:
 def findings(root: Path):
     report = git_history.check_repository(root, REPORTS)
     assert report.status == "checked", report.reason
-    return {(f.path, f.problem) for f in report.findings}
+    return {(f.file, f.rule) for f in report.findings}
 
 
 def test_clean_history_passes_and_counts_files(repo):
@@ -67,27 +67,27 @@ def test_git_rm_of_a_committed_record_is_a_finding(repo):
     commit(repo, "drop the inconvenient record")
     report = git_history.check_repository(repo, REPORTS)
     (f,) = report.findings
-    assert f.problem == "missing" and f.path == "runs/20261201T000000Z-run-00000001.json"
+    assert f.rule == "history-missing" and f.file == "runs/20261201T000000Z-run-00000001.json"
     assert "git checkout" in str(f) and "\n" not in str(f)
 
 
 def test_a_transcript_edited_and_committed_is_a_finding(repo):
     write(repo, "evidence/20261201T000000Z-run-00000001/run.stdout.txt", "check ok (edited)\n")
     commit(repo, "tidy a transcript")
-    assert findings(repo) == {("evidence/20261201T000000Z-run-00000001/run.stdout.txt", "changed")}
+    assert findings(repo) == {("evidence/20261201T000000Z-run-00000001/run.stdout.txt", "history-changed")}
 
 
 def test_an_uncommitted_edit_or_deletion_is_a_finding(repo):
     write(repo, "runs/20261201T000000Z-run-00000001.json", '{"a": 2}\n')
     (repo / "evidence/20261201T000000Z-run-00000001/run.stdout.txt").unlink()
-    assert findings(repo) == {("runs/20261201T000000Z-run-00000001.json", "changed"),
-                              ("evidence/20261201T000000Z-run-00000001/run.stdout.txt", "missing")}
+    assert findings(repo) == {("runs/20261201T000000Z-run-00000001.json", "history-changed"),
+                              ("evidence/20261201T000000Z-run-00000001/run.stdout.txt", "history-missing")}
 
 
 def test_a_renamed_record_is_missing_under_its_name(repo):
     git(repo, "mv", "runs/20261201T000000Z-run-00000001.json", "runs/20261201T000000Z-run-00000002.json")
     commit(repo, "rename")
-    assert findings(repo) == {("runs/20261201T000000Z-run-00000001.json", "missing")}
+    assert findings(repo) == {("runs/20261201T000000Z-run-00000001.json", "history-missing")}
 
 
 def test_deleted_then_restored_is_clean_again(repo):
@@ -106,7 +106,7 @@ def test_the_audits_own_reports_may_change(repo):
     assert findings(repo) == set()
     assert git_history.check_repository(repo).findings == ()  # REGENERATED is the default
     changed = git_history.check_repository(repo, frozenset()).findings
-    assert {(f.path, f.problem) for f in changed} == {("evidence/AUDIT.md", "changed")}
+    assert {(f.file, f.rule) for f in changed} == {("evidence/AUDIT.md", "history-changed")}
 
 
 def test_records_from_two_hosts_merge_without_conflict(repo):
@@ -156,7 +156,7 @@ def test_pure_check_over_given_inputs():
     h = GitHistory(first=(FirstVersion("runs/a.json", "c" * 40, "1" * 40),
                           FirstVersion("runs/b.json", "c" * 40, "2" * 40)),
                    current={"runs/a.json": "1" * 40, "runs/b.json": "3" * 40})
-    assert [(f.path, f.problem) for f in check(h).findings] == [("runs/b.json", "changed")]
+    assert [(f.file, f.rule) for f in check(h).findings] == [("runs/b.json", "history-changed")]
 
 
 def test_this_repository_history_is_intact():

@@ -99,7 +99,7 @@ def test_a_fifo_in_place_of_a_committed_transcript_hangs_no_command(committed, w
     assert any(": history-refused: " in line and "FIFO" in line for line in lines_about(audit, transcript)), audit
     verify = assert_clean_exit(cli(root, "verify"), 1)
     (line,) = lines_about(verify, transcript)
-    assert "is not the regular file first committed (is a FIFO" in line
+    assert ": history-refused: replaced after commit " in line and "(is a FIFO" in line  # the audit's words
     publish = assert_clean_exit(cli(root, "publish"), 2)
     assert f"  {transcript}: input-special-file: is a FIFO" in publish
 
@@ -128,7 +128,7 @@ def test_a_2_gb_sparse_file_in_place_of_a_transcript_is_changed_unread(committed
     real_read = os.read
     monkeypatch.setattr(os, "read", lambda fd, n: read.append(n) or real_read(fd, n))
     report = git_history.check_repository(root)
-    assert [(f.path, f.problem) for f in report.findings] == [(transcript, "changed")]
+    assert [(f.file, f.rule) for f in report.findings] == [(transcript, "history-changed")]
     assert sum(read) < safe_read.LIMITS["evidence"], "the history check read the oversized file"
 
 

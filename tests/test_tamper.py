@@ -154,7 +154,7 @@ def test_git_rm_of_the_refuting_claims_record_is_a_history_finding(tmp_path):
     git("commit", "-q", "-m", "remove the refutation")
     report = git_history.check_repository(root)
     assert report.status == "checked"
-    assert [(f.path, f.problem) for f in report.findings] == [(claims, "missing")]
+    assert [(f.file, f.rule) for f in report.findings] == [(claims, "history-missing")]
 
 
 def _pem() -> bytes:
@@ -238,7 +238,7 @@ def test_verify_command_names_a_resealed_edit(repo, capsys):
     forge(path, lambda r: {**r, "reason": "edited"})
     code, out = verify_cmd(root, capsys)
     assert code == 1 and f"runs/{path.name}: record-bad-signature:" in out
-    assert f"runs/{path.name}: differs from its first committed version" in out  # and the history says so
+    assert f"runs/{path.name}: history-changed: edited after commit" in out  # the history says so, as the audit does
 
 
 def test_verify_command_names_a_foreign_key_and_a_git_rm(repo, capsys):
@@ -250,7 +250,7 @@ def test_verify_command_names_a_foreign_key_and_a_git_rm(repo, capsys):
     git(root, "rm", "-q", f"runs/{path.name}")
     git(root, "commit", "-q", "-m", "drop it")
     code, out = verify_cmd(root, capsys)
-    assert code == 1 and f"runs/{path.name}: is missing" in out
+    assert code == 1 and f"runs/{path.name}: history-missing: deleted after commit" in out
 
 
 def test_verify_command_without_history_does_not_pass(tmp_path, capsys):
@@ -275,8 +275,8 @@ import audit_tree  # noqa: E402
 
 from tileproof.__main__ import main  # noqa: E402
 from tileproof.judge.audit.rules.inputs import INPUT  # noqa: E402
-from tileproof.judge.verdict import HISTORY  # noqa: E402
 from tileproof.records import lessons  # noqa: E402
+from tileproof.records.history_check import HISTORY  # noqa: E402
 
 LATER = audit_tree.T0 + timedelta(hours=2)
 """When the attacker's records are dated (after every genuine one)."""

@@ -103,11 +103,11 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool =
     name, decision, fresh = lesson.id, judged.decision, judged.fresh
     if judged.distrust:
         return 1, [f"{name}: not published: the runner registry's history does not hold from the trust root; "
-                   "nothing changed:", *(f"  {file}: {rule}: {reason}" for file, rule, reason in judged.distrust),
+                   "nothing changed:", *(f"  {f}" for f in judged.distrust),
                    *describe(fresh.blockers)]
     if judged.history_problems:
         return 1, [f"{name}: not published: committed records or transcripts were deleted or edited; nothing changed:",
-                   *(f"  {file}: {rule}: {reason}" for file, rule, reason in judged.history_problems),
+                   *(f"  {f}" for f in judged.history_problems),
                    *describe(decision.blockers)]
     note = [] if judged.history.status == "checked" else [f"history: NOT CHECKED ({judged.history.reason})"]
     if not judged.published:

@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
         for rule, reason in found:
             print(one_line(f"{file}: {rule}: {reason}"))
             bad += 1
-    for file, rule, reason in trusted.state.findings:
-        print(one_line(f"{file}: {rule}: {reason}"))
+    for finding in trusted.state.findings:
+        print(finding)
         bad += 1
     words = Counter(x.trust for _, x in loaded)
     legacy = sum(1 for file, x in loaded if not trust.counts(x.trust, policy) and not issues[file])

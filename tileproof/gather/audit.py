@@ -39,15 +39,15 @@ from tileproof.gather.audit_scan import paused_gc, read_record
 from tileproof.gather.tree import Tree
 from tileproof.judge import releases
 from tileproof.judge.audit import audit_rules, rules
-from tileproof.judge.audit.result import AuditResult, Finding, Issue, LessonAudit
+from tileproof.judge.audit.result import AuditResult, Issue, LessonAudit
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, sessions
 from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
-from tileproof.judge.verdict import history_problems
 from tileproof.records import lessons, lock, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
+from tileproof.records.findings import Finding
 from tileproof.records.history_check import REGENERATED, NoHistory
 from tileproof.records.history_check import check as check_history
 from tileproof.records.models import Record, RunRecord
@@ -233,8 +233,8 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     tree = Tree.of(root, examined, trusting, checked, refused | lesson_refused)
     lesson_audits = _lessons(root, tree, findings)
     _plausibility(tree, {rec.run_id: name for name, rec in records}, lesson_audits, add)
-    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in trusting.state.findings]
-    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_problems(checked)]
+    findings += trusting.state.findings
+    findings += checked.findings
     if checked.status == "checked":
         _commit_claims(root, records, add)
     findings.sort()

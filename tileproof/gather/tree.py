@@ -32,6 +32,7 @@ from tileproof.judge.verdict import LessonVerdict
 from tileproof.records import lessons, lock, parsers, store, tolerances
 from tileproof.records.depends import ProgramUses
 from tileproof.records.errors import InputRefused
+from tileproof.records.findings import Finding
 from tileproof.records.history_check import HistoryReport, NoHistory
 from tileproof.records.models import (
     ENTRY_COMPILE_VERSION,
@@ -272,6 +273,6 @@ class Tree:
         fresh = self.decide(lesson)
         cited = self.decide(lesson, lessons.cited(lesson)) if lesson.front.status == "published" else None
         distrust = tuple(self.trust.state.findings) if self.trust is not None else ()
-        refused = tuple((file, rule, reason) for file, (rule, reason) in sorted(self.refused().items()))
+        refused = tuple(Finding(file, rule, reason) for file, (rule, reason) in sorted(self.refused().items()))
         return verdict.judge(lesson, fresh, cited, self.history(), distrust, refused)
 

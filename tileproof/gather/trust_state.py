@@ -27,6 +27,7 @@ from tileproof.judge import standing, trust
 from tileproof.judge.trust_root import Expect, Root, RootSource, TrustState, evaluate, without_history
 from tileproof.records import registry_change, runner_keys, store
 from tileproof.records.errors import RecordError, TileproofError
+from tileproof.records.findings import Finding
 from tileproof.records.history_check import GitHistory, NoHistory
 from tileproof.records.runner_keys import RunnerRegistry
 from tileproof.records.safe_read import read_file
@@ -87,7 +88,7 @@ def load(root: Path, trust_root: str | None = None, expect_ancestor: str | None 
         return Trusted(without_history(runners, graph.reason, chosen, expect), runners, {}, now)
     signatures, unreadable = registry_change.load_changes(root)
     state = evaluate(graph, runner_keys.read_optional(root, runner_keys.REGISTRY), signatures, chosen, expect)
-    bad = tuple((file, "registry-signature-invalid", f"{why} (an endorsement must verify; it is never edited)")
+    bad = tuple(Finding(file, "registry-signature-invalid", f"{why} (an endorsement must verify; it is never edited)")
                 for file, why in unreadable)
     state = dataclasses.replace(state, findings=state.findings + bad)
     return Trusted(state, runners, _first_commits(root, graph, history_read), now)

@@ -46,6 +46,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from tileproof.records import runner_keys as reg
 from tileproof.records.errors import RecordError, one_line
+from tileproof.records.findings import Finding
 from tileproof.records.registry_change import SignedChange, digest
 from tileproof.records.runner_keys import REGISTRY, REGISTRY_KIND, RunnerRegistry, TreePolicy
 from tileproof.records.trust_history import TrustHistory
@@ -181,10 +182,6 @@ class TrustReport:
         return [one_line(line) for line in out]
 
 
-Finding = tuple[str, str, str]
-"""(file, rule id, reason)."""
-
-
 @dataclass(frozen=True)
 class TrustState:
     """What history says about trust, for every record's standing and for the audit."""
@@ -314,8 +311,8 @@ def without_history(worktree: RunnerRegistry, reason: str, root: Root | None, ex
             for r in worktree.runners}
     findings: list[Finding] = []
     if expect is not None:
-        findings.append(("HEAD", "history-rewritten", f"{expect.given} cannot be checked as an ancestor of HEAD: "
-                                                      f"{reason}"))
+        findings.append(Finding("HEAD", "history-rewritten",
+                                f"{expect.given} cannot be checked as an ancestor of HEAD: {reason}"))
     return TrustState(keys, worktree.in_force, None, False,
                       TrustReport(False, f"NOT CHECKED ({reason})" + (f"; {root.source} {root.given} not applied"
                                                                       if root else ""), "none"), tuple(findings))
@@ -400,15 +397,15 @@ def evaluate(history: TrustHistory, worktree: bytes | None, signatures: Sequence
             where = f"{REGISTRY.as_posix()}" + (" (working tree)" if n == WORKTREE else "")
             step = f"commit {_short(n)}" if n != WORKTREE else "the working tree's change"
             if could_sign:
-                findings.append((where, "registry-change-unsigned",
-                                 f"{step} grants {granted_words} with no endorsement by a key the "
-                                 f"registry held before; what it grants counts for nothing (fix: tileproof "
-                                 f"sign-registry --key <a key with 'registry'>, committed beside the change)"))
+                findings.append(Finding(where, "registry-change-unsigned",
+                                        f"{step} grants {granted_words} with no endorsement by a key the "
+                                        f"registry held before; what it grants counts for nothing (fix: tileproof "
+                                        f"sign-registry --key <a key with 'registry'>, committed beside the change)"))
             else:
-                findings.append((where, "registry-root-reset",
-                                 f"{step} grants {granted_words}, and no key held before it could sign "
-                                 f"it (a root reset); what it grants counts for nothing until a reviewer moves the "
-                                 f"trust root to it (fix: docs/keys.md, 'Every key lost')"))
+                findings.append(Finding(where, "registry-root-reset",
+                                        f"{step} grants {granted_words}, and no key held before it could sign "
+                                        f"it (a root reset); what it grants counts for nothing until a reviewer moves "
+                                        f"the trust root to it (fix: docs/keys.md, 'Every key lost')"))
 
     keys = _key_facts(nodes, version, state.get(WORKTREE) or {}, untrusted, revoked, history, descend)
     ever = any(version(n).keyed for n in history.commits)
@@ -456,10 +453,10 @@ def _root_node(nodes: list[str], version, root: Root | None, findings: list[Find
         what += f" ({root.given})" if root.commit and root.given not in (root.commit, _short(root.commit)) else ""
     where = f"from {root.source}" + (f": {root.why}" if root.why else "")
     if node is None:
-        findings.append((PIN.as_posix() if root.source == ".ci/trust-root" else REGISTRY.as_posix(),
-                         "trust-root-not-in-history",
-                         f"{what}, {where}, is not in this history (rewritten, another repository, or a typo); "
-                         f"no key counts (fix: pin a commit of this history: docs/keys.md)"))
+        findings.append(Finding(PIN.as_posix() if root.source == ".ci/trust-root" else REGISTRY.as_posix(),
+                                "trust-root-not-in-history",
+                                f"{what}, {where}, is not in this history (rewritten, another repository, or a "
+                                f"typo); no key counts (fix: pin a commit of this history: docs/keys.md)"))
         return None, f"{what}, {where}: NOT IN THIS HISTORY"
     first = f", first in commit {_short(node)}" if root.registry_sha256 is not None else ""
     return node, f"{what}{first}, {where}"
@@ -539,23 +536,23 @@ def _loosened(ever: bool, wt: _Version, revoked: Mapping[str, _Revocation]) -> l
     if not ever:
         return []
     if wt.sha256 is None:
-        return [(where, "registry-missing", "is gone, and git history shows it listed runner keys: only signed records "
-                                            "count here, and none can be verified (fix: git checkout HEAD -- "
-                                            f"{where}, or restore it from the last commit that had it)")]
+        return [Finding(where, "registry-missing", "is gone, and git history shows it listed runner keys: only signed "
+                                                   "records count here, and none can be verified (fix: git checkout "
+                                                   f"HEAD -- {where}, or restore it from the last commit that had it)")]
     if wt.content is None:
         return []  # unreadable: loading it fails with its own one line
     if not wt.content.runners:
-        return [(where, "registry-emptied", "lists no key, and git history shows it listed some: only signed "
-                                            "records count here, and none can be verified (fix: restore the entries; "
-                                            "never delete one, revoke it)")]
+        return [Finding(where, "registry-emptied", "lists no key, and git history shows it listed some: only signed "
+                                                   "records count here, and none can be verified (fix: restore the "
+                                                   "entries; never delete one, revoke it)")]
     out = []
     for k, rev in sorted(revoked.items()):
         entry = wt.content.keys.get(k)
         if entry is not None and (entry[0].revoked_since is None or entry[0].revoked_since > rev.since):
-            out.append((where, "registry-loosened",
-                        f"key {k[:16]}… ({entry[0].owner}) was revoked since {rev.since.isoformat()} in commit "
-                        f"{_short(rev.commit)}; a revocation is permanent whatever this file says now (fix: "
-                        f"revoked_since: '{rev.since.isoformat()}')"))
+            out.append(Finding(where, "registry-loosened",
+                               f"key {k[:16]}… ({entry[0].owner}) was revoked since {rev.since.isoformat()} in commit "
+                               f"{_short(rev.commit)}; a revocation is permanent whatever this file says now (fix: "
+                               f"revoked_since: '{rev.since.isoformat()}')"))
     return out
 
 
@@ -580,8 +577,8 @@ def _expectation(history: TrustHistory, expect: Expect | None, findings: list[Fi
         return f"{expect.given} ({_short(expect.commit)}) is an ancestor of HEAD ({_short(history.head)})"
     what = "names no commit of this repository" if expect.commit is None else \
         f"({_short(expect.commit)}) is not an ancestor of HEAD ({_short(history.head)})"
-    findings.append(("HEAD", "history-rewritten",
-                     f"{expect.given} {what}: history was rewritten since that audit, or this is another branch "
-                     f"(fix: audit the branch that contains it; never rewrite published history)"))
+    findings.append(Finding("HEAD", "history-rewritten",
+                            f"{expect.given} {what}: history was rewritten since that audit, or this is another branch "
+                            f"(fix: audit the branch that contains it; never rewrite published history)"))
     return f"{expect.given} {what}"
 

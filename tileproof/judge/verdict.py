@@ -35,18 +35,14 @@ from tileproof.judge.gate import Decision
 from tileproof.judge.releases import ReleaseKey
 from tileproof.records import lessons
 from tileproof.records.errors import RecordError
-from tileproof.records.history_check import HistoryProblem, HistoryReport
+from tileproof.records.findings import Finding
+from tileproof.records.history_check import HistoryReport
 from tileproof.records.models import Hardware, LessonFront
 
 WITHOUT_EVIDENCE = "lesson-published-without-evidence"
 """Rule id: a published lesson whose cited records no longer hold (or a newer failure overturns one)."""
 REDERIVE = "lesson-rederive"
 """Rule id: a published lesson that differs from what its cited records give."""
-HISTORY: dict[HistoryProblem, str] = {"missing": "history-missing", "changed": "history-changed",
-                               "refused": "history-refused"}
-"""Rule id of each history problem."""
-VERB: dict[HistoryProblem, str] = {"missing": "deleted", "changed": "edited", "refused": "replaced"}
-"""What was done to the once-committed file, as each history finding words it."""
 SHOWN = 2
 """Blockers named in a without-evidence finding (the rest counted)."""
 
@@ -56,18 +52,6 @@ Issue = tuple[str, str]
 
 def republish_fix(lesson_id: str) -> str:
     return f"tileproof publish {lesson_id} --republish: it rewrites the lesson with what the records show"
-
-
-def history_problems(report: HistoryReport) -> list[tuple[str, str, str]]:
-    """(file, rule id, reason) for each once-committed record or transcript now missing, changed or not a
-    regular file (a link, FIFO, device or folder the reader never follows or opens)."""
-    out = []
-    for f in report.findings:
-        why = f" ({f.why})" if f.why else ""
-        out.append((f.path, HISTORY[f.problem],
-                    (f"{VERB[f.problem]} after commit {f.commit[:12]}, which first added it{why}; records and "
-                     f"transcripts are never deleted or edited (fix: git checkout {f.commit[:12]} -- {f.path})")))
-    return out
 
 
 @dataclass(frozen=True)
@@ -83,11 +67,11 @@ class LessonVerdict:
     """The tree's git-history check (one per tree)."""
     rederived: tuple[str, ...] = ()
     """For a published lesson its cited records still back: each place it differs from what they give."""
-    distrust: tuple[tuple[str, str, str], ...] = ()
-    """(file, rule id, reason) for each way the runner registry's history does not hold from the trust root
+    distrust: tuple[Finding, ...] = ()
+    """A finding for each way the runner registry's history does not hold from the trust root
     (``judge.trust_root``): while there is one, no lesson is ready or republishable."""
-    refused: tuple[tuple[str, str, str], ...] = ()
-    """(file, rule id, reason) for each input the audit refuses by what it is (``gather.inputs``: a link, a
+    refused: tuple[Finding, ...] = ()
+    """A finding for each input the audit refuses by what it is (``gather.inputs``: a link, a
     FIFO or device, a file over its cap under evidence/ or lessons/), read by the decision or not: while
     there is one, no lesson is ready or republishable (``publish`` exits 2 on it)."""
 
@@ -96,12 +80,14 @@ class LessonVerdict:
         return self.lesson.front.status == "published"
 
     @property
-    def history_problems(self) -> list[tuple[str, str, str]]:
-        return history_problems(self.history)
+    def history_problems(self) -> list[Finding]:
+        """Each once-committed record or transcript now missing, changed or not a regular file (a link, FIFO,
+        device or folder the reader never follows or opens): the history check's findings."""
+        return list(self.history.findings)
 
     @property
-    def tree_problems(self) -> list[tuple[str, str, str]]:
-        """(file, rule id, reason) for everything about the tree that keeps every lesson from being ready:
+    def tree_problems(self) -> list[Finding]:
+        """A finding for everything about the tree that keeps every lesson from being ready:
         refused inputs, the trust root's findings, history findings (in the order ``publish`` names them)."""
         return [*self.refused, *self.distrust, *self.history_problems]
 
@@ -163,8 +149,7 @@ class LessonVerdict:
 
 
 def judge(lesson: lessons.Lesson, fresh: Decision, cited: Decision | None, history: HistoryReport,
-          distrust: tuple[tuple[str, str, str], ...] = (),
-          refused: tuple[tuple[str, str, str], ...] = ()) -> LessonVerdict:
+          distrust: tuple[Finding, ...] = (), refused: tuple[Finding, ...] = ()) -> LessonVerdict:
     """The verdict from the decisions: ``fresh`` over the newest evidence, ``cited`` over the records a
     published lesson cites (None for a draft); ``distrust``: the trust root's findings for the tree;
     ``refused``: the inputs refused by what they are."""

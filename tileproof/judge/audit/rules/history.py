@@ -2,7 +2,7 @@
 not a regular file.
 
 The check itself is ``records.history_check.check`` (fed by ``runner.git_history``, the only
-code that starts git); each of its findings is named by ``judge.verdict.history_problems``,
+code that starts git); each of its findings (``history_check.finding``) is named by ``history_check.HISTORY``,
 which ``publish`` and ``status`` print too. A tree without history is not a finding here:
 the audit reports it as *not checked* (``AuditResult.history``) and the command fails
 closed on it unless told the tree has no history on purpose (``audit --allow-no-history``).
@@ -11,7 +11,7 @@ closed on it unless told the tree has no history on purpose (``audit --allow-no-
 from __future__ import annotations
 
 from tileproof.judge.audit.audit_rules import rule
-from tileproof.judge.verdict import HISTORY
+from tileproof.records.history_check import HISTORY
 
 MISSING = rule(HISTORY["missing"], "a record or transcript once committed under runs/ or evidence/ is gone "
                                    "(deleted or renamed after its commit)")
