@@ -41,6 +41,15 @@ one ``Name=gpu File=/dev/nvidiaN`` line per GPU (Debian's build has no NVML plug
 features name each GPU's model (``NVIDIA H200`` -> ``h200``) and its target (compute capability
 9.0 -> ``sm_90``), read from that query, never typed in. Every step prints one line; a step that
 fails prints one line saying what and how to fix it, and exits 1.
+
+cgroups: slurmd loads a cgroup plugin at every start, whatever else slurm.conf says, and stops when
+its init fails; Slurm's default on a cgroup2 host asks systemd over D-Bus for a scope, which a host
+without systemd cannot give (the "cgroups" section below has the sources). The node needs no cgroup:
+its slurm.conf names no plugin that asks for one (``NO_CGROUP_USERS``). ``up`` reads the host's
+cgroups (the mount at /sys/fs/cgroup, whether it is writable, systemd and D-Bus), rules out each
+setup of ``CGROUP_SETUPS`` that cannot work there with one line saying why, and tries the others in
+order (``slurmd -G``, then the daemons), one line for each that slurmd refuses, with the cause from
+its log; ``--cgroup`` names the setups to try instead.
 """
 
 from __future__ import annotations
@@ -61,7 +70,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -605,6 +614,231 @@ def cluster_kinds(gpus: list[Gpu]) -> dict[str, GpuKind]:
     return kinds
 
 
+# --- cgroups -------------------------------------------------------------------------------------
+#
+# slurmd loads a cgroup plugin at every start, whatever else slurm.conf says (Slurm 22.05: _slurmd_init calls
+# cgroup_g_init, and slurmd stops when the plugin's init() fails), and so does ``slurmd -G``. Which plugin is
+# CgroupPlugin in cgroup.conf (beside slurm.conf), by default ``autodetect``: cgroup/v2 where /sys/fs/cgroup is
+# cgroup2. That plugin's init() asks systemd over D-Bus for a scope for the slurmstepds, and fails on a host
+# without systemd (the H200's slurmd.log: "cannot connect to dbus system daemon ... cannot initialize cgroup
+# directory for stepds"); with IgnoreSystemd=yes it makes the folders itself, which needs a writable cgroup2 tree.
+# cgroup/v1's init() touches no file at all (it fills in-memory lists): cgroups are asked for only by
+# proctrack/cgroup, task/cgroup, jobacct_gather/cgroup and CoreSpec/MemSpec, and this node's slurm.conf names none
+# of them (NO_CGROUP_USERS). From Slurm 24.05, CgroupPlugin=disabled says that outright.
+
+NO_CGROUP_USERS = ("ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none")
+"""The slurm.conf plugins that use no cgroup (with no CoreSpecCount or MemSpecLimit): tasks are tracked through
+/proc, confined by nothing, and accounted by nobody, so the cgroup plugin slurmd loads is never asked for a
+cgroup. tileproof contains its own programs (runner/process.py) and Slurm's GRES sets the GPU a task sees."""
+CGROUP_MOUNT = Path("/sys/fs/cgroup")
+"""Where Slurm looks for cgroups (CgroupMountpoint's default; only meant to change for Slurm's own tests)."""
+SYSTEMD_RUNNING = Path("/run/systemd/system")
+"""The folder systemd makes when it is the init system (what ``sd_booted()`` tests)."""
+DBUS_SOCKET = Path("/run/dbus/system_bus_socket")
+"""The system bus, through which cgroup/v2 asks systemd for a scope."""
+CGROUP_FILE = "host-cgroups.txt"
+"""STATE/host-cgroups.txt: what ``up`` read about this host's cgroups (the mounts, /proc/self/cgroup, the root's
+controllers), kept for whoever reads a failed ``up``."""
+
+
+@dataclass(frozen=True)
+class HostCgroups:
+    """This host's cgroups as Slurm's cgroup plugins meet them (``host_cgroups``; judged by ``cgroup_plan``)."""
+
+    mounted: str | None
+    """The file system type at /sys/fs/cgroup: ``cgroup2`` (unified), ``tmpfs`` (cgroup v1 hierarchies below it), or
+    None (nothing mounted)."""
+    systemd_hierarchy: str | None
+    """Below a tmpfs: the type at /sys/fs/cgroup/systemd (``cgroup``: v1; ``cgroup2``: systemd's unified tree)."""
+    read_only: bool
+    """/sys/fs/cgroup is mounted read-only."""
+    writable: bool
+    """This process may create a folder in /sys/fs/cgroup."""
+    self_cgroup: tuple[str, ...]
+    """/proc/self/cgroup: one line ``0::/PATH`` on a unified host, one per hierarchy otherwise."""
+    systemd: bool
+    """systemd is the init system (``SYSTEMD_RUNNING``)."""
+    dbus: bool
+    """The system bus's socket is there (``DBUS_SOCKET``)."""
+    system_slice: bool
+    """/sys/fs/cgroup/system.slice exists (cgroup/v2 puts its slurmstepd scope in it)."""
+
+    @property
+    def slurm_default(self) -> str | None:
+        """The plugin Slurm's ``autodetect`` loads here, by its own rule (autodetect_cgroup_version, 22.05)."""
+        if self.mounted == "cgroup2":
+            return "cgroup/v2"
+        if self.mounted == "tmpfs":
+            return {"cgroup2": "cgroup/v2", "cgroup": "cgroup/v1"}.get(self.systemd_hierarchy or "")
+        return None
+
+    def line(self) -> str:
+        if self.mounted is None:
+            fs = f"nothing mounted at {CGROUP_MOUNT}"
+        elif self.mounted == "cgroup2":
+            fs = f"{CGROUP_MOUNT} is cgroup2"
+        else:
+            fs = f"{CGROUP_MOUNT} is {self.mounted} (systemd's hierarchy: {self.systemd_hierarchy or 'none'})"
+        access = "read-only" if self.read_only else "writable" if self.writable else "not writable here"
+        inside = self.self_cgroup[0] if len(self.self_cgroup) == 1 else f"{len(self.self_cgroup)} hierarchies"
+        return (f"{fs}, {access}; this process in {inside}; "
+                f"systemd {'running' if self.systemd else 'not running'}, D-Bus socket "
+                f"{'present' if self.dbus else 'absent'}; Slurm's default here: {self.slurm_default or 'none'}")
+
+
+def mounts(mountinfo: str) -> dict[str, tuple[str, set[str]]]:
+    """``/proc/self/mountinfo`` -> mount point -> (file system type, mount options); the last mount wins (it hides
+    the ones below it)."""
+    out = {}
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if "-" not in fields[6:]:
+            continue
+        dash = fields.index("-", 6)
+        if len(fields) > dash + 1 and len(fields) > 5:
+            point = fields[4].replace("\\040", " ")
+            out[point] = (fields[dash + 1], set(fields[5].split(",")))
+    return out
+
+
+def host_cgroups(mountinfo: str, self_cgroup: str, present: Iterable[Path], writable: bool) -> HostCgroups:
+    """What ``read_cgroups`` reads, from its texts: ``present`` holds those of SYSTEMD_RUNNING, DBUS_SOCKET and
+    /sys/fs/cgroup/system.slice that exist; ``writable``: access(2) of /sys/fs/cgroup for writing."""
+    table = mounts(mountinfo)
+    at = table.get(str(CGROUP_MOUNT))
+    below = table.get(str(CGROUP_MOUNT / "systemd"))
+    there = set(present)
+    read_only = at is not None and "ro" in at[1]
+    return HostCgroups(
+        mounted=at[0] if at else None, systemd_hierarchy=below[0] if below and at and at[0] == "tmpfs" else None,
+        read_only=read_only, writable=at is not None and writable and not read_only,
+        self_cgroup=tuple(ln.strip() for ln in self_cgroup.splitlines() if ln.strip()) or ("(none)",),
+        systemd=SYSTEMD_RUNNING in there, dbus=DBUS_SOCKET in there,
+        system_slice=CGROUP_MOUNT / "system.slice" in there)
+
+
+def read_cgroups(state: Path | None = None) -> HostCgroups:
+    """This host's cgroups; with ``state``, what was read is kept in STATE/host-cgroups.txt."""
+    mountinfo = Path("/proc/self/mountinfo").read_text()
+    self_cgroup = Path("/proc/self/cgroup").read_text()
+    found = host_cgroups(mountinfo, self_cgroup,
+                         [p for p in (SYSTEMD_RUNNING, DBUS_SOCKET, CGROUP_MOUNT / "system.slice") if p.exists()],
+                         os.access(CGROUP_MOUNT, os.W_OK))
+    if state is not None:
+        controllers = CGROUP_MOUNT / "cgroup.controllers"
+        (state / CGROUP_FILE).write_text("\n".join([
+            "# Read by scripts/slurm_node.py up: the cgroup mounts, this process's cgroups, the root's controllers.",
+            *(ln for ln in mountinfo.splitlines() if "cgroup" in ln), "# /proc/self/cgroup", self_cgroup.rstrip(),
+            f"# {controllers}", controllers.read_text().strip() if controllers.is_file() else "(none)",
+            f"# {found.line()}", ""]))
+    return found
+
+
+@dataclass(frozen=True)
+class CgroupSetup:
+    """One cgroup.conf ``up`` may start slurmd with."""
+
+    name: str
+    settings: tuple[str, ...] | None
+    """cgroup.conf's lines; None: no cgroup.conf at all (Slurm's default)."""
+    what: str
+
+
+CGROUP_SETUPS = (
+    CgroupSetup("disabled", ("CgroupPlugin=disabled",), "no cgroup plugin (Slurm 24.05 and later)"),
+    CgroupSetup("v1-inert", ("CgroupPlugin=cgroup/v1",),
+                "cgroup/v1, whose init touches no file, and no plugin that asks it for a cgroup"),
+    CgroupSetup("v2-no-systemd", ("CgroupPlugin=cgroup/v2", "IgnoreSystemd=yes"),
+                "cgroup/v2 making its own folders under /sys/fs/cgroup/system.slice, without systemd"),
+    CgroupSetup("autodetect", None, "Slurm's default: autodetect (cgroup2: cgroup/v2 through systemd over D-Bus)"),
+)
+"""In the order ``up`` tries them: the ones that touch the host's cgroups least first."""
+SETUP_BY_NAME = {s.name: s for s in CGROUP_SETUPS}
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A setup of the plan, or why it is not tried here."""
+
+    setup: CgroupSetup
+    skipped: str | None = None
+
+
+def cgroup_plan(host: HostCgroups, version: tuple[int, ...], plugins: Iterable[str]) -> list[Planned]:
+    """Every setup in order, each with why it cannot work on this host and Slurm (None: try it). ``plugins``:
+    the file names in PluginDir."""
+    have = set(plugins)
+    shown = f"{version[0]}.{version[1]:02d}" + "".join(f".{v}" for v in version[2:])
+
+    def why_not(setup: CgroupSetup, earlier: list[Planned]) -> str | None:
+        if setup.name == "disabled":
+            return None if version[:2] >= (24, 5) else f"Slurm {shown} has no CgroupPlugin=disabled (from 24.05)"
+        if setup.name == "v1-inert":
+            return None if "cgroup_v1.so" in have else "no cgroup_v1.so in PluginDir"
+        if setup.name == "v2-no-systemd":
+            if "cgroup_v2.so" not in have:
+                return "no cgroup_v2.so in PluginDir"
+            if host.mounted != "cgroup2":
+                return f"{CGROUP_MOUNT} is {host.mounted or 'not mounted'}, not cgroup2"
+            if host.read_only or not host.writable:
+                return f"{CGROUP_MOUNT} is {'mounted read-only' if host.read_only else 'not writable here'}"
+            if host.systemd:
+                return "systemd runs here (IgnoreSystemd is for hosts without it: it would fight systemd's tree)"
+            return None
+        default = host.slurm_default
+        if default is None:
+            return f"Slurm's autodetect finds no cgroup file system at {CGROUP_MOUNT}"
+        if default == "cgroup/v1" and any(p.setup.name == "v1-inert" and p.skipped is None for p in earlier):
+            return "it loads cgroup/v1 here, as v1-inert does"
+        if default == "cgroup/v2" and host.mounted == "tmpfs":
+            return "cgroup/v2 on cgroup v1 hierarchies: Slurm stops (\"Hybrid mode is not supported\")"
+        if default == "cgroup/v2" and not (host.systemd and host.dbus):
+            missing = "systemd is not running" if not host.systemd else f"{DBUS_SOCKET} is missing"
+            return f"on cgroup2 it asks systemd over D-Bus for a scope, and {missing}"
+        return None
+
+    plan: list[Planned] = []
+    for setup in CGROUP_SETUPS:
+        plan.append(Planned(setup, why_not(setup, plan)))
+    return plan
+
+
+def cgroup_conf(setup: CgroupSetup) -> str:
+    return "\n".join(["# Generated by scripts/slurm_node.py: " + setup.what + ".", *(setup.settings or ()), ""])
+
+
+_SLURM_VERSION = re.compile(r"\b(\d+)\.(\d+)\.(\d+)\b")
+
+
+def slurm_version(text: str) -> tuple[int, int, int]:
+    """``slurmd -V`` (``slurm-wlm 22.05.8``, ``slurm 24.05.1``) -> (22, 5, 8)."""
+    m = _SLURM_VERSION.search(text)
+    if m is None:
+        raise NodeError(f"slurmd -V: no version in {text.strip()[:100]!r}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+_CHAIN = re.compile(r"Unable to initialize cgroup plugin|slurmd initialization failed|cannot create \S+ context for|"
+                    r"Couldn't load specified plugin name for|Controller \S+ is not enabled")
+"""slurmd.log's lines that follow from a failed plugin init (or only say a cgroup controller is off), not its cause."""
+
+
+def slurmd_failure(log: str, output: str) -> str:
+    """Why slurmd stopped, in one line: the first error or fatal line of its log that is not a consequence of an
+    earlier one (``_CHAIN``), else its own output's last line."""
+    said = [re.sub(r"^\[[^]]*\]\s*", "", ln.strip()) for ln in log.splitlines()]
+    errors = [ln for ln in said if re.match(r"(slurmd: )?(error|fatal): ", ln)]
+    causes = [ln for ln in errors if not _CHAIN.search(ln)]
+    if causes:
+        return re.sub(r"^(slurmd: )?", "", causes[0]) + (f" (+{len(causes) - 1} more)" if len(causes) > 1 else "")
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    return errors[-1] if errors else lines[-1] if lines else "no error logged"
+
+
+class SlurmdError(NodeError):
+    """slurmd (or ``slurmd -G``) stopped while starting: another cgroup setup may let it start."""
+
+
 # --- slurm.conf ------------------------------------------------------------------------------------
 
 
@@ -648,14 +882,14 @@ def slurm_conf(state: Path, prefix: Prefix, node: NodeLine, gpus: int, node_feat
         f"SlurmctldPidFile={state / 'slurmctld.pid'}", f"SlurmdPidFile={state / 'slurmd.pid'}",
         f"SlurmctldLogFile={state / 'slurmctld.log'}", f"SlurmdLogFile={state / 'slurmd.log'}",
         f"SlurmctldPort={ports[0]}", f"SlurmdPort={ports[1]}",
-        "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "MpiDefault=none",
+        *NO_CGROUP_USERS, "MpiDefault=none",
         "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core", "ReturnToService=2",
         # Schedule at the next event, not up to 3 s later (batch_sched_delay's default), and let tasks share the
         # node's cores (OverSubscribe; GPUs are never shared): tasks wait on Slurm, not on idle cores.
         "SchedulerType=sched/builtin", "SchedulerParameters=sched_min_interval=100000,batch_sched_delay=0",
         # SIGKILL 10 s after a task's time limit's SIGTERM (tileproof stops its programs on SIGTERM at once).
         "KillWait=10",
-        "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
+        "AccountingStorageType=accounting_storage/none",
         "GresTypes=gpu",
         " ".join(node_opts) + " State=UNKNOWN",
         f"PartitionName=debug Nodes={node.name} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4", "",
@@ -689,6 +923,10 @@ class Node:
     daemons: dict[str, subprocess.Popen] = field(default_factory=dict)
     cluster_file: Path | None = None
     """The tileproof cluster file ``up`` wrote for this node, if asked to."""
+    cgroup: str | None = None
+    """The name of the cgroup setup slurmd started with (``CGROUP_SETUPS``)."""
+    cgroup_folders: list[Path] = field(default_factory=list)
+    """Folders under /sys/fs/cgroup made for this cluster (v2-no-systemd), removed when it stops."""
 
     @property
     def bin(self) -> Path:
@@ -728,6 +966,9 @@ def _wait(ready, node: Node, what: str, fix: str, seconds: float = WAIT_S) -> No
         dead = {n: p.returncode for n, p in node.daemons.items() if p.poll() is not None}
         if dead:
             name, code = next(iter(dead.items()))
+            if name == "slurmd":
+                why = slurmd_failure(_text(node.state / "slurmd.log"), _text(node.state / "slurmd.out"))
+                raise SlurmdError(f"slurmd exited {code} before {what}: {why}")
             raise NodeError(f"{name} exited {code} before {what} (fix: see {node.state}/{name}.log and "
                             f"{name}.out; {fix})")
         if time.monotonic() > deadline:
@@ -737,9 +978,12 @@ def _wait(ready, node: Node, what: str, fix: str, seconds: float = WAIT_S) -> No
 
 def up(state: Path, *, debs: Path | None = None, system_prefix: Path | None = None, gpu_query: Path | None = None,
        device_dir: Path = Path("/dev"), extra_features: Iterable[str] = (), cluster: str = "tileproof-node",
-       cluster_file: Path | None = None, time_limit: str = "00:10:00") -> Node:
+       cluster_file: Path | None = None, time_limit: str = "00:10:00", cgroup: Sequence[str] | None = None) -> Node:
     """Every step of ``up``, each saying one line; the daemons are children of this process (``stop``, or
-    ``down`` from another process, ends them)."""
+    ``down`` from another process, ends them). ``cgroup``: the cgroup setups to try, in order (names of
+    ``CGROUP_SETUPS``, tried whatever this host looks like); None: ``cgroup_plan``'s for this host."""
+    if cgroup is not None and (not cgroup or any(n not in SETUP_BY_NAME for n in cgroup)):
+        raise NodeError(f"--cgroup {','.join(cgroup)}: expected names among {', '.join(SETUP_BY_NAME)}")
     if state.exists() and any(state.iterdir()):
         raise NodeError(f"{state}: not empty (fix: a new folder for each cluster; down stops an old one)")
     if len(str(state / "munge.socket")) > SOCKET_PATH_MAX:
@@ -751,7 +995,7 @@ def up(state: Path, *, debs: Path | None = None, system_prefix: Path | None = No
     loader = _libraries_step(prefix, glibc, note_outside=debs is not None)
     gpus = _gpus_step(state, prefix, gpu_query, device_dir)
     node = _config_step(state, prefix, gpus, device_dir, features(gpus, extra_features), cluster, loader)
-    _start_step(node)
+    _cgroup_step(node, cgroup)
     if cluster_file is not None:
         write_cluster_file(cluster_file, cluster, gpus, time_limit)
         node.cluster_file = cluster_file
@@ -814,7 +1058,7 @@ def _gpus_step(state: Path, prefix: Prefix, gpu_query: Path | None, device_dir: 
 
 def _config_step(state: Path, prefix: Prefix, gpus: list[Gpu], device_dir: Path, node_features: list[str],
                  cluster: str, loader: str) -> Node:
-    """slurm.conf and gres.conf (read back by ``slurmd -G``), the munge key, the client commands."""
+    """slurm.conf and gres.conf (read back by ``slurmd -G`` in ``_cgroup_step``), the munge key, the clients."""
     env = prefix.daemon_env()
     slurmd = prefix.program("sbin", "slurmd")
     hw = run([str(slurmd), "-C"], env=env)
@@ -826,12 +1070,6 @@ def _config_step(state: Path, prefix: Prefix, gpus: list[Gpu], device_dir: Path,
     conf = state / "slurm.conf"
     conf.write_text(slurm_conf(state, prefix, node_hw, len(gpus), node_features, cluster, (free_port(), free_port())))
     (state / "gres.conf").write_text(gres_conf(gpus, prefix.plugin_dir, device_dir) if gpus else "")
-    if gpus:
-        shown = run([str(slurmd), "-G", "-f", str(conf)], env={**env, "SLURM_CONF": str(conf)})
-        listed = len(re.findall(r"\bGres Name=gpu\b", shown.stdout + shown.stderr))
-        if shown.returncode != 0 or (listed != len(gpus) and not has_nvml(prefix.plugin_dir)):
-            raise NodeError(f"slurmd -G: Slurm reads {listed} GPUs from {state / 'gres.conf'}, expected "
-                            f"{len(gpus)}: {last_line(shown)}")
     node = Node(state=state, prefix=prefix, name=node_hw.name, gpus=gpus, features=node_features)
     for name in CLIENTS:
         script = node.bin / name
@@ -845,10 +1083,121 @@ def _config_step(state: Path, prefix: Prefix, gpus: list[Gpu], device_dir: Path,
     return node
 
 
+def _text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.is_file() else ""
+
+
+def _readback(node: Node) -> None:
+    """``slurmd -G``: Slurm's own reading of gres.conf (it loads the cgroup plugin first, as slurmd does), which
+    must list every GPU. SlurmdError where slurmd -G itself fails."""
+    env = {**node.prefix.daemon_env(), "SLURM_CONF": str(node.conf)}
+    shown = run([str(node.prefix.program("sbin", "slurmd")), "-G", "-f", str(node.conf)], env=env)
+    if shown.returncode != 0:
+        raise SlurmdError(f"slurmd -G exited {shown.returncode}: "
+                          f"{slurmd_failure(_text(node.state / 'slurmd.log'), shown.stdout + shown.stderr)}")
+    listed = len(re.findall(r"\bGres Name=gpu\b", shown.stdout + shown.stderr))
+    if listed != len(node.gpus) and not has_nvml(node.prefix.plugin_dir):
+        raise NodeError(f"slurmd -G: Slurm reads {listed} GPUs from {node.state / 'gres.conf'}, expected "
+                        f"{len(node.gpus)}: {last_line(shown)}")
+
+
+def _cgroup_step(node: Node, names: Sequence[str] | None) -> None:
+    """slurmd started with the first cgroup setup that lets it (``cgroup_plan``'s order for this host, or the
+    names given): one line for what this host is, one per setup skipped and one per attempt that failed (its
+    slurmd.log kept as slurmd.cgroup-N.log); the cluster up, or a NodeError naming every attempt."""
+    host = read_cgroups(node.state)
+    say(f"cgroup: {host.line()}")
+    if names is None:
+        version = slurm_version(run([str(node.prefix.program("sbin", "slurmd")), "-V"],
+                                    env=node.prefix.daemon_env()).stdout)
+        plan = cgroup_plan(host, version, [p.name for p in node.prefix.plugin_dir.iterdir()])
+        for p in plan:
+            if p.skipped:
+                say(f"cgroup: not {p.setup.name}: {p.skipped}")
+        tries = [p.setup for p in plan if p.skipped is None]
+    else:
+        tries = [SETUP_BY_NAME[n] for n in names]
+    if not tries:
+        raise NodeError(f"cgroup: no setup can work on this host (the lines above; fix: see "
+                        f"{node.state / CGROUP_FILE}, or name setups to try anyway: --cgroup v1-inert)")
+    failed = []
+    for n, setup in enumerate(tries, 1):
+        before = _folders_before(host, setup)
+        try:
+            (node.state / "cgroup.conf").unlink(missing_ok=True)
+            if setup.settings is not None:
+                (node.state / "cgroup.conf").write_text(cgroup_conf(setup))
+            node.cgroup, node.cgroup_folders = setup.name, []
+            if before is not None:
+                node.cgroup_folders = _folders_made(before)
+            _readback(node)
+            _start_step(node)
+        except SlurmdError as e:
+            for line in _remove_folders(node.cgroup_folders if before is None else _folders_made(before)):
+                say(f"cgroup: {line}")
+            kept = [_keep(node.state / f"slurmd.{ext}", f"slurmd.cgroup-{n}.{ext}") for ext in ("log", "out")]
+            say(f"cgroup: attempt {n} of {len(tries)}, {setup.name} ({setup.what}): {e} "
+                f"(log: {', '.join(k for k in kept if k) or 'none'})")
+            failed.append(f"{setup.name} ({e})")
+            continue
+        if before is not None:
+            node.cgroup_folders = _folders_made(before)
+            _write_node_file(node)
+        return
+    raise NodeError(f"cgroup: slurmd starts with none of the setups tried here: {'; '.join(failed)} "
+                    f"(fix: see the cgroup lines above and {node.state / CGROUP_FILE}; --cgroup names others)")
+
+
+def _keep(path: Path, name: str) -> str | None:
+    if not path.is_file():
+        return None
+    path.rename(path.with_name(name))
+    return name
+
+
+def _folders_before(host: HostCgroups, setup: CgroupSetup) -> set[Path] | None:
+    """For v2-no-systemd on a writable cgroup2 tree: system.slice made if it is missing (slurmd makes only the
+    scope inside it), and the folders in it before slurmd starts; None for every other setup."""
+    if setup.name != "v2-no-systemd" or host.mounted != "cgroup2" or not host.writable:
+        return None
+    slice_ = CGROUP_MOUNT / "system.slice"
+    if not slice_.is_dir():
+        try:
+            slice_.mkdir()
+        except OSError:
+            return None  # slurmd then says why it cannot make its scope there
+        return set()
+    return {slice_, *slice_.iterdir()}
+
+
+def _folders_made(before: set[Path]) -> list[Path]:
+    slice_ = CGROUP_MOUNT / "system.slice"
+    if slice_ not in before:
+        return [slice_] if slice_.is_dir() else []
+    return sorted(p for p in slice_.iterdir() if p.is_dir() and p not in before)
+
+
+def _remove_folders(folders: Iterable[Path]) -> list[str]:
+    """Each cgroup folder this cluster made, its sub-folders first (a cgroup goes with rmdir once no process is
+    in it); one line per folder that stays."""
+    lines = []
+    for top in folders:
+        if not top.is_dir():
+            continue
+        for where, subs, _ in os.walk(top, topdown=False):
+            for sub in [*(Path(where) / d for d in subs), *([top] if Path(where) == top else [])]:
+                try:
+                    sub.rmdir()
+                except OSError as e:
+                    lines.append(f"{sub}: not removed ({e.strerror})")
+    return lines
+
 def _start_step(node: Node) -> None:
     """munged, then slurmctld and slurmd; the node idle in sinfo and showing its GPUs; else every daemon stopped."""
     state, prefix = node.state, node.prefix
     env = {**prefix.daemon_env(), "SLURM_CONF": str(node.conf)}
+    node.daemons = {}
+    (state / "munge.socket").unlink(missing_ok=True)  # an earlier attempt's: _wait must see munged's own
     try:
         node.daemons["munged"] = _daemon(state, [str(prefix.program("sbin", "munged")), "--foreground", "--force",
                                                  f"--socket={state / 'munge.socket'}",
@@ -863,8 +1212,7 @@ def _start_step(node: Node) -> None:
                                                  "-d", str(prefix.program("sbin", "slurmstepd"))], env)
         _wait(lambda: node.client("sinfo", "--noheader", "--format=%t").stdout.strip() in ("idle", "mix", "alloc"),
               node, "the node is idle in sinfo", "slurmd -C and the NodeName line of slurm.conf")
-        (state / NODE_FILE).write_text(json.dumps({"pids": {n: p.pid for n, p in node.daemons.items()},
-                                                   "node": node.name}, indent=2) + "\n")
+        _write_node_file(node)
         shown = re.search(r"\bGres=(\S+)", node.client("scontrol", "show", "node", "-o", node.name).stdout)
         gres = shown.group(1).split("(")[0] if shown else None
         if node.gpus and gres != f"gpu:{len(node.gpus)}":
@@ -874,7 +1222,14 @@ def _start_step(node: Node) -> None:
         stop(node)
         raise
     say(f"up: munged, slurmctld, slurmd running (pids {', '.join(str(p.pid) for p in node.daemons.values())}); "
-        f"node {node.name} idle; clients in {node.bin}")
+        f"cgroup setup {node.cgroup}; node {node.name} idle; clients in {node.bin}")
+
+
+def _write_node_file(node: Node) -> None:
+    """STATE/node.json: what ``down`` stops (the daemons' pids) and removes (the cgroup folders made)."""
+    (node.state / NODE_FILE).write_text(json.dumps({
+        "pids": {n: p.pid for n, p in node.daemons.items()}, "node": node.name, "cgroup": node.cgroup,
+        "cgroup_folders": [str(f) for f in node.cgroup_folders]}, indent=2) + "\n")
 
 
 def _nvidia_smi() -> str:
@@ -983,22 +1338,25 @@ def stop(node: Node) -> list[str]:
     for proc in node.daemons.values():
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
-    return lines + _kill_steps(node.conf)
+    lines += _kill_steps(node.conf)
+    return lines + _remove_folders(node.cgroup_folders)
 
 
 def down(state: Path) -> list[str]:
     """Stop the daemons ``up`` left running, by the process ids it wrote in STATE/node.json."""
     path = state / NODE_FILE
     try:
-        pids = {k: int(v) for k, v in json.loads(path.read_text())["pids"].items()}
-    except (OSError, ValueError, KeyError) as e:
+        written = json.loads(path.read_text())
+        pids = {k: int(v) for k, v in written["pids"].items()}
+        folders = [Path(f) for f in written.get("cgroup_folders", [])]
+    except (OSError, ValueError, KeyError, TypeError) as e:
         raise NodeError(f"{path}: no daemons to stop ({e}) (fix: name the --state folder up was given)") from None
     def client(name: str, *args: str) -> subprocess.CompletedProcess:
         return run([str(state / "bin" / name), *args], timeout=60)
 
     lines = _cancel_jobs(client) if "slurmctld" in pids and _alive(pids["slurmctld"]) else []
     lines += _stop_pids(pids, lambda: client("scontrol", "shutdown").returncode == 0, lambda name: None)
-    return lines + _kill_steps(state / "slurm.conf")
+    return lines + _kill_steps(state / "slurm.conf") + _remove_folders(folders)
 
 
 # --- command line --------------------------------------------------------------------------------
@@ -1021,6 +1379,9 @@ def main(argv: list[str] | None = None) -> int:
     u.add_argument("--gpu-query", type=Path, default=None,
                    help="an nvidia-smi --query-gpu transcript to read instead of asking nvidia-smi (tests)")
     u.add_argument("--device-dir", type=Path, default=Path("/dev"), help="where the nvidiaN device files are")
+    u.add_argument("--cgroup", default=None, metavar="NAME[,NAME]",
+                   help=f"the cgroup setups to try, in order ({', '.join(SETUP_BY_NAME)}); default: the ones that "
+                        "can work on this host, least intrusive first")
     d = sub.add_parser("down", help="stop the daemons up started")
     d.add_argument("--state", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -1035,7 +1396,8 @@ def main(argv: list[str] | None = None) -> int:
             up(args.state.resolve(), debs=args.debs.resolve() if args.debs else None,
                system_prefix=args.prefix.resolve() if args.prefix else None,
                gpu_query=args.gpu_query, device_dir=args.device_dir, extra_features=args.feature,
-               cluster=args.cluster_name, cluster_file=args.cluster_file, time_limit=args.time_limit)
+               cluster=args.cluster_name, cluster_file=args.cluster_file, time_limit=args.time_limit,
+               cgroup=None if args.cgroup is None else [n.strip() for n in args.cgroup.split(",")])
             return 0
         for line in down(args.state.resolve()):
             say(f"down: {line}")

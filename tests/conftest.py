@@ -61,7 +61,8 @@ if _ram is not None:  # before any temporary folder exists; xdist's workers and 
 
 
 FIRST = ("test_new_lesson.py", "test_fleet_slurm.py", "test_fleet_merge.py", "test_build.py", "test_fuzz_parsers.py",
-         "test_claims.py", "test_run_cmd.py", "test_runner.py", "test_browser_report.py", "test_kernels_import.py")
+         "test_claims.py", "test_containment.py", "test_run_cmd.py", "test_runner.py", "test_browser_report.py",
+         "test_kernels_import.py")
 """The test files that take longest (compiles, a Slurm cluster, deadlines), longest first. They run first,
 the rest in collection order: under pytest-xdist (``nox -s tests``: ``--dist loadfile
 --no-loadscope-reorder``) a worker is never left alone with one of them at the end."""
@@ -127,6 +128,35 @@ def _has_gpu() -> bool:
 HAS_GPU = _has_gpu()
 gpu = pytest.mark.skipif(not HAS_GPU, reason="needs an NVIDIA GPU with a driver (nvidia-smi); CI has none")
 no_gpu = pytest.mark.skipif(HAS_GPU, reason="tests the no-GPU path; this machine has a GPU")
+
+
+CONTAINMENTS = ("pid-namespace", "cgroup", "marker")
+"""Every containment (``records.models.Containment``), best first."""
+SCOPES = CONTAINMENTS[:2]
+"""The containments that hold a step whatever its processes do."""
+
+
+@pytest.fixture
+def contained(request, monkeypatch):
+    """The containment ``request.param`` (parametrize with ``indirect=True``) for every process the test starts,
+    in this process and in the tileproof processes it starts (``TILEPROOF_CONTAINMENT``); skipped, with the
+    reason, where it does not hold."""
+    from tileproof.records.errors import TileproofError
+    from tileproof.runner import process
+
+    monkeypatch.setenv(process.CONTAIN_VAR, request.param)
+    process.containment.cache_clear()
+    try:
+        process.containment()
+    except TileproofError as e:
+        pytest.skip(str(e))
+    yield request.param
+    process.containment.cache_clear()  # the next test chooses again, without the variable
+
+
+def each_containment(*kinds: str):
+    """Run a test under each of ``kinds`` (default: every containment) through the ``contained`` fixture."""
+    return pytest.mark.parametrize("contained", kinds or CONTAINMENTS, indirect=True)
 
 
 @pytest.fixture(scope="module")

@@ -93,6 +93,7 @@ def fake_cupy(clock: Clock) -> types.ModuleType:
 
     runtime = types.SimpleNamespace(
         memsetAsync=memset, memcpyAsync=memcpy, memcpyDeviceToDevice=3, getDevice=lambda: 0,
+        deviceGetPCIBusId=lambda _d: PCI_BUS_ID,
         getDeviceProperties=lambda _d: {"multiProcessorCount": 132, "l2CacheSize": 60 << 20, "major": 9,
                                         "minor": 0, "name": b"Fake H200"},
         deviceGetAttribute=lambda attr, _d: 1980000 if attr == 13 else 0, CUDA_R_16F=2, CUDA_R_32F=0)
@@ -101,6 +102,50 @@ def fake_cupy(clock: Clock) -> types.ModuleType:
         get_elapsed_time=lambda start, end: end.t - start.t,
         device=types.SimpleNamespace(get_cublas_handle=lambda: 0))
     return cp
+
+
+PCI_BUS_ID = "0000:00:06.0"
+"""The fake GPU's PCI bus id, as CUDA and NVML both name it."""
+MAX_SM_MHZ, POWER_LIMIT_MW = 1980, 700_000
+"""The fake card's maximum SM clock and enforced power limit, as NVML gives them."""
+
+
+def fake_pynvml(instant: bool = True, fail_at: str | None = None) -> types.ModuleType:
+    """The part of pynvml kernels/bench/gpu_load.py reads, for the fake GPU: a card held at its power limit
+    (SM 1515 MHz of 1980, 695 W of 700 instantly, 690 W averaged, the power cap the active clock event
+    reason). ``instant=False``: a driver without the instantaneous power field; ``fail_at``: the name of
+    a call that raises, as NVML does where it cannot answer."""
+    nvml = types.ModuleType("fake_pynvml")
+    handle = object()
+
+    def by_bus(bus: str):
+        if bus != PCI_BUS_ID:
+            raise RuntimeError(f"NVML: no GPU at {bus}")
+        return handle
+
+    def field_values(_h, fields):
+        if not instant:
+            raise RuntimeError("Not Supported")
+        assert fields == [186], fields
+        return [types.SimpleNamespace(nvmlReturn=0, value=types.SimpleNamespace(uiVal=POWER_LIMIT_MW - 5_000))]
+
+    calls = {
+        "nvmlInit": lambda: None, "nvmlShutdown": lambda: None,
+        "nvmlDeviceGetHandleByPciBusId": by_bus,
+        "nvmlDeviceGetMaxClockInfo": lambda _h, kind: MAX_SM_MHZ if kind == 1 else 3201,
+        "nvmlDeviceGetEnforcedPowerLimit": lambda _h: POWER_LIMIT_MW,
+        "nvmlDeviceGetFieldValues": field_values,
+        "nvmlDeviceGetPowerUsage": lambda _h: POWER_LIMIT_MW - 10_000,
+        "nvmlDeviceGetClockInfo": lambda _h, kind: 1515 if kind == 1 else 3201,
+        "nvmlDeviceGetCurrentClocksEventReasons": lambda _h: 0x4,
+    }
+
+    def refuse(*_args):
+        raise RuntimeError(f"NVML: {fail_at} failed")
+
+    for name, call in calls.items():
+        setattr(nvml, name, refuse if name == fail_at else call)
+    return nvml
 
 
 def fake_cublas(clock: Clock) -> types.ModuleType:

@@ -161,6 +161,8 @@ STARTERS = {
     "tileproof/runner/process.py": "the contained starter: every program tileproof runs as work, with a deadline",
     "tileproof/runner/query.py": "short questions to a tool (git, Slurm's clients), each with a deadline",
     "tileproof/runner/forked.py": "the one forked copy of tileproof for pure byte work (hashing, sealing)",
+    "tileproof/runner/stepinit.py": "a contained step's first process (PID 1 of its namespace, or its cgroup's "
+                                    "starter): forks and execs the one program process.py gives it",
 }
 """The only modules of tileproof/ that may start a process, and what each is for."""
 
@@ -234,7 +236,7 @@ def test_only_the_starters_start_a_process():
             offenders += [f"{rel}:{s}" for s in starts if "without timeout=" in s]
         else:
             offenders += [f"{rel}:{s}" for s in starts]
-    assert not offenders, "a process started outside runner/process.py, query.py, forked.py: " + ", ".join(offenders)
+    assert not offenders, "a process started outside the starters (STARTERS): " + ", ".join(offenders)
     starting = {rel for rel in STARTERS if process_starts((REPO / rel).read_text(encoding="utf-8"))}
     assert used == starting == set(STARTERS)
 

@@ -462,6 +462,12 @@ def test_cc_issues_table(audit_template):
     assert rule == "cc-transcript" and "NVIDIA H200 (cc 9.0)" in reason
     no_query = env.model_copy(update={"nvidia_smi_query": None})
     assert [r for r, _ in gpu.cc_issues(no_query, None)] == ["cc-transcript"]
+    # environment_version 3 names the GPU's PCI bus id: the transcript must say the same (one GPU among several)
+    on_bus = env.model_copy(update={"gpu": env.gpu.model_copy(update={"pci_bus_id": "00000000:18:00.0"})})
+    assert gpu.cc_issues(on_bus, [{**rows[0], "pci_bus_id": "00000000:18:00.0"}]) == []
+    ((rule, reason),) = gpu.cc_issues(on_bus, [{**rows[0], "pci_bus_id": "00000000:2A:00.0"}])
+    assert rule == "gpu-transcript" and reason == ("pci_bus_id '00000000:18:00.0' recorded, nvidia-smi says "
+                                                   "'00000000:2A:00.0'")
 
 
 def test_session_issues_table(audit_template):

@@ -282,11 +282,15 @@ def test_committed_records_rebuild_from_their_evidence(path):
     for new, old in zip(cases, rec.cases, strict=True):
         assert (new.median_ms, new.spread, new.pct_of_reference, new.checked) == \
             (old.median_ms, old.spread, old.pct_of_reference, old.checked)
+        if rec.bench_version >= 3:   # the clock and power come out of the same readings again
+            assert new.load == old.load and new.roofline == old.roofline
         assert new.repeats >= 20 and new.min_ms <= new.median_ms <= new.max_ms
         assert (new.tflops is None) != (new.gbps is None) and new.pct_of_ceiling is not None
         if new.name != "copy":
             assert new.checked
     assert bench.head_to_head(results) == rec.head_to_head
+    if rec.bench_version >= 3:
+        assert bench.load_unavailable(results, cases) == rec.load_unavailable
 
 
 # --- records -----------------------------------------------------------------------
@@ -375,8 +379,8 @@ def test_select_by_any_name(name):
 def test_sources_follow_imports():
     got = [p.relative_to(REPO).as_posix() for p in bench.sources(REPO, BENCH / "softmax_bench.py")]
     assert got[0] == "kernels/bench/softmax_bench.py"
-    assert set(got[1:]) == {"kernels/bench/entry.py", "kernels/bench/jit.py", "kernels/bench/timing.py",
-                            "kernels/harness.py",
+    assert set(got[1:]) == {"kernels/bench/entry.py", "kernels/bench/gpu_load.py", "kernels/bench/jit.py",
+                            "kernels/bench/timing.py", "kernels/harness.py",
                             "kernels/tolerances.py", "kernels/tile_matmul_softmax.py", "kernels/online_softmax.py"}
 
 
@@ -791,18 +795,23 @@ def test_second_look_above_cublas_uses_the_control_or_else_the_references_spread
     assert look.basis == "head to head, 200 cycles; control 100.1% [99.8, 100.6] over 200 cycles"
 
 
-def test_bench_version_decides_which_fields_a_record_may_hold(tmp_path):
-    cases, ceilings, repeat = bench.build_cases(matmul_results(), report())
+def record_fields(run_id: str, ceilings: dict, repeat: dict) -> dict:
+    """A FIXTURE matmul bench record's fields around its cases (``bench_version`` and ``cases`` are the test's)."""
     now = datetime(2026, 12, 1, tzinfo=timezone.utc)
     t = Transcript(path="evidence/FIXTURE-bench/x.txt", sha256="0" * 64, bytes=0)
     step = Step(name="matmul_bench", argv=["python3"], started=now, ended=now, duration_s=1.0, exit_code=0,
                 stdout=t, stderr=t)
-    fields = dict(schema_version=1, kind="bench", run_id="FIXTURE-bench-v", created=now, tileproof_version="0.1.0",
-                  git=GitState(commit=None, dirty=True),
-                  host=HostFacts(system="fixture", release="6", machine="x86_64", python="3.12", cpu_count=16),
-                  environment=environment(), program="kernels/bench/matmul_bench.py", sources=[], step=step,
-                  results_file=t, gpu_before=None, gpu_after=None, ceilings=ceilings, repeat_spread=repeat,
-                  verdict="passed", reason="FIXTURE")
+    return dict(schema_version=1, kind="bench", run_id=run_id, created=now, tileproof_version="0.1.0",
+                git=GitState(commit=None, dirty=True),
+                host=HostFacts(system="fixture", release="6", machine="x86_64", python="3.12", cpu_count=16),
+                environment=environment(), program="kernels/bench/matmul_bench.py", sources=[], step=step,
+                results_file=t, gpu_before=None, gpu_after=None, ceilings=ceilings, repeat_spread=repeat,
+                verdict="passed", reason="FIXTURE")
+
+
+def test_bench_version_decides_which_fields_a_record_may_hold(tmp_path):
+    cases, ceilings, repeat = bench.build_cases(matmul_results(), report())
+    fields = record_fields("FIXTURE-bench-v", ceilings, repeat)
     BenchRecord(**fields, bench_version=2, cases=cases)
     with pytest.raises(ValueError, match="before bench_version 2 hold no roofline"):
         BenchRecord(**fields, cases=cases)                                   # bench_version 1 by default
@@ -810,7 +819,17 @@ def test_bench_version_decides_which_fields_a_record_may_hold(tmp_path):
     with pytest.raises(ValueError, match="give every case with a rate its roofline"):
         BenchRecord(**fields, bench_version=2, cases=bare)
     assert BenchRecord(**fields, cases=bare).bench_version == 1
-    assert all(r.bench_version == 1 for r in map(load_record, committed_bench_records()))
+    committed = {r.run_id: r for r in map(load_record, committed_bench_records())}
+    assert set(committed) >= V1_BENCH_RECORDS, "committed records are never deleted"
+    assert all(committed[run_id].bench_version == 1 for run_id in V1_BENCH_RECORDS)
+
+
+V1_BENCH_RECORDS = {"20261129T121531Z-bench-2397a91b", "20261129T121706Z-bench-888e6b02",
+                    "20261129T131041Z-bench-5b8743d8", "20261129T131313Z-bench-a9e91bf3",
+                    "20261129T131807Z-bench-852b09e8", "20261129T132035Z-bench-44c2599d",
+                    "20261201T092413Z-bench-bbc58257", "20261201T092610Z-bench-55789877"}
+"""The bench records committed before bench_version 2 (H200, 2026-11-29 and 2026-12-01): read as written,
+version 1, whatever later records the tree gains."""
 
 
 def test_summary_shows_each_cases_roofline_and_flag():
@@ -870,3 +889,150 @@ def test_plans_hold_distinct_configs_and_the_bench_plan_is_swept():
     with pytest.raises(ValueError, match="only the persistent kernel"):
         mat.hinted("grouped", (128, 128, 64), latency=4)
     assert soft.config("online_softmax", "l2", (1, 8192), rev=1, occupancy=1, stg=0).tag == "1x8192+occ1+rev"
+
+
+# --- the GPU's clock and power while each case ran (bench_version 3) ---------------------------------
+
+
+def sampler(**fake):
+    import fake_gpu
+
+    return bench_module("gpu_load").Sampler(fake_gpu.PCI_BUS_ID, nvml=fake_gpu.fake_pynvml(**fake))
+
+
+def test_sampler_keeps_each_windows_readings_and_reads_as_each_batch_ends():
+    import fake_gpu
+
+    s = sampler()
+    assert s.error is None and s.limits == {"pci_bus_id": fake_gpu.PCI_BUS_ID, "max_sm_clock_mhz": 1980,
+                                            "power_limit_w": 700.0, "power_reading": "instant"}
+    for phase in ("sweep", "sweep", "repeat"):
+        with s.window((phase, "matmul/cublas/8192x8192x8192")):
+            pass
+    got = s.samples_of(("sweep", "matmul/cublas/8192x8192x8192"))
+    assert got["sm_clock_mhz"] == [1515, 1515] and got["power_w"] == [695.0, 695.0] and got["reasons"] == [4, 4]
+    assert len(s.samples_of(("repeat", "matmul/cublas/8192x8192x8192"))["sm_clock_mhz"]) == 1
+    assert s.samples_of(("sweep", "never/timed")) is None, "the reading taken at start-up is in no window"
+    about = s.describe()
+    assert about["error"] is None and about["reason_bits"]["4"] == "sw_power_cap" and about["interval_ms"] == 20
+
+
+def test_sampler_thread_reads_inside_a_window_and_stops():
+    import time
+
+    s = sampler()
+    s.interval_s = 0.002
+    with s.running():
+        with s.window(("sweep", "a")):
+            time.sleep(0.05)
+        assert s._thread is not None and s._thread.is_alive()
+    assert s._thread is None
+    assert len(s.samples_of(("sweep", "a"))["sm_clock_mhz"]) >= 3, "the thread read while the batch ran"
+
+
+@pytest.mark.parametrize("fake, why", [
+    (dict(fail_at="nvmlInit"), "NVML: RuntimeError: NVML: nvmlInit failed"),
+    (dict(fail_at="nvmlDeviceGetClockInfo"), "nvmlDeviceGetClockInfo failed"),   # the first reading, at start-up
+], ids=["init", "first-reading"])
+def test_sampler_that_cannot_read_says_why_and_reads_nothing(fake, why):
+    s = sampler(**fake)
+    assert why in s.error and s.limits == {}
+    with s.running(), s.window(("sweep", "a")):
+        pass
+    assert s.samples_of(("sweep", "a")) is None and s.describe()["error"] == s.error
+
+
+def test_sampler_without_pynvml_or_a_bus_id(monkeypatch):
+    gpu_load = bench_module("gpu_load")
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    assert gpu_load.Sampler("0000:00:06.0").error.startswith("pynvml is not installed")
+    import fake_gpu
+
+    no_bus = gpu_load.Sampler(gpu_load.pci_bus_id(object()), nvml=fake_gpu.fake_pynvml())
+    assert "no PCI bus id" in no_bus.error
+
+
+def test_a_reading_that_fails_mid_run_ends_the_readings_and_says_so():
+    s = sampler()
+    with s.window(("sweep", "a")):
+        pass
+    s.nvml.nvmlDeviceGetClockInfo = lambda *_a: (_ for _ in ()).throw(RuntimeError("GPU is lost"))
+    with s.window(("sweep", "b")):
+        pass
+    assert "GPU is lost" in s.error and s.samples_of(("sweep", "a")) and s.samples_of(("sweep", "b")) is None
+
+
+ABOUT = {"max_sm_clock_mhz": 1980, "power_limit_w": 700.0, "power_reading": "instant", "error": None,
+         "reason_bits": {"1": "gpu_idle", "4": "sw_power_cap"}}
+
+
+def test_gpu_load_is_the_readings_quartiles_against_the_cards_limits():
+    raw = {"sm_clock_mhz": [1400, 1500, 1500, 1600, 1980], "power_w": [600.0, 690.0, 700.0, 700.0, 710.0],
+           "reasons": [4, 4, 4 | 0x200, 0, 1], "window_s": 0.5}
+    load = bench.gpu_load(raw, ABOUT, {"tflops": 1070.5, "sm_clock_mhz": 1980.0}, flops_rate=650.0)
+    c1, _, c3 = statistics.quantiles(raw["sm_clock_mhz"], n=4)
+    p1, _, p3 = statistics.quantiles(raw["power_w"], n=4)
+    assert (load.samples, load.sm_clock_mhz, load.power_w, load.window_s) == (5, 1500, 700, 0.5)
+    assert (load.sm_clock_q1_mhz, load.sm_clock_q3_mhz, load.power_q1_w, load.power_q3_w) == (c1, c3, p1, p3)
+    assert load.reasons == {"gpu_idle": 0.2, "other": 0.2, "sw_power_cap": 0.6}, "a bit without a name is 'other'"
+    assert load.pct_of_power_limit == pytest.approx(100 * p1 / 700)
+    assert load.pct_below_max_clock == pytest.approx(100 * (1 - c3 / 1980))
+    assert load.pct_of_peak_at_clock == pytest.approx(100 * 650 / (1070.5 * 1500 / 1980))
+    assert bench.gpu_load(raw, ABOUT, None, flops_rate=650.0).pct_of_peak_at_clock is None, "no peak's clock"
+    assert bench.gpu_load(raw, ABOUT, {"tflops": 1070.5, "sm_clock_mhz": 1980.0}, None).pct_of_peak_at_clock is None
+    one = bench.gpu_load({**raw, "sm_clock_mhz": [1500], "power_w": [690.0], "reasons": [4]}, ABOUT, None, None)
+    assert (one.sm_clock_q1_mhz, one.sm_clock_mhz, one.sm_clock_q3_mhz) == (1500, 1500, 1500)
+    for no in (None, {**raw, "sm_clock_mhz": []}):
+        assert bench.gpu_load(no, ABOUT, None, None) is None
+    assert bench.gpu_load(raw, {"error": "pynvml is not installed"}, None, None) is None
+    with pytest.raises(ValueError, match="unequal length"):
+        bench.gpu_load({**raw, "reasons": [4]}, ABOUT, None, None)
+
+
+def test_bench_version_3_gives_every_rated_case_its_load_or_says_why():
+    cases, ceilings, repeat = bench.build_cases(matmul_results(), report())
+    assert all(c.load is None for c in cases), "a results file without readings gives no load"
+    fields = dict(record_fields("FIXTURE-bench-v3", ceilings, repeat), cases=cases)
+    with pytest.raises(ValueError, match="give every case with a rate its load, or say in load_unavailable why not"):
+        BenchRecord(**fields, bench_version=3)
+    why = bench.load_unavailable(matmul_results(), cases)
+    assert why.startswith("the bench program wrote no GPU clock and power readings")
+    assert BenchRecord(**fields, bench_version=3, load_unavailable=why).load_unavailable == why
+    with pytest.raises(ValueError, match="before bench_version 3 hold no load"):
+        BenchRecord(**fields, bench_version=2, load_unavailable=why)
+    load = bench.gpu_load({"sm_clock_mhz": [1500], "power_w": [690.0], "reasons": [4], "window_s": 0.3}, ABOUT,
+                          None, None)
+    with_load = [c.model_copy(update={"load": load}) for c in cases]
+    assert BenchRecord(**{**fields, "cases": with_load}, bench_version=3).load_unavailable is None
+    with pytest.raises(ValueError, match="before bench_version 3 hold no load"):
+        BenchRecord(**{**fields, "cases": with_load}, bench_version=2)
+    assert bench.load_unavailable({"load": {"error": "NVML: lost"}}, cases).startswith("NVML: lost; no NVML reading")
+
+
+def test_summary_and_best_lines_show_the_clock_and_power_each_case_ran_at():
+    results = matmul_results()
+    cases, ceilings, repeat = bench.build_cases(results, report())
+    load = bench.gpu_load({"sm_clock_mhz": [1480, 1500], "power_w": [695.0, 699.0], "reasons": [4, 4],
+                           "window_s": 0.3}, ABOUT, None, None)
+    cases = [c.model_copy(update={"load": load}) for c in cases]
+    lines = bench.summary(cases, repeat, ceilings)
+    assert all("SM 1490/1980 MHz 697/700 W" in line for line in lines[1:1 + len(cases)])
+    best = [line for line in lines if line.strip().startswith("best ")]
+    assert best and all("SM 1490 of 1980 MHz, 697 of 700 W (instant; sw_power_cap 100%), 2 readings" in b
+                        for b in best)
+
+
+def test_sampler_finds_the_gpu_by_nvmls_spelling_of_its_bus_id_too():
+    import fake_gpu
+
+    nvml = fake_gpu.fake_pynvml()
+    asked = []
+    by_bus = nvml.nvmlDeviceGetHandleByPciBusId
+
+    def nvml_spelling(bus):
+        asked.append(bus)
+        return by_bus(bus.replace("00000000:", "0000:")) if bus.startswith("00000000:") else by_bus("nowhere")
+
+    nvml.nvmlDeviceGetHandleByPciBusId = nvml_spelling
+    s = bench_module("gpu_load").Sampler("0000:00:06.0", nvml=nvml)
+    assert s.error is None and asked == ["0000:00:06.0", "00000000:00:06.0"]

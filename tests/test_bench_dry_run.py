@@ -28,7 +28,7 @@ from tileproof.records.models import BENCH_VERSION, BenchRecord, CheckReport, Gi
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "kernels" / "bench"
 SOFTMAX_WRONG = (32, 128, 10, False)          # persistent 32x128+lat10+occ4+stg: answers wrongly here
-MATMUL_WRONG = (128, 256, 32, 16, 0, True)     # persistent 128x256x32+g16+warps8+occ1: likewise
+MATMUL_WRONG = (128, 256, 32, 8, 10, True)     # persistent 128x256x32+lat10+warps8+occ1 (sweep only): likewise
 
 
 def load(name: str):
@@ -50,7 +50,7 @@ def gpu(monkeypatch):
     libs.cublas = fake_gpu.fake_cublas(clock)
     for name, module in (("cupy_backends", types.ModuleType("cupy_backends")),
                          ("cupy_backends.cuda", types.ModuleType("cupy_backends.cuda")),
-                         ("cupy_backends.cuda.libs", libs)):
+                         ("cupy_backends.cuda.libs", libs), ("pynvml", fake_gpu.fake_pynvml())):
         monkeypatch.setitem(sys.modules, name, module)
     return cp
 
@@ -83,6 +83,7 @@ def record_of(program: str, results: dict, report: CheckReport, passed: bool) ->
     cases, ceilings, repeat = bench.build_cases(results, report)
     paired = bench.head_to_head(results)
     cases = bench.second_looks(results, cases, paired)
+    no_load = bench.load_unavailable(results, cases)
     now = datetime(2026, 12, 1, tzinfo=timezone.utc)
     t = Transcript(path="evidence/FIXTURE/x.txt", sha256="0" * 64, bytes=0)
     step = Step(name=program, argv=["python3", program], started=now, ended=now, duration_s=1.0,
@@ -94,7 +95,7 @@ def record_of(program: str, results: dict, report: CheckReport, passed: bool) ->
                        host=HostFacts(system="fixture", release="6", machine="x86_64", python="3.12", cpu_count=16),
                        environment=environment(), program=f"kernels/bench/{program}", sources=[], step=step,
                        report=report, report_file=t, results_file=t, gpu_before=None, gpu_after=None, cases=cases,
-                       ceilings=ceilings, repeat_spread=repeat, head_to_head=paired,
+                       ceilings=ceilings, repeat_spread=repeat, head_to_head=paired, load_unavailable=no_load,
                        verdict="passed" if passed else "failed", reason="FIXTURE: a dry run")
 
 
@@ -135,7 +136,7 @@ def test_matmul_sweep_pairs_the_contenders_at_every_size(monkeypatch, gpu, tmp_p
     m = load("matmul_bench.py")
     code, results, report = run(monkeypatch, gpu, "matmul_bench.py", tmp_path, "--sweep", **MATMUL_SHAPES)
     assert code == 1
-    assert [s["key"] for s in results["skipped"]] == [f"matmul/persistent/{z}/128x256x32+g16+warps8+occ1"
+    assert [s["key"] for s in results["skipped"]] == [f"matmul/persistent/{z}/128x256x32+lat10+warps8+occ1"
                                                       for z in ("256x256x256", "512x512x512", "512x256x384",
                                                                 "200x136x100")]
     paired = [c for c in results["cases"] if c["phase"] == "paired"]
@@ -169,3 +170,83 @@ def test_matmul_bench_plan_passes(monkeypatch, gpu, tmp_path):
     plan = m.configs(m.QUICK_TILES)
     assert len(report.checks) == (len(plan) + 1) * len(MATMUL_SHAPES["QUICK_SIZES"])
     record_of("matmul_bench.py", results, report, passed=True)
+
+
+# --- the bench plans at the bench's own pace, and what the GPU did meanwhile ---------------------------
+
+
+def assert_loaded(rec: BenchRecord) -> None:
+    """Every case with a rate carries the fake card's NVML readings: at its power limit, below its clock."""
+    assert rec.load_unavailable is None
+    for c in rec.cases:
+        load = c.load
+        assert load is not None and load.samples >= m_rounds(rec), c.key   # at least one reading per batch
+        assert (load.max_sm_clock_mhz, load.power_limit_w, load.power_reading) == (1980, 700, "instant")
+        assert load.sm_clock_mhz == 1515 and load.power_w == 695 and load.reasons == {"sw_power_cap": 1.0}
+        assert c.pct_of_power_limit == pytest.approx(99.29, abs=0.01)
+        assert c.pct_below_max_clock == pytest.approx(100 * (1 - 1515 / 1980))
+
+
+def m_rounds(rec: BenchRecord) -> int:
+    return 5 if rec.cases and rec.cases[0].repeats >= 100 else 2
+
+
+def test_matmul_bench_plan_at_the_bench_pace_pairs_every_size_and_reads_the_gpu(monkeypatch, gpu, tmp_path):
+    m = load("matmul_bench.py")
+    code, results, report = run(monkeypatch, gpu, "matmul_bench.py", tmp_path, **MATMUL_SHAPES)
+    assert code == 0 and report.passed and results["skipped"] == []
+    plan = m.configs(m.TILES)
+    assert len(report.checks) == (len(plan) + 1) * len(MATMUL_SHAPES["SIZES"])
+    assert set(m.tuned()) | set(m.unswept()) <= set(plan) and len(m.unswept()) <= 2
+    assert results["method"]["plan"] == "bench" and all(
+        len(c["samples_ms"]) == m.ROUNDS * m.LAUNCHES for c in results["cases"] if c["phase"] != "paired")
+    paired = [c for c in results["cases"] if c["phase"] == "paired"]
+    for size in MATMUL_SHAPES["SIZES"]:
+        at = [c for c in paired if tuple(c["shape"]) == size]
+        assert sum(1 for c in at if c.get("twin_of")) == 1 and all(len(c["samples_ms"]) == m.PAIRED_CYCLES for c in at)
+        assert {c["variant"] for c in at} == {"tile", "grouped", "persistent", "cublas"}
+    assert all(c["load"] is None for c in paired), "no case has a batch of its own head to head"
+    assert results["load"]["power_limit_w"] == 700 and results["load"]["error"] is None
+    assert results["peak"]["sm_clock_mhz"] == 1980
+    rec = record_of("matmul_bench.py", results, report, passed=True)
+    assert_loaded(rec)
+    for c in rec.cases:   # the fake card's clock is 1515 of the peak's 1980 MHz: the peak at that clock is smaller
+        if c.roofline.bound == "flops":
+            assert c.pct_of_peak_at_clock == pytest.approx(100 * c.tflops / (rec.ceilings["peak_tflops"] * 1515 / 1980))
+        else:
+            assert c.pct_of_peak_at_clock is None
+
+
+def test_softmax_bench_plan_at_the_bench_pace_reads_the_gpu(monkeypatch, gpu, tmp_path):
+    m = load("softmax_bench.py")
+    code, results, report = run(monkeypatch, gpu, "softmax_bench.py", tmp_path, **SOFTMAX_SHAPES)
+    assert code == 0 and report.passed and results["skipped"] == []
+    assert len(report.checks) == len(m.configs("bench")) + 2
+    repeat = [c for c in results["cases"] if c["phase"] == "repeat"]
+    assert [c["key"] for c in repeat] == ["softmax/tile/512x128/8x128", "copy/memcpy/262144"]
+    assert all(c["load"] for c in results["cases"]), "every batch of every case was watched"
+    rec = record_of("softmax_bench.py", results, report, passed=True)
+    assert_loaded(rec)
+    assert all(c.pct_of_peak_at_clock is None and c.times_floor >= 1.0 - 1e-9 or c.key.startswith("copy/")
+               for c in rec.cases)
+
+
+@pytest.mark.parametrize("pynvml,why", [(None, "pynvml is not installed"),
+                                        (fake_gpu.fake_pynvml(fail_at="nvmlDeviceGetHandleByPciBusId"),
+                                         "nvmlDeviceGetHandleByPciBusId failed")], ids=["no-pynvml", "nvml-refuses"])
+def test_without_nvml_the_bench_runs_and_the_record_says_why(monkeypatch, gpu, tmp_path, pynvml, why):
+    monkeypatch.setitem(sys.modules, "pynvml", pynvml)   # None: ``import pynvml`` raises ImportError
+    code, results, report = run(monkeypatch, gpu, "softmax_bench.py", tmp_path, "--quick", **SOFTMAX_SHAPES)
+    assert code == 0 and why in results["load"]["error"] and "max_sm_clock_mhz" not in results["load"]
+    assert all(c["load"] is None for c in results["cases"])
+    rec = record_of("softmax_bench.py", results, report, passed=True)
+    assert all(c.load is None and c.pct_of_power_limit is None for c in rec.cases)
+    assert why in rec.load_unavailable
+
+
+def test_a_driver_without_the_instant_field_gives_the_averaged_power(monkeypatch, gpu, tmp_path):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_gpu.fake_pynvml(instant=False))
+    code, results, report = run(monkeypatch, gpu, "softmax_bench.py", tmp_path, "--quick", **SOFTMAX_SHAPES)
+    assert code == 0 and results["load"]["power_reading"] == "average"
+    rec = record_of("softmax_bench.py", results, report, passed=True)
+    assert {(c.load.power_reading, c.load.power_w) for c in rec.cases} == {("average", 690)}

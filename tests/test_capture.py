@@ -18,8 +18,33 @@ def test_parse_real_gpu_query():
     assert rows == [{
         "index": 0, "name": "NVIDIA H200", "uuid": "GPU-e38677bf-980e-e26f-594b-2c9764385f1a",
         "compute_capability": "9.0", "driver_version": "580.159.04", "memory_total_mib": 143771,
-        "clocks_sm_mhz": 345, "clocks_mem_mhz": 3201,
+        "clocks_sm_mhz": 345, "clocks_mem_mhz": 3201, "pci_bus_id": None,  # asked for since: not in this transcript
     }]
+
+
+def test_a_multi_gpu_query_names_each_gpu_by_its_bus_and_a_broken_one_by_what_it_still_says():
+    """Made-up four-GPU transcript (tests/data/gpu/README.md): GPU 2 answers ``[Unknown Error]``."""
+    rows = parse_gpu_query((DATA / "nvidia-smi-query-4gpu.csv").read_text())
+    assert [(r["index"], r["pci_bus_id"]) for r in rows] == [
+        (0, "00000000:18:00.0"), (1, "00000000:2A:00.0"), (2, "00000000:3A:00.0"), (3, "00000000:5D:00.0")]
+    assert (rows[2]["compute_capability"], rows[2]["memory_total_mib"]) == ("[Unknown Error]", None)
+    assert parse_gpu_query("index, pci.bus_id\n0, [N/A]\n")[0]["pci_bus_id"] is None
+
+
+def test_every_child_keeps_the_hosts_nvlink_multicast_off_and_its_records_say_so():
+    """NCCL_NVLS_ENABLE, TORCH_SYMM_MEM_DISABLE_MULTICAST and NVSHMEM_DISABLE_NVLS (a multi-GPU H200 host's settings)
+    pass the child allowlist and are recorded; a GPU given to a child is CUDA's device in nvidia-smi's order."""
+    from tileproof.runner.environment import child_env
+
+    host = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
+            "NCCL_SOCKET_IFNAME": "eth0", "CUDA_DEVICE_ORDER": "FASTEST_FIRST", "PATH": "/bin"}
+    child = child_env(base=host, device=3)
+    assert {k: child[k] for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")} == {
+        "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    assert "NCCL_SOCKET_IFNAME" not in child  # the allowlist still passes nothing else
+    assert (child["CUDA_VISIBLE_DEVICES"], child["CUDA_DEVICE_ORDER"]) == ("3", "PCI_BUS_ID")
+    assert child_env(base=host)["CUDA_DEVICE_ORDER"] == "FASTEST_FIRST"  # no device chosen: the caller's own
+    assert env_allowlisted(child)["NVSHMEM_DISABLE_NVLS"] == "1" and "NCCL_SOCKET_IFNAME" not in env_allowlisted(host)
 
 
 def test_parse_gpu_query_without_gpus():

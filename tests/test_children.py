@@ -7,22 +7,24 @@ import time
 from pathlib import Path
 
 import pytest
-from test_runner import alive
+from own_processes import fresh_name, left_after, named_sleep
 
 from tileproof.runner import children, process
 
 REPO = Path(__file__).resolve().parents[1]
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the process table is read from /proc")
 
-HANG = '''"""A fake lesson program that writes its pid and sleeps."""
+HANG = '''"""A fake lesson program that takes the name in hang.name, writes its pid and sleeps."""
 import os, time
 from pathlib import Path
 
 AOT_SIGNATURES = {}  # makes it a program for ``run``'s discovery
 
+Path("/proc/self/comm").write_text(Path(__file__).with_suffix(".name").read_text())
 Path(__file__).with_suffix(".pid").write_text(str(os.getpid()))
 time.sleep(600)
 '''
+"""The test finds it by its name (``own_processes``): a PID read inside its PID namespace means nothing outside."""
 
 
 @pytest.fixture
@@ -31,37 +33,33 @@ def tree(tmp_path, monkeypatch):
         (tmp_path / folder).mkdir()
     (tmp_path / "kernels" / "tolerances.py").write_text((REPO / "kernels" / "tolerances.py").read_text())
     (tmp_path / "kernels" / "hang.py").write_text(HANG)
+    (tmp_path / "kernels" / "hang.name").write_text(fresh_name())
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     return tmp_path
 
 
 FAKE_PYTHON = """#!/bin/sh
 # stands in for the interpreter: ignores "-m tileproof ...", starts two grandchildren and waits
-sleep 600 & echo $! > "$0.group"
-setsid sleep 600 & echo $! > "$0.setsid"
+GROUP 600 &
+setsid SETSID 600 &
 exec sleep 600
 """
-
-
-def _gone(pid: int) -> bool:
-    for _ in range(100):
-        if not alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
+"""GROUP, SETSID: two ``named_sleep``s, by whose names the test finds the grandchildren."""
 
 
 @linux
 def test_a_child_past_its_deadline_dies_with_its_whole_tree(tmp_path):
     python = tmp_path / "python"
-    python.write_text(FAKE_PYTHON)
+    sleeps = {"python.group": named_sleep(tmp_path), "python.setsid": named_sleep(tmp_path)}
+    python.write_text(FAKE_PYTHON.replace("GROUP", str(sleeps["python.group"]))
+                      .replace("SETSID", str(sleeps["python.setsid"])))
     python.chmod(0o755)
     t0 = time.perf_counter()
     child = children.tileproof(["run"], tmp_path, deadline_s=2, python=str(python))
     assert child.exit_code is None and child.status == 1 and child.last_line() == "(killed at its deadline, 2 s)"
     assert 2 <= time.perf_counter() - t0 < 15
-    for name in ("python.group", "python.setsid"):
-        assert _gone(int((tmp_path / name).read_text())), f"{name}: the grandchild outlived its tileproof child"
+    for name, sleep in sleeps.items():
+        assert not left_after(5, sleep.name, zombies=False), f"{name}: the grandchild outlived its tileproof child"
 
 
 @linux
@@ -81,7 +79,8 @@ def test_a_stopped_tileproof_takes_its_tileproof_child_and_that_child_s_program(
     worker.join(30)
     assert not worker.is_alive()
     assert got["child"].exit_code == -9 and got["child"].status == 1, got["child"].stderr
-    assert _gone(int(pid_file.read_text())), "the program outlived the tileproof child that ran it"
+    name = (tree / "kernels" / "hang.name").read_text()
+    assert not left_after(5, name, zombies=False), "the program outlived the tileproof child that ran it"
     assert not list((tree / "runs").glob("*-session-*.json")), "a stopped session has no session record"
 
 
@@ -108,3 +107,14 @@ def test_children_run_side_by_side_in_order(tree):
     done = children.in_parallel(jobs, deadline_s=120)
     assert [d.last_line().split(":")[1].strip() for d in done] == ["--program first", "--program second"]
     assert children.in_parallel([], deadline_s=1) == []
+
+
+def test_a_summary_is_the_last_line_with_its_prefix_in_either_stream():
+    """The audit's own order when it fails: findings and the trust root's lines on stdout, its summary on stderr;
+    the fleet's matrix names the summary (it named the trust root's pin line before)."""
+    failed = children.Child(("python", "-m", "tileproof", "audit"), 1, 60.0,
+                            "finding: x\npin moved in c995354435fa: .ci/trust-root absent -> a22ecf5c5383\n",
+                            "audit: 68 records, 1865 evidence files, 2 lessons: 6 findings\n")
+    assert failed.last_line() == "pin moved in c995354435fa: .ci/trust-root absent -> a22ecf5c5383"
+    assert failed.summary("audit: ") == "audit: 68 records, 1865 evidence files, 2 lessons: 6 findings"
+    assert children.Child(("audit",), None, 60.0, "", "").summary("audit: ") == "(killed at its deadline, 60 s)"

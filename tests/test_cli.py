@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 OPTIONS = {
     "compile": ["--arch", "--system-nvcc", "--jobs", "--root"],
-    "run": ["--program", "--device", "--devices", "--timeout", "--record-no-gpu", "--root", "LESSON"],
+    "run": ["--program", "--device", "--devices", "--timeout", "--session-id", "--record-no-gpu", "--root", "LESSON"],
     "publish": ["--dry-run", "--root", "--trust-root", "lesson"],
     "status": ["--root", "LESSON"],
     "audit": ["--root", "--trust-root", "--expect-ancestor"],

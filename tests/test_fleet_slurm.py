@@ -180,7 +180,7 @@ def test_gpu_kind_tasks_get_one_gpu_each_and_their_signed_records_name_the_slurm
         if record.kind != "run":
             continue
         job = record.environment.slurm
-        assert record.environment.environment_version == 2 and job is not None, path
+        assert record.environment.environment_version == 3 and job is not None, path
         assert (job.array_job_id, job.cluster, job.node) == (array, "tileproof-test", cluster.name)
         assert job.array_task_id in range(len(course.LESSONS))
         assert len(job.job_gpus) == 1 and job.cuda_visible_devices == str(job.job_gpus[0]), job
@@ -191,6 +191,35 @@ def test_gpu_kind_tasks_get_one_gpu_each_and_their_signed_records_name_the_slurm
         jobs.add(job.job_id)
     assert gpus == {0, 1}, logs  # two GPUs, two tasks: each had one of its own
     assert len(jobs) == len(course.LESSONS)  # each task its own job id (the last one keeps the array's)
+
+
+def test_an_arrays_gpu_tasks_run_at_once_one_gpu_each(tmp_path, cluster):
+    """The fleet's own #SBATCH options for the node's kind (--array, --gres=gpu:1, --constraint, --cpus-per-task,
+    --time), one task per GPU, each of which ends only once every task has started: the array passes only if Slurm
+    ran its tasks at the same time, each on a GPU of its own."""
+    from tileproof.fleet import sbatch
+    from tileproof.fleet.plan import make_plan
+    from tileproof.records.cluster import load_cluster
+
+    gpus = len(cluster.gpus)
+    plan = make_plan(cluster=load_cluster(cluster.cluster_file), lesson_programs={
+        f"lesson-{i}": ["kernels/x.py"] for i in range(gpus)}, kinds=["h200"], repo=tmp_path, commit="0" * 40,
+        python=sys.executable, folder=tmp_path / "fleet", fleet_id="concurrent")
+    (tmp_path / "fleet" / "logs").mkdir(parents=True)
+    met = tmp_path / "met"
+    met.mkdir()
+    # each task leaves its name and GPU, then waits (30 s at most) until all have; one left waiting alone fails
+    body = (f'touch {met}/"$SLURM_ARRAY_TASK_ID.$CUDA_VISIBLE_DEVICES"; i=0; '
+            f'while [ "$(ls {met} | wc -l)" -lt {gpus} ]; do i=$((i+1)); [ $i -gt 300 ] && exit 3; sleep 0.1; done')
+    script = tmp_path / "together.sbatch"
+    script.write_text(sbatch.script(sbatch.array_options(plan, plan.arrays[0]), ["sh", "-c", body]))
+    done = subprocess.run(["sbatch", "--wait", str(script)], capture_output=True, text=True, cwd=tmp_path)
+    logs = "".join(p.read_text() for p in (tmp_path / "fleet" / "logs").glob("*"))
+    assert done.returncode == 0, done.stdout + done.stderr + logs
+    assert "#SBATCH --gres=gpu:1" in script.read_text() and f"#SBATCH --array=0-{gpus - 1}" in script.read_text()
+    seen = sorted(p.name.split(".") for p in met.iterdir())
+    assert [task for task, _ in seen] == [str(i) for i in range(gpus)]
+    assert sorted(gpu for _, gpu in seen) == [str(i) for i in range(gpus)]  # a GPU each, none shared
 
 
 def test_jobs_get_the_submitters_environment_never_the_daemons_libraries(tmp_path, cluster):

@@ -103,7 +103,7 @@ def test_the_offline_node_path_records_what_the_audit_accepts(node):
                               "from pathlib import Path; print(capture.package_digest(Path(sys.argv[1])))",
                               str(root / "tileproof")], cwd=root, env=env, capture_output=True, text=True)
     assert origin.sources_sha256 == listing.stdout.strip()
-    assert json.loads(done.stdout)["environment_version"] == 2
+    assert json.loads(done.stdout)["environment_version"] == 3
 
 
 def test_an_installed_tileproof_is_recorded_as_the_distribution_pip_freeze_lists():

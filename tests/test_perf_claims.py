@@ -23,8 +23,10 @@ from tileproof.records.models import (
     Environment,
     GitState,
     GpuFacts,
+    GpuLoad,
     HostFacts,
     PerfClaim,
+    Roofline,
     Step,
 )
 from tileproof.records.store import seal_of
@@ -50,7 +52,8 @@ def case(key: str, pct: float = 93.6, spread: float = 0.04, noisy: bool | None =
 
 
 def bench_record(n: int, cases: list[BenchCase], gpu: dict | None = H200, verdict: str = "passed",
-                 program: str = MATMUL, seal: str = "intact", runtime_cc: str | None = "same") -> BenchRecord:
+                 program: str = MATMUL, seal: str = "intact", runtime_cc: str | None = "same",
+                 bench_version: int = 1, load_unavailable: str | None = None) -> BenchRecord:
     """One FIXTURE bench record; larger n is newer. seal: intact, broken or none."""
     created = T0 + timedelta(minutes=n)
     run_id = f"FIXTURE-{created.strftime('%Y%m%dT%H%M%SZ')}-bench-{n:08x}"
@@ -69,7 +72,8 @@ def bench_record(n: int, cases: list[BenchCase], gpu: dict | None = H200, verdic
         program=program, sources=[], step=Step(name="bench", argv=["python", program], started=created,
                                                ended=created, duration_s=1.0, exit_code=0, stdout=t, stderr=t),
         results_file=None, gpu_before=None, gpu_after=None, cases=cases, ceilings={"tflops": 650.0},
-        repeat_spread={}, verdict=verdict, reason="FIXTURE: hand-made test record, never produced by a GPU",
+        repeat_spread={}, bench_version=bench_version, load_unavailable=load_unavailable, verdict=verdict,
+        reason="FIXTURE: hand-made test record, never produced by a GPU",
     )
     if seal == "none":
         return rec
@@ -160,6 +164,48 @@ def test_rule(overrides, records, outcome, words):
         assert f"compute capability {c.compute_capability}" in d.command
 
 
+# --- the metrics derived from a case's roofline and its GPU load (bench_version 3) -------------------
+
+LOAD = GpuLoad(samples=120, window_s=1.5, sm_clock_mhz=1480.0, sm_clock_q1_mhz=1455.0, sm_clock_q3_mhz=1500.0,
+               max_sm_clock_mhz=1980.0, power_w=697.0, power_q1_w=690.0, power_q3_w=700.0, power_limit_w=700.0,
+               power_reading="instant", reasons={"sw_power_cap": 0.97}, pct_of_peak_at_clock=86.0)
+ROOF = Roofline(bound="flops", ceiling="dense peak", ceiling_key=None, ceiling_rate=1070.5, pct_of_ceiling=58.0,
+                floor_ms=0.16)
+
+
+def loaded(key: str, spread: float = 0.02, load: GpuLoad | None = LOAD) -> BenchCase:
+    """A FIXTURE case with a roofline (median 0.22 ms over a 0.16 ms floor) and, unless None, its GPU load."""
+    return case(key, spread=spread).model_copy(update={"roofline": ROOF, "load": load})
+
+
+@pytest.mark.parametrize("metric, at_least, want, words", [
+    ("pct_of_power_limit", 90, "supported", ["pct_of_power_limit 98.6% of the power limit >= 90"]),
+    ("pct_below_max_clock", 20, "supported", ["pct_below_max_clock 24.2% below the maximum SM clock"]),
+    ("pct_below_max_clock", 25, "below-claim", ["below the claimed 25 by 0.8 points"]),
+    ("pct_of_peak_at_clock", 80, "supported", ["86.0% of the dense peak at its clock"]),
+    ("times_floor", 1.3, "supported", ["times_floor 1.38x its roofline floor >= 1.3: margin 0.07x"]),
+    ("times_floor", 1.36, "spread-exceeds-margin", ["over 1.36 is smaller than its spread 2.0% of 1.38 = 0.03x"]),
+], ids=lambda v: str(v) if not isinstance(v, list) else "")
+def test_load_and_roofline_metrics(metric, at_least, want, words):
+    """What the GPU did (quartiles of the NVML readings against the card's limits) and how far the case is
+    from its floor are claimable like any rate: with the same margin rule."""
+    rec = bench_record(1, [loaded(f"{SHAPE}/256x256x64+ctas2")], bench_version=3)
+    (d,) = perf_claims.decide([claim(metric=metric, at_least=at_least, case=f"{SHAPE}/*")], [rec])
+    assert d.outcome == want, d.reason
+    for w in words:
+        assert w in d.reason, d.reason
+
+
+def test_a_case_without_load_gives_no_value_for_the_load_metrics():
+    rec = bench_record(1, [loaded(f"{SHAPE}/256x256x64+ctas2", load=None)], bench_version=3,
+                       load_unavailable="FIXTURE: pynvml is not installed")
+    for metric in ("pct_of_power_limit", "pct_below_max_clock", "pct_of_peak_at_clock"):
+        (d,) = perf_claims.decide([claim(metric=metric, at_least=1)], [rec])
+        assert d.outcome == "no-bench-record" and f"with {metric}" in d.reason
+    (d,) = perf_claims.decide([claim(metric="times_floor", at_least=1)], [bench_record(1, SWEEP)])
+    assert d.outcome == "no-bench-record", "a record before rooflines has no floor"
+
+
 def test_outcomes_are_closed_and_covered():
     assert set(perf_claims.OUTCOMES) == {t[3] for t in TABLE}
     assert set(perf_claims.OUTCOMES) == set(status.PERF_WORDS)
@@ -214,11 +260,44 @@ def test_claim_fields_are_validated(field, value):
 # --- lessons: the front matter, rendering ------------------------------------------------
 
 
+PERF_NOTES = {"day79-cutile-performance"}
+"""The repository's notes whose numbers are performance claims (issue 30); every other lesson makes none."""
+
+
 def test_repo_lessons_declare_no_claims_and_stay_canonical(repo_root):
     for lesson in lessons.load_all(repo_root):
+        assert lesson_text.render(lesson, lesson.front) == lesson.text
+        if lesson.id in PERF_NOTES:
+            continue
         assert lesson.front.performance == [], lesson.id  # day-79 makes no performance claim
         assert "performance:" not in lesson.front_text
-        assert lesson_text.render(lesson, lesson.front) == lesson.text
+
+
+def bench_plan_keys(program: str) -> set[str]:
+    """Every case key the bench plan of ``program`` times at its full sizes (the keys its records hold)."""
+    from test_bench import load as load_program
+
+    m = load_program(program.rsplit("/", 1)[1])
+    if program.endswith("matmul_bench.py"):
+        return {f"matmul/{c.variant}/{m.shape_tag(z)}/{c.tag}" for c in m.configs(m.TILES) for z in m.SIZES} | \
+            {f"matmul/cublas/{m.shape_tag(z)}" for z in m.SIZES}
+    shapes = {"softmax": m.ROW_SHAPE, "online_softmax": m.ONLINE_SHAPE}
+    return {m.case_key(c, c.name, shapes[c.name]) for c in m.configs("bench")} | \
+        {m.case_key(None, name, shape) for name, shape in shapes.items()}
+
+
+def test_the_performance_notes_claim_what_the_bench_plans_time(repo_root):
+    """Each claim of a performance note names a case its bench program's plan times (a key that no
+    plan times could never be supported), and the note's body cites every claim by its id."""
+    notes = [lesson for lesson in lessons.load_all(repo_root) if lesson.id in PERF_NOTES]
+    assert {n.id for n in notes} == PERF_NOTES
+    for note in notes:
+        assert note.front.programs == [] and note.front.results == [] and note.front.performance
+        body = note.text.split("\n---\n", 1)[1]
+        for c in note.front.performance:
+            keys = bench_plan_keys(c.program)
+            assert any(perf_claims.matches(c.case, k) for k in keys), (c.id, c.case)
+            assert f"`{c.id}`" in body, f"the body cites claim {c.id}"
 
 
 def perf_yaml(*claims: dict) -> str:
@@ -341,3 +420,60 @@ def test_lessons_without_claims_read_no_bench_records(tree, capsys, monkeypatch)
     code, out = cli(capsys, "publish", LESSON, "--root", str(tree), "--dry-run")
     assert code == 0 and "perf claim" not in out
     assert Tree.load(tree).decide(lessons.load(tree, LESSON)).perf == ()
+
+
+NOTE = """---
+lesson_version: 1
+id: perf-note
+title: A note whose numbers are performance claims
+status: draft
+programs: []
+hardware:
+  gpu: null
+  compute_capability: null
+  driver: null
+  cuda: null
+  tileiras: null
+  cuda_tile: null
+  run_id: null
+results: []
+{claims}---
+# A note
+
+The cluster kernel draws 90% or more of the power limit (`power`).
+
+<!-- results:begin -->
+| Program | Check | Bound | Result | Run |
+|---|---|---|---|---|
+<!-- results:end -->
+"""
+
+
+def test_a_note_of_claims_alone_publishes_once_a_bench_record_supports_them(tree, capsys):
+    """A lesson with no programs of its own (a performance note) is decided by its claims alone: draft
+    while no bench record supports them, published once one does, and it reads back and audits clean."""
+    power = dict(id="power", statement="the cluster kernel draws 90% or more of the power limit",
+                 case=f"{SHAPE}/256x256x64+ctas2", metric="pct_of_power_limit", at_least=90,
+                 compute_capability="9.0")
+    path = tree / "lessons" / "perf-note.md"
+    path.write_text(NOTE.replace("{claims}", perf_yaml(power)))
+    note = lessons.load(tree, "perf-note")
+    assert lesson_text.render(note, note.front) == path.read_text()
+    code, out = cli(capsys, "publish", "perf-note", "--root", str(tree))
+    assert code == 1 and "1 of 1 performance claims lack a supporting bench record" in out
+    store.write_record(tree, bench_record(12, [loaded(f"{SHAPE}/256x256x64+ctas2")], bench_version=3))
+    code, out = cli(capsys, "publish", "perf-note", "--root", str(tree))
+    assert code == 0, out
+    assert out.startswith("perf-note: published from the bench record FIXTURE-") and "behind its performance" in out
+    note = lessons.load(tree, "perf-note")
+    assert note.front.status == "published" and note.front.performance[0].id == "power"
+    assert note.front.results == [] and note.front.hardware.gpu is None, "no program: no hardware block to fill"
+    code, out = cli(capsys, "publish", "perf-note", "--root", str(tree), "--dry-run")
+    assert code == 0 and "already published" in out
+    from tileproof.gather.tree import Tree
+
+    verdict = Tree.load(tree).verdict(note)
+    assert verdict.valid and verdict.rederived == () and verdict.findings() == [], "it shows what its records give"
+    # A newer bench record that supports the claim too is no finding: the note stays valid as written.
+    store.write_record(tree, bench_record(13, [loaded(f"{SHAPE}/256x256x64+ctas2")], bench_version=3))
+    assert Tree.load(tree).verdict(lessons.load(tree, "perf-note")).findings() == []

@@ -327,3 +327,21 @@ def test_status_lines_name_each_programs_newest_record_and_its_best_per_shape(co
     line = bench_view.status_line(rec, big)
     assert "flops-bound: " in line and "head to head 102.8% [102.7, 102.9]" in line
     assert "; ⚑ second look: 102.8% > 100.1% of the reference" in line
+
+
+def test_status_line_and_notes_say_what_the_gpu_did_while_a_case_ran(committed, committed_tree):
+    from tileproof.records.models import GpuLoad
+
+    rec = _as_version_2(_benches(committed, "kernels/bench/matmul_bench.py")[-1], committed_tree)
+    load = GpuLoad(samples=150, window_s=1.5, sm_clock_mhz=1410.0, sm_clock_q1_mhz=1395.0, sm_clock_q3_mhz=1425.0,
+                   max_sm_clock_mhz=1980.0, power_w=698.0, power_q1_w=694.0, power_q3_w=701.0, power_limit_w=700.0,
+                   power_reading="instant", reasons={"sw_power_cap": 0.96, "gpu_idle": 0.02})
+    v3 = rec.model_copy(update={"bench_version": 3, "cases": [c.model_copy(update={"load": load}) for c in rec.cases]})
+    big = next(c for c in bench_view.best_by_shape(v3) if c.shape == [8192] * 3)
+    line = bench_view.status_line(v3, big)
+    assert ("head to head 102.8% [102.7, 102.9], SM 1410 of 1980 MHz, 698 of 700 W (instant; sw_power_cap 96%, "
+            "gpu_idle 2%), 150 readings; ⚑ second look") in line
+    none = rec.model_copy(update={"bench_version": 3, "load_unavailable": "pynvml is not installed"})
+    notes = bench_view.bench_view(none).notes
+    assert "no GPU clock and power readings for some cases: pynvml is not installed" in notes
+    assert not any("clock and power" in n for n in bench_view.bench_view(rec).notes)

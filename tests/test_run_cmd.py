@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 from conftest import cli_args, gpu, no_gpu
+from own_processes import left, named_sleep
 
 from tileproof.commands import run as run_cmd
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import RunRecord, SessionRecord
 from tileproof.records.store import load_records, seal_of
+from tileproof.runner.process import containment
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -97,35 +99,36 @@ def test_vector_add_passes_on_this_gpu(tree):
 
 HANG = '''"""A fake lesson program: its grandchild leaves the session and sleeps forever."""
 import subprocess
-from pathlib import Path
 
 AOT_SIGNATURES = {}  # makes it a program for ``run``'s discovery
 
-kid = subprocess.Popen(["setsid", "sleep", "infinity"])
-Path(__file__).with_suffix(".pid").write_text(str(kid.pid))
+kid = subprocess.Popen(["setsid", "SLEEP", "infinity"])
 print("GPU 0: fake, compute capability 9.0", flush=True)
-subprocess.run(["sleep", "infinity"])
+subprocess.run(["SLEEP", "infinity"])
 '''
+"""SLEEP: a ``named_sleep``, by whose name the test finds the grandchild and the child (a PID read inside a
+PID namespace would mean nothing outside it, and other tests' steps sleep beside this one)."""
 
 
 @pytest.mark.skipif(shutil.which("setsid") is None or not Path("/proc/self/stat").exists(),
                     reason="needs setsid(1) and /proc (Linux)")
 def test_setsid_sleep_infinity_under_timeout_3_ends_and_leaves_nothing(tree, capsys):
-    (tree / "kernels" / "hang.py").write_text(HANG)
+    sleep = named_sleep(tree)
+    (tree / "kernels" / "hang.py").write_text(HANG.replace("SLEEP", str(sleep)))
     assert run_cmd.run(args(tree, "hang", timeout=3.0)) == 1
     rec = next(r for r in load_records(tree) if isinstance(r, RunRecord))
     assert rec.verdict == "timeout" and rec.step.timed_out and rec.step.exit_code is None
     assert 3.0 <= rec.step.duration_s < 5.0
     assert rec.step.strays_killed == 1 and "left running were killed" in rec.reason
-    pid = int((tree / "kernels" / "hang.pid").read_text())
-    assert not Path(f"/proc/{pid}").exists(), "killed and reaped"
+    assert rec.step.step_version == 2 and rec.step.containment == containment()
+    assert not left(sleep.name), "killed and reaped"
     marker = b"TILEPROOF_STEP="
-    for proc in Path("/proc").iterdir():  # nothing of the step is left anywhere
+    for proc in Path("/proc").iterdir():  # nothing of the step is left anywhere (its sleeps: their name)
         if proc.name.isdigit() and proc.name != str(__import__("os").getpid()):
             try:
                 env = (proc / "environ").read_bytes()
                 cmd = (proc / "cmdline").read_bytes()
             except OSError:
                 continue
-            assert not (marker in env and b"infinity" in cmd), proc
+            assert not (marker in env and b"infinity" in cmd and sleep.name.encode() in cmd), proc
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("run: 1 timeout; session ")

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import each_containment
+from own_processes import NAME_SELF, fresh_name, left, left_after, named_sleep
 
 from tileproof.records.errors import TileproofError
 from tileproof.runner import process
@@ -36,35 +38,38 @@ def alive(pid: int) -> bool:
 
 DETACHED = """
     import subprocess, sys, time
-    kid = subprocess.Popen(["setsid", "sleep", "infinity"])  # its own session; keeps our pipes open
-    open(sys.argv[1], "w").write(str(kid.pid))
+    kid = subprocess.Popen(["setsid", sys.argv[1], "infinity"])  # its own session; keeps our pipes open
     print("started", flush=True)
     {tail}
 """
+"""argv[1]: a ``named_sleep``, by whose name the test finds the grandchild (a PID written inside a step's
+own PID namespace means nothing outside it)."""
 
 
 @linux
-def test_setsid_grandchild_dies_at_the_deadline(tmp_path):
-    pid_file = tmp_path / "pid"
+@each_containment()
+def test_setsid_grandchild_dies_at_the_deadline(tmp_path, contained):
+    sleep = named_sleep(tmp_path)
     argv = script(tmp_path, DETACHED.format(tail="time.sleep(600)"))
     t0 = time.perf_counter()
-    done = start_and_wait([*argv, str(pid_file)], env=child_env(), timeout=1.5)  # run_cmd's test keeps the 3 s
+    done = start_and_wait([*argv, str(sleep)], env=child_env(), timeout=1.5)  # run_cmd's test keeps the 3 s
     assert time.perf_counter() - t0 < 1.5 + 2
     assert done.timed_out and done.exit_code is None and done.stdout == b"started\n"
-    assert done.strays_killed == 1
-    assert not Path(f"/proc/{pid_file.read_text()}").exists(), "killed, and reaped by the subreaper"
+    assert done.strays_killed == 1 and done.containment == contained
+    assert not left(sleep.name), "killed, and reaped (by the subreaper, or the step's init)"
 
 
 @linux
-def test_detached_grandchild_of_a_finished_program_is_killed(tmp_path):
+@each_containment()
+def test_detached_grandchild_of_a_finished_program_is_killed(tmp_path, contained):
     """The program exits 0 at once; its grandchild holds the pipes: the step still ends now."""
-    pid_file = tmp_path / "pid"
+    sleep = named_sleep(tmp_path)
     argv = script(tmp_path, DETACHED.format(tail="time.sleep(0.5); sys.exit(0)"))
     t0 = time.perf_counter()
-    done = start_and_wait([*argv, str(pid_file)], env=child_env(), timeout=60)
+    done = start_and_wait([*argv, str(sleep)], env=child_env(), timeout=60)
     assert time.perf_counter() - t0 < 10
     assert done.exit_code == 0 and not done.timed_out and done.strays_killed == 1
-    assert not alive(int(pid_file.read_text()))
+    assert not left(sleep.name, zombies=False)
 
 
 def test_program_closing_its_streams_still_runs_to_its_deadline(tmp_path):
@@ -153,9 +158,11 @@ def test_the_death_signal_is_set_by_setpriv_only_where_it_works(monkeypatch, tmp
 
 
 @linux
-def test_a_signal_kills_every_live_child(tmp_path):
+@each_containment()
+def test_a_signal_kills_every_live_child(tmp_path, contained):
     """What SIGTERM/SIGINT do (``_on_signal``): kill the live trees; then nothing new starts."""
-    argv = script(tmp_path, "import time; time.sleep(600)")
+    name = fresh_name()
+    argv = script(tmp_path, f"import time; {NAME_SELF.format(name=name)}; time.sleep(600)")
     result = {}
     worker = threading.Thread(target=lambda: result.update(done=start_and_wait(argv, env=child_env(), timeout=600)))
     worker.start()
@@ -169,7 +176,7 @@ def test_a_signal_kills_every_live_child(tmp_path):
         process.kill_all_live()
         worker.join(10)
         assert not worker.is_alive() and result["done"].exit_code == -9
-        assert not alive(pid)
+        assert not alive(pid) and not left(name, zombies=False)
         with pytest.raises(Interrupted):
             start_and_wait(argv, env=child_env(), timeout=5)
     finally:
@@ -210,16 +217,8 @@ def _wait_for(path: Path, seconds: float = 20) -> int:
     raise AssertionError(f"{path} never written")
 
 
-def _gone(pid: int, seconds: float = 5) -> bool:
-    until = time.perf_counter() + seconds
-    while time.perf_counter() < until:
-        if not alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 SETPRIV = shutil.which("setpriv")
+UNSHARE = shutil.which("unshare")
 
 
 @linux
@@ -227,25 +226,33 @@ SETPRIV = shutil.which("setpriv")
     pytest.param("setpriv", marks=pytest.mark.skipif(SETPRIV is None, reason="util-linux setpriv not installed")),
     "fork"])
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
-def test_killing_tileproof_kills_what_it_started(tmp_path, how, launcher):
+@each_containment()
+def test_killing_tileproof_kills_what_it_started(tmp_path, how, launcher, contained):
     """SIGTERM: the whole tree, a setsid grandchild included. ``kill -9``: the direct child
-    (PR_SET_PDEATHSIG), e.g. nvcc; nothing can run in tileproof after SIGKILL, so a grandchild
-    that left the session outlives it (docs/running-programs.md, "Containment"). The death signal is set by setpriv,
-    or (no setpriv on PATH) in the forked child."""
+    (PR_SET_PDEATHSIG), e.g. nvcc; under the marker alone nothing can run in tileproof after SIGKILL, so
+    a grandchild that left the session outlives it (tests/test_containment.py: not in a namespace or a
+    cgroup; docs/containment.md). The death signal is set by setpriv, or (no setpriv on PATH) in the forked child."""
     import signal
     import subprocess
 
+    name = fresh_name()
     prog = tmp_path / "compiler.py"
-    prog.write_text("import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
+    prog.write_text(f"import sys, time\n{NAME_SELF.format(name=name)}\nopen(sys.argv[1], 'w').write('1')\n"
+                    "time.sleep(600)\n")
     pid_file = tmp_path / "pid"
-    path = os.environ["PATH"] if launcher == "setpriv" else str(tmp_path)  # an empty folder: no setpriv
+    path = os.environ["PATH"]
+    if launcher == "fork":  # a folder without setpriv (with unshare, which a namespace needs)
+        path = str(tmp_path / "bin")
+        (tmp_path / "bin").mkdir()
+        if UNSHARE is not None:
+            (tmp_path / "bin" / "unshare").symlink_to(UNSHARE)
     parent = subprocess.Popen([sys.executable, "-c", PARENT, str(prog), str(pid_file)], env={**os.environ,
                                                                                            "PATH": path})
     try:
-        child = _wait_for(pid_file)
+        _wait_for(pid_file)
         parent.send_signal(getattr(signal, how))
         parent.wait(20)
-        assert _gone(child), f"the child outlived tileproof's {how}"
+        assert not left_after(5, name, zombies=False), f"the child outlived tileproof's {how}"
         if how == "SIGTERM":
             assert parent.returncode == 130
     finally:

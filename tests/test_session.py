@@ -2,8 +2,10 @@
 ``--devices`` fan-out's children with their session's deadline. nvidia-smi is a fake here, answering
 with the real captured query (tests/data/gpu/nvidia-smi-query.csv)."""
 
+import importlib.util
 import shutil
 import typing
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -13,11 +15,14 @@ from tileproof.commands import run as run_cmd
 from tileproof.fleet import devices
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import RunRecord
-from tileproof.records.store import load_records
+from tileproof.records.store import load_records, write_record
 from tileproof.runner import capture, children, session
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
+_spec = importlib.util.spec_from_file_location("audit_tree", REPO / "tests" / "data" / "audit" / "audit_tree.py")
+audit_tree = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(audit_tree)
 
 
 def fake_nvidia_smi(tmp_path: Path, monkeypatch, body: str) -> Path:
@@ -98,6 +103,14 @@ def test_a_fan_out_child_has_its_session_s_deadline_and_the_options_passed_on(tr
 
     def in_parallel(jobs, deadline_s):
         seen.update(jobs=jobs, deadline_s=deadline_s)
+        for args, _ in jobs:  # what each child writes under the session id it was given: a passed run per program
+            sid = args[args.index("--session-id") + 1]
+            env = audit_tree.environment(tree, sid)
+            when = datetime.now(timezone.utc)
+            runs = [audit_tree.run_record(tree, env, f"kernels/{p}.py", checks=[p], lessons=[], when=when)
+                    for p in ("fused", "vector_add")]
+            for record in [*runs, audit_tree.session_record(sid, runs, when)]:
+                write_record(tree, record)
         return [children.Child(tuple(args), 0, deadline_s, "run: 1 passed; session S\n", "") for args, _ in jobs]
 
     monkeypatch.setattr(children, "in_parallel", in_parallel)

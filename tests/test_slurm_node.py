@@ -101,6 +101,94 @@ def test_slurm_conf_names_the_prefix_the_node_and_its_gpus(tmp_path):
         node.node_line("UpTime=0-00:25:45\n")
 
 
+def test_slurm_conf_names_no_plugin_that_asks_for_a_cgroup(tmp_path):
+    """What makes v1-inert safe: nothing in slurm.conf asks the cgroup plugin slurmd loads for a cgroup."""
+    (tmp_path / "usr" / "lib" / "x86_64-linux-gnu" / "slurm-wlm").mkdir(parents=True)
+    conf = node.slurm_conf(Path("/s"), node.Prefix(tmp_path), node.NodeLine("vm", "CPUs=2"), 1, [], "c", (1, 2))
+    lines = conf.splitlines()
+    assert set(node.NO_CGROUP_USERS) <= set(lines)
+    assert not [ln for ln in lines if "cgroup" in ln.lower() or ln.startswith(("CoreSpecCount", "MemSpecLimit"))]
+
+
+# Hosts for the cgroup plan. The CPU machine's are real (its /proc/self/mountinfo's cgroup lines and
+# /proc/self/cgroup); the H200's cgroup2 tree is made up from what its slurmd.log says (cgroup/v2 chosen by
+# autodetect, so /sys/fs/cgroup is cgroup2; no D-Bus socket; slurmd not started by systemd).
+CGROUP2_MOUNTINFO = "30 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw,nsdelegate\n"
+PLUGINS = ("cgroup_v1.so", "cgroup_v2.so", "gres_gpu.so")
+
+
+def _host(mountinfo: str, self_cgroup: str = "0::/\n", present=(), writable: bool = True):
+    return node.host_cgroups(mountinfo, self_cgroup, present, writable)
+
+
+def _plan(host, version=(22, 5, 8), plugins=PLUGINS):
+    return [(p.setup.name, p.skipped) for p in node.cgroup_plan(host, version, plugins)]
+
+
+def test_the_cpu_machines_cgroups_are_v1_hierarchies_and_v1_inert_is_the_plan():
+    host = _host((DATA / "cpu-mountinfo.txt").read_text(), (DATA / "cpu-proc-self-cgroup.txt").read_text())
+    assert (host.mounted, host.systemd_hierarchy, host.slurm_default) == ("tmpfs", "cgroup", "cgroup/v1")
+    assert len(host.self_cgroup) == 10 and not host.read_only
+    assert _plan(host) == [
+        ("disabled", "Slurm 22.05.8 has no CgroupPlugin=disabled (from 24.05)"),
+        ("v1-inert", None),
+        ("v2-no-systemd", "/sys/fs/cgroup is tmpfs, not cgroup2"),
+        ("autodetect", "it loads cgroup/v1 here, as v1-inert does"),
+    ]
+
+
+def test_a_cgroup2_host_without_systemd_is_never_given_slurms_default():
+    """The H200: Slurm's default there (cgroup/v2 through systemd over D-Bus) is what failed; v1-inert comes first,
+    then cgroup/v2 making its own folders."""
+    host = _host(CGROUP2_MOUNTINFO)
+    assert (host.mounted, host.slurm_default, host.writable, host.systemd, host.dbus) == (
+        "cgroup2", "cgroup/v2", True, False, False)
+    assert _plan(host) == [
+        ("disabled", "Slurm 22.05.8 has no CgroupPlugin=disabled (from 24.05)"),
+        ("v1-inert", None),
+        ("v2-no-systemd", None),
+        ("autodetect", "on cgroup2 it asks systemd over D-Bus for a scope, and systemd is not running"),
+    ]
+    assert [n for n, why in _plan(host, (24, 5, 1)) if why is None] == ["disabled", "v1-inert", "v2-no-systemd"]
+    assert _plan(host, plugins=["cgroup_v2.so"])[1] == ("v1-inert", "no cgroup_v1.so in PluginDir")
+
+
+@pytest.mark.parametrize("mountinfo, present, writable, v2, default", [
+    (CGROUP2_MOUNTINFO.replace(" rw,nosuid", " ro,nosuid"), (), True, "/sys/fs/cgroup is mounted read-only",
+     "on cgroup2 it asks systemd over D-Bus for a scope, and systemd is not running"),
+    (CGROUP2_MOUNTINFO, (), False, "/sys/fs/cgroup is not writable here",
+     "on cgroup2 it asks systemd over D-Bus for a scope, and systemd is not running"),
+    (CGROUP2_MOUNTINFO, (node.SYSTEMD_RUNNING,), True, "systemd runs here (IgnoreSystemd is for hosts without it: "
+     "it would fight systemd's tree)", "on cgroup2 it asks systemd over D-Bus for a scope, and "
+     "/run/dbus/system_bus_socket is missing"),
+    (CGROUP2_MOUNTINFO, (node.SYSTEMD_RUNNING, node.DBUS_SOCKET), True, "systemd runs here (IgnoreSystemd is for "
+     "hosts without it: it would fight systemd's tree)", None),
+    ("", (), True, "/sys/fs/cgroup is not mounted, not cgroup2",
+     "Slurm's autodetect finds no cgroup file system at /sys/fs/cgroup"),
+    ((DATA / "cpu-mountinfo.txt").read_text().replace("cgroup cgroup rw,name=systemd", "cgroup2 cgroup2 rw"), (), True,
+     "/sys/fs/cgroup is tmpfs, not cgroup2",
+     "cgroup/v2 on cgroup v1 hierarchies: Slurm stops (\"Hybrid mode is not supported\")"),
+], ids=["read-only", "not-writable", "systemd-no-dbus", "systemd-and-dbus", "no-cgroup-fs", "hybrid-systemd-v2"])
+def test_what_each_host_rules_out(mountinfo, present, writable, v2, default):
+    plan = dict(_plan(_host(mountinfo, present=present, writable=writable)))
+    assert (plan["v1-inert"], plan["v2-no-systemd"], plan["autodetect"]) == (None, v2, default)
+
+
+def test_why_slurmd_stopped_is_the_first_cause_its_log_names():
+    """The H200's real slurmd.log (slurmd -G under Slurm's default), and this machine's with cgroup/v2 forced."""
+    assert node.slurmd_failure((DATA / "h200-slurmd-cgroup-v2.log").read_text(), "") == (
+        "error: cgroup_dbus_attach_to_scope: cannot connect to dbus system daemon: Failed to connect to socket "
+        "/run/dbus/system_bus_socket: No such file or directory (+2 more)")
+    assert node.slurmd_failure((DATA / "cpu-slurmd-cgroup-v2-hybrid.log").read_text(), "") == (
+        "fatal: Hybrid mode is not supported. Mounted cgroups are: 9:name=systemd:/")
+    chain = "[t] error: Unable to initialize cgroup plugin\n[t] error: slurmd initialization failed\n"
+    assert node.slurmd_failure(chain, "") == "error: slurmd initialization failed"  # nothing but the chain
+    assert node.slurmd_failure("", "slurmd: something\nlast words\n") == "last words"
+    assert node.slurm_version("slurm-wlm 22.05.8\n") == (22, 5, 8) == node.slurm_version("slurm 22.05.8")
+    with pytest.raises(node.NodeError, match="slurmd -V: no version"):
+        node.slurm_version("slurmd: error: oops")
+
+
 def test_a_gpus_device_file_must_be_a_character_device(tmp_path):
     (tmp_path / "nvidia0").write_text("")
     with pytest.raises(node.NodeError, match="nvidia0: not a character device, for GPU 0 \\(NVIDIA H200\\)"):
@@ -219,3 +307,37 @@ def test_down_cancels_what_still_runs_and_leaves_no_process_of_the_cluster(tmp_p
     assert lines[0].startswith("cancelled the jobs still queued or running: "), lines
     assert not node._alive(job) and not node.steps_of(cluster.conf)
     assert [p.returncode is not None for p in cluster.daemons.values()] == [True, True, True]
+
+
+@pytest.mark.skipif(sc.SOURCE is None, reason=sc.NO_SLURM)
+@pytest.mark.skipif(not sc.IS_ROOT, reason="starting slurmctld/slurmd/munged needs root")
+def test_a_cgroup_setup_slurmd_refuses_is_one_line_and_the_next_one_starts_the_cluster(tmp_path, prefix, capsys):
+    """A real refusal: ``CgroupPlugin=disabled`` is a plugin Slurm before 24.05 does not have, so ``slurmd -G``
+    stops (as the H200's did with Slurm's default); ``up`` keeps its log, says why in one line and starts the
+    cluster with v1-inert."""
+    version = node.slurm_version(subprocess.run([str(prefix.program("sbin", "slurmd")), "-V"],
+                                                env=prefix.daemon_env(), capture_output=True, text=True).stdout)
+    if version[:2] >= (24, 5):
+        pytest.skip(f"Slurm {version} has CgroupPlugin=disabled: no setup here that it refuses on every host")
+    cluster = node.up(tmp_path / "state", cgroup=["disabled", "v1-inert"], **sc.where())
+    try:
+        said = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("slurm-node: cgroup: ")]
+        assert said[0].startswith("slurm-node: cgroup: /sys/fs/cgroup is ")  # what this host is, first
+        assert said[1].startswith("slurm-node: cgroup: attempt 1 of 2, disabled (") and said[1].endswith(
+            "slurmd -G exited 1: error: Couldn't find the specified plugin name for disabled looking at all files "
+            "(+1 more) (log: slurmd.cgroup-1.log)"), said
+        assert len(said) == 2
+        assert (cluster.cgroup, json.loads((cluster.state / node.NODE_FILE).read_text())["cgroup"]) == (
+            "v1-inert", "v1-inert")
+        assert (cluster.state / "cgroup.conf").read_text().splitlines()[1:] == ["CgroupPlugin=cgroup/v1"]
+        assert "plugin name for disabled" in (cluster.state / "slurmd.cgroup-1.log").read_text()
+        assert "disabled" not in (cluster.state / "slurmd.log").read_text()  # the running slurmd's log is its own
+        assert (cluster.state / node.CGROUP_FILE).read_text().startswith("# Read by scripts/slurm_node.py up")
+        assert cluster.client("sinfo", "--noheader", "--format=%t").stdout.strip() == "idle"
+    finally:
+        node.stop(cluster)
+    with pytest.raises(node.NodeError, match=r"cgroup: slurmd starts with none of the setups tried here: disabled "
+                                             r"\(slurmd -G exited 1: "):
+        node.up(tmp_path / "state2", cgroup=["disabled"], **sc.where())
+    with pytest.raises(node.NodeError, match="--cgroup nope: expected names among disabled, v1-inert"):
+        node.up(tmp_path / "state3", cgroup=["nope"], **sc.where())

@@ -106,6 +106,28 @@ def test_an_environment_captured_before_slurm_jobs_reads_as_version_1_and_names_
     assert newer.slurm.array_job_id == "11" and newer.slurm.job_gpus == [0]
 
 
+def test_an_environment_before_version_3_names_no_bus_id_and_no_topology():
+    """The committed H200 record (version 1) reads with neither; a version-2 environment claiming either is refused,
+    a version-3 one holds both."""
+    from pathlib import Path
+
+    from pydantic import ValidationError
+
+    from tileproof.records.models import Environment
+
+    rec = store.load_record(Path(__file__).resolve().parents[1] / "runs" / "20261201T142252Z-run-3f340aa3.json")
+    assert rec.environment.nvidia_smi_topo is None and rec.environment.gpu.pci_bus_id is None
+    origin = {"kind": "distribution", "version": "0.1.0", "commit": None, "sources_sha256": "1" * 64}
+    base = {**rec.environment.model_dump(), "tileproof": origin}
+    topo = {"path": "evidence/s/nvidia-smi-topo.txt", "sha256": "2" * 64, "bytes": 10}
+    bus = {**base["gpu"], "pci_bus_id": "00000000:00:06.0"}
+    for claim in ({"nvidia_smi_topo": topo}, {"gpu": bus}):
+        with pytest.raises(ValidationError, match="before environment_version 3 name no PCI bus id"):
+            Environment.model_validate({**base, "environment_version": 2, **claim})
+    newer = Environment.model_validate({**base, "environment_version": 3, "nvidia_smi_topo": topo, "gpu": bus})
+    assert (newer.gpu.pci_bus_id, newer.nvidia_smi_topo.path) == ("00000000:00:06.0", topo["path"])
+
+
 def test_records_and_transcripts_are_readable_by_everyone(tmp_path):
     """0644, not tempfile's 0600: a checkout's records are readable by the other users of the machine."""
     record = store.write_record(tmp_path, session())

@@ -37,11 +37,12 @@ The course kernel sweeps the tile shapes in TILES (tm x tn x tk) as written. A 1
 warpgroups (num_worker_warps=8) at those tiles, the persistent one at every tile it runs
 (see configs()); the course kernel runs as written, so the sweep shows what that costs.
 
-Plans: the bench (``configs(TILES)``) times the course kernel and the grouped order at
-every tile, the persistent kernel at its tiles and its later steps at the settings a sweep
-ranked first (``tuned``); ``--sweep`` (``sweep_plan``) tries each lever and the promising
-pairs with fewer samples each (kernels/bench/entry.py). Nothing here names a winner: the
-bench record's summary names the fastest config of each variant at each size.
+Plans: the bench (``configs(TILES)``) times the course kernel at every tile, the grouped
+order at the tiles a sweep ranked first, the persistent kernel's steps at the settings a
+sweep ranked first (``tuned``) and at most two configs no sweep has timed yet (``unswept``);
+``--sweep`` (``sweep_plan``) tries each lever and the promising pairs with fewer samples each
+(kernels/bench/entry.py). Nothing here names a winner: the bench record's summary names the
+fastest config of each variant at each size, and that one goes head to head.
 
 What each compiled kernel costs the GPU -- registers and spilled bytes per thread, shared
 memory, threads and blocks per SM -- is read by its compile worker from the cubin the JIT
@@ -59,7 +60,9 @@ before each checked launch, so an element that is never written fails.
 Timing (kernels/bench/timing.py): fresh uniform [-1, 1) float16 inputs (never zeros), an
 L2 flush before every launch, CUDA events around it, ROUNDS interleaved rounds (a seeded
 random order each round) of LAUNCHES launches per case, each batch after 250 ms of
-untimed launches of the same case, so that the clocks follow its own power. Kernels are
+untimed launches of the same case, so that the clocks follow its own power; the SM clock
+and power draw those batches ran at are read through NVML (kernels/bench/gpu_load.py):
+a matmul can hold the card at its power limit, below its most SM clock. Kernels are
 compiled first, in parallel (kernels/bench/jit.py); each case's first launch (JIT compile
 included) is reported apart. The ceilings: cuBLAS at the largest size, the device copy,
 and the dense peak this program computes for the GPU (``dense_peak``).
@@ -95,6 +98,7 @@ for _path in (str(_HERE), str(_HERE.parent)):
         sys.path.insert(0, _path)
 
 import entry  # noqa: E402
+import gpu_load  # noqa: E402
 import harness  # noqa: E402  (kernels/, found through this script's own directory)
 import jit  # noqa: E402
 import timing  # noqa: E402
@@ -238,38 +242,65 @@ def hinted(variant: str, tiles: tuple[int, int, int], **hints: int) -> Config:
     return Config(variant, tiles, tuple(sorted((k, v) for k, v in hints.items() if v)))
 
 
+GROUPED_TILES = ((128, 128, 64), (128, 256, 32), (128, 256, 64))
+"""Tiles of the grouped order in the bench plan: the course kernel's fastest tile, and the two wide tiles
+(with two worker warpgroups, as every wide tile needs) a sweep ranked first for this order."""
+
+
 def configs(tiles: tuple[tuple[int, int, int], ...], plan: str = "bench") -> list[Config]:
     """The plan: ``bench`` (default) or ``sweep`` (``--sweep``, every config worth trying).
 
-    bench: the course kernel as written at every tile; grouped at every tile, with
-    two worker warpgroups for the wide tiles and, as a control, for 128x128x64 too;
-    a cluster of two CTAs per 256x128 tile; persistent (one block per SM) at the tiles
-    of 128x128 and up, always with two worker warpgroups: with one, the loop over tiles
-    spills (1 KB of stack a thread at 128x128x64, by cuobjdump -res-usage for sm_90);
-    then the persistent steps the sweep found fastest (``tuned``)."""
+    bench: the course kernel as written at every tile of ``tiles``; the grouped order at
+    those of GROUPED_TILES, with two worker warpgroups for the wide tiles, and a cluster of
+    two CTAs per 256x128 tile; then the persistent kernel at the settings a sweep ranked
+    first (``tuned``: its tile shapes, clusters and band heights, which the bench ranks
+    again at every size: the record's fastest config of each variant is the one the head to
+    head takes) and the configs no sweep has timed yet (``unswept``). The persistent kernel
+    always has two worker warpgroups: with one, its loop over tiles spills (1 KB of stack a
+    thread at 128x128x64, by cuobjdump -res-usage for sm_90)."""
     if plan == "sweep":
         return sweep_plan()
     out = [Config("tile", t) for t in tiles]
-    for t in tiles:
-        wide = t[0] * t[1] >= WIDE_TILE
-        out.append(Config("grouped", t, (("num_worker_warps", 8),) if wide else ()))
-    if (128, 128, 64) in tiles:
-        out.append(Config("grouped", (128, 128, 64), (("num_worker_warps", 8),)))
+    out += [Config("grouped", t, (("num_worker_warps", 8),) if t[0] * t[1] >= WIDE_TILE else ())
+            for t in GROUPED_TILES if t in tiles]
     if (256, 128, 64) in tiles:
         out.append(Config("grouped", (256, 128, 64), (("num_ctas", 2),)))
-    for t in tiles:
-        if t[0] * t[1] >= 128 * 128:
-            out.append(Config("persistent", t, (("num_worker_warps", 8), ("occupancy", 1))))
-    return out + [c for c in tuned() if c not in out]
+    return out + [c for c in [*tuned(), *unswept()] if c not in out]
 
 
 def tuned() -> list[Config]:
-    """The persistent kernel's later steps at the settings a sweep ranks first (``sweep_plan``
-    tries the alternatives): a cluster of two CTAs per 256x256 tile, whose CTAs share the
-    operand tiles the tensor memory accelerator multicasts to both (each CTA still computes
-    128x256, half the L2-to-SM traffic of one operand); and the loads' latency hint."""
-    return [hinted("persistent", (256, 256, 32), num_ctas=2, num_worker_warps=8, occupancy=1),
-            hinted("persistent", (128, 256, 32), num_worker_warps=8, occupancy=1, latency=4)]
+    """The persistent kernel's steps at the settings a sweep ranked first (``sweep_plan`` tries the
+    alternatives), each a lever the bench times again at every size:
+
+    * 128x256x32, the fastest tile without a cluster, in the grouped order's bands of GROUP_M
+      tile rows and of 4 and 16 (the band that keeps the operands the running tiles share in
+      L2 differs by size: 4 was fastest at 4096^3, 16 at 2048^3 and 8192^3);
+    * 256x128x64, the same area the other way round;
+    * a cluster of two CTAs per 256x256 tile, whose CTAs each compute 128x256 and share the
+      operand tile the tensor memory accelerator multicasts to both (each tile of it crosses
+      from L2 once for two CTAs), with a K tile of 64 (fastest at 8192^3 and on the ragged
+      size head to head) and of 32 with the loads' latency hint 6 (fastest ragged median)."""
+    w8 = dict(num_worker_warps=8, occupancy=1)
+    return [hinted("persistent", (128, 256, 32), **w8),
+            hinted("persistent", (128, 256, 32), group_m=4, **w8),
+            hinted("persistent", (128, 256, 32), group_m=16, **w8),
+            hinted("persistent", (256, 128, 64), **w8),
+            hinted("persistent", (256, 256, 64), num_ctas=2, **w8),
+            hinted("persistent", (256, 256, 32), num_ctas=2, latency=6, **w8)]
+
+
+def unswept() -> list[Config]:
+    """Configs the bench times that no sweep has timed yet (the sweep plan holds them for the next
+    sweep), at most two: the cluster that was fastest at 8192^3 (256x256x64+ctas2) with the band
+    heights that moved the tile without a cluster (4 and 16 tile rows instead of GROUP_M). At one
+    clock the tile kernel and cuBLAS both keep the SMs about as busy as they can be (seen with
+    Nsight Compute on an H200, 2026-12-01, clocks left alone: at 8192^3 cuBLAS and
+    256x256x64+ctas2 each at ~92% of the SMs' throughput, at ~1.5 GHz of the SM clock's 1.98);
+    what is left to gain is in the band's effect on L2 traffic and, with it, on the energy each
+    FLOP costs a card held at its power limit, which sets the clock both run at."""
+    w8 = dict(num_worker_warps=8, occupancy=1)
+    return [hinted("persistent", (256, 256, 64), num_ctas=2, group_m=4, **w8),
+            hinted("persistent", (256, 256, 64), num_ctas=2, group_m=16, **w8)]
 
 
 def sweep_plan() -> list[Config]:
@@ -293,7 +324,7 @@ def sweep_plan() -> list[Config]:
     plan += [hinted("persistent", (256, 256, 32), num_ctas=2, latency=lat, **w8) for lat in (3, 6)]
     plan += [hinted("persistent", (256, 256, 32), num_ctas=2, group_m=16, **w8)]
     plan += [hinted("grouped", (256, 256, 32), num_ctas=2, num_worker_warps=8)]
-    return plan
+    return plan + unswept()
 
 
 _kernels: dict[tuple, Any] = {}
@@ -393,7 +424,7 @@ def _case_info(variant: str, size, cfg: Config | None, grid, sms: int) -> dict[s
 
 def bench_size(s: harness.Session, timer: timing.Timer, size, cfgs: list[Config],
                warmed: dict[str, dict], index: int, sms: int, run: entry.Pace,
-               order: random.Random, skipped: list[dict[str, str]]):
+               order: random.Random, skipped: list[dict[str, str]], sampler: gpu_load.Sampler):
     """Check every config once at this size, then time them all, interleaved. In a sweep a
     config whose check fails is left out here and listed in ``skipped``."""
     cp = s.cp
@@ -436,7 +467,8 @@ def bench_size(s: harness.Session, timer: timing.Timer, size, cfgs: list[Config]
         cfg = cfg_of[case.key]
         case.launch = cublas_launcher(cp, a, b, c) if cfg is None else launcher(cp, cfg, a, b, c, sms)[0]
     say(f"{shape_tag(size)}: timing {len(cases)} cases, {run.rounds} rounds x {run.launches} launches")
-    timing.interleave(timer, cases, run.rounds, run.launches, warmup_ms=run.warmup_ms, order=order)
+    timing.interleave(timer, cases, run.rounds, run.launches, warmup_ms=run.warmup_ms, order=order,
+                      watch=sampler.watch("sweep"))
     return cases, (a, b, c), cfg_of
 
 
@@ -494,7 +526,8 @@ def dense_peak(cp) -> dict[str, Any] | None:
     if per_clock is None or not khz:
         return None
     sms, khz = int(props["multiProcessorCount"]), int(khz)
-    return {"tflops": sms * khz * 1e3 * per_clock / 1e12,
+    return {"tflops": sms * khz * 1e3 * per_clock / 1e12, "sm_count": sms, "sm_clock_mhz": khz / 1e3,
+            "flops_per_sm_clock": per_clock,
             "basis": f"{sms} SMs x {khz / 1e3:g} MHz (the device's reported most) x {per_clock} dense "
                      f"float16 FLOP per SM per clock (cc {cc})"}
 
@@ -541,37 +574,14 @@ def _body(s: harness.Session) -> None:
 
     timer = timing.Timer(cp)
     order = random.Random(s.report.seed)
-    sweep: list[timing.Case] = []
-    inputs, cfg_of = {}, {}
-    for index, size in enumerate(sizes):
-        cases, inputs[size], size_cfgs = bench_size(s, timer, size, cfgs, warmed, index, sms, run, order, skipped)
-        sweep += cases
-        cfg_of.update(size_cfgs)
-        for line in table(cases):
-            print(line, flush=True)
-    copy = copy_case(s, timer)
-    timing.interleave(timer, [copy], run.rounds, run.launches, warmup_ms=run.warmup_ms, order=order)
-    sweep.append(copy)
-
-    repeats: list[timing.Case] = []
-    paired: list[timing.Case] = []
-    for size in sizes:
-        at_size = [c for c in sweep if c.info["name"] == "matmul" and tuple(c.info["shape"]) == size]
-        chosen = contenders(at_size)
-        say(f"{shape_tag(size)}: timing {len(chosen)} contenders a second time")
-        repeat = again(chosen, cfg_of, inputs[size], sms, cp, "repeat")
-        timing.interleave(timer, repeat, run.rounds, run.launches, warmup_ms=run.warmup_ms, order=order)
-        repeats += repeat
-        say(f"{shape_tag(size)}: the same cases head to head, launched in turn, {run.cycles} cycles")
-        pairs = again(chosen, cfg_of, inputs[size], sms, cp, "paired")
-        ref = next(c for c in pairs if c.info["variant"] == "cublas")
-        pairs.append(timing.Case(key=f"{ref.key}/again", launch=cublas_launcher(cp, *inputs[size]),
-                                 info={**ref.info, "twin_of": ref.key}))
-        timing.alternate(timer, pairs, run.cycles, warmup_ms=run.warmup_ms)
-        paired += pairs
-    inputs.clear()
+    sampler = gpu_load.Sampler(gpu_load.pci_bus_id(cp))
+    say(f"GPU clock and power: {sampler.error or 'NVML readings every %g ms' % (sampler.interval_s * 1e3)}")
+    with sampler.running():
+        sweep, repeats, paired = _time_everything(s, timer, sizes, cfgs, warmed, sms, run, order, skipped, sampler)
 
     largest = max(sizes, key=lambda z: z[0] * z[1] * z[2])
+    copy = next(c for c in sweep if c.info["name"] == "copy")
+
     results = {
         "results_version": 1,
         "program": harness.program_name(__file__),
@@ -591,7 +601,8 @@ def _body(s: harness.Session) -> None:
         "reference": {"matmul": "cublas"},
         "ceilings": {"tflops": f"matmul/cublas/{shape_tag(largest)}", "gbps": copy.key},
         "peak": dense_peak(cp),
-        "cases": [c.to_dict() for c in sweep + repeats + paired],
+        "load": sampler.describe(),
+        "cases": sampler.case_dicts(sweep + repeats + paired),
         "skipped": skipped,
         "compile": warmed,
     }
@@ -605,6 +616,48 @@ def _body(s: harness.Session) -> None:
     for line in table([c for c in sweep if c.info["name"] == "matmul"]):
         print(line, flush=True)
     entry.finish(s)
+
+
+def _time_everything(s: harness.Session, timer: timing.Timer, sizes, cfgs: list[Config], warmed: dict[str, dict],
+                     sms: int, run: entry.Pace, order: random.Random, skipped: list[dict[str, str]],
+                     sampler: gpu_load.Sampler) -> tuple[list[timing.Case], list[timing.Case], list[timing.Case]]:
+    """Every phase that times: each size's configs and cuBLAS, the copy, then at each size the contenders a
+    second time and head to head. (sweep, repeats, paired) cases; ``sampler`` watches each case's batches of
+    the first two phases (the head-to-head phase alternates cases launch by launch: no case has a batch)."""
+    cp = s.cp
+    sweep: list[timing.Case] = []
+    inputs, cfg_of = {}, {}
+    for index, size in enumerate(sizes):
+        cases, inputs[size], size_cfgs = bench_size(s, timer, size, cfgs, warmed, index, sms, run, order, skipped,
+                                                    sampler)
+        sweep += cases
+        cfg_of.update(size_cfgs)
+        for line in table(cases):
+            print(line, flush=True)
+    copy = copy_case(s, timer)
+    timing.interleave(timer, [copy], run.rounds, run.launches, warmup_ms=run.warmup_ms, order=order,
+                      watch=sampler.watch("sweep"))
+    sweep.append(copy)
+
+    repeats: list[timing.Case] = []
+    paired: list[timing.Case] = []
+    for size in sizes:
+        at_size = [c for c in sweep if c.info["name"] == "matmul" and tuple(c.info["shape"]) == size]
+        chosen = contenders(at_size)
+        say(f"{shape_tag(size)}: timing {len(chosen)} contenders a second time")
+        repeat = again(chosen, cfg_of, inputs[size], sms, cp, "repeat")
+        timing.interleave(timer, repeat, run.rounds, run.launches, warmup_ms=run.warmup_ms, order=order,
+                          watch=sampler.watch("repeat"))
+        repeats += repeat
+        say(f"{shape_tag(size)}: the same cases head to head, launched in turn, {run.cycles} cycles")
+        pairs = again(chosen, cfg_of, inputs[size], sms, cp, "paired")
+        ref = next(c for c in pairs if c.info["variant"] == "cublas")
+        pairs.append(timing.Case(key=f"{ref.key}/again", launch=cublas_launcher(cp, *inputs[size]),
+                                 info={**ref.info, "twin_of": ref.key}))
+        timing.alternate(timer, pairs, run.cycles, warmup_ms=run.warmup_ms)
+        paired += pairs
+    inputs.clear()
+    return sweep, repeats, paired
 
 
 def paired_lines(paired: list[timing.Case]) -> list[str]:

@@ -53,7 +53,8 @@ outputs are NaN-filled before each checked launch.
 
 Timing: kernels/bench/timing.py (CUDA events per launch, L2 flushed before each,
 interleaved rounds, each batch after untimed launches of the same case, first launches
-reported apart). The kernels are compiled first, in parallel (kernels/bench/jit.py),
+reported apart; the GPU's SM clock and power draw read through NVML during each case's
+batches, kernels/bench/gpu_load.py). The kernels are compiled first, in parallel (kernels/bench/jit.py),
 whose workers also read each kernel's registers, shared memory and blocks per SM. The
 course row softmax and the copy are timed a second time at the end, to show how far
 the same case moves in one run.
@@ -82,6 +83,7 @@ for _path in (str(_HERE), str(_HERE.parent)):
         sys.path.insert(0, _path)
 
 import entry  # noqa: E402
+import gpu_load  # noqa: E402
 import harness  # noqa: E402  (kernels/, found through this script's own directory)
 import jit  # noqa: E402
 import timing  # noqa: E402
@@ -233,18 +235,29 @@ COURSE_ROW_TILES = (8, 32, 128)              # rows per block (8 is the course's
 COURSE_ONLINE_TILES = ((2, 1024), (1, 1024), (1, 4096), (4, 1024))  # (2, 1024) is the course's
 
 
+ROW_OCCUPANCY_STEPS = ((8, 8), (16, 4), (16, 8), (32, 4), (64, 2), (128, 2))
+"""(rows per block, occupancy hint) of the course row softmax that the bench times: the sweep's fastest
+pairs at each row count, a small sweep the bench record ranks again (fewer rows a block and more blocks
+an SM put more tiles in flight; 128 rows at occupancy 2 shows the hint alone at the course's tile)."""
+ONLINE_OCCUPANCY_STEPS = (((1, 4096), 2), ((1, 4096), 4), ((1, 2048), 4), ((1, 8192), 2))
+"""(tile, occupancy hint) of the course online softmax that the bench times, ranked likewise."""
+
+
 def bench_plan() -> list[Config]:
-    """The course kernels as written, then one config per teaching step (the sweep's pick)."""
+    """The course kernels as written, the course kernels with the occupancy hint at the pairs a sweep
+    ranked first (``ROW_OCCUPANCY_STEPS``, ``ONLINE_OCCUPANCY_STEPS``), then one config per later step
+    at the sweep's pick: the direct store at 16 and 32 rows, the persistent grid, the fast math (at the
+    direct store's 32 rows, to show it changes nothing), the online softmax's L2-minded persistent grid."""
     w = ROW_WIDTH
     return ([config("softmax", "tile", (r, w)) for r in COURSE_ROW_TILES]
-            + [config("softmax", "tile", (32, w), occupancy=4),
-               config("softmax", "direct", (64, w)),
-               config("softmax", "persistent", (64, w), occupancy=2, stg=1),
-               config("softmax", "fastmath", (64, w))]
+            + [config("softmax", "tile", (r, w), occupancy=o) for r, o in ROW_OCCUPANCY_STEPS]
+            + [config("softmax", "direct", (16, w)),
+               config("softmax", "direct", (32, w)),
+               config("softmax", "persistent", (32, w), occupancy=4, stg=1),
+               config("softmax", "fastmath", (32, w))]
             + [config("online_softmax", "tile", t) for t in COURSE_ONLINE_TILES]
-            + [config("online_softmax", "tile", (1, 4096), occupancy=2),
-               config("online_softmax", "l2", (1, 8192), occupancy=1),
-               config("online_softmax", "l2", (1, 8192), occupancy=1, rev=1)])
+            + [config("online_softmax", "tile", t, occupancy=o) for t, o in ONLINE_OCCUPANCY_STEPS]
+            + [config("online_softmax", "l2", (1, 8192), occupancy=2, rev=1)])
 
 
 def sweep_plan() -> list[Config]:
@@ -452,15 +465,19 @@ def _body(s: harness.Session) -> None:
                                   "check_index": None})
 
     sweep = row_cases + online_cases + [copy_case]
-    say(f"timing {len(sweep)} cases, {run.rounds} rounds x {run.launches} launches")
     order = random.Random(s.report.seed)
-    timing.interleave(timer, sweep, run.rounds, run.launches, warmup_ms=run.warmup_ms, order=order)
-
-    say("timing the course row softmax and the copy a second time")
     course = row_cases[0]
     repeats = [timing.Case(key=c.key, launch=c.launch, info={**c.info, "phase": "repeat"})
                for c in (course, copy_case)]
-    timing.interleave(timer, repeats, run.rounds, run.launches, warmup_ms=run.warmup_ms, order=order)
+    sampler = gpu_load.Sampler(gpu_load.pci_bus_id(cp))
+    say(f"GPU clock and power: {sampler.error or 'NVML readings every %g ms' % (sampler.interval_s * 1e3)}")
+    with sampler.running():
+        say(f"timing {len(sweep)} cases, {run.rounds} rounds x {run.launches} launches")
+        timing.interleave(timer, sweep, run.rounds, run.launches, warmup_ms=run.warmup_ms, order=order,
+                          watch=sampler.watch("sweep"))
+        say("timing the course row softmax and the copy a second time")
+        timing.interleave(timer, repeats, run.rounds, run.launches, warmup_ms=run.warmup_ms, order=order,
+                          watch=sampler.watch("repeat"))
 
     results = {
         "results_version": 1,
@@ -477,7 +494,8 @@ def _body(s: harness.Session) -> None:
         },
         "reference": {"softmax": "cupy", "online_softmax": "cupy"},
         "ceilings": {"gbps": copy_case.key},
-        "cases": [c.to_dict() for c in sweep + repeats],
+        "load": sampler.describe(),
+        "cases": sampler.case_dicts(sweep + repeats),
         "skipped": skipped,
         "compile": warmed,
     }

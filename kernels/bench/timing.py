@@ -30,11 +30,12 @@ Needs only the standard library; cupy is passed in by the caller (the gate impor
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 L2_FLUSH_BYTES = 256 << 20
 """Bytes written between timed launches: 256 MiB, over 4x the H200's 60 MB L2."""
@@ -144,9 +145,12 @@ class Timer:
 
 
 def interleave(timer: Timer, cases: list[Case], rounds: int, launches: int,
-               warmup_ms: float = WARMUP_MS, order: random.Random | None = None) -> None:
+               warmup_ms: float = WARMUP_MS, order: random.Random | None = None,
+               watch: Callable[[str], ContextManager[None]] | None = None) -> None:
     """Time every case in ``rounds`` rounds of ``launches`` launches; each round in an
-    order drawn from ``order``, or, without one, the list rotated by one more each round."""
+    order drawn from ``order``, or, without one, the list rotated by one more each round.
+    ``watch(key)``, when given, brackets each batch of the case ``key`` (its warm-up and its
+    timed launches): kernels/bench/gpu_load.py reads the GPU's clock and power inside it."""
     n = len(cases)
     for r in range(rounds):
         if order is not None:
@@ -154,7 +158,8 @@ def interleave(timer: Timer, cases: list[Case], rounds: int, launches: int,
         else:
             this_round = [cases[(i + r) % n] for i in range(n)]
         for case in this_round:
-            ms, warmed = timer.batch(case.launch, launches, warmup_ms)
+            with watch(case.key) if watch is not None else contextlib.nullcontext():
+                ms, warmed = timer.batch(case.launch, launches, warmup_ms)
             case.samples_ms.extend(ms)
             case.round_medians_ms.append(statistics.median(ms))
             case.warmup_launches.append(warmed)

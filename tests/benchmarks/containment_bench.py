@@ -1,13 +1,20 @@
-"""Benchmark: containment of runaway programs (issue 15), no GPU needed.
+"""Benchmark: containment of runaway programs (issues 15 and 33), no GPU needed.
 
-In a temp copy of kernels/ and lessons/, runs ``python -m tileproof run`` on two fake
-programs and reports:
+For each containment that holds on this machine (``TILEPROOF_CONTAINMENT``; ``marker`` is the
+mechanism from before issue 33, unchanged) it reports:
 
-* ``hang``: its grandchild calls ``setsid sleep infinity`` and keeps the pipes open;
-  under ``--timeout 3`` the whole command's wall time, the step's duration, the strays
-  killed, and whether any process of it is left (target: step < 5 s, none left);
-* ``flood``: prints 300 MB; tileproof's peak RSS (``ru_maxrss`` of the command) and the
-  size of the transcript kept (target: memory bounded by the 16 MiB cap, not 300 MB).
+* ``per child``: the cost of one contained start, ``start_and_wait`` of ``/bin/true`` and of
+  ``python -c pass`` (a lesson program is a Python process) 40 times each: median and 90th
+  percentile wall time, and the CPU time of tileproof plus its children per start (CPU time is
+  the steadier number on a shared machine);
+* ``hang``: ``python -m tileproof run --timeout 3`` on a fake program whose grandchildren call
+  ``setsid sleep infinity`` (keeping the pipes open) and ``env -i setsid -f sleep`` (no marker, its
+  parent gone at once): the command's wall time, the step's duration, the strays killed, and which
+  grandchildren are left (target: step < 5 s, none left);
+
+and once, for the default containment, ``flood``: a program printing 300 MB; tileproof's peak RSS
+(``ru_maxrss`` of the command) and the size of the transcript kept (target: memory bounded by the
+16 MiB cap, not 300 MB).
 
     python tests/benchmarks/containment_bench.py > tests/benchmarks/containment_bench.txt
 """
@@ -15,8 +22,11 @@ programs and reports:
 from __future__ import annotations
 
 import json
+import os
 import resource
+import secrets
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,11 +34,18 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from tileproof.records.errors import TileproofError  # noqa: E402
+from tileproof.runner import process  # noqa: E402
+from tileproof.runner.environment import child_env  # noqa: E402
+
 HANG = '''AOT_SIGNATURES = {}
-import subprocess
+import subprocess, sys, time
 from pathlib import Path
-kid = subprocess.Popen(["setsid", "sleep", "infinity"])
-Path(__file__).with_suffix(".pid").write_text(str(kid.pid))
+names = Path(__file__).with_suffix(".names").read_text().split()
+subprocess.Popen(["setsid", names[0], "infinity"])
+subprocess.run(["env", "-i", "setsid", "-f", names[1], "infinity"])
 subprocess.run(["sleep", "infinity"])
 '''
 FLOOD = '''AOT_SIGNATURES = {}
@@ -37,23 +54,77 @@ chunk = "z" * (1 << 20)
 for _ in range(300):
     sys.stdout.write(chunk)
 '''
+STARTS = 40
 
 
-def command(root: Path, program: str) -> tuple[float, int, dict]:
-    """Wall seconds, the child's peak RSS in KiB, and the run record."""
+def left(name: str) -> bool:
+    """Whether a live process of that (fresh) name is left."""
+    out = subprocess.run(["ps", "-e", "-o", "stat=,comm="], capture_output=True, text=True, timeout=30).stdout
+    return any(line.split()[1:] == [name] and not line.startswith("Z") for line in out.splitlines())
+
+
+def named_sleep(folder: Path) -> Path:
+    link = folder / ("tp" + secrets.token_hex(6))
+    link.symlink_to(shutil.which("sleep") or "/bin/sleep")
+    return link
+
+
+def command(root: Path, program: str, kind: str) -> tuple[float, int, dict, str]:
+    """Wall seconds, the child's peak RSS in KiB, the run record and the command's last line."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "tileproof", "run", "--program", program, "--timeout", "3",
-                           "--root", str(root)], capture_output=True, text=True)
+                           "--record-no-gpu", "--root", str(root)], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, process.CONTAIN_VAR: kind})
     wall = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     records = [json.loads(p.read_text()) for p in sorted((root / "runs").glob("*-run-*.json"))]
-    rec = next(r for r in records if r["program"] == f"kernels/{program}.py")
-    print(f"  output: {proc.stdout.strip().splitlines()[-1]}")
-    return wall, max(rss, before), rec
+    rec = [r for r in records if r["program"] == f"kernels/{program}.py"][-1]
+    return wall, max(rss, before), rec, (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+
+
+def cpu_s() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def per_child(argv: list[str]) -> str:
+    process.start_and_wait(argv, env=child_env(), timeout=60)  # warm: the choice is made, the files cached
+    walls = []
+    cpu0 = cpu_s()
+    for _ in range(STARTS):
+        t0 = time.perf_counter()
+        done = process.start_and_wait(argv, env=child_env(), timeout=60)
+        walls.append(time.perf_counter() - t0)
+        assert done.exit_code == 0, done
+    cpu = (cpu_s() - cpu0) / STARTS
+    walls.sort()
+    return (f"median {statistics.median(walls) * 1000:6.1f} ms, p90 {walls[int(len(walls) * 0.9)] * 1000:6.1f} ms, "
+            f"cpu {cpu * 1000:5.1f} ms")
 
 
 def main() -> int:
+    kinds = []
+    for kind in process.CONTAINMENTS:
+        os.environ[process.CONTAIN_VAR] = kind
+        process.containment.cache_clear()
+        try:
+            process.containment()
+        except TileproofError as e:
+            print(f"{kind}: does not hold here: {e}")
+            continue
+        kinds.append(kind)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"per child ({STARTS} starts each; marker: the mechanism before issue 33); {os.cpu_count()} CPUs, "
+          f"load average {load}")
+    for kind in kinds:
+        os.environ[process.CONTAIN_VAR] = kind
+        process.containment.cache_clear()
+        print(f"  {kind:13} /bin/true:        {per_child([shutil.which('true') or '/bin/true'])}")
+        print(f"  {kind:13} python -c pass:   {per_child([sys.executable, '-c', 'pass'])}")
+    del os.environ[process.CONTAIN_VAR]
+    process.containment.cache_clear()
+
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for folder in ("kernels", "lessons"):
@@ -62,19 +133,25 @@ def main() -> int:
         (root / "kernels" / "hang.py").write_text(HANG)
         (root / "kernels" / "flood.py").write_text(FLOOD)
 
-        print("hang: setsid sleep infinity grandchild, --timeout 3")
-        wall, _, rec = command(root, "hang")
-        pid = int((root / "kernels" / "hang.pid").read_text())
-        left = Path(f"/proc/{pid}").exists()
-        print(f"  command wall {wall:.2f} s; step {rec['step']['duration_s']:.2f} s; verdict {rec['verdict']}; "
-              f"strays killed {rec['step']['strays_killed']}; grandchild left: {left}")
+        print("hang: setsid sleep infinity and env -i setsid -f sleep grandchildren, --timeout 3")
+        for kind in kinds:
+            sleeps = [named_sleep(root), named_sleep(root)]
+            (root / "kernels" / "hang.names").write_text(" ".join(str(s) for s in sleeps))
+            wall, _, rec, _ = command(root, "hang", kind)
+            time.sleep(0.5)
+            got = [left(s.name) for s in sleeps]
+            print(f"  {kind:13} command wall {wall:.2f} s; step {rec['step']['duration_s']:.2f} s; verdict "
+                  f"{rec['verdict']}; recorded {rec['step'].get('containment')}; strays killed "
+                  f"{rec['step']['strays_killed']}; left: setsid {got[0]}, env -i setsid -f {got[1]}")
+            for s in sleeps:
+                subprocess.run(["pkill", "-KILL", "-x", s.name], check=False, timeout=30)
 
         print("flood: 300 MB on stdout")
-        wall, rss, rec = command(root, "flood")
+        wall, rss, rec, line = command(root, "flood", process.containment())
         kept = rec["step"]["stdout"]["bytes"]
         cut = rec["step"]["stdout_cut"]
-        print(f"  command wall {wall:.2f} s; peak RSS of the largest child {rss / 1024:.0f} MiB; "
-              f"transcript {kept / 2**20:.1f} MiB; cut {cut}")
+        print(f"  {rec['step']['containment']}: command wall {wall:.2f} s; peak RSS of the largest child "
+              f"{rss / 1024:.0f} MiB; transcript {kept / 2**20:.1f} MiB; cut {cut}")
     return 0
 
 

@@ -3,7 +3,9 @@
 The command is ``commands/bench.py`` (thin); this module holds the work: the environment captured once (as ``run``
 does), the GPU's clocks and throttle reasons read before and after each program, the raw samples turned into
 ``BenchCase`` statistics and head-to-head ``PairedRatios``, every case's roofline (``roofline``) and second-look flag
-(``second_looks``), one bench record per program. What is measured and how:
+(``second_looks``), what the GPU did while each case ran (``gpu_load``: the program's NVML readings as quartiles
+of the SM clock and power draw against the card's limits; ``load_unavailable`` where there are none), one bench
+record per program. What is measured and how:
 docs/benchmarks.md, "Timing the course kernels".
 """
 
@@ -15,7 +17,6 @@ import re
 import shutil
 import statistics
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,11 @@ from tileproof.records.models import (
     BenchCase,
     BenchRecord,
     CheckReport,
+    ClockEventReason,
     Environment,
     GitState,
     GpuFacts,
+    GpuLoad,
     HostFacts,
     PairedRatio,
     Roofline,
@@ -48,6 +51,7 @@ from tileproof.records.store import (
 )
 from tileproof.runner.capture import probe
 from tileproof.runner.execute import Outcome, run_program
+from tileproof.runner.process import scratch_dir
 
 BENCH_DIR = Path("kernels") / "bench"
 ROOF_TAGS = {"device copy": "copy", "dense peak": "peak", "largest cuBLAS product": "cuBLAS"}
@@ -170,6 +174,7 @@ def build_cases(results: dict[str, Any], report: CheckReport | None
         if report is not None and isinstance(index, int) and 0 <= index < len(report.checks):
             check = report.checks[index]
         s = st[key]
+        roof = roofline(c, s["median_ms"], tflops, gbps, ceilings, ceiling_keys)
         cases.append(BenchCase(
             key=key, name=c["name"], variant=c["variant"], shape=list(c["shape"]), dtype=c["dtype"],
             tiles=c.get("tiles"), repeats=s["repeats"], first_launch_ms=_finite(c.get("first_launch_ms")),
@@ -179,7 +184,8 @@ def build_cases(results: dict[str, Any], report: CheckReport | None
             max_rel_err=_finite(check.max_rel_err) if check else None,
             checked=bool(check and check.passed), config=dict(c.get("config") or {}),
             tiles_per_sm=_finite(c.get("tiles_per_sm")), resources=_resources(c.get("resources")),
-            roofline=roofline(c, s["median_ms"], tflops, gbps, ceilings, ceiling_keys),
+            roofline=roof, load=gpu_load(c.get("load"), results.get("load"), results.get("peak"),
+                                         tflops if roof is not None and roof.bound == "flops" else None),
         ))
 
     repeat_spread = {}
@@ -223,6 +229,61 @@ def roofline(case: dict[str, Any], median_ms: float, tflops: float | None, gbps:
                         ceiling_rate=copy_gbps, pct_of_ceiling=100.0 * rate / copy_gbps,
                         floor_ms=max(t_bytes, t_flops or 0.0))
     return None
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    """(lower quartile, median, upper quartile); all three the value itself for one value."""
+    if len(values) < 2:
+        return values[0], values[0], values[0]
+    q1, _, q3 = statistics.quantiles(values, n=4)
+    return q1, statistics.median(values), q3
+
+
+def gpu_load(raw: Any, about: Any, peak: Any, flops_rate: float | None) -> GpuLoad | None:
+    """One case's ``GpuLoad`` from its NVML readings (``raw``: the results file's per-case ``load``) and what
+    the program says about the readings as a whole (``about``: results ``load``, with the card's maximum SM
+    clock, its power limit and the reason bits' names); ``flops_rate``: the case's TFLOP/s when FLOPs bound it,
+    for its share of the dense peak at its own clock (``peak``: results ``peak``, with the clock it was computed
+    at). None without readings. Raises KeyError/TypeError/ValueError on a malformed entry, like build_cases."""
+    if not isinstance(raw, dict) or not isinstance(about, dict) or "max_sm_clock_mhz" not in about \
+            or not raw["sm_clock_mhz"]:
+        return None
+    clocks = [float(x) for x in raw["sm_clock_mhz"]]
+    power = [float(x) for x in raw["power_w"]]
+    bits = raw["reasons"]
+    if not len(clocks) == len(power) == len(bits):
+        raise ValueError(f"load readings of unequal length: {len(clocks)} clocks, {len(power)} powers, "
+                         f"{len(bits)} reasons")
+    names: dict[int, ClockEventReason] = {int(bit): name for bit, name in about["reason_bits"].items()}
+    counts: dict[ClockEventReason, int] = {}
+    for word in bits:
+        seen: set[ClockEventReason] = {names.get(1 << i, "other") for i in range(int(word).bit_length())
+                                        if int(word) >> i & 1}
+        for name in seen:
+            counts[name] = counts.get(name, 0) + 1
+    c1, clock, c3 = quartiles(clocks)
+    p1, watts, p3 = quartiles(power)
+    at_clock = None
+    if flops_rate is not None and isinstance(peak, dict) and peak.get("sm_clock_mhz"):
+        at_clock = 100.0 * flops_rate / (float(peak["tflops"]) * clock / float(peak["sm_clock_mhz"]))
+    return GpuLoad(samples=len(clocks), window_s=float(raw["window_s"]), sm_clock_mhz=clock, sm_clock_q1_mhz=c1,
+                   sm_clock_q3_mhz=c3, max_sm_clock_mhz=float(about["max_sm_clock_mhz"]), power_w=watts,
+                   power_q1_w=p1, power_q3_w=p3, power_limit_w=float(about["power_limit_w"]),
+                   power_reading=about["power_reading"],
+                   reasons={k: v / len(clocks) for k, v in sorted(counts.items())}, pct_of_peak_at_clock=at_clock)
+
+
+def load_unavailable(results: dict[str, Any], cases: list[BenchCase]) -> str | None:
+    """Why some case with a rate has no ``load`` (None when every one has): the program's own word when it
+    could not read NVML, else the cases that got no reading."""
+    missing = [c.key for c in cases if c.load is None and (c.tflops is not None or c.gbps is not None)]
+    if not missing:
+        return None
+    about = results.get("load")
+    if not isinstance(about, dict):
+        return "the bench program wrote no GPU clock and power readings (its results file has no 'load')"
+    why = f"no NVML reading during the batches of {len(missing)} case(s): " + ", ".join(missing)[:300]
+    return f"{about['error']}; {why}" if about.get("error") else why
 
 
 def control_band(control: PairedRatio | None, reference: BenchCase | None) -> tuple[float, str]:
@@ -336,8 +397,11 @@ def summary(cases: list[BenchCase], repeat_spread: dict[str, float], ceilings: d
         ref = f"{c.pct_of_reference:6.1f}" if c.pct_of_reference is not None else f"{'-':>6}"
         ceil = f"{c.pct_of_ceiling:6.1f}" if c.pct_of_ceiling is not None else f"{'-':>6}"
         roof = f"  {ROOF_TAGS[c.roofline.ceiling]} {c.roofline.pct_of_ceiling:5.1f}%" if c.roofline else ""
+        load = (f"  SM {c.load.sm_clock_mhz:4.0f}/{c.load.max_sm_clock_mhz:.0f} MHz "
+                f"{c.load.power_w:3.0f}/{c.load.power_limit_w:.0f} W" if c.load else "")
         flags = (" NOISY" if c.noisy else "") + (" SECOND-LOOK" if c.second_look else "")
-        lines.append(f"    {c.key:62} {c.median_ms:10.4f} {rate:>10} {ref} {ceil} {100 * c.spread:6.1f}%{roof}{flags}")
+        lines.append(f"    {c.key:62} {c.median_ms:10.4f} {rate:>10} {ref} {ceil} {100 * c.spread:6.1f}%{roof}{load}"
+                     f"{flags}")
     lines += [f"    ceiling {k}: {v:.1f}" for k, v in ceilings.items()]
     lines += [f"    repeat {k}: medians differ by {100 * v:.2f}%" for k, v in repeat_spread.items()]
     lines += [f"    {c.key}: {c.second_look.text()}" for c in cases if c.second_look]
@@ -363,7 +427,8 @@ def best_lines(cases: list[BenchCase]) -> list[str]:
         res = c.resources or {}
         cost = (f", {res['registers']} registers + {res['local_bytes']} B spilled per thread"
                 if "registers" in res and "local_bytes" in res else "")
-        lines.append(f"best {c.key}: {c.median_ms:.4f} ms, {ref}{waves}{cost}")
+        load = f"; {c.load.text()}" if c.load else ""
+        lines.append(f"best {c.key}: {c.median_ms:.4f} ms, {ref}{waves}{cost}{load}")
     return lines
 
 
@@ -384,10 +449,11 @@ class Session:
 
 
 def _read_results(raw: bytes | None, outcome: Outcome) -> tuple[Verdict, str, tuple]:
-    """Verdict, reason and (cases, ceilings, repeat spread, head to head) from a results file."""
+    """Verdict, reason and (cases, ceilings, repeat spread, head to head, why some case has no load) from a
+    results file."""
     verdict: Verdict = outcome.verdict
     reason = outcome.reason
-    empty: tuple = ([], {}, {}, {})
+    empty: tuple = ([], {}, {}, {}, None)
     if raw is None:
         return ("error", reason + "; wrote no results file", empty) if verdict == "passed" else (verdict, reason, empty)
     try:
@@ -402,7 +468,7 @@ def _read_results(raw: bytes | None, outcome: Outcome) -> tuple[Verdict, str, tu
     except (KeyError, TypeError, ValueError, IndexError) as e:
         return ("error" if verdict == "passed" else verdict,
                 reason + f"; results file unreadable: {type(e).__name__}: {e}", empty)
-    return verdict, reason, (cases, ceilings, repeat_spread, paired)
+    return verdict, reason, (cases, ceilings, repeat_spread, paired, load_unavailable(results, cases))
 
 
 def bench_one(s: Session, program: Path) -> BenchRecord:
@@ -412,14 +478,14 @@ def bench_one(s: Session, program: Path) -> BenchRecord:
     print(f"bench: {rel} [{run_id}]", flush=True)
     before = gpu_state(s.root, run_id, "before", s.env)
     print(f"  gpu before: {_state_line(s.root, before)}", flush=True)
-    with tempfile.TemporaryDirectory(prefix="tileproof-bench-") as tmp:
-        results_path = Path(tmp) / "results.json"
+    with scratch_dir() as tmp:
+        results_path = tmp / "results.json"
         argv = [sys.executable, str(program), "--results", str(results_path), *(["--quick"] if s.quick else [])]
         outcome = run_program(s.root, run_id, program.stem, argv, s.env, s.timeout, s.cap)
         raw = results_path.read_bytes() if results_path.is_file() else None
     after = gpu_state(s.root, run_id, "after", s.env)
     print(f"  gpu after:  {_state_line(s.root, after)}", flush=True)
-    verdict, reason, (cases, ceilings, repeat_spread, paired) = _read_results(raw, outcome)
+    verdict, reason, (cases, ceilings, repeat_spread, paired, no_load) = _read_results(raw, outcome)
     if s.gpu and s.gpu.runtime_compute_capability not in (None, s.gpu.compute_capability):
         verdict, reason = "error", (f"nvidia-smi says compute capability {s.gpu.compute_capability}, "
                                     f"the CUDA runtime says {s.gpu.runtime_compute_capability}")
@@ -430,10 +496,12 @@ def bench_one(s: Session, program: Path) -> BenchRecord:
         report_file=outcome.report_file,
         results_file=write_evidence(s.root, run_id, f"{program.stem}-results.json", raw) if raw else None,
         gpu_before=before, gpu_after=after, cases=cases, ceilings=ceilings, repeat_spread=repeat_spread,
-        head_to_head=paired, verdict=verdict, reason=reason,
+        head_to_head=paired, load_unavailable=no_load, verdict=verdict, reason=reason,
     )
     write_record(s.root, record, s.signer)
     print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)
     if cases:
         print("\n".join(summary(cases, repeat_spread, ceilings, paired)), flush=True)
+    if no_load:
+        print(f"  no clock and power readings: {no_load}", flush=True)
     return record

@@ -29,7 +29,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +43,7 @@ from tileproof.records.store import sha256_file
 from tileproof.runner.capture import gpu_facts, runtime_toolchain
 from tileproof.runner.capture import tools as find_tools
 from tileproof.runner.environment import child_env
+from tileproof.runner.process import scratch_dir
 from tileproof.runner.step import run_step
 from tileproof.toolchain.build import (
     _DECL,
@@ -360,15 +360,15 @@ def _compile(here: Here, name, check, expected, folder):
     if src.suffix == ".py":
         if not check.kernel:
             raise TileproofError(f"{check.snippet}: a Python compile check needs kernel:")
-        with tempfile.TemporaryDirectory() as tmp:
-            argv = export_argv(src, [(check.kernel, check.target, Path(tmp) / "k.cubin")])
+        with scratch_dir() as tmp:
+            argv = export_argv(src, [(check.kernel, check.target, tmp / "k.cubin")])
             step, text = _step(here, f"{name}.aot", argv)
         outcome, why = judge_compile(step, text, expected, "python")
         return outcome, why, [step], here.python_chain()
     if here.tools is None:
         return "unverifiable", here.no_nvcc or "no nvcc on this machine", [], None
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / (src.stem + (".tilefatbin" if check.tilefatbin else ""))
+    with scratch_dir() as tmp:
+        out = tmp / (src.stem + (".tilefatbin" if check.tilefatbin else ""))
         argv = varied_nvcc_argv(here.tools.tool("nvcc"), src, check.target, out, check.tilefatbin, check.flags)
         step, text = _step(here, f"{name}.nvcc", argv)
     outcome, why = judge_compile(step, text, expected, "cpp")
@@ -442,8 +442,8 @@ def _res_usage(here: Here, name, check, expected, folder):
     if here.tools is None:
         return "unverifiable", here.no_nvcc or "no nvcc on this machine", [], None
     src = folder / check.snippet
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / (src.stem + (".tilefatbin" if check.tilefatbin else ".out"))
+    with scratch_dir() as tmp:
+        out = tmp / (src.stem + (".tilefatbin" if check.tilefatbin else ".out"))
         argv = varied_nvcc_argv(here.tools.tool("nvcc"), src, check.target, out, check.tilefatbin, check.flags)
         build, text = _step(here, f"{name}.nvcc", argv)
         if build.exit_code != 0 or not out.exists():

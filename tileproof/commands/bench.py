@@ -7,8 +7,7 @@ Thin: gathers the session (``runner.capture``), runs each program through
 from __future__ import annotations
 
 import argparse
-import shutil
-import tempfile
+import contextlib
 from pathlib import Path
 
 from tileproof.bench.core import BENCH_DIR, Session, bench_one, select
@@ -23,7 +22,7 @@ from tileproof.runner.capture import (
     session_start,
 )
 from tileproof.runner.environment import child_env
-from tileproof.runner.process import add_output_cap, install_signal_handlers, output_cap
+from tileproof.runner.process import add_output_cap, install_signal_handlers, output_cap, scratch_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,22 +47,16 @@ def run(args: argparse.Namespace) -> int:
         raise TileproofError(f"no bench programs under {BENCH_DIR.as_posix()}/ (fix: restore kernels/bench/)")
     env_id = new_run_id("bench-env")
     env = child_env(device=args.device)
-    own_cache = None
-    if "CUDA_TILE_CACHE_DIR" not in env:  # a fresh JIT cache, so that compile times are real
-        own_cache = tempfile.mkdtemp(prefix="tileproof-jit-")
-        env["CUDA_TILE_CACHE_DIR"] = own_cache
-    gpu, frozen = session_start(root, env_id, args.device)
-    if gpu.no_gpu:
-        print(f"bench: no usable GPU: {gpu.no_gpu}; each program's own gate is recorded and the bench fails")
-    session = Session(root=root, environment=environment(root, env_id, gpu, frozen, runtime_toolchain(None), env),
-                      gpu=gpu.gpu, git=git_state(root), host=host_facts(), env=env, quick=args.quick,
-                      timeout=args.timeout, cap=cap, signer=signer)
-    verdicts = []
-    try:
+    with contextlib.ExitStack() as stack:
+        if "CUDA_TILE_CACHE_DIR" not in env:  # a fresh JIT cache, so that compile times are real
+            env["CUDA_TILE_CACHE_DIR"] = str(stack.enter_context(scratch_dir()))
+        gpu, frozen = session_start(root, env_id, args.device)
+        if gpu.no_gpu:
+            print(f"bench: no usable GPU: {gpu.no_gpu}; each program's own gate is recorded and the bench fails")
+        session = Session(root=root, environment=environment(root, env_id, gpu, frozen, runtime_toolchain(None), env),
+                          gpu=gpu.gpu, git=git_state(root), host=host_facts(), env=env, quick=args.quick,
+                          timeout=args.timeout, cap=cap, signer=signer)
         verdicts = [bench_one(session, program).verdict for program in chosen]
-    finally:
-        if own_cache is not None:
-            shutil.rmtree(own_cache, ignore_errors=True)
     passed = verdicts.count("passed")
     print(f"bench: {passed}/{len(verdicts)} programs passed")
     return 0 if passed == len(verdicts) else 1

@@ -113,7 +113,8 @@ def _merge(args: argparse.Namespace) -> int:
         print(f"fleet merge: not merged: {line}")
     audit = children.tileproof(["audit", "--root", str(root)], cwd=root, deadline_s=children.AUDIT_DEADLINE_S)
     result = mx.Matrix(matrix_version=mx.MATRIX_VERSION, lessons=ids, kinds=[s.name for s in args.sources],
-                       cells=cells, merged=len(done.writes), audit_exit=audit.status, audit_line=audit.last_line())
+                       cells=cells, merged=len(done.writes), audit_exit=audit.status,
+                       audit_line=audit.summary("audit: "))
     print(f"fleet merge: {len(done.writes)} files written, {done.same} already there")
     print("\n".join(mx.render(result)))
     return 0 if result.passed() else 1

@@ -137,9 +137,13 @@ def _write(lesson: lessons.Lesson, decision: gate.Decision, dry_run: bool, note:
     """Write (unless ``dry_run``) what the decision derives: status, hardware, results, compile tables."""
     text = lesson_text.render(lesson, decision.published_front(lesson.front), decision.published_blocks())
     hw = decision.hardware()
-    if hw is None:  # a publishable decision has a passed required row behind it
+    if hw is not None:
+        summary = f"{hw.gpu} (cc {hw.compute_capability}), driver {hw.driver}, run {hw.run_id}"
+    elif decision.perf and not decision.rows:  # a note of performance claims alone: its bench records
+        benches = sorted({c.record.run_id for c in decision.perf if c.record is not None})
+        summary = f"the bench record{'s' * (len(benches) != 1)} {', '.join(benches)} behind its performance claims"
+    else:  # a publishable decision has a passed required row behind it
         raise ValueError(f"{lesson.id}: publishable without a passed required row")
-    summary = f"{hw.gpu} (cc {hw.compute_capability}), driver {hw.driver}, run {hw.run_id}"
     if dry_run:
         return 0, [f"{lesson.id}: would {verb} from {summary} (dry run: nothing changed)",
                    *describe_all(decision), *note]

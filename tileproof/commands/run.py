@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from tileproof.fleet import devices
+from tileproof.records.errors import TileproofError
 from tileproof.runner import session
 from tileproof.runner.process import add_output_cap, install_signal_handlers
 from tileproof.toolchain import cuda_tile
@@ -21,6 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=900.0, metavar="S", help="per-program timeout in seconds")
     add_output_cap(parser)
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    parser.add_argument("--session-id", default=None, metavar="ID",
+                        help="the session's id (what --devices gives each GPU's session, to read its records back)")
     parser.add_argument("--record-no-gpu", action="store_true",
                         help="without a usable GPU, still run each program's gate and record the no-gpu runs "
                              "(default: say so in one line, exit 1, write nothing)")
@@ -37,8 +40,11 @@ def run(args: argparse.Namespace) -> int:
     request = session.Request(root=args.root.resolve(), lessons=tuple(args.lessons), programs=tuple(args.program),
                               device=args.device, timeout=args.timeout, cap=args.output_cap,
                               record_no_gpu=args.record_no_gpu, python_only=args.python_only,
-                              outside_range=args.tileiras_outside_range)
+                              outside_range=args.tileiras_outside_range, session_id=args.session_id)
     if args.devices is not None:
+        if args.session_id is not None:
+            raise TileproofError("--session-id with --devices: each GPU's session gets its own id (fix: leave "
+                                 "--session-id out)")
         return devices.fan_out(args.devices, request)
     ended = session.run(request)
     if isinstance(ended, session.NoGpu):

@@ -148,7 +148,7 @@ def finish(plan: Plan) -> mx.Matrix:
     result = mx.Matrix(matrix_version=mx.MATRIX_VERSION,
                        lessons=list(dict.fromkeys(t.lesson for a in plan.arrays for t in a.tasks)),
                        kinds=[a.kind for a in plan.arrays], cells=cells, merged=len(done.writes),
-                       audit_exit=audit.status, audit_line=audit.last_line())
+                       audit_exit=audit.status, audit_line=audit.summary("audit: "))
     tmp = folder / f".{MATRIX_FILE}.tmp"
     tmp.write_text(result.model_dump_json(indent=2) + "\n")
     tmp.replace(folder / MATRIX_FILE)  # derived: rewritten by each finish, unlike records

@@ -283,8 +283,10 @@ class Decision:
             if r.outcome == "passed" and r.record else r.row.model_copy(update={"result": UNKNOWN, "run_id": None})
             for r in self.rows
         ]
-        return front.model_copy(update={"status": "published", "hardware": self.hardware(), "results": rows,
-                                        "cuda_tile_verified": list(self.cuda_tile_verified)})
+        # A lesson with no program of its own (a note whose numbers are performance claims) has no run record
+        # behind it: its hardware block stays empty, and each claim names its bench record.
+        return front.model_copy(update={"status": "published", "hardware": self.hardware() or Hardware(),
+                                        "results": rows, "cuda_tile_verified": list(self.cuda_tile_verified)})
 
 
 # --- helpers (pure) ------------------------------------------------------------------

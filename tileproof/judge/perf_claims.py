@@ -4,7 +4,8 @@
 and bench records, and gives each claim one ``ClaimDecision``: an outcome from a closed set, a one-line reason and,
 unless the claim is supported, the command that would produce the missing evidence. Which record decides (the newest
 by ``standing.age`` among those ``trust.split`` counts) and the rule (``value >= at_least``, not noisy, one spread below
-the measurement): docs/benchmarks.md, "Performance claims".
+the measurement): docs/benchmarks.md, "Performance claims". A metric is a ``BenchCase`` field or derived
+property (``models.PerfMetric``).
 """
 
 from __future__ import annotations
@@ -21,9 +22,16 @@ Outcome = Literal["supported", "no-bench-record", "wrong-hardware", "below-claim
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 NOISY_SPREAD = 0.10
 """Same threshold as ``bench.NOISY_SPREAD`` (a case above it is flagged noisy when measured)."""
-UNITS = {"pct_of_reference": "%", "pct_of_ceiling": "%", "tflops": " TFLOP/s", "gbps": " GB/s"}
-OF = {"pct_of_reference": " of reference", "pct_of_ceiling": " of ceiling", "tflops": "", "gbps": ""}
-POINTS = {"pct_of_reference": " points", "pct_of_ceiling": " points", "tflops": " TFLOP/s", "gbps": " GB/s"}
+UNITS = {"pct_of_reference": "%", "pct_of_ceiling": "%", "tflops": " TFLOP/s", "gbps": " GB/s", "times_floor": "x",
+         "pct_of_power_limit": "%", "pct_below_max_clock": "%", "pct_of_peak_at_clock": "%"}
+OF = {"pct_of_reference": " of reference", "pct_of_ceiling": " of ceiling", "tflops": "", "gbps": "",
+      "times_floor": " its roofline floor", "pct_of_power_limit": " of the power limit",
+      "pct_below_max_clock": " below the maximum SM clock", "pct_of_peak_at_clock": " of the dense peak at its clock"}
+DIGITS = {"times_floor": 2}
+"""Decimals shown for a metric's values (1 unless named)."""
+POINTS = {"pct_of_reference": " points", "pct_of_ceiling": " points", "tflops": " TFLOP/s", "gbps": " GB/s",
+          "times_floor": "x", "pct_of_power_limit": " points", "pct_below_max_clock": " points",
+          "pct_of_peak_at_clock": " points"}
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,7 @@ class ClaimDecision:
             return "-"
         m = self.claim.metric
         op = ">=" if self.value >= self.claim.at_least else "<"
-        return f"{self.value:.1f}{UNITS[m]}{OF[m]} {op} {self.claim.at_least:g}{UNITS[m]}"
+        return f"{self.value:.{DIGITS.get(m, 1)}f}{UNITS[m]}{OF[m]} {op} {self.claim.at_least:g}{UNITS[m]}"
 
     def __str__(self) -> str:
         return f"perf claim {self.claim.id}: {self.outcome}: {self.reason}"
@@ -132,17 +140,17 @@ def _command(claim: PerfClaim, outcome: Outcome, holds: float | None = None) -> 
 
 
 def _describe(claim: PerfClaim, rec: BenchRecord, case: BenchCase, value: float, outcome: Outcome) -> str:
-    unit, points = UNITS[claim.metric] + OF[claim.metric], POINTS[claim.metric]
+    unit, points, d = UNITS[claim.metric] + OF[claim.metric], POINTS[claim.metric], DIGITS.get(claim.metric, 1)
     margin = value - claim.at_least
-    head = f"bench {rec.run_id}: {case.key} {claim.metric} {value:.1f}{unit}"
+    head = f"bench {rec.run_id}: {case.key} {claim.metric} {value:.{d}f}{unit}"
     if outcome == "below-claim":
-        return f"{head}, below the claimed {claim.at_least:g} by {-margin:.1f}{points}"
+        return f"{head}, below the claimed {claim.at_least:g} by {-margin:.{d}f}{points}"
     if outcome == "noisy":
         return f"{head}, but the case is noisy: spread {case.spread:.1%} > {NOISY_SPREAD:.0%}"
-    spread = f"spread {case.spread:.1%} of {value:.1f} = {case.spread * value:.1f}{points}"
+    spread = f"spread {case.spread:.1%} of {value:.{d}f} = {case.spread * value:.{d}f}{points}"
     if outcome == "spread-exceeds-margin":
-        return f"{head}: margin {margin:.1f}{points} over {claim.at_least:g} is smaller than its {spread}"
-    return f"{head} >= {claim.at_least:g}: margin {margin:.1f}{points}, {spread}"
+        return f"{head}: margin {margin:.{d}f}{points} over {claim.at_least:g} is smaller than its {spread}"
+    return f"{head} >= {claim.at_least:g}: margin {margin:.{d}f}{points}, {spread}"
 
 
 # --- the decision --------------------------------------------------------------------

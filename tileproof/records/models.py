@@ -254,9 +254,24 @@ class StreamCut(Model):
     total_bytes: int
 
 
+Containment = Literal["pid-namespace", "cgroup", "marker"]
+"""How a step's processes were kept together and ended (``runner.process``, best first):
+``pid-namespace``: its own PID namespace, whose end the kernel makes the end of every process in it;
+``cgroup``: its own cgroup v2 folder, ended with ``cgroup.kill``; ``marker``: the fallback, a marker
+variable and the parent chain (a descendant that clears its environment and leaves the session escapes
+it, and after ``kill -9`` of tileproof only the direct child dies)."""
+
+STEP_VERSION: Final = 2
+"""``Step.step_version`` of the steps written now: 2 records the step's ``containment``; 1 (steps written
+before, field absent; still read) was always contained by the marker."""
+
+
 class Step(Model):
     """One subprocess: argv as a list, never a shell string."""
 
+    step_version: Literal[1, 2] = 1
+    """2 (``STEP_VERSION``) for steps written now: ``containment`` says how its processes were contained; 1
+    (written before, field absent): no ``containment`` (the marker was the only one then)."""
     name: str
     argv: list[str]
     started: datetime
@@ -274,7 +289,16 @@ class Step(Model):
     redactions: dict[RedactionRule, int] = {}
     """Credentials replaced before writing, per rule (never the values): both streams and a check report."""
     strays_killed: int = 0
-    """Processes of the step still alive when it ended (detached grandchildren), killed by the runner."""
+    """Processes of the step still alive when it ended outside the program's own process group (detached
+    grandchildren: ``setsid``, ``setpgid``), killed with it."""
+    containment: Containment | None = None
+    """From step_version 2: how its processes were kept together and ended (``Containment``)."""
+
+    @model_validator(mode="after")
+    def _fits_version(self) -> Step:
+        if (self.step_version >= 2) != (self.containment is not None):
+            raise ValueError("step_version 2, and only it, says how the step was contained (containment)")
+        return self
 
 
 class CudaTileRelease(Model):
@@ -476,6 +500,10 @@ class GpuFacts(Model):
     memory_total_mib: int | None
     clocks_sm_mhz: int | None
     clocks_mem_mhz: int | None
+    pci_bus_id: str | None = None
+    """From ``nvidia-smi --query-gpu=pci.bus_id`` (``00000000:00:06.0``): which GPU of a several-GPU host this was,
+    whatever the index order. Asked since environment_version 3; None in records captured before (and where
+    nvidia-smi gives none)."""
 
 
 TileproofKind = Literal["distribution", "checkout"]
@@ -498,10 +526,14 @@ class TileproofOrigin(Model):
     and sha256, sorted): what ran, whatever the commit or the version says."""
 
 
-ENVIRONMENT_VERSION: Final = 2
-"""``Environment.environment_version`` of the environments captured now: 2 records where the tileproof that ran
-came from (``tileproof``) and may name the Slurm job the session ran in (``slurm``); 1 (records written before,
-field absent; still read) listed tileproof among ``packages`` only and never names a job."""
+ENVIRONMENT_VERSION: Final = 3
+"""``Environment.environment_version`` of the environments captured now: 3 adds the GPU's PCI bus id
+(``gpu.pci_bus_id``) and the host's ``nvidia-smi topo -m`` (``nvidia_smi_topo``), which name one GPU among
+several; 2 (still read) records where the tileproof that ran came from (``tileproof``) and may name the Slurm
+job the session ran in (``slurm``); 1 (records written before, field absent; still read) listed tileproof among
+``packages`` only and never names a job."""
+TOPOLOGY_ENVIRONMENT_VERSION: Final = 3
+"""The first environment_version with the GPU's bus id and the host's GPU topology."""
 
 
 class SlurmJob(Model):
@@ -529,10 +561,11 @@ class SlurmJob(Model):
 class Environment(Model):
     """What a run session captured once, shared by its program records."""
 
-    environment_version: Literal[1, 2] = 1
-    """2 (``ENVIRONMENT_VERSION``) for environments captured now: ``tileproof`` names the tileproof that ran
-    (``packages`` never lists it when it ran from a checkout) and ``slurm`` the Slurm job, if any; 1 (records
-    written before, field absent): neither field."""
+    environment_version: Literal[1, 2, 3] = 1
+    """3 (``ENVIRONMENT_VERSION``) for environments captured now: the GPU's bus id and the host's GPU topology
+    (``nvidia_smi_topo``) too; from 2: ``tileproof`` names the tileproof that ran (``packages`` never lists it when
+    it ran from a checkout) and ``slurm`` the Slurm job, if any; 1 (records written before, field absent): none
+    of these fields."""
     tileproof: TileproofOrigin | None = None
     """From environment_version 2: the tileproof that ran (a distribution, or a checkout's sources)."""
     session_id: str
@@ -553,13 +586,20 @@ class Environment(Model):
     nvidia_smi_query: Transcript | None
     slurm: SlurmJob | None = None
     """From environment_version 2: the Slurm job the session ran in; None when it ran outside Slurm."""
+    nvidia_smi_topo: Transcript | None = None
+    """From environment_version 3: ``nvidia-smi topo -m`` of the host (how its GPUs, NICs and CPUs connect: NVLink,
+    PCIe switch, NUMA node), once per session; None where there is no nvidia-smi."""
 
     @model_validator(mode="after")
     def _fits_version(self) -> Environment:
         if self.environment_version < 2 and self.slurm is not None:
             raise ValueError("environments before environment_version 2 name no Slurm job")
+        if self.environment_version < TOPOLOGY_ENVIRONMENT_VERSION and (
+                self.nvidia_smi_topo is not None or (self.gpu is not None and self.gpu.pci_bus_id is not None)):
+            raise ValueError(f"environments before environment_version {TOPOLOGY_ENVIRONMENT_VERSION} name no PCI bus "
+                             "id and no GPU topology")
         if (self.environment_version >= 2) != (self.tileproof is not None):
-            raise ValueError("environment_version 2, and only it, names the tileproof that ran (tileproof)")
+            raise ValueError("environment_version 2 and later, and only they, name the tileproof that ran (tileproof)")
         return self
 
 
@@ -633,10 +673,17 @@ class SessionRecord(RecordBase):
 # --- bench -------------------------------------------------------------------
 
 
-BENCH_VERSION: Final = 2
-"""``BenchRecord.bench_version`` of the bench records written now: 2 gives every timed case its
-``roofline`` (what bounds it, against which ceiling of the same run) and flags results too good
-to believe unseen (``second_look``); 1 (records written before, field absent; still read) has neither."""
+BENCH_VERSION: Final = 3
+"""``BenchRecord.bench_version`` of the bench records written now: 3 gives every timed case the GPU's
+SM clock and power draw while it ran (``load``), against the card's maximum SM clock and power limit;
+2 (still read) gives every timed case its ``roofline`` (what bounds it, against which ceiling of the
+same run) and flags results too good to believe unseen (``second_look``); 1 (records written before,
+field absent; still read) has neither."""
+
+ROOFLINE_BENCH_VERSION: Final = 2
+"""The first bench_version whose cases carry ``roofline`` and ``second_look``."""
+LOAD_BENCH_VERSION: Final = 3
+"""The first bench_version whose cases carry ``load``."""
 
 SECOND_LOOK_COPY_PCT: Final = 95.0
 """A bytes-bound case above this % of the device copy measured in the same run is flagged for a second look."""
@@ -698,6 +745,71 @@ class SecondLook(Model):
                 "measure it again before believing it")
 
 
+ClockEventReason = Literal["gpu_idle", "applications_clocks", "sw_power_cap", "hw_slowdown", "sync_boost",
+                           "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "display_clock",
+                           "other"]
+"""NVML's clocks event reasons, why the SM clock is below its most: ``sw_power_cap`` the driver holding
+the board at its power limit, ``*_thermal_slowdown`` heat, ``hw_slowdown``/``hw_power_brake_slowdown`` the
+board's own protection, ``gpu_idle`` nothing to run; ``other`` any bit NVML set that the bench names not."""
+
+PowerReading = Literal["instant", "average"]
+"""How NVML gave the power draw: ``instant`` (its instantaneous field) or ``average`` (over the last second,
+nvmlDeviceGetPowerUsage on Ampere and newer GPUs: longer than one batch of a fast case)."""
+
+
+class GpuLoad(Model):
+    """What the GPU did while one case ran (bench_version 3): its SM clock and power draw, read through
+    NVML by the bench program every few milliseconds during the case's batches (the warm-up launches of
+    the case and its timed launches, the L2 flushes between them included) and once as each batch ended,
+    against the card's maximum SM clock and enforced power limit. Only reads: the bench never sets a clock
+    or a limit."""
+
+    samples: int = Field(ge=1)
+    """Readings inside the case's batches."""
+    window_s: float
+    """Seconds the case's batches lasted in all (the thread reads every ``interval_ms`` of the results file's
+    ``load``, so ``samples`` is about ``window_s`` over that, plus one a batch)."""
+    sm_clock_mhz: float
+    """Median SM clock over the readings."""
+    sm_clock_q1_mhz: float
+    sm_clock_q3_mhz: float
+    """Quartiles of the SM clock over the readings."""
+    max_sm_clock_mhz: float = Field(gt=0)
+    """The card's maximum SM clock (NVML's max clock), the clock the dense peak is computed at."""
+    power_w: float
+    """Median power draw over the readings."""
+    power_q1_w: float
+    power_q3_w: float
+    """Quartiles of the power draw."""
+    power_limit_w: float = Field(gt=0)
+    """The power limit the driver enforced (NVML's enforced power limit)."""
+    power_reading: PowerReading
+    reasons: dict[ClockEventReason, float] = Field(default_factory=dict)
+    """Fraction of the readings in which each clock event reason was active; reasons never active are left out."""
+    pct_of_peak_at_clock: float | None = None
+    """For a case whose FLOPs bound it: its rate as % of the dense peak scaled from the clock the peak was
+    computed at to this case's median SM clock, i.e. how much of the tensor cores' work per clock it got at
+    the clock it ran at; None otherwise."""
+
+    @property
+    def pct_of_power_limit(self) -> float:
+        """The lower quartile of the power draw as % of the limit: in three readings of four it drew at least this."""
+        return 100.0 * self.power_q1_w / self.power_limit_w
+
+    @property
+    def pct_below_max_clock(self) -> float:
+        """How far below its maximum the SM clock ran, from the upper quartile of the clock, in % of the maximum:
+        in three readings of four the clock was at least this far below it."""
+        return 100.0 * (1.0 - self.sm_clock_q3_mhz / self.max_sm_clock_mhz)
+
+    def text(self) -> str:
+        """``SM 1515 of 1980 MHz, 688 of 700 W (instant; sw_power_cap 97%), 149 readings``."""
+        seen = ", ".join(f"{k} {100 * v:.0f}%" for k, v in sorted(self.reasons.items(), key=lambda kv: -kv[1]))
+        return (f"SM {self.sm_clock_mhz:.0f} of {self.max_sm_clock_mhz:.0f} MHz, {self.power_w:.0f} of "
+                f"{self.power_limit_w:.0f} W ({self.power_reading}{'; ' + seen if seen else ''}), "
+                f"{self.samples} readings")
+
+
 class BenchCase(Model):
     """One timed case: a kernel variant at one shape, or its library reference."""
 
@@ -744,6 +856,33 @@ class BenchCase(Model):
     case that counts neither FLOPs nor bytes); always None in bench_version 1 records."""
     second_look: SecondLook | None = None
     """From bench_version 2: set when the result is too good to believe from one measurement."""
+    load: GpuLoad | None = None
+    """From bench_version 3: the GPU's SM clock and power draw during this case's batches; None where the
+    program could not read them (the record's ``load_unavailable`` says why)."""
+
+    # The metrics a performance claim can name beyond the fields above (``PerfMetric``), derived here so
+    # that the claim rule reads each from one place.
+
+    @property
+    def times_floor(self) -> float | None:
+        """The median over the roofline's floor: how many times longer the case took than its counted work
+        at the ceiling of the same run (1.0 would be the roofline itself); None without a roofline."""
+        return self.median_ms / self.roofline.floor_ms if self.roofline and self.roofline.floor_ms > 0 else None
+
+    @property
+    def pct_of_power_limit(self) -> float | None:
+        """``GpuLoad.pct_of_power_limit``; None without ``load``."""
+        return self.load.pct_of_power_limit if self.load else None
+
+    @property
+    def pct_below_max_clock(self) -> float | None:
+        """``GpuLoad.pct_below_max_clock``; None without ``load``."""
+        return self.load.pct_below_max_clock if self.load else None
+
+    @property
+    def pct_of_peak_at_clock(self) -> float | None:
+        """``GpuLoad.pct_of_peak_at_clock``; None without ``load`` or for a case its bytes bound."""
+        return self.load.pct_of_peak_at_clock if self.load else None
 
 
 class PairedRatio(Model):
@@ -766,9 +905,10 @@ class PairedRatio(Model):
 @schema("bench-record", SCHEMA_VERSION)
 class BenchRecord(RecordBase):
     kind: Literal["bench"]
-    bench_version: Literal[1, 2] = 1
-    """2 (``BENCH_VERSION``) for records written now: cases carry ``roofline`` and ``second_look``, and
-    ``ceilings`` may hold ``peak_tflops``; 1 (records written before, field absent): neither."""
+    bench_version: Literal[1, 2, 3] = 1
+    """3 (``BENCH_VERSION``) for records written now: cases carry ``load`` besides what 2 has; 2: cases carry
+    ``roofline`` and ``second_look``, and ``ceilings`` may hold ``peak_tflops``; 1 (records written before,
+    field absent): none of these."""
     environment: Environment
     program: str
     sources: list[FileDigest]
@@ -790,18 +930,29 @@ class BenchRecord(RecordBase):
     head_to_head: dict[str, PairedRatio] = Field(default_factory=dict)
     """Case key → its rate against the reference's when the two were launched in turn
     (the programs' phase ``paired``); empty when the program has no such phase."""
+    load_unavailable: str | None = None
+    """From bench_version 3: why some case has no ``load`` (the program could not read the GPU's clock and
+    power through NVML, or read nothing during its batches); None when every case with a rate has one."""
     verdict: Verdict
     reason: str
 
     @model_validator(mode="after")
     def _fits_version(self) -> BenchRecord:
-        if self.bench_version < BENCH_VERSION:
+        rated = [c for c in self.cases if c.tflops is not None or c.gbps is not None]
+        if self.bench_version < ROOFLINE_BENCH_VERSION:
             if any(c.roofline or c.second_look for c in self.cases) or "peak_tflops" in self.ceilings:
-                raise ValueError(f"bench records before bench_version {BENCH_VERSION} hold no roofline, "
+                raise ValueError(f"bench records before bench_version {ROOFLINE_BENCH_VERSION} hold no roofline, "
                                  "second look or peak_tflops")
-        elif any(c.roofline is None and (c.tflops is not None or c.gbps is not None) for c in self.cases):
-            raise ValueError(f"bench records of bench_version {BENCH_VERSION} give every case with a rate "
-                             "its roofline")
+        elif any(c.roofline is None for c in rated):
+            raise ValueError(f"bench records of bench_version {ROOFLINE_BENCH_VERSION} and later give every case "
+                             "with a rate its roofline")
+        if self.bench_version < LOAD_BENCH_VERSION:
+            if any(c.load for c in self.cases) or self.load_unavailable is not None:
+                raise ValueError(f"bench records before bench_version {LOAD_BENCH_VERSION} hold no load and no "
+                                 "load_unavailable")
+        elif any(c.load is None for c in rated) and not self.load_unavailable:
+            raise ValueError(f"bench records of bench_version {LOAD_BENCH_VERSION} give every case with a rate its "
+                             "load, or say in load_unavailable why not")
         return self
 
 
@@ -939,8 +1090,13 @@ class Hardware(Model):
     run_id: str | None = None
 
 
-PerfMetric = Literal["pct_of_reference", "pct_of_ceiling", "tflops", "gbps"]
-"""A ``BenchCase`` field a performance claim is about."""
+PerfMetric = Literal["pct_of_reference", "pct_of_ceiling", "tflops", "gbps", "times_floor", "pct_of_power_limit",
+                     "pct_below_max_clock", "pct_of_peak_at_clock"]
+"""A ``BenchCase`` field or derived metric a performance claim is about: its rate as % of the library
+reference or of the run's ceiling, the rate itself, how many times its roofline floor it took
+(``times_floor``), and from bench_version 3 what the GPU did while it ran: its power draw as % of the power
+limit, how far below its maximum the SM clock ran, and its rate as % of the dense peak at that clock
+(``BenchCase``'s properties say how each is read)."""
 
 
 class PerfClaim(Model):

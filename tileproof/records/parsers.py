@@ -24,6 +24,7 @@ GPU_QUERY_FIELDS = (
     "memory.total",
     "clocks.sm",
     "clocks.mem",
+    "pci.bus_id",
 )
 """Fields asked of ``nvidia-smi --query-gpu``; the transcript keeps its header."""
 
@@ -90,6 +91,12 @@ def _int(value: str) -> int | None:
         return None
 
 
+def _text(value: str) -> str | None:
+    """A text field of nvidia-smi's CSV, or None for an empty or bracketed one (``[N/A]``, ``[Unknown Error]``)."""
+    value = value.strip()
+    return None if not value or value.startswith("[") else value
+
+
 def _csv_rows(text: str) -> list[list[str]]:
     """Non-blank CSV rows, one per line; a line csv cannot read (a NUL byte, a
     stray quote or carriage return, a 128 KiB field) gives no row, so it names no GPU."""
@@ -108,8 +115,10 @@ def parse_gpu_query(text: str) -> list[dict]:
     """Rows of ``nvidia-smi --query-gpu=... --format=csv`` (header kept).
 
     Returns one dict per GPU with keys index, name, uuid, compute_capability,
-    driver_version, memory_total_mib, clocks_sm_mhz, clocks_mem_mhz. Total:
-    any text gives a list (a field that is not a finite number is None).
+    driver_version, memory_total_mib, clocks_sm_mhz, clocks_mem_mhz, pci_bus_id
+    (None where the transcript has no such column: queries before it was asked,
+    or a value like ``[N/A]``). Total: any text gives a list (a field that is
+    not a finite number is None).
     """
     rows = _csv_rows(text)
     if not rows:
@@ -128,6 +137,7 @@ def parse_gpu_query(text: str) -> list[dict]:
                 "memory_total_mib": _int(cells.get("memory.total", "")),
                 "clocks_sm_mhz": _int(cells.get("clocks.current.sm", cells.get("clocks.sm", ""))),
                 "clocks_mem_mhz": _int(cells.get("clocks.current.memory", cells.get("clocks.mem", ""))),
+                "pci_bus_id": _text(cells.get("pci.bus_id", "")),
             }
         )
     return out

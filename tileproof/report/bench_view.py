@@ -213,6 +213,8 @@ def bench_view(rec: BenchRecord, counted: bool = True) -> BenchView:
         notes.append(f"{noisy} noisy case{'s' * (noisy != 1)} (spread above 10%)")
     if rec.bench_version < 2:
         notes.append("bench_version 1: no roofline and no second-look flags in this record (written before them)")
+    if rec.load_unavailable:
+        notes.append(f"no GPU clock and power readings for some cases: {rec.load_unavailable}")
     notes += [f"⚑ {c.key}: {c.second_look.text()}" for c in rec.cases if c.second_look]
     return BenchView(rec.run_id, rec.program, rec.created.strftime("%Y-%m-%d %H:%M UTC"), _gpu(rec), rec.verdict,
                      counted, ceilings, tuple(_h2h_charts(rec)), tuple(_sweep_charts(rec)), tuple(notes), _links(rec))
@@ -269,7 +271,8 @@ def best_by_shape(rec: BenchRecord) -> list[BenchCase]:
 
 def status_line(rec: BenchRecord, case: BenchCase) -> str:
     """``softmax 2097152x128: persistent 64x128+occ2+stg 0.6100 ms, bytes-bound: 84.1% of the device
-    copy (4202 GB/s), 760% of CuPy`` (then head to head and the second look, when there are)."""
+    copy (4202 GB/s), 760% of CuPy`` (then head to head, the clock and power it ran at and the second
+    look, when there are)."""
     parts = [f"{case.name} {'x'.join(map(str, case.shape))}: {case_label(case.key)} {case.median_ms:.4f} ms"]
     parts.append(case.roofline.text() if case.roofline else "no roofline (bench_version 1)")
     if case.pct_of_reference is not None:
@@ -278,6 +281,8 @@ def status_line(rec: BenchRecord, case: BenchCase) -> str:
     pair = rec.head_to_head.get(case.key)
     if pair is not None:
         parts.append(f"head to head {pair.pct_of_reference:.1f}% [{pair.q1:.1f}, {pair.q3:.1f}]")
+    if case.load is not None:
+        parts.append(case.load.text())
     line = ", ".join(parts)
     return line + (f"; ⚑ {case.second_look.text()}" if case.second_look else "")
 

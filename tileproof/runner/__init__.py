@@ -1,7 +1,8 @@
 """The runner: the only code in tileproof that starts a process.
 
 ``process`` starts one contained process (own session, deadline, capped streams, the whole
-tree killed at its end, a subreaper, signal handling); ``query`` asks a tool a short
+tree killed at its end: its own PID namespace or cgroup, whose first process is ``stepinit``,
+else a marker and a subreaper; signal handling; scratch folders); ``query`` asks a tool a short
 question (git, Slurm's clients) with a deadline; ``forked`` is the one forked helper for
 byte work (tests/test_architecture.py finds any other start). ``step`` keeps a process as
 redacted evidence; ``environment`` is the one allowlisted child environment; ``capture``

@@ -14,6 +14,7 @@ and the digest of the package's sources, never as a package version pip freeze l
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata as md
 import json
 import os
@@ -71,8 +72,13 @@ ENV_ALLOWLIST = (
     "CUDA_TILE_ENABLE_CRASH_DUMP",
     "CUDA_TILE_COMPILER_TIMEOUT_SEC",
     "TILEPROOF_SEED",
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS",
 )
-"""Environment variables worth recording; nothing else is ever captured."""
+"""Environment variables worth recording; nothing else is ever captured. The last three are how a shared
+multi-GPU host keeps NVLink multicast off (runner.environment passes them to every child): a record says
+whether its programs ran with it off."""
 
 
 def probe(argv: list[str], env: dict[str, str] | None = None, timeout: float = PROBE_TIMEOUT_S,
@@ -246,6 +252,8 @@ class GpuProbe:
     smi_query: Transcript | None
     no_gpu: str | None
     """Why there is no usable GPU (None when there is one)."""
+    topology: Transcript | None = None
+    """``nvidia-smi topo -m`` of the host (a run or bench session's; ``session_start`` asks it)."""
 
 
 def runtime_capability(device: int, env: dict[str, str]) -> str | None:
@@ -309,13 +317,32 @@ def gpu_facts(root: Path, session_id: str, device: int, query: GpuQuery | None =
     return GpuProbe(GpuFacts(runtime_compute_capability=runtime_cc, **row), smi, smi_q, None)
 
 
+TOPOLOGY_ARGV = ["nvidia-smi", "topo", "-m"]
+"""How the host's GPUs, NICs and CPUs connect (NVLink, PCIe switches, NUMA nodes): one matrix per host."""
+
+
+def gpu_topology(root: Path, session_id: str) -> Transcript | None:
+    """``nvidia-smi topo -m`` as the session's evidence (what it said, even when it failed); None without
+    nvidia-smi."""
+    env = child_env()
+    if shutil.which("nvidia-smi", path=env.get("PATH")) is None:
+        return None
+    done = probe(TOPOLOGY_ARGV, env, timeout=GPU_QUERY_TIMEOUT_S)
+    said = done.stdout + done.stderr
+    if done.exit_code != 0:
+        said += f"# nvidia-smi topo -m exited {done.exit_code}{' (its deadline)' if done.timed_out else ''}\n".encode()
+    return write_evidence(root, session_id, "nvidia-smi-topo.txt", said)
+
+
 def session_start(root: Path, session_id: str, device: int,
                   query: GpuQuery | None = None) -> tuple[GpuProbe, tuple[bytes, dict]]:
-    """The GPU probe and pip freeze, run side by side (the start of every run/bench session)."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    """The GPU probe, the host's GPU topology and pip freeze, run side by side (the start of every run/bench
+    session)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
         freeze = pool.submit(pip_freeze)
+        topology = pool.submit(gpu_topology, root, session_id)
         gpu = gpu_facts(root, session_id, device, query)
-        return gpu, freeze.result()
+        return dataclasses.replace(gpu, topology=topology.result()), freeze.result()
 
 
 def environment(root: Path, session_id: str, gpu: GpuProbe, frozen: tuple[bytes, dict],
@@ -341,4 +368,5 @@ def environment(root: Path, session_id: str, gpu: GpuProbe, frozen: tuple[bytes,
         nvidia_smi=gpu.smi,
         nvidia_smi_query=gpu.smi_query,
         slurm=slurm_job(),
+        nvidia_smi_topo=gpu.topology,
     )

@@ -39,6 +39,13 @@ class Child:
         """What it printed: stdout's lines, then stderr's."""
         return self.stdout.splitlines() + self.stderr.splitlines()
 
+    def summary(self, prefix: str) -> str:
+        """The last line starting with ``prefix``, in either stream: a command's summary line wherever it printed
+        it (the audit prints its own to stderr when it fails, after its findings and trust lines on stdout); else
+        ``last_line()``."""
+        said = [ln.strip() for ln in self.lines() if ln.strip().startswith(prefix)]
+        return said[-1] if said else self.last_line()
+
     def last_line(self) -> str:
         """What it said last: the line the command line prints on its way out when a command cannot go on
         (``tileproof CMD: ...`` on stderr), else its summary line (stdout's last)."""

@@ -29,7 +29,8 @@ with ``env:``."""
 
 def child_env(*, extra: Iterable[str] = (), path_dirs: Iterable[str] = (), device: int | None = None,
               base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The allowlisted environment: ``path_dirs`` first on PATH, one GPU visible when ``device`` is set."""
+    """The allowlisted environment: ``path_dirs`` first on PATH, one GPU visible when ``device`` is set (GPU
+    ``device`` in nvidia-smi's numbering)."""
     source = os.environ if base is None else base
     names = set(CHILD_ENV) | set(extra)
     env = {k: v for k, v in source.items() if k in names and k not in HAZARD_VARS}
@@ -38,5 +39,8 @@ def child_env(*, extra: Iterable[str] = (), path_dirs: Iterable[str] = (), devic
         env["PATH"] = os.pathsep.join([*dirs, env.get("PATH", "")])
     if device is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(device)
+        # nvidia-smi's order, so that device N is the GPU nvidia-smi calls N (CUDA's default, FASTEST_FIRST, may
+        # order a host's GPUs otherwise): the index, uuid and bus id a record names are those of the GPU it ran on.
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         env.setdefault("PYTHONUNBUFFERED", "1")
     return env

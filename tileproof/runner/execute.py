@@ -11,7 +11,6 @@ refusal transcript by name.
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,7 +20,7 @@ from pydantic import ValidationError
 from tileproof.records.models import CheckReport, ProgramFailure, Step, Transcript, Verdict
 from tileproof.records.redact import RedactionRule, merge, redact
 from tileproof.records.store import write_evidence
-from tileproof.runner.process import start_and_wait
+from tileproof.runner.process import scratch_dir, start_and_wait
 from tileproof.runner.step import to_step
 from tileproof.toolchain import launch
 from tileproof.toolchain.diagnose import diagnose
@@ -97,14 +96,15 @@ def _read_failure(path: Path) -> tuple[ProgramFailure | None, dict[RedactionRule
 
 def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float,
                 cap: int | None = None, python: bool = False) -> Outcome:
-    """Run argv with ``--report`` appended; its whole process tree dies at ``timeout``. ``python``: argv is
-    ``[interpreter, program]``, started through ``toolchain.launch`` to keep the exception that ends it."""
-    with tempfile.TemporaryDirectory(prefix="tileproof-") as tmp:
-        report_path, failure_path = Path(tmp) / "check-report.json", Path(tmp) / "failure.json"
+    """Run argv with ``--report`` appended (a path in the step's ``scratch_dir``); its whole process tree dies
+    at ``timeout``. ``python``: argv is ``[interpreter, program]``, started through ``toolchain.launch`` to keep
+    the exception that ends it."""
+    with scratch_dir() as tmp:
+        report_path, failure_path = tmp / "check-report.json", tmp / "failure.json"
         launched = [argv[0], str(LAUNCHER), str(failure_path), *argv[1:]] if python else argv
         full = [*launched, "--report", str(report_path)]
         started = datetime.now(timezone.utc)
-        done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap)
+        done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap, scratch=tmp)
         report, raw, problem, report_redactions = _read_report(report_path)
         failure, failure_redactions = _read_failure(failure_path)
     verdict, reason = verdict_of(done.exit_code, done.timed_out, report, problem, failure)

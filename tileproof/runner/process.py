@@ -4,22 +4,36 @@
 forked helper for byte work is ``runner.forked``; nothing else in tileproof starts a
 process, which tests/test_architecture.py checks.)
 
-Every child
+Every child starts in its own session, with stdin closed, and has its stdout and stderr
+read by this thread through ``select`` with a hard deadline (never a blocking wait on a
+pipe): each stream keeps its first ``cap`` bytes and counts the rest. It dies whole when
+it ends, at its timeout, when tileproof is signalled, and when tileproof is killed
+(``kill -9``): how depends on the *containment* that holds on this machine, chosen once per
+process (the first that works when tried, or ``TILEPROOF_CONTAINMENT``) and recorded on
+every step (``Step.containment``):
 
-* starts in its own session (so its process group is its own), with
-  ``PR_SET_PDEATHSIG`` = SIGKILL on Linux (``kill -9`` of tileproof takes the
-  child with it), and a marker variable ``TILEPROOF_STEP=<token>`` in its
-  environment, which its descendants inherit. The death signal is set by
-  util-linux's ``setpriv --pdeathsig KILL`` where it works (the child then
-  starts through vfork: 0.5 ms instead of 8 ms from a 150 MB process, whose
-  memory map a fork copies), else by a ``preexec_fn`` in the forked child;
-* has its stdout and stderr read by this thread through ``select`` with a hard
-  deadline (never a blocking wait on a pipe): each stream keeps its first
-  ``cap`` bytes and counts the rest;
-* dies whole when it ends or times out: its process group is killed, then every
-  process still carrying its marker or descending from it (a grandchild that
-  called ``setsid`` included). tileproof is a child subreaper
-  (``PR_SET_CHILD_SUBREAPER``) so such orphans come back to it, and are reaped.
+* ``pid-namespace``: the child runs in its own PID namespace (util-linux ``unshare --pid
+  --fork --kill-child=TERM --mount-proc``; needs CAP_SYS_ADMIN), whose PID 1 is
+  ``runner.stepinit`` and the program PID 2. When PID 1 exits, the kernel kills everything
+  left in the namespace, however it left the session, its parent or its environment.
+  ``kill -9`` of tileproof: ``unshare`` dies of its death signal (``PR_SET_PDEATHSIG``),
+  which sends SIGTERM to PID 1, which ends the namespace.
+* ``cgroup``: the program runs in its own cgroup v2 folder under this process's own (a
+  delegated, writable cgroup v2; kernel 5.14 for ``cgroup.kill``), put there by
+  ``runner.stepinit``, which ends it with ``cgroup.kill``, also on its death signal.
+* ``marker`` (the fallback, e.g. unshare refused without privileges and no writable
+  cgroup v2): a marker variable ``TILEPROOF_STEP=<token>`` in its environment, which its
+  descendants inherit; at the end its process group is killed, then every process still
+  carrying the marker or descending from it. tileproof is a child subreaper
+  (``PR_SET_CHILD_SUBREAPER``) so orphans come back to it and are reaped. A process that
+  both clears its environment and leaves the session escapes it; after ``kill -9`` only the
+  direct child dies (``PR_SET_PDEATHSIG``).
+
+The death signal is set by util-linux's ``setpriv --pdeathsig`` where it works (the child
+then starts through vfork: 0.5 ms instead of 8 ms from a 150 MB process, whose memory map
+a fork copies), else by a ``preexec_fn`` in the forked child. ``scratch_dir`` makes a
+step's temp folder: removed when the step is done; after ``kill -9`` removed by the step's
+init at once (the first two containments), else by the next tileproof that makes one.
 
 ``install_signal_handlers`` (called by the commands) turns SIGTERM/SIGHUP into
 an interrupt after killing every live child; SIGINT does the same.
@@ -31,6 +45,7 @@ import argparse
 import contextlib
 import ctypes
 import errno
+import fcntl
 import functools
 import os
 import secrets
@@ -39,22 +54,35 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, get_args
 
 from tileproof.records.errors import TileproofError
+from tileproof.records.models import Containment
 from tileproof.runner.query import QueryError, ask
+from tileproof.runner.stepinit import CGROUP, CGROUP_NAME, PID_NAMESPACE, STARTED, end_cgroup, proc_stat
 
 DEFAULT_CAP = 16 * 1024 * 1024
 """Bytes kept per output stream unless ``--output-cap``/``TILEPROOF_OUTPUT_CAP`` says otherwise."""
 CAP_VAR = "TILEPROOF_OUTPUT_CAP"
 MARKER_VAR = "TILEPROOF_STEP"
-"""Set in every child's environment: how its descendants are found after it ends."""
+"""Set in every child's environment: how its descendants are found after it ends (``marker``)."""
+CONTAIN_VAR = "TILEPROOF_CONTAINMENT"
+"""Names the one containment to use (it must hold here, or nothing starts); unset: the best that holds."""
+CONTAINMENTS: tuple[Containment, ...] = get_args(Containment)
+"""Every containment, best first: the order in which they are tried."""
 DRAIN_S = 1.0
 """How long output is still read after the process tree is dead (buffered bytes)."""
+END_GRACE_S = 2.0
+"""How long a step's init has, once asked (SIGTERM), to end its scope before it is killed."""
+STEP_INIT = Path(__file__).with_name("stepinit.py")
+SCRATCH_PREFIX = "tileproof-scratch-"
+"""The name of every scratch folder tileproof makes in the temp folder (``scratch_dir``)."""
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -100,12 +128,21 @@ class Finished:
     stdout_total: int
     stderr_total: int
     strays_killed: int
+    containment: Containment
+    """How its processes were kept together and ended (``containment()``)."""
 
 
 # --- the live-children registry ------------------------------------------------------------
 
+
+@dataclass(frozen=True)
+class _Live:
+    token: str
+    cgroup: Path | None
+
+
 _lock = threading.RLock()  # re-entrant: the signal handler may run while the main thread holds it
-_live: dict[int, str] = {}  # pid -> marker token of every running child
+_live: dict[int, _Live] = {}  # pid -> marker token (and cgroup) of every running child
 _stopping = threading.Event()
 _subreaper_set = False
 
@@ -118,13 +155,13 @@ def _become_subreaper() -> None:
 
 
 @functools.cache
-def _pdeathsig_launcher() -> tuple[str, ...] | None:
-    """``(setpriv, --pdeathsig, KILL, --)`` when this machine's setpriv sets the death signal (checked once by
+def _pdeathsig_launcher(sig: str = "KILL") -> tuple[str, ...] | None:
+    """``(setpriv, --pdeathsig, SIG, --)`` when this machine's setpriv sets the death signal (checked once by
     running it), else None: the children are then forked with ``_child_setup``."""
     found = shutil.which("setpriv") if _LINUX else None
     if found is None:
         return None
-    argv = (found, "--pdeathsig", "KILL", "--")
+    argv = (found, "--pdeathsig", sig, "--")
     try:
         works = ask([*argv, "true"], timeout=10).exit_code == 0
     except QueryError:
@@ -150,12 +187,131 @@ def _executable(name: str, env: dict[str, str], cwd: Path | None) -> str:
     return path
 
 
-def _child_setup() -> None:  # runs in the child between fork and exec: no locks, no imports
+def _child_setup(sig: int = signal.SIGKILL) -> None:  # runs in the child between fork and exec: no locks, no imports
     if _libc is not None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        _libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
 
 
-# --- finding and killing a step's processes ------------------------------------------------
+# --- choosing the containment ---------------------------------------------------------------
+
+
+def _unshare() -> tuple[str, ...] | None:
+    found = shutil.which("unshare") if _LINUX else None
+    return None if found is None else (found, "--pid", "--fork", "--kill-child=TERM", "--mount-proc", "--")
+
+
+def _own_cgroup() -> Path | None:
+    """This process's cgroup v2 folder where this user may make child cgroups and move processes (its folder
+    and its ``cgroup.procs`` writable: a delegated subtree, or root); else None. Whether a program really
+    starts in a child of it, and ``cgroup.kill`` ends it, the trial run in ``_refused`` shows."""
+    if not _LINUX:
+        return None
+    try:
+        own = next(ln[3:] for ln in Path("/proc/self/cgroup").read_text().splitlines() if ln.startswith("0::"))
+        mounts = [ln.split() for ln in Path("/proc/self/mountinfo").read_text().splitlines()]
+    except (OSError, StopIteration):
+        return None
+    for fields in mounts:
+        sep = fields.index("-") if "-" in fields else -1
+        if sep < 0 or fields[sep + 1] != "cgroup2":
+            continue
+        root, point = fields[3], fields[4]
+        if not (own == root or own.startswith(root.rstrip("/") + "/")):
+            continue
+        folder = Path(point, own[len(root):].lstrip("/"))
+        if os.access(folder / "cgroup.procs", os.W_OK) and os.access(folder, os.W_OK):
+            return folder
+    return None
+
+
+def _refused(kind: Containment) -> str | None:
+    """Why ``kind`` cannot hold on this machine (tried once, by running ``true`` under it), or None."""
+    if kind == "marker":
+        return None
+    if kind == "pid-namespace" and _unshare() is None:
+        return "no unshare (util-linux) on PATH"
+    if kind == "cgroup" and _own_cgroup() is None:
+        return "no writable cgroup v2 folder holds this process"
+    true = shutil.which("true", path=os.defpath) or "/bin/true"
+    done = _start_and_wait([true], kind=kind, env={"PATH": os.defpath}, cwd=None, timeout=20.0, cap=4096,
+                           echo=False, scratch=None)
+    if done.exit_code == 0:
+        return None
+    said = [ln for ln in done.stderr.decode(errors="replace").splitlines() if ln.strip()]
+    return said[-1] if said else f"exit {done.exit_code}"
+
+
+@functools.cache
+def containment() -> Containment:
+    """How this process contains every child: ``TILEPROOF_CONTAINMENT`` when set (and it must hold), else
+    the first of ``CONTAINMENTS`` that holds here. Chosen once per process."""
+    wanted = os.environ.get(CONTAIN_VAR, "")
+    if wanted and wanted not in CONTAINMENTS:
+        raise TileproofError(f"{CONTAIN_VAR}={wanted!r}: expected one of {', '.join(CONTAINMENTS)} "
+                             f"(fix: unset it to use the best that holds here)")
+    for kind in CONTAINMENTS:
+        if wanted and kind != wanted:
+            continue
+        why = _refused(kind)
+        if why is None:
+            return kind
+        if wanted:
+            raise TileproofError(f"{CONTAIN_VAR}={wanted}: it does not hold here: {why} "
+                                 f"(fix: unset it to fall back to the best that holds)")
+    return "marker"  # never reached: the marker always holds
+
+
+# --- scratch folders ----------------------------------------------------------------------------
+
+
+@functools.cache
+def _sweep_scratch() -> None:
+    """Remove the scratch folders of tileproofs that are gone (killed; nothing could remove them then):
+    this user's ``tileproof-scratch-*`` folders whose lock no process holds. Once per process."""
+    base = Path(tempfile.gettempdir())
+    try:
+        entries = [e for e in os.scandir(base) if e.name.startswith(SCRATCH_PREFIX)]
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            if os.fstat(fd).st_uid != os.getuid():
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its tileproof is alive
+            continue
+        else:
+            shutil.rmtree(entry.path, ignore_errors=True)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def scratch_dir() -> Iterator[Path]:
+    """A new private temp folder for one step or session (a check report's path, a JIT cache), removed
+    when the ``with`` ends. It holds a lock while it lives: once its tileproof is gone, the next tileproof
+    that makes one removes it (``_sweep_scratch``); a step's init removes it at once (``scratch=``)."""
+    _sweep_scratch()
+    made = Path(tempfile.mkdtemp(prefix="tileproof-new-"))
+    fd = os.open(made, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # taken before it has the name a sweep looks for
+        path = made.with_name(SCRATCH_PREFIX + made.name[len("tileproof-new-"):])
+        os.rename(made, path)
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+    finally:
+        os.close(fd)
+        shutil.rmtree(made, ignore_errors=True)
+
+
+# --- finding and killing a step's processes (marker) ----------------------------------------
 
 
 def _proc_table() -> dict[int, tuple[int, str, int]]:
@@ -164,15 +320,8 @@ def _proc_table() -> dict[int, tuple[int, str, int]]:
     if not _LINUX:
         return table
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_bytes()
-        except OSError:
-            continue
-        rest = stat[stat.rfind(b")") + 2:].split()
-        if len(rest) >= 3:
-            table[int(entry.name)] = (int(rest[1]), rest[0].decode(), int(rest[2]))
+        if entry.name.isdigit() and (stat := proc_stat(entry.name)) is not None:
+            table[int(entry.name)] = (stat[1], stat[0], stat[2])
     return table
 
 
@@ -240,20 +389,20 @@ def _reap(proc: subprocess.Popen, signalled: set[int]) -> None:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return state[state.rfind(b")") + 2:][:1] != b"Z"
+    stat = proc_stat(pid)
+    return stat is not None and stat[0] != "Z"
 
 
 def kill_all_live() -> None:
     """Kill every running child's tree (a signal arrived, or tileproof is exiting)."""
     with _lock:
-        pids = list(_live)
-    for pid in pids:
+        live = list(_live.items())
+    for pid, child in live:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)  # a namespace's unshare and PID 1: the namespace dies with them
+        if child.cgroup is not None:
+            with contextlib.suppress(OSError):
+                (child.cgroup / "cgroup.kill").write_text("1")
 
 
 def _on_signal(signum: int, _frame: object) -> None:
@@ -297,50 +446,161 @@ class _Sink:
         return b"".join(self.parts)
 
 
+@dataclass(frozen=True)
+class _Started:
+    """A child as started: the process tileproof waits on (the program, or its launcher), the read end of
+    its init's status pipe and its cgroup (None for ``marker``)."""
+
+    proc: subprocess.Popen
+    status_fd: int | None
+    cgroup: Path | None
+
+
+def _launch(kind: Containment, argv: list[str], path: str, env: dict[str, str], cwd: Path | None,
+            token: str, scratch: Path | None) -> _Started:
+    """Start ``argv`` (its file: ``path``) under ``kind``."""
+    common: dict = dict(cwd=cwd, env={**env, MARKER_VAR: token}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, start_new_session=True)
+    if kind == "marker":
+        launcher = _pdeathsig_launcher()
+        spawn = [*launcher, path, *argv[1:]] if launcher else argv
+        proc = subprocess.Popen(spawn, preexec_fn=_child_setup if _LINUX and not launcher else None, **common)
+        return _Started(proc, None, None)
+    # A namespace's unshare dies with tileproof (SIGKILL; it then sends SIGTERM to PID 1); a cgroup's init
+    # itself gets SIGTERM, which it handles by ending the cgroup.
+    sig = "KILL" if kind == "pid-namespace" else "TERM"
+    launcher = _pdeathsig_launcher(sig)
+    read, write = os.pipe()
+    cgroup = None
+    try:
+        if kind == "pid-namespace":
+            unshare = _unshare()
+            assert unshare is not None  # containment() chose it
+            scope = [*unshare, sys.executable, "-I", "-S", str(STEP_INIT), PID_NAMESPACE]
+        else:
+            own = _own_cgroup()
+            assert own is not None  # containment() chose it
+            cgroup = own / f"{CGROUP_NAME}{os.getpid()}-{token}"
+            cgroup.mkdir()
+            scope = [sys.executable, "-I", "-S", str(STEP_INIT), f"{CGROUP}{cgroup}"]
+        spawn = [*(launcher or ()), *scope, str(write), str(scratch or "-"), path, *argv]
+        setup = functools.partial(_child_setup, getattr(signal, f"SIG{sig}"))
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # the init starts with it blocked,
+        try:  # so that a death signal sent before it can handle one waits for it (stepinit's docstring)
+            proc = subprocess.Popen(spawn, pass_fds=(write,), preexec_fn=None if launcher else setup, **common)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    except BaseException:
+        os.close(read)
+        if cgroup is not None:
+            end_cgroup(cgroup)
+        raise
+    finally:
+        os.close(write)
+    return _Started(proc, read, cgroup)
+
+
+def _status(fd: int) -> tuple[bool, list[str]]:
+    """Whether the init started, and its one line (``exit STATUS STRAYS``, ``ended - STRAYS``, ``error ERRNO 0``)
+    split ([] when it wrote none: it died, or never started)."""
+    os.set_blocking(fd, False)
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        data = b""
+    finally:
+        os.close(fd)
+    words = data.removeprefix(STARTED).split(b"\n")[0].decode(errors="replace").split()
+    return data.startswith(STARTED), (words if len(words) == 3 else [])
+
+
 def start_and_wait(argv: list[str], *, env: dict[str, str], cwd: Path | None = None,
-                   timeout: float | None = None, cap: int | None = None, echo: bool = False) -> Finished:
+                   timeout: float | None = None, cap: int | None = None, echo: bool = False,
+                   scratch: Path | None = None) -> Finished:
     """Run ``argv`` (never through a shell) to its end or ``timeout``; its whole tree dies with it.
 
     ``echo``: its streams are also copied to this process's own stdout and stderr as they arrive (a child
-    someone watches, e.g. a fleet task's ``run`` in its Slurm log)."""
+    someone watches, e.g. a fleet task's ``run`` in its Slurm log). ``scratch``: the step's ``scratch_dir``,
+    removed by its init should tileproof be killed while it runs."""
     if _stopping.is_set():
         raise Interrupted("interrupted: no new process is started")
-    cap = output_cap(cap)
-    _become_subreaper()
+    return _start_and_wait(argv, kind=containment(), env=env, cwd=cwd, timeout=timeout, cap=output_cap(cap),
+                           echo=echo, scratch=scratch)
+
+
+def _start_and_wait(argv: list[str], *, kind: Containment, env: dict[str, str], cwd: Path | None,
+                    timeout: float | None, cap: int, echo: bool, scratch: Path | None) -> Finished:
+    if kind == "marker":
+        _become_subreaper()
     token = secrets.token_hex(8)
     t0 = time.perf_counter()
-    launcher = _pdeathsig_launcher()
     try:
-        spawn = [*launcher, _executable(argv[0], env, cwd), *argv[1:]] if launcher else argv
+        path = _executable(argv[0], env, cwd)
         with _lock:
-            proc = subprocess.Popen(spawn, cwd=cwd, env={**env, MARKER_VAR: token}, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                                    preexec_fn=_child_setup if _LINUX and not launcher else None)
-            _live[proc.pid] = token
+            started = _launch(kind, argv, path, env, cwd, token, scratch)
+            _live[started.proc.pid] = _Live(token, started.cgroup)
     except OSError as e:
         return Finished(tuple(argv), 127, False, time.perf_counter() - t0, b"",
-                        f"{argv[0]}: {e.strerror}\n".encode(), 0, 0, 0)
+                        f"{argv[0]}: {e.strerror}\n".encode(), 0, 0, 0, kind)
+    proc = started.proc
     assert proc.stdout is not None and proc.stderr is not None  # both are pipes
     out_echo, err_echo = (sys.stdout.buffer, sys.stderr.buffer) if echo else (None, None)
     if echo:  # what this process printed comes first
         sys.stdout.flush()
         sys.stderr.flush()
     sinks = {proc.stdout: _Sink(cap, out_echo), proc.stderr: _Sink(cap, err_echo)}
-    timed_out, strays = False, 0
+    timed_out, strays, init_started = False, 0, False
+    status: list[str] = []
     try:
         timed_out = _pump(proc, sinks, None if timeout is None else t0 + timeout)
     finally:
-        strays, signalled = _kill_tree(proc, token)
-        proc.wait()
-        _reap(proc, signalled)
+        if started.status_fd is None:
+            strays, signalled = _kill_tree(proc, token)
+            proc.wait()
+            _reap(proc, signalled)
+        else:
+            _end_scope(started)
+            init_started, status = _status(started.status_fd)
         with _lock:
             _live.pop(proc.pid, None)
         _pump(proc, sinks, time.perf_counter() + DRAIN_S, drain=True)
         for stream in sinks:
             stream.close()
     out, err = sinks[proc.stdout], sinks[proc.stderr]
-    return Finished(tuple(argv), None if timed_out else proc.returncode, timed_out, time.perf_counter() - t0,
-                    out.value(), err.value(), out.total, err.total, strays)
+    exit_code: int | None = proc.returncode
+    stderr = err.value()
+    if status:
+        what, value, count = status
+        strays = int(count)
+        if what == "exit":
+            exit_code = os.waitstatus_to_exitcode(int(value))
+        elif what == "ended":  # still running when its scope was killed (SIGKILL, like every process of it)
+            exit_code = -signal.SIGKILL
+        else:  # "error": the program could not be started, as subprocess would have said
+            exit_code, stderr = 127, f"{argv[0]}: {os.strerror(int(value))}\n".encode()
+    elif init_started:  # its init was killed (from outside, or by tileproof's signal handler), and the
+        exit_code = -signal.SIGKILL  # program with every process of its scope (unshare says what it saw)
+    elif started.status_fd is not None and exit_code is not None and exit_code > 0:
+        exit_code = 127  # its launcher (unshare) failed before the init started: its stderr says why
+    return Finished(tuple(argv), None if timed_out else exit_code, timed_out, time.perf_counter() - t0,
+                    out.value(), stderr, out.total, err.total, strays, kind)
+
+
+def _end_scope(started: _Started) -> None:
+    """End a namespace's or cgroup's step: ask its init (SIGTERM, to the launcher's group) if it still runs,
+    kill the group if the init does not end in ``END_GRACE_S``; then kill what a cgroup still holds."""
+    proc = started.proc
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)  # unshare blocks it; PID 1 (or the cgroup's init) ends the step
+        try:
+            proc.wait(END_GRACE_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    if started.cgroup is not None:  # its init killed (a signal to tileproof): nothing of it may outlive it
+        end_cgroup(started.cgroup)
 
 
 def _pump(proc: subprocess.Popen, sinks: dict, deadline: float | None, drain: bool = False) -> bool:

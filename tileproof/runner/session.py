@@ -7,6 +7,7 @@ records written so far stay as they are.
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from tileproof.records.models import (
     Step,
 )
 from tileproof.records.signing import Signer, signer_from_env
-from tileproof.records.store import digest, header, new_run_id, sha256_file, write_record
+from tileproof.records.store import EVIDENCE, digest, header, new_run_id, record_path, sha256_file, write_record
 from tileproof.runner.capture import (
     GpuProbe,
     GpuQuery,
@@ -81,6 +82,22 @@ class Request:
     outside_range: bool = False
     """``--tileiras-outside-range``: run the Python programs although tileiras is outside the range the installed
     cuda-tile release declares (each record says so)."""
+    session_id: str | None = None
+    """The session's id, given by whoever reads its records back (a ``--devices`` fan-out names each GPU's); None:
+    a new one."""
+
+
+SESSION_ID = re.compile(r"^\d{8}T\d{6}Z-session-[0-9a-f]{8}$")
+"""What ``store.new_run_id("session")`` makes."""
+
+
+def check_session_id(root: Path, session_id: str) -> None:
+    """A given session id is one ``new_run_id`` could have made, and no record or evidence has it yet."""
+    if not SESSION_ID.match(session_id):
+        raise TileproofError(f"--session-id {session_id}: expected <UTC yyyymmddThhmmssZ>-session-<8 hex> "
+                             "(fix: leave it out; tileproof run makes one)")
+    if record_path(root, session_id).exists() or (root / EVIDENCE / session_id).exists():
+        raise TileproofError(f"--session-id {session_id}: already used in {root} (fix: a new id, or leave it out)")
 
 
 @dataclass(frozen=True)
@@ -267,7 +284,7 @@ def _open(request: Request, selection: Selection, query: GpuQuery | None, signer
           say: Callable[[str], None], release: CudaTileRelease | None) -> _Session:
     """Capture what the session's programs share: the GPU, pip freeze, binaries, toolchain, git, host."""
     root = request.root
-    session_id = new_run_id("session")
+    session_id = request.session_id or new_run_id("session")
     probe, frozen = session_start(root, session_id, request.device, query)
     gpu = targetable(probe)
     target = sm_of(gpu.gpu.compute_capability) if gpu.gpu else DEFAULT_TARGETS[0]
@@ -291,6 +308,8 @@ def run(request: Request, say: Callable[[str], None] = _say) -> Ended | NoGpu:
     as it finishes. Without a usable GPU (and without ``record_no_gpu``) nothing runs and nothing is
     written: ``NoGpu``."""
     signer = signer_from_env(request.root)  # before any work: a bad key must not leave runs without records
+    if request.session_id is not None:
+        check_session_id(request.root, request.session_id)
     cap = output_cap(request.cap)
     selection = select(request.root, request.lessons, request.programs, request.python_only)
     query = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tileproof.records.models import Step, StreamCut
+from tileproof.records.models import STEP_VERSION, Step, StreamCut
 from tileproof.records.redact import merge, redact
 from tileproof.records.store import write_evidence
 from tileproof.runner.process import Finished, start_and_wait
@@ -37,6 +37,7 @@ def to_step(root: Path, run_id: str, name: str, started: datetime, done: Finishe
     out, out_cut, out_n = clean(done.stdout, done.stdout_total)
     err, err_cut, err_n = clean(done.stderr, done.stderr_total)
     return Step(
+        step_version=STEP_VERSION,
         name=name,
         argv=list(done.argv),
         started=started,
@@ -50,6 +51,7 @@ def to_step(root: Path, run_id: str, name: str, started: datetime, done: Finishe
         stderr_cut=err_cut,
         redactions=merge(out_n, err_n),
         strays_killed=done.strays_killed,
+        containment=done.containment,
     )
 
 

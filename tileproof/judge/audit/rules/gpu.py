@@ -8,7 +8,8 @@ from tileproof.records.models import CheckReport, Environment, RunRecord
 
 CC = rule("cc-transcript", "a run's GPU compute capability differs from its nvidia-smi query transcript")
 RUNTIME = rule("cc-runtime", "the CUDA runtime's or the program's compute capability differs from nvidia-smi's")
-GPU = rule("gpu-transcript", "a run's GPU name, uuid or driver differs from its nvidia-smi query transcript")
+GPU = rule("gpu-transcript",
+           "a run's GPU name, uuid, driver or PCI bus id differs from its nvidia-smi query transcript")
 
 
 def cc_issues(env: Environment, rows: list[dict] | None, report: CheckReport | None = None) -> list[Issue]:
@@ -31,8 +32,9 @@ def cc_issues(env: Environment, rows: list[dict] | None, report: CheckReport | N
             if row["compute_capability"] != gpu.compute_capability:
                 out.append((CC, f"compute capability {gpu.compute_capability} recorded, "
                                              f"nvidia-smi says {row['compute_capability']}"))
+            named = ("name", "uuid", "driver_version") + (("pci_bus_id",) if gpu.pci_bus_id is not None else ())
             diffs = [f"{k} {getattr(gpu, k)!r} recorded, nvidia-smi says {row[k]!r}"
-                     for k in ("name", "uuid", "driver_version") if row[k] != getattr(gpu, k)]
+                     for k in named if row[k] != getattr(gpu, k)]
             if diffs:
                 out.append((GPU, "; ".join(diffs)))
     if gpu.runtime_compute_capability is not None and gpu.runtime_compute_capability != gpu.compute_capability:
