@@ -46,7 +46,7 @@ SHIPPED = discovered.claims_documents()  # every lessons/claims/*.claims.yaml
 
 
 def _toolchain() -> Toolchain:
-    return Toolchain(source="pip", tools=[], packages={}, major_minor="13.4", coherent=True, problems=[])
+    return Toolchain(version=1, source="pip", tools=[], packages={}, major_minor="13.4", coherent=True, problems=[])
 
 
 def _here(root: Path, **over) -> Here:
@@ -179,7 +179,8 @@ def test_wrong_flag_argv_is_the_nvcc_command_with_one_change():
 def _step(exit_code: int | None, timed_out: bool = False) -> Step:
     t = Transcript(path="evidence/x.txt", sha256="0" * 64, bytes=0)
     now = datetime.now(timezone.utc)
-    return Step(name="doc.one.check.aot", argv=["x"], started=now, ended=now, duration_s=1.0, exit_code=exit_code,
+    return Step(step_version=1,
+                name="doc.one.check.aot", argv=["x"], started=now, ended=now, duration_s=1.0, exit_code=exit_code,
                 timed_out=timed_out, stdout=t, stderr=t)
 
 

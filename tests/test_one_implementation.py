@@ -15,6 +15,7 @@ from tileproof.judge import claim_verdicts, gate, trust
 from tileproof.judge.audit.rules.toolchain import toolchain_issues
 from tileproof.records import release, store
 from tileproof.records.models import (
+    AS_READ,
     CLAIMS_SCHEMA_VERSION,
     ClaimResult,
     ClaimsRecord,
@@ -57,11 +58,11 @@ def test_toolchain_problems_are_typed_in_version_2_and_text_in_version_1():
     old = json.loads(v2.model_dump_json())
     del old["version"]
     old["problems"] = ["CUDA_HOME=/x names CUDA 12.6"]
-    assert Toolchain.model_validate(old).problems == ["CUDA_HOME=/x names CUDA 12.6"]  # read as written
+    assert Toolchain.model_validate(old, context=AS_READ).problems == ["CUDA_HOME=/x names CUDA 12.6"]  # as written
     with pytest.raises(ValidationError):
-        Toolchain.model_validate({**old, "version": 2})
+        Toolchain.model_validate({**old, "version": 2}, context=AS_READ)
     with pytest.raises(ValidationError):
-        Toolchain.model_validate({**old, "problems": [typed.model_dump()]})
+        Toolchain.model_validate({**old, "problems": [typed.model_dump()]}, context=AS_READ)
     with pytest.raises(ValidationError):
         ToolchainProblem(kind="something-else", subject="x", detail="y")
 

@@ -35,8 +35,6 @@ from tileproof.records.errors import InputRefused
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import HistoryReport, NoHistory
 from tileproof.records.models import (
-    ENTRY_COMPILE_VERSION,
-    ENTRY_RUN_VERSION,
     BenchRecord,
     ClaimsRecord,
     CompileRecord,
@@ -114,7 +112,7 @@ def tables_at(root: Path, records: Iterable[RunRecord | CompileRecord], today: d
     committed version with that digest is in git history (``runner.git_history.versions``; the header is matched
     by rendering each committed table). A digest not found there is left out, and the judge keeps the file
     whole-file dependent. ``versions``: what reads those committed versions (default: git, each call)."""
-    wanted = {(s.path, s.sha256) for r in records if _whole_table(r) for s in r.sources
+    wanted = {(s.path, s.sha256) for r in records if r.attests_table_whole for s in r.sources
               if s.path in tolerances.TABLE_PATHS and today.get(s.path) != s.sha256}
     if not wanted:
         return {}
@@ -135,12 +133,6 @@ def tables_at(root: Path, records: Iterable[RunRecord | CompileRecord], today: d
             out[digest] = {n: gate.Bound(rtol, atol) for n, (rtol, atol) in table.items()}
     return out
 
-
-def _whole_table(rec: RunRecord | CompileRecord) -> bool:
-    """Whether the record attests the tolerance table as a file (written before per-entry attestation)."""
-    if isinstance(rec, RunRecord):
-        return rec.run_version < ENTRY_RUN_VERSION
-    return rec.compile_version < ENTRY_COMPILE_VERSION
 
 
 def program_uses(root: Path, programs: Iterable[str], table: dict[str, gate.Bound],

@@ -38,6 +38,7 @@ from tileproof import __version__
 from tileproof.records import signing
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.models import (
+    AS_READ,
     READABLE_VERSIONS,
     SCHEMA_VERSION,
     FileDigest,
@@ -318,7 +319,7 @@ def validate(path: Path, raw: dict):
             "upgrade tileproof (pip install -U tileproof) or restore the record from git",
         )
     try:
-        return _RECORD.validate_python(raw)
+        return _RECORD.validate_python(raw, context=AS_READ)
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
