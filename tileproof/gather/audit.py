@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from tileproof.claims import spec as claims_spec
 from tileproof.gather import audit_scan, trust_state
@@ -50,7 +50,7 @@ from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import REGENERATED, NoHistory
 from tileproof.records.history_check import check as check_history
-from tileproof.records.models import Record, RunRecord
+from tileproof.records.models import RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
 from tileproof.records.runner_keys import UNSIGNED, RunnerRegistry, Verification
 from tileproof.records.safe_read import read_evidence
@@ -66,9 +66,6 @@ COMMITTED_REPORTS = (f"{store.EVIDENCE}/{REPORT_MD}", f"{store.EVIDENCE}/{REPORT
 exempt from the history check, both from one list, ``records.history_check.REGENERATED``."""
 KEEP_FILES = frozenset({".gitkeep"})
 """Names in evidence/ that are never orphans."""
-
-_RECORD = TypeAdapter(Record)
-
 
 def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = None,
           expect_ancestor: str | None = None) -> AuditResult:
@@ -115,7 +112,7 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
             add(Finding(file, *inputs.refused_issue(e)))
             continue
         try:
-            rec = _RECORD.validate_json(data)
+            rec = store.record_of_json(data)
         except ValidationError:
             try:
                 # a signed record (an envelope), or the one-line, version-first message
