@@ -250,6 +250,20 @@ def test_every_pin_move_is_listed():
         f"{c(2)[:12]}: .ci/trust-root {c(0)[:12]} -> {c(1)[:12]} (reset)"]
 
 
+def test_a_pin_file_rewritten_around_the_same_pin_is_no_move():
+    """A commit that only rewrites the pin file's comments is listed as a rewrite of the same pin, never as
+    a move from X to X; a later real move is still a move."""
+    pin = b"pin_version: 1\ncommit: '" + c(0).encode() + b"'\nwhy: first\n"
+    tidied = b"# the pin, reviewed\n" + pin
+    moved = b"pin_version: 1\ncommit: '" + c(1).encode() + b"'\nwhy: reset\n"
+    state = trust_root.evaluate(history([GENESIS] * 4, pins={1: pin, 2: tidied, 3: moved}), GENESIS, [])
+    assert [m.moved for m in state.report.pin_moves] == [True, False, True]
+    lines = [line for line in state.report.lines() if line.startswith("pin ")]
+    assert lines == [f"pin moved in {c(1)[:12]}: .ci/trust-root absent -> {c(0)[:12]} (first)",
+                     f"pin rewritten in {c(2)[:12]}: .ci/trust-root, same pin {c(0)[:12]} (first)",
+                     f"pin moved in {c(3)[:12]}: .ci/trust-root {c(0)[:12]} -> {c(1)[:12]} (reset)"]
+
+
 def test_an_uncommitted_registry_change_is_judged_as_the_working_tree():
     state = trust_root.evaluate(history([GENESIS]), PLUS_THIEF, [])
     assert rules(state) == ["registry-change-unsigned"] and "(working tree)" in state.findings[0].file

@@ -143,7 +143,8 @@ class RegistryChange:
 
 @dataclass(frozen=True)
 class PinMove:
-    """A commit that changed the tree's pin (``.ci/trust-root``)."""
+    """A commit that changed the tree's pin file (``.ci/trust-root``): a move when the commit it pins changed
+    (or it appeared, went, or stopped reading), else a rewrite of the same pin (its comments or its why)."""
 
     commit: str
     before: str | None
@@ -152,9 +153,17 @@ class PinMove:
     """The commit it names now (None: removed, or unreadable)."""
     why: str
 
+    @property
+    def moved(self) -> bool:
+        """Whether the pinned commit changed; False for a file rewritten around the same pin."""
+        return self.before is None or self.before != self.after
+
     def __str__(self) -> str:
+        why = f" ({self.why})" if self.why else ""
+        if not self.moved:
+            return f"{_short(self.commit)}: {PIN.as_posix()}, same pin {_short(self.after)}{why}"
         return f"{_short(self.commit)}: {PIN.as_posix()} {_short(self.before) if self.before else 'absent'} -> " \
-               f"{_short(self.after) if self.after else 'absent'}" + (f" ({self.why})" if self.why else "")
+               f"{_short(self.after) if self.after else 'absent'}{why}"
 
 
 @dataclass(frozen=True)
@@ -178,7 +187,7 @@ class TrustReport:
         out = [f"trust root: {self.root}", f"trust range: {self.range}"]
         out += [f"expected ancestor: {self.expect}"] if self.expect else []
         out += [f"registry change {c}" for c in self.changes]
-        out += [f"pin moved in {m}" for m in self.pin_moves]
+        out += [f"pin {'moved' if m.moved else 'rewritten'} in {m}" for m in self.pin_moves]
         return [one_line(line) for line in out]
 
 
