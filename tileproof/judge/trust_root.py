@@ -1,38 +1,12 @@
 """Which runner keys the history of the registry vouches for, from a root the reviewer pins.
 
-``evaluate`` reads nothing: it takes the commit graph and every version of
-``lessons/runners.yaml`` along it (``records.trust_history``, gathered by
-``runner.git_history.trust_history``), the working tree's registry, the endorsements
-committed under ``lessons/registry-signatures/`` (``records.registry_change``) and the
-trust root (``Root``), and says, as TUF's root rotation does, that each registry version
-after the root is trusted only as far as the version before it signed it:
-
-- The **root** is the pinned commit's registry (``--trust-root``, ``$TILEPROOF_TRUST_ROOT``
-  or the tree's ``.ci/trust-root``), or, with no pin, the first commit whose registry lists
-  a key (trust on first use). Only commits descending from it are checked (the range).
-- Walking the range parents first, each commit's *trusted grants* (key → kinds it may sign)
-  are the union, over its parents, of what the step from that parent leaves trusted: the
-  same registry (or the same content, written differently) keeps the parent's; a version
-  endorsed by a key the parent trusted with ``registry`` (not revoked there) is trusted as
-  it says; any other version keeps only what the parent trusted and it still grants. A
-  grant the registry makes that its commit does not trust, and no parent already did not, is
-  a finding there: ``registry-root-reset`` when no parent held a key that could have signed
-  it (every key lost: the pin must move, docs/keys.md), else ``registry-change-unsigned``.
-  Records signed by a key, or for a kind, that is not trusted count for nothing
-  (``judge.standing``). A change that only tightens (a revocation, fewer kinds, a key
-  removed) needs no signature.
-- **Revocations are permanent**: a key's revocation is the first commit listing it
-  revoked (and the earliest ``revoked_since`` any version gives it), whatever later
-  versions say; a version that drops or moves it later is ``registry-loosened``.
-- **The policy only tightens**: once any version listed a key (or said ``signed-only``),
-  only signed records count in this tree; a registry missing or listing no key now is
-  ``registry-missing`` or ``registry-emptied``.
-- ``expect`` (``--expect-ancestor``): a commit the reviewer audited before must be an
-  ancestor of HEAD, else ``history-rewritten``; a pinned commit not in this history is
-  ``trust-root-not-in-history``.
-
-Every change of the registry in the range, every move of the tree's pin and the range
-itself are in the ``TrustReport`` the audit prints.
+``evaluate`` reads nothing: it takes the commit graph and every version of ``lessons/runners.yaml`` along it
+(``records.trust_history``), the working tree's registry, the committed endorsements (``records.registry_change``)
+and the root (``Root``), and gives each key the kinds history trusts it with, the findings (``registry-*``,
+``trust-root-not-in-history``, ``history-rewritten``) and the ``TrustReport`` the audit prints. As in TUF's root
+rotation, each version after the root is trusted only as far as the version before it signed it; the rules (the
+root, the walk over parents, permanent revocations, a policy that only tightens): docs/threat-model.md, "How the
+registry's history is walked".
 """
 
 from __future__ import annotations

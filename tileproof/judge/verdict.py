@@ -1,29 +1,12 @@
 """One verdict per lesson: the publish decision, the history check and the re-derivation, judged once.
 
-``gather.tree.Tree.verdict`` gathers the inputs and calls :func:`judge`; ``status``, ``publish``
-(``--dry-run`` too) and the audit all print from the :class:`LessonVerdict` it returns, so they
-cannot disagree: ``status`` says ready exactly when ``publish --dry-run`` exits 0
-(:attr:`LessonVerdict.ready`), and the audit's findings against a lesson are
-:meth:`LessonVerdict.findings`.
-
-A draft is judged on the newest evidence (``gate.decide``): what a publish would write. A
-published lesson is judged on the records it cites (``gate.decide`` with ``records.lessons.cited``):
-it stays valid while each of them still counts, is not stale and passed, no newer counted run of
-the same row and hardware class failed (``gate.newer_failure``), and its hardware block, results,
-verified cuda-tile releases (``release_matrix.cited_verified``) and compile-derived tables re-derive from
-exactly those records (:func:`differences`: what
-``publish`` itself would write from them). Newer passing evidence never makes it false: it is a note
-(:attr:`LessonVerdict.refreshable`, "republish to refresh"), and ``publish --republish`` writes it from
-the newest evidence, refused while that evidence does not hold. Git history showing a record or
-transcript once committed and now missing, changed or replaced by something the reader refuses (a
-``git rm``-ed refutation is no longer among the records; a FIFO in place of a transcript) keeps every
-lesson from being published or ready, and so do an input refused by what it is (``gather.inputs``) and a
-finding of the trust root (:attr:`LessonVerdict.tree_problems`). A plausibility signal on a record the
-decision rests on (``judge.plausibility``; for a published lesson, a record it cites) is one of the
-decision's blockers (``gate.Decision.doubts``), so it is part of this verdict too.
-
-The rule ids below are the audit's (``judge.audit.rules`` registers them with what they catch):
-``publish`` and ``status`` print the same words.
+``gather.tree.Tree.verdict`` gathers the inputs and calls :func:`judge`; ``status``, ``publish`` (``--dry-run``
+too) and the audit all print from the :class:`LessonVerdict` it returns, so they cannot disagree: ``status`` says
+ready exactly when ``publish --dry-run`` exits 0 (:attr:`LessonVerdict.ready`), and the audit's findings against
+a lesson are :meth:`LessonVerdict.findings`. The rule ids below are the audit's (``judge.audit.rules`` registers
+them). The rules (a draft on the newest evidence, a published lesson on the records it cites, what keeps every
+lesson from being ready): docs/records-and-staleness.md, "When a published lesson stays valid" and "One verdict,
+three commands".
 """
 
 from __future__ import annotations
