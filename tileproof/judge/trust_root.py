@@ -4,9 +4,9 @@
 (``records.trust_history``), the working tree's registry, the committed endorsements (``records.registry_change``)
 and the root (``Root``), and gives each key the kinds history trusts it with, the findings (``registry-*``,
 ``trust-root-not-in-history``, ``history-rewritten``) and the ``TrustReport`` the audit prints. As in TUF's root
-rotation, each version after the root is trusted only as far as the version before it signed it; the rules (the
-root, the walk over parents, permanent revocations, a policy that only tightens): docs/threat-model.md, "How the
-registry's history is walked".
+rotation, each version after the root is trusted only as far as the version before it signed it. The rules (the
+root, the walk over parents, permanent revocations, a policy that only tightens):
+docs/threat-model.md, "How the registry's history is walked".
 """
 
 from __future__ import annotations
