@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tileproof.fleet import sbatch
-from tileproof.fleet.cluster import load_cluster
 from tileproof.fleet.devices import child_args, plan_devices
 from tileproof.fleet.plan import make_plan
+from tileproof.records.cluster import load_cluster
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.parsers import parse_gpu_query
 

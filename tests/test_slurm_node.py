@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import slurm_cluster as sc
 
-from tileproof.fleet.cluster import load_cluster
 from tileproof.fleet.matrix import Matrix, render
+from tileproof.records.cluster import load_cluster
 
 node = sc.slurm_node
 DATA = Path(__file__).parent / "data" / "fleet" / "slurm"

@@ -19,9 +19,9 @@ from pathlib import Path
 from tileproof.fleet import jobs, sbatch, tasks
 from tileproof.fleet import matrix as mx
 from tileproof.fleet import plan as fplan
-from tileproof.fleet.cluster import load_cluster
 from tileproof.fleet.merge import Source, merge
 from tileproof.records import lessons, store
+from tileproof.records.cluster import load_cluster
 from tileproof.records.errors import TileproofError
 from tileproof.runner import children, worktree
 from tileproof.runner.capture import git_state

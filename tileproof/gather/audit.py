@@ -7,7 +7,7 @@ here) and asks the one publish decision (``gather.tree.Tree.decide``) for every
 lesson, from the records as examined here: a record whose seal is broken never
 counts, exactly as for ``status`` and ``publish``. It writes nothing.
 
-It also reads git history once (``runner.history.read``): each record or
+It also reads git history once (``runner.git_history.read``): each record or
 transcript once committed and now missing or changed is a finding
 (``judge.audit.rules.history``); a tree without history is reported as not
 checked (``AuditResult.history``), never as passed. The trust root and the
@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from tileproof.claims import spec as claims_spec
 from tileproof.gather import audit_scan, trust_state
@@ -38,23 +38,23 @@ from tileproof.gather.audit_scan import helper as byte_helper
 from tileproof.gather.audit_scan import paused_gc, read_record
 from tileproof.gather.tree import Tree
 from tileproof.judge import releases
-from tileproof.judge.audit import registry, rules
-from tileproof.judge.audit.result import AuditResult, Finding, Issue, LessonAudit
+from tileproof.judge.audit import audit_rules, rules
+from tileproof.judge.audit.result import AuditResult, Issue, LessonAudit
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, sessions
 from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
-from tileproof.judge.verdict import history_problems
 from tileproof.records import lessons, lock, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
-from tileproof.records.history import REGENERATED, NoHistory
-from tileproof.records.history import check as check_history
-from tileproof.records.models import Record, RunRecord
+from tileproof.records.findings import Finding
+from tileproof.records.history_check import REGENERATED, NoHistory
+from tileproof.records.history_check import check as check_history
+from tileproof.records.models import RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
-from tileproof.records.registry import UNSIGNED, RunnerRegistry, Verification
+from tileproof.records.runner_keys import UNSIGNED, RunnerRegistry, Verification
 from tileproof.records.safe_read import read_evidence
-from tileproof.runner import history
+from tileproof.runner import git_history
 from tileproof.runner.forked import ForkedHelper
 
 RULES = rules.load()
@@ -63,12 +63,9 @@ REPORT_MD = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswit
 REPORT_HTML = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswith(".html"))
 COMMITTED_REPORTS = (f"{store.EVIDENCE}/{REPORT_MD}", f"{store.EVIDENCE}/{REPORT_HTML}")
 """The committed reports (rewritten only by ``audit --update-committed-report``): never orphans and
-exempt from the history check, both from one list, ``records.history.REGENERATED``."""
+exempt from the history check, both from one list, ``records.history_check.REGENERATED``."""
 KEEP_FILES = frozenset({".gitkeep"})
 """Names in evidence/ that are never orphans."""
-
-_RECORD = TypeAdapter(Record)
-
 
 def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = None,
           expect_ancestor: str | None = None) -> AuditResult:
@@ -103,7 +100,7 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
               verified: dict[str, Verification]) -> tuple[list[tuple[str, Any]], set[str]]:
     """(file name, record) for each record that validates; the evidence paths of those that do not.
     ``verified``: file name → its signature's verification, for each signed record (plain records
-    take the fast path and are ``registry.UNSIGNED``)."""
+    take the fast path and are ``runner_keys.UNSIGNED``)."""
     records: list[tuple[str, Any]] = []
     raw_refs: set[str] = set()
     sroot = str(root)
@@ -115,7 +112,7 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
             add(Finding(file, *inputs.refused_issue(e)))
             continue
         try:
-            rec = _RECORD.validate_json(data)
+            rec = store.record_of_json(data)
         except ValidationError:
             try:
                 # a signed record (an envelope), or the one-line, version-first message
@@ -153,7 +150,7 @@ def _trusted(root: Path, records) -> dict[str, bytes | None]:
     return trusted
 
 
-def _context(records, trusted: dict[str, bytes | None]) -> registry.Context:
+def _context(records, trusted: dict[str, bytes | None]) -> audit_rules.Context:
     queries: dict[str, list[dict] | None] = {}
     freezes: dict[str, tuple[dict, set] | None] = {}
 
@@ -170,7 +167,7 @@ def _context(records, trusted: dict[str, bytes | None]) -> registry.Context:
             freezes[t.path] = None if decoded is None else (parse_pip_freeze(decoded), freeze_names(decoded))
         return freezes[t.path]
 
-    return registry.Context({rec.run_id for _, rec in records}, query_rows, freeze)
+    return audit_rules.Context({rec.run_id for _, rec in records}, query_rows, freeze)
 
 
 def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
@@ -179,8 +176,8 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     add = findings.append
     flagged: set[str] = set()
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names)
-    git_history = history.read(root)
-    trusting = trust_state.load(root, trust_root, expect_ancestor, git_history)
+    history_read = git_history.read(root)
+    trusting = trust_state.load(root, trust_root, expect_ancestor, history_read)
     runners = trusting.registry
     verified: dict[str, Verification] = {}
     records, raw_refs = _validate(root, names, add, runners, verified)
@@ -189,7 +186,7 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     records.sort(key=lambda nr: (nr[1].created, nr[1].run_id))
     ctx = _context(records, trusted)
     for name, rec in records:
-        findings += [Finding(f"{store.RUNS}/{name}", r, why) for r, why in registry.run_checks(rec, ctx)]
+        findings += [Finding(f"{store.RUNS}/{name}", r, why) for r, why in audit_rules.run_checks(rec, ctx)]
     findings += sessions.session_findings(records)
 
     seals, disk, diffs, refused = bytes_done()
@@ -229,12 +226,12 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     evidence_files, evidence_bytes = _orphans(root, names, disk, refs_of, raw_refs, outputs, add)
     lesson_refused = _lesson_inputs(root, add)
     _claims_files(root, add)
-    checked = check_history(git_history)
+    checked = check_history(history_read)
     tree = Tree.of(root, examined, trusting, checked, refused | lesson_refused)
     lesson_audits = _lessons(root, tree, findings)
     _plausibility(tree, {rec.run_id: name for name, rec in records}, lesson_audits, add)
-    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in trusting.state.findings]
-    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_problems(checked)]
+    findings += trusting.state.findings
+    findings += checked.findings
     if checked.status == "checked":
         _commit_claims(root, records, add)
     findings.sort()
@@ -259,7 +256,7 @@ def _plausibility(tree: Tree, names: dict[str, str], lesson_audits: list[LessonA
 
 def _commit_claims(root: Path, records, add) -> None:
     """Each record's ``git.commit`` checked against history (``judge.audit.rules.commits``)."""
-    found = history.at_commits(root, *commits.wanted(rec for _, rec in records))
+    found = git_history.at_commits(root, *commits.wanted(rec for _, rec in records))
     if isinstance(found, NoHistory):
         return
     for name, rec in records:

@@ -80,7 +80,7 @@ def byte_pass(root: str, record_names: list[str]):
             seals[name] = None
             continue
         try:
-            raw = store.unwrap(raw)  # a signed record: its predicate (trust: records.registry.verify)
+            raw = store.unwrap(raw)  # a signed record: its predicate (trust: records.runner_keys.verify)
         except ValueError:
             seals[name] = None
             continue

@@ -4,7 +4,7 @@ Git history is the append-only log every clone carries: each record and
 transcript keeps, forever, the bytes of its first commit (one file per record
 and unique run ids keep merges from many GPU hosts free of conflicts). This
 module is the pure half: :func:`check` compares each file's first committed
-version with the working tree as gathered by ``runner.history.read`` (the only
+version with the working tree as gathered by ``runner.git_history.read`` (the only
 code that starts git). A checkout without history (no git, no repository, a
 shallow clone) is ``no-history``: it could not be checked, which is never a pass.
 """
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tileproof.records.errors import one_line
+from tileproof.records.findings import Finding
 
 WATCHED = ("runs", "evidence")
 """Top-level folders whose committed files never change."""
@@ -26,14 +26,19 @@ REGENERATED = frozenset({"evidence/AUDIT.md", "evidence/audit.html"})
 ``REPORT_MD``/``REPORT_HTML`` and its orphan exemptions from here)."""
 
 HistoryStatus = Literal["checked", "no-history"]
-Problem = Literal["missing", "changed", "refused"]
+HistoryProblem = Literal["missing", "changed", "refused"]
 """``refused``: the path is now a link, FIFO, device or folder, or cannot be read; the reader never
 follows or opens such a thing (``records.safe_read``), so it is not the file first committed."""
+HISTORY: dict[HistoryProblem, str] = {"missing": "history-missing", "changed": "history-changed",
+                                      "refused": "history-refused"}
+"""Rule id of each history problem (``judge.audit.rules.history`` registers them)."""
+VERB: dict[HistoryProblem, str] = {"missing": "deleted", "changed": "edited", "refused": "replaced"}
+"""What was done to the once-committed file, as each history finding words it."""
 
 
 @dataclass(frozen=True)
 class Unhashed:
-    """A working-tree file the reader did not hash, and why (``runner.history.read``)."""
+    """A working-tree file the reader did not hash, and why (``runner.git_history.read``)."""
 
     problem: Literal["changed", "refused"]
     """``changed``: larger than any file of its folder tileproof writes or reads (not read at all)."""
@@ -69,32 +74,8 @@ class NoHistory:
 
 
 @dataclass(frozen=True)
-class HistoryFinding:
-    """A once-committed file that is now missing, changed or not a regular file."""
-
-    path: str
-    problem: Problem
-    commit: str
-    """The commit that first added it (restore from there)."""
-    why: str = ""
-    """For a file that was not read: what the reader found instead (``Unhashed.why``)."""
-
-    def what(self) -> str:
-        """``is missing``, ``differs from its first committed version`` or ``is not ...``, with the reader's why."""
-        if self.problem == "missing":
-            return "is missing"
-        if self.problem == "refused":
-            return f"is not the regular file first committed ({self.why})"
-        return "differs from its first committed version" + (f" ({self.why})" if self.why else "")
-
-    def __str__(self) -> str:
-        return one_line(f"{self.path}: {self.what()} (committed in {self.commit[:12]}; records and transcripts "
-                        f"are never deleted or edited; fix: git checkout {self.commit[:12]} -- {self.path})")
-
-
-@dataclass(frozen=True)
 class AtCommits:
-    """What the git reader found at the commits records name (``runner.history.at_commits``)."""
+    """What the git reader found at the commits records name (``runner.git_history.at_commits``)."""
 
     known: Mapping[str, bool]
     """Commit → whether it is in this repository's history."""
@@ -109,7 +90,8 @@ class HistoryReport:
     """One line: what was checked, or why it could not be."""
     files: int = 0
     """Watched files ever committed."""
-    findings: tuple[HistoryFinding, ...] = field(default_factory=tuple)
+    findings: tuple[Finding, ...] = field(default_factory=tuple)
+    """One per once-committed file now missing, changed or not a regular file (:func:`finding`)."""
 
 
 ObjectFormat = Literal["sha1", "sha256"]
@@ -121,11 +103,12 @@ def blob_hasher(size: int, object_format: ObjectFormat = "sha1"):
     return hashlib.new(object_format, b"blob %d\0" % size)
 
 
-def blob_id(data: bytes, object_format: ObjectFormat = "sha1") -> str:
-    """Git's object id of a file with these bytes (``git hash-object``), computed in process."""
-    digest = blob_hasher(len(data), object_format)
-    digest.update(data)
-    return digest.hexdigest()
+def finding(path: str, problem: HistoryProblem, commit: str, why: str = "") -> Finding:
+    """The finding for a once-committed file now missing, changed or not a regular file: ``commit`` first
+    added it (restore it from there); ``why``: for a file that was not read, what the reader found instead."""
+    why = f" ({why})" if why else ""
+    return Finding(path, HISTORY[problem], f"{VERB[problem]} after commit {commit[:12]}, which first added it{why}; "
+                   f"records and transcripts are never deleted or edited (fix: git checkout {commit[:12]} -- {path})")
 
 
 def check(history: GitHistory | NoHistory, regenerated: frozenset[str] = REGENERATED) -> HistoryReport:
@@ -142,10 +125,10 @@ def check(history: GitHistory | NoHistory, regenerated: frozenset[str] = REGENER
         files += 1
         now = history.current.get(first.path)
         if now is None:
-            findings.append(HistoryFinding(first.path, "missing", first.commit))
+            findings.append(finding(first.path, "missing", first.commit))
         elif isinstance(now, Unhashed):
-            findings.append(HistoryFinding(first.path, now.problem, first.commit, now.why))
+            findings.append(finding(first.path, now.problem, first.commit, now.why))
         elif now != first.blob:
-            findings.append(HistoryFinding(first.path, "changed", first.commit))
+            findings.append(finding(first.path, "changed", first.commit))
     return HistoryReport("checked", f"{files} committed files under {', '.join(WATCHED)}: "
                                     f"{len(findings) or 'none'} missing or changed", files, tuple(findings))

@@ -14,12 +14,12 @@ from pathlib import Path
 from tileproof.claims.spec import Claim, Loaded, load_all
 from tileproof.judge import claim_verdicts, trust
 from tileproof.records.models import ClaimsRecord
-from tileproof.records.registry import load_registry
+from tileproof.records.runner_keys import load_registry
 from tileproof.records.store import Examined, of_kind, read_records, rel, sha256_file
 
 
 def claims_records(root: Path, examined: Iterable[Examined] | None = None) -> list[ClaimsRecord]:
-    """Every claims record under runs/ that counts (``trust.admits``), oldest first; selected by type.
+    """Every claims record under runs/ that counts (``trust.split``), oldest first; selected by type.
     ``examined``: the records as the caller's ``gather.tree.Tree`` judged them (their standing in history
     included); None reads runs/ here, signatures verified against the registry only."""
     return trust.split(_claims_examined(Path(root), examined))[0]

@@ -89,11 +89,6 @@ def rules_for(event: Any) -> list[Rule]:
     return _BY_EVENT[event]
 
 
-def rules_for_all() -> list[Rule]:
-    """Every registered rule, by id."""
-    return [r for _id, r in sorted(_REGISTRY.items())]
-
-
 def table() -> dict[str, tuple[str, str]]:
     """id -> (slug, description) for every rule, engine ones included, sorted by id."""
     rows = {r.id: (r.slug, r.description) for r in _REGISTRY.values()} | ENGINE_RULES

@@ -1,4 +1,4 @@
-"""The thin git reader behind ``records.history``: first committed versions of
+"""The thin git reader behind ``records.history_check``: first committed versions of
 every file under runs/ and evidence/, and the working tree's object ids.
 
 ``git log --reverse --raw -z --no-renames`` lists, oldest first, each commit's
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import cast, get_args
 
 from tileproof.records.errors import InputRefused
-from tileproof.records.history import (
+from tileproof.records.history_check import (
     REGENERATED,
     WATCHED,
     AtCommits,
@@ -37,7 +37,7 @@ from tileproof.records.history import (
     blob_hasher,
     check,
 )
-from tileproof.records.registry import REGISTRY
+from tileproof.records.runner_keys import REGISTRY
 from tileproof.records.safe_read import InputKind, stream
 from tileproof.records.trust_history import TrustHistory
 from tileproof.records.trust_pin import PIN
@@ -75,7 +75,7 @@ def _no_history(root: Path) -> NoHistory | None:
 
 
 def read(root: Path) -> GitHistory | NoHistory:
-    """What ``records.history.check`` needs, from the repository at ``root``."""
+    """What ``records.history_check.check`` needs, from the repository at ``root``."""
     root = Path(root)
     fmt = _repository(root)
     if isinstance(fmt, NoHistory):

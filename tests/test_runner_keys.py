@@ -8,10 +8,10 @@ import typing
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from signing_keys import entry, new_signer, real_run, registry_of, write_registry
+from signing_keys import entry, new_signer, real_run, registry_of, v1_subjects, write_registry
 
 from tileproof.judge import trust
-from tileproof.records import registry, signing, store
+from tileproof.records import runner_keys, signing, store
 from tileproof.records.errors import RecordError
 
 RECORD_TIME = real_run().created
@@ -22,15 +22,15 @@ def signed(tmp_path, signer, **update):
 
 
 def test_missing_registry_is_empty_and_nothing_verifies(tmp_path):
-    assert registry.load_registry(tmp_path) == registry.EMPTY
+    assert runner_keys.load_registry(tmp_path) == runner_keys.EMPTY
     path = signed(tmp_path, new_signer())
-    assert store.read_record(path, registry.load_registry(tmp_path)).trust == "unknown-key"
+    assert store.read_record(path, runner_keys.load_registry(tmp_path)).trust == "unknown-key"
 
 
 def test_registry_round_trips_through_yaml(tmp_path):
     reg = registry_of(entry(new_signer()), entry(new_signer(), revoked_since=RECORD_TIME))
     write_registry(tmp_path, reg)
-    assert registry.load_registry(tmp_path) == reg
+    assert runner_keys.load_registry(tmp_path) == reg
 
 
 @pytest.mark.parametrize("change, field", [
@@ -44,9 +44,9 @@ def test_a_bad_entry_is_one_line_naming_the_field(tmp_path, change, field):
     raw = registry_of(entry(new_signer())).model_dump(mode="json", exclude_none=True)
     change(raw["runners"][0])
     (tmp_path / "lessons").mkdir()
-    (tmp_path / registry.REGISTRY).write_text(json.dumps(raw))
+    (tmp_path / runner_keys.REGISTRY).write_text(json.dumps(raw))
     with pytest.raises(RecordError) as e:
-        registry.load_registry(tmp_path)
+        runner_keys.load_registry(tmp_path)
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith(f"lessons/runners.yaml: {field}:") and "fix:" in msg
 
@@ -59,9 +59,9 @@ def test_a_key_listed_twice_is_refused(tmp_path):
 
 def test_not_yaml_is_one_line(tmp_path):
     (tmp_path / "lessons").mkdir()
-    (tmp_path / registry.REGISTRY).write_text("runners: [\n")
+    (tmp_path / runner_keys.REGISTRY).write_text("runners: [\n")
     with pytest.raises(RecordError, match="not valid YAML"):
-        registry.load_registry(tmp_path)
+        runner_keys.load_registry(tmp_path)
 
 
 def test_rotation_old_key_valid_before_its_revocation_refused_after(tmp_path):
@@ -114,7 +114,7 @@ def test_subjects_must_be_the_records_own_digests(tmp_path):
     signer = new_signer()
     rec = store.load_record(store.write_record(tmp_path / "plain", real_run()))
     body = json.loads(rec.model_dump_json())
-    subjects = signing.subjects_of(rec)[1:]  # one attested file left out
+    subjects = v1_subjects(rec)[1:]  # one attested file left out
     statement = signing.Statement(type_=signing.STATEMENT_TYPE, subject=subjects,  # a v1 statement, as before v2
                                   predicateType=signing.PREDICATE_TYPE_V1, predicate=body)
     env = signing.envelope_of(statement, signer)
@@ -143,7 +143,7 @@ def test_a_v2_statement_must_name_every_product_and_material(tmp_path, drop):
 
 
 def test_every_failed_trust_has_a_rule():
-    assert set(trust.FINDING) == set(typing.get_args(registry.Trust)) - {"verified"}
+    assert set(trust.FINDING) == set(typing.get_args(runner_keys.Trust)) - {"verified"}
     assert set(trust.FINDING.values()) == set(trust.RULES)
 
 
@@ -156,8 +156,8 @@ def test_policy_today_keeps_unsigned_legacy_records_counting():
 
 def test_signed_only_refuses_unsigned():
     assert not trust.counts("unsigned", "signed-only") and trust.counts("verified", "signed-only")
-    assert trust.issues(registry.UNSIGNED, "signed-only") == [("record-unsigned", registry.UNSIGNED.reason)]
-    assert trust.issues(registry.UNSIGNED, "unsigned-counts") == []
+    assert trust.issues(runner_keys.UNSIGNED, "signed-only") == [("record-unsigned", runner_keys.UNSIGNED.reason)]
+    assert trust.issues(runner_keys.UNSIGNED, "unsigned-counts") == []
 
 
 def test_revocation_instant_is_time_zone_aware():
@@ -171,8 +171,8 @@ def test_unsigned_records_committed_before_the_first_key_are_legacy_not_findings
     import subprocess
 
     from tileproof.judge import standing, trust, trust_root
-    from tileproof.records.registry import UNSIGNED, registry_lists_keys
-    from tileproof.runner import history
+    from tileproof.records.runner_keys import UNSIGNED, registry_lists_keys
+    from tileproof.runner import git_history
 
     def git(*args):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
@@ -191,9 +191,9 @@ def test_unsigned_records_committed_before_the_first_key_are_legacy_not_findings
     git("add", "-A")
     git("commit", "-qm", "a key, and an unsigned record after it")
     (tmp_path / "runs" / "uncommitted.json").write_text("{}")
-    graph = history.trust_history(tmp_path)
+    graph = git_history.trust_history(tmp_path)
     state = trust_root.evaluate(graph, (tmp_path / "lessons" / "runners.yaml").read_bytes(), [])
-    first = {f.path: graph.first_commit(f.commit) for f in history.read(tmp_path).first}
+    first = {f.path: graph.first_commit(f.commit) for f in git_history.read(tmp_path).first}
     paths = ["runs/old.json", "runs/new.json", "runs/uncommitted.json"]
     found = ({p for p in paths if p in first and standing.legacy(first[p], state)},
              {p for p in paths if p not in first and standing.legacy(None, state)})
