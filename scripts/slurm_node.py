@@ -78,8 +78,8 @@ from typing import Literal
 
 import yaml
 
-from tileproof.fleet.cluster import Cluster, GpuKind, load_cluster
 from tileproof.records.capability import sm_of
+from tileproof.records.cluster import Cluster, GpuKind, load_cluster
 from tileproof.records.models import Model
 from tileproof.records.parsers import parse_gpu_query
 from tileproof.records.store import sha256_file

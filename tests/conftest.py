@@ -233,6 +233,7 @@ def copy_lessons_as_draft(src: Path, dst: Path) -> None:
     Tests that publish from FIXTURE records start from this, whatever the
     repository's lessons say today.
     """
+    from tileproof import lesson_text
     from tileproof.records import lessons
     from tileproof.records.models import Hardware
 
@@ -243,4 +244,4 @@ def copy_lessons_as_draft(src: Path, dst: Path) -> None:
         rows = [r.model_copy(update={"result": "?", "run_id": None}) for r in lesson.front.results]
         front = lesson.front.model_copy(update={"status": "draft", "hardware": Hardware(), "results": rows,
                                                 "cuda_tile_verified": []})
-        lesson.path.write_text(lessons.render(lesson, front))
+        lesson.path.write_text(lesson_text.render(lesson, front))

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from tileproof.records import registry, signing, store
+from tileproof.records import runner_keys, signing, store
 
 REPO = Path(__file__).resolve().parents[1]
 H200_RUN = REPO / "runs" / "20261129T122955Z-run-78254821.json"
@@ -23,20 +23,27 @@ def new_signer() -> signing.Signer:
     return signing.Signer(Ed25519PrivateKey.generate())
 
 
-def entry(signer: signing.Signer, *, owner: str = "test runner", may_sign=registry.RUNNER_KINDS,
-          added: date = date(2025, 1, 1), revoked_since: datetime | None = None) -> registry.RunnerKey:
+def v1_subjects(record) -> list[signing.Subject]:
+    """A v1 statement's subjects: every file digest the record holds, one per (path, sha256), sorted (as the
+    statements written before v2 hold them; ``signing.subjects_match`` reads them back)."""
+    pairs = sorted(signing.digest_pairs(record))
+    return [signing.Subject(name=p, digest=signing.SubjectDigest(sha256=s)) for p, s in pairs]
+
+
+def entry(signer: signing.Signer, *, owner: str = "test runner", may_sign=runner_keys.RUNNER_KINDS,
+          added: date = date(2025, 1, 1), revoked_since: datetime | None = None) -> runner_keys.RunnerKey:
     """The registry entry of ``signer``; ``added`` before every fixture record it signs (a record dated
     before its key was added counts for nothing: ``judge.standing``)."""
-    return registry.RunnerKey(owner=owner, keyid=signer.keyid, public_key=signing.raw_public(signer.public).hex(),
+    return runner_keys.RunnerKey(owner=owner, keyid=signer.keyid, public_key=signing.raw_public(signer.public).hex(),
                               may_sign=list(may_sign), added=added, revoked_since=revoked_since)
 
 
-def registry_of(*entries: registry.RunnerKey) -> registry.RunnerRegistry:
-    return registry.RunnerRegistry(registry_version=1, runners=list(entries))
+def registry_of(*entries: runner_keys.RunnerKey) -> runner_keys.RunnerRegistry:
+    return runner_keys.RunnerRegistry(registry_version=1, runners=list(entries))
 
 
-def write_registry(root: Path, reg: registry.RunnerRegistry) -> Path:
-    path = root / registry.REGISTRY
+def write_registry(root: Path, reg: runner_keys.RunnerRegistry) -> Path:
+    path = root / runner_keys.REGISTRY
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(reg.model_dump(mode="json", exclude_none=True), sort_keys=False))
     return path

@@ -21,9 +21,9 @@ from tileproof.__main__ import main  # noqa: E402
 from tileproof.gather import audit as audit_run  # noqa: E402
 from tileproof.gather import audit_scan  # noqa: E402
 from tileproof.gather.audit import RULES  # noqa: E402
-from tileproof.judge.audit.result import Finding  # noqa: E402
 from tileproof.judge.audit.rules import evidence, gpu, packages, sessions, toolchain, verdicts  # noqa: E402
 from tileproof.records import file_index, store  # noqa: E402
+from tileproof.records.findings import Finding  # noqa: E402
 from tileproof.records.models import CheckReport  # noqa: E402
 
 

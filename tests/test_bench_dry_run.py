@@ -86,7 +86,7 @@ def record_of(program: str, results: dict, report: CheckReport, passed: bool) ->
     no_load = bench.load_unavailable(results, cases)
     now = datetime(2026, 12, 1, tzinfo=timezone.utc)
     t = Transcript(path="evidence/FIXTURE/x.txt", sha256="0" * 64, bytes=0)
-    step = Step(name=program, argv=["python3", program], started=now, ended=now, duration_s=1.0,
+    step = Step(step_version=1, name=program, argv=["python3", program], started=now, ended=now, duration_s=1.0,
                 exit_code=0 if passed else 1, stdout=t, stderr=t)
     from test_bench import environment  # the FIXTURE environment of the bench tests
 

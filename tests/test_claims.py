@@ -1,5 +1,5 @@
 """Claims: the files validate, each check kind on a tiny case, the verdict table, and
-what publish asks (``refuted_claims``). Real compiler calls are kept to three."""
+what publish asks (``claim_verdicts.refuted``). Real compiler calls are kept to three."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ import discovered  # noqa: E402
 import pytest
 
 from tileproof.claims import checks as claim_checks
-from tileproof.claims import core as claims
 from tileproof.claims import outcomes, quotes, spec
+from tileproof.claims import status as claims
 from tileproof.claims.checks import Here, judge_compile, varied_nvcc_argv
 from tileproof.claims.outcomes import ProbeResult
 from tileproof.commands import claims as claims_cmd
 from tileproof.gather import tree
+from tileproof.judge import claim_verdicts
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.models import (
     CLAIMS_SCHEMA_VERSION,
@@ -35,7 +36,7 @@ from tileproof.records.models import (
     Toolchain,
     Transcript,
 )
-from tileproof.records.registry import load_registry
+from tileproof.records.runner_keys import load_registry
 from tileproof.records.store import digest, load_record, new_run_id, read_records, write_record
 from tileproof.runner.capture import git_state, host_facts
 from tileproof.toolchain.build import nvcc_argv
@@ -45,7 +46,7 @@ SHIPPED = discovered.claims_documents()  # every lessons/claims/*.claims.yaml
 
 
 def _toolchain() -> Toolchain:
-    return Toolchain(source="pip", tools=[], packages={}, major_minor="13.4", coherent=True, problems=[])
+    return Toolchain(version=1, source="pip", tools=[], packages={}, major_minor="13.4", coherent=True, problems=[])
 
 
 def _here(root: Path, **over) -> Here:
@@ -178,7 +179,8 @@ def test_wrong_flag_argv_is_the_nvcc_command_with_one_change():
 def _step(exit_code: int | None, timed_out: bool = False) -> Step:
     t = Transcript(path="evidence/x.txt", sha256="0" * 64, bytes=0)
     now = datetime.now(timezone.utc)
-    return Step(name="doc.one.check.aot", argv=["x"], started=now, ended=now, duration_s=1.0, exit_code=exit_code,
+    return Step(step_version=1,
+                name="doc.one.check.aot", argv=["x"], started=now, ended=now, duration_s=1.0, exit_code=exit_code,
                 timed_out=timed_out, stdout=t, stderr=t)
 
 
@@ -454,8 +456,12 @@ def _record(root: Path, verdict: str, why: str = "wrong: compiles (exit 0)", whe
 
 
 def refuted(root, document):
-    """The judge's refuted claims (``claim_verdicts.refuted`` via ``gather.tree``) as (claim id, why, run id)."""
-    return [(r.claim_id, r.why, r.run_id) for r in tree.refuted_claims(root, document)]
+    """The judge's refuted claims (``claim_verdicts.refuted``) over the inputs ``gather.tree`` reads for a
+    lesson's decision (its records, today's claims file and snippets), as (claim id, why, run id)."""
+    claims = tree.claims_today(root, document)
+    today = tree.today_digests(root, sorted({p for ps in claims.snippets.values() for p in ps}))
+    return [(r.claim_id, r.why, r.run_id) for r in claim_verdicts.refuted(document, tree.Tree.load(root).records,
+                                                                         claims, today)]
 
 
 def test_refuted_claims_names_claim_why_and_run(tmp_path):
@@ -613,7 +619,7 @@ def test_check_kinds_are_one_list():
     """The record's CheckKind and the claims file's check models name the same kinds."""
     models = {typing.get_args(m.model_fields["kind"].annotation)[0]
               for m in typing.get_args(typing.get_args(spec.Check)[0])}
-    assert models == set(spec.CHECK_KINDS) == set(typing.get_args(CheckKind))
+    assert models == set(typing.get_args(CheckKind))
 
 
 def test_claims_modules_import_no_cycle():

@@ -39,7 +39,7 @@ def _result(claim: str, verdict: str, why: str, document: str = "day79-cutile") 
 
 def _record(release: str | None, results: list[ClaimResult], when: str, tag: str = "0",
             cuda_tile: str = "1.7.0") -> ClaimsRecord:
-    chain = Toolchain(source="pip", tools=[], packages={"cuda-tile": cuda_tile}, major_minor=release,
+    chain = Toolchain(version=1, source="pip", tools=[], packages={"cuda-tile": cuda_tile}, major_minor=release,
                       coherent=release is not None, problems=[] if release else ["nvvm 13.5 beside nvcc 13.4"])
     return ClaimsRecord(schema_version=CLAIMS_SCHEMA_VERSION, kind="claims", run_id=f"{when}-claims-{tag * 8}",
                         created=datetime(2026, 12, 1, tzinfo=timezone.utc), tileproof_version="0",

@@ -101,5 +101,6 @@ def test_the_matrix_and_the_decision_share_one_fold():
     records = [fx.claims_record(n=2, document="demo", claim="c1", tc=_tc("13.4"), verdict="refuted"),
                fx.claims_record(n=3, document="demo", claim="c1", tc=_tc("13.4"), verdict="unverifiable-here")]
     cell = matrix.claim_matrix(records).cell("demo", "c1", Release(13, 4))
-    decided = claim_verdicts.latest_on(records, Release(13, 4), "demo")[("demo", "c1")]
+    on_13_4 = claim_verdicts.by_release(claim_verdicts.counted(records))[0][Release(13, 4)]
+    decided = claim_verdicts.fold(on_13_4, "demo")[("demo", "c1")]
     assert (cell.verdict, cell.run_id) == (decided.result.verdict, decided.run_id) == ("refuted", records[0].run_id)

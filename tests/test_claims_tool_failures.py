@@ -30,7 +30,7 @@ def _transcript(name: str) -> tuple[str, int]:
 def _step(exit_code: int) -> Step:
     t = Transcript(path="evidence/x.txt", sha256="0" * 64, bytes=0)
     now = datetime.now(timezone.utc)
-    return Step(name="doc.c.check.nvcc", argv=["nvcc"], started=now, ended=now, duration_s=1.0,
+    return Step(step_version=1, name="doc.c.check.nvcc", argv=["nvcc"], started=now, ended=now, duration_s=1.0,
                 exit_code=exit_code, stdout=t, stderr=t)
 
 

@@ -67,15 +67,20 @@ def test_a_command_imports_only_its_own_module():
     assert proc.stdout.splitlines()[-1] == "True False"
 
 
-def test_compile_imports_neither_report_nor_fleet():
-    """Building needs no report renderer and no fleet: the schemas' registry (``records.schemas``) holds what
-    ``compile``'s generated files need, the feature models join it when the schemas are rendered."""
-    code = ("import json, sys\nimport tileproof.commands.compile\n"
+@pytest.mark.parametrize("rendering", [False, True], ids=["import", "render-schemas"])
+def test_compile_imports_neither_report_nor_fleet(rendering):
+    """Building needs no report renderer and no fleet: every model with a schema lives in ``records/``, so
+    importing ``compile``, and rendering every generated file as ``compile`` does before it builds
+    (``authoring.generated.rendered``), loads neither package."""
+    render = "from tileproof.authoring import generated\ngenerated.rendered(pathlib.Path('.'))\n" if rendering else ""
+    code = ("import json, pathlib, sys\nimport tileproof.commands.compile\n" + render +
             "print(json.dumps(sorted(m for m in sys.modules if m.startswith('tileproof'))))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     loaded = json.loads(proc.stdout)
     assert "tileproof.commands.compile" in loaded and "tileproof.records.schemas" in loaded
+    if rendering:
+        assert "tileproof.records.audit_summary" in loaded and "tileproof.records.cluster" in loaded
     assert [m for m in loaded if m.split(".")[:2] in (["tileproof", "report"], ["tileproof", "fleet"])] == []
 
 

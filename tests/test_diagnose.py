@@ -67,7 +67,7 @@ def test_failed_build_prints_first_errors_transcript_and_diagnosis(tmp_path):
     (tmp_path / "evidence" / "r" / "build.stdout.txt").write_text("")
     now = datetime.now(timezone.utc)
     t = lambda name: Transcript(path=f"evidence/r/{name}", sha256="0" * 64, bytes=0)  # noqa: E731
-    step = Step(name="build", argv=["nvcc"], started=now, ended=now, duration_s=1.0, exit_code=code,
+    step = Step(step_version=1, name="build", argv=["nvcc"], started=now, ended=now, duration_s=1.0, exit_code=code,
                 stdout=t("build.stdout.txt"), stderr=t("build.stderr.txt"))
     result = BuildResult(program="cpp/x.cu", target="sm_90", artifact_kind="executable", key="k", reused_from=None,
                          step=step, artifact=None, res_usage=[], diagnoses=diagnose(text, code), verdict="failed")

@@ -15,10 +15,10 @@ from pydantic import ValidationError
 
 from tileproof.fleet import matrix as mx
 from tileproof.fleet import tasks
-from tileproof.fleet.cluster import Cluster, GpuKind
 from tileproof.fleet.merge import MergeConflict, Source, merge, plan_merge
 from tileproof.fleet.plan import SUBMITTED_FILE, ArrayResult, Submitted, make_plan
 from tileproof.records import batch_write
+from tileproof.records.cluster import Cluster, GpuKind
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import RunRecord, SlurmJob
 

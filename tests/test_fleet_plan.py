@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tileproof.fleet import sbatch
-from tileproof.fleet.cluster import load_cluster
 from tileproof.fleet.devices import child_args, plan_devices
 from tileproof.fleet.plan import make_plan
+from tileproof.records.cluster import load_cluster
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.parsers import parse_gpu_query
 
@@ -214,3 +214,21 @@ def test_a_cluster_s_time_limit_is_read_as_slurm_reads_it(tmp_path):
     for limit, seconds in [("01:00:00", 3600), ("90", 5400), ("90:30", 5430), ("2-0", 172800), ("2-3:04", 183840),
                            ("1-00:00:01", 86401), ("0", None)]:
         assert cluster.model_copy(update={"time_limit": limit}).time_limit_s() == seconds, limit
+
+
+def test_a_default_submit_leaves_out_a_lesson_without_programs_and_says_so(tmp_path, capsys):
+    """A note whose numbers are all bench claims (``programs: []``) has no task; named, it is refused."""
+    from tileproof.__main__ import main
+
+    repo = course.course_repo(tmp_path / "course")
+    note = (REPO / "lessons" / "day79-cutile-performance.md").read_text()
+    (repo / "lessons" / "note.md").write_text(note.replace("id: day79-cutile-performance", "id: note", 1))
+    args = ["fleet", "submit", "--cluster", str(CI_CLUSTER), "--root", str(repo), "--dry-run"]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    assert "fleet: lessons/note.md lists no programs: no task for it" in err
+    tasks = [ln for ln in out.splitlines() if ln.startswith("# ")]
+    assert tasks and all("note" not in ln.split(": ", 1)[1].split(", ") for ln in tasks)
+    assert sorted(tasks[0].split(": ", 1)[1].split(", ")) == sorted(course.LESSONS)
+    assert main([*args, "--lesson", "note"]) == 2
+    assert "lessons/note.md: programs: empty; nothing to run (fix: list its programs)" in capsys.readouterr().err

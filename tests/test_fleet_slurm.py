@@ -198,8 +198,8 @@ def test_an_arrays_gpu_tasks_run_at_once_one_gpu_each(tmp_path, cluster):
     --time), one task per GPU, each of which ends only once every task has started: the array passes only if Slurm
     ran its tasks at the same time, each on a GPU of its own."""
     from tileproof.fleet import sbatch
-    from tileproof.fleet.cluster import load_cluster
     from tileproof.fleet.plan import make_plan
+    from tileproof.records.cluster import load_cluster
 
     gpus = len(cluster.gpus)
     plan = make_plan(cluster=load_cluster(cluster.cluster_file), lesson_programs={

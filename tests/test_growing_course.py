@@ -17,6 +17,7 @@ import subprocess
 import pytest
 from conftest import COMMITTED, clone_at, git_commit_all
 
+from tileproof import lesson_text
 from tileproof.__main__ import main
 from tileproof.authoring.generated import make_current
 from tileproof.gather import audit
@@ -101,7 +102,7 @@ def test_a_newer_passing_run_leaves_a_published_lesson_true(repo, capsys):
     # exactly what was republished from the newer session, and (since the release axis) the cuda-tile release
     # its Python programs' records were made with, after the results
     republished = lessons.load(repo, DAY79).front
-    block = lessons.dump_key("cuda_tile_verified", lessons.front_values(republished)["cuda_tile_verified"])
+    block = lesson_text.dump_key("cuda_tile_verified", lesson_text.front_values(republished)["cuda_tile_verified"])
     assert [(v.cuda_tile, v.tileiras_in_range) for v in republished.cuda_tile_verified] == [("1.7.0", True)]
     assert code == 0 and path.read_bytes().replace(block.encode(), b"", 1) == now
     code, out = cli(capsys, "status", DAY79, "--root", str(repo))

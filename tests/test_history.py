@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tileproof.records.history import REGENERATED, GitHistory, NoHistory, blob_id, check
-from tileproof.runner import history
+from tileproof.records.history_check import REGENERATED, GitHistory, NoHistory, blob_hasher, check
+from tileproof.runner import git_history
 
 REPO = Path(__file__).resolve().parents[1]
 REPORTS = REGENERATED
@@ -51,13 +51,13 @@ def commit(root: Path, message: str) -> None:
 
 
 def findings(root: Path):
-    report = history.check_repository(root, REPORTS)
+    report = git_history.check_repository(root, REPORTS)
     assert report.status == "checked", report.reason
-    return {(f.path, f.problem) for f in report.findings}
+    return {(f.file, f.rule) for f in report.findings}
 
 
 def test_clean_history_passes_and_counts_files(repo):
-    report = history.check_repository(repo, REPORTS)
+    report = git_history.check_repository(repo, REPORTS)
     assert report.status == "checked" and report.findings == () and report.files == 2
     assert "lessons/runners.yaml" not in str(report)  # only runs/ and evidence/ are append-only
 
@@ -65,29 +65,29 @@ def test_clean_history_passes_and_counts_files(repo):
 def test_git_rm_of_a_committed_record_is_a_finding(repo):
     git(repo, "rm", "-q", "runs/20261201T000000Z-run-00000001.json")
     commit(repo, "drop the inconvenient record")
-    report = history.check_repository(repo, REPORTS)
+    report = git_history.check_repository(repo, REPORTS)
     (f,) = report.findings
-    assert f.problem == "missing" and f.path == "runs/20261201T000000Z-run-00000001.json"
+    assert f.rule == "history-missing" and f.file == "runs/20261201T000000Z-run-00000001.json"
     assert "git checkout" in str(f) and "\n" not in str(f)
 
 
 def test_a_transcript_edited_and_committed_is_a_finding(repo):
     write(repo, "evidence/20261201T000000Z-run-00000001/run.stdout.txt", "check ok (edited)\n")
     commit(repo, "tidy a transcript")
-    assert findings(repo) == {("evidence/20261201T000000Z-run-00000001/run.stdout.txt", "changed")}
+    assert findings(repo) == {("evidence/20261201T000000Z-run-00000001/run.stdout.txt", "history-changed")}
 
 
 def test_an_uncommitted_edit_or_deletion_is_a_finding(repo):
     write(repo, "runs/20261201T000000Z-run-00000001.json", '{"a": 2}\n')
     (repo / "evidence/20261201T000000Z-run-00000001/run.stdout.txt").unlink()
-    assert findings(repo) == {("runs/20261201T000000Z-run-00000001.json", "changed"),
-                              ("evidence/20261201T000000Z-run-00000001/run.stdout.txt", "missing")}
+    assert findings(repo) == {("runs/20261201T000000Z-run-00000001.json", "history-changed"),
+                              ("evidence/20261201T000000Z-run-00000001/run.stdout.txt", "history-missing")}
 
 
 def test_a_renamed_record_is_missing_under_its_name(repo):
     git(repo, "mv", "runs/20261201T000000Z-run-00000001.json", "runs/20261201T000000Z-run-00000002.json")
     commit(repo, "rename")
-    assert findings(repo) == {("runs/20261201T000000Z-run-00000001.json", "missing")}
+    assert findings(repo) == {("runs/20261201T000000Z-run-00000001.json", "history-missing")}
 
 
 def test_deleted_then_restored_is_clean_again(repo):
@@ -104,9 +104,9 @@ def test_the_audits_own_reports_may_change(repo):
     write(repo, "evidence/AUDIT.md", "# audit, again\n")
     commit(repo, "re-audit")
     assert findings(repo) == set()
-    assert history.check_repository(repo).findings == ()  # REGENERATED is the default
-    changed = history.check_repository(repo, frozenset()).findings
-    assert {(f.path, f.problem) for f in changed} == {("evidence/AUDIT.md", "changed")}
+    assert git_history.check_repository(repo).findings == ()  # REGENERATED is the default
+    changed = git_history.check_repository(repo, frozenset()).findings
+    assert {(f.file, f.rule) for f in changed} == {("evidence/AUDIT.md", "history-changed")}
 
 
 def test_records_from_two_hosts_merge_without_conflict(repo):
@@ -117,7 +117,7 @@ def test_records_from_two_hosts_merge_without_conflict(repo):
     write(repo, "runs/20261201T010000Z-run-aaaaaaaa.json", '{"host": "a"}\n')
     commit(repo, "host a")
     git(repo, "merge", "-q", "--no-edit", "host-b")  # check=True: a conflict would raise
-    report = history.check_repository(repo, REPORTS)
+    report = git_history.check_repository(repo, REPORTS)
     assert report.findings == () and report.files == 4
 
 
@@ -126,13 +126,13 @@ def test_a_shallow_clone_cannot_check(repo, tmp_path):
     commit(repo, "second")
     shallow = tmp_path / "shallow"
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True)
-    report = history.check_repository(shallow, REPORTS)
+    report = git_history.check_repository(shallow, REPORTS)
     assert report.status == "no-history" and "shallow" in report.reason and report.findings == ()
 
 
 def test_no_git_checkout_cannot_check(tmp_path):
     (tmp_path / "runs").mkdir()
-    report = history.check_repository(tmp_path, REPORTS)
+    report = git_history.check_repository(tmp_path, REPORTS)
     assert report.status == "no-history" and "not a git checkout" in report.reason
 
 
@@ -141,23 +141,26 @@ def test_no_history_is_never_checked():
     assert report.status != "checked" and "could not check" in report.reason
 
 
-def test_blob_id_is_gits(tmp_path):
+def test_blob_hasher_gives_gits_object_id(tmp_path):
+    """``blob_hasher`` (what ``runner.git_history.working_id`` streams a file through) is ``git hash-object``."""
     (tmp_path / "f").write_bytes(b"hello\n")
     out = subprocess.run(["git", "hash-object", str(tmp_path / "f")], capture_output=True, text=True, check=True)
-    assert blob_id(b"hello\n") == out.stdout.strip()
+    digest = blob_hasher(len(b"hello\n"))
+    digest.update(b"hello\n")
+    assert digest.hexdigest() == out.stdout.strip()
 
 
 def test_pure_check_over_given_inputs():
-    from tileproof.records.history import FirstVersion
+    from tileproof.records.history_check import FirstVersion
 
     h = GitHistory(first=(FirstVersion("runs/a.json", "c" * 40, "1" * 40),
                           FirstVersion("runs/b.json", "c" * 40, "2" * 40)),
                    current={"runs/a.json": "1" * 40, "runs/b.json": "3" * 40})
-    assert [(f.path, f.problem) for f in check(h).findings] == [("runs/b.json", "changed")]
+    assert [(f.file, f.rule) for f in check(h).findings] == [("runs/b.json", "history-changed")]
 
 
 def test_this_repository_history_is_intact():
-    report = history.check_repository(REPO, REPORTS)
+    report = git_history.check_repository(REPO, REPORTS)
     if report.status == "no-history":
         pytest.skip(f"this checkout has no history to check: {report.reason}")
     assert report.findings == (), "\n".join(map(str, report.findings))
@@ -177,15 +180,15 @@ def test_at_commits_reads_blobs_and_knows_commits(repo):
     write(repo, stdout, "edited later\n")
     commit(repo, "edit")
     unknown = "0" * 40
-    found = history.at_commits(repo, [now, unknown], [(now, stdout), (now, "kernels/none.py"), (unknown, stdout)])
+    found = git_history.at_commits(repo, [now, unknown], [(now, stdout), (now, "kernels/none.py"), (unknown, stdout)])
     assert found.known == {now: True, unknown: False}
     assert found.sha256[(now, stdout)] == hashlib.sha256(b"check ok\n").hexdigest()  # that commit's bytes
     assert found.sha256[(now, "kernels/none.py")] is None and found.sha256[(unknown, stdout)] is None
 
 
 def test_at_commits_without_history_cannot_check(tmp_path):
-    assert isinstance(history.at_commits(tmp_path, ["0" * 40], []), NoHistory)
-    assert history.at_commits(tmp_path, [], []).known == {}  # nothing claimed: nothing to ask git
+    assert isinstance(git_history.at_commits(tmp_path, ["0" * 40], []), NoHistory)
+    assert git_history.at_commits(tmp_path, [], []).known == {}  # nothing claimed: nothing to ask git
 
 
 def test_commit_claims_are_checked(repo):
@@ -206,7 +209,7 @@ def test_commit_claims_are_checked(repo):
 
     cases = {"clean": rec(now, False, good), "edited": rec(now, False, bad), "dirty": rec(now, True, bad),
              "unknown": rec("f" * 40, False, good), "none": rec(None, True, bad)}
-    found = history.at_commits(repo, *commits.wanted(cases.values()))
+    found = git_history.at_commits(repo, *commits.wanted(cases.values()))
     got = {name: [rule for rule, _ in commits.commit_issues(r, found)] for name, r in cases.items()}
     assert got == {"clean": [], "edited": [commits.MISMATCH], "dirty": [], "unknown": [commits.UNKNOWN], "none": []}
     (why,) = [w for _, w in commits.commit_issues(cases["edited"], found)]

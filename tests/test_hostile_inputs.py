@@ -4,7 +4,7 @@ Each attack is planted in a committed copy of the clean audit tree
 (tests/data/audit/audit_tree.py, a git repository here) and ``audit``,
 ``publish --dry-run`` and ``verify`` run on it in a subprocess: with a 30 s timeout,
 so that a hang fails the test instead of the suite, and an address-space cap, so that
-reading /dev/zero or a 2 GB file whole fails it too. Before ``runner.history`` hashed
+reading /dev/zero or a 2 GB file whole fails it too. Before ``runner.git_history`` hashed
 the working tree through ``records.safe_read.stream``, a FIFO in place of a committed
 transcript hung all three, a link to /dev/zero ended in a MemoryError and a 2 GB
 sparse file was read whole; ``publish`` accepted a transcript linked out of the
@@ -99,7 +99,7 @@ def test_a_fifo_in_place_of_a_committed_transcript_hangs_no_command(committed, w
     assert any(": history-refused: " in line and "FIFO" in line for line in lines_about(audit, transcript)), audit
     verify = assert_clean_exit(cli(root, "verify"), 1)
     (line,) = lines_about(verify, transcript)
-    assert "is not the regular file first committed (is a FIFO" in line
+    assert ": history-refused: replaced after commit " in line and "(is a FIFO" in line  # the audit's words
     publish = assert_clean_exit(cli(root, "publish"), 2)
     assert f"  {transcript}: input-special-file: is a FIFO" in publish
 
@@ -122,13 +122,13 @@ def test_a_2_gb_sparse_file_in_place_of_a_transcript_is_changed_unread(committed
     out = assert_clean_exit(cli(root, "audit"), 1)
     (line,) = [x for x in lines_about(out, transcript) if ": history-changed: " in x]
     assert f"is {2 << 30} bytes" in line
-    from tileproof.runner import history
+    from tileproof.runner import git_history
 
     read = []
     real_read = os.read
     monkeypatch.setattr(os, "read", lambda fd, n: read.append(n) or real_read(fd, n))
-    report = history.check_repository(root)
-    assert [(f.path, f.problem) for f in report.findings] == [(transcript, "changed")]
+    report = git_history.check_repository(root)
+    assert [(f.file, f.rule) for f in report.findings] == [(transcript, "history-changed")]
     assert sum(read) < safe_read.LIMITS["evidence"], "the history check read the oversized file"
 
 

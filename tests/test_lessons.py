@@ -8,6 +8,7 @@ import re
 import discovered
 import pytest
 
+from tileproof import lesson_text
 from tileproof.records import lessons, store
 from tileproof.records.errors import RecordError
 from tileproof.records.models import Hardware, ResUsage
@@ -23,16 +24,19 @@ def test_repo_lessons_load_and_drafts_claim_nothing(repo_root):
         if lesson.front.status == "draft":  # published only by `nox -s publish`, from records
             assert lesson.front.hardware == Hardware()
             assert all(r.result == "?" and r.run_id is None for r in lesson.front.results)
-        else:  # a published lesson names the run behind every filled row
+        elif lesson.front.programs:  # a published lesson names the run behind every filled row
             assert lesson.front.hardware.run_id
             assert all(r.run_id for r in lesson.front.results if r.result != "?")
+        else:  # a published note without programs stands on its performance claims alone (bench records)
+            assert lesson.front.performance
+            assert lesson.front.hardware == Hardware() and lesson.front.results == []
 
 
 @pytest.mark.parametrize("lesson_id", LESSON_IDS)
 def test_repo_lessons_are_in_canonical_form(repo_root, lesson_id):
     """Rendering a lesson from its own front matter gives back the same bytes."""
     lesson = lessons.load(repo_root, lesson_id)
-    assert lessons.render(lesson, lesson.front) == lesson.text
+    assert lesson_text.render(lesson, lesson.front) == lesson.text
 
 
 @pytest.mark.parametrize("lesson_id", LESSON_IDS)
@@ -186,7 +190,7 @@ def test_render_changes_only_the_owned_parts():
     rows = [lesson.front.results[0].model_copy(update={"result": "passed", "run_id": "R1"})]
     front = lesson.front.model_copy(update={"status": "published", "results": rows,
                                             "hardware": Hardware(gpu="G", run_id="R1")})
-    text = lessons.render(lesson, front)
+    text = lesson_text.render(lesson, front)
     assert parse(text).front == front
     assert "# a comment the author keeps\nstatus: published\n" in text
     assert text.startswith("---\nlesson_version: 1\nid: demo\ntitle: Demo\n")
@@ -197,10 +201,28 @@ def test_render_changes_only_the_owned_parts():
     assert body.endswith("<!-- results:end -->\n\nTail text.\n")
 
 
+def test_render_adds_the_verified_releases_before_an_author_key_that_follows_results():
+    """The list publish adds after ``results`` the first time it lists a release, with a key of the author's
+    after ``results`` (a plausibility note): that key is kept whole and the lesson reads back."""
+    from tileproof.records.models import VerifiedRelease
+
+    note = ("plausibility:\n- signal: shim-path\n  subject: PATH=/tmp/x\n  explanation: a scratch folder, two\n"
+            "    lines long\n")
+    lesson = parse(GOOD.replace("  run_id: null\n---\n", "  run_id: null\n" + note + "---\n"))
+    rows = [lesson.front.results[0].model_copy(update={"result": "passed", "run_id": "R1"})]
+    verified = [VerifiedRelease(cuda_tile="1.7.0", tileiras=["13.4.92"], tileiras_in_range=True, run_ids=["R1"])]
+    front = lesson.front.model_copy(update={"status": "published", "results": rows, "cuda_tile_verified": verified,
+                                            "hardware": Hardware(gpu="G", run_id="R1")})
+    text = lesson_text.render(lesson, front)
+    assert parse(text).front == front
+    assert note in text
+    assert text.index("cuda_tile_verified:") < text.index("plausibility:")
+
+
 def test_render_refuses_to_touch_other_fields():
     lesson = parse(GOOD)
     with pytest.raises(ValueError, match="not title"):
-        lessons.render(lesson, lesson.front.model_copy(update={"title": "New"}))
+        lesson_text.render(lesson, lesson.front.model_copy(update={"title": "New"}))
 
 
 @pytest.mark.parametrize("body", ["no markers\n", "<!-- results:end -->\n<!-- results:begin -->\n",
@@ -208,13 +230,13 @@ def test_render_refuses_to_touch_other_fields():
 def test_render_needs_one_marker_pair(body):
     lesson = parse(GOOD.split("Body text.")[0] + body)
     with pytest.raises(RecordError, match="lessons/demo.md: body: needs exactly one"):
-        lessons.render(lesson, lesson.front)
+        lesson_text.render(lesson, lesson.front)
 
 
 def test_results_table_escapes_and_marks_optional():
     row = parse(GOOD).front.results[0].model_copy(update={"bound": "a|b"})
     gate_row = row.model_copy(update={"check": "gate", "optional": True, "hardware": "cc < 8.0"})
-    table = lessons.render_results_table([row, gate_row])
+    table = lesson_text.render_results_table([row, gate_row])
     assert "| a\\|b | ? | - |" in table
     assert "| gate (optional: needs cc < 8.0) |" in table
 
@@ -229,7 +251,7 @@ def test_res_usage_table_from_mangled_names():
     kernels = ["tile_max_native", "tile_sum_via_scan", "tile_sum_native"]
     found = lessons.res_usage_from(usage, kernels)
     assert found == {"tile_max_native": (24, 0), "tile_sum_native": (30, 0)}
-    table = lessons.render_res_usage_table([(k, "r", "m") for k in kernels], found, "compile record X, sm_89")
+    table = lesson_text.render_res_usage([(k, "r", "m") for k in kernels], [(None, found, "compile record X, sm_89")])
     assert "| `tile_max_native` | r | 24 | 0 B | m |" in table
     assert "| `tile_sum_via_scan` | r | ? | ? | m |" in table
     assert table.endswith("Source: compile record X, sm_89.\n")

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from tileproof.commands import lint
-from tileproof.lint import registry
-from tileproof.lint.engine import RULES, Finding, lint_paths, lint_source
+from tileproof.lint import rule_table
+from tileproof.lint.engine import RULES, lint_paths, lint_source
+from tileproof.records.findings import Finding
 
 REPO = Path(__file__).resolve().parents[1]
 SNIPPETS = REPO / "tests" / "data" / "lint"
@@ -60,7 +61,7 @@ def test_wrong_snippet_is_reported(rule):
 @pytest.mark.parametrize("rule", SNIPPET_RULES, ids=_rule_id)
 def test_right_snippet_is_clean(rule):
     path = SNIPPETS / f"{rule.lower()}_right.py"
-    assert [f.format() for f in lint_source(path.read_text(), str(path))] == []
+    assert [str(f) for f in lint_source(path.read_text(), str(path))] == []
 
 
 def test_every_snippet_belongs_to_a_rule():
@@ -124,7 +125,7 @@ def test_ignore_without_reason_is_a_finding_and_silences_nothing():
     src = KERNEL.format(comment="  # tileproof: ignore[TP003]")
     found = lint_source(src, "k.py")
     assert [(f.line, f.rule) for f in found] == [(5, "TP003"), (5, "TP900")]
-    assert "no reason" in found[1].message
+    assert "no reason" in found[1].reason
 
 
 def test_ignore_with_unknown_rule_is_a_finding():
@@ -140,8 +141,8 @@ def test_ignore_inside_a_string_is_not_an_ignore():
 # ----------------------------------------------------------------------------- output
 
 def test_format_is_path_line_col_rule_message_fix():
-    finding = Finding("kernels/a.py", 3, 7, "TP003", "bad shape", "use 64")
-    assert finding.format() == "kernels/a.py:3:7: TP003 bad shape (fix: use 64)"
+    finding = Finding("kernels/a.py", "TP003", "bad shape", "use 64", line=3, col=7)
+    assert str(finding) == "kernels/a.py:3:7: TP003 bad shape (fix: use 64)"
 
 
 def test_findings_are_sorted_and_columns_are_one_based():
@@ -154,7 +155,7 @@ def test_findings_are_sorted_and_columns_are_one_based():
 def test_syntax_error_is_one_tp000_line():
     found = lint_source("def f(:\n    pass\n", "bad.py")
     assert len(found) == 1
-    assert re.fullmatch(r"bad\.py:1:\d+: TP000 cannot parse: .+", found[0].format())
+    assert re.fullmatch(r"bad\.py:1:\d+: TP000 cannot parse: .+", str(found[0]))
 
 
 def _cli(*argv: str) -> argparse.Namespace:
@@ -191,7 +192,7 @@ def test_lint_paths_walks_folders(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "k.py").write_text(KERNEL.format(comment=""))
     (tmp_path / "notes.txt").write_text("not python")
-    assert [(Path(f.path).name, f.rule) for f in lint_paths([tmp_path])] == [("k.py", "TP003")]
+    assert [(Path(f.file).name, f.rule) for f in lint_paths([tmp_path])] == [("k.py", "TP003")]
 
 
 # ----------------------------------------------------------------------------- the repo
@@ -199,7 +200,7 @@ def test_lint_paths_walks_folders(tmp_path):
 def test_repo_kernels_are_clean():
     if not any((REPO / "kernels").rglob("*.py")):
         pytest.skip("kernels/ has no .py files yet")
-    assert [f.format() for f in lint_paths([REPO / "kernels"])] == []
+    assert [str(f) for f in lint_paths([REPO / "kernels"])] == []
 
 
 # ----------------------------------------------------------------------------- the compiler
@@ -253,16 +254,16 @@ def test_snippet_agrees_with_compiler(path, case):
 def test_each_rule_module_registers_its_own_id_only():
     """A rule is one file: rules/tpNNN.py registers TPNNN and nothing else."""
     modules = {p.stem.upper() for p in (REPO / "tileproof" / "lint" / "rules").glob("tp*.py")}
-    registered = {r for r in RULES if r not in registry.ENGINE_RULES}
+    registered = {r for r in RULES if r not in rule_table.ENGINE_RULES}
     assert modules == registered == set(SNIPPET_RULES)
     for rule in registered:
-        owner = next(r for r in registry.rules_for_all() if r.id == rule)
+        owner = rule_table._REGISTRY[rule]
         assert owner.fn.__module__ == f"tileproof.lint.rules.{rule.lower()}"
 
 
 def test_registering_an_id_twice_is_refused():
-    with pytest.raises(registry.DuplicateRuleError, match="TP003"):
-        registry.rule("TP003", "again", "a second TP003", on=(ast.Call,))(lambda d, n, e: ())
+    with pytest.raises(rule_table.DuplicateRuleError, match="TP003"):
+        rule_table.rule("TP003", "again", "a second TP003", on=(ast.Call,))(lambda d, n, e: ())
 
 
 def test_cli_summary_line_also_when_clean(tmp_path, capsys):

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tileproof import lesson_text
+from tileproof.authoring import check
 from tileproof.authoring.check import bound_text, problems
 from tileproof.authoring.scaffold import ScaffoldError, scaffold, with_entries
 from tileproof.records import lessons
@@ -59,7 +61,7 @@ def _fill_in(root: Path) -> None:
     entries = load_table(root)
     rows = [r.model_copy(update={"bound": bound_text(*entries[r.check])}) if not r.optional else r
             for r in lesson.front.results]
-    lesson.path.write_text(lessons.render(lesson, lesson.front.model_copy(update={"results": rows})))
+    lesson.path.write_text(lesson_text.render(lesson, lesson.front.model_copy(update={"results": rows})))
 
 
 def _changed(before: dict[str, bytes], root: Path) -> set[str]:
@@ -76,8 +78,8 @@ def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy):
     assert tileproof(copy, "lint-kernels").returncode == 0
     _fill_in(copy)
     checked = tileproof(copy, "check")  # the table changed by hand: the check names the generated header
-    assert checked.stdout.splitlines()[0] == "cpp/tolerances.h: differs from what its source renders " \
-                                             "(fix: nox -s schema)", checked.stdout
+    assert checked.stdout.splitlines()[0] == "cpp/tolerances.h: generated-stale: differs from what its source " \
+                                             "renders (fix: nox -s schema)", checked.stdout
     assert tileproof(copy, "schema").returncode == 0  # (compile would regenerate it as well)
     checked = tileproof(copy, "check")
     assert checked.returncode == 0, checked.stdout
@@ -145,10 +147,11 @@ def test_the_lesson_check_names_each_problem_with_its_fix(copy):
     table.write_text(table.read_text().replace('"scaled_add": Tolerance(rtol=0.0, atol=0.0)',
                                                '"scaled_add": Tolerance(rtol=1e-6, atol=0.0)'))
     found = [str(p) for p in problems(copy)]
-    assert any(p.startswith("lessons/row-ops.md: not in canonical form") for p in found), found
+    assert {p.rule for p in problems(copy)} <= set(check.RULES)  # every finding by a rule the check lists
+    assert any(p.startswith("lessons/row-ops.md: lesson-not-canonical: not in canonical form") for p in found), found
     assert any("kernels/scaled_add.py does not exist" in p for p in found)
     assert any("results.0.bound" in p and "write bound: 'float64 reference, rtol 1e-06, atol 0'" in p for p in found)
-    assert any(p.startswith("cpp/tolerances.h: differs") and "nox -s schema" in p for p in found)
+    assert any(p.startswith("cpp/tolerances.h: generated-stale: differs") and "nox -s schema" in p for p in found)
 
 
 def test_a_check_without_an_entry_is_named(copy):
@@ -157,8 +160,9 @@ def test_a_check_without_an_entry_is_named(copy):
     text = table.read_text()
     table.write_text(text.replace('    "scaled_add": Tolerance(rtol=0.0, atol=0.0),\n', ""))
     found = [str(p) for p in problems(copy)]
-    assert "lessons/row-ops.md: check 'scaled_add' has no entry in kernels/tolerances.py (fix: add " \
-           "\"scaled_add\": Tolerance(rtol=..., atol=...) with its derivation to kernels/tolerances.py)" in found
+    assert "lessons/row-ops.md: tolerance-entry-missing: check 'scaled_add' has no entry in " \
+           "kernels/tolerances.py (fix: add \"scaled_add\": Tolerance(rtol=..., atol=...) with its derivation to " \
+           "kernels/tolerances.py)" in found
 
 
 def test_new_entries_go_into_the_table_load_table_reads_after_a_declared_annotation():

@@ -19,6 +19,7 @@ import fixture_records as fx
 import pytest
 import yaml
 
+from tileproof import lesson_text
 from tileproof.__main__ import main
 from tileproof.gather.tree import Tree
 from tileproof.records import lessons, store
@@ -95,9 +96,13 @@ def shim_path_explained(root) -> None:
     """The author explains it in the front matter, by hand (publish never writes it)."""
     shim_path(root)
     path = root / "lessons" / f"{LESSON}.md"
-    note = ("plausibility:\n- signal: shim-path\n  subject: PATH=/tmp/shim/bin\n"
-            "  explanation: the runner's CUDA 13 toolkit, unpacked there for each session by its owner\n")
-    path.write_text(path.read_text().replace("\nstatus:", "\n" + note + "status:", 1))
+    entry = ("- signal: shim-path\n  subject: PATH=/tmp/shim/bin\n"
+             "  explanation: the runner's CUDA 13 toolkit, unpacked there for each session by its owner\n")
+    text = path.read_text()
+    if "\nplausibility:\n" in text:  # the lesson explains signals of its own already: this one goes first
+        path.write_text(text.replace("\nplausibility:\n", "\nplausibility:\n" + entry, 1))
+    else:
+        path.write_text(text.replace("\nstatus:", "\nplausibility:\n" + entry + "status:", 1))
     assert lessons.load(root, LESSON).front.plausibility[0].subject == "PATH=/tmp/shim/bin"
 
 
@@ -125,7 +130,7 @@ def status_ready(root, lesson_id: str, capsys) -> bool:
 def flip_to_published(root, lesson_id: str) -> None:
     """What a careless author does: status published, without the publish command."""
     lesson = lessons.load(root, lesson_id)
-    lesson.path.write_text(lessons.render(lesson, lesson.front.model_copy(update={"status": "published"})))
+    lesson.path.write_text(lesson_text.render(lesson, lesson.front.model_copy(update={"status": "published"})))
 
 
 def lesson_findings(root, lesson_id: str, capsys) -> list[str]:

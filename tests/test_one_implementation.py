@@ -15,6 +15,7 @@ from tileproof.judge import claim_verdicts, gate, trust
 from tileproof.judge.audit.rules.toolchain import toolchain_issues
 from tileproof.records import release, store
 from tileproof.records.models import (
+    AS_READ,
     CLAIMS_SCHEMA_VERSION,
     ClaimResult,
     ClaimsRecord,
@@ -57,11 +58,11 @@ def test_toolchain_problems_are_typed_in_version_2_and_text_in_version_1():
     old = json.loads(v2.model_dump_json())
     del old["version"]
     old["problems"] = ["CUDA_HOME=/x names CUDA 12.6"]
-    assert Toolchain.model_validate(old).problems == ["CUDA_HOME=/x names CUDA 12.6"]  # read as written
+    assert Toolchain.model_validate(old, context=AS_READ).problems == ["CUDA_HOME=/x names CUDA 12.6"]  # as written
     with pytest.raises(ValidationError):
-        Toolchain.model_validate({**old, "version": 2})
+        Toolchain.model_validate({**old, "version": 2}, context=AS_READ)
     with pytest.raises(ValidationError):
-        Toolchain.model_validate({**old, "problems": [typed.model_dump()]})
+        Toolchain.model_validate({**old, "problems": [typed.model_dump()]}, context=AS_READ)
     with pytest.raises(ValidationError):
         ToolchainProblem(kind="something-else", subject="x", detail="y")
 
@@ -102,6 +103,7 @@ def test_the_trust_funnel_is_one_place(tmp_path, monkeypatch):
     row = gate.decide(FRONT, records, TODAY, TABLE, w.read).rows[0]
     assert row.outcome == "no-record" and "ignored, signature does not verify" in row.reason
     assert claim_verdicts.latest([refuting_record()]) == {}
+    assert not trust.admits(store.examine(records[0]))  # plausibility's question for one record: the same funnel
 
 
 def refuting_record(evidence: Transcript | None = None, why: str = "check: compiles (exit 0)") -> ClaimsRecord:

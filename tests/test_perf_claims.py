@@ -11,6 +11,7 @@ import yaml
 from fixture_records import COMMIT, H200, T0, toolchain, transcript
 from pydantic import ValidationError
 
+from tileproof import lesson_text
 from tileproof.__main__ import main
 from tileproof.commands import status
 from tileproof.judge import perf_claims
@@ -65,10 +66,11 @@ def bench_record(n: int, cases: list[BenchCase], gpu: dict | None = H200, verdic
         schema_version=1, kind="bench", run_id=run_id, created=created, tileproof_version="0.1.0",
         git=GitState(commit=COMMIT, dirty=False),
         host=HostFacts(system="fixture", release="fixture", machine="x86_64", python="3.11.7", cpu_count=16),
-        environment=Environment(session_id=f"FIXTURE-bench-{n}", gpu=facts, toolchain=toolchain(),
+        environment=Environment(environment_version=1,
+                                session_id=f"FIXTURE-bench-{n}", gpu=facts, toolchain=toolchain(),
                                 toolchain_env="clean", versions={"cuda-tile": "1.7.0"}, packages={}, env={},
                                 pip_freeze=t, nvidia_smi=None, nvidia_smi_query=None),
-        program=program, sources=[], step=Step(name="bench", argv=["python", program], started=created,
+        program=program, sources=[], step=Step(step_version=1, name="bench", argv=["python", program], started=created,
                                                ended=created, duration_s=1.0, exit_code=0, stdout=t, stderr=t),
         results_file=None, gpu_before=None, gpu_after=None, cases=cases, ceilings={"tflops": 650.0},
         repeat_spread={}, bench_version=bench_version, load_unavailable=load_unavailable, verdict=verdict,
@@ -265,7 +267,7 @@ PERF_NOTES = {"day79-cutile-performance"}
 
 def test_repo_lessons_declare_no_claims_and_stay_canonical(repo_root):
     for lesson in lessons.load_all(repo_root):
-        assert lessons.render(lesson, lesson.front) == lesson.text
+        assert lesson_text.render(lesson, lesson.front) == lesson.text
         if lesson.id in PERF_NOTES:
             continue
         assert lesson.front.performance == [], lesson.id  # day-79 makes no performance claim
@@ -319,7 +321,7 @@ def test_lesson_with_claims_parses_and_renders_canonically(tree):
     lesson = lessons.load(tree, LESSON)
     assert [c.id for c in lesson.front.performance] == ["matmul-80", "matmul-tflops"]
     assert lesson.front.performance[0].program == MATMUL  # the default
-    assert lessons.render(lesson, lesson.front) == lesson.text
+    assert lesson_text.render(lesson, lesson.front) == lesson.text
 
 
 @pytest.mark.parametrize("change, field", [
@@ -456,7 +458,8 @@ def test_a_note_of_claims_alone_publishes_once_a_bench_record_supports_them(tree
                  compute_capability="9.0")
     path = tree / "lessons" / "perf-note.md"
     path.write_text(NOTE.replace("{claims}", perf_yaml(power)))
-    assert lessons.render(lessons.load(tree, "perf-note"), lessons.load(tree, "perf-note").front) == path.read_text()
+    note = lessons.load(tree, "perf-note")
+    assert lesson_text.render(note, note.front) == path.read_text()
     code, out = cli(capsys, "publish", "perf-note", "--root", str(tree))
     assert code == 1 and "1 of 1 performance claims lack a supporting bench record" in out
     store.write_record(tree, bench_record(12, [loaded(f"{SHAPE}/256x256x64+ctas2")], bench_version=3))

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tileproof.judge import gate, plausibility
-from tileproof.records import lessons, parsers, registry, store
+from tileproof.records import lessons, parsers, runner_keys, store
 from tileproof.records.models import LessonFront, PlausibilityNote, ResultRow, RunRecord, VerifiedRelease
-from tileproof.records.registry import Verification
+from tileproof.records.runner_keys import Verification
 from tileproof.records.trust_history import FirstCommit
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ OTHER_KEY = "f" * 64
 
 
 def real(run_id: str) -> store.Examined:
-    return store.read_record(REPO / "runs" / f"{run_id}.json", registry.load_registry(REPO))
+    return store.read_record(REPO / "runs" / f"{run_id}.json", runner_keys.load_registry(REPO))
 
 
 @pytest.fixture(scope="module")

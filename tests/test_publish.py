@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from tileproof import lesson_text
 from tileproof.__main__ import main
 from tileproof.records import lessons, store
 
@@ -62,7 +63,7 @@ def test_publish_end_to_end(tree, capsys):
     python_runs = list(dict.fromkeys(r.run_id for r in required if r.program.endswith(".py")))
     assert [(v.cuda_tile, v.tileiras_in_range, v.run_ids) for v in front.cuda_tile_verified] == \
         [("1.7.0", True, python_runs)]
-    block = lessons.dump_key("cuda_tile_verified", lessons.front_values(front)["cuda_tile_verified"])
+    block = lesson_text.dump_key("cuda_tile_verified", lesson_text.front_values(front)["cuda_tile_verified"])
     assert after.count(block) == 1 and after.index(block) < after.index("\n---\n", 4)
 
     # Nothing else in the file changed: only status/hardware/results lines and the table.

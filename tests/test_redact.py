@@ -143,7 +143,7 @@ def test_the_check_names_each_transcript_and_rule_todays_rules_would_redact(tmp_
     old.write_text(f"deploy ok\nSLACK_BOT={slack}\n{OPENSSH_KEY}\npassword=[REDACTED:secret-assignment]\n")
     (old.parent / "clean-stdout.txt").write_text("check fused: ok\n")
     before = old.read_bytes()
-    found = {(p.file, p.problem.split(" the redaction rule ")[1].split()[0]) for p in evidence_secrets(tmp_path)}
+    found = {(p.file, p.reason.split(" the redaction rule ")[1].split()[0]) for p in evidence_secrets(tmp_path)}
     assert found == {(old.relative_to(tmp_path).as_posix(), "slack-token"),
                      (old.relative_to(tmp_path).as_posix(), "private-key")}
     assert all(slack not in str(p) and "b3BlbnNz" not in str(p) for p in evidence_secrets(tmp_path))

@@ -16,7 +16,7 @@ from signing_keys import entry, registry_of, write_registry
 
 from tileproof.__main__ import main
 from tileproof.gather import trust_state
-from tileproof.records import registry, registry_change, signing
+from tileproof.records import registry_change, runner_keys, signing
 from tileproof.records.errors import RecordError
 
 
@@ -51,9 +51,9 @@ def repo(tmp_path):
 
 def test_sign_registry_writes_an_endorsement_a_generic_dsse_reader_verifies(repo, tmp_path, capsys):
     root, admin_path, admin, _rp, _r = repo
-    before = (root / registry.REGISTRY).read_bytes()
+    before = (root / runner_keys.REGISTRY).read_bytes()
     _np, newcomer = key_file(tmp_path, "new")
-    reg = registry.load_registry(root)
+    reg = runner_keys.load_registry(root)
     write_registry(root, registry_of(*reg.runners, entry(newcomer, owner="second h200", may_sign=["run"])))
     assert main(["sign-registry", "--root", str(root), "--key", str(admin_path)]) == 0
     out = capsys.readouterr().out
@@ -64,7 +64,7 @@ def test_sign_registry_writes_an_endorsement_a_generic_dsse_reader_verifies(repo
     assert env["payloadType"] == "application/vnd.in-toto+json"
     assert statement["_type"] == "https://in-toto.io/Statement/v1"
     assert statement["predicateType"] == "urn:tileproof:registry-change:v1"
-    after = (root / registry.REGISTRY).read_bytes()
+    after = (root / runner_keys.REGISTRY).read_bytes()
     assert statement["subject"] == [{"name": "lessons/runners.yaml",
                                      "digest": {"sha256": registry_change.digest(after)}}]
     assert statement["predicate"]["previous"]["digest"]["sha256"] == registry_change.digest(before)
@@ -85,7 +85,7 @@ def test_sign_registry_writes_an_endorsement_a_generic_dsse_reader_verifies(repo
 def test_sign_registry_refuses_a_key_that_cannot_endorse(repo, tmp_path, capsys, which, why):
     root, _ap, _a, runner_path, _r = repo
     key = runner_path if which == "runner" else key_file(tmp_path, "stranger")[0]
-    (root / registry.REGISTRY).write_text((root / registry.REGISTRY).read_text() + "# edited\n")
+    (root / runner_keys.REGISTRY).write_text((root / runner_keys.REGISTRY).read_text() + "# edited\n")
     assert main(["sign-registry", "--root", str(root), "--key", str(key)]) == 2
     err = capsys.readouterr().err
     assert why in err and "docs/keys.md" in err and len(err.strip().splitlines()) == 1
@@ -113,9 +113,9 @@ def test_a_malformed_endorsement_file_is_a_finding(repo, capsys):
 ], ids=["top-level", "inside-an-entry"])
 def test_a_key_written_twice_is_one_line(tmp_path, text, field):
     (tmp_path / "lessons").mkdir()
-    (tmp_path / registry.REGISTRY).write_text(text)
+    (tmp_path / runner_keys.REGISTRY).write_text(text)
     with pytest.raises(RecordError) as e:
-        registry.load_registry(tmp_path)
+        runner_keys.load_registry(tmp_path)
     msg = str(e.value)
     assert msg.startswith(f"lessons/runners.yaml: {field}: written twice (line ") and "\n" not in msg
 
@@ -125,16 +125,16 @@ def test_the_trust_root_comes_from_the_command_line_then_the_environment_then_th
     root = repo[0]
     head = git(root, "rev-parse", "HEAD").strip()
     monkeypatch.delenv("TILEPROOF_TRUST_ROOT", raising=False)
-    assert trust_state.choose_root(root, None, trust_state.history.trust_history(root)) is None
+    assert trust_state.choose_root(root, None, trust_state.git_history.trust_history(root)) is None
     (root / ".ci").mkdir()
     (root / ".ci" / "trust-root").write_text(f"pin_version: 1\ncommit: '{head}'\nwhy: reviewed\n")
-    graph = trust_state.history.trust_history(root)
+    graph = trust_state.git_history.trust_history(root)
     pinned = trust_state.choose_root(root, None, graph)
     assert (pinned.source, pinned.commit, pinned.why) == (".ci/trust-root", head, "reviewed")
     monkeypatch.setenv("TILEPROOF_TRUST_ROOT", "HEAD")
     assert trust_state.choose_root(root, None, graph).source == "$TILEPROOF_TRUST_ROOT"
     kept = tmp_path / "kept-runners.yaml"
-    kept.write_bytes((root / registry.REGISTRY).read_bytes())
+    kept.write_bytes((root / runner_keys.REGISTRY).read_bytes())
     given = trust_state.choose_root(root, str(kept), graph)
     assert given.source == "--trust-root" and given.registry_sha256 == registry_change.digest(kept.read_bytes())
     pin_file = tmp_path / "my-pin"

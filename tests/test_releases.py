@@ -7,6 +7,7 @@ import fixture_records as fx
 import pytest
 from test_gate import CU, FRONT, PY, TABLE, TODAY, World
 
+from tileproof import lesson_text
 from tileproof.judge import gate, release_matrix, releases
 from tileproof.judge.releases import ReleaseKey
 from tileproof.records.models import ProgramFailure
@@ -255,13 +256,14 @@ def test_publish_states_the_verified_releases_and_the_audit_re_derives_them(tree
     both = lesson.front.cuda_tile_verified
     claimed = both[0].model_copy(update={"cuda_tile": "1.3.0", "run_ids": [newer[0].run_id]})
     for wrong in ([claimed, *both], [both[0].model_copy(update={"tileiras_in_range": True}), both[1]]):
-        lesson.path.write_text(lessons.render(lesson, lesson.front.model_copy(update={"cuda_tile_verified": wrong})))
+        wrote = lesson.front.model_copy(update={"cuda_tile_verified": wrong})
+        lesson.path.write_text(lesson_text.render(lesson, wrote))
         found = judged(tree).findings()
         assert [rule for rule, _ in found] == ["lesson-rederive"], found
         assert found[0][1].startswith(f"cuda_tile_verified: the lesson says {stated(tree)}, the records give ")
     # a lesson that states none (published before the axis) claims nothing there: no finding, no note (a
     # growing course never turns a true lesson red), and republish adds them
-    lesson.path.write_text(lessons.render(lesson, lesson.front.model_copy(update={"cuda_tile_verified": []})))
+    lesson.path.write_text(lesson_text.render(lesson, lesson.front.model_copy(update={"cuda_tile_verified": []})))
     assert "cuda_tile_verified" not in lesson.path.read_text()
     verdict = judged(tree)
     assert verdict.valid and verdict.findings() == [] and verdict.note() is None and verdict.states_releases

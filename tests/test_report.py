@@ -21,8 +21,9 @@ import audit_tree  # noqa: E402
 from headless import needs_chromium, render  # noqa: E402
 
 from tileproof.gather import audit  # noqa: E402
-from tileproof.judge.audit.result import AuditResult, Finding  # noqa: E402
+from tileproof.judge.audit.result import AuditResult  # noqa: E402
 from tileproof.records import store  # noqa: E402
+from tileproof.records.findings import Finding  # noqa: E402
 from tileproof.report import render as report  # noqa: E402
 
 

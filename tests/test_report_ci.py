@@ -20,8 +20,8 @@ import audit_tree
 from tileproof.__main__ import main
 from tileproof.gather import audit
 from tileproof.judge.audit.rules import load as load_rules
+from tileproof.records.audit_summary import AuditSummary
 from tileproof.report.claims_render import view_of
-from tileproof.report.summary import AuditSummary
 
 REPO = Path(__file__).resolve().parents[1]
 

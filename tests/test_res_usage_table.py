@@ -55,7 +55,8 @@ def compile_record(n: int, release: str = "13.4", sources: dict | None = None, t
     build = BuildResult(program=CU, target=target, artifact_kind="tilefatbin", key="k", reused_from=None, step=None,
                         artifact=None, verdict="built", diagnoses=[],
                         res_usage=[_usage(f"_Z{len(k)}{k}PKfPfm", regs + i, 16 * i) for i, k in enumerate(kernels)])
-    rec = CompileRecord(schema_version=1, kind="compile", run_id=f"FIXTURE-{created:%Y%m%dT%H%M%SZ}-compile-{n:08x}",
+    rec = CompileRecord(compile_version=1,
+                        schema_version=1, kind="compile", run_id=f"FIXTURE-{created:%Y%m%dT%H%M%SZ}-compile-{n:08x}",
                         created=created, tileproof_version="0", git=fx.GitState(commit=fx.COMMIT, dirty=False),
                         host=fx.HostFacts(system="fixture", release="f", machine="x86_64", python="3.11", cpu_count=1),
                         toolchain=fx.toolchain(nvcc=v, tileiras=v, nvvm=v), targets=[target],

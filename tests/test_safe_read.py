@@ -400,14 +400,14 @@ def test_gate_evidence_reader_refuses_a_link_to_etc_passwd(tmp_path):
 
 def test_runner_registry_link_out_of_the_repo_is_refused(tmp_path):
     """The trust anchor is read like every other input; absent it is still the empty registry."""
-    from tileproof.records import registry
+    from tileproof.records import runner_keys
 
-    assert registry.load_registry(tmp_path) is registry.EMPTY
+    assert runner_keys.load_registry(tmp_path) is runner_keys.EMPTY
     (tmp_path / "keys.yaml").write_text("runners: []\n")
     (tmp_path / "repo" / "lessons").mkdir(parents=True)
-    (tmp_path / "repo" / registry.REGISTRY).symlink_to(tmp_path / "keys.yaml")
+    (tmp_path / "repo" / runner_keys.REGISTRY).symlink_to(tmp_path / "keys.yaml")
     with pytest.raises(InputRefused) as err:
-        registry.load_registry(tmp_path / "repo")
+        runner_keys.load_registry(tmp_path / "repo")
     assert err.value.kind == "outside-repo" and one_line(err).startswith("lessons/runners.yaml: ")
 
 

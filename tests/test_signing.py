@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ec import SECP256R1, generate_pri
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from signing_keys import REPO, entry, new_signer, real_run, registry_of, write_registry
 
-from tileproof.records import registry, signing, store
+from tileproof.records import runner_keys, signing, store
 from tileproof.records.errors import RecordError, TileproofError
 
 
@@ -71,7 +71,7 @@ def test_records_signed_before_v2_keep_their_v1_statement(repo_root):
               rec.environment.nvidia_smi, rec.environment.nvidia_smi_query]:
         assert names[f.path] == f.sha256
     assert "kernels/fused.py" in names or any(n.startswith("kernels/") for n in names)
-    assert store.read_record(repo_root / V1_SIGNED, registry.load_registry(repo_root)).trust == "verified"
+    assert store.read_record(repo_root / V1_SIGNED, runner_keys.load_registry(repo_root)).trust == "verified"
 
 
 def test_securesystemslib_verifies_the_envelope(signed):
@@ -119,7 +119,7 @@ def test_signed_record_reads_back_verified_and_equal_to_the_plain_one(signed, tm
 def test_without_a_key_the_record_is_plain_and_unsigned(tmp_path):
     path = store.write_record(tmp_path, real_run())
     assert "schema_version" in json.loads(path.read_text())  # the pre-signing format, unchanged
-    loaded = store.read_record(path, registry.EMPTY)
+    loaded = store.read_record(path, runner_keys.EMPTY)
     assert loaded.trust == "unsigned" and loaded.verification.keyid is None
 
 
@@ -133,7 +133,7 @@ def test_envelope_without_signatures_is_unsigned(signed, tmp_path):
 
 def test_committed_records_all_load_unsigned_or_verified(repo_root):
     """Records written before signing existed (before 2026-12-01) stay unsigned; every later one verifies."""
-    reg = registry.load_registry(repo_root)
+    reg = runner_keys.load_registry(repo_root)
     tracked = subprocess.run(["git", "-C", str(repo_root), "ls-files", "runs"], capture_output=True, text=True)
     if tracked.returncode != 0:
         pytest.skip("not a git checkout: which records are committed is git's to say")
@@ -220,7 +220,7 @@ def test_keygen_writes_0600_outside_and_prints_a_valid_entry(tmp_path, capsys, m
     import yaml
 
     listed = yaml.safe_load(out[out.index("- owner"):])
-    reg = registry.RunnerRegistry(registry_version=1, runners=listed)
+    reg = runner_keys.RunnerRegistry(registry_version=1, runners=listed)
     assert reg.runners[0].keyid == signer.keyid and reg.runners[0].may_sign == ["run", "session"]
     assert main(["keygen", "--root", str(tmp_path / "repo"), "--key", str(key)]) == 2  # never overwritten
     assert "already exists" in capsys.readouterr().err
@@ -267,8 +267,8 @@ def test_run_command_signs_with_the_environment_key(tmp_path, monkeypatch):
 
 
 def test_repo_has_the_registry_file():
-    assert (REPO / registry.REGISTRY).is_file()
-    registry.load_registry(REPO)
+    assert (REPO / runner_keys.REGISTRY).is_file()
+    runner_keys.load_registry(REPO)
 
 
 def _one_committed_record_per_kind_and_version():
@@ -323,7 +323,7 @@ def test_a_fully_signed_tree_audits_clean(tmp_path, monkeypatch):
 
 
 def test_records_signed_by_an_unregistered_key_are_findings_and_never_count(tmp_path, monkeypatch):
-    """The signature check is wired into the one funnel (``trust.admits``): the audit names every
+    """The signature check is wired into the one funnel (``trust.refusal``): the audit names every
     such record, and the published lesson that rests on them loses its evidence."""
     from tileproof.gather import audit
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import slurm_cluster as sc
 
-from tileproof.fleet.cluster import load_cluster
+from tileproof.fleet.matrix import Matrix, render
+from tileproof.records.cluster import load_cluster
 
 node = sc.slurm_node
 DATA = Path(__file__).parent / "data" / "fleet" / "slurm"
@@ -341,3 +342,37 @@ def test_a_cgroup_setup_slurmd_refuses_is_one_line_and_the_next_one_starts_the_c
         node.up(tmp_path / "state2", cgroup=["disabled"], **sc.where())
     with pytest.raises(node.NodeError, match="--cgroup nope: expected names among disabled, v1-inert"):
         node.up(tmp_path / "state3", cgroup=["nope"], **sc.where())
+
+
+H200_RUN = DATA / "h200-20261201"
+"""What the lent H200's Slurm run of 2026-12-01 left (docs/fleet-slurm-gpu.md): the host's cgroups as ``up``
+read them, the node file, the merge job's matrix and log, the array tasks' logs."""
+
+
+def test_the_h200_s_real_cgroups_give_v1_inert_first_and_rule_out_slurms_default():
+    lines = (H200_RUN / "host-cgroups.txt").read_text().splitlines()
+    mountinfo = lines[1] + "\n"
+    self_cgroup = lines[lines.index("# /proc/self/cgroup") + 1] + "\n"
+    host = _host(mountinfo, self_cgroup)
+    assert host.line() == lines[-1].removeprefix("# ")  # the line `up` printed there, re-derived from its reading
+    assert _plan(host) == [
+        ("disabled", "Slurm 22.05.8 has no CgroupPlugin=disabled (from 24.05)"),
+        ("v1-inert", None),
+        ("v2-no-systemd", None),
+        ("autodetect", "on cgroup2 it asks systemd over D-Bus for a scope, and systemd is not running"),
+    ]
+    started = json.loads((H200_RUN / "node.json").read_text())
+    assert started["cgroup"] == "v1-inert"  # the first setup not ruled out is the one slurmd ran with
+    assert started["cgroup_folders"] == []  # v1-inert makes none, so `down` had nothing to remove
+
+
+def test_the_h200_merge_job_s_matrix_reads_back_and_prints_what_its_log_shows():
+    m = Matrix.model_validate_json((H200_RUN / "matrix.json").read_text())
+    assert m.kinds == ["h200"]
+    assert [(c.lesson, c.outcome, c.task_state) for c in m.cells] == [
+        ("day79-cutile", "passed", "COMPLETED"), ("tile-reduction-spike", "passed", "COMPLETED")]
+    assert render(m) == (H200_RUN / "merge-2.out").read_text().splitlines()
+    assert m.audit_exit == 1  # the node's runner key was not in the committed registry yet
+    for log, cell in zip(("h200-1_0.out", "h200-1_1.out"), m.cells, strict=True):
+        text = (H200_RUN / log).read_text()
+        assert all(f"[{run}]" in text for run in cell.runs)  # each cell's runs are the ones its task printed

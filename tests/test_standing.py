@@ -11,7 +11,7 @@ from signing_keys import real_run
 
 from tileproof.judge import standing, trust
 from tileproof.judge.trust_root import KeyFacts, TrustReport, TrustState
-from tileproof.records.registry import Verification
+from tileproof.records.runner_keys import Verification
 from tileproof.records.store import examine, seal_of
 from tileproof.records.trust_history import FirstCommit
 

@@ -3,7 +3,7 @@ real git repository. Each edit is the careful forger's: the record's seal recomp
 with tileproof's own ``store.seal_of`` (which the seal alone did not catch).
 
 The first half decides at the records layer (``store.read_record`` with the registry,
-``judge.trust.counts``, ``runner.history``); the second half replays every attack
+``judge.trust.counts``, ``runner.git_history``); the second half replays every attack
 through the real commands, ``main(["publish", ...])`` and ``main(["audit", ...])``, on
 a committed tree whose records are signed by a key registered in that tree's
 ``lessons/runners.yaml`` with ``policy: signed-only``: publish exits 1 and the audit
@@ -24,12 +24,13 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from signing_keys import REPO, entry, new_signer, real_run, registry_of
+from signing_keys import REPO, entry, new_signer, real_run, registry_of, v1_subjects
 
+from tileproof import lesson_text
 from tileproof.judge import trust
 from tileproof.records import signing, store
 from tileproof.records.errors import TileproofError
-from tileproof.runner import history
+from tileproof.runner import git_history
 
 RUNNER = new_signer()
 """The registered H200 runner's key."""
@@ -51,7 +52,7 @@ def forge(path: Path, change) -> None:
     assert edited.seal == store.seal_of(edited), "the forger's seal is valid: the old audit passed this"
     if statement["predicateType"] == "urn:tileproof:record:v1":  # a record signed before statement v2
         statement["predicate"] = json.loads(edited.model_dump_json())
-        statement["subject"] = [s.model_dump() for s in signing.subjects_of(edited)]  # consistent, too
+        statement["subject"] = [s.model_dump() for s in v1_subjects(edited)]  # consistent, too
     else:  # subjects, materials and the record, all consistent
         statement = json.loads(signing.record_statement(json.loads(edited.model_dump_json()), edited)
                                .model_dump_json(by_alias=True))
@@ -151,9 +152,9 @@ def test_git_rm_of_the_refuting_claims_record_is_a_history_finding(tmp_path):
     git("commit", "-q", "-m", "claims record")
     git("rm", "-q", claims)
     git("commit", "-q", "-m", "remove the refutation")
-    report = history.check_repository(root)
+    report = git_history.check_repository(root)
     assert report.status == "checked"
-    assert [(f.path, f.problem) for f in report.findings] == [(claims, "missing")]
+    assert [(f.file, f.rule) for f in report.findings] == [(claims, "history-missing")]
 
 
 def _pem() -> bytes:
@@ -237,7 +238,7 @@ def test_verify_command_names_a_resealed_edit(repo, capsys):
     forge(path, lambda r: {**r, "reason": "edited"})
     code, out = verify_cmd(root, capsys)
     assert code == 1 and f"runs/{path.name}: record-bad-signature:" in out
-    assert f"runs/{path.name}: differs from its first committed version" in out  # and the history says so
+    assert f"runs/{path.name}: history-changed: edited after commit" in out  # the history says so, as the audit does
 
 
 def test_verify_command_names_a_foreign_key_and_a_git_rm(repo, capsys):
@@ -249,7 +250,7 @@ def test_verify_command_names_a_foreign_key_and_a_git_rm(repo, capsys):
     git(root, "rm", "-q", f"runs/{path.name}")
     git(root, "commit", "-q", "-m", "drop it")
     code, out = verify_cmd(root, capsys)
-    assert code == 1 and f"runs/{path.name}: is missing" in out
+    assert code == 1 and f"runs/{path.name}: history-missing: deleted after commit" in out
 
 
 def test_verify_command_without_history_does_not_pass(tmp_path, capsys):
@@ -274,8 +275,8 @@ import audit_tree  # noqa: E402
 
 from tileproof.__main__ import main  # noqa: E402
 from tileproof.judge.audit.rules.inputs import INPUT  # noqa: E402
-from tileproof.judge.verdict import HISTORY  # noqa: E402
 from tileproof.records import lessons  # noqa: E402
+from tileproof.records.history_check import HISTORY  # noqa: E402
 
 LATER = audit_tree.T0 + timedelta(hours=2)
 """When the attacker's records are dated (after every genuine one)."""
@@ -479,7 +480,7 @@ def refute_a_claim(root: Path) -> Path:
     rows = [r.model_copy(update={"result": "?", "run_id": None}) for r in lesson.front.results]
     draft = lesson.front.model_copy(update={"status": "draft", "hardware": type(lesson.front.hardware)(),
                                             "results": rows, "cuda_tile_verified": []})
-    lesson.path.write_text(lessons.render(lesson, draft))
+    lesson.path.write_text(lesson_text.render(lesson, draft))
     folder = root / "lessons" / "claims"
     (folder / "snippets").mkdir(parents=True)
     (folder / "snippets" / "k.py").write_text("# k\n")
@@ -564,7 +565,7 @@ def test_cli_transcript_edited_and_committed(signed_tree, capsys):
 def test_a_registry_cannot_loosen_the_policy(tmp_path):
     """``policy:`` in lessons/runners.yaml can only say signed-only; anything else is refused."""
     from tileproof.records.errors import RecordError
-    from tileproof.records.registry import load_registry
+    from tileproof.records.runner_keys import load_registry
 
     (tmp_path / "lessons").mkdir()
     (tmp_path / "lessons" / "runners.yaml").write_text("registry_version: 1\nrunners: []\npolicy: unsigned-counts\n")
@@ -606,7 +607,7 @@ def add_key(root: Path, signer: signing.Signer, *, may_sign=None, owner: str = "
     """Append ``signer``'s entry to the tree's lessons/runners.yaml, as keygen prints it."""
     import yaml
 
-    from tileproof.records.registry import REGISTRY
+    from tileproof.records.runner_keys import REGISTRY
 
     path = root / REGISTRY
     raw = yaml.safe_load(path.read_text())
@@ -688,7 +689,7 @@ def test_cli_unsigned_change_when_a_registry_key_was_held(signed_tree, capsys):
     commit(root, "pin", ".ci")
     import yaml
 
-    from tileproof.records.registry import REGISTRY
+    from tileproof.records.runner_keys import REGISTRY
 
     raw = yaml.safe_load((root / REGISTRY).read_text())
     raw["runners"][-1]["may_sign"] = ["claims", "registry", "run", "session"]  # widened, unsigned
@@ -1125,7 +1126,7 @@ def test_status_publish_dry_run_and_audit_agree(signed_tree, capsys, case, ready
         if said[lesson_id]:
             assert publish_cmd(root, lesson_id, capsys)[0] == 0
         else:  # a careless author: published by hand
-            lesson.path.write_text(lessons.render(lesson, lesson.front.model_copy(update={"status": "published"})))
+            lesson.path.write_text(lesson_text.render(lesson, lesson.front.model_copy(update={"status": "published"})))
     code, out = audit_cmd(root, capsys)
     tree_wide = any(f": {rule}: " in out for rule in TREE_WIDE)
     for lesson_id in ids:

@@ -68,7 +68,7 @@ def endorse(previous: bytes, new: bytes, *signers: signing.Signer) -> SignedChan
 
 
 def rules(state) -> list[str]:
-    return sorted(rule for _file, rule, _why in state.findings)
+    return sorted(f.rule for f in state.findings)
 
 
 def c(i: int) -> str:
@@ -84,7 +84,7 @@ def test_without_a_pin_the_first_keyed_registry_is_the_root_and_an_unsigned_addi
     h = history([registry_text(policy=None), GENESIS, PLUS_THIEF])
     state = trust_root.evaluate(h, PLUS_THIEF, [])
     assert rules(state) == ["registry-change-unsigned"]
-    assert f"commit {c(2)[:12]}" in state.findings[0][2] and THIEF.keyid[:16] in state.findings[0][2]
+    assert f"commit {c(2)[:12]}" in state.findings[0].reason and THIEF.keyid[:16] in state.findings[0].reason
     assert state.keys[THIEF.keyid].trusted_kinds == frozenset() and "commit " + c(2)[:12] in \
         state.keys[THIEF.keyid].untrusted_why
     assert state.keys[RUNNER.keyid].trusted_kinds == {"run", "session"}
@@ -130,7 +130,7 @@ def test_with_no_key_able_to_sign_an_addition_is_a_root_reset():
     only_runner = registry_text(runner())
     fresh = registry_text(runner(revoked_since=T0), admin())
     state = trust_root.evaluate(history([only_runner, fresh]), fresh, [])
-    assert rules(state) == ["registry-root-reset"] and "docs/keys.md" in state.findings[0][2]
+    assert rules(state) == ["registry-root-reset"] and "docs/keys.md" in state.findings[0].reason
     assert state.keys[ADMIN.keyid].trusted_kinds == frozenset()
 
 
@@ -189,7 +189,7 @@ def test_a_merge_of_an_old_branch_is_not_a_change_and_a_merged_self_addition_sti
     merged = registry_text(admin(), runner(), second, thief())
     h = history([GENESIS, main, branch, merged], parents={2: (0,), 3: (1, 2)})
     state = trust_root.evaluate(h, merged, [endorse(GENESIS, main, ADMIN)])
-    assert rules(state) == ["registry-change-unsigned"] and f"commit {c(2)[:12]}" in state.findings[0][2]
+    assert rules(state) == ["registry-change-unsigned"] and f"commit {c(2)[:12]}" in state.findings[0].reason
     assert state.keys[second.keyid].trusted_kinds == {"run"} and not state.keys[THIEF.keyid].trusted_kinds
     clean = trust_root.evaluate(history([GENESIS, main, GENESIS, main], parents={2: (0,), 3: (1, 2)}), main,
                                 [endorse(GENESIS, main, ADMIN)])
@@ -250,13 +250,27 @@ def test_every_pin_move_is_listed():
         f"{c(2)[:12]}: .ci/trust-root {c(0)[:12]} -> {c(1)[:12]} (reset)"]
 
 
+def test_a_pin_file_rewritten_around_the_same_pin_is_no_move():
+    """A commit that only rewrites the pin file's comments is listed as a rewrite of the same pin, never as
+    a move from X to X; a later real move is still a move."""
+    pin = b"pin_version: 1\ncommit: '" + c(0).encode() + b"'\nwhy: first\n"
+    tidied = b"# the pin, reviewed\n" + pin
+    moved = b"pin_version: 1\ncommit: '" + c(1).encode() + b"'\nwhy: reset\n"
+    state = trust_root.evaluate(history([GENESIS] * 4, pins={1: pin, 2: tidied, 3: moved}), GENESIS, [])
+    assert [m.moved for m in state.report.pin_moves] == [True, False, True]
+    lines = [line for line in state.report.lines() if line.startswith("pin ")]
+    assert lines == [f"pin moved in {c(1)[:12]}: .ci/trust-root absent -> {c(0)[:12]} (first)",
+                     f"pin rewritten in {c(2)[:12]}: .ci/trust-root, same pin {c(0)[:12]} (first)",
+                     f"pin moved in {c(3)[:12]}: .ci/trust-root {c(0)[:12]} -> {c(1)[:12]} (reset)"]
+
+
 def test_an_uncommitted_registry_change_is_judged_as_the_working_tree():
     state = trust_root.evaluate(history([GENESIS]), PLUS_THIEF, [])
-    assert rules(state) == ["registry-change-unsigned"] and "(working tree)" in state.findings[0][0]
+    assert rules(state) == ["registry-change-unsigned"] and "(working tree)" in state.findings[0].file
 
 
 def test_without_history_nothing_of_history_is_checked():
-    from tileproof.records.registry import parse_registry
+    from tileproof.records.runner_keys import parse_registry
 
     reg = parse_registry(GENESIS.decode(), "r")
     state = trust_root.without_history(reg, "not a git checkout", None, Expect("x", None))

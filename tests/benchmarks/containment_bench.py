@@ -21,7 +21,6 @@ and once, for the default containment, ``flood``: a program printing 300 MB; til
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import secrets
@@ -37,6 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from tileproof.records.errors import TileproofError  # noqa: E402
+from tileproof.records.store import load_record  # noqa: E402
 from tileproof.runner import process  # noqa: E402
 from tileproof.runner.environment import child_env  # noqa: E402
 
@@ -78,8 +78,8 @@ def command(root: Path, program: str, kind: str) -> tuple[float, int, dict, str]
                           env={**os.environ, process.CONTAIN_VAR: kind})
     wall = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    records = [json.loads(p.read_text()) for p in sorted((root / "runs").glob("*-run-*.json"))]
-    rec = [r for r in records if r["program"] == f"kernels/{program}.py"][-1]
+    records = [load_record(p, root) for p in sorted((root / "runs").glob("*-run-*.json"))]  # signed or not
+    rec = [r.model_dump(mode="json") for r in records if r.program == f"kernels/{program}.py"][-1]
     return wall, max(rss, before), rec, (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
 
 

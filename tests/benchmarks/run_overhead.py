@@ -10,7 +10,6 @@ program's own step duration from the records it wrote. Target: <= 2 s per run.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -18,6 +17,9 @@ import time
 from pathlib import Path
 
 ROOT = Path.cwd()
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tileproof.records.store import load_record  # noqa: E402
 
 
 def once(program: str) -> tuple[float, float, str]:
@@ -29,8 +31,8 @@ def once(program: str) -> tuple[float, float, str]:
     new = sorted(set((ROOT / "runs").glob("*-run-*.json")) - before)
     if len(new) != 1:
         sys.exit(f"expected one run record, found {len(new)}:\n{proc.stdout}{proc.stderr}")
-    rec = json.loads(new[0].read_text())
-    return wall, rec["step"]["duration_s"], rec["verdict"]
+    rec = load_record(new[0], ROOT)  # signed (TILEPROOF_SIGNING_KEY set) or not
+    return wall, rec.step.duration_s, rec.verdict
 
 
 def main() -> int:

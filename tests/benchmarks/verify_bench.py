@@ -6,7 +6,7 @@ Writes the audit benchmark's synthetic tree (tests/data/audit/audit_tree.py: run
 sessions, compile records, with their evidence) with every record signed by one
 registered key, then times, in this process:
 
-- ``registry.verify`` alone over the 10,000 already-parsed records (PAE, ed25519,
+- ``runner_keys.verify`` alone over the 10,000 already-parsed records (PAE, ed25519,
   revocation, kind, subjects against the record's own digests): the cost that
   verification adds to any reader that already parses the records (the audit);
 - its ed25519 part alone, and the subject cross-check alone;
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
-from tileproof.records import registry, signing, store  # noqa: E402
+from tileproof.records import runner_keys, signing, store  # noqa: E402
 
 TARGET_S = 1.0
 
@@ -73,9 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     signer = signing.Signer(Ed25519PrivateKey.generate())
-    reg = registry.RunnerRegistry(registry_version=1, runners=[registry.RunnerKey(
+    reg = runner_keys.RunnerRegistry(registry_version=1, runners=[runner_keys.RunnerKey(
         owner="bench", keyid=signer.keyid, public_key=signing.raw_public(signer.public).hex(),
-        may_sign=list(registry.RUNNER_KINDS), added="2026-11-01")])
+        may_sign=list(runner_keys.RUNNER_KINDS), added="2026-11-01")])
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None  # the tree is scratch: skip the disk
     with tempfile.TemporaryDirectory(prefix="verify-bench-", dir=shm) as tmp:
         root = Path(tmp)
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def verify_all():
             for envelope, statement, record in parsed:
-                assert registry.verify(envelope, statement, record, reg).trust == "verified"
+                assert runner_keys.verify(envelope, statement, record, reg).trust == "verified"
 
         (_entry, public), = reg.keys.values()
         messages = [(signing.pae(e.payloadType, signing.payload_bytes(e)), e.signatures[0]) for e, _, _ in parsed]
@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {platform.machine()} {platform.system()} {platform.release()}, {os.cpu_count()} CPUs, "
           f"python {platform.python_version()}; load average {load0:.1f} before, {load1:.1f} after")
     print(f"tree: {n} signed records ({size / 1e6:.1f} MB of envelopes) written in {generated:.1f} s (not timed)")
-    print(line(f"registry.verify alone, {n} records", verify) + f"; {min(verify[1]) / n * 1e6:.0f} us CPU per record")
+    print(line(f"runner_keys.verify alone, {n} records", verify)
+          + f"; {min(verify[1]) / n * 1e6:.0f} us CPU per record")
     print(line("  of which ed25519 (cryptography) alone", ed) + f"; {min(ed[1]) / n * 1e6:.0f} us CPU per signature")
     print(line("  subjects cross-check alone", subj))
     print(line("store.load_records (parse only)", loaded))

@@ -6,22 +6,23 @@ bound text shows the table's numbers; every claims file is valid; every generate
 It also scans every file under evidence/ with today's redaction rules (``records.redact``): a
 transcript written under fewer rules may hold a credential verbatim (one problem per file and rule,
 never the value; a committed transcript is never rewritten).
-One ``Problem`` per finding, each with its fix. ``tileproof check`` prints them; ``nox -s tests``
-runs it; the tests call ``problems`` on the repository and on a scaffolded lesson.
+One ``records.findings.Finding`` per problem, by rule (:data:`RULES`), each with its fix. ``tileproof check``
+prints them; ``nox -s tests`` runs it; the tests call ``problems`` on the repository and on a scaffolded lesson.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
+from tileproof import lesson_text
 from tileproof.authoring import generated
 from tileproof.claims import spec as claims_spec
 from tileproof.gather.audit_scan import walk
 from tileproof.records import lessons, store
-from tileproof.records.errors import InputRefused, TileproofError, one_line
+from tileproof.records.errors import InputRefused, TileproofError
+from tileproof.records.findings import Finding
 from tileproof.records.redact import redact
 from tileproof.records.safe_read import read_evidence
 from tileproof.records.tolerances import TABLE_FILE, Table, load_table
@@ -32,16 +33,20 @@ BOUND_TOLERANCE = 0.02
 """A bound's text may round the table's number to about two significant digits (``6.1e-5``)."""
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One finding: the file, what is wrong, and the fix."""
-
-    file: str
-    problem: str
-    fix: str
-
-    def __str__(self) -> str:
-        return one_line(f"{self.file}: {self.problem} (fix: {self.fix})")
+RULES: dict[str, str] = {
+    "lesson-front": "a lesson's front matter cannot be read (the audit's rule of the same id)",
+    "lesson-not-canonical": "a lesson is not in the form publish writes back (its status, hardware, results keys or "
+                            "the table between the results markers)",
+    "lesson-unrenderable": "a lesson's publish-owned parts cannot be rendered (a marker or a key is missing)",
+    "program-missing": "a program a lesson lists does not exist",
+    "tolerance-entry-missing": "a check a lesson names has no entry in the tolerance table",
+    "bound-mismatch": "a results row's bound does not show the tolerance table's rtol and atol for its check",
+    "tolerance-table": "the tolerance table cannot be read",
+    "claims-file": "a claims file is not valid (the audit's rule of the same id)",
+    "generated-stale": "a generated file differs from what its source renders",
+    "evidence-secret": "a file under evidence/ holds values today's redaction rules replace (written under fewer)",
+}
+"""The lesson check's rule ids → what each catches; each finding names one."""
 
 
 def bound_text(rtol: float, atol: float) -> str:
@@ -61,60 +66,63 @@ def bound_matches(text: str, rtol: float, atol: float) -> bool:
     return all(math.isclose(g, w, rel_tol=BOUND_TOLERANCE) for g, w in zip(got, (rtol, atol), strict=True))
 
 
-def _lesson_problems(root: Path, lesson: lessons.Lesson, table: Table | None) -> list[Problem]:
+def _lesson_problems(root: Path, lesson: lessons.Lesson, table: Table | None) -> list[Finding]:
     shown = f"{lessons.LESSONS}/{lesson.path.name}"
-    out: list[Problem] = []
+    out: list[Finding] = []
     try:
-        if lessons.render(lesson, lesson.front) != lesson.text:
-            out.append(Problem(shown, "not in canonical form: publish would rewrite its status, hardware, "
-                                      "results keys or the table between <!-- results:begin/end -->",
+        if lesson_text.render(lesson, lesson.front) != lesson.text:
+            out.append(Finding(shown, "lesson-not-canonical",
+                               "not in canonical form: publish would rewrite its status, hardware, results keys or "
+                               "the table between <!-- results:begin/end -->",
                                "write those parts exactly as `tileproof new-lesson` does (one key each, the "
                                "results table rendered from the front matter's results)"))
     except TileproofError as e:
-        out.append(Problem(shown, f"cannot be rendered: {e}", "restore the results markers and the keys"))
+        out.append(Finding(shown, "lesson-unrenderable", f"cannot be rendered: {e}",
+                           "restore the results markers and the keys"))
     for field, path in lessons.missing_programs(root, lesson):
-        out.append(Problem(shown, f"{field}: {path} does not exist", f"write {path} or fix the path"))
+        out.append(Finding(shown, "program-missing", f"{field}: {path} does not exist",
+                           f"write {path} or fix the path"))
     if table is None:
         return out
     checks = dict.fromkeys(c for p in lesson.front.programs for c in p.checks)
     for name in checks:
         if name not in table:
-            out.append(Problem(shown, f"check '{name}' has no entry in {TABLE_FILE}",
+            out.append(Finding(shown, "tolerance-entry-missing", f"check '{name}' has no entry in {TABLE_FILE}",
                                f"add \"{name}\": Tolerance(rtol=..., atol=...) with its derivation to {TABLE_FILE}"))
     for i, row in enumerate(lesson.front.results):
         if row.optional or row.check not in table:
             continue
         rtol, atol = table[row.check]
         if not bound_matches(row.bound, rtol, atol):
-            out.append(Problem(shown, f"results.{i}.bound: '{row.bound}' does not show the table's "
-                                      f"rtol {rtol:g}, atol {atol:g} for '{row.check}'",
+            out.append(Finding(shown, "bound-mismatch", f"results.{i}.bound: '{row.bound}' does not show the table's "
+                                                        f"rtol {rtol:g}, atol {atol:g} for '{row.check}'",
                                f"write bound: '{bound_text(rtol, atol)}'"))
     return out
 
 
-def problems(root: Path) -> list[Problem]:
+def problems(root: Path) -> list[Finding]:
     """Every problem of the tree's lessons, claims files and generated files."""
     root = Path(root)
-    out: list[Problem] = []
+    out: list[Finding] = []
     try:
         table: Table | None = load_table(root)
     except TileproofError as e:
         table = None
-        out.append(Problem(TABLE_FILE.as_posix(), str(e), "fix the table"))
+        out.append(Finding(TABLE_FILE.as_posix(), "tolerance-table", str(e), "fix the table"))
     for lesson_id in lessons.lesson_ids(root):
         try:
             lesson = lessons.load(root, lesson_id)
         except TileproofError as e:
-            out.append(Problem(f"{lessons.LESSONS}/{lesson_id}.md", str(e), "fix the front matter"))
+            out.append(Finding(f"{lessons.LESSONS}/{lesson_id}.md", "lesson-front", str(e), "fix the front matter"))
             continue
         out += _lesson_problems(root, lesson, table)
     for path in claims_spec.claims_files(root):
         try:
             claims_spec.load_file(path, store.rel(root, path))
         except TileproofError as e:
-            out.append(Problem(store.rel(root, path), str(e), "fix the claims file"))
+            out.append(Finding(store.rel(root, path), "claims-file", str(e), "fix the claims file"))
     if table is not None:
-        out += [Problem(p.as_posix(), "differs from what its source renders", generated.COMMAND)
+        out += [Finding(p.as_posix(), "generated-stale", "differs from what its source renders", generated.COMMAND)
                 for p in generated.stale(root)]
     return out + evidence_secrets(root)
 
@@ -123,15 +131,16 @@ SECRET_FIX = ("revoke the credential it names (committed transcripts are never r
               "git history); a false positive: narrow the rule in tileproof/records/redact.py, with a test")
 
 
-def evidence_secrets(root: Path) -> list[Problem]:
+def evidence_secrets(root: Path) -> list[Finding]:
     """Every file under evidence/ that today's redaction rules would still change: per file and rule,
     how many values they would replace. Files the safe reader refuses are the audit's findings."""
-    out: list[Problem] = []
+    out: list[Finding] = []
     for rel in walk(str(root), store.EVIDENCE, {}):
         try:
             _, counts = redact(read_evidence(root, rel))
         except InputRefused:
             continue  # a link, FIFO or oversized file: the audit's input-* finding
-        out += [Problem(rel, f"{n} value(s) the redaction rule {rule} replaces today are stored verbatim "
-                             f"(written under fewer rules)", SECRET_FIX) for rule, n in counts.items()]
+        out += [Finding(rel, "evidence-secret", f"{n} value(s) the redaction rule {rule} replaces today are stored "
+                                                f"verbatim (written under fewer rules)", SECRET_FIX)
+                for rule, n in counts.items()]
     return out

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from tileproof.authoring import templates
 from tileproof.authoring.check import bound_text
+from tileproof.lesson_text import dump_key, front_values, render_results_table
 from tileproof.records import lessons, store
 from tileproof.records.errors import TileproofError
-from tileproof.records.lessons import GATE_CHECK, dump_key
+from tileproof.records.lessons import GATE_CHECK
 from tileproof.records.models import (
     LESSON_VERSION,
     Hardware,
@@ -52,12 +53,12 @@ def front(lesson_id: str, title: str, programs: list[str]) -> LessonFront:
 
 
 def lesson_text(lesson_id: str, title: str, programs: list[str]) -> str:
-    """The lesson in canonical draft form (``lessons.render`` of it gives it back)."""
+    """The lesson in canonical draft form (``lesson_text.render`` of it gives it back)."""
     checks = [ResultRow(program=p, check=Path(p).stem, bound=bound_text(0.0, 0.0)) for p in programs]
     gates = [ResultRow(program=p, check=GATE_CHECK, bound=GATE_BOUND, optional=True, hardware=GATE_HARDWARE)
              for p in programs[:1]]
     draft = front(lesson_id, title, programs).model_copy(update={"results": checks + gates})
-    values = lessons.front_values(draft)
+    values = front_values(draft)
     keys = [dump_key("lesson_version", LESSON_VERSION), dump_key("id", lesson_id), dump_key("title", title),
             f"# status, hardware and results are written only by `nox -s publish -- {lesson_id}`,\n"
             "# from run records. Never edit them by hand.\n",
@@ -67,7 +68,7 @@ def lesson_text(lesson_id: str, title: str, programs: list[str]) -> str:
     begin, end = lessons.markers(lessons.RESULTS)
     body = (f"\n# {title}\n\nWhat the lesson teaches, and how each program shows it.\n\n"
             f"## Results\n\nFilled in by `nox -s publish -- {lesson_id}` from run records.\n\n"
-            f"{begin}\n{lessons.render_results_table(draft.results)}{end}\n")
+            f"{begin}\n{render_results_table(draft.results)}{end}\n")
     return "---\n" + "".join(keys) + "---\n" + body
 
 

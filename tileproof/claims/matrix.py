@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileproof.claims.core import claims_records
 from tileproof.claims.spec import load_all
+from tileproof.claims.status import claims_records
 from tileproof.judge.claim_verdicts import (
     DECISIVE,
     Release,
@@ -162,7 +162,7 @@ def notes(matrix: Matrix) -> list[str]:
 
 def status_lines(root: Path, documents: list[str] | None = None, examined: Iterable | None = None) -> list[str]:
     """The claims matrix of the tree at ``root`` (all documents, or only ``documents``; ``examined``: the
-    records as the caller judged them, see ``claims.core.claims_records``)."""
+    records as the caller judged them, see ``claims.status.claims_records``)."""
     files = load_all(Path(root), documents or None)
     claims = [(f.spec.document, c.id) for f in files for c in f.spec.claims]
     return lines(claim_matrix(claims_records(Path(root), examined)), claims, documents or None)

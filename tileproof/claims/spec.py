@@ -17,7 +17,7 @@ import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from tileproof.records.errors import RecordError, TileproofError
-from tileproof.records.models import CheckKind, ProbeKind, ProbeRole
+from tileproof.records.models import ProbeKind, ProbeRole
 from tileproof.records.safe_read import parse_yaml, read_file_text
 from tileproof.records.store import rel
 
@@ -384,7 +384,3 @@ def selected(files: list[Loaded], gpu_only: bool) -> list[tuple[Loaded, Claim]]:
     if gpu_only:
         chosen = [(f, c) for f, c in chosen if any(p.check.kind == "gpu" for _r, p in c.probes())]
     return chosen
-
-
-CHECK_KINDS: tuple[CheckKind, ...] = get_args(CheckKind)
-"""The check kinds a claims file may name; one per check model above (a test holds them equal)."""

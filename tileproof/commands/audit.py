@@ -1,29 +1,9 @@
 """``python -m tileproof audit``: check every record, transcript and lesson.
 
-The reading and the rules are ``gather.audit``'s and ``judge.audit.rules``'s;
-this prints the findings, each draft lesson's summary and one last line, and
-writes reports only where asked: ``--md PATH``/``--html PATH``,
-``--report-dir DIR`` (both, as AUDIT.md and audit.html), or
-``--update-committed-report`` (the committed evidence/AUDIT.md and
-evidence/audit.html). For CI: ``--junit PATH`` (JUnit XML, ``report.junit``) and
-``--json PATH`` (``report.summary.AuditSummary``). By default nothing is written,
-so an audit never leaves a tracked file changed. Exit 1 when there is a finding.
-
-History: every file once committed under runs/ and evidence/ must still be there,
-unchanged (findings ``history-missing``/``history-changed``). A tree without git
-history (no git, not a checkout, a shallow clone) cannot be checked; the audit
-then prints ``history: NOT CHECKED (why)`` and exits 1, because an exit status of
-0 is read as "passed" and nothing unchecked passes. ``--allow-no-history`` is for
-a tree known to have no history (an unpacked source archive, a test tree): the
-audit then exits 0 on no findings, still printing NOT CHECKED. A reviewer and CI
-run it without the flag, on a full clone (``git fetch --unshallow`` first).
-
-Trust: ``--trust-root VALUE`` pins the root the registry's history is checked from (a
-commit, or a pin or registry file the reviewer keeps; else ``$TILEPROOF_TRUST_ROOT``, else
-the tree's ``.ci/trust-root``, else the first registry with a key), and
-``--expect-ancestor REV`` fails the audit (``history-rewritten``) when REV, a head audited
-before, is not an ancestor of HEAD. The audit prints the root, the range it checked and
-every registry change in it (``judge.trust_root``; docs/threat-model.md).
+The reading and the rules are ``gather.audit``'s and ``judge.audit.rules``'s; this prints the findings, each
+draft lesson's summary and one last line, writes reports only where asked, and exits 1 on a finding or on a
+history it could not check (unless ``--allow-no-history``). The options and the reports: docs/commands.md,
+"Audit reports"; the history, the trust root and ``--expect-ancestor``: docs/threat-model.md, "Running the audit".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``tileproof check``: the lesson check (``authoring.check``), one line per problem with its fix."""
+"""``tileproof check``: the lesson check (``authoring.check``), one line per problem: ``file: rule: what (fix: …)``."""
 
 from __future__ import annotations
 

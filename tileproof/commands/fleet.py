@@ -19,9 +19,9 @@ from pathlib import Path
 from tileproof.fleet import jobs, sbatch, tasks
 from tileproof.fleet import matrix as mx
 from tileproof.fleet import plan as fplan
-from tileproof.fleet.cluster import load_cluster
 from tileproof.fleet.merge import Source, merge
 from tileproof.records import lessons, store
+from tileproof.records.cluster import load_cluster
 from tileproof.records.errors import TileproofError
 from tileproof.runner import children, worktree
 from tileproof.runner.capture import git_state
@@ -57,12 +57,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
 
 
+def _with_programs(every: list[lessons.Lesson]) -> list[lessons.Lesson]:
+    """The lessons a default submit runs: those listing programs. A lesson without any (a note whose every
+    number is a bench or claims record's) has no task; each is named in one line. Named with ``--lesson``,
+    such a lesson is still refused (``plan.make_plan``)."""
+    for ls in every:
+        if not ls.front.programs:
+            print(f"fleet: lessons/{ls.id}.md lists no programs: no task for it (its evidence is bench or claims "
+                  "records)", file=sys.stderr)
+    return [ls for ls in every if ls.front.programs]
+
+
 def _submit(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     if not args.poll > 0:
         raise TileproofError(f"fleet submit: --poll {args.poll}: expected seconds > 0 (fix: e.g. --poll 2)")
     cluster = load_cluster(args.cluster)
-    chosen = [lessons.load(root, i) for i in args.lesson] if args.lesson else lessons.load_all(root)
+    chosen = [lessons.load(root, i) for i in args.lesson] if args.lesson else _with_programs(lessons.load_all(root))
     fleet_id = store.new_run_id("fleet")
     git = worktree.head(root)
     if git_state(root).dirty:

@@ -20,7 +20,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from tileproof.records import registry, registry_change, signing
+from tileproof.records import registry_change, runner_keys, signing
 from tileproof.records.errors import TileproofError
 from tileproof.records.trust_pin import PIN
 
@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", type=Path, default=None,
                         help=f"private key file (default: ${signing.KEY_ENV}, else {signing.DEFAULT_KEY})")
     parser.add_argument("--owner", default=os.environ.get("USER", "runner"), help="who holds the key")
-    parser.add_argument("--may-sign", default=",".join(registry.RUNNER_KINDS),
+    parser.add_argument("--may-sign", default=",".join(runner_keys.RUNNER_KINDS),
                         help="what the key may sign, comma-separated: record kinds, and 'registry' for a key that "
                              "may endorse the next registry change (default: every record kind)")
 
@@ -41,11 +41,11 @@ def run(args: argparse.Namespace) -> int:
     private = Ed25519PrivateKey.generate()
     public = private.public_key()
     kinds = [k.strip() for k in args.may_sign.split(",") if k.strip()]
-    unknown = sorted(set(kinds) - set(registry.SIGN_KINDS))
+    unknown = sorted(set(kinds) - set(runner_keys.SIGN_KINDS))
     if unknown or not kinds:
         raise TileproofError(f"--may-sign: {', '.join(unknown) or 'nothing'} is not a record kind nor registry "
-                             f"(fix: a comma-separated subset of {','.join(registry.SIGN_KINDS)})")
-    entry = registry.RunnerKey(
+                             f"(fix: a comma-separated subset of {','.join(runner_keys.SIGN_KINDS)})")
+    entry = runner_keys.RunnerKey(
         owner=args.owner, keyid=signing.keyid_of(public), public_key=signing.raw_public(public).hex(),
         may_sign=kinds, added=datetime.now(timezone.utc).date(),
     )
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"public key:  {entry.public_key}")
     print(f"keyid:       {entry.keyid}")
     print(f"sign records with it: export {signing.KEY_ENV}={path}")
-    print(f"add to {registry.REGISTRY.as_posix()} under runners: (a reviewed commit):")
+    print(f"add to {runner_keys.REGISTRY.as_posix()} under runners: (a reviewed commit):")
     print(yaml.safe_dump([entry.model_dump(mode="json", exclude_none=True)], sort_keys=False).rstrip())
     for line in next_steps(path):
         print(f"# {line}")  # YAML comments: the entry above can be copied with them
@@ -72,11 +72,11 @@ def run(args: argparse.Namespace) -> int:
 
 def next_steps(path: Path) -> list[str]:
     """What to do after keygen (docs/keys.md has the whole procedure)."""
-    reg, sigs, pin = registry.REGISTRY.as_posix(), registry_change.SIGNATURES.as_posix(), PIN.as_posix()
+    reg, sigs, pin = runner_keys.REGISTRY.as_posix(), registry_change.SIGNATURES.as_posix(), PIN.as_posix()
     return [
         "next steps (docs/keys.md):",
         f"  1. append the entry above to {reg}; set revoked_since on every key whose machine is gone",
-        f"  2. a key the committed registry lists with '{registry.REGISTRY_KIND}' is at hand: tileproof "
+        f"  2. a key the committed registry lists with '{runner_keys.REGISTRY_KIND}' is at hand: tileproof "
         f"sign-registry --key THAT_KEY, then commit {reg} and the file it writes under {sigs}/ in one commit",
         f"  3. no such key is held any more (a root reset): commit {reg} alone, review it, then write that "
         f"commit's id and why into {pin} and commit that (the audit reports the move; reviewers who pin "

@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"lint-kernels: {e} (fix: pass existing files or folders)", file=sys.stderr)
         return 2
     findings = lint_paths(files)
-    with_findings = len({f.path for f in findings})
-    _write([f.format() for f in findings])
+    with_findings = len({f.file for f in findings})
+    _write([str(f) for f in findings])
     print(f"lint-kernels: {len(files)} files, {len(findings)} findings"
           + (f" in {with_findings} files" if findings else ""), file=sys.stderr)
     return 1 if findings else 0

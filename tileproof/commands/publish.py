@@ -1,33 +1,11 @@
 """``tileproof publish LESSON [--dry-run] [--republish]``: flip a lesson to published from evidence.
 
-Prints the lesson's one verdict (``gather.tree.Tree.verdict`` → ``judge.verdict``: the
-publish decision, the history check and the re-derivation, the same that ``status``
-and the audit print) and, only when nothing blocks, rewrites the lesson's status,
-hardware block and results (front matter and body table) and its compile-derived
-tables (``res_usage``: REG/SHARED from the compile records) in one atomic replace.
-Otherwise nothing is written and each blocker is printed with the command that would
-clear it. Exit status: 0 published (or would publish, or already published and
-valid), 1 evidence missing, 2 bad input.
-
-Publish refuses (exit 2) a tree with an input file the audit refuses by what it is
-(``gather.inputs``: a transcript that is a link, one out of the repository, a FIFO, a file over
-its cap), even one its decision does not read; ``status`` says such a tree is not ready, from the
-same verdict. Publish refuses while git history shows a record or transcript once committed under
-runs/ or evidence/ is now missing, changed or replaced by a link or special file: a deleted
-refutation is no longer among the records the decision reads, so the history is what still says
-it was there. A tree without history is published from its records with a ``history: NOT
-CHECKED`` line (the audit, not publish, fails closed on that). An already published lesson is
-valid while the records it cites still hold and it shows what they give; newer passing evidence
-leaves it valid (a note says ``--republish`` would refresh it), a hand edit or a cited record that
-no longer holds is refused (a plausibility signal on a cited record that nothing settles included).
-``--republish`` writes it again from the newest evidence, exactly as a first publish writes it, and
-only while that evidence holds (a newer failing run blocks it).
-
-Publish also refuses while the trust root's checks find something (``judge.trust_root``,
-against ``--trust-root`` or the tree's pin): an unsigned registry change or a root reset
-the pin was not moved to, a registry missing, emptied or loosened after history listed a
-key. Records are judged by the commit that first added them (``judge.standing``). Every
-printed line goes through ``records.errors.one_line``.
+Prints the lesson's one verdict (``gather.tree.Tree.verdict`` → ``judge.verdict``, the same that ``status`` and
+the audit print) and, only when nothing blocks, rewrites the lesson's publish-owned parts (status, hardware,
+results, compile-derived tables) in one atomic replace; otherwise it writes nothing and prints each blocker with
+the command that would clear it. Exit status: 0 published (or would be, or valid as published), 1 evidence
+missing or a history or trust finding, 2 bad input or a refused input file. The rules: docs/records-and-staleness.md,
+"When a published lesson stays valid" and "One verdict, three commands".
 """
 
 from __future__ import annotations
@@ -37,6 +15,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from tileproof import lesson_text
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate
 from tileproof.records import lessons
@@ -102,11 +81,11 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool =
     name, decision, fresh = lesson.id, judged.decision, judged.fresh
     if judged.distrust:
         return 1, [f"{name}: not published: the runner registry's history does not hold from the trust root; "
-                   "nothing changed:", *(f"  {file}: {rule}: {reason}" for file, rule, reason in judged.distrust),
+                   "nothing changed:", *(f"  {f}" for f in judged.distrust),
                    *describe(fresh.blockers)]
     if judged.history_problems:
         return 1, [f"{name}: not published: committed records or transcripts were deleted or edited; nothing changed:",
-                   *(f"  {file}: {rule}: {reason}" for file, rule, reason in judged.history_problems),
+                   *(f"  {f}" for f in judged.history_problems),
                    *describe(decision.blockers)]
     note = [] if judged.history.status == "checked" else [f"history: NOT CHECKED ({judged.history.reason})"]
     if not judged.published:
@@ -134,7 +113,7 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool =
 def _write(lesson: lessons.Lesson, decision: gate.Decision, dry_run: bool, note: list[str],
            verb: str) -> tuple[int, list[str]]:
     """Write (unless ``dry_run``) what the decision derives: status, hardware, results, compile tables."""
-    text = lessons.render(lesson, decision.published_front(lesson.front), decision.published_blocks())
+    text = lesson_text.render(lesson, decision.published_front(lesson.front), decision.published_blocks())
     hw = decision.hardware()
     if hw is not None:
         summary = f"{hw.gpu} (cc {hw.compute_capability}), driver {hw.driver}, run {hw.run_id}"

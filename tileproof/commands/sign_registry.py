@@ -15,10 +15,10 @@ import argparse
 import os
 from pathlib import Path
 
-from tileproof.records import registry, registry_change, signing, store
+from tileproof.records import registry_change, runner_keys, signing, store
 from tileproof.records.errors import TileproofError
 from tileproof.records.safe_read import read_bytes
-from tileproof.runner import history
+from tileproof.runner import git_history
 
 RESET = "every key that could sign is lost: that is a root reset (docs/keys.md, 'Every key lost')"
 
@@ -37,22 +37,22 @@ def run(args: argparse.Namespace) -> int:
         raise TileproofError(f"no key: give --key PATH or set {signing.KEY_ENV} (a key the registry at "
                              f"{args.base} lists with 'registry'; if none is held any more, {RESET})")
     signer = signing.load_signer(key, root)
-    shown = registry.REGISTRY.as_posix()
-    before = history.file_at(root, args.base, shown)
+    shown = runner_keys.REGISTRY.as_posix()
+    before = git_history.file_at(root, args.base, shown)
     if before is None:
         raise TileproofError(f"{args.base}: has no {shown} (or is not a commit here); the first registry is "
                              f"trusted as it is, or through a pinned trust root (docs/keys.md)")
-    previous = registry.parse_registry(before.decode("utf-8"), f"{shown} at {args.base}")
-    after = read_bytes(root, registry.REGISTRY, "lesson")
-    registry.parse_registry(after.decode("utf-8"), shown)  # a malformed one is one line here, not later
+    previous = runner_keys.parse_registry(before.decode("utf-8"), f"{shown} at {args.base}")
+    after = read_bytes(root, runner_keys.REGISTRY, "lesson")
+    runner_keys.parse_registry(after.decode("utf-8"), shown)  # a malformed one is one line here, not later
     if after == before:
         raise TileproofError(f"{shown} is the same as at {args.base}: nothing to endorse")
     entry = previous.keys.get(signer.keyid)
-    if entry is None or registry.REGISTRY_KIND not in entry[0].may_sign or entry[0].revoked_since is not None:
+    if entry is None or runner_keys.REGISTRY_KIND not in entry[0].may_sign or entry[0].revoked_since is not None:
         why = ("is not listed" if entry is None else "is revoked" if entry[0].revoked_since is not None
-               else f"may sign {', '.join(entry[0].may_sign)}, not {registry.REGISTRY_KIND}")
+               else f"may sign {', '.join(entry[0].may_sign)}, not {runner_keys.REGISTRY_KIND}")
         raise TileproofError(f"key {signer.keyid[:16]}… {why} in {shown} at {args.base}, so it cannot endorse "
-                             f"the change (fix: a key listed there with may_sign: [..., {registry.REGISTRY_KIND}]; "
+                             f"the change (fix: a key listed there with may_sign: [..., {runner_keys.REGISTRY_KIND}]; "
                              f"if {RESET})")
     statement = registry_change.statement_for(before, after)
     path = root / registry_change.file_for(statement)

@@ -19,9 +19,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from tileproof.claims import core as claims
+from tileproof import lesson_text
 from tileproof.claims import matrix
 from tileproof.claims import spec as claims_spec
+from tileproof.claims import status as claims
 from tileproof.gather.audit_scan import paused_gc
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims, release_matrix
@@ -90,9 +91,10 @@ def summary(judged: LessonVerdict) -> str:
         return head + "; ready: published, its records hold" + (f"; {note}" if note else "")
     problems = judged.tree_problems
     if problems:
-        file, rule, _reason = problems[0]
+        found = problems[0]
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        return head + f"; not ready: {file}: {rule}{more} (nox -s publish -- {lesson.id} --dry-run lists them)"
+        return head + f"; not ready: {found.file}: {found.rule}{more} (nox -s publish -- {lesson.id} --dry-run lists " \
+                      "them)"
     if judged.published:
         if decision.publishable:
             return head + "; PUBLISHED, BUT IT DIFFERS FROM ITS RECORDS (audit fails)"
@@ -135,11 +137,10 @@ def status(root: Path, ids: list[str], tree: Tree | None = None) -> list[str]:
         rows.extend([lesson.id, lesson.front.status, "-", f"claim:{c.claim_id}", "refuted", c.run_id, "-"]
                     for c in decision.refuted)
         footer.append(summary(judged))
-        if lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS) != "\n" + lessons.render_results_table(
+        if lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS) != "\n" + lesson_text.render_results_table(
                 lesson.front.results):
             footer.append(f"{lesson.id}: the body's results table differs from the front matter (edited by hand?)")
-    footer += [f"trust: {file}: {rule}: {reason}" for file, rule, reason in (tree.trust.state.findings
-                                                                            if tree.trust is not None else ())]
+    footer += [f"trust: {f}" for f in (tree.trust.state.findings if tree.trust is not None else ())]
     axis = [f"  {line}" for line in release_matrix.lines([tree.releases(lesson) for lesson in chosen])]
     return table(rows) + [""] + (["Python programs per cuda-tile release:", *axis, ""] if axis else []) + footer
 

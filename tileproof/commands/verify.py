@@ -21,10 +21,10 @@ from pathlib import Path
 
 from tileproof.gather import trust_state
 from tileproof.judge import trust
-from tileproof.records import registry, store
+from tileproof.records import runner_keys, store
 from tileproof.records.errors import one_line
-from tileproof.records.history import check as check_history
-from tileproof.runner import history
+from tileproof.records.history_check import check as check_history
+from tileproof.runner import git_history
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
-    git_history = history.read(root)
-    trusted = trust_state.load(root, args.trust_root, git_history=git_history)
+    history_read = git_history.read(root)
+    trusted = trust_state.load(root, args.trust_root, history_read=history_read)
     reg = trusted.registry
     paths = store.record_files(root)
     loaded = list(zip((store.rel(root, p) for p in paths),
@@ -48,17 +48,17 @@ def run(args: argparse.Namespace) -> int:
         for rule, reason in found:
             print(one_line(f"{file}: {rule}: {reason}"))
             bad += 1
-    for file, rule, reason in trusted.state.findings:
-        print(one_line(f"{file}: {rule}: {reason}"))
+    for finding in trusted.state.findings:
+        print(finding)
         bad += 1
     words = Counter(x.trust for _, x in loaded)
     legacy = sum(1 for file, x in loaded if not trust.counts(x.trust, policy) and not issues[file])
     print(f"records: {len(loaded)}; " + ", ".join(f"{n} {w}" for w, n in sorted(words.items()))
           + (f" ({legacy} unsigned legacy or uncommitted: they count toward nothing, no finding)" if legacy else "")
-          + f"; policy {policy}; {len(reg.runners)} runner keys in " + registry.REGISTRY.as_posix())
+          + f"; policy {policy}; {len(reg.runners)} runner keys in " + runner_keys.REGISTRY.as_posix())
     for line in trusted.state.report.lines():
         print(line)
-    report = check_history(git_history)
+    report = check_history(history_read)
     for finding in report.findings:
         print(finding)
     print(one_line(f"history: {report.status}: {report.reason}"))

@@ -1,6 +1,6 @@
 """Spreading a course's evidence over many GPU hosts through an existing engine.
 
-``cluster`` reads the committed description of a cluster (GPU kinds → Slurm
+``records.cluster`` reads the committed description of a cluster (GPU kinds → Slurm
 ``--constraint``/``--gres``); ``plan`` turns lessons x kinds into a typed job
 plan; ``sbatch`` renders the job scripts; ``merge`` brings every host's records
 into one tree without ever overwriting a file; ``matrix`` turns what the hosts

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from tileproof.fleet.cluster import Cluster, GpuKind
+from tileproof.records.cluster import Cluster, GpuKind
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import Model
 

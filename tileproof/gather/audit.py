@@ -7,7 +7,7 @@ here) and asks the one publish decision (``gather.tree.Tree.decide``) for every
 lesson, from the records as examined here: a record whose seal is broken never
 counts, exactly as for ``status`` and ``publish``. It writes nothing.
 
-It also reads git history once (``runner.history.read``): each record or
+It also reads git history once (``runner.git_history.read``): each record or
 transcript once committed and now missing or changed is a finding
 (``judge.audit.rules.history``); a tree without history is reported as not
 checked (``AuditResult.history``), never as passed. The trust root and the
@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from tileproof.claims import spec as claims_spec
 from tileproof.gather import audit_scan, audit_since, indexed, trust_state
@@ -38,23 +38,23 @@ from tileproof.gather.audit_scan import helper as byte_helper
 from tileproof.gather.audit_scan import paused_gc, read_record
 from tileproof.gather.tree import Tree
 from tileproof.judge import releases
-from tileproof.judge.audit import registry, rules
-from tileproof.judge.audit.result import AuditResult, Finding, Issue, LessonAudit
+from tileproof.judge.audit import audit_rules, rules
+from tileproof.judge.audit.result import AuditResult, Issue, LessonAudit
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, sessions
 from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
-from tileproof.judge.verdict import history_problems
 from tileproof.records import file_index, lessons, lock, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
-from tileproof.records.history import REGENERATED, NoHistory
-from tileproof.records.history import check as check_history
-from tileproof.records.models import LessonFront, Record, RunRecord
+from tileproof.records.findings import Finding
+from tileproof.records.history_check import REGENERATED, NoHistory
+from tileproof.records.history_check import check as check_history
+from tileproof.records.models import LessonFront, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
-from tileproof.records.registry import UNSIGNED, RunnerRegistry, Verification
+from tileproof.records.runner_keys import UNSIGNED, RunnerRegistry, Verification
 from tileproof.records.safe_read import read_evidence
-from tileproof.runner import history
+from tileproof.runner import git_history
 from tileproof.runner.forked import ForkedHelper
 
 RULES = rules.load()
@@ -63,12 +63,9 @@ REPORT_MD = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswit
 REPORT_HTML = next(PurePosixPath(p).name for p in sorted(REGENERATED) if p.endswith(".html"))
 COMMITTED_REPORTS = (f"{store.EVIDENCE}/{REPORT_MD}", f"{store.EVIDENCE}/{REPORT_HTML}")
 """The committed reports (rewritten only by ``audit --update-committed-report``): never orphans and
-exempt from the history check, both from one list, ``records.history.REGENERATED``."""
+exempt from the history check, both from one list, ``records.history_check.REGENERATED``."""
 KEEP_FILES = frozenset({".gitkeep"})
 """Names in evidence/ that are never orphans."""
-
-_RECORD = TypeAdapter(Record)
-
 
 def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = None,
           expect_ancestor: str | None = None, since: str | None = None) -> AuditResult:
@@ -105,7 +102,7 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
               verified: dict[str, Verification]) -> tuple[list[tuple[str, Any]], set[str]]:
     """(file name, record) for each record that validates; the evidence paths of those that do not.
     ``verified``: file name → its signature's verification, for each signed record (plain records
-    take the fast path and are ``registry.UNSIGNED``)."""
+    take the fast path and are ``runner_keys.UNSIGNED``)."""
     records: list[tuple[str, Any]] = []
     raw_refs: set[str] = set()
     sroot = str(root)
@@ -117,7 +114,7 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
             add(Finding(file, *inputs.refused_issue(e)))
             continue
         try:
-            rec = _RECORD.validate_json(data)
+            rec = store.record_of_json(data)
         except ValidationError:
             try:
                 # a signed record (an envelope), or the one-line, version-first message
@@ -155,7 +152,7 @@ def _trusted(root: Path, records) -> dict[str, bytes | None]:
     return trusted
 
 
-def _context(records, trusted: dict[str, bytes | None]) -> registry.Context:
+def _context(records, trusted: dict[str, bytes | None]) -> audit_rules.Context:
     queries: dict[str, list[dict] | None] = {}
     freezes: dict[str, tuple[dict, set] | None] = {}
 
@@ -172,7 +169,7 @@ def _context(records, trusted: dict[str, bytes | None]) -> registry.Context:
             freezes[t.path] = None if decoded is None else (parse_pip_freeze(decoded), freeze_names(decoded))
         return freezes[t.path]
 
-    return registry.Context({rec.run_id for _, rec in records}, query_rows, freeze)
+    return audit_rules.Context({rec.run_id for _, rec in records}, query_rows, freeze)
 
 
 def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
@@ -182,8 +179,8 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     flagged: set[str] = set()
     names = every_name if scope is None else list(scope.names)
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names, None if scope is None else scope.folders)
-    git_history = history.read(root)
-    trusting = trust_state.load(root, trust_root, expect_ancestor, git_history)
+    history_read = git_history.read(root)
+    trusting = trust_state.load(root, trust_root, expect_ancestor, history_read)
     runners = trusting.registry
     verified: dict[str, Verification] = {}
     records, raw_refs = _validate(root, names, add, runners, verified)
@@ -194,7 +191,7 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     if scope is not None:  # records outside the scope are there, unchanged since REV (the history check says)
         ctx.known |= {n[:-5] for n in every_name}
     for name, rec in records:
-        findings += [Finding(f"{store.RUNS}/{name}", r, why) for r, why in registry.run_checks(rec, ctx)]
+        findings += [Finding(f"{store.RUNS}/{name}", r, why) for r, why in audit_rules.run_checks(rec, ctx)]
     findings += sessions.session_findings(records)
 
     seals, disk, diffs, refused, index_notes = bytes_done()
@@ -236,7 +233,7 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     evidence_files, evidence_bytes = _orphans(root, every_name, disk, refs_of, raw_refs, outputs, add)
     lesson_refused = _lesson_inputs(root, add)
     _claims_files(root, add)
-    checked = check_history(git_history)
+    checked = check_history(history_read)
     if scope is not None:  # every record counts for the lessons re-judged: the rest read through the index
         mine = {e.record.run_id for e in examined}
         examined += [e for e in trusting.examine(indexed.read_records(root, runners)) if e.record.run_id not in mine]
@@ -246,8 +243,8 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     lesson_audits = _lessons(root, tree, findings, None if scope is None else (
         lambda front: scope.touches(front, in_scope)), untouched)
     _plausibility(tree, {rec.run_id: name for name, rec in records}, lesson_audits, add, untouched)
-    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in trusting.state.findings]
-    findings += [Finding(file, rule_id, reason) for file, rule_id, reason in history_problems(checked)]
+    findings += trusting.state.findings
+    findings += checked.findings
     if checked.status == "checked":
         _commit_claims(root, records, add)
     findings.sort()
@@ -293,7 +290,7 @@ def _plausibility(tree: Tree, names: dict[str, str], lesson_audits: list[LessonA
 
 def _commit_claims(root: Path, records, add) -> None:
     """Each record's ``git.commit`` checked against history (``judge.audit.rules.commits``)."""
-    found = history.at_commits(root, *commits.wanted(rec for _, rec in records))
+    found = git_history.at_commits(root, *commits.wanted(rec for _, rec in records))
     if isinstance(found, NoHistory):
         return
     for name, rec in records:

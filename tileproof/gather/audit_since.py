@@ -29,10 +29,10 @@ from pathlib import Path
 
 from tileproof.records import store
 from tileproof.records.errors import InputRefused, TileproofError
-from tileproof.records.history import NoHistory
+from tileproof.records.history_check import NoHistory
 from tileproof.records.models import LessonFront, RunRecord, SessionRecord
 from tileproof.records.safe_read import read_bytes
-from tileproof.runner import history
+from tileproof.runner import git_history
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Scope:
 def scope(root: Path, rev: str, names: Iterable[str]) -> Scope:
     """The scope of ``audit --since rev`` over the record files ``names`` of runs/; one line when ``rev``
     cannot be resolved (no git history, no such commit)."""
-    found = history.changed_since(root, rev, ())
+    found = git_history.changed_since(root, rev, ())
     if isinstance(found, NoHistory):
         raise TileproofError(f"audit --since {rev}: {found.reason} (fix: audit the whole tree without --since)")
     commit, changed = found

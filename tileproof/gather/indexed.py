@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from tileproof.records import file_index, signing, store
 from tileproof.records.models import Record
-from tileproof.records.registry import RunnerRegistry, Verification
+from tileproof.records.runner_keys import RunnerRegistry, Verification
 from tileproof.records.safe_read import read_bytes
 from tileproof.records.store import Examined
 

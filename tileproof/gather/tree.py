@@ -25,18 +25,17 @@ from pathlib import Path, PurePosixPath
 
 from tileproof.claims import spec as claims_spec
 from tileproof.gather import indexed, inputs, trust_state
-from tileproof.judge import claim_verdicts, gate, plausibility, release_matrix, releases, verdict
+from tileproof.judge import gate, plausibility, release_matrix, releases, verdict
 from tileproof.judge.audit.result import Issue
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
 from tileproof.judge.verdict import LessonVerdict
 from tileproof.records import lessons, lock, parsers, store, tolerances
 from tileproof.records.depends import ProgramUses
 from tileproof.records.errors import InputRefused
-from tileproof.records.history import HistoryReport, NoHistory
-from tileproof.records.history import check as check_history
+from tileproof.records.findings import Finding
+from tileproof.records.history_check import HistoryReport, NoHistory
+from tileproof.records.history_check import check as check_history
 from tileproof.records.models import (
-    ENTRY_COMPILE_VERSION,
-    ENTRY_RUN_VERSION,
     BenchRecord,
     ClaimsRecord,
     CompileRecord,
@@ -45,7 +44,7 @@ from tileproof.records.models import (
 )
 from tileproof.records.safe_read import read_evidence
 from tileproof.records.store import Examined
-from tileproof.runner import history
+from tileproof.runner import git_history
 from tileproof.toolchain import uses
 
 
@@ -100,7 +99,7 @@ def smi_clocks(root: Path, records: Iterable[Examined]) -> dict[str, datetime | 
     return out
 
 
-def load_table(root: Path) -> dict[str, gate.Bound]:
+def load_bounds(root: Path) -> dict[str, gate.Bound]:
     """The tolerance table (kernels/tolerances.py) as check name → Bound; {} when absent."""
     if not (Path(root) / tolerances.TABLE_FILE).is_file():
         return {}
@@ -111,14 +110,14 @@ def tables_at(root: Path, records: Iterable[RunRecord | CompileRecord], today: d
               versions: Callable[[], dict[str, bytes] | NoHistory] | None = None) -> dict[str, dict[str, gate.Bound]]:
     """For records that attest the tolerance table as a whole file (``run_version`` < 3, ``compile_version``
     < 4) and whose table file changed since: the sha256 they attest → the table that version held, when a
-    committed version with that digest is in git history (``runner.history.versions``; the header is matched
+    committed version with that digest is in git history (``runner.git_history.versions``; the header is matched
     by rendering each committed table). A digest not found there is left out, and the judge keeps the file
     whole-file dependent. ``versions``: what reads those committed versions (default: git, each call)."""
-    wanted = {(s.path, s.sha256) for r in records if _whole_table(r) for s in r.sources
+    wanted = {(s.path, s.sha256) for r in records if r.attests_table_whole for s in r.sources
               if s.path in tolerances.TABLE_PATHS and today.get(s.path) != s.sha256}
     if not wanted:
         return {}
-    found = versions() if versions is not None else history.versions(root, tolerances.TABLE_FILE.as_posix())
+    found = versions() if versions is not None else git_history.versions(root, tolerances.TABLE_FILE.as_posix())
     if not isinstance(found, dict):
         return {}
     tables: dict[str, tolerances.Table] = {}
@@ -135,12 +134,6 @@ def tables_at(root: Path, records: Iterable[RunRecord | CompileRecord], today: d
             out[digest] = {n: gate.Bound(rtol, atol) for n, (rtol, atol) in table.items()}
     return out
 
-
-def _whole_table(rec: RunRecord | CompileRecord) -> bool:
-    """Whether the record attests the tolerance table as a file (written before per-entry attestation)."""
-    if isinstance(rec, RunRecord):
-        return rec.run_version < ENTRY_RUN_VERSION
-    return rec.compile_version < ENTRY_COMPILE_VERSION
 
 
 def program_uses(root: Path, programs: Iterable[str], table: dict[str, gate.Bound],
@@ -201,10 +194,10 @@ class Tree:
         ``lessons/runners.yaml`` and its standing judged from history against the trust root
         (``gather.trust_state``; the first record that fails validation raises one line), read through the
         verified-file index (``gather.indexed``)."""
-        git_history = history.read(Path(root))  # read once: the records' first commits and the history check
-        trusted = trust_state.load(Path(root), trust_root, git_history=git_history)
+        history_read = git_history.read(Path(root))  # read once: the records' first commits and the history check
+        trusted = trust_state.load(Path(root), trust_root, history_read=history_read)
         return cls.of(root, trusted.examine(indexed.read_records(Path(root), trusted.registry)), trusted,
-                      check_history(git_history))
+                      check_history(history_read))
 
     @classmethod
     def of(cls, root: Path, examined: Iterable[Examined], trust: trust_state.Trusted | None = None,
@@ -217,19 +210,19 @@ class Tree:
 
     def table(self) -> dict[str, gate.Bound]:
         if self._table is None:
-            self._table = load_table(self.root)
+            self._table = load_bounds(self.root)
         return self._table
 
     def table_versions(self) -> dict[str, bytes] | NoHistory:
-        """Every committed version of the tolerance table (``runner.history.versions``), read once."""
+        """Every committed version of the tolerance table (``runner.git_history.versions``), read once."""
         if self._versions is None:
-            self._versions = history.versions(self.root, tolerances.TABLE_FILE.as_posix())
+            self._versions = git_history.versions(self.root, tolerances.TABLE_FILE.as_posix())
         return self._versions
 
     def history(self) -> HistoryReport:
-        """The git-history check of the tree (``runner.history.check_repository``), read once."""
+        """The git-history check of the tree (``runner.git_history.check_repository``), read once."""
         if self._history is None:
-            self._history = history.check_repository(self.root)
+            self._history = git_history.check_repository(self.root)
         return self._history
 
     def decide(self, lesson: lessons.Lesson | LessonFront, cited: lessons.Cited | None = None) -> gate.Decision:
@@ -276,14 +269,6 @@ class Tree:
         fresh = self.decide(lesson)
         cited = self.decide(lesson, lessons.cited(lesson)) if lesson.front.status == "published" else None
         distrust = tuple(self.trust.state.findings) if self.trust is not None else ()
-        refused = tuple((file, rule, reason) for file, (rule, reason) in sorted(self.refused().items()))
+        refused = tuple(Finding(file, rule, reason) for file, (rule, reason) in sorted(self.refused().items()))
         return verdict.judge(lesson, fresh, cited, self.history(), distrust, refused)
 
-
-def refuted_claims(root: Path, document: str, tree: Tree | None = None) -> list:
-    """``claim_verdicts.refuted`` for one document, with its inputs read from ``root`` (the lesson
-    decision asks the same through ``Tree.decide``)."""
-    tree = tree or Tree.load(root)
-    claims = claims_today(root, document)
-    today = today_digests(root, sorted({p for ps in claims.snippets.values() for p in ps}))
-    return claim_verdicts.refuted(document, tree.records, claims, today)

@@ -2,8 +2,8 @@
 
 ``load(root, trust_root)`` reads the working tree's ``lessons/runners.yaml`` (a malformed
 one, a key written twice included, is one line), the commit graph with every registry and
-pin version along it (``runner.history.trust_history``), the endorsements under
-``lessons/registry-signatures/``, the first commit of every record (``runner.history.read``)
+pin version along it (``runner.git_history.trust_history``), the endorsements under
+``lessons/registry-signatures/``, the first commit of every record (``runner.git_history.read``)
 and the trust root: ``--trust-root`` (the caller's ``trust_root``), else
 ``$TILEPROOF_TRUST_ROOT``, else the tree's own ``.ci/trust-root``, else none (trust on first
 use). A root is a commit (any name ``git rev-parse`` knows), or a path to a pin file
@@ -25,15 +25,16 @@ from pathlib import Path
 
 from tileproof.judge import standing, trust
 from tileproof.judge.trust_root import Expect, Root, RootSource, TrustState, evaluate, without_history
-from tileproof.records import registry, registry_change, store
+from tileproof.records import registry_change, runner_keys, store
 from tileproof.records.errors import RecordError, TileproofError
-from tileproof.records.history import GitHistory, NoHistory
-from tileproof.records.registry import RunnerRegistry
+from tileproof.records.findings import Finding
+from tileproof.records.history_check import GitHistory, NoHistory
+from tileproof.records.runner_keys import RunnerRegistry
 from tileproof.records.safe_read import read_file
 from tileproof.records.store import Examined
 from tileproof.records.trust_history import FirstCommit, TrustHistory
 from tileproof.records.trust_pin import PIN_ENV, TrustPin, load_pin, parse_pin
-from tileproof.runner import history
+from tileproof.runner import git_history
 
 
 @dataclass(frozen=True)
@@ -73,23 +74,24 @@ class Trusted:
 
 
 def load(root: Path, trust_root: str | None = None, expect_ancestor: str | None = None,
-         git_history: GitHistory | NoHistory | None = None) -> Trusted:
-    """The trust state of the tree at ``root`` (see the module docstring). ``git_history``: the first
-    versions ``runner.history.read`` gave, when the caller has them already."""
+         history_read: GitHistory | NoHistory | None = None) -> Trusted:
+    """The trust state of the tree at ``root`` (see the module docstring). ``history_read``: the first
+    versions ``runner.git_history.read`` gave, when the caller has them already."""
     root = Path(root)
-    runners = registry.load_registry(root)
-    graph = history.trust_history(root)
+    runners = runner_keys.load_registry(root)
+    graph = git_history.trust_history(root)
     chosen = choose_root(root, trust_root, graph)
-    expect = None if expect_ancestor is None else Expect(expect_ancestor, history.resolve_commit(root, expect_ancestor))
+    expect = None if expect_ancestor is None else Expect(expect_ancestor,
+                                                         git_history.resolve_commit(root, expect_ancestor))
     now = datetime.now(timezone.utc)
     if isinstance(graph, NoHistory):
         return Trusted(without_history(runners, graph.reason, chosen, expect), runners, {}, now)
     signatures, unreadable = registry_change.load_changes(root)
-    state = evaluate(graph, registry.read_optional(root, registry.REGISTRY), signatures, chosen, expect)
-    bad = tuple((file, "registry-signature-invalid", f"{why} (an endorsement must verify; it is never edited)")
+    state = evaluate(graph, runner_keys.read_optional(root, runner_keys.REGISTRY), signatures, chosen, expect)
+    bad = tuple(Finding(file, "registry-signature-invalid", f"{why} (an endorsement must verify; it is never edited)")
                 for file, why in unreadable)
     state = dataclasses.replace(state, findings=state.findings + bad)
-    return Trusted(state, runners, _first_commits(root, graph, git_history), now)
+    return Trusted(state, runners, _first_commits(root, graph, history_read), now)
 
 
 def choose_root(root: Path, given: str | None, graph: TrustHistory | NoHistory) -> Root | None:
@@ -111,7 +113,7 @@ def choose_root(root: Path, given: str | None, graph: TrustHistory | NoHistory) 
 
 
 def _commit_root(root: Path, source: RootSource, rev: str, why: str, graph: TrustHistory | NoHistory) -> Root:
-    commit = history.resolve_commit(root, rev) if not isinstance(graph, NoHistory) else None
+    commit = git_history.resolve_commit(root, rev) if not isinstance(graph, NoHistory) else None
     return Root(source, rev, commit=commit, why=why)
 
 
@@ -123,15 +125,15 @@ def _file_root(root: Path, source: RootSource, path: Path, graph: TrustHistory |
     except UnicodeDecodeError:
         raise RecordError(path, "", "not UTF-8", "give a pin file, a registry file or a commit") from None
     if "registry_version" in text:
-        registry.parse_registry(text, str(path))  # a malformed one is one line, as the tree's is
+        runner_keys.parse_registry(text, str(path))  # a malformed one is one line, as the tree's is
         return Root(source, str(path), registry_sha256=registry_change.digest(data))
     pin: TrustPin = parse_pin(text, str(path))
     return _commit_root(root, source, pin.commit, pin.why, graph)
 
 
-def _first_commits(root: Path, graph: TrustHistory, git_history: GitHistory | NoHistory | None
+def _first_commits(root: Path, graph: TrustHistory, history_read: GitHistory | NoHistory | None
                    ) -> dict[str, FirstCommit]:
-    found = git_history if git_history is not None else history.read(root)
+    found = history_read if history_read is not None else git_history.read(root)
     if not isinstance(found, GitHistory):
         raise TileproofError(f"{root}: git history could be read once and not again ({found.reason})")
     out = {}

@@ -132,7 +132,7 @@ def fold(records: Iterable[ClaimsRecord], document: str | None = None) -> dict[t
 
 
 def counted(records: Iterable) -> list[ClaimsRecord]:
-    """The claims records among ``records`` (``store.Examined`` or plain) that count (``trust.admits``)."""
+    """The claims records among ``records`` (``store.Examined`` or plain) that count (``trust.split``)."""
     return trust.split(r for r in trust.examined(records) if isinstance(r.record, ClaimsRecord))[0]
 
 
@@ -140,11 +140,6 @@ def latest(records: Iterable, document: str | None = None) -> dict[tuple[str, st
     """Per (document, claim id): the deciding result and its record over every release;
     ``records``: any records (``store.Examined`` or plain); only claims records that count are read."""
     return fold(counted(records), document)
-
-
-def latest_on(records: Iterable, release: Release, document: str | None = None) -> dict[tuple[str, str], Decided]:
-    """``latest``, over the claims records of one release only."""
-    return fold(by_release(counted(records))[0].get(release, []), document)
 
 
 def changed_since(snippets: Iterable[str], decided: Decided, today: Mapping[str, str | None]) -> list[str]:

@@ -1,54 +1,11 @@
-"""The publish decision, as a pure function of its inputs.
-
-``decide(front, records, today, table, read_evidence)`` looks at no file itself:
-today's digests come in as a dict (path → sha256, None when the file is gone),
-evidence through ``read_evidence(path) -> bytes | None``, the tolerance table as
-check name → ``Bound``. Each results row gets one outcome from a closed set, a
-one-line reason and the command that would produce the missing evidence.
-
-Which record decides a row: among the program's run records that count
-(``trust.admits``: a record with a broken seal never counts), the newest one (``standing.age``:
-by the commit that first added it, then ``created``; a future date wins nothing) from the
-row's class (``RowClass``: its program, made with the lock's cuda-tile release (``releases.decides_rows``:
-others are the release axis), on hardware of compute capability >= 8.0, as the
-record claims it, for required rows, below 8.0 for an optional ``gate`` row); a run that
-found no GPU at all counts only when no run of the program found one. A published lesson
-is decided instead from the records it cites (``decide_cited``): each row from its
-``run_id``, overturned only by a newer failing record of its class (``newer_failure``). A required row
-with no such record but a record from a smaller GPU is ``gated``. The decisive
-record must then, in order: have verdict ``passed`` (a ``toolchain-absent`` record, a
-cuTile.jl program where no julia with cuTile.jl was found, is the row's outcome of that
-name, fix: ``TOOLCHAIN_ABSENT_FIX``); show one compute
-capability >= 8.0 in its own nvidia-smi transcript (re-read and digest-checked),
-its GPU facts, the CUDA runtime and the program's report (else ``forged-cc``);
-attest today's program sources and the lesson's program list (else ``stale``);
-have a coherent toolchain; and report the row's check passed within the
-tolerance table's bound (else ``failed`` / ``out-of-bounds``).
-
-The lesson's performance claims (front matter ``performance:``) are decided by
-``perf_claims.decide`` over the bench records among ``records``, and its
-document's claims by ``decide_claims`` over the claims records (run records
-decide the rows, bench records the performance claims, claims records the
-refuted claims): a claim blocks when it is refuted on the CUDA release the
-lesson's accepted run records were made with, and a release of that evidence
-that no claims record covers blocks too (fix: the claims-matrix session). A
-lesson that declares a compile-derived table (``res_usage``) gets it from the
-compile records (``res_usage.decide_res_usage``), and is blocked while none fills it.
-A lesson is publishable only when every required row
-passed, every performance claim is supported and no claim it still asserts is
-refuted: the same rule whether the lesson is a draft or already published. A
-plausibility signal (``judge.plausibility``: a shim path, a transcript's clock far
-off, a run too fast to be real, host facts or a GPU uuid out of place) on a record
-the decision accepts (for a published lesson: a record it cites), or behind a cuda-tile
-release the lesson states (``with_verified``), blocks too, until a second runner key's
-record agrees or the lesson's front matter explains it (``plausibility:``).
-``Decision.blockers`` lists what stands in the way, each with a reason that is
-never empty; ``status``, ``publish`` and the audit print from it.
-
-Which records count at all is decided once, in ``trust.admits``.
-
-Nothing here can be told to trust a record: there is no switch, and a record
-counts only through what it and its transcripts say.
+"""The publish decision, as a pure function of its inputs: ``decide`` (a draft, on the newest evidence) and
+``decide_cited`` (a published lesson, on the records it cites) give one ``Decision``: an outcome per results
+row from a closed set, the performance claims (``perf_claims``), the refuted claims, the compile-derived table
+(``res_usage``) and the plausibility doubts, and ``Decision.blockers``, each with a reason and its fix, which
+``status``, ``publish`` and the audit print. It reads no file (today's digests, the evidence reader and the
+tolerance table come in as arguments) and cannot be told to trust a record (``trust.refusal`` decides which
+count, once). The rules (which record decides a row, what it must show, when a lesson is publishable):
+docs/records-and-staleness.md, "Which record decides a row" and "When a published lesson stays valid".
 """
 
 from __future__ import annotations
@@ -81,6 +38,7 @@ from tileproof.records.lessons import (
 )
 from tileproof.records.models import (
     TOOLCHAIN_ABSENT_FIX,
+    BlockerKind,
     Hardware,
     LessonFront,
     ResultRow,
@@ -142,11 +100,6 @@ class RowDecision:
 
     def __str__(self) -> str:
         return f"{self.row.program} {self.row.check}: {self.outcome}: {self.reason}"
-
-
-BlockerKind = Literal["row", "perf-claim", "refuted-claim", "claims-unchecked", "res-usage", "no-tolerance-entry",
-                      "plausibility"]
-"""What kind of thing keeps a lesson from being published."""
 
 
 @dataclass(frozen=True)

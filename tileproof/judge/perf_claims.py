@@ -3,7 +3,7 @@
 ``decide(claims, bench_records)`` reads no file: it takes a lesson's ``PerfClaim``s (front matter ``performance:``)
 and bench records, and gives each claim one ``ClaimDecision``: an outcome from a closed set, a one-line reason and,
 unless the claim is supported, the command that would produce the missing evidence. Which record decides (the newest
-by ``standing.age`` among those ``trust.admits``) and the rule (``value >= at_least``, not noisy, one spread below
+by ``standing.age`` among those ``trust.split`` counts) and the rule (``value >= at_least``, not noisy, one spread below
 the measurement): docs/benchmarks.md, "Performance claims". A metric is a ``BenchCase`` field or derived
 property (``models.PerfMetric``).
 """

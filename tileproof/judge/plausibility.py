@@ -1,44 +1,13 @@
 """Plausibility signals: what a record made with a fake GPU tends to show, cheap to check and never proof.
 
-A record signed by a registered runner key can still come from a machine whose
-``nvidia-smi`` or ``cupy`` is a shim, or be assembled from another machine's
-transcripts. Nothing in a record proves it was not; some things make it unlikely.
-:func:`signals` looks, over every record that counts (``trust.admits``) and names a GPU
-(run, bench and claims records), oldest first (``standing.age``: by the commit that first
-added each, never by the date its signer wrote), for five, each a :class:`Signal` whose
-words say it is not proof:
-
-``shim-path``
-    A ``PATH`` or ``PYTHONPATH`` entry of the recorded environment (``nvidia-smi`` is
-    found through the first, ``cupy`` and ``cuda.tile`` are imported through the second,
-    before the interpreter's own site-packages) where a fake is cheapest to put: an empty
-    or relative entry (the working directory answers there), an entry inside the checkout
-    the run was made from (a file committed or dropped there answers), or an entry under a
-    scratch folder anyone on the host may write (:data:`SCRATCH`) that the runner's first
-    record did not have. A runner key's first record sets its baseline: a lent machine
-    that installs its toolchain under ``/tmp`` for every session (this project's H200
-    runner does) shows the same entries every time, and a new one is what is odd.
-``smi-clock``
-    The nvidia-smi transcript's own header (the host's wall clock, no zone) lies outside
-    what the record's times allow: after the record's ``created`` plus the widest time
-    zone east, or before its session started minus the widest west (:data:`CLOCK_EAST`,
-    :data:`CLOCK_WEST`, with :data:`CLOCK_SLACK` for clock drift). A transcript replayed
-    from another day does.
-``launch-too-fast``
-    A run whose report says its checks ran on a GPU, or a bench with timed cases, in less
-    time than starting such a program on a GPU takes (:data:`MIN_LAUNCH_S`).
-``host-facts``
-    Host facts (:data:`HOST_FACTS`) unlike those of the same runner's first record.
-``gpu-two-hosts``
-    A GPU uuid already recorded by another runner: uuids are per board.
-
-A runner is the key that signed the record; unsigned records, which no key vouches for,
-are one runner among themselves. A signal is *settled* when a record from another
-runner key agrees (:func:`agrees`: same program and program source, passed, on a GPU of
-the same compute capability, with no signal of its own) or when a lesson's front matter
-explains it (``PlausibilityNote``: the signal and its subject). ``gate.decide`` keeps a
-lesson whose evidence has an unsettled signal from publishing (:func:`doubts`); the audit
-reports each signal no lesson explains (``judge.audit.rules.plausibility``).
+A record signed by a registered runner key can still come from a machine whose ``nvidia-smi`` or ``cupy`` is a
+shim, or be assembled from another machine's transcripts. :func:`signals` looks, over every record that counts
+(``trust.admits``) and names a GPU, oldest first (``standing.age``), for five (``shim-path``, ``smi-clock``,
+``launch-too-fast``, ``host-facts``, ``gpu-two-hosts``), each a :class:`Signal` whose words say it is not proof,
+against the runner key's first record as its baseline. A signal is settled by an agreeing record of another
+runner key (:func:`agrees`) or a lesson's front-matter note (``PlausibilityNote``); ``gate.decide`` keeps a lesson
+whose evidence has an unsettled one from publishing (:func:`doubts`) and the audit reports each no lesson explains.
+What each signal catches, the baseline and how to settle one: docs/hostile-inputs.md.
 """
 
 from __future__ import annotations

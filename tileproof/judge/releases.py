@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
-from tileproof.records.models import CUDA_TILE_RUN_VERSION, CompileRecord, RunRecord
+from tileproof.records.models import CompileRecord, RunRecord
 
 CUDA_TILE_SUFFIX = ".py"
 """The programs that import cuda-tile (``kernels/*.py``); C++ and cuTile.jl programs never do, so the cuda-tile
@@ -62,7 +62,7 @@ def release_of(rec: RunRecord) -> ReleaseKey | None:
         return None
     if rec.cuda_tile is not None:
         return ReleaseKey(rec.cuda_tile.version, not rec.cuda_tile.outside)
-    if rec.run_version >= CUDA_TILE_RUN_VERSION:
+    if rec.names_release:
         return None
     version = rec.environment.versions.get("cuda-tile")
     return ReleaseKey(version, True) if version else None

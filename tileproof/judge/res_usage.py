@@ -1,23 +1,12 @@
 """Compile-derived tables: a lesson's REG/SHARED table from the compile records, as a pure function.
 
-A lesson whose front matter declares ``res_usage`` (program, target, artifact kind,
-kernels) gets its body table filled from ``cuobjdump -res-usage`` numbers that a compile
-record holds, the way its results table is filled from run records. Per CUDA release
-(``claim_verdicts.release_of`` of the record's toolchain; a record of mixed releases is
-evidence for none), the newest compile record that counts (``trust.admits``) and holds a
-``built`` build of the program for the table's target and artifact kind decides, when it
-
-- still attests today's inputs of the program (``records.depends``, the rule run records follow
-  too: the program, the files it includes, the tolerance entries it names; an entry or a header
-  for another program stales nothing), and
-- lists a res-usage entry for every kernel of the table (an older record never stands in).
-
-Each release with such a record is one REG/SHARED column; a release whose newest record
-fails one of these is named in ``skipped``. With no column at all the table is a blocker
-(fix: ``nox -s compile``). A published lesson's table is decided from the compile records it
-cites instead (``cited``): each must still count and attest today's inputs, else the table is a
-blocker. ``rendered`` is the table publish writes and the audit re-derives; nothing here reads a
-file.
+A lesson whose front matter declares ``res_usage`` gets its body table filled from the ``cuobjdump -res-usage``
+numbers compile records hold, the way its results table is filled from run records: per CUDA release, the newest
+compile record that counts (``trust.split``), still attests today's inputs of the program (``records.depends``)
+and lists every kernel of the table is one column (a release whose newest record fails is in ``skipped``); a
+published lesson's table is decided from the compile records it cites (``cited``). With no column the table is
+a blocker. ``rendered`` is the table publish writes and the audit re-derives; nothing here reads a file. The
+rules: docs/records-and-staleness.md, "Compile-derived tables".
 """
 
 from __future__ import annotations
@@ -28,9 +17,10 @@ from dataclasses import dataclass, replace
 from tileproof.judge import today as today_mod
 from tileproof.judge import trust
 from tileproof.judge.claim_verdicts import Release, release_of
+from tileproof.lesson_text import render_res_usage
 from tileproof.records import depends
 from tileproof.records.depends import Bounds
-from tileproof.records.lessons import render_res_usage, res_usage_from, res_usage_source
+from tileproof.records.lessons import res_usage_from, res_usage_source
 from tileproof.records.models import (
     BuildResult,
     CompileRecord,

@@ -1,24 +1,9 @@
 """A record's standing in time: judged by the commit that first added it, never by its own ``created``.
 
-A signer chooses the ``created`` it signs; git history, which every clone carries, says
-when a record entered the tree. :func:`standing` is the one decision the publish decision
-(through ``gather.trust_state``) and the audit both use; it takes a verification that
-``records.registry.verify`` made against the working tree's registry, the record's
-``FirstCommit`` (None: not committed) and what ``judge.trust_root`` found about its key,
-and refuses the record when:
-
-- its key, or this kind for its key, was granted by a registry change no key held before
-  signed (``unendorsed-key``, ``kind-not-allowed``);
-- it was first added in a commit descending from its key's revocation commit (or it is
-  not committed and its key is revoked anywhere in history), or it is dated at or after the
-  earliest ``revoked_since`` any version gave its key (``revoked``);
-- it is dated before its key was ``added`` (``dated-before-key``);
-- it is dated later than its first commit, plus :data:`SKEW` for clocks that disagree, or
-  later than now (``dated-after-commit``). An uncommitted record is judged against now.
-
-:func:`age` orders records for "the newest": by first-commit position (topological, so a
-commit date is not trusted either), then ``created``, then run id; an uncommitted record is
-newer than every committed one. A record dated in the future wins nothing.
+A signer chooses the ``created`` it signs; git history, which every clone carries, says when a record entered
+the tree. :func:`standing` (the one decision the publish decision and the audit use) refuses a record whose key
+history does not vouch for at that time; :func:`age` orders records for "the newest". The rules (each refusal,
+the clock skew allowed, the order): docs/threat-model.md, "Which records count".
 """
 
 from __future__ import annotations
@@ -28,7 +13,7 @@ from collections.abc import Mapping
 from datetime import datetime, time, timedelta, timezone
 
 from tileproof.judge.trust_root import KeyFacts, TrustState
-from tileproof.records.registry import Verification
+from tileproof.records.runner_keys import Verification
 from tileproof.records.store import Examined
 from tileproof.records.trust_history import FirstCommit
 

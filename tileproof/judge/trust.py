@@ -3,16 +3,16 @@
 A record counts only when what was checked about it when it was loaded
 (``store.Examined``) says so: its seal is intact (a record edited after writing,
 or with no seal, never counts) and its signature's standing
-(``records.registry.verify``, then its standing in history, ``judge.standing``) is one
+(``records.runner_keys.verify``, then its standing in history, ``judge.standing``) is one
 the policy accepts. A tree whose ``lessons/runners.yaml`` lists any runner key, or says
 ``policy: signed-only``, or whose git history shows a version that did
 (``judge.trust_root``: the policy only tightens; carried on each ``Examined`` record),
 accepts only ``verified`` records (:func:`effective`); :data:`POLICY`, the code's
 default, only applies to a tree that has registered no key yet (a project before its
-first key, a test tree), where unsigned records count. The rows, the performance claims, the refuted claims and the
-audit all follow, because they all ask ``admits``/``split`` here. Unsigned records first
-committed before the tree's first key are legacy: they count toward nothing under
-``signed-only`` and are no finding (:func:`issues`).
+first key, a test tree), where unsigned records count. The rows, the performance claims, the refuted
+claims and the audit all follow, because they all ask :func:`refusal` here (through :func:`split`, or
+:func:`admits` for one record). Unsigned records first committed before the tree's first key are
+legacy: they count toward nothing under ``signed-only`` and are no finding (:func:`issues`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from tileproof.judge import standing
-from tileproof.records.registry import TreePolicy, Trust, Verification
+from tileproof.records.runner_keys import TreePolicy, Trust, Verification
 from tileproof.records.store import Examined, examine
 
 TrustPolicy = Literal["unsigned-counts", "signed-only"]

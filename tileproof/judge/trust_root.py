@@ -1,38 +1,12 @@
 """Which runner keys the history of the registry vouches for, from a root the reviewer pins.
 
-``evaluate`` reads nothing: it takes the commit graph and every version of
-``lessons/runners.yaml`` along it (``records.trust_history``, gathered by
-``runner.history.trust_history``), the working tree's registry, the endorsements
-committed under ``lessons/registry-signatures/`` (``records.registry_change``) and the
-trust root (``Root``), and says, as TUF's root rotation does, that each registry version
-after the root is trusted only as far as the version before it signed it:
-
-- The **root** is the pinned commit's registry (``--trust-root``, ``$TILEPROOF_TRUST_ROOT``
-  or the tree's ``.ci/trust-root``), or, with no pin, the first commit whose registry lists
-  a key (trust on first use). Only commits descending from it are checked (the range).
-- Walking the range parents first, each commit's *trusted grants* (key → kinds it may sign)
-  are the union, over its parents, of what the step from that parent leaves trusted: the
-  same registry (or the same content, written differently) keeps the parent's; a version
-  endorsed by a key the parent trusted with ``registry`` (not revoked there) is trusted as
-  it says; any other version keeps only what the parent trusted and it still grants. A
-  grant the registry makes that its commit does not trust, and no parent already did not, is
-  a finding there: ``registry-root-reset`` when no parent held a key that could have signed
-  it (every key lost: the pin must move, docs/keys.md), else ``registry-change-unsigned``.
-  Records signed by a key, or for a kind, that is not trusted count for nothing
-  (``judge.standing``). A change that only tightens (a revocation, fewer kinds, a key
-  removed) needs no signature.
-- **Revocations are permanent**: a key's revocation is the first commit listing it
-  revoked (and the earliest ``revoked_since`` any version gives it), whatever later
-  versions say; a version that drops or moves it later is ``registry-loosened``.
-- **The policy only tightens**: once any version listed a key (or said ``signed-only``),
-  only signed records count in this tree; a registry missing or listing no key now is
-  ``registry-missing`` or ``registry-emptied``.
-- ``expect`` (``--expect-ancestor``): a commit the reviewer audited before must be an
-  ancestor of HEAD, else ``history-rewritten``; a pinned commit not in this history is
-  ``trust-root-not-in-history``.
-
-Every change of the registry in the range, every move of the tree's pin and the range
-itself are in the ``TrustReport`` the audit prints.
+``evaluate`` reads nothing: it takes the commit graph and every version of ``lessons/runners.yaml`` along it
+(``records.trust_history``), the working tree's registry, the committed endorsements (``records.registry_change``)
+and the root (``Root``), and gives each key the kinds history trusts it with, the findings (``registry-*``,
+``trust-root-not-in-history``, ``history-rewritten``) and the ``TrustReport`` the audit prints. As in TUF's root
+rotation, each version after the root is trusted only as far as the version before it signed it. The rules (the
+root, the walk over parents, permanent revocations, a policy that only tightens):
+docs/threat-model.md, "How the registry's history is walked".
 """
 
 from __future__ import annotations
@@ -44,10 +18,11 @@ from typing import Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from tileproof.records import registry as reg
+from tileproof.records import runner_keys as reg
 from tileproof.records.errors import RecordError, one_line
-from tileproof.records.registry import REGISTRY, REGISTRY_KIND, RunnerRegistry, TreePolicy
+from tileproof.records.findings import Finding
 from tileproof.records.registry_change import SignedChange, digest
+from tileproof.records.runner_keys import REGISTRY, REGISTRY_KIND, RunnerRegistry, TreePolicy
 from tileproof.records.trust_history import TrustHistory
 from tileproof.records.trust_pin import PIN, TrustPin, parse_pin
 
@@ -142,7 +117,8 @@ class RegistryChange:
 
 @dataclass(frozen=True)
 class PinMove:
-    """A commit that changed the tree's pin (``.ci/trust-root``)."""
+    """A commit that changed the tree's pin file (``.ci/trust-root``): a move when the commit it pins changed
+    (or it appeared, went, or stopped reading), else a rewrite of the same pin (its comments or its why)."""
 
     commit: str
     before: str | None
@@ -151,9 +127,17 @@ class PinMove:
     """The commit it names now (None: removed, or unreadable)."""
     why: str
 
+    @property
+    def moved(self) -> bool:
+        """Whether the pinned commit changed; False for a file rewritten around the same pin."""
+        return self.before is None or self.before != self.after
+
     def __str__(self) -> str:
+        why = f" ({self.why})" if self.why else ""
+        if not self.moved:
+            return f"{_short(self.commit)}: {PIN.as_posix()}, same pin {_short(self.after)}{why}"
         return f"{_short(self.commit)}: {PIN.as_posix()} {_short(self.before) if self.before else 'absent'} -> " \
-               f"{_short(self.after) if self.after else 'absent'}" + (f" ({self.why})" if self.why else "")
+               f"{_short(self.after) if self.after else 'absent'}{why}"
 
 
 @dataclass(frozen=True)
@@ -177,12 +161,8 @@ class TrustReport:
         out = [f"trust root: {self.root}", f"trust range: {self.range}"]
         out += [f"expected ancestor: {self.expect}"] if self.expect else []
         out += [f"registry change {c}" for c in self.changes]
-        out += [f"pin moved in {m}" for m in self.pin_moves]
+        out += [f"pin {'moved' if m.moved else 'rewritten'} in {m}" for m in self.pin_moves]
         return [one_line(line) for line in out]
-
-
-Finding = tuple[str, str, str]
-"""(file, rule id, reason)."""
 
 
 @dataclass(frozen=True)
@@ -314,8 +294,8 @@ def without_history(worktree: RunnerRegistry, reason: str, root: Root | None, ex
             for r in worktree.runners}
     findings: list[Finding] = []
     if expect is not None:
-        findings.append(("HEAD", "history-rewritten", f"{expect.given} cannot be checked as an ancestor of HEAD: "
-                                                      f"{reason}"))
+        findings.append(Finding("HEAD", "history-rewritten",
+                                f"{expect.given} cannot be checked as an ancestor of HEAD: {reason}"))
     return TrustState(keys, worktree.in_force, None, False,
                       TrustReport(False, f"NOT CHECKED ({reason})" + (f"; {root.source} {root.given} not applied"
                                                                       if root else ""), "none"), tuple(findings))
@@ -400,15 +380,15 @@ def evaluate(history: TrustHistory, worktree: bytes | None, signatures: Sequence
             where = f"{REGISTRY.as_posix()}" + (" (working tree)" if n == WORKTREE else "")
             step = f"commit {_short(n)}" if n != WORKTREE else "the working tree's change"
             if could_sign:
-                findings.append((where, "registry-change-unsigned",
-                                 f"{step} grants {granted_words} with no endorsement by a key the "
-                                 f"registry held before; what it grants counts for nothing (fix: tileproof "
-                                 f"sign-registry --key <a key with 'registry'>, committed beside the change)"))
+                findings.append(Finding(where, "registry-change-unsigned",
+                                        f"{step} grants {granted_words} with no endorsement by a key the "
+                                        f"registry held before; what it grants counts for nothing (fix: tileproof "
+                                        f"sign-registry --key <a key with 'registry'>, committed beside the change)"))
             else:
-                findings.append((where, "registry-root-reset",
-                                 f"{step} grants {granted_words}, and no key held before it could sign "
-                                 f"it (a root reset); what it grants counts for nothing until a reviewer moves the "
-                                 f"trust root to it (fix: docs/keys.md, 'Every key lost')"))
+                findings.append(Finding(where, "registry-root-reset",
+                                        f"{step} grants {granted_words}, and no key held before it could sign "
+                                        f"it (a root reset); what it grants counts for nothing until a reviewer moves "
+                                        f"the trust root to it (fix: docs/keys.md, 'Every key lost')"))
 
     keys = _key_facts(nodes, version, state.get(WORKTREE) or {}, untrusted, revoked, history, descend)
     ever = any(version(n).keyed for n in history.commits)
@@ -456,10 +436,10 @@ def _root_node(nodes: list[str], version, root: Root | None, findings: list[Find
         what += f" ({root.given})" if root.commit and root.given not in (root.commit, _short(root.commit)) else ""
     where = f"from {root.source}" + (f": {root.why}" if root.why else "")
     if node is None:
-        findings.append((PIN.as_posix() if root.source == ".ci/trust-root" else REGISTRY.as_posix(),
-                         "trust-root-not-in-history",
-                         f"{what}, {where}, is not in this history (rewritten, another repository, or a typo); "
-                         f"no key counts (fix: pin a commit of this history: docs/keys.md)"))
+        findings.append(Finding(PIN.as_posix() if root.source == ".ci/trust-root" else REGISTRY.as_posix(),
+                                "trust-root-not-in-history",
+                                f"{what}, {where}, is not in this history (rewritten, another repository, or a "
+                                f"typo); no key counts (fix: pin a commit of this history: docs/keys.md)"))
         return None, f"{what}, {where}: NOT IN THIS HISTORY"
     first = f", first in commit {_short(node)}" if root.registry_sha256 is not None else ""
     return node, f"{what}{first}, {where}"
@@ -539,23 +519,23 @@ def _loosened(ever: bool, wt: _Version, revoked: Mapping[str, _Revocation]) -> l
     if not ever:
         return []
     if wt.sha256 is None:
-        return [(where, "registry-missing", "is gone, and git history shows it listed runner keys: only signed records "
-                                            "count here, and none can be verified (fix: git checkout HEAD -- "
-                                            f"{where}, or restore it from the last commit that had it)")]
+        return [Finding(where, "registry-missing", "is gone, and git history shows it listed runner keys: only signed "
+                                                   "records count here, and none can be verified (fix: git checkout "
+                                                   f"HEAD -- {where}, or restore it from the last commit that had it)")]
     if wt.content is None:
         return []  # unreadable: loading it fails with its own one line
     if not wt.content.runners:
-        return [(where, "registry-emptied", "lists no key, and git history shows it listed some: only signed "
-                                            "records count here, and none can be verified (fix: restore the entries; "
-                                            "never delete one, revoke it)")]
+        return [Finding(where, "registry-emptied", "lists no key, and git history shows it listed some: only signed "
+                                                   "records count here, and none can be verified (fix: restore the "
+                                                   "entries; never delete one, revoke it)")]
     out = []
     for k, rev in sorted(revoked.items()):
         entry = wt.content.keys.get(k)
         if entry is not None and (entry[0].revoked_since is None or entry[0].revoked_since > rev.since):
-            out.append((where, "registry-loosened",
-                        f"key {k[:16]}… ({entry[0].owner}) was revoked since {rev.since.isoformat()} in commit "
-                        f"{_short(rev.commit)}; a revocation is permanent whatever this file says now (fix: "
-                        f"revoked_since: '{rev.since.isoformat()}')"))
+            out.append(Finding(where, "registry-loosened",
+                               f"key {k[:16]}… ({entry[0].owner}) was revoked since {rev.since.isoformat()} in commit "
+                               f"{_short(rev.commit)}; a revocation is permanent whatever this file says now (fix: "
+                               f"revoked_since: '{rev.since.isoformat()}')"))
     return out
 
 
@@ -580,8 +560,8 @@ def _expectation(history: TrustHistory, expect: Expect | None, findings: list[Fi
         return f"{expect.given} ({_short(expect.commit)}) is an ancestor of HEAD ({_short(history.head)})"
     what = "names no commit of this repository" if expect.commit is None else \
         f"({_short(expect.commit)}) is not an ancestor of HEAD ({_short(history.head)})"
-    findings.append(("HEAD", "history-rewritten",
-                     f"{expect.given} {what}: history was rewritten since that audit, or this is another branch "
-                     f"(fix: audit the branch that contains it; never rewrite published history)"))
+    findings.append(Finding("HEAD", "history-rewritten",
+                            f"{expect.given} {what}: history was rewritten since that audit, or this is another branch "
+                            f"(fix: audit the branch that contains it; never rewrite published history)"))
     return f"{expect.given} {what}"
 

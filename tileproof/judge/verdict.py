@@ -1,51 +1,31 @@
 """One verdict per lesson: the publish decision, the history check and the re-derivation, judged once.
 
-``gather.tree.Tree.verdict`` gathers the inputs and calls :func:`judge`; ``status``, ``publish``
-(``--dry-run`` too) and the audit all print from the :class:`LessonVerdict` it returns, so they
-cannot disagree: ``status`` says ready exactly when ``publish --dry-run`` exits 0
-(:attr:`LessonVerdict.ready`), and the audit's findings against a lesson are
-:meth:`LessonVerdict.findings`.
-
-A draft is judged on the newest evidence (``gate.decide``): what a publish would write. A
-published lesson is judged on the records it cites (``gate.decide`` with ``records.lessons.cited``):
-it stays valid while each of them still counts, is not stale and passed, no newer counted run of
-the same row and hardware class failed (``gate.newer_failure``), and its hardware block, results,
-verified cuda-tile releases (``release_matrix.cited_verified``) and compile-derived tables re-derive from
-exactly those records (:func:`differences`: what
-``publish`` itself would write from them). Newer passing evidence never makes it false: it is a note
-(:attr:`LessonVerdict.refreshable`, "republish to refresh"), and ``publish --republish`` writes it from
-the newest evidence, refused while that evidence does not hold. Git history showing a record or
-transcript once committed and now missing, changed or replaced by something the reader refuses (a
-``git rm``-ed refutation is no longer among the records; a FIFO in place of a transcript) keeps every
-lesson from being published or ready, and so do an input refused by what it is (``gather.inputs``) and a
-finding of the trust root (:attr:`LessonVerdict.tree_problems`). A plausibility signal on a record the
-decision rests on (``judge.plausibility``; for a published lesson, a record it cites) is one of the
-decision's blockers (``gate.Decision.doubts``), so it is part of this verdict too.
-
-The rule ids below are the audit's (``judge.audit.rules`` registers them with what they catch):
-``publish`` and ``status`` print the same words.
+``gather.tree.Tree.verdict`` gathers the inputs and calls :func:`judge`; ``status``, ``publish`` (``--dry-run``
+too) and the audit all print from the :class:`LessonVerdict` it returns, so they cannot disagree: ``status`` says
+ready exactly when ``publish --dry-run`` exits 0 (:attr:`LessonVerdict.ready`), and the audit's findings against
+a lesson are :meth:`LessonVerdict.findings`. The rule ids below are the audit's (``judge.audit.rules`` registers
+them). The rules (a draft on the newest evidence, a published lesson on the records it cites, what keeps every
+lesson from being ready): docs/records-and-staleness.md, "When a published lesson stays valid" and "One verdict,
+three commands".
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tileproof import lesson_text
 from tileproof.judge.gate import Decision
 from tileproof.judge.releases import ReleaseKey
 from tileproof.records import lessons
 from tileproof.records.errors import RecordError
-from tileproof.records.history import HistoryReport, Problem
+from tileproof.records.findings import Finding
+from tileproof.records.history_check import HistoryReport
 from tileproof.records.models import Hardware, LessonFront
 
 WITHOUT_EVIDENCE = "lesson-published-without-evidence"
 """Rule id: a published lesson whose cited records no longer hold (or a newer failure overturns one)."""
 REDERIVE = "lesson-rederive"
 """Rule id: a published lesson that differs from what its cited records give."""
-HISTORY: dict[Problem, str] = {"missing": "history-missing", "changed": "history-changed",
-                               "refused": "history-refused"}
-"""Rule id of each history problem."""
-VERB: dict[Problem, str] = {"missing": "deleted", "changed": "edited", "refused": "replaced"}
-"""What was done to the once-committed file, as each history finding words it."""
 SHOWN = 2
 """Blockers named in a without-evidence finding (the rest counted)."""
 
@@ -55,18 +35,6 @@ Issue = tuple[str, str]
 
 def republish_fix(lesson_id: str) -> str:
     return f"tileproof publish {lesson_id} --republish: it rewrites the lesson with what the records show"
-
-
-def history_problems(report: HistoryReport) -> list[tuple[str, str, str]]:
-    """(file, rule id, reason) for each once-committed record or transcript now missing, changed or not a
-    regular file (a link, FIFO, device or folder the reader never follows or opens)."""
-    out = []
-    for f in report.findings:
-        why = f" ({f.why})" if f.why else ""
-        out.append((f.path, HISTORY[f.problem],
-                    (f"{VERB[f.problem]} after commit {f.commit[:12]}, which first added it{why}; records and "
-                     f"transcripts are never deleted or edited (fix: git checkout {f.commit[:12]} -- {f.path})")))
-    return out
 
 
 @dataclass(frozen=True)
@@ -82,11 +50,11 @@ class LessonVerdict:
     """The tree's git-history check (one per tree)."""
     rederived: tuple[str, ...] = ()
     """For a published lesson its cited records still back: each place it differs from what they give."""
-    distrust: tuple[tuple[str, str, str], ...] = ()
-    """(file, rule id, reason) for each way the runner registry's history does not hold from the trust root
+    distrust: tuple[Finding, ...] = ()
+    """A finding for each way the runner registry's history does not hold from the trust root
     (``judge.trust_root``): while there is one, no lesson is ready or republishable."""
-    refused: tuple[tuple[str, str, str], ...] = ()
-    """(file, rule id, reason) for each input the audit refuses by what it is (``gather.inputs``: a link, a
+    refused: tuple[Finding, ...] = ()
+    """A finding for each input the audit refuses by what it is (``gather.inputs``: a link, a
     FIFO or device, a file over its cap under evidence/ or lessons/), read by the decision or not: while
     there is one, no lesson is ready or republishable (``publish`` exits 2 on it)."""
 
@@ -95,12 +63,14 @@ class LessonVerdict:
         return self.lesson.front.status == "published"
 
     @property
-    def history_problems(self) -> list[tuple[str, str, str]]:
-        return history_problems(self.history)
+    def history_problems(self) -> list[Finding]:
+        """Each once-committed record or transcript now missing, changed or not a regular file (a link, FIFO,
+        device or folder the reader never follows or opens): the history check's findings."""
+        return list(self.history.findings)
 
     @property
-    def tree_problems(self) -> list[tuple[str, str, str]]:
-        """(file, rule id, reason) for everything about the tree that keeps every lesson from being ready:
+    def tree_problems(self) -> list[Finding]:
+        """A finding for everything about the tree that keeps every lesson from being ready:
         refused inputs, the trust root's findings, history findings (in the order ``publish`` names them)."""
         return [*self.refused, *self.distrust, *self.history_problems]
 
@@ -133,7 +103,7 @@ class LessonVerdict:
         fresh = self.fresh.published_front(self.lesson.front)
         if not self.lesson.front.cuda_tile_verified:
             fresh = fresh.model_copy(update={"cuda_tile_verified": []})
-        return lessons.render(self.lesson, fresh, self.fresh.published_blocks()) != self.lesson.text
+        return lesson_text.render(self.lesson, fresh, self.fresh.published_blocks()) != self.lesson.text
 
     @property
     def states_releases(self) -> bool:
@@ -162,8 +132,7 @@ class LessonVerdict:
 
 
 def judge(lesson: lessons.Lesson, fresh: Decision, cited: Decision | None, history: HistoryReport,
-          distrust: tuple[tuple[str, str, str], ...] = (),
-          refused: tuple[tuple[str, str, str], ...] = ()) -> LessonVerdict:
+          distrust: tuple[Finding, ...] = (), refused: tuple[Finding, ...] = ()) -> LessonVerdict:
     """The verdict from the decisions: ``fresh`` over the newest evidence, ``cited`` over the records a
     published lesson cites (None for a draft); ``distrust``: the trust root's findings for the tree;
     ``refused``: the inputs refused by what they are."""
@@ -182,7 +151,7 @@ def differences(lesson: lessons.Lesson, derived: LessonFront, blocks: dict[str, 
     ``blocks`` (``Decision.published_blocks``: marker name → table): what it says, what is derived.
 
     The derivation is the decision's own ``Decision.published_front`` and the text is
-    ``records.lessons.render``'s: exactly what ``publish`` writes, so a lesson published by tileproof
+    ``lesson_text.render``'s: exactly what ``publish`` writes, so a lesson published by tileproof
     re-derives to itself, and a hand edit (``NVIDIA B200, cc 10.0``) does not."""
     front, out = lesson.front, []
     for name in Hardware.model_fields:
@@ -204,7 +173,7 @@ def differences(lesson: lessons.Lesson, derived: LessonFront, blocks: dict[str, 
         table = lessons.block_text(lesson.shown, lesson.body, lessons.RESULTS).strip("\n").splitlines()
     except RecordError as e:
         return out + [f"body: {e.problem}"]
-    wanted = lessons.render_results_table(derived.results).strip("\n").splitlines()
+    wanted = lesson_text.render_results_table(derived.results).strip("\n").splitlines()
     for n, (have, want) in enumerate(zip(table, wanted, strict=False), start=1):
         if have != want:
             out.append(f"body results table line {n}: the lesson says {have!r}, the records give {want!r}")
@@ -212,7 +181,7 @@ def differences(lesson: lessons.Lesson, derived: LessonFront, blocks: dict[str, 
         out.append(f"body results table: {len(table)} lines, the records give {len(wanted)}")
     for name, content in (blocks or {}).items():
         out += block_differences(lesson, name, content)
-    if not out and lessons.render(lesson, derived, blocks) != lesson.text:
+    if not out and lesson_text.render(lesson, derived, blocks) != lesson.text:
         out.append("front matter: status, hardware or results are not written as publish writes them")
     return out
 

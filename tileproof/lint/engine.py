@@ -1,12 +1,12 @@
 """The lint API: findings for a file's text or for files and folders, ignores applied.
 
-A finding is ``path:line:col: RULE message (fix: ...)``; a file that does not parse is one
-(TP000). A finding is silenced on its own line by ``# tileproof: ignore[TP003] <reason>``;
+A finding (``records.findings.Finding``) prints as ``path:line:col: RULE message (fix: ...)``; a file
+that does not parse is one (TP000). A finding is silenced on its own line by ``# tileproof: ignore[TP003] <reason>``;
 the reason is required, and an ignore without one (or naming an unknown rule) is itself a
 finding (TP900) and silences nothing.
 
 Which code is device code and what is known about its values is ``lint.interp``; the rules
-are one module each under ``lint/rules/``, in the one table of ``lint.registry``; the
+are one module each under ``lint/rules/``, in the one table of ``lint.rule_table``; the
 command is ``commands/lint.py``. Standard library only: linting never imports cuda.tile or
 the code it reads.
 """
@@ -17,14 +17,14 @@ import ast
 import io
 import re
 import tokenize
-from dataclasses import dataclass
 from pathlib import Path
 
 import tileproof.lint.rules  # noqa: F401  (registers every rule)
 from tileproof.lint.interp import check_module
-from tileproof.lint.registry import ENGINE_RULES, table
+from tileproof.lint.rule_table import ENGINE_RULES, table
+from tileproof.records.findings import Finding
 
-__all__ = ["RULES", "Finding", "lint_paths", "lint_source", "python_files"]
+__all__ = ["RULES", "lint_paths", "lint_source", "python_files"]
 
 RULES: dict[str, tuple[str, str]] = table()
 """id -> (slug, one-line description) of every rule, sorted; ``--list-rules`` prints it."""
@@ -32,21 +32,8 @@ RULES: dict[str, tuple[str, str]] = table()
 _IGNORE = re.compile(r"#\s*tileproof:\s*ignore\[([^\]]*)\](.*)$")
 
 
-@dataclass(frozen=True, order=True)
-class Finding:
-    """One problem at one place in one file."""
-
-    path: str
-    line: int
-    col: int
-    rule: str
-    message: str
-    fix: str = ""
-
-    def format(self) -> str:
-        """The ``path:line:col: RULE message (fix: ...)`` line the CLI prints."""
-        text = f"{self.path}:{self.line}:{self.col}: {self.rule} {self.message}"
-        return f"{text} (fix: {self.fix})" if self.fix else text
+def _at(path: str, line: int, col: int, rule: str, message: str, fix: str = "") -> Finding:
+    return Finding(path, rule, message, fix, line=line, col=col)
 
 
 def lint_source(source: str, path: str) -> list[Finding]:
@@ -54,12 +41,11 @@ def lint_source(source: str, path: str) -> list[Finding]:
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as e:
-        return [Finding(path, e.lineno or 1, e.offset or 1, "TP000",
-                        f"cannot parse: {e.msg}")]
+        return [_at(path, e.lineno or 1, e.offset or 1, "TP000", f"cannot parse: {e.msg}")]
     except ValueError as e:   # e.g. a NUL byte in the source
-        return [Finding(path, 1, 1, "TP000", f"cannot parse: {e}")]
+        return [_at(path, 1, 1, "TP000", f"cannot parse: {e}")]
     ignores, bad = _ignore_comments(source, path)
-    findings = [Finding(path, h.line, h.col, h.rule, h.message, h.fix)
+    findings = [_at(path, h.line, h.col, h.rule, h.message, h.fix)
                 for h in check_module(tree) if h.rule not in ignores.get(h.line, ())]
     return sorted(findings + bad)
 
@@ -71,8 +57,7 @@ def lint_paths(paths: list[Path]) -> list[Finding]:
         try:
             source = file.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
-            findings.append(Finding(str(file), 1, 1, "TP000",
-                                    f"cannot parse: not UTF-8 ({e.reason})"))
+            findings.append(_at(str(file), 1, 1, "TP000", f"cannot parse: not UTF-8 ({e.reason})"))
             continue
         findings.extend(lint_source(source, str(file)))
     return sorted(findings)
@@ -113,15 +98,15 @@ def _ignore_comments(source: str, path: str) -> tuple[dict[int, set[str]], list[
         unknown = [i for i in ids if i not in RULES or i in ENGINE_RULES]
         if not ids or unknown:
             what = f"unknown rule id {', '.join(unknown)}" if unknown else "no rule id"
-            bad.append(Finding(path, line, col, "TP900",
-                               f"ignore comment names {what}; it silences nothing",
-                               "name the rule(s) being silenced, e.g. ignore[TP003] "
-                               "(python -m tileproof lint-kernels --list-rules lists them)"))
+            bad.append(_at(path, line, col, "TP900",
+                           f"ignore comment names {what}; it silences nothing",
+                           "name the rule(s) being silenced, e.g. ignore[TP003] "
+                           "(python -m tileproof lint-kernels --list-rules lists them)"))
         elif not reason:
-            bad.append(Finding(path, line, col, "TP900",
-                               f"ignore[{', '.join(ids)}] has no reason; it silences nothing",
-                               f"say why the code is right: # tileproof: ignore[{ids[0]}] "
-                               "<reason>"))
+            bad.append(_at(path, line, col, "TP900",
+                           f"ignore[{', '.join(ids)}] has no reason; it silences nothing",
+                           f"say why the code is right: # tileproof: ignore[{ids[0]}] "
+                           "<reason>"))
         else:
             ignores.setdefault(line, set()).update(ids)
     return ignores, bad

@@ -37,7 +37,7 @@ from tileproof.lint.names import (
     names_in,
     scope_walk,
 )
-from tileproof.lint.registry import HOST_LAUNCH, Hit, hits, rules_for
+from tileproof.lint.rule_table import HOST_LAUNCH, Hit, hits, rules_for
 from tileproof.lint.values import UNKNOWN, Val, agree, broadcast, merge_env
 
 

@@ -25,12 +25,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from tileproof.records.lessons import GATE_CHECK, PROGRAM_SUFFIXES
-from tileproof.records.models import (
-    ENTRY_COMPILE_VERSION,
-    ENTRY_RUN_VERSION,
-    CompileRecord,
-    RunRecord,
-)
+from tileproof.records.models import CompileRecord, RunRecord
 from tileproof.records.tolerances import TABLE_FILE, TABLE_PATHS, entry_digest
 
 Bounds = Mapping[str, tuple[float, float]]
@@ -75,7 +70,7 @@ def of_run(rec: RunRecord, check: str | None = None) -> Depends:
                                                                        if rec.git.dirty else "")
     checks = {c.name for c in rec.report.checks} if rec.report is not None else set()
     row = {check} if check is not None and check != GATE_CHECK else set()
-    per_entry = rec.run_version >= ENTRY_RUN_VERSION
+    per_entry = not rec.attests_table_whole
     return Depends(files={s.path: s.sha256 for s in rec.sources if not s.path.startswith("lessons/")},
                    entries=dict(rec.tolerances) if per_entry else None,
                    checks=frozenset(row if per_entry else checks | row), mentions=frozenset(),
@@ -93,7 +88,7 @@ def of_compile(rec: CompileRecord, program: str, uses: ProgramUses | None = None
     since = f"since compile record {rec.run_id}"
     if program not in attested:
         return f"compile record {rec.run_id} does not attest {program}"
-    if rec.compile_version >= ENTRY_COMPILE_VERSION:
+    if not rec.attests_table_whole:
         own = rec.inputs.get(program)
         if own is None:
             return f"compile record {rec.run_id} does not say what {program} was built from"

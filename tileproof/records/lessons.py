@@ -1,14 +1,12 @@
-"""Lessons on disk: ``lessons/<id>.md`` = YAML front matter + Markdown body.
+"""Lessons on disk: ``lessons/<id>.md`` = YAML front matter + Markdown body, found, read and validated.
 
 The front matter is validated into ``models.LessonFront``; errors name the file
-and the field, in one line. Only ``publish`` writes a lesson, and only these
-parts of it: the front-matter keys ``status``, ``hardware``, ``results`` and
-``cuda_tile_verified`` (written only when it lists a release; added after ``results``
-when the lesson had none), and the body between ``<!-- results:begin -->`` and ``<!-- results:end -->`` (and, for a
-lesson with a ``res_usage`` table, between ``<!-- res-usage:begin -->`` and its end).
-Every other byte stays as the author wrote it. Writes go to a temp file in
-``lessons/`` that replaces the lesson in one ``os.replace``: a lesson is never
-half-written.
+and the field, in one line. Only ``publish`` writes a lesson: the text it writes is
+``lesson_text.render``'s (the publish-owned keys and the marked blocks; every other
+byte stays as the author wrote it), and :func:`write` puts it in place through a temp
+file in ``lessons/`` that replaces the lesson in one ``os.replace``: a lesson is never
+half-written. :func:`cited` reads back the records a published lesson names besides
+its rows; :func:`block_text` the text between a pair of markers.
 
 ``program_list_digest`` is what a run record stores in ``lesson_programs``; a
 lesson whose program list changed after a run makes that run stale.
@@ -30,7 +28,7 @@ from pydantic import ValidationError
 
 from tileproof.records import store
 from tileproof.records.errors import InputRefused, RecordError
-from tileproof.records.models import LessonFront, ResultRow
+from tileproof.records.models import LessonFront
 from tileproof.records.safe_read import parse_yaml, read_text
 
 LESSONS = "lessons"
@@ -45,13 +43,7 @@ PROGRAM_SUFFIXES = tuple(s for suffixes in PROGRAM_KINDS.values() for s in suffi
 GATE_CHECK = "gate"
 """Check name of a capability-gate row (a program refusing a GPU below cc 8.0)."""
 UNKNOWN = "?"
-PUBLISH_OWNED = ("status", "hardware", "results", "cuda_tile_verified")
-"""The only front-matter keys publish rewrites."""
-OMITTED_WHEN_EMPTY = ("cuda_tile_verified",)
-"""Publish-owned keys a lesson holds only while they list something (a draft, a C++-only lesson: absent)."""
-
 _FENCE = "---"
-_TOP_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*):(?:\s|$)")
 
 
 @dataclass(frozen=True)
@@ -246,53 +238,7 @@ def program_list_digest(front: LessonFront) -> str:
     return hashlib.sha256(data.encode()).hexdigest()
 
 
-# --- rendering -----------------------------------------------------------------------
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def render_results_table(rows: list[ResultRow]) -> str:
-    """The body's results table: ``?`` wherever no record backs the row."""
-    out = ["| Program | Check | Bound | Result | Run |", "|---|---|---|---|---|"]
-    for row in rows:
-        check = row.check + (f" (optional: needs {row.hardware})" if row.optional else "")
-        run = f"`{row.run_id}`" if row.run_id else "-"
-        out.append(f"| `{_cell(row.program)}` | {_cell(check)} | {_cell(row.bound)} | {_cell(row.result)} | {run} |")
-    return "\n".join(out) + "\n"
-
-
-def render_res_usage_table(kernels: list[tuple[str, str, str]], usage: dict[str, tuple[int, int]] | None = None,
-                           source: str | None = None) -> str:
-    """REG/SHARED table: (kernel, reduction, mechanism) rows, ``?`` where ``usage`` has no entry.
-
-    ``usage``: kernel → (registers, shared bytes), e.g. ``res_usage_from`` over a
-    compile record's build; ``source`` names that record and target.
-    """
-    return render_res_usage(kernels, [(None, usage or {}, source)] if source or usage else [])
-
-
-ResUsageColumn = tuple["str | None", dict[str, tuple[int, int]], "str | None"]
-"""(label, kernel → (registers, shared bytes), source): one REG/SHARED pair, e.g. one CUDA release's."""
-
-
-def render_res_usage(kernels: list[tuple[str, str, str]], columns: list[ResUsageColumn]) -> str:
-    """The REG/SHARED table with one REG/SHARED pair per column (``REG (13.4)`` when labelled) and
-    a source line per column; no column: every cell ``?`` and "Source: none yet"."""
-    cols = columns or [(None, {}, None)]
-    head = [f"{what} ({label})" if label else what for label, _u, _s in cols for what in ("REG", "SHARED")]
-    out = ["| Kernel | Reduction | " + " | ".join(head) + " | Mechanism |", "|---" * (len(head) + 3) + "|"]
-    for name, reduction, mechanism in kernels:
-        cells = [c for _label, usage, _s in cols
-                 for c in ((str(usage[name][0]), f"{usage[name][1]} B") if name in usage else (UNKNOWN, UNKNOWN))]
-        out.append(f"| `{_cell(name)}` | {_cell(reduction)} | " + " | ".join(cells) + f" | {_cell(mechanism)} |")
-    out.append("")
-    if not columns:
-        out.append("Source: none yet; every `?` waits for a compile record.")
-    for label, _usage, source in columns:
-        out.append(f"Source{f' ({label})' if label else ''}: {source or 'none'}.")
-    return "\n".join(out) + "\n"
+# --- what a published lesson cites ----------------------------------------------------
 
 
 def res_usage_source(run_id: str, nvcc: str, target: str, artifact: str) -> str:
@@ -352,84 +298,9 @@ def block(path: Path | str, body: str, name: str) -> tuple[int, int]:
     return body.index(begin) + len(begin), body.index(end)
 
 
-def replace_block(path: Path | str, body: str, name: str, content: str) -> str:
-    """``body`` with only the text between ``name``'s markers replaced by ``content``."""
-    start, stop = block(path, body, name)
-    return body[:start] + "\n" + content + body[stop:]
-
-
 def block_text(path: Path | str, body: str, name: str) -> str:
     start, stop = block(path, body, name)
     return body[start:stop]
-
-
-def dump_key(key: str, value: Any) -> str:
-    """One top-level front-matter key as YAML, the way lessons are written."""
-    return yaml.safe_dump({key: value}, sort_keys=False, default_flow_style=False, allow_unicode=True, width=4096)
-
-
-def front_values(front: LessonFront) -> dict[str, Any]:
-    """The publish-owned keys as plain data (optional-row fields only where used)."""
-    rows = []
-    for row in front.results:
-        d: dict[str, Any] = {"program": row.program, "check": row.check, "bound": row.bound}
-        if row.optional:
-            d.update(optional=True, hardware=row.hardware)
-        d.update(result=row.result, run_id=row.run_id)
-        rows.append(d)
-    return {"status": front.status, "hardware": front.hardware.model_dump(mode="json"), "results": rows,
-            "cuda_tile_verified": [v.model_dump(mode="json") for v in front.cuda_tile_verified]}
-
-
-def _spans(path: Path | str, front_text: str) -> dict[str, tuple[int, int]]:
-    """Line spans [start, stop) of each top-level key (trailing blank/comment lines excluded)."""
-    lines = front_text.splitlines(keepends=True)
-    starts = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _TOP_KEY.match(line))]
-    spans = {}
-    for n, (i, key) in enumerate(starts):
-        stop = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
-        while stop > i + 1 and (not lines[stop - 1].strip() or lines[stop - 1].startswith("#")):
-            stop -= 1
-        if key in spans:
-            raise RecordError(path, key, "appears twice in the front matter", "keep one")
-        spans[key] = (i, stop)
-    return spans
-
-
-def render(lesson: Lesson, front: LessonFront, blocks: dict[str, str] | None = None) -> str:
-    """The lesson's text with ``front``'s publish-owned parts and the body's compile-derived
-    ``blocks`` (marker name → table, e.g. ``RES_USAGE``); nothing else changes."""
-    for name in LessonFront.model_fields:
-        if name not in PUBLISH_OWNED and getattr(front, name) != getattr(lesson.front, name):
-            raise ValueError(f"render may only change {', '.join(PUBLISH_OWNED)}, not {name}")
-    lines = lesson.front_text.splitlines(keepends=True)
-    spans = _spans(lesson.shown, lesson.front_text)
-    values = front_values(front)
-    for key in OMITTED_WHEN_EMPTY:  # absent until it lists something: then placed after results
-        if key not in spans and values[key] and "results" in spans:
-            lines[spans["results"][1]:spans["results"][1]] = [dump_key(key, values[key])]
-            spans = _spans(lesson.shown, "".join(lines))
-    for key in sorted(PUBLISH_OWNED, key=lambda k: spans.get(k, (0, 0))[0], reverse=True):
-        if key not in spans and key in OMITTED_WHEN_EMPTY and not values[key]:
-            continue
-        if key not in spans:
-            raise RecordError(lesson.shown, key, "is missing from the front matter", f"add a '{key}:' key")
-        start, stop = spans[key]
-        empty = key in OMITTED_WHEN_EMPTY and not values[key]
-        lines[start:stop] = [] if empty else [dump_key(key, values[key])]
-    front_text = "".join(lines)
-    body = replace_block(lesson.shown, lesson.body, RESULTS, render_results_table(front.results))
-    for name, content in (blocks or {}).items():
-        if name == RESULTS:
-            raise ValueError("the results table is rendered from the front matter, not passed in")
-        body = replace_block(lesson.shown, body, name, content)
-    first = lesson.text.splitlines(keepends=True)[0]
-    fence = first if front_text.endswith("\n") or not front_text else "\n" + first
-    text = first + front_text + fence + body
-    after = parse(lesson.shown, text)
-    if after.front != front:  # never write a lesson that does not read back as intended
-        raise RecordError(lesson.shown, "front matter", "rewritten front matter does not read back", "report a bug")
-    return text
 
 
 def write(path: Path, text: str) -> None:

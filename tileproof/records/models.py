@@ -9,9 +9,17 @@ carries ``schema_version``; readers check it before anything else (see
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    StringConstraints,
+    ValidationInfo,
+    model_validator,
+)
 
 from tileproof.records.redact import RedactionRule
 from tileproof.records.schemas import schema
@@ -64,6 +72,10 @@ uncaught exception (``CUDA_TILE_RUN_VERSION``); 3 attests tolerance entries (``E
 hold the verdict ``toolchain-absent``; 1 (records written before, field absent; still read) predates all
 three."""
 
+BlockerKind = Literal["row", "perf-claim", "refuted-claim", "claims-unchecked", "res-usage", "no-tolerance-entry",
+                      "plausibility"]
+"""What kind of thing keeps a lesson from being published (``judge.gate.Blocker``; the audit summary writes it)."""
+
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$")]
 """An environment variable name (upper case, digits, underscores)."""
 
@@ -91,6 +103,39 @@ class Model(BaseModel):
     """Base for every on-disk model: unknown fields are errors."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+def counter(current: int) -> Any:
+    """A version counter's field: a writer that names none writes ``current``; the schema (which describes
+    files) gives 1 as its default, what a file without the counter holds (``Versioned``)."""
+    return Field(default=current, json_schema_extra={"default": 1})
+
+
+AS_READ: Final = {"as_read": True}
+"""The validation context of a record read back from a file (``store.validate``; ``Versioned``)."""
+
+
+class Versioned(Model):
+    """A model with a version counter (the field ``VERSION_FIELD``) whose default is the version written now.
+
+    Read back from a file (validation context ``AS_READ``), a counter the file lacks reads as 1: the shape
+    written before the counter existed. It stays out of ``model_fields_set``, so the model dumps exactly what
+    the file holds and its seal and signature still verify. What an older version means for a judge is a
+    property of the model named for that meaning (``RunRecord.attests_table_whole``...), never a version
+    compare in the judge: the rule lives here, beside the version it reads.
+    """
+
+    VERSION_FIELD: ClassVar[str]
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _as_written(cls, data: Any, handler: ModelWrapValidatorHandler[Any], info: ValidationInfo) -> Any:
+        lacks = (isinstance(data, dict) and cls.VERSION_FIELD not in data
+                 and bool(info.context and info.context.get("as_read")))
+        model = handler({**data, cls.VERSION_FIELD: 1} if lacks else data)
+        if lacks:
+            model.__pydantic_fields_set__.discard(cls.VERSION_FIELD)
+        return model
 
 
 # --- programs' check reports -------------------------------------------------
@@ -220,8 +265,13 @@ class ToolchainProblem(Model):
         return self.detail
 
 
-class Toolchain(Model):
-    version: Literal[1, 2] = 1
+TOOLCHAIN_VERSION: Final = 2
+"""``Toolchain.version`` of the toolchains found now: 2 holds ``problems`` as ``ToolchainProblem``s."""
+
+
+class Toolchain(Versioned):
+    VERSION_FIELD = "version"
+    version: Literal[1, 2] = counter(TOOLCHAIN_VERSION)
     """2: ``problems`` are ``ToolchainProblem``s. 1 (records written before, field absent): one
     line of text each; read as written and judged fail-closed (a text problem always counts)."""
     source: Literal["pip", "system"]
@@ -262,10 +312,11 @@ STEP_VERSION: Final = 2
 before, field absent; still read) was always contained by the marker."""
 
 
-class Step(Model):
+class Step(Versioned):
     """One subprocess: argv as a list, never a shell string."""
 
-    step_version: Literal[1, 2] = 1
+    VERSION_FIELD = "step_version"
+    step_version: Literal[1, 2] = counter(STEP_VERSION)
     """2 (``STEP_VERSION``) for steps written now: ``containment`` says how its processes were contained; 1
     (written before, field absent): no ``containment`` (the marker was the only one then)."""
     name: str
@@ -434,9 +485,10 @@ class ApiInventory(Model):
 
 
 @schema("compile-record", SCHEMA_VERSION)
-class CompileRecord(RecordBase):
+class CompileRecord(RecordBase, Versioned):
+    VERSION_FIELD = "compile_version"
     kind: Literal["compile"]
-    compile_version: Literal[1, 2, 3, 4, 5] = 1
+    compile_version: Literal[1, 2, 3, 4, 5] = counter(COMPILE_VERSION)
     """How the builds were made (one call per C++ program, one process per Python program) and what they
     attest: see ``COMPILE_VERSION``."""
     toolchain: Toolchain
@@ -453,6 +505,13 @@ class CompileRecord(RecordBase):
     """True when every build in this record is ``built``."""
     inputs: dict[str, ProgramInputs] = {}
     """From ``compile_version`` 4: program → what its builds were made from; empty before."""
+
+    @property
+    def attests_table_whole(self) -> bool:
+        """Written before per-entry attestation (``compile_version`` < ``ENTRY_COMPILE_VERSION``): the record
+        lists every source of every program it built, the tolerance table and its header among them, and says
+        nothing per program (``inputs`` empty)."""
+        return self.compile_version < ENTRY_COMPILE_VERSION
 
     @model_validator(mode="after")
     def _fits_version(self) -> CompileRecord:
@@ -554,10 +613,11 @@ class SlurmJob(Model):
     """``CUDA_VISIBLE_DEVICES`` as the job started with it (Slurm's GPU binding); None when unset."""
 
 
-class Environment(Model):
+class Environment(Versioned):
     """What a run session captured once, shared by its program records."""
 
-    environment_version: Literal[1, 2, 3] = 1
+    VERSION_FIELD = "environment_version"
+    environment_version: Literal[1, 2, 3] = counter(ENVIRONMENT_VERSION)
     """3 (``ENVIRONMENT_VERSION``) for environments captured now: the GPU's bus id and the host's GPU topology
     (``nvidia_smi_topo``) too; from 2: ``tileproof`` names the tileproof that ran (``packages`` never lists it when
     it ran from a checkout) and ``slurm`` the Slurm job, if any; 1 (records written before, field absent): none
@@ -600,13 +660,14 @@ class Environment(Model):
 
 
 @schema("run-record", SCHEMA_VERSION)
-class RunRecord(RecordBase):
+class RunRecord(RecordBase, Versioned):
     """One program's run. What it depends on (``gate.staleness``): the lesson's program list, every
     file in ``sources`` (from run_version 3: the program and the helpers it includes or imports; before:
     also the whole tolerance file) and, from run_version 3, each tolerance entry in ``tolerances``."""
 
+    VERSION_FIELD = "run_version"
     kind: Literal["run"]
-    run_version: Literal[1, 2, 3, 4] = 1
+    run_version: Literal[1, 2, 3, 4] = counter(RUN_VERSION)
     """4 (``RUN_VERSION``) for records written now: the cuda-tile release and the program's uncaught exception
     named (``cuda_tile``, ``failure``); 3 and up: tolerance entries attested one by one
     (``ENTRY_RUN_VERSION``); 2 and up: the verdict may be
@@ -639,6 +700,20 @@ class RunRecord(RecordBase):
     failure: ProgramFailure | None = ADDED_FIELD
     """From run_version 4, for a Python program: the uncaught exception that ended it (tileproof starts it
     through ``toolchain.launch``, which writes it down), None when none did. A failed check is no failure."""
+
+    @property
+    def attests_table_whole(self) -> bool:
+        """Written before per-entry attestation (``run_version`` < ``ENTRY_RUN_VERSION``): the record depends on
+        the whole tolerance table file (among its ``sources``; ``tolerances`` empty), and its verdict on every
+        check of its report."""
+        return self.run_version < ENTRY_RUN_VERSION
+
+    @property
+    def names_release(self) -> bool:
+        """Written since records name their cuda-tile release (``run_version`` >= ``CUDA_TILE_RUN_VERSION``):
+        ``cuda_tile`` None then means none was installed; an older record names only the installed version
+        (``environment.versions``)."""
+        return self.run_version >= CUDA_TILE_RUN_VERSION
 
     @model_validator(mode="after")
     def _fits_version(self) -> RunRecord:
@@ -899,9 +974,10 @@ class PairedRatio(Model):
 
 
 @schema("bench-record", SCHEMA_VERSION)
-class BenchRecord(RecordBase):
+class BenchRecord(RecordBase, Versioned):
+    VERSION_FIELD = "bench_version"
     kind: Literal["bench"]
-    bench_version: Literal[1, 2, 3] = 1
+    bench_version: Literal[1, 2, 3] = counter(BENCH_VERSION)
     """3 (``BENCH_VERSION``) for records written now: cases carry ``load`` besides what 2 has; 2: cases carry
     ``roofline`` and ``second_look``, and ``ceilings`` may hold ``peak_tflops``; 1 (records written before,
     field absent): none of these."""
@@ -931,6 +1007,12 @@ class BenchRecord(RecordBase):
     power through NVML, or read nothing during its batches); None when every case with a rate has one."""
     verdict: Verdict
     reason: str
+
+    @property
+    def has_rooflines(self) -> bool:
+        """Written since cases carry ``roofline`` and ``second_look`` (``bench_version`` >=
+        ``ROOFLINE_BENCH_VERSION``): a case without a roofline then has none; an older record has none at all."""
+        return self.bench_version >= ROOFLINE_BENCH_VERSION
 
     @model_validator(mode="after")
     def _fits_version(self) -> BenchRecord:

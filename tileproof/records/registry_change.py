@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tileproof.records import signing
 from tileproof.records.errors import RecordError
-from tileproof.records.registry import REGISTRY
+from tileproof.records.runner_keys import REGISTRY
 from tileproof.records.safe_read import decode, parse_json, read_bytes
 from tileproof.records.schemas import schema
 

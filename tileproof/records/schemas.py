@@ -1,11 +1,11 @@
 """The JSON Schemas under ``schema/``: a registry each on-disk model joins where it is defined.
 
 ``@schema("run-record", SCHEMA_VERSION)`` above a model names its file
-(``schema/run-record.v1.schema.json``). Models of the layers above the records
-(``fleet.cluster``, ``report.summary``) join from their own modules, which
-``authoring.generated`` imports only when it renders the schemas: importing a
-command that builds (``compile``) loads neither package (rendering the schemas,
-where the tree has ``schema/``, does).
+(``schema/run-record.v1.schema.json``). Every model with a schema is an on-disk
+shape and lives in ``records/`` (the cluster file in ``records.cluster``, the audit's
+JSON summary in ``records.audit_summary``); ``authoring.generated`` imports those
+modules when it renders the schemas, so neither importing nor running a command
+that builds (``compile``) loads a feature package for them.
 """
 
 from __future__ import annotations

@@ -201,11 +201,6 @@ def _descriptors(pairs: set[tuple[str, str]]) -> list[Subject]:
     return [Subject(name=p, digest=SubjectDigest(sha256=s)) for p, s in sorted(pairs)]
 
 
-def subjects_of(record) -> list[Subject]:
-    """Every file digest the record holds, one subject per (path, sha256), sorted: a v1 statement's subjects."""
-    return _descriptors(digest_pairs(record))
-
-
 def record_statement(record_json: dict, record) -> StatementV2:
     """The statement written now for ``record`` (``record_json``: its JSON as a plain record file holds it)."""
     products, materials = products_and_materials(record)

@@ -9,13 +9,13 @@ Given a signer, the record file is a DSSE envelope around an in-toto statement
 whose predicate is the record (``records.signing``); without one it is the plain
 record, as before signing existed, and reads back as ``unsigned``.
 ``load_record`` reads both forms; ``read_record`` also says whether the record
-verifies against the runner registry (``records.registry.verify``).
+verifies against the runner registry (``records.runner_keys.verify``).
 
 Also the one implementation of: atomic replacement of a file that is meant to
 be rewritten (``write_atomic``: lessons, reports, caches, schemas), the seal
 check (``seal_status``) and typed loading (``Examined``: a record with its seal
 status and its signature's verification, computed once, from which the judge's
-``trust.admits`` alone decides whether it counts).
+``trust.refusal`` alone decides whether it counts).
 """
 
 from __future__ import annotations
@@ -38,13 +38,14 @@ from tileproof import __version__
 from tileproof.records import signing
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.models import (
+    AS_READ,
     READABLE_VERSIONS,
     SCHEMA_VERSION,
     FileDigest,
     Record,
     Transcript,
 )
-from tileproof.records.registry import (
+from tileproof.records.runner_keys import (
     UNSIGNED,
     RunnerRegistry,
     TreePolicy,
@@ -216,7 +217,7 @@ R = TypeVar("R")
 class Examined(Generic[R]):
     """A record as loaded, with what was checked about it once: its seal and its signature's
     verification against the runner registry. Whether it counts as evidence is the judge's call
-    (``judge.trust.admits``), made from these fields only."""
+    (``judge.trust.refusal``), made from these fields only."""
 
     record: R
     seal: SealStatus
@@ -226,7 +227,7 @@ class Examined(Generic[R]):
     """The policy in force it was examined under (the registry's, or ``signed-only`` once git history shows
     a registry that listed a key: ``judge.trust_root``); None: the code's."""
     first: FirstCommit | None = None
-    """The commit that first added the record's file (``runner.history``); None when it is not committed, or
+    """The commit that first added the record's file (``runner.git_history``); None when it is not committed, or
     the tree has no history. Its standing and its place among "the newest" come from here (``judge.standing``)."""
 
     @property
@@ -318,11 +319,18 @@ def validate(path: Path, raw: dict):
             "upgrade tileproof (pip install -U tileproof) or restore the record from git",
         )
     try:
-        return _RECORD.validate_python(raw)
+        return _RECORD.validate_python(raw, context=AS_READ)
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise RecordError(path, field, err["msg"], _FIX) from None
+
+
+def record_of_json(data: bytes | str):
+    """A plain record file's bytes as the record model, read as a file holds it (``models.AS_READ``: a version
+    counter it lacks reads as 1); pydantic's ValidationError when they are not one (the audit's fast path: a
+    record that fails it is read again by ``read_record``, which names why in one line)."""
+    return _RECORD.validate_json(data, context=AS_READ)
 
 
 def load_record(path: Path, root: Path | None = None):

@@ -1,4 +1,4 @@
-"""What git history says about time and trust, as plain data (gathered by ``runner.history.trust_history``).
+"""What git history says about time and trust, as plain data (gathered by ``runner.git_history.trust_history``).
 
 A record's signing time is a claim of its signer; the commit that first added the
 record's file is a fact every clone carries. ``TrustHistory`` holds the commit graph

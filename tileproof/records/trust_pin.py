@@ -22,7 +22,7 @@ from pydantic import Field, ValidationError
 
 from tileproof.records import models
 from tileproof.records.errors import RecordError
-from tileproof.records.registry import read_optional
+from tileproof.records.runner_keys import read_optional
 from tileproof.records.safe_read import decode, parse_yaml
 from tileproof.records.schemas import schema
 

@@ -211,7 +211,7 @@ def bench_view(rec: BenchRecord, counted: bool = True) -> BenchView:
     noisy = sum(1 for c in rec.cases if c.noisy)
     if noisy:
         notes.append(f"{noisy} noisy case{'s' * (noisy != 1)} (spread above 10%)")
-    if rec.bench_version < 2:
+    if not rec.has_rooflines:
         notes.append("bench_version 1: no roofline and no second-look flags in this record (written before them)")
     if rec.load_unavailable:
         notes.append(f"no GPU clock and power readings for some cases: {rec.load_unavailable}")

@@ -1,42 +1,14 @@
 """Starting one process, contained: the one starter of every program tileproof runs as work.
 
-(Short questions to a tool, git or Slurm's clients, go through ``runner.query``; the
-forked helper for byte work is ``runner.forked``; nothing else in tileproof starts a
-process, which tests/test_architecture.py checks.)
+(Short questions to a tool, git or Slurm's clients, go through ``runner.query``; the forked helper for byte work
+is ``runner.forked``; nothing else in tileproof starts a process, which tests/test_architecture.py checks.)
 
-Every child starts in its own session, with stdin closed, and has its stdout and stderr
-read by this thread through ``select`` with a hard deadline (never a blocking wait on a
-pipe): each stream keeps its first ``cap`` bytes and counts the rest. It dies whole when
-it ends, at its timeout, when tileproof is signalled, and when tileproof is killed
-(``kill -9``): how depends on the *containment* that holds on this machine, chosen once per
-process (the first that works when tried, or ``TILEPROOF_CONTAINMENT``) and recorded on
-every step (``Step.containment``):
-
-* ``pid-namespace``: the child runs in its own PID namespace (util-linux ``unshare --pid
-  --fork --kill-child=TERM --mount-proc``; needs CAP_SYS_ADMIN), whose PID 1 is
-  ``runner.stepinit`` and the program PID 2. When PID 1 exits, the kernel kills everything
-  left in the namespace, however it left the session, its parent or its environment.
-  ``kill -9`` of tileproof: ``unshare`` dies of its death signal (``PR_SET_PDEATHSIG``),
-  which sends SIGTERM to PID 1, which ends the namespace.
-* ``cgroup``: the program runs in its own cgroup v2 folder under this process's own (a
-  delegated, writable cgroup v2; kernel 5.14 for ``cgroup.kill``), put there by
-  ``runner.stepinit``, which ends it with ``cgroup.kill``, also on its death signal.
-* ``marker`` (the fallback, e.g. unshare refused without privileges and no writable
-  cgroup v2): a marker variable ``TILEPROOF_STEP=<token>`` in its environment, which its
-  descendants inherit; at the end its process group is killed, then every process still
-  carrying the marker or descending from it. tileproof is a child subreaper
-  (``PR_SET_CHILD_SUBREAPER``) so orphans come back to it and are reaped. A process that
-  both clears its environment and leaves the session escapes it; after ``kill -9`` only the
-  direct child dies (``PR_SET_PDEATHSIG``).
-
-The death signal is set by util-linux's ``setpriv --pdeathsig`` where it works (the child
-then starts through vfork: 0.5 ms instead of 8 ms from a 150 MB process, whose memory map
-a fork copies), else by a ``preexec_fn`` in the forked child. ``scratch_dir`` makes a
-step's temp folder: removed when the step is done; after ``kill -9`` removed by the step's
-init at once (the first two containments), else by the next tileproof that makes one.
-
-``install_signal_handlers`` (called by the commands) turns SIGTERM/SIGHUP into
-an interrupt after killing every live child; SIGINT does the same.
+Every child starts in its own session, stdin closed, its stdout and stderr read through ``select`` with a hard
+deadline (each stream keeps its first ``cap`` bytes and counts the rest), and dies whole when it ends, at its
+timeout, when tileproof is signalled (``install_signal_handlers``) or killed: by the containment chosen once per
+process (``pid-namespace``, ``cgroup`` or ``marker``; ``TILEPROOF_CONTAINMENT``) and recorded on every step.
+``scratch_dir`` makes a step's temp folder. How each containment holds, what it needs and costs, and the
+temp folders: docs/containment.md.
 """
 
 from __future__ import annotations

@@ -1,32 +1,19 @@
 """The first process of a contained step: it starts the program, ends the step's scope, reports.
 
-``runner.process`` runs it as ``python -I -S stepinit.py SCOPE STATUS_FD SCRATCH FILE ARGV...``
-(isolated: no site, no ``PYTHON*`` variables; it imports only ``os`` and the C half of ``signal``,
-so that it starts in about 15 ms of CPU time). ``SCOPE`` is what keeps the step's processes together:
+``runner.process`` runs it as ``python -I -S stepinit.py SCOPE STATUS_FD SCRATCH FILE ARGV...`` (isolated; it
+imports only ``os`` and the C half of ``signal``, to start in about 15 ms of CPU time, and nothing of tileproof,
+so that it runs alone; ``runner.process`` imports ``end_cgroup`` and the scope names from here). ``SCOPE``:
+``pid-namespace`` (this process is PID 1 of the step's namespace, the program PID 2) or ``cgroup:FOLDER`` (the
+program alone runs in FOLDER, ended with ``cgroup.kill``; this process is a subreaper).
 
-* ``pid-namespace``: this process is PID 1 of the step's own PID namespace (``unshare --pid --fork
-  --mount-proc``, so ``/proc`` shows the namespace). When PID 1 exits, the kernel kills every
-  process left in the namespace, whatever it did (``setsid``, a cleared environment, a double
-  fork). The program is PID 2, not PID 1: a PID 1 never dies of a signal it sends itself without
-  a handler (its own SIGTERM, SIGALRM, ``abort()``), which would change how the program ends.
-* ``cgroup:FOLDER``: the program (not this process) runs in the empty cgroup v2 folder FOLDER,
-  which ``end_cgroup`` ends with ``cgroup.kill``; this process is a subreaper, so the orphans come
-  here and are reaped.
-
-The program is forked and exec'd in its own session, with the environment this process was
-exec'd with (``/proc/self/environ``: Python's locale coercion may have added ``LC_CTYPE`` to
-``os.environ``) and the signal dispositions and mask a child started directly by tileproof would
-have. The step ends when the program does, or on SIGTERM: tileproof's timeout, or the death signal
-that comes when tileproof dies (tileproof starts this process with SIGTERM blocked, so that a signal
-sent before the handler below exists waits for it instead of being lost). Ending: count the live
-processes of the scope outside the program's process group (the strays), write one line to
-STATUS_FD (``exit WAITSTATUS STRAYS``; ``ended - STRAYS`` when the program was still running;
-``error ERRNO 0`` when it could not start), kill the scope, exit. STATUS_FD's first byte, ``+``,
-says this process started. When a write finds no reader, tileproof is gone (``kill -9``): the step's
-scratch folder SCRATCH (``-``: none) is removed here, once nothing of the step can write to it.
-
-``runner.process`` imports ``end_cgroup`` and the scope names from here; nothing else of tileproof
-is imported here, so that this file runs alone.
+The program is forked and exec'd in its own session, with the environment this process was exec'd with
+(``/proc/self/environ``: Python's locale coercion may have added ``LC_CTYPE``) and the signal state a child
+started directly would have. The step ends when the program does, or on SIGTERM (started blocked, so none is
+lost): count the scope's live processes outside the program's process group, write one line to STATUS_FD
+(``exit WAITSTATUS STRAYS``; ``ended - STRAYS`` when the program was still running; ``error ERRNO 0`` when it
+could not start; the first byte, ``+``, says this process started), kill the scope, exit. A write that finds no
+reader means tileproof is gone (``kill -9``): SCRATCH (``-``: none) is removed here. Why the program is never
+PID 1, and the rest of the design: docs/containment.md.
 """
 
 from __future__ import annotations

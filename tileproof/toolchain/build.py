@@ -27,6 +27,7 @@ from tileproof.records import store
 from tileproof.records.capability import sm_of
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
+    AS_READ,
     ApiInventory,
     ArtifactKind,
     BuildResult,
@@ -419,7 +420,7 @@ def _earlier(root: Path, folder: Path, outs: list[Path]) -> list[BuildResult] | 
         return None
     try:
         meta = json.loads(meta_path.read_text())
-        earlier = [BuildResult.model_validate(r) for r in meta["results"]]
+        earlier = [BuildResult.model_validate(r, context=AS_READ) for r in meta["results"]]
     except (ValueError, KeyError, TypeError):
         return None
     digests = {o.relative_to(root).as_posix(): sha256_file(o) for o in outs}

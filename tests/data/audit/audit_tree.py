@@ -106,7 +106,7 @@ def host() -> m.HostFacts:
 def toolchain(tools: dict[str, str] | None = None) -> m.Toolchain:
     tools = tools or TOOLS
     return m.Toolchain(
-        source="pip",
+        version=1, source="pip",
         tools=[m.ToolVersion(name=n, path=f"{BIN}/{n}", version=v) for n, v in tools.items()],
         packages={k: v for k, v in PACKAGES.items() if k.startswith(("nvidia-", "cuda-"))},
         major_minor="13.4",
@@ -148,7 +148,7 @@ def smi_at(session_id: str) -> str:
 def environment(root: Path, session_id: str, *, freeze: str = PIP_FREEZE, which: str = "H200") -> m.Environment:
     """Captured once per session: the transcripts go under evidence/<session id>/."""
     return m.Environment(
-        session_id=session_id,
+        environment_version=1, session_id=session_id,
         gpu=gpu(which),
         toolchain=toolchain(),
         toolchain_env="clean",
@@ -210,14 +210,14 @@ def run_record(root: Path, env: m.Environment, program: str, *, checks: list[str
     report_file = store.write_evidence(root, run_id, "check-report.json", report_text)
     exit_code = 0 if passed and not gated else 1
     step = m.Step(
-        name="run", argv=["python", program, "--report", f"evidence/{run_id}/check-report.json"],
+        step_version=1, name="run", argv=["python", program, "--report", f"evidence/{run_id}/check-report.json"],
         started=when, ended=when + timedelta(seconds=2), duration_s=2.0, exit_code=exit_code,
         stdout=store.write_evidence(root, run_id, "run.stdout.txt", stdout),
         stderr=store.write_evidence(root, run_id, "run.stderr.txt", ""),
     )
     verdict = "gated" if gated else ("passed" if passed else "failed")
     return m.RunRecord(
-        schema_version=1, run_id=run_id, created=when, tileproof_version="0.1.0", git=git(), host=host(),
+        run_version=1, schema_version=1, run_id=run_id, created=when, tileproof_version="0.1.0", git=git(), host=host(),
         kind="run", environment=env, program=program, lessons=lessons,
         lesson_programs=lesson_programs if lesson_programs is not None
         else {lid: program_list_digest(root, lid) for lid in lessons},
@@ -243,7 +243,7 @@ def compile_record(root: Path, programs: list[str], when: datetime) -> m.Compile
     for i, program in enumerate(programs):
         stem = Path(program).stem
         step = m.Step(
-            name=f"aot-{stem}-sm_90",
+            step_version=1, name=f"aot-{stem}-sm_90",
             argv=["python", "-m", "tileproof.toolchain.aot", program, stem, "sm_90", f"build/{stem}.cubin"],
             started=when, ended=when + timedelta(seconds=1), duration_s=1.0, exit_code=0,
             stdout=store.write_evidence(root, run_id, f"aot-{stem}-sm_90.stdout.txt", f"exported {stem}\n"),
@@ -255,6 +255,7 @@ def compile_record(root: Path, programs: list[str], when: datetime) -> m.Compile
             verdict="built",
         ))
     return m.CompileRecord(
+        compile_version=1,
         schema_version=1, run_id=run_id, created=when, tileproof_version="0.1.0", git=git(), host=host(),
         kind="compile", toolchain=toolchain(), targets=["sm_90"],
         sources=[store.digest(root, root / p) for p in programs], builds=builds, api=None, passed=True,

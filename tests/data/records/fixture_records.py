@@ -129,6 +129,7 @@ def run_record(*, n: int, program: str, front: LessonFront | None, sources: dict
         git=GitState(commit=COMMIT, dirty=False),
         host=HostFacts(system="fixture", release="fixture", machine="x86_64", python="3.11.7", cpu_count=16),
         environment=Environment(
+            environment_version=1,
             session_id=session, gpu=facts, toolchain=tc or toolchain(), toolchain_env=toolchain_env,
             versions={"cuda-tile": installed, "cupy": "14.2.0", "numpy": "2.4.6", "python": "3.11.7"},
             packages={"cuda-tile": installed}, env={},
@@ -141,7 +142,8 @@ def run_record(*, n: int, program: str, front: LessonFront | None, sources: dict
         ({front.id: program_list_digest(front)} if front else {}),
         sources=[FileDigest(path=p, sha256=d) for p, d in sources.items()],
         binary=binary,
-        step=Step(name="run", argv=["python", program], started=created, ended=created + timedelta(seconds=3),
+        step=Step(step_version=1,
+                  name="run", argv=["python", program], started=created, ended=created + timedelta(seconds=3),
                   duration_s=3.0, exit_code=exit_code, stdout=out, stderr=out),
         report=report, report_file=None, verdict=verdict,
         reason="FIXTURE: hand-made test record, never produced by a GPU",

@@ -1,4 +1,5 @@
-"""What the audit found: findings, each lesson's publish decision, and the counts the reports show."""
+"""What the audit found: findings (``records.findings.Finding``), each lesson's publish decision, and the counts the
+reports show."""
 
 from __future__ import annotations
 
@@ -11,25 +12,12 @@ from tileproof.judge.release_matrix import LessonReleases
 from tileproof.judge.releases import ReleaseKey
 from tileproof.judge.trust_root import TrustReport
 from tileproof.records.errors import one_line
-from tileproof.records.history import HistoryReport
+from tileproof.records.findings import Finding
+from tileproof.records.history_check import HistoryReport
 from tileproof.records.models import PlausibilityNote
 
 Issue = tuple[str, str]
 """(rule id, reason): what a pure rule returns; the orchestrator adds the file."""
-
-
-@dataclass(frozen=True, order=True)
-class Finding:
-    """One line of the audit: the file at fault, the rule, and why."""
-
-    file: str
-    rule: str
-    reason: str
-
-    def __str__(self) -> str:
-        """One printed line, control characters escaped (``records.errors.one_line``): a file name
-        with a line break in it never splits a finding in two."""
-        return one_line(f"{self.file}: {self.rule}: {self.reason}")
 
 
 @dataclass(frozen=True)
@@ -94,7 +82,7 @@ class AuditResult:
     claims_files: dict[str, ClaimsFileToday | str] = field(default_factory=dict)
     """Document id → its claims file today (which claims it still asserts), or why it cannot be read."""
     history: HistoryReport | None = None
-    """The git-history check (``runner.history``); None only for a result built without one."""
+    """The git-history check (``runner.git_history``); None only for a result built without one."""
     cuda_tile_lock: ReleaseKey | None = None
     """The lock's cuda-tile release (``constraints.txt``): the only one whose exports the report's compile column
     shows (``releases.exports_rest_on``); None when the tree pins none."""

@@ -2,7 +2,7 @@
 
 Importing this package imports every module in it, so a new rule is one new file here:
 its function, its id, slug and description, and the events it looks at
-(see ``tileproof.lint.registry``). Rule ids and their fixtures are listed by
+(see ``tileproof.lint.rule_table``). Rule ids and their fixtures are listed by
 ``python -m tileproof lint-kernels --list-rules``; each rule has a wrong and a right
 snippet in ``tests/data/lint/``.
 """

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from tileproof.lint.interp import Interpreter
 from tileproof.lint.names import CUDA_TILE
-from tileproof.lint.registry import Report, rule
+from tileproof.lint.rule_table import Report, rule
 from tileproof.lint.values import Val
 
 HOST_MODULES = ("math", "numpy", "torch", "cupy", "random", "time", "os", "sys", "statistics")

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from tileproof.lint.interp import Interpreter
 from tileproof.lint.names import call_arg
-from tileproof.lint.registry import Report, rule
+from tileproof.lint.rule_table import Report, rule
 from tileproof.lint.values import UNKNOWN, Val
 
 

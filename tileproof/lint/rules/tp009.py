@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from tileproof.lint.interp import Bind, Candidate, Interpreter, literal_axes
 from tileproof.lint.names import REDUCTIONS, call_arg
-from tileproof.lint.registry import Report, rule
+from tileproof.lint.rule_table import Report, rule
 from tileproof.lint.values import Val
 
 

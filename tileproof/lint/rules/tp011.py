@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from tileproof.lint.interp import HostScope
 from tileproof.lint.names import call_arg
-from tileproof.lint.registry import HOST_LAUNCH, Report, rule
+from tileproof.lint.rule_table import HOST_LAUNCH, Report, rule
 
 GRID_LIMITS = ((2**31 - 1, "x"), (65_535, "y"), (65_535, "z"))
 

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from tileproof.lint.interp import Interpreter
-from tileproof.lint.registry import Report, rule
+from tileproof.lint.rule_table import Report, rule
 from tileproof.lint.values import Val
 
 

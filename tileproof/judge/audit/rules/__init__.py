@@ -1,7 +1,7 @@
 """One module per seam of the audit's rules; ``load()`` imports every module here.
 
-The loader lives here, not in ``registry``: the rule modules import the registry,
-so the registry importing them back would make a cycle.
+The loader lives here, not in ``audit_rules``: the rule modules import ``audit_rules``,
+so it importing them back would make a cycle.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from tileproof.judge.audit.registry import RULES
+from tileproof.judge.audit.audit_rules import RULES
 
 
 def load() -> dict[str, str]:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tileproof.judge.audit.registry import rule
+from tileproof.judge.audit.audit_rules import rule
 from tileproof.judge.audit.result import Issue
-from tileproof.records.history import AtCommits
+from tileproof.records.history_check import AtCommits
 from tileproof.records.models import (
     BenchRecord,
     ClaimsRecord,

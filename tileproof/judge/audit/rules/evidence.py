@@ -10,7 +10,7 @@ from functools import cache
 
 from pydantic import BaseModel
 
-from tileproof.judge.audit.registry import rule
+from tileproof.judge.audit.audit_rules import rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records import store
 from tileproof.records.models import Transcript

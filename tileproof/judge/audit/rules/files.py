@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tileproof.judge.audit.registry import rule
+from tileproof.judge.audit.audit_rules import rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records import store
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import get_args
 
-from tileproof.judge.audit.registry import rule
+from tileproof.judge.audit.audit_rules import rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records import store
 from tileproof.records.errors import InputProblem, InputRefused, RecordError

@@ -7,7 +7,7 @@ or ``lesson-rederive``); ``publish`` and ``status`` print from the same verdict.
 from __future__ import annotations
 
 from tileproof.judge import verdict
-from tileproof.judge.audit.registry import rule
+from tileproof.judge.audit.audit_rules import rule
 
 FRONT = rule("lesson-front", "a lesson's front matter cannot be read")
 UNSUPPORTED = rule(verdict.WITHOUT_EVIDENCE,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
 
-from tileproof.judge.audit.registry import Context, check, rule
+from tileproof.judge.audit.audit_rules import Context, check, rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records.models import Environment, RunRecord
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import get_args
 
 from tileproof.judge import plausibility
-from tileproof.judge.audit.registry import rule
+from tileproof.judge.audit.audit_rules import rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records.models import PlausibilityNote, PlausibilitySignal
 from tileproof.records.store import Examined

@@ -10,7 +10,7 @@ hold has nothing to re-derive; the ``lesson-published-without-evidence`` rule na
 from __future__ import annotations
 
 from tileproof.judge import verdict
-from tileproof.judge.audit.registry import rule
+from tileproof.judge.audit.audit_rules import rule
 
 REDERIVE = rule(verdict.REDERIVE, "a published lesson's hardware block, results (front matter or body table), "
                                   "verified cuda-tile releases or compile-derived tables differ from what the "

@@ -3,7 +3,7 @@ pip freeze, ``packages-freeze``) names, and the tileiras its toolchain ran."""
 
 from __future__ import annotations
 
-from tileproof.judge.audit.registry import Context, check, rule
+from tileproof.judge.audit.audit_rules import Context, check, rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records.models import RunRecord
 

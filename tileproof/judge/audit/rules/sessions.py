@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from tileproof.judge.audit.registry import rule
-from tileproof.judge.audit.result import Finding, Issue
+from tileproof.judge.audit.audit_rules import rule
+from tileproof.judge.audit.result import Issue
 from tileproof.records import store
+from tileproof.records.findings import Finding
 from tileproof.records.models import RunRecord, SessionRecord
 
 INCOMPLETE = rule("session-incomplete",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tileproof.judge.audit.registry import Context, check, rule
+from tileproof.judge.audit.audit_rules import Context, check, rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records import release
 from tileproof.records.models import CompileRecord, RunRecord, Toolchain

@@ -7,6 +7,6 @@ root the reviewer pins); this registers their rule ids for the reports.
 from __future__ import annotations
 
 from tileproof.judge import trust_root
-from tileproof.judge.audit.registry import rule
+from tileproof.judge.audit.audit_rules import rule
 
 IDS = tuple(rule(rule_id, text) for rule_id, text in trust_root.RULES.items())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tileproof.judge.audit.registry import Context, check, rule
+from tileproof.judge.audit.audit_rules import Context, check, rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records.models import CheckReport, RunRecord
 

@@ -1,0 +1,289 @@
+"""The thin git reader behind ``records.history_check``: first committed versions of
+every file under runs/ and evidence/, and the working tree's object ids.
+
+``git log --reverse --raw -z --no-renames`` lists, oldest first, each commit's
+added/changed/deleted files with their object ids; a path's first ``A`` is its
+first committed version (a rename is a delete plus an add, so a moved record is
+a missing one). No git, no repository, or a shallow clone: ``NoHistory``. The
+working tree's object ids come from git's own index where git vouches for the file
+(``git ls-files -s`` and ``git diff-files``, the stat-data check ``git status`` makes:
+:func:`_index_ids`); every other file is hashed through ``records.safe_read.stream``
+(:func:`working_id`).
+
+:func:`at_commits` reads, for the commits records name (``git.commit``), whether
+each is in this repository's history and the sha256 of each attested path's blob
+there (one ``git cat-file --batch`` for all of them). :func:`trust_history` reads the commit graph and
+every version of the runner registry and of the CI's pin along it (``judge.trust_root`` walks them);
+:func:`resolve_commit` names the commit a reviewer's ``--trust-root`` or ``--expect-ancestor`` gives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import cast, get_args
+
+from tileproof.records.errors import InputRefused
+from tileproof.records.history_check import (
+    REGENERATED,
+    WATCHED,
+    AtCommits,
+    FirstVersion,
+    GitHistory,
+    HistoryReport,
+    NoHistory,
+    ObjectFormat,
+    Unhashed,
+    blob_hasher,
+    check,
+)
+from tileproof.records.runner_keys import REGISTRY
+from tileproof.records.safe_read import InputKind, stream
+from tileproof.records.trust_history import TrustHistory
+from tileproof.records.trust_pin import PIN
+from tileproof.runner.query import Answer, ask
+
+GIT_TIMEOUT_S = 300.0
+"""A git read over the whole history of runs/ and evidence/ that takes longer is stopped."""
+
+
+def _git(root: Path, *args: str, stdin: bytes | None = None) -> Answer:
+    return ask(["git", "-C", str(root), *args], stdin=stdin, timeout=GIT_TIMEOUT_S, fix="install git")
+
+
+def _repository(root: Path) -> ObjectFormat | NoHistory:
+    """The object format of the repository at ``root`` (one ``git rev-parse``), or why it has no usable
+    history."""
+    if shutil.which("git") is None:
+        return NoHistory("git is not installed")
+    facts = _git(root, "rev-parse", "--is-inside-work-tree", "--is-shallow-repository", "--show-object-format")
+    inside, shallow, named = [*facts.stdout.decode(errors="replace").split(), "", "", ""][:3]
+    if facts.exit_code != 0 or inside != "true":
+        return NoHistory(f"{root} is not a git checkout")
+    if shallow == "true":
+        return NoHistory("a shallow clone (fix: git fetch --unshallow)")
+    named = named or "sha1"  # a git that prints no format has only sha1
+    if named not in get_args(ObjectFormat):
+        return NoHistory(f"git names an object format tileproof does not know: {named!r}")
+    return cast(ObjectFormat, named)
+
+
+def _no_history(root: Path) -> NoHistory | None:
+    """Why ``root`` has no usable history, or None when it has."""
+    found = _repository(root)
+    return found if isinstance(found, NoHistory) else None
+
+
+def read(root: Path) -> GitHistory | NoHistory:
+    """What ``records.history_check.check`` needs, from the repository at ``root``."""
+    root = Path(root)
+    fmt = _repository(root)
+    if isinstance(fmt, NoHistory):
+        return fmt
+    if _git(root, "rev-parse", "--verify", "-q", "HEAD").exit_code != 0:
+        return GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
+    log = _git(root, "-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev",
+               "-z", "--format=%x01%H", "--relative", "--", *WATCHED)
+    if log.exit_code != 0:
+        return NoHistory(f"git log failed: {log.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+    first: dict[str, FirstVersion] = {}
+    commit, tokens = "", iter(log.stdout.split(b"\0"))
+    for token in tokens:
+        token = token.lstrip(b"\n")
+        if token.startswith(b"\x01"):
+            commit = token[1:].decode()
+        elif token.startswith(b":"):
+            *_modes, _old, new, status = token.decode().split()
+            path = next(tokens).decode()
+            if status == "A" and path not in first:
+                first[path] = FirstVersion(path, commit, new)
+    staged = _index_ids(root)
+    current = {path: staged[path] if path in staged else working_id(root, path, fmt) for path in first}
+    return GitHistory(first=tuple(first.values()), current=current)
+
+
+def _index_ids(root: Path) -> dict[str, str]:
+    """Path → git's object id of each regular file under runs/ and evidence/ whose working copy git's own
+    index vouches for: an index entry at stage 0, a regular file's mode, tagged ``H`` (neither
+    assume-unchanged nor skip-worktree, which would make git skip the file), and not listed by ``git
+    diff-files`` (which compares each file's stat data with the index, and its content where the stat
+    cannot tell: git's racy-entry check). Every other file is hashed by :func:`working_id`. An error of
+    either git call gives {} (everything hashed)."""
+    listed = _git(root, "-c", "core.quotePath=false", "ls-files", "-v", "-s", "-z", "--", *WATCHED)
+    dirty = _git(root, "-c", "core.quotePath=false", "diff-files", "--name-only", "--no-renames", "-z", "--",
+                 *WATCHED)
+    if listed.exit_code != 0 or dirty.exit_code != 0:
+        return {}
+    changed = set(dirty.stdout.split(b"\0"))
+    out: dict[str, str] = {}
+    for entry in listed.stdout.split(b"\0"):
+        head, _tab, path = entry.partition(b"\t")
+        words = head.split()
+        if len(words) == 4 and words[0] == b"H" and words[1] in (b"100644", b"100755") and words[3] == b"0" \
+                and path not in changed:
+            out[path.decode()] = words[2].decode()
+    return out
+
+
+def working_id(root: Path, path: str, fmt: ObjectFormat) -> str | Unhashed | None:
+    """Git's object id of the working-tree file at ``path`` (under runs/ or evidence/), hashed in chunks
+    as ``records.safe_read.stream`` hands them out: never a link followed, never a FIFO or device
+    opened, never more than the folder's cap read (``safe_read.LIMITS``: no file tileproof writes or
+    reads there is larger, so a larger one is changed, unread). None when it is missing."""
+    kind: InputKind = "record" if path.startswith(f"{WATCHED[0]}/") else "evidence"
+    try:
+        with stream(root, path, kind) as (size, chunks):
+            digest, seen = blob_hasher(size, fmt), 0
+            for chunk in chunks:
+                digest.update(chunk)
+                seen += len(chunk)
+    except InputRefused as e:
+        if e.kind == "missing":
+            return None
+        return Unhashed("changed" if e.kind == "too-large" else "refused", e.problem)
+    if seen != size:
+        return Unhashed("changed", f"its size changed from {size} to {seen} bytes while it was read")
+    return digest.hexdigest()
+
+
+def check_repository(root: Path, regenerated: frozenset[str] = REGENERATED) -> HistoryReport:
+    """The audit's one call: read the repository's history and check it."""
+    return check(read(root), regenerated)
+
+
+def at_commits(root: Path, commits: Iterable[str], pairs: Iterable[tuple[str, str]]) -> AtCommits | NoHistory:
+    """Which of ``commits`` are in this repository's history, and for each (commit, path) of
+    ``pairs`` the sha256 of the path's content at that commit (None when it has no such file)."""
+    commits, pairs = sorted(set(commits)), sorted(set(pairs))
+    if not commits:
+        return AtCommits(known={}, sha256={})
+    missing = _no_history(Path(root))
+    if missing is not None:
+        return missing
+    queries = [f"{c}^{{commit}}" for c in commits] + [f"{c}:{p}" for c, p in pairs]
+    answers = _cat_file(root, queries)
+    return AtCommits(known={c: answers[i] is not None for i, c in enumerate(commits)},
+                     sha256={cp: None if data is None else hashlib.sha256(data).hexdigest()
+                             for cp, data in zip(pairs, answers[len(commits):], strict=True)})
+
+
+def versions(root: Path, path: str) -> dict[str, bytes] | NoHistory:
+    """Every committed version of ``path`` reachable from HEAD, by the sha256 of its content (one
+    ``git log`` and one ``git cat-file --batch``): how a record's whole-file digest of the tolerance
+    table is read back as the table it attests."""
+    missing = _no_history(Path(root))
+    if missing is not None:
+        return missing
+    log = _git(root, "log", "--format=%H", "--no-renames", "--", path)
+    if log.exit_code != 0:
+        return {}
+    commits = log.stdout.decode().split()
+    found: dict[str, bytes] = {}
+    for data in _cat_file(root, [f"{c}:{path}" for c in commits]):
+        if data is not None:
+            found.setdefault(hashlib.sha256(data).hexdigest(), data)
+    return found
+
+
+def _cat_file(root: Path, queries: list[str]) -> list[bytes | None]:
+    """``git cat-file --batch`` over ``queries``: each object's content, or None when missing."""
+    if not queries:
+        return []
+    out = _git(root, "cat-file", "--batch", stdin="".join(q + "\n" for q in queries).encode()).stdout
+    answers: list[bytes | None] = []
+    at = 0
+    for _ in queries:  # "<oid> <type> <size>\n<content>\n", or "<query> missing|ambiguous\n"
+        end = out.find(b"\n", at)
+        if end < 0:
+            answers.append(None)
+            continue
+        head = out[at:end].split()
+        at = end + 1
+        if len(head) == 3 and head[2].isdigit():
+            size = int(head[2])
+            answers.append(out[at:at + size])
+            at += size + 1
+        else:
+            answers.append(None)
+    return answers
+
+
+def trust_history(root: Path, paths: tuple[str, str] = (REGISTRY.as_posix(), PIN.as_posix())
+                  ) -> TrustHistory | NoHistory:
+    """The commit graph reachable from HEAD (one ``git log --topo-order --reverse``), with the sha256 of
+    the registry and the pin file (``paths``) at every commit and each version's bytes (``git cat-file``:
+    one ``--batch-check`` for every commit's object ids, one ``--batch`` for the distinct versions)."""
+    root = Path(root)
+    missing = _no_history(root)
+    if missing is not None:
+        return missing
+    if _git(root, "rev-parse", "--verify", "-q", "HEAD").exit_code != 0:
+        return TrustHistory(commits=(), parents={}, times={}, registry={}, pin={})
+    log = _git(root, "log", "--topo-order", "--reverse", "--format=%H %ct %P", "HEAD")
+    if log.exit_code != 0:
+        return NoHistory(f"git log failed: {log.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+    commits: list[str] = []
+    parents: dict[str, tuple[str, ...]] = {}
+    times: dict[str, datetime] = {}
+    for line in log.stdout.decode().splitlines():
+        commit, when, *above = line.split()
+        commits.append(commit)
+        parents[commit] = tuple(above)
+        times[commit] = datetime.fromtimestamp(int(when), timezone.utc)
+    ids = _object_ids(root, [f"{c}:{p}" for c in commits for p in paths])
+    distinct = sorted({i for i in ids if i is not None})
+    blobs = dict(zip(distinct, _cat_file(root, distinct), strict=True))
+    sha = {i: hashlib.sha256(data).hexdigest() for i, data in blobs.items() if data is not None}
+    texts = {sha[i]: data for i, data in blobs.items() if data is not None}
+    at = iter(ids)
+    versions = [{p: sha.get(next(at) or "") for p in paths} for _c in commits]
+    return TrustHistory(commits=tuple(commits), parents=parents, times=times,
+                        registry={c: v[paths[0]] for c, v in zip(commits, versions, strict=True)},
+                        pin={c: v[paths[1]] for c, v in zip(commits, versions, strict=True)}, texts=texts)
+
+
+def resolve_commit(root: Path, rev: str) -> str | None:
+    """The full id of the commit ``rev`` names in the repository at ``root``; None when it names none."""
+    if not rev or rev.startswith("-") or _no_history(Path(root)) is not None:
+        return None
+    found = _git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}")
+    return found.stdout.decode().strip() or None if found.exit_code == 0 else None
+
+
+def _object_ids(root: Path, queries: list[str]) -> list[str | None]:
+    """``git cat-file --batch-check`` over ``queries``: each object's id, or None when missing."""
+    if not queries:
+        return []
+    out = _git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+               stdin="".join(q + "\n" for q in queries).encode()).text().splitlines()
+    answers: list[str | None] = []
+    for i in range(len(queries)):
+        words = out[i].split() if i < len(out) else []
+        answers.append(words[0] if len(words) == 2 and words[1] == "blob" else None)
+    return answers
+
+
+def file_at(root: Path, rev: str, path: str) -> bytes | None:
+    """The bytes of ``path`` in commit ``rev`` (None when the commit or the file is not there)."""
+    commit = resolve_commit(root, rev)
+    return None if commit is None else _cat_file(root, [f"{commit}:{path}"])[0]
+
+
+def changed_since(root: Path, rev: str, folders: Iterable[str]) -> tuple[str, frozenset[str]] | NoHistory:
+    """(the commit ``rev`` names, every path under ``folders`` added, changed or deleted since it in the
+    working tree, untracked files included: ``git diff --name-only`` and ``git ls-files --others``)."""
+    commit = resolve_commit(root, rev)
+    if commit is None:
+        return _no_history(Path(root)) or NoHistory(f"{rev!r} names no commit of this repository")
+    folders = list(folders)
+    diff = _git(root, "-c", "core.quotePath=false", "diff", "--name-only", "--no-renames", "-z", "--relative",
+                commit, "--", *folders)
+    others = _git(root, "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard", "--",
+                  *folders)
+    if diff.exit_code != 0 or others.exit_code != 0:
+        return NoHistory(f"git diff failed: {(diff.stderr or others.stderr).decode(errors='replace').strip()}")
+    paths = {p.decode() for p in (diff.stdout + b"\0" + others.stdout).split(b"\0") if p}
+    return commit, frozenset(paths)
