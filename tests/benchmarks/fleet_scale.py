@@ -16,8 +16,9 @@ it started):
    what CI checks out);
 2. ``tileproof audit``, cold (no verified-file index: ``.tileproof-cache/`` deleted) and warm
    (expects 0 findings, history checked);
-3. ``tileproof status``, cold and warm; every warm output (stdout, the audit's JSON summary) must be
-   byte-identical to the cold one (the index deleted: identical output);
+3. ``tileproof status``, cold and warm, then the audit on the index status made; every output
+   (stdout, the audit's JSON summary) must be byte-identical to the cold one (the index deleted:
+   identical output);
 4. the audit after one record's byte and one transcript's byte are changed, warm and cold: it must
    find exactly those two (``record-seal``, ``evidence-digest``, and ``history-changed`` for each);
 5. the changes restored, one more host's 8-record session merged, and ``tileproof audit --since
@@ -184,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     audit_warm = measured("audit", root, hosts_dir, outs / "audit-warm.txt")
     status_cold = measured("status", root, hosts_dir, outs / "status-cold.txt", cold=True)
     status_warm = measured("status", root, hosts_dir, outs / "status-warm.txt")
-    audit_warm2 = measured("audit", root, hosts_dir, outs / "audit-warm2.txt")  # index made by status + audit
+    audit_warm2 = measured("audit", root, hosts_dir, outs / "audit-warm2.txt")  # the index status cold made afresh
     same = {
         "audit": (outs / "audit-cold.txt").read_text() == (outs / "audit-warm.txt").read_text()
         == (outs / "audit-warm2.txt").read_text(),
@@ -231,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     print(row("tileproof status, cold (no index)", status_cold)
           + f"; exit {status_cold['exit']}, {status_cold['lines']} lines")
     print(row("tileproof status, warm", status_warm) + f"; exit {status_warm['exit']}, {status_warm['lines']} lines")
-    print(row("tileproof audit, warm (after status)", audit_warm2) + f"; exit {audit_warm2['exit']}")
+    print(row("tileproof audit on the index status made (its records' facts only: every transcript hashed again)",
+              audit_warm2) + f"; exit {audit_warm2['exit']}")
     print("identical output, index deleted vs warm: " + ", ".join(f"{k} {'yes' if v else 'NO'}"
                                                                   for k, v in same.items()))
     for label, r, caught in (("warm", tampered_warm, caught_warm), ("cold", tampered_cold, caught_cold)):
