@@ -352,42 +352,14 @@ def hash_stream(size: int, chunks: Iterable[bytes]) -> tuple[Known, int]:
     return Known(seen, sha.hexdigest(), blob.hexdigest() if seen == size else ""), seen
 
 
-def digest_bytes(data: bytes) -> Known:
-    return hash_stream(len(data), (data,))[0]
-
-
 def now_ns() -> int:
     return time.time_ns()
-
-
-def stats(root: Path | str, folder: str) -> dict[str, os.stat_result]:
-    """Every entry under ``root/folder`` that is not a folder → its ``lstat``, from one ``os.scandir`` walk
-    that follows no link (a link to a folder is an entry, not descended): a path found here has only real
-    folders above it. A folder that cannot be listed is left out (its readers refuse it by name)."""
-    out: dict[str, os.stat_result] = {}
-    stack = [folder]
-    while stack:
-        rel = stack.pop()
-        try:
-            entries = os.scandir(os.path.join(root, rel))
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(f"{rel}/{entry.name}")
-                    else:
-                        out[f"{rel}/{entry.name}"] = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-    return out
 
 
 def content(root: Path | str, rel: str, kind: InputKind, index: Index, st: os.stat_result | None = None,
             now: int | None = None) -> Known:
     """The size, sha256 and blob id of the regular file ``rel``, from the index when ``st`` (its ``lstat``
-    from :func:`stats`, whose walk vouches for the folders above it) is the one indexed and within its
+    from a walk that vouches for the folders above it: ``gather.audit_scan.walk``) is the one indexed and within its
     kind's cap; else read through ``safe_read.stream`` (every refusal its ``InputRefused`` line), hashed as
     it streams, and learned when the file did not change while it was read."""
     if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= LIMITS[kind]:
