@@ -364,3 +364,23 @@ def test_a_name_made_meanwhile_by_another_writer_is_never_overwritten(tmp_path, 
     assert (repo / rel).read_bytes() == b"another writer's bytes"
     (repo / rel).write_bytes(record.read_bytes())
     assert batch_write.copy_once(repo, [(rel, record)], lambda x, y: x.read_bytes() == y.read_bytes()) == 0
+
+
+def test_merge_leaves_a_lesson_without_programs_out_of_the_matrix_and_says_so(tmp_path, repo):
+    """A note whose numbers are all bench claims (``programs: []``) has no task, so no cell: before, its empty
+    program list reached the matrix (``min`` of no outcomes) and the merge stopped with a traceback."""
+    note = (REPO / "lessons" / "day79-cutile-performance.md").read_text()
+    note = note.replace("id: day79-cutile-performance", "id: note", 1).replace("status: published", "status: draft", 1)
+    (repo / "lessons" / "note.md").write_text(note)
+    course.git(repo, "add", "-A")
+    course.git(repo, "commit", "-q", "-m", "a draft note without programs")
+    wt = tmp_path / "runners" / "sm_90"
+    course.git(repo, "worktree", "add", "-q", "--detach", str(wt))
+    course.host_records(wt, 0)
+    artifact = tmp_path / "artifacts" / "records-sm_90"
+    assert _cli("fleet", "collect", "--out", str(artifact), "--root", str(wt), cwd=wt).returncode == 0
+    merged = _cli("fleet", "merge", str(artifact), "--root", str(repo), cwd=repo)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert "fleet: lessons/note.md lists no programs: no task for it" in merged.stderr
+    rows = [ln.split()[0] for ln in merged.stdout.splitlines() if ln and not ln.startswith(("fleet merge:", "audit:"))]
+    assert rows == ["LESSON", *sorted(course.LESSONS)], merged.stdout

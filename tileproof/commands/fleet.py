@@ -58,9 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _with_programs(every: list[lessons.Lesson]) -> list[lessons.Lesson]:
-    """The lessons a default submit runs: those listing programs. A lesson without any (a note whose every
-    number is a bench or claims record's) has no task; each is named in one line. Named with ``--lesson``,
-    such a lesson is still refused (``plan.make_plan``)."""
+    """The lessons a fleet runs by default (``submit`` without ``--lesson``, and the cells ``merge`` fills): those
+    listing programs. A lesson without any (a note whose every number is a bench or claims record's) has no task
+    and no cell; each is named in one line. Named with ``--lesson``, it is still refused (``plan.make_plan``)."""
     for ls in every:
         if not ls.front.programs:
             print(f"fleet: lessons/{ls.id}.md lists no programs: no task for it (its evidence is bench or claims "
@@ -113,7 +113,7 @@ def _show(plan_file: Path, why: str = "") -> int:
 
 def _merge(args: argparse.Namespace) -> int:
     root = args.root.resolve()
-    programs = {ls.id: [p.path for p in ls.front.programs] for ls in lessons.load_all(root)}
+    programs = {ls.id: [p.path for p in ls.front.programs] for ls in _with_programs(lessons.load_all(root))}
     ids = list(programs)
     cells = []
     for src in args.sources:
