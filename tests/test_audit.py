@@ -22,7 +22,7 @@ from tileproof.gather import audit as audit_run  # noqa: E402
 from tileproof.gather import audit_scan  # noqa: E402
 from tileproof.gather.audit import RULES  # noqa: E402
 from tileproof.judge.audit.rules import evidence, gpu, packages, sessions, toolchain, verdicts  # noqa: E402
-from tileproof.records import store  # noqa: E402
+from tileproof.records import file_index, store  # noqa: E402
 from tileproof.records.findings import Finding  # noqa: E402
 from tileproof.records.models import CheckReport  # noqa: E402
 
@@ -307,11 +307,15 @@ def test_cli_clean_writes_reports_and_exits_0(audit_copy, capsys):
 
 
 def test_cli_by_default_rewrites_nothing(audit_copy, capsys):
-    """Issue 17: a plain audit leaves every file as it was; the last line says no report was written."""
+    """Issue 17: a plain audit leaves every file as it was; the last line says no report was written. Issue
+    27: the one thing it adds is its verified-file index, in the folder git ignores (records.file_index)."""
     root, _ = audit_copy
-    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    cache = root / file_index.FOLDER
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and cache not in p.parents}
     assert main(["audit", "--allow-no-history", "--root", str(root)]) == 0
-    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+    after = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    assert {p: b for p, b in after.items() if cache not in p.parents} == before
+    assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("audit: 6 records, 19 evidence files, 2 lessons: 0 findings; wrote no report")
 

@@ -17,6 +17,7 @@ from tileproof.fleet import matrix as mx
 from tileproof.fleet import tasks
 from tileproof.fleet.merge import MergeConflict, Source, merge, plan_merge
 from tileproof.fleet.plan import SUBMITTED_FILE, ArrayResult, Submitted, make_plan
+from tileproof.records import batch_write
 from tileproof.records.cluster import Cluster, GpuKind
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import RunRecord, SlurmJob
@@ -308,6 +309,61 @@ def test_ci_runners_collect_then_merge_prints_the_matrix(tmp_path, repo):
     assert again.returncode == 1, again.stdout + again.stderr
     assert "fleet-vector-add x records-sm_120: gap: session" in again.stdout
     assert "11 files written, 24 already there" in again.stdout  # the dead runner's 2 runs + their transcripts
+
+
+def test_a_merge_syncs_twice_not_once_per_file(tmp_path, repo, monkeypatch):
+    """Issue 27: every file staged, one os.sync, linked, one more os.sync; no per-file fsync."""
+    a = host_tree(tmp_path, repo, "a")
+    course.host_records(a, 0)
+    calls = {"sync": 0, "fsync": 0}
+    monkeypatch.setattr(batch_write.os, "sync", lambda: calls.__setitem__("sync", calls["sync"] + 1))
+    monkeypatch.setattr(batch_write.os, "fsync", lambda fd: calls.__setitem__("fsync", calls["fsync"] + 1))
+    done = merge(repo, [Source(base=a)])
+    assert len(done.writes) > 5 and calls == {"sync": 2, "fsync": 0}
+    for rel, src in done.writes.items():
+        assert (repo / rel).read_bytes() == src.read_bytes()
+        assert (repo / rel).stat().st_mode & 0o777 == 0o644
+    assert not list((repo / ".tileproof-cache" / batch_write.STAGING).iterdir())  # nothing staged is left
+
+
+def test_a_merge_killed_midway_is_completed_by_running_it_again(tmp_path, repo, monkeypatch):
+    """Half the links made, then the merge dies: every file in place is whole, and a rerun writes the rest."""
+    a = host_tree(tmp_path, repo, "a")
+    course.host_records(a, 0)
+    real_link, made = batch_write.os.link, []
+
+    def dies_halfway(src, dst):
+        if len(made) >= 5:
+            raise KeyboardInterrupt("killed")
+        made.append(dst)
+        real_link(src, dst)
+
+    monkeypatch.setattr(batch_write.os, "link", dies_halfway)
+    with pytest.raises(KeyboardInterrupt):
+        merge(repo, [Source(base=a)])
+    monkeypatch.setattr(batch_write.os, "link", real_link)
+    placed = [Path(p) for p in made]
+    assert placed and all(p.read_bytes() == (a / p.relative_to(repo)).read_bytes() for p in placed)
+    again = merge(repo, [Source(base=a)])
+    assert again.same == len(placed) and again.writes
+    assert not merge(repo, [Source(base=a)]).writes  # complete now
+    result = audit(repo)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def test_a_name_made_meanwhile_by_another_writer_is_never_overwritten(tmp_path, repo):
+    """Between the plan and the link another writer made a name: the same bytes are fine, others refused."""
+    a = host_tree(tmp_path, repo, "a")
+    course.host_records(a, 0)
+    record = sorted((a / "runs").glob("*run*.json"))[0]
+    rel = f"runs/{record.name}"
+    (repo / "runs").mkdir(exist_ok=True)
+    (repo / rel).write_bytes(b"another writer's bytes")
+    with pytest.raises(TileproofError, match="already exists with other bytes"):
+        batch_write.copy_once(repo, [(rel, record)], lambda x, y: x.read_bytes() == y.read_bytes())
+    assert (repo / rel).read_bytes() == b"another writer's bytes"
+    (repo / rel).write_bytes(record.read_bytes())
+    assert batch_write.copy_once(repo, [(rel, record)], lambda x, y: x.read_bytes() == y.read_bytes()) == 0
 
 
 def test_merge_leaves_a_lesson_without_programs_out_of_the_matrix_and_says_so(tmp_path, repo):

@@ -160,7 +160,7 @@ def test_audit_reads_a_signed_record_as_sealed(tmp_path):
     from tileproof.gather import audit_scan
 
     path = store.write_record(tmp_path, real_run(), new_signer())
-    seals, _disk, _diffs, _refused = audit_scan.byte_pass(str(tmp_path), [path.name])
+    seals, _disk, _diffs, _refused, _notes = audit_scan.byte_pass(str(tmp_path), [path.name])
     assert seals[path.name] == store.load_record(path).seal
 
 

@@ -49,6 +49,10 @@ def add_arguments(parser) -> None:
                              f"file you keep (default: ${PIN_ENV}, else the tree's {PIN.as_posix()})")
     parser.add_argument("--expect-ancestor", default=None, metavar="REV",
                         help="a head audited before: fail (history-rewritten) unless it is an ancestor of HEAD")
+    parser.add_argument("--since", default=None, metavar="REV",
+                        help="audit only the records and evidence added or changed since the commit REV, and the "
+                             "lessons they touch (the whole tree's history and trust still checked); for CI on "
+                             "every push; docs/records-and-staleness.md says exactly what it covers")
     parser.add_argument("--no-write", action="store_true", help="write no report (the default; kept for scripts)")
 
 
@@ -73,7 +77,9 @@ def run(args) -> int:
     wanted = outputs(args)
     with paused_gc():  # rendering 10,000 records' tables with the collector on costs it 3x
         result = audit(args.root, outputs=[p for p, _ in wanted], trust_root=args.trust_root,
-                       expect_ancestor=args.expect_ancestor)
+                       expect_ancestor=args.expect_ancestor, since=args.since)
+        if result.scope is not None:
+            print(f"audit scope: {result.scope}")
         for f in result.findings:
             print(f)
         for line in result.trust.lines() if result.trust is not None else ():
@@ -83,6 +89,8 @@ def run(args) -> int:
                 print(lesson.summary())
         for path, kind in wanted:
             store.write_atomic(path, RENDER[kind](result, path.parent))
+    for note in result.index_notes:
+        print(note, file=sys.stderr)
     failed = bool(result.findings) or not (result.history_checked or args.allow_no_history)
     print(result.summary_line([p for p, _ in wanted]), file=sys.stderr if failed else sys.stdout)
     return 1 if failed else 0

@@ -23,10 +23,11 @@ from tileproof import lesson_text
 from tileproof.claims import matrix
 from tileproof.claims import spec as claims_spec
 from tileproof.claims import status as claims
+from tileproof.gather.audit_scan import paused_gc
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims, release_matrix
 from tileproof.judge.verdict import LessonVerdict
-from tileproof.records import lessons
+from tileproof.records import file_index, lessons
 from tileproof.records.errors import one_line
 from tileproof.report import bench_view
 
@@ -145,12 +146,19 @@ def status(root: Path, ids: list[str], tree: Tree | None = None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    with paused_gc():  # 100,000 records kept alive make each collector pass long (as for the audit)
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     tree = Tree.load(Path(args.root))
     print("\n".join(map(one_line, status(args.root, args.lessons, tree))), file=sys.stdout)
     bench_lines = bench_view.status_lines(tree.records)
     if bench_lines:  # what bounds each bench case and how close it comes (report.bench_view)
         print("\nbench, newest record of each program (fastest tile kernel per shape):\n"
               + "\n".join(map(one_line, bench_lines)))
+    for note in file_index.open_notes():  # the index changes no verdict: said aside
+        print(note, file=sys.stderr)
     documents = claims_documents(args.root, args.lessons)
     if documents == []:  # lessons named, none with a claims file
         return 0

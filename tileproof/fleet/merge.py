@@ -5,8 +5,10 @@ bits), and its transcripts live under ``evidence/<run id>/``: two hosts never
 write the same name, so a merge is a union of files. It still checks: a name
 already present with identical bytes is a no-op; the same name with different
 bytes is a :class:`MergeConflict` and nothing at all is written. Files are
-written with ``store.write_once`` (a hard link that fails if the name exists),
-so a concurrent writer cannot be overwritten either.
+written with ``records.batch_write.copy_once`` (staged, one ``os.sync``, then a
+hard link that fails if the name exists, then one more ``os.sync``), so a
+concurrent writer cannot be overwritten either, and a killed merge leaves only
+complete files: running it again completes it.
 
 Only what records own is merged: ``runs/<id>.json`` and files under
 ``evidence/<id>/``. The audit's own reports (``evidence/AUDIT.md``...) are
@@ -16,12 +18,12 @@ file a killed writer left (``.<name>.*.tmp``) is listed as incomplete.
 
 from __future__ import annotations
 
+import os
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tileproof.records import store
+from tileproof.records import batch_write, store
 from tileproof.records.errors import TileproofError
 
 _TEMP = re.compile(r"^\..+\.tmp$")
@@ -49,17 +51,26 @@ def record_files(source: Path) -> tuple[list[str], list[str]]:
     other: list[str] = []
     runs = source / store.RUNS
     if runs.is_dir():
-        for p in sorted(runs.iterdir()):
-            (owned if p.is_file() and p.suffix == ".json" and not _TEMP.match(p.name) else other).append(
-                f"{store.RUNS}/{p.name}")
+        with os.scandir(runs) as entries:
+            for e in sorted(entries, key=lambda e: e.name):
+                json_name = os.path.splitext(e.name)[1] == ".json"  # as Path.suffix: ".json" alone is not
+                (owned if e.is_file() and json_name and not _TEMP.match(e.name) else other).append(
+                    f"{store.RUNS}/{e.name}")
     evidence = source / store.EVIDENCE
     if evidence.is_dir():
-        for p in sorted(evidence.rglob("*")):
-            if not p.is_file():
-                continue
-            rel = p.relative_to(source).as_posix()
-            inside_run = len(p.relative_to(evidence).parts) >= 2
-            (owned if inside_run and not _TEMP.match(p.name) else other).append(rel)
+        found: list[tuple[str, bool]] = []  # (path relative to the source, whether inside a run's folder)
+        stack = [(os.fspath(evidence), store.EVIDENCE, 0)]
+        while stack:
+            folder, rel, depth = stack.pop()
+            with os.scandir(folder) as entries:
+                for e in entries:
+                    if e.is_dir():
+                        if not e.is_symlink():  # as rglob: a link to a folder is not walked into
+                            stack.append((e.path, f"{rel}/{e.name}", depth + 1))
+                    elif e.is_file():
+                        found.append((f"{rel}/{e.name}", depth >= 1))
+        for rel, inside_run in sorted(found, key=lambda f: f[0].split("/")):  # as sorted Paths
+            (owned if inside_run and not _TEMP.match(rel.rsplit("/", 1)[1]) else other).append(rel)
     return owned, other
 
 
@@ -111,14 +122,10 @@ def plan_merge(root: Path, sources: list[Source]) -> MergePlan:
     return plan
 
 
-WRITERS = 16
-"""Files written at once: each write is fsynced (``store.write_once``), and concurrent
-fsyncs overlap; tests/benchmarks/fleet_scale.txt times a 400,000-file merge."""
-
-
 def merge(root: Path, sources: list[Source]) -> MergePlan:
-    """Plan, then write every new file once. Returns the plan that was carried out."""
+    """Plan, then write every new file once, in one batch with one durable barrier
+    (``records.batch_write.copy_once``; tests/benchmarks/fleet_scale.txt times a 400,000-file merge).
+    Returns the plan that was carried out; a merge stopped midway is completed by running it again."""
     plan = plan_merge(root, sources)
-    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
-        list(pool.map(lambda item: store.write_once(root / item[0], item[1].read_bytes()), plan.writes.items()))
+    batch_write.copy_once(root, plan.writes.items(), _same_bytes)
     return plan

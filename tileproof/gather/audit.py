@@ -24,14 +24,14 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import ValidationError
 
 from tileproof.claims import spec as claims_spec
-from tileproof.gather import audit_scan, trust_state
+from tileproof.gather import audit_scan, audit_since, indexed, trust_state
 from tileproof.gather import inputs as gather_inputs
 from tileproof.gather.audit_claims import claims_files_today
 from tileproof.gather.audit_scan import helper as byte_helper
@@ -45,12 +45,12 @@ from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
-from tileproof.records import lessons, lock, store
+from tileproof.records import file_index, lessons, lock, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import REGENERATED, NoHistory
 from tileproof.records.history_check import check as check_history
-from tileproof.records.models import RunRecord
+from tileproof.records.models import LessonFront, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
 from tileproof.records.runner_keys import UNSIGNED, RunnerRegistry, Verification
 from tileproof.records.safe_read import read_evidence
@@ -68,20 +68,22 @@ KEEP_FILES = frozenset({".gitkeep"})
 """Names in evidence/ that are never orphans."""
 
 def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = None,
-          expect_ancestor: str | None = None) -> AuditResult:
+          expect_ancestor: str | None = None, since: str | None = None) -> AuditResult:
     """Read runs/, evidence/ and lessons/ under ``root`` and apply every rule.
 
     ``outputs``: report files being written (skipped by the orphan rule). ``trust_root`` and
     ``expect_ancestor``: what the reviewer pins (``gather.trust_state``; ``--trust-root``,
-    ``--expect-ancestor``).
+    ``--expect-ancestor``). ``since``: audit only what changed since that commit, and the lessons it
+    touches (``gather.audit_since``; ``--since``).
     The cyclic garbage collector is paused meanwhile: 10,000 records kept alive
     make each of its passes longer, which tripled the audit's time.
     """
     with paused_gc():
         names = record_names(Path(root))
-        helper = byte_helper(len(names))
+        scope = audit_since.scope(Path(root), since, names) if since is not None else None
+        helper = byte_helper(len(names) if scope is None else len(scope.names))
         try:
-            return _audit(Path(root), names, outputs, helper, trust_root, expect_ancestor)
+            return _audit(Path(root), names, outputs, helper, trust_root, expect_ancestor, scope)
         finally:
             helper.close()
 
@@ -170,12 +172,13 @@ def _context(records, trusted: dict[str, bytes | None]) -> audit_rules.Context:
     return audit_rules.Context({rec.run_id for _, rec in records}, query_rows, freeze)
 
 
-def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
-           expect_ancestor: str | None) -> AuditResult:
+def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
+           expect_ancestor: str | None, scope: audit_since.Scope | None) -> AuditResult:
     findings: list[Finding] = []
     add = findings.append
     flagged: set[str] = set()
-    bytes_done = helper.submit(audit_scan.byte_pass, str(root), names)
+    names = every_name if scope is None else list(scope.names)
+    bytes_done = helper.submit(audit_scan.byte_pass, str(root), names, None if scope is None else scope.folders)
     history_read = git_history.read(root)
     trusting = trust_state.load(root, trust_root, expect_ancestor, history_read)
     runners = trusting.registry
@@ -185,11 +188,15 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
     trusted = _trusted(root, records)
     records.sort(key=lambda nr: (nr[1].created, nr[1].run_id))
     ctx = _context(records, trusted)
+    if scope is not None:  # records outside the scope are there, unchanged since REV (the history check says)
+        ctx.known |= {n[:-5] for n in every_name}
     for name, rec in records:
         findings += [Finding(f"{store.RUNS}/{name}", r, why) for r, why in audit_rules.run_checks(rec, ctx)]
     findings += sessions.session_findings(records)
 
-    seals, disk, diffs, refused = bytes_done()
+    seals, disk, diffs, refused, index_notes = bytes_done()
+    if scope is not None:
+        _outside_folders(root, refs_of, disk, refused)
     findings += [Finding(rel, rule_id, reason) for rel, (rule_id, reason) in refused.items()]
     findings += [Finding(f"{store.RUNS}/{name}", *inputs.stray_issue(name)) for name in store.stray_files(root)]
     examined = []
@@ -223,13 +230,19 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
                 add(Finding(t.path if rule_id != evidence.PATH else file, rule_id, reason))
                 flagged.add(name)
 
-    evidence_files, evidence_bytes = _orphans(root, names, disk, refs_of, raw_refs, outputs, add)
+    evidence_files, evidence_bytes = _orphans(root, every_name, disk, refs_of, raw_refs, outputs, add)
     lesson_refused = _lesson_inputs(root, add)
     _claims_files(root, add)
     checked = check_history(history_read)
+    if scope is not None:  # every record counts for the lessons re-judged: the rest read through the index
+        mine = {e.record.run_id for e in examined}
+        examined += [e for e in trusting.examine(indexed.read_records(root, runners)) if e.record.run_id not in mine]
     tree = Tree.of(root, examined, trusting, checked, refused | lesson_refused)
-    lesson_audits = _lessons(root, tree, findings)
-    _plausibility(tree, {rec.run_id: name for name, rec in records}, lesson_audits, add)
+    in_scope = [rec for _, rec in records]
+    untouched: list = []  # the plausibility notes of the lessons --since does not re-judge still explain
+    lesson_audits = _lessons(root, tree, findings, None if scope is None else (
+        lambda front: scope.touches(front, in_scope)), untouched)
+    _plausibility(tree, {rec.run_id: name for name, rec in records}, lesson_audits, add, untouched)
     findings += trusting.state.findings
     findings += checked.findings
     if checked.status == "checked":
@@ -240,16 +253,37 @@ def _audit(root: Path, names: list[str], outputs: Iterable[Path], helper: Forked
                        evidence_files=evidence_files, evidence_bytes=evidence_bytes,
                        record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked,
                        claims_files=claims_files_today(root), trust=trusting.state.report,
-                       cuda_tile_lock=releases.lock_key(lock.cuda_tile_pin(root)))
+                       cuda_tile_lock=releases.lock_key(lock.cuda_tile_pin(root)),
+                       index_notes=tuple(dict.fromkeys((*index_notes, *file_index.open_notes()))),
+                       scope=None if scope is None else scope.line())
 
 
-def _plausibility(tree: Tree, names: dict[str, str], lesson_audits: list[LessonAudit], add) -> None:
-    """Each record's plausibility signals that no lesson explains and no second runner key settles
-    (``judge.audit.rules.plausibility``)."""
+def _outside_folders(root: Path, refs_of, disk: dict[str, tuple[int, str]], refused: dict[str, Issue]) -> None:
+    """``audit --since``: the transcripts in-scope records reference outside the folders the byte pass read,
+    hashed here into ``disk`` (streamed), or ``refused``; a missing one is left to the evidence rules."""
+    unindexed = file_index.Index(None, None)  # no stat from a walk vouches for these: read every one
+    for refs in refs_of.values():
+        for _where, t in refs:
+            if t.path in disk or t.path in refused or not evidence.evidence_path_ok(t.path):
+                continue
+            try:
+                known = file_index.content(root, t.path, "evidence", unindexed)
+            except InputRefused as e:
+                if e.kind != "missing":
+                    refused[t.path] = inputs.refused_issue(e)
+                continue
+            disk[t.path] = (known.size, known.sha256)
+
+
+def _plausibility(tree: Tree, names: dict[str, str], lesson_audits: list[LessonAudit], add,
+                  more_notes: Iterable = ()) -> None:
+    """Each audited record's (``names``: run id → file name) plausibility signals that no lesson explains and
+    no second runner key settles (``judge.audit.rules.plausibility``); ``more_notes``: the notes of lessons not
+    judged here."""
     flagged = tree.signals()
-    notes = [n for la in lesson_audits for n in la.notes]
+    notes = [n for la in lesson_audits for n in la.notes] + list(more_notes)
     for item in tree.records:
-        if item.record.run_id in flagged:
+        if item.record.run_id in flagged and item.record.run_id in names:  # names: the records audited
             for rule_id, reason in plausibility_rules.plausibility_issues(item, tree.records, flagged, notes):
                 add(Finding(f"{store.RUNS}/{names[item.record.run_id]}", rule_id, reason))
 
@@ -312,7 +346,10 @@ def _claims_files(root: Path, add) -> None:
             add(Finding(shown, inputs.CLAIMS, inputs.reason_of(e)))
 
 
-def _lessons(root: Path, tree: Tree, findings: list[Finding]) -> list[LessonAudit]:
+def _lessons(root: Path, tree: Tree, findings: list[Finding], touched: Callable[[LessonFront], bool] | None = None,
+             untouched_notes: list | None = None) -> list[LessonAudit]:
+    """Each lesson's findings and audit; ``touched``: which lessons to judge (``audit --since``), default all;
+    the plausibility notes of the others go to ``untouched_notes``."""
     add = findings.append
     out = []
     for path in lesson_files(root):
@@ -327,6 +364,10 @@ def _lessons(root: Path, tree: Tree, findings: list[Finding]) -> list[LessonAudi
             continue
         except (RecordError, ValidationError, ValueError) as e:
             add(Finding(file, lesson_rules.FRONT, str(e).splitlines()[0]))
+            continue
+        if touched is not None and not touched(front):
+            if untouched_notes is not None:
+                untouched_notes += front.plausibility
             continue
         try:
             judged = tree.verdict(lesson)

@@ -13,10 +13,12 @@ Nothing here decides anything: the rules are ``judge.audit.rules``'s.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import json
 import os
+import stat
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,19 +26,21 @@ from contextlib import contextmanager
 from tileproof.judge.audit.result import Issue
 from tileproof.judge.audit.rules import inputs
 from tileproof.judge.audit.rules.verdicts import report_diff
-from tileproof.records import store
+from tileproof.records import file_index, store
 from tileproof.records.errors import InputRefused
 from tileproof.records.safe_read import read_bytes, read_evidence
 from tileproof.runner.forked import ForkedHelper
 
 
-def walk(root: str, folder: str, refused: dict[str, Issue]) -> Iterator[str]:
+def walk(root: str, folder: str, refused: dict[str, Issue],
+         stats: dict[str, os.stat_result] | None = None) -> Iterator[str]:
     """Every entry under ``root/folder`` that is not a folder, as a root-relative POSIX path.
 
     Nothing is followed or opened here: ``os.scandir`` reports each entry's type
     from the directory itself, a link (to a folder too) is yielded as an entry
     (``safe_read`` then refuses it), and a folder that cannot be listed is
-    ``refused`` (one ``input-unreadable`` issue), never skipped silently."""
+    ``refused`` (one ``input-unreadable`` issue), never skipped silently. ``stats``: filled with each
+    entry's ``lstat`` (what ``records.file_index`` compares with its entries), when given."""
     stack = [folder]
     while stack:
         rel = stack.pop()
@@ -52,8 +56,11 @@ def walk(root: str, folder: str, refused: dict[str, Issue]) -> Iterator[str]:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(f"{rel}/{entry.name}")
-                else:
-                    yield f"{rel}/{entry.name}"
+                    continue
+                if stats is not None:
+                    with contextlib.suppress(OSError):  # gone since it was listed: its reader says so
+                        stats[f"{rel}/{entry.name}"] = entry.stat(follow_symlinks=False)
+                yield f"{rel}/{entry.name}"
 
 
 def read_record(root: str, name: str) -> bytes:
@@ -61,47 +68,106 @@ def read_record(root: str, name: str) -> bytes:
     return read_bytes(root, f"{store.RUNS}/{name}", "record")
 
 
-def byte_pass(root: str, record_names: list[str]):
+def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | None = None):
     """The model-free half of the audit, run in a second process while this one
     validates: ``raw_seal`` of each record file (None when not a JSON object, or
     refused: the main process reports that); (size, sha256) of every file under
-    evidence/, each read once through ``safe_read.read_evidence``; and, for each
+    evidence/, each read once through ``safe_read`` and streamed as it is hashed; and, for each
     run record whose check-report.json matches its digest, ``report_diff`` of the
     two. Returns (seals, digests, report diffs by record file name, refused
-    evidence: path → its ``inputs`` issue)."""
+    evidence: path → its ``inputs`` issue, the index's notes).
+
+    What it learns goes to the verified-file index (``records.file_index``): a record's seal and
+    report reference by the sha256 of its bytes, a transcript's digest by its stat data, a report
+    diff by the two contents it compares. An unchanged file is not hashed again; every record file is
+    still read (the main process validates it too). ``folders``: the folders under evidence/ to read
+    (``audit --since``); default all of evidence/."""
+    index = file_index.shared(root)
+    index.few = folders is not None  # audit --since: a few folders' rows, asked for one by one
+    now = file_index.now_ns()
     seals: dict[str, str | None] = {}
     wanted: dict[str, list] = defaultdict(list)
     for name in record_names:
         try:
-            raw = json.loads(read_record(root, name))
-        except (InputRefused, ValueError, RecursionError):  # refused, not JSON, nested past json: reported by _validate
-            raw = None
-        if not isinstance(raw, dict):
+            data = read_record(root, name)
+        except InputRefused:  # reported by _validate
             seals[name] = None
             continue
-        try:
-            raw = store.unwrap(raw)  # a signed record: its predicate (trust: records.runner_keys.verify)
-        except ValueError:
-            seals[name] = None
-            continue
-        seals[name] = store.seal_of_json(raw)
-        ref = raw.get("report_file")
-        if raw.get("kind") == "run" and isinstance(ref, dict) and isinstance(ref.get("path"), str):
-            wanted[ref["path"]].append((name, ref.get("sha256"), raw.get("report")))
+        sha = hashlib.sha256(data).hexdigest()
+        fact = index.fact(sha, "raw-record")
+        if fact is None:
+            fact = _raw_facts(data)
+            index.remember(sha, "raw-record", fact)
+        seals[name] = fact["seal"]
+        if fact.get("report") is not None:
+            path, recorded = fact["report"]
+            wanted[path].append((name, recorded, sha))
     disk: dict[str, tuple[int, str]] = {}
     diffs: dict[str, list[str] | str] = {}
     refused: dict[str, Issue] = {}
-    for rel in walk(root, store.EVIDENCE, refused):
-        try:
-            data = read_evidence(root, rel)
+    stats: dict[str, os.stat_result] = {}
+    starts = folders if folders is not None else (store.EVIDENCE,)
+    real = {folder: _real_folders(root, folder) for folder in starts}
+    listed = ((rel, real[folder]) for folder in starts for rel in walk(root, folder, refused, stats))
+    for rel, vouched in listed:
+        try:  # an index entry is used only below real folders (a linked evidence/ is read, and refused)
+            known = file_index.content(root, rel, "evidence", index, stats.get(rel) if vouched else None, now)
         except InputRefused as e:  # a link, FIFO, oversized file...: its own finding, never hashed
             refused[rel] = inputs.refused_issue(e)
             continue
-        disk[rel] = (len(data), sha := hashlib.sha256(data).hexdigest())
-        for name, recorded, report in wanted.get(rel, ()):
-            if recorded == sha:
-                diffs[name] = report_diff(report, data)
-    return seals, disk, diffs, refused
+        disk[rel] = (known.size, known.sha256)
+        for name, recorded, record_sha in wanted.get(rel, ()):
+            if recorded == known.sha256:
+                diffs[name] = _report_diff(root, name, record_sha, rel, known.sha256, index)
+    index.save()
+    return seals, disk, diffs, refused, tuple(index.notes())
+
+
+def _real_folders(root: str, folder: str) -> bool:
+    """Whether every component of ``folder`` under ``root`` is a real folder (no link), as ``safe_read`` checks
+    each file's path: only then does a walk's ``lstat`` vouch for the files below it."""
+    parts = folder.split("/")
+    try:
+        return all(stat.S_ISDIR(os.lstat(os.path.join(root, *parts[:i + 1])).st_mode) for i in range(len(parts)))
+    except OSError:
+        return False
+
+
+def _raw_facts(data: bytes) -> dict:
+    """A record file's seal digest from its raw JSON (None when it is not a record's JSON object) and, for a
+    run record, its check report's (path, sha256)."""
+    try:
+        raw = json.loads(data)
+    except (ValueError, RecursionError):  # not JSON, nested past json: reported by _validate
+        return {"seal": None, "report": None}
+    if not isinstance(raw, dict):
+        return {"seal": None, "report": None}
+    try:
+        raw = store.unwrap(raw)  # a signed record: its predicate (trust: records.runner_keys.verify)
+    except ValueError:
+        return {"seal": None, "report": None}
+    ref = raw.get("report_file")
+    report = None
+    if raw.get("kind") == "run" and isinstance(ref, dict) and isinstance(ref.get("path"), str):
+        report = [ref["path"], ref.get("sha256")]
+    return {"seal": store.seal_of_json(raw), "report": report}
+
+
+def _report_diff(root: str, name: str, record_sha: str, rel: str, transcript_sha: str,
+                 index: file_index.Index) -> list[str] | str:
+    """``report_diff`` of the record ``runs/<name>`` (content ``record_sha``) and its check report ``rel``
+    (content ``transcript_sha``), from the index when both contents are the ones it was made from."""
+    key = hashlib.sha256(f"{record_sha}\0{transcript_sha}".encode()).hexdigest()
+    fact = index.fact(key, "report-diff")
+    if fact is not None:
+        return fact["diff"]
+    raw = store.unwrap(json.loads(read_record(root, name)))
+    data = read_evidence(root, rel)
+    if hashlib.sha256(data).hexdigest() != transcript_sha:  # changed since it was hashed: compare what is there
+        return report_diff(raw.get("report"), data)
+    diff = report_diff(raw.get("report"), data)
+    index.remember(key, "report-diff", {"diff": diff})
+    return diff
 
 
 PARALLEL_MIN_RECORDS = 200

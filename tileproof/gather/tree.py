@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from tileproof.claims import spec as claims_spec
-from tileproof.gather import inputs, trust_state
+from tileproof.gather import indexed, inputs, trust_state
 from tileproof.judge import gate, plausibility, release_matrix, releases, verdict
 from tileproof.judge.audit.result import Issue
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
@@ -34,6 +34,7 @@ from tileproof.records.depends import ProgramUses
 from tileproof.records.errors import InputRefused
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import HistoryReport, NoHistory
+from tileproof.records.history_check import check as check_history
 from tileproof.records.models import (
     BenchRecord,
     ClaimsRecord,
@@ -191,9 +192,12 @@ class Tree:
     def load(cls, root: Path, trust_root: str | None = None) -> Tree:
         """Every record under runs/, each with its seal checked, its signature verified against
         ``lessons/runners.yaml`` and its standing judged from history against the trust root
-        (``gather.trust_state``; the first record that fails validation raises one line)."""
-        trusted = trust_state.load(Path(root), trust_root)
-        return cls.of(root, trusted.examine(store.read_records(Path(root), trusted.registry)), trusted)
+        (``gather.trust_state``; the first record that fails validation raises one line), read through the
+        verified-file index (``gather.indexed``)."""
+        history_read = git_history.read(Path(root))  # read once: the records' first commits and the history check
+        trusted = trust_state.load(Path(root), trust_root, history_read=history_read)
+        return cls.of(root, trusted.examine(indexed.read_records(Path(root), trusted.registry)), trusted,
+                      check_history(history_read))
 
     @classmethod
     def of(cls, root: Path, examined: Iterable[Examined], trust: trust_state.Trusted | None = None,

@@ -5,7 +5,10 @@ every file under runs/ and evidence/, and the working tree's object ids.
 added/changed/deleted files with their object ids; a path's first ``A`` is its
 first committed version (a rename is a delete plus an add, so a moved record is
 a missing one). No git, no repository, or a shallow clone: ``NoHistory``. The
-working tree's files are hashed through ``records.safe_read.stream`` (:func:`working_id`).
+working tree's object ids come from git's own index where git vouches for the file
+(``git ls-files -s`` and ``git diff-files``, the stat-data check ``git status`` makes:
+:func:`_index_ids`); every other file is hashed through ``records.safe_read.stream``
+(:func:`working_id`).
 
 :func:`at_commits` reads, for the commits records name (``git.commit``), whether
 each is in this repository's history and the sha256 of each attested path's blob
@@ -97,7 +100,32 @@ def read(root: Path) -> GitHistory | NoHistory:
             path = next(tokens).decode()
             if status == "A" and path not in first:
                 first[path] = FirstVersion(path, commit, new)
-    return GitHistory(first=tuple(first.values()), current={path: working_id(root, path, fmt) for path in first})
+    staged = _index_ids(root)
+    current = {path: staged[path] if path in staged else working_id(root, path, fmt) for path in first}
+    return GitHistory(first=tuple(first.values()), current=current)
+
+
+def _index_ids(root: Path) -> dict[str, str]:
+    """Path → git's object id of each regular file under runs/ and evidence/ whose working copy git's own
+    index vouches for: an index entry at stage 0, a regular file's mode, tagged ``H`` (neither
+    assume-unchanged nor skip-worktree, which would make git skip the file), and not listed by ``git
+    diff-files`` (which compares each file's stat data with the index, and its content where the stat
+    cannot tell: git's racy-entry check). Every other file is hashed by :func:`working_id`. An error of
+    either git call gives {} (everything hashed)."""
+    listed = _git(root, "-c", "core.quotePath=false", "ls-files", "-v", "-s", "-z", "--", *WATCHED)
+    dirty = _git(root, "-c", "core.quotePath=false", "diff-files", "--name-only", "--no-renames", "-z", "--",
+                 *WATCHED)
+    if listed.exit_code != 0 or dirty.exit_code != 0:
+        return {}
+    changed = set(dirty.stdout.split(b"\0"))
+    out: dict[str, str] = {}
+    for entry in listed.stdout.split(b"\0"):
+        head, _tab, path = entry.partition(b"\t")
+        words = head.split()
+        if len(words) == 4 and words[0] == b"H" and words[1] in (b"100644", b"100755") and words[3] == b"0" \
+                and path not in changed:
+            out[path.decode()] = words[2].decode()
+    return out
 
 
 def working_id(root: Path, path: str, fmt: ObjectFormat) -> str | Unhashed | None:
@@ -242,3 +270,20 @@ def file_at(root: Path, rev: str, path: str) -> bytes | None:
     """The bytes of ``path`` in commit ``rev`` (None when the commit or the file is not there)."""
     commit = resolve_commit(root, rev)
     return None if commit is None else _cat_file(root, [f"{commit}:{path}"])[0]
+
+
+def changed_since(root: Path, rev: str, folders: Iterable[str]) -> tuple[str, frozenset[str]] | NoHistory:
+    """(the commit ``rev`` names, every path under ``folders`` added, changed or deleted since it in the
+    working tree, untracked files included: ``git diff --name-only`` and ``git ls-files --others``)."""
+    commit = resolve_commit(root, rev)
+    if commit is None:
+        return _no_history(Path(root)) or NoHistory(f"{rev!r} names no commit of this repository")
+    folders = list(folders)
+    diff = _git(root, "-c", "core.quotePath=false", "diff", "--name-only", "--no-renames", "-z", "--relative",
+                commit, "--", *folders)
+    others = _git(root, "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard", "--",
+                  *folders)
+    if diff.exit_code != 0 or others.exit_code != 0:
+        return NoHistory(f"git diff failed: {(diff.stderr or others.stderr).decode(errors='replace').strip()}")
+    paths = {p.decode() for p in (diff.stdout + b"\0" + others.stdout).split(b"\0") if p}
+    return commit, frozenset(paths)

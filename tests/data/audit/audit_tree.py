@@ -91,8 +91,12 @@ VECTOR_ADD = '"""Lesson program: c = a + b."""\nprint("vector_add")\n'
 SOFTMAX = '"""Lesson program: row softmax."""\nprint("softmax")\n'
 
 
+COMMIT = "0d1f2e3c4b5a69788796a5b4c3d2e1f00d1f2e3c"
+"""The commit records name (``synthetic_tree(..., commit=)`` sets it: a tree committed first names a real one)."""
+
+
 def git() -> m.GitState:
-    return m.GitState(commit="0d1f2e3c4b5a69788796a5b4c3d2e1f00d1f2e3c", dirty=False)
+    return m.GitState(commit=COMMIT, dirty=False)
 
 
 def host() -> m.HostFacts:
@@ -322,10 +326,14 @@ def _publish(root: Path, lesson_id: str) -> None:
     assert code == 0, "\n".join(lines)
 
 
-def synthetic_tree(root: Path, n_records: int, runs_per_session: int = 49) -> int:
+def synthetic_tree(root: Path, n_records: int, runs_per_session: int = 49, commit: str | None = None) -> int:
     """``n_records`` records (runs, their sessions, a compile record per 50
     sessions) across H200/A100/T4 hosts, 3 transcripts per run and 3 per session.
-    Returns the number of evidence files written."""
+    ``commit``: the commit the records name (one holding the course this writes, for a tree that is a git
+    checkout); 0 records writes the course alone. Returns the number of evidence files written."""
+    global COMMIT
+    if commit is not None:
+        COMMIT = commit
     programs = {f"kernels/prog{i:02d}.py": f"check{i:02d}" for i in range(12)}
     (root / "kernels").mkdir(parents=True, exist_ok=True)
     for path, name in programs.items():

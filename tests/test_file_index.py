@@ -1,0 +1,216 @@
+"""The verified-file index (records.file_index) changes no output, and ``audit --since`` checks what a merge added.
+
+Real temp trees from tests/data/audit/audit_tree.py's ``synthetic_tree``; every command runs as the CLI
+runs it (``tileproof.__main__.main``), with the index warm, cold and deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import audit_tree  # tests/data/audit, on sys.path (conftest)
+import pytest
+from conftest import git_commit_all
+
+from tileproof.__main__ import main
+from tileproof.fleet.merge import Source, merge
+from tileproof.records import file_index
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git (the tree is a checkout)")
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def settle(root: Path) -> None:
+    """Age every file past the index's racy window, as time does (so a first command may cache them)."""
+    old = time.time() - 10
+    for folder in ("runs", "evidence"):
+        for path in (root / folder).rglob("*"):
+            if path.is_file():
+                os.utime(path, (old, old))
+    time.sleep(file_index.RACY_NS / 1e9 + 0.1)  # the ctime utime just set must age too
+
+
+def head(root: Path) -> str:
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    root = tmp_path / "tree"
+    audit_tree.synthetic_tree(root, 0)  # the course first: the records name the commit that holds it
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, capture_output=True)
+    git_commit_all(root, "course")
+    audit_tree.synthetic_tree(root, 120, commit=head(root))
+    git_commit_all(root, "records")
+    settle(root)
+    return root
+
+
+def outputs(root: Path, *extra: str) -> dict[str, tuple[int, str]]:
+    """Audit (with its JSON summary) and status, as printed; index notes (stderr) left aside."""
+    out = {}
+    for name, argv in (("audit", ["audit", "--root", str(root), "--json", str(root.parent / "a.json"), *extra]),
+                       ("status", ["status", "--root", str(root)])):
+        code, text, _err = run(*argv)
+        out[name] = (code, text)
+    out["json"] = (0, (root.parent / "a.json").read_text())
+    return out
+
+
+def test_warm_cold_and_deleted_index_give_identical_output(checkout):
+    cold = outputs(checkout)
+    assert cold["audit"][0] == 0, cold["audit"][1]
+    db = checkout / file_index.FOLDER / file_index.DATABASE
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT count(*) FROM files").fetchone()[0] > 100  # the cold run learned
+    assert outputs(checkout) == cold  # warm
+    shutil.rmtree(checkout / file_index.FOLDER)
+    assert outputs(checkout) == cold  # deleted
+    os.environ[file_index.ENV] = "off"
+    try:
+        assert outputs(checkout) == cold  # no index at all
+    finally:
+        del os.environ[file_index.ENV]
+    status = subprocess.run(["git", "-C", str(checkout), "status", "--porcelain"], capture_output=True, text=True)
+    assert status.stdout == ""  # the index is never shown as a change to commit
+
+
+def _tamper(root: Path) -> tuple[str, str]:
+    record = sorted((root / "runs").glob("*-run-*.json"))[7]
+    text = record.read_text()
+    assert '"duration_s": 2.0' in text
+    record.write_text(text.replace('"duration_s": 2.0', '"duration_s": 2.5', 1))
+    transcript = [t for t in sorted((root / "evidence").glob("*-run-*/run.stdout.txt")) if b"ok" in t.read_bytes()][3]
+    transcript.write_bytes(transcript.read_bytes().replace(b"ok", b"OK", 1))
+    return f"runs/{record.name}", transcript.relative_to(root).as_posix()
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_a_changed_record_byte_and_transcript_byte_are_caught(checkout, warm):
+    if warm:
+        assert run("audit", "--root", str(checkout))[0] == 0
+    record, transcript = _tamper(checkout)
+    code, text, _ = run("audit", "--root", str(checkout))
+    assert code == 1
+    assert any(record in ln and "record-seal" in ln for ln in text.splitlines()), text
+    assert any(transcript in ln and "evidence-digest" in ln for ln in text.splitlines()), text
+    assert any(transcript in ln and "history-changed" in ln for ln in text.splitlines()), text
+
+
+@pytest.mark.parametrize("table", ["files", "facts"])
+def test_an_edited_entry_is_ignored_with_one_line(checkout, table):
+    clean = outputs(checkout)
+    db = checkout / file_index.FOLDER / file_index.DATABASE
+    with sqlite3.connect(db) as con:  # a hand edit: another digest, its check digest left as it was
+        column = "sha256" if table == "files" else "value"
+        value = "'0000'" if table == "files" else "'{\"seal\": \"intact\"}'"
+        con.execute(f"UPDATE {table} SET {column} = {value} WHERE rowid = (SELECT min(rowid) FROM {table})")
+    code, text, err = run("audit", "--root", str(checkout), "--json", str(checkout.parent / "a.json"))
+    assert (code, text) == clean["audit"]
+    lines = [ln for ln in err.splitlines() if ln.startswith("index:")]
+    assert len(lines) == 1 and "1 entries did not match their check digest" in lines[0], err
+
+
+def test_a_corrupted_database_is_not_used_and_changes_nothing(checkout):
+    clean = outputs(checkout)
+    db = checkout / file_index.FOLDER / file_index.DATABASE
+    for extra in ("-wal", "-shm"):
+        Path(f"{db}{extra}").unlink(missing_ok=True)
+    db.write_bytes(b"not a database" * 100)
+    code, text, err = run("audit", "--root", str(checkout), "--json", str(checkout.parent / "a.json"))
+    assert (code, text) == clean["audit"]
+    assert "index:" in err and "not used" in err
+
+
+def test_concurrent_audits_leave_a_consistent_index(checkout):
+    argv = [sys.executable, "-m", "tileproof", "audit", "--root", str(checkout)]
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    assert all("index:" not in err for _out, err in results), results
+    index = file_index.open_index(checkout)
+    index.load_files()
+    assert index.problem is None and index.ignored == 0 and len(index.files) > 100
+    with sqlite3.connect(index.where) as con:
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    index.close()
+
+
+def _session(tmp_path: Path, root: Path) -> list[str]:
+    """One more host's 8-record session (a compile record, 6 runs, the session record), merged into ``root``."""
+    host = tmp_path / "host"
+    audit_tree.synthetic_tree(host, 8, commit=audit_tree.COMMIT)
+    done = merge(root, [Source(base=host)])
+    return sorted(p for p in done.writes if p.startswith("runs/"))
+
+
+def test_audit_since_finds_a_planted_problem_in_what_the_merge_added(checkout, tmp_path):
+    rev = head(checkout)
+    added = _session(tmp_path, checkout)
+    assert len(added) == 8
+    code, text, _ = run("audit", "--root", str(checkout), "--since", rev)
+    assert code == 0, text
+    assert "audit scope: since" in text and ": 8 records" in text
+    # a planted problem in what the merge added: one transcript byte of a new run
+    transcript = next(t for p in added if "-run-" in p
+                      if b"ok" in (t := checkout / "evidence" / Path(p).stem / "run.stdout.txt").read_bytes())
+    transcript.write_bytes(transcript.read_bytes().replace(b"ok", b"OK", 1))
+    code, text, _ = run("audit", "--root", str(checkout), "--since", rev)
+    assert code == 1
+    assert any("evidence-digest" in ln and transcript.name in ln for ln in text.splitlines()), text
+    # the same finding as the full audit gives (nothing it should check is ignored)
+    full_code, full_text, _ = run("audit", "--root", str(checkout))
+    assert full_code == 1
+    assert [ln for ln in full_text.splitlines() if "evidence-digest" in ln] == \
+        [ln for ln in text.splitlines() if "evidence-digest" in ln]
+
+
+def test_audit_since_still_checks_history_and_lessons(checkout, tmp_path):
+    rev = head(checkout)
+    _session(tmp_path, checkout)
+    committed = subprocess.run(["git", "-C", str(checkout), "ls-files", "evidence"], capture_output=True, text=True,
+                               check=True).stdout.split()  # before REV (the merged session shares its run times)
+    old = next(t for t in (checkout / p for p in sorted(committed) if p.endswith("/run.stdout.txt"))
+               if b"ok" in t.read_bytes())
+    old.write_bytes(old.read_bytes().replace(b"ok", b"OK", 1))
+    code, text, _ = run("audit", "--root", str(checkout), "--since", rev)
+    assert code == 1
+    rel = old.relative_to(checkout).as_posix()
+    # changed since REV, so in scope: its record's digest check and the history check both catch it
+    assert any(rel in ln and "history-changed" in ln for ln in text.splitlines()), text
+    assert any(rel in ln and "evidence-digest" in ln for ln in text.splitlines()), text
+
+
+def test_audit_since_a_commit_that_is_not_there_is_one_line(checkout):
+    code, _text, err = run("audit", "--root", str(checkout), "--since", "no-such-rev")
+    assert code == 2 and "audit --since no-such-rev" in err
+
+
+def test_a_moved_evidence_folder_behind_a_link_is_refused_warm_as_cold(checkout, tmp_path):
+    """The files keep their inode and ctime when their folder is moved: the index must not vouch for them
+    through a link (safe_read refuses a link in evidence/; so must a warm audit)."""
+    assert run("audit", "--root", str(checkout))[0] == 0  # warm: every transcript indexed
+    folder = checkout / "evidence"
+    moved = tmp_path / "elsewhere"
+    folder.rename(moved)
+    folder.symlink_to(moved, target_is_directory=True)
+    warm = run("audit", "--root", str(checkout))
+    shutil.rmtree(checkout / file_index.FOLDER)
+    cold = run("audit", "--root", str(checkout))
+    assert warm[:2] == cold[:2] and warm[0] == 1
+    assert "input-" in warm[1]

@@ -1,0 +1,118 @@
+"""``audit --since REV``: the part of the tree a merge (or a push) changed, for CI on every push.
+
+What it audits, exactly (docs/records-and-staleness.md, "The verified-file index, and audit --since",
+says the same):
+
+- every record file under runs/ added or changed since REV (``git diff REV`` of the working tree,
+  untracked files included), every record whose ``evidence/<run id>/`` folder holds a file added or
+  changed since then, and, closing over sessions, each such run record's session record and each such
+  session record's runs: each gets every per-record check a full audit makes (schema, seal, signature,
+  name, report, its transcripts' digests, session consistency, plausibility, the commit it names);
+- the transcripts those records reference and every file of their evidence folders (orphans included);
+- the lessons they touch: each lesson whose results name an in-scope run record's program, or that the
+  record names; every lesson when an in-scope record is not a run or session record (a bench, claims or
+  compile record), or when anything outside runs/ and evidence/ changed (a lesson, a program, the
+  tolerance table, the lock); each is re-judged from every record of the tree, as a full audit judges it;
+- the whole tree's history (every committed record and transcript, from git's and the index's object
+  ids), trust root, registry changes, lesson inputs and claims files, as a full audit checks them.
+
+What it does not: re-check the records outside that scope (their files are unchanged since REV, which
+the history check confirms for every committed one). A full ``audit`` checks everything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tileproof.records import store
+from tileproof.records.errors import InputRefused, TileproofError
+from tileproof.records.history_check import NoHistory
+from tileproof.records.models import LessonFront, RunRecord, SessionRecord
+from tileproof.records.safe_read import read_bytes
+from tileproof.runner import git_history
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What ``audit --since`` audits (the module docstring)."""
+
+    rev: str
+    commit: str
+    changed: frozenset[str]
+    """Every path added, changed or deleted since ``commit``."""
+    names: tuple[str, ...]
+    """The record files (names in runs/) in scope, sorted."""
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        """The evidence folders whose every file is checked: the in-scope records', and each changed one's."""
+        mine = {f"{store.EVIDENCE}/{n[:-5]}" for n in self.names}
+        mine |= {"/".join(p.split("/")[:2]) for p in self.changed if p.startswith(f"{store.EVIDENCE}/")
+                 and p.count("/") >= 2}
+        return tuple(sorted(mine))
+
+    @property
+    def beyond_records(self) -> bool:
+        """Whether anything outside runs/ and evidence/ changed (then every lesson is re-judged)."""
+        return any(not p.startswith((f"{store.RUNS}/", f"{store.EVIDENCE}/")) for p in self.changed)
+
+    def touches(self, front: LessonFront, records: Iterable) -> bool:
+        """Whether the lesson is re-judged: see the module docstring."""
+        if self.beyond_records:
+            return True
+        programs = {r.program for r in front.results}
+        for rec in records:
+            if isinstance(rec, SessionRecord):
+                continue
+            if not isinstance(rec, RunRecord) or rec.program in programs or front.id in rec.lessons:
+                return True
+        return False
+
+    def line(self) -> str:
+        return (f"since {self.rev} ({self.commit[:12]}): {len(self.names)} records and their evidence "
+                f"({len(self.changed)} paths changed)")
+
+
+def scope(root: Path, rev: str, names: Iterable[str]) -> Scope:
+    """The scope of ``audit --since rev`` over the record files ``names`` of runs/; one line when ``rev``
+    cannot be resolved (no git history, no such commit)."""
+    found = git_history.changed_since(root, rev, ())
+    if isinstance(found, NoHistory):
+        raise TileproofError(f"audit --since {rev}: {found.reason} (fix: audit the whole tree without --since)")
+    commit, changed = found
+    present = set(names)
+    chosen: set[str] = set()
+    for path in changed:
+        parts = path.split("/")
+        if parts[0] == store.RUNS and len(parts) == 2 and parts[1] in present:
+            chosen.add(parts[1])
+        elif parts[0] == store.EVIDENCE and len(parts) > 2 and f"{parts[1]}.json" in present:
+            chosen.add(f"{parts[1]}.json")
+    todo = list(chosen)
+    while todo:  # close over sessions: a run's session record, a session record's runs
+        for linked in _linked(root, todo.pop()):
+            if linked in present and linked not in chosen:
+                chosen.add(linked)
+                todo.append(linked)
+    return Scope(rev, commit, changed, tuple(sorted(chosen)))
+
+
+def _linked(root: Path, name: str) -> list[str]:
+    """The record files a record's raw JSON links to: a run's session, a session's runs (nothing for a file
+    that does not read as a record: the audit's schema rule reports it)."""
+    try:
+        raw = store.unwrap(json.loads(read_bytes(root, f"{store.RUNS}/{name}", "record")))
+    except (InputRefused, ValueError, RecursionError, AttributeError, TypeError):
+        return []
+    if not isinstance(raw, dict):
+        return []
+    out: list[str] = []
+    env = raw.get("environment")
+    if raw.get("kind") == "run" and isinstance(env, dict) and isinstance(env.get("session_id"), str):
+        out.append(f"{env['session_id']}.json")
+    if raw.get("kind") == "session" and isinstance(raw.get("runs"), list):
+        out += [f"{r}.json" for r in raw["runs"] if isinstance(r, str)]
+    return out

@@ -1,0 +1,378 @@
+"""The verified-file index: what tileproof learned about each record and transcript, kept so the next
+command does not learn it again. An optimisation, never a source of truth.
+
+Two tables, in one SQLite database (``.tileproof-cache/index.sqlite`` under the tree's root; the
+folder holds a ``.gitignore`` of ``*``, so git never shows or commits it):
+
+``files``
+    A file's identity as ``lstat`` reports it (device, inode, size, mtime and ctime in ns) → the
+    sha256 and git blob id (sha1) of the bytes it held then, as ``git``'s own index does. A row is
+    used only when every one of those stat fields is unchanged; a row is written only for a file
+    whose mtime and ctime are :data:`RACY_NS` older than the moment it was read (an edit inside the
+    same clock tick, which stat could not tell apart, is thereby never cached), and only when the
+    ``fstat`` before and after reading agree.
+``facts``
+    What was derived from a file's content: keyed by its sha256, the code key (:func:`code_key`: the
+    index schema and a digest of the tileproof package's own source, so any code change starts
+    afresh) and, for trust outcomes, the digest of the runner registry they were judged against.
+
+Every row carries a check digest over its fields and the schema version; a row whose check does not
+match (a corrupted or hand-edited entry) is ignored and counted (:attr:`Index.ignored`; commands print
+one line), and the file is read afresh. A database that cannot be opened or read is not used at all
+(one line), and nothing is lost: deleting the folder changes no output, only the time taken.
+
+Why SQLite (stdlib ``sqlite3``) in WAL mode rather than files of our own: concurrent commands (two
+audits, a merge and a status) each read one consistent snapshot while another writes, writes are
+transactions (a killed command leaves the previous state, never half a row), and 400,000 rows load
+in one query. ``synchronous=NORMAL``: a power cut may lose the last transaction, which only costs a
+re-read. ``TILEPROOF_INDEX=off`` turns the index off (a reviewer's from-scratch run);
+``TILEPROOF_INDEX=<folder>`` keeps it elsewhere.
+
+What it does not defend against: a writer who can edit this folder consistently (row and check
+digest together) on the reviewer's own machine could equally edit the installed tileproof. A
+reviewer who does not trust the machine's cache runs with ``TILEPROOF_INDEX=off`` or on a fresh
+clone (stat data never matches across clones: inode and ctime differ).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import stat
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from tileproof.records.safe_read import LIMITS, InputKind, stream
+
+SCHEMA = 1
+"""The index's layout; a database of another layout is started afresh."""
+FOLDER = ".tileproof-cache"
+DATABASE = "index.sqlite"
+ENV = "TILEPROOF_INDEX"
+RACY_NS = 2_000_000_000
+"""A file modified less than this long before it was read is not cached (git's "racy" entries)."""
+BUSY_MS = 60_000
+"""How long a command waits for another one's write transaction."""
+
+StatKey = tuple[int, int, int, int, int]
+"""(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)."""
+
+
+def stat_key(st: os.stat_result) -> StatKey:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def settled(st: os.stat_result, now_ns: int) -> bool:
+    """Whether a file with this stat may be cached: neither its content nor its inode changed recently."""
+    return max(st.st_mtime_ns, st.st_ctime_ns) <= now_ns - RACY_NS
+
+
+@lru_cache(maxsize=1)
+def code_key() -> str:
+    """The schema and a sha256 over the tileproof package's source files (path and bytes): facts made by
+    other code are never used."""
+    package = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256(f"schema {SCHEMA}\n".encode())
+    for path in sorted(package.rglob("*.py")):
+        h.update(path.relative_to(package).as_posix().encode() + b"\0")
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _check(*fields: Any) -> str:
+    """A row's check digest: BLAKE2b over the schema and its fields (a torn or hand-edited row fails it)."""
+    return hashlib.blake2b("\x1f".join(map(str, (SCHEMA, *fields))).encode(), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True)
+class Known:
+    """A file's content as indexed: its size, sha256 and git blob id (sha1; empty when the file's size
+    changed while it was read, so no id names what was read)."""
+
+    size: int
+    sha256: str
+    blob: str
+
+
+@dataclass
+class Index:
+    """An open index (or none: ``db`` None), with what it loaded and what is to be written."""
+
+    where: Path | None
+    db: sqlite3.Connection | None
+    files: dict[str, tuple[StatKey, Known]] = field(default_factory=dict)
+    ignored: int = 0
+    """Rows whose check digest did not match: ignored, their files read afresh."""
+    problem: str | None = None
+    """Why the index is not used (one line), when it is not."""
+    _new_files: dict[str, tuple[StatKey, Known]] = field(default_factory=dict)
+    _new_facts: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    _facts: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    _facts_loaded: set[str] = field(default_factory=set)
+    _files_loaded: bool = False
+    few: bool = False
+    """Set by a reader of a few files (``audit --since``): their rows are read one by one, not all at once."""
+
+    # -- files ---------------------------------------------------------------------------------
+    def known(self, rel: str, st: os.stat_result) -> Known | None:
+        """The indexed content of ``rel`` when its stat is the one indexed, else None (a reader of a few files,
+        :attr:`few`, asks the database for each; the others load every row once)."""
+        if self.few and not self._files_loaded and rel not in self.files:
+            self._load_rows("SELECT * FROM files WHERE path = ?", (rel,))
+        else:
+            self.load_files()
+        hit = self.files.get(rel)
+        return hit[1] if hit is not None and hit[0] == stat_key(st) else None
+
+    def learn(self, rel: str, st: os.stat_result, known: Known, now_ns: int) -> None:
+        """Remember ``rel``'s content (``st``: its ``fstat`` before and after the read, equal), when settled."""
+        if self.db is not None and settled(st, now_ns):
+            if not self.few:
+                self.load_files()
+            entry = (stat_key(st), known)
+            if self.files.get(rel) != entry:
+                self._new_files[rel] = entry
+                self.files[rel] = entry
+
+    # -- facts ---------------------------------------------------------------------------------
+    def fact(self, sha256: str, kind: str, scope: str = "") -> dict[str, Any] | None:
+        """The facts of ``kind`` derived from content ``sha256`` (under ``scope``: a registry digest for
+        trust outcomes) by this code, or None."""
+        if self.db is None:
+            return None
+        if self.few and scope not in self._facts_loaded:
+            self._load_facts(scope, (sha256, kind))
+        elif scope not in self._facts_loaded:
+            self._facts_loaded.add(scope)
+            self._load_facts(scope)
+        return self._facts.get((sha256, f"{kind}\0{scope}"))
+
+    def remember(self, sha256: str, kind: str, value: dict[str, Any], scope: str = "") -> None:
+        if self.db is not None:
+            key = f"{kind}\0{scope}"
+            if self._facts.get((sha256, key)) != value:
+                self._facts[(sha256, key)] = value
+                self._new_facts[(sha256, key, code_key())] = json.dumps(value, sort_keys=True)
+
+    def load_files(self) -> None:
+        """The ``files`` rows, loaded on first use (a command that reads only records never loads them)."""
+        if self._files_loaded or self.db is None:
+            return
+        self._files_loaded = True
+        self._load_rows("SELECT * FROM files", ())
+
+    def _load_rows(self, query: str, args: tuple) -> None:
+        if self.db is None:
+            return
+        try:
+            rows = self.db.execute(query, args).fetchall()
+        except sqlite3.DatabaseError as e:
+            self._fail(f"cannot be read ({e})")
+            return
+        for rel, *k, sha, blob, check in rows:
+            if check != _check(rel, *k, sha, blob):
+                self.ignored += 1
+                continue
+            self.files[rel] = (tuple(k), Known(k[2], sha, blob))
+
+    def _load_facts(self, scope: str, one: tuple[str, str] | None = None) -> None:
+        """The facts of ``scope`` made by this code: all of them, or ``one`` (sha256, kind)."""
+        assert self.db is not None
+        code = code_key()
+        query = "SELECT sha256, kind, value, check_ FROM facts WHERE code = ? AND scope = ?"
+        try:
+            rows = self.db.execute(query + (" AND sha256 = ? AND kind = ?" if one else ""),
+                                   (code, scope, *(one or ()))).fetchall()
+        except sqlite3.DatabaseError as e:
+            self._fail(f"cannot be read ({e})")
+            return
+        for sha, kind, value, check in rows:
+            try:
+                parsed = json.loads(value) if check == _check(sha, kind, scope, code, value) else None
+            except ValueError:
+                parsed = None
+            if not isinstance(parsed, dict):
+                self.ignored += 1
+                continue
+            self._facts[(sha, f"{kind}\0{scope}")] = parsed
+
+    # -- writing -------------------------------------------------------------------------------
+    def save(self) -> None:
+        """Write what was learned, in one transaction (readers see the old index or the new one)."""
+        if self.db is None or not (self._new_files or self._new_facts):
+            return
+        file_rows = [(rel, *k, kn.sha256, kn.blob, _check(rel, *k, kn.sha256, kn.blob))
+                     for rel, (k, kn) in self._new_files.items()]
+        fact_rows = []
+        for (sha, key, code), value in self._new_facts.items():
+            kind, scope = key.split("\0", 1)
+            fact_rows.append((sha, kind, scope, code, value, _check(sha, kind, scope, code, value)))
+        try:
+            with self.db:
+                self.db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)", file_rows)
+                if fact_rows:  # facts made by other code are never used again: dropped, so the index stays its size
+                    self.db.execute("DELETE FROM facts WHERE code != ?", (code_key(),))
+                self.db.executemany("INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?,?)", fact_rows)
+        except sqlite3.DatabaseError as e:  # locked past BUSY_MS, disk full, corrupted: nothing is lost
+            self.problem = self.problem or f"{self.where}: not updated ({e})"
+            return
+        self._new_files.clear()
+        self._new_facts.clear()
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    def _fail(self, why: str) -> None:
+        self.problem = f"{self.where}: {why}; not used (fix: delete {self.where.parent if self.where else ''})"
+        self.files.clear()
+        self._facts.clear()
+        self.close()
+
+    def notes(self) -> list[str]:
+        """One line each for what a command should say about the index (nothing when all was well)."""
+        out = []
+        if self.problem:
+            out.append(f"index: {self.problem}")
+        if self.ignored:
+            out.append(f"index: {self.ignored} entries did not match their check digest (corrupted or edited); "
+                       "ignored, their files read afresh")
+        return out
+
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER,
+    mtime_ns INTEGER, ctime_ns INTEGER, sha256 TEXT, blob TEXT, check_ TEXT);
+CREATE TABLE IF NOT EXISTS facts (sha256 TEXT, kind TEXT, scope TEXT, code TEXT, value TEXT, check_ TEXT,
+    PRIMARY KEY (sha256, kind, scope, code));
+CREATE INDEX IF NOT EXISTS facts_of_code ON facts (code, scope);
+"""
+
+
+def location(root: Path) -> Path | None:
+    """Where the index of the tree at ``root`` lives; None when ``TILEPROOF_INDEX=off``."""
+    chosen = os.environ.get(ENV, "")
+    if chosen.lower() in ("off", "0", "no"):
+        return None
+    return (Path(chosen) if chosen else Path(root) / FOLDER) / DATABASE
+
+
+def ignored_folder(folder: Path) -> Path:
+    """``folder``, made when missing, holding a ``.gitignore`` of ``*`` (git never shows or commits it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# tileproof's local cache (the verified-file index, merge staging): never committed\n*\n")
+    return folder
+
+
+def open_index(root: Path) -> Index:
+    """The tree's index, opened (and made, the first time); an index that cannot be used is an empty
+    one with its ``problem`` said, and the command goes on without it."""
+    where = location(root)
+    if where is None:
+        return Index(None, None)
+    try:
+        ignored_folder(where.parent)
+        db = sqlite3.connect(where, timeout=BUSY_MS / 1000, isolation_level=None)
+    except (OSError, sqlite3.Error) as e:
+        return Index(where, None, problem=f"{where}: cannot be opened ({e}); not used")
+    index = Index(where, db)
+    try:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        if db.execute("PRAGMA journal_mode").fetchall()[0][0] != "wal":
+            db.execute("PRAGMA journal_mode = WAL").fetchall()
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.executescript(_TABLES)
+        rows = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchall()  # fetchall: no statement
+        found = rows[0] if rows else None  # left open, which would hold a read transaction
+        if found is None:
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
+        elif found[0] != str(SCHEMA):
+            index._fail(f"has layout {found[0]}; this tileproof writes {SCHEMA}")
+            return index
+    except sqlite3.DatabaseError as e:
+        index._fail(f"cannot be read ({e})")
+    return index
+
+
+_SHARED: dict[tuple[int, Path | None], tuple[int | None, Index]] = {}
+
+
+def shared(root: Path | str) -> Index:
+    """This process's open index of the tree at ``root`` (opened once, and again when its file was deleted or
+    replaced meanwhile): every reader of one command shares what it learns, and each saves its part."""
+    where = location(Path(root))
+    key = (os.getpid(), where)
+    try:
+        ino = os.stat(where).st_ino if where is not None else None
+    except OSError:
+        ino = None
+    found = _SHARED.get(key)
+    if found is not None and found[0] == ino and ino is not None:
+        return found[1]
+    if found is not None:
+        found[1].close()
+    index = open_index(Path(root))
+    try:
+        ino = os.stat(where).st_ino if where is not None else None
+    except OSError:
+        ino = None
+    _SHARED[key] = (ino, index)
+    return index
+
+
+def open_notes() -> list[str]:
+    """The notes (:meth:`Index.notes`) of every index this process has open."""
+    return [n for key, (_ino, index) in _SHARED.items() if key[0] == os.getpid() for n in index.notes()]
+
+
+def release() -> None:
+    """Close every index this process opened (the end of a command: the next one reads the database afresh)."""
+    for key in [k for k in _SHARED if k[0] == os.getpid()]:
+        _SHARED.pop(key)[1].close()
+
+
+def hash_stream(size: int, chunks: Iterable[bytes]) -> tuple[Known, int]:
+    """(the content's ``Known``, bytes seen) of a file of ``size`` bytes read in ``chunks``: sha256 and git's
+    sha1 blob id in one pass."""
+    sha, blob, seen = hashlib.sha256(), hashlib.sha1(b"blob %d\0" % size), 0
+    for chunk in chunks:
+        sha.update(chunk)
+        blob.update(chunk)
+        seen += len(chunk)
+    return Known(seen, sha.hexdigest(), blob.hexdigest() if seen == size else ""), seen
+
+
+def now_ns() -> int:
+    return time.time_ns()
+
+
+def content(root: Path | str, rel: str, kind: InputKind, index: Index, st: os.stat_result | None = None,
+            now: int | None = None) -> Known:
+    """The size, sha256 and blob id of the regular file ``rel``, from the index when ``st`` (its ``lstat``
+    from a walk that vouches for the folders above it: ``gather.audit_scan.walk``) is the one indexed and within its
+    kind's cap; else read through ``safe_read.stream`` (every refusal its ``InputRefused`` line), hashed as
+    it streams, and learned when the file did not change while it was read."""
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= LIMITS[kind]:
+        hit = index.known(rel, st)
+        if hit is not None:
+            return hit
+    with stream(root, rel, kind) as (size, chunks):
+        known, seen = hash_stream(size, chunks)
+    if seen == size and st is not None:
+        try:
+            after = os.lstat(os.path.join(root, rel))
+        except OSError:
+            return known
+        if stat_key(after) == stat_key(st):
+            index.learn(rel, st, known, now if now is not None else now_ns())
+    return known
