@@ -46,7 +46,8 @@ def render(url: str, *, png: Path | None = None, size: str = "1280,2400", pdf: P
     assert got.returncode == 0, got.stderr[-2000:]
     if png is not None:
         data = png.read_bytes()
-        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > min_png_bytes
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert len(data) > min_png_bytes
         keep = os.environ.get("TILEPROOF_SCREENSHOT_DIR")
         if keep:
             Path(keep).mkdir(parents=True, exist_ok=True)

@@ -140,7 +140,8 @@ def test_the_contracts_hold_for_a_clean_made_up_package(tmp_path):
 def test_each_contract_fails_on_a_package_that_breaks_it(tmp_path, files, broken):
     report = _contracts_over(tmp_path, files)
     verdicts = [ln for ln in report.splitlines() if ln.startswith(broken)]
-    assert verdicts and verdicts[0].endswith("BROKEN"), report
+    assert verdicts, report
+    assert verdicts[0].endswith("BROKEN"), report
 
 
 def test_a_module_cycle_is_found(tmp_path, monkeypatch):
@@ -152,7 +153,8 @@ def test_a_module_cycle_is_found(tmp_path, monkeypatch):
     })
     monkeypatch.syspath_prepend(str(tmp_path))
     cycle = import_cycle("cyclepkg")
-    assert cycle is not None and set(cycle) == {"cyclepkg.a", "cyclepkg.b", "cyclepkg.c"}
+    assert cycle is not None
+    assert set(cycle) == {"cyclepkg.a", "cyclepkg.b", "cyclepkg.c"}
 
 
 # --- only the starters start a process ---------------------------------------------------------

@@ -237,13 +237,17 @@ def test_clean_tree_passes(audit_copy):
     root, _ = audit_copy
     result = audit_run.audit(root)
     assert result.findings == []
-    assert len(result.records) == 6 and result.evidence_files == 19
+    assert len(result.records) == 6
+    assert result.evidence_files == 19
     by_id = {lesson.id: lesson for lesson in result.lessons}
-    assert by_id["01-vector-add"].publishable and by_id["01-vector-add"].status == "published"
+    assert by_id["01-vector-add"].publishable
+    assert by_id["01-vector-add"].status == "published"
     draft = by_id["02-softmax"]
-    assert draft.status == "draft" and not draft.publishable
+    assert draft.status == "draft"
+    assert not draft.publishable
     assert [r.outcome for r in draft.missing] == ["gated"]
-    assert "02-softmax" in draft.summary() and "gated" in draft.summary()
+    assert "02-softmax" in draft.summary()
+    assert "gated" in draft.summary()
 
 
 @pytest.mark.parametrize("tamper, expected", CASES.values(), ids=CASES.keys())
@@ -263,8 +267,10 @@ def test_tamper_findings_name_the_file(audit_copy):
     t_orphan(root, info)
     found = {f.rule: f for f in audit_run.audit(root).findings}
     assert found["evidence-digest"].file == info["run"].step.stdout.path
-    assert info["run"].run_id in found["evidence-digest"].reason and "step.stdout" in found["evidence-digest"].reason
-    assert found["record-schema"].file.startswith("runs/") and "version 2" in found["record-schema"].reason
+    assert info["run"].run_id in found["evidence-digest"].reason
+    assert "step.stdout" in found["evidence-digest"].reason
+    assert found["record-schema"].file.startswith("runs/")
+    assert "version 2" in found["record-schema"].reason
     assert "reads 1" in found["record-schema"].reason
     assert found["lesson-published-without-evidence"].file == "lessons/02-softmax.md"
     assert "gated" in found["lesson-published-without-evidence"].reason
@@ -276,7 +282,8 @@ def test_orphan_folder_is_one_finding(audit_copy):
     t_interrupted_run(root, info)
     (finding,) = audit_run.audit(root).findings
     assert finding.file == "evidence/20251129T120000Z-run-0badc0de/"
-    assert "2 files" in finding.reason and "no runs/20251129T120000Z-run-0badc0de.json" in finding.reason
+    assert "2 files" in finding.reason
+    assert "no runs/20251129T120000Z-run-0badc0de.json" in finding.reason
 
 
 def test_seal_catches_whitespace_only_edit(audit_copy):
@@ -289,7 +296,8 @@ def test_seal_catches_whitespace_only_edit(audit_copy):
     assert rules(result) == set()  # canonical content is unchanged: nothing was forged
     path.write_text(json.dumps(raw).replace('"duration_s": 2.0', '"duration_s": 2'))
     (finding,) = audit_run.audit(root).findings
-    assert finding.rule == "record-seal" and "bytes changed" in finding.reason
+    assert finding.rule == "record-seal"
+    assert "bytes changed" in finding.reason
 
 
 # --- the CLI ---------------------------------------------------------------------------
@@ -343,7 +351,8 @@ def test_cli_custom_outputs_are_not_orphans(audit_copy):
     root, _ = audit_copy
     md, html = root / "evidence" / "custom.md", root / "evidence" / "custom.html"
     assert main(["audit", "--allow-no-history", "--root", str(root), "--md", str(md), "--html", str(html)]) == 0
-    assert md.is_file() and html.is_file()
+    assert md.is_file()
+    assert html.is_file()
 
 
 # --- the rules as pure functions -------------------------------------------------------
@@ -397,7 +406,8 @@ def test_toolchain_issues_table(audit_template):
     assert toolchain.toolchain_issues(tc) == []
     mixed = audit_tree.toolchain({**audit_tree.TOOLS, "nvcc": "13.5.1"})
     ((rule, reason),) = toolchain.toolchain_issues(mixed)
-    assert rule == "toolchain-mixed" and "13.5: nvcc" in reason
+    assert rule == "toolchain-mixed"
+    assert "13.5: nvcc" in reason
     nvvm = tc.model_copy(update={"packages": {**tc.packages, "nvidia-nvvm": "13.3.0"}})
     assert toolchain.toolchain_issues(nvvm)[0][0] == "toolchain-mixed"
     wrong = tc.model_copy(update={"major_minor": "13.5"})
@@ -413,7 +423,8 @@ def test_freeze_names_and_packages(audit_template):
     assert packages.packages_issues(env, freeze) == []
     issues = packages.packages_issues(env, {**freeze, "numpy": "2.0.0", "extra-pkg": "1.0"})
     assert [r for r, _ in issues] == ["packages-freeze"]
-    assert "numpy 2.3.5 recorded, pip freeze 2.0.0" in issues[0][1] and "extra-pkg 1.0 in pip freeze" in issues[0][1]
+    assert "numpy 2.3.5 recorded, pip freeze 2.0.0" in issues[0][1]
+    assert "extra-pkg 1.0 in pip freeze" in issues[0][1]
 
 
 def test_evidence_path_ok():
@@ -443,7 +454,8 @@ def test_parallel_scan_matches_inline(audit_copy, monkeypatch):
     inline = audit_run.audit(root)
     monkeypatch.setattr(audit_scan, "PARALLEL_MIN_RECORDS", 1)
     forked = audit_run.audit(root)
-    assert forked.findings == inline.findings and forked.evidence_bytes == inline.evidence_bytes
+    assert forked.findings == inline.findings
+    assert forked.evidence_bytes == inline.evidence_bytes
 
 
 def test_raw_seal_equals_store_seal(audit_template):
@@ -463,15 +475,17 @@ def test_cc_issues_table(audit_template):
     assert [r for r, _ in gpu.cc_issues(env, [])] == ["cc-transcript"]
     no_gpu = env.model_copy(update={"gpu": None})
     ((rule, reason),) = gpu.cc_issues(no_gpu, rows)
-    assert rule == "cc-transcript" and "NVIDIA H200 (cc 9.0)" in reason
+    assert rule == "cc-transcript"
+    assert "NVIDIA H200 (cc 9.0)" in reason
     no_query = env.model_copy(update={"nvidia_smi_query": None})
     assert [r for r, _ in gpu.cc_issues(no_query, None)] == ["cc-transcript"]
     # environment_version 3 names the GPU's PCI bus id: the transcript must say the same (one GPU among several)
     on_bus = env.model_copy(update={"gpu": env.gpu.model_copy(update={"pci_bus_id": "00000000:18:00.0"})})
     assert gpu.cc_issues(on_bus, [{**rows[0], "pci_bus_id": "00000000:18:00.0"}]) == []
     ((rule, reason),) = gpu.cc_issues(on_bus, [{**rows[0], "pci_bus_id": "00000000:2A:00.0"}])
-    assert rule == "gpu-transcript" and reason == ("pci_bus_id '00000000:18:00.0' recorded, nvidia-smi says "
-                                                   "'00000000:2A:00.0'")
+    assert rule == "gpu-transcript"
+    assert (reason == ("pci_bus_id '00000000:18:00.0' recorded, nvidia-smi says "
+                                                   "'00000000:2A:00.0'"))
 
 
 def test_session_issues_table(audit_template):
@@ -481,7 +495,8 @@ def test_session_issues_table(audit_template):
     assert [r for r, _ in sessions.session_issues(session, [])] == ["session-runs", "session-runs"]
     extra = run.model_copy(update={"run_id": "20251129T120000Z-run-00000000"})
     issues = sessions.session_issues(session, [run, extra])
-    assert [r for r, _ in issues] == ["session-runs", "session-runs"] and "not listed" in issues[0][1]
+    assert [r for r, _ in issues] == ["session-runs", "session-runs"]
+    assert "not listed" in issues[0][1]
 
 
 def test_report_diff_compares_json_values():

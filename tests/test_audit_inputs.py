@@ -223,7 +223,8 @@ def test_build_cache_that_is_a_fifo_is_refused_not_read(tmp_path):
     os.mkfifo(cache)
     with pytest.raises(InputRefused) as e:
         read_build_json(cache)
-    assert e.value.kind == "special-file" and "\n" not in str(e.value)
+    assert e.value.kind == "special-file"
+    assert "\n" not in str(e.value)
 
 
 def test_claims_gpu_probe_on_an_unreadable_capability_is_unverifiable_not_a_traceback():

@@ -96,7 +96,8 @@ def test_stats_of_a_timing_list():
 
 
 def test_constant_and_single_samples_have_no_spread():
-    assert bench.stats([0.5] * 20)["spread"] == 0.0 and not bench.stats([0.5] * 20)["noisy"]
+    assert bench.stats([0.5] * 20)["spread"] == 0.0
+    assert not bench.stats([0.5] * 20)["noisy"]
     assert bench.stats([0.5])["spread"] == 0.0
     with pytest.raises(ValueError):
         bench.stats([])
@@ -131,7 +132,9 @@ def test_percent_of_cublas_and_of_the_ceiling():
     assert ceilings["tflops"] == pytest.approx(mm(8192) / 1.6e-3 / 1e12)
     assert tile.pct_of_ceiling == pytest.approx(100 * tile.tflops / ceilings["tflops"])
     assert by["matmul/cublas/8192x8192x8192"].pct_of_ceiling == pytest.approx(100.0)
-    assert tile.gbps is None and tile.tiles == [128, 128, 64] and tile.first_launch_ms == 1234.5
+    assert tile.gbps is None
+    assert tile.tiles == [128, 128, 64]
+    assert tile.first_launch_ms == 1234.5
     assert repeat == {"matmul/tile/4096x4096x4096/128x128x64": pytest.approx(0.02)}
 
 
@@ -149,7 +152,8 @@ def test_waves_and_resources_are_carried_and_cleaned():
                            "max_threads_per_block": 384, "blocks_per_sm": 1}
     assert by["matmul/cublas/4096x4096x4096"].resources == {"error": "the kernel was not compiled in this process"}
     big = by["matmul/cublas/8192x8192x8192"]
-    assert big.resources is None and big.tiles_per_sm is None
+    assert big.resources is None
+    assert big.tiles_per_sm is None
 
 
 def test_best_lines_name_the_fastest_tile_kernel_of_each_variant():
@@ -190,9 +194,11 @@ def test_head_to_head_pairs_samples_cycle_by_cycle():
     paired = bench.head_to_head(paired_results(kernel, cublas))
     [(key, p)] = paired.items()
     assert key == "matmul/persistent/4096x4096x4096/128x256x32+warps8+occ1"
-    assert p.reference == "matmul/cublas/4096x4096x4096" and p.cycles == 8
+    assert p.reference == "matmul/cublas/4096x4096x4096"
+    assert p.cycles == 8
     assert p.pct_of_reference == pytest.approx(95.0)
-    assert p.q1 == pytest.approx(95.0) and p.q3 > 95.0
+    assert p.q1 == pytest.approx(95.0)
+    assert p.q3 > 95.0
     assert statistics.median(cublas) / statistics.median(kernel) > 0.99, "medians apart tell another story"
     assert bench.build_cases(paired_results(kernel, cublas), report())[0], "the sweep ignores the paired phase"
     assert bench.head_to_head(matmul_results()) == {}
@@ -201,9 +207,11 @@ def test_head_to_head_pairs_samples_cycle_by_cycle():
                 twin_of="matmul/cublas/4096x4096x4096", samples_ms=[x * 1.002 for x in cublas])
     results["cases"].append(twin)
     both = bench.head_to_head(results)
-    assert both[key] == p and not p.control, "a twin is never taken for the reference"
+    assert both[key] == p, "a twin is never taken for the reference"
+    assert not p.control, "a twin is never taken for the reference"
     control = both["matmul/cublas/4096x4096x4096/again"]
-    assert control.control and control.pct_of_reference == pytest.approx(100 / 1.002)
+    assert control.control
+    assert control.pct_of_reference == pytest.approx(100 / 1.002)
     assert bench.summary([], {}, {}, both)[-1].endswith("[control: itself]")
     lines = bench.summary(bench.build_cases(matmul_results(), report())[0], {}, {}, paired)
     assert lines[-1].startswith("    head to head matmul/persistent/4096x4096x4096/128x256x32+warps8+occ1: "
@@ -224,7 +232,8 @@ def test_checks_come_from_the_report_by_index():
     assert by["matmul/tile/4096x4096x4096/128x128x64"].checked
     assert by["matmul/cublas/4096x4096x4096"].max_rel_err == pytest.approx(1e-7)
     last = by["matmul/cublas/8192x8192x8192"]
-    assert not last.checked and last.max_rel_err is None     # NaN is no number to record
+    assert not last.checked
+    assert last.max_rel_err is None     # NaN is no number to record
     no_report, _, _ = bench.build_cases(matmul_results(), None)
     assert not any(c.checked for c in no_report)
 
@@ -244,7 +253,8 @@ def test_bandwidth_cases_against_cupy_and_the_copy():
     assert by["softmax/tile/1024x128/8x128"].pct_of_reference == pytest.approx(400.0)
     assert by["softmax/tile/1024x128/8x128"].pct_of_ceiling == pytest.approx(25.0)
     assert by["copy/memcpy/268435456"].pct_of_reference is None
-    assert ceilings == {"gbps": pytest.approx((2 << 30) / 0.25e-3 / 1e9)} and repeat == {}
+    assert ceilings == {"gbps": pytest.approx((2 << 30) / 0.25e-3 / 1e9)}
+    assert repeat == {}
     assert all(c.tflops is None for c in cases)
 
 
@@ -279,14 +289,19 @@ def test_committed_records_rebuild_from_their_evidence(path):
     results = json.loads((REPO / rec.results_file.path).read_text())
     report_ = CheckReport.model_validate_json((REPO / rec.report_file.path).read_text()) if rec.report_file else None
     cases, ceilings, repeat = bench.build_cases(results, report_)
-    assert [c.key for c in cases] == [c.key for c in rec.cases] and ceilings == rec.ceilings and repeat
+    assert [c.key for c in cases] == [c.key for c in rec.cases]
+    assert ceilings == rec.ceilings
+    assert repeat
     for new, old in zip(cases, rec.cases, strict=True):
         assert (new.median_ms, new.spread, new.pct_of_reference, new.checked) == \
             (old.median_ms, old.spread, old.pct_of_reference, old.checked)
         if rec.bench_version >= 3:   # the clock and power come out of the same readings again
-            assert new.load == old.load and new.roofline == old.roofline
-        assert new.repeats >= 20 and new.min_ms <= new.median_ms <= new.max_ms
-        assert (new.tflops is None) != (new.gbps is None) and new.pct_of_ceiling is not None
+            assert new.load == old.load
+            assert new.roofline == old.roofline
+        assert new.repeats >= 20
+        assert new.min_ms <= new.median_ms <= new.max_ms
+        assert (new.tflops is None) != (new.gbps is None)
+        assert new.pct_of_ceiling is not None
         if new.name != "copy":
             assert new.checked
     assert bench.head_to_head(results) == rec.head_to_head
@@ -326,7 +341,8 @@ def test_record_round_trip(tmp_path):
         ceilings=ceilings, repeat_spread=repeat, verdict="passed", reason="FIXTURE: built by a test",
     )
     loaded = load_record(write_record(tmp_path, record))
-    assert isinstance(loaded, BenchRecord) and loaded.seal == seal_of(loaded)
+    assert isinstance(loaded, BenchRecord)
+    assert loaded.seal == seal_of(loaded)
     assert loaded.model_copy(update={"seal": ""}) == record
     assert loaded.cases[0].config == {"grid": [8, 8, 1]}
 
@@ -350,16 +366,24 @@ def test_no_gpu_bench_is_recorded_and_fails(tree, capsys, monkeypatch):
     monkeypatch.delenv("CUDA_TILE_CACHE_DIR", raising=False)
     assert bench_cmd.run(args(tree)) == 1
     out = capsys.readouterr().out
-    assert "no usable GPU" in out and "0/2 programs passed" in out
+    assert "no usable GPU" in out
+    assert "0/2 programs passed" in out
     records = load_records(tree)
     assert sorted(r.program for r in records) == ["kernels/bench/matmul_bench.py", "kernels/bench/softmax_bench.py"]
     for rec in records:
-        assert isinstance(rec, BenchRecord) and rec.seal == seal_of(rec)
-        assert rec.verdict == "no-gpu" and rec.step.exit_code == 1
-        assert rec.report and rec.report.gate == "no-gpu" and rec.report_file is not None
+        assert isinstance(rec, BenchRecord)
+        assert rec.seal == seal_of(rec)
+        assert rec.verdict == "no-gpu"
+        assert rec.step.exit_code == 1
+        assert rec.report
+        assert rec.report.gate == "no-gpu"
+        assert rec.report_file is not None
         assert rec.step.stdout.path.endswith("-gate-stdout.txt")
-        assert rec.results_file is None and rec.cases == [] and rec.gpu_before is None
-        assert "--results" in rec.step.argv and rec.step.argv[-2] == "--report"
+        assert rec.results_file is None
+        assert rec.cases == []
+        assert rec.gpu_before is None
+        assert "--results" in rec.step.argv
+        assert rec.step.argv[-2] == "--report"
         names = {s.path for s in rec.sources}
         assert {rec.program, "kernels/harness.py", "kernels/tolerances.py", "kernels/bench/jit.py",
                 "kernels/bench/timing.py"} <= names
@@ -371,7 +395,8 @@ def test_no_gpu_bench_is_recorded_and_fails(tree, capsys, monkeypatch):
 def test_unknown_program_is_one_line(tree):
     with pytest.raises(TileproofError, match="no such bench program") as e:
         bench_cmd.run(args(tree, "matmull"))
-    assert "\n" not in str(e.value) and "matmul_bench" in str(e.value)
+    assert "\n" not in str(e.value)
+    assert "matmul_bench" in str(e.value)
 
 
 @pytest.mark.parametrize("name", ["matmul", "matmul_bench", "matmul_bench.py", "kernels/bench/matmul_bench.py"])
@@ -425,7 +450,8 @@ def test_programs_import_without_gpu(name):
     had_cupy = "cupy" in sys.modules
     module = load(name)
     assert ("cupy" in sys.modules) == had_cupy, "importing a program must not import cupy"
-    assert callable(module.main) and module.configs
+    assert callable(module.main)
+    assert module.configs
 
 
 def test_matmul_plan_covers_the_issue():
@@ -434,7 +460,8 @@ def test_matmul_plan_covers_the_issue():
     for t in [(64, 64, 32), (128, 128, 32), (128, 128, 64), (128, 256, 64), (256, 128, 64)]:
         assert m.Config("tile", t) in plan, "the course kernel sweeps every required tile as written"
     assert {c.variant for c in plan} == {"tile", "grouped", "persistent"}
-    assert {(4096,) * 3, (8192,) * 3} <= set(m.SIZES) and len(m.SIZES) >= 3
+    assert {(4096,) * 3, (8192,) * 3} <= set(m.SIZES)
+    assert len(m.SIZES) >= 3
     assert m.ROUNDS * m.LAUNCHES >= 20
     assert len({c.key for c in plan}) == len(plan)
     assert m.Config("persistent", (128, 256, 64), (("num_worker_warps", 8), ("occupancy", 1))).key == \
@@ -445,7 +472,9 @@ def test_matmul_plan_covers_the_issue():
 def test_matmul_plan_tries_a_cluster_and_sizes_persistent_grids_by_it(monkeypatch):
     m = load("matmul_bench.py")
     cluster = m.Config("grouped", (256, 128, 64), (("num_ctas", 2),))
-    assert cluster in m.configs(m.TILES) and cluster.tag == "256x128x64+ctas2" and cluster.ctas == 2
+    assert cluster in m.configs(m.TILES)
+    assert cluster.tag == "256x128x64+ctas2"
+    assert cluster.ctas == 2
 
     class Kernel:
         def replace_hints(self, **hints):
@@ -466,7 +495,8 @@ def test_matmul_plan_tries_a_cluster_and_sizes_persistent_grids_by_it(monkeypatc
         cfg = m.Config("persistent", (128, 256, 64), (("num_ctas", ctas), ("occupancy", 1)))
         launch, grid = m.launcher(Cp, cfg, None, None, C(), 132)
         launch()
-        assert grid == (blocks, 1, 1) and launched[-1][0] == grid
+        assert grid == (blocks, 1, 1)
+        assert launched[-1][0] == grid
         assert launched[-1][1] == ("kernel with", {"num_ctas": ctas, "occupancy": 1})
 
 
@@ -514,7 +544,8 @@ def test_compile_hook_keeps_the_cubin_and_the_driver_reads_it():
 
     k = Kernel()
     got = jit.capture_cubin(k)
-    assert got == {} and k._compile("sig", "ctx") == (b"CUBIN", "symbol_1", None, ())
+    assert got == {}
+    assert k._compile("sig", "ctx") == (b"CUBIN", "symbol_1", None, ())
     assert got == {"cubin": b"CUBIN", "symbol": "symbol_1"}
     driver = FakeDriver({0: 384, 1: 229560, 3: 16, 4: 168})
     assert jit.resources(fake_cp(driver), got) == {"max_threads_per_block": 384, "shared_bytes": 229560,
@@ -560,7 +591,8 @@ def test_interleave_rotates_the_order():
     assert "".join(calls) == "abcbcacab"
     assert all(c.samples_ms == [1.0] * 12 and c.round_medians_ms == [1.0] * 3 for c in cases)
     assert cases[0].to_dict()["warmup_launches"] == [3, 3, 3]
-    assert timing.spread([1.0, 1.0]) == 0.0 and timing.spread([2.0]) == 0.0
+    assert timing.spread([1.0, 1.0]) == 0.0
+    assert timing.spread([2.0]) == 0.0
 
 
 def test_interleave_in_a_seeded_random_order():
@@ -629,7 +661,8 @@ def test_timed_batches_start_behind_lead_in_work():
     timing = bench_module("timing")
     cp = LoggingCp(flush_ms=0.125)
     timer = timing.Timer(cp)
-    assert timer.flush_ms == 0.125 and timer.lead_in_flushes == 16 == timing.LEAD_IN_MS / 0.125
+    assert timer.flush_ms == 0.125
+    assert timer.lead_in_flushes == 16 == timing.LEAD_IN_MS / 0.125
     cp.log.clear()
     timer.timed(lambda: cp.log.append("L"), 2)
     assert "".join(cp.log) == "F" * 16 + "FELE" * 2
@@ -646,7 +679,8 @@ def test_alternate_launches_the_cases_in_turn():
     launches = "".join(x for x in cp.log if x in "ab")
     assert launches == "ab" + "ab" * (timing.PAIRED_CHUNK + 3), "one warm-up cycle, then the timed cycles"
     assert [len(c.samples_ms) for c in cases] == [timing.PAIRED_CHUNK + 3] * 2
-    assert [len(c.round_medians_ms) for c in cases] == [2, 2] and cases[0].warmup_launches == [1]
+    assert [len(c.round_medians_ms) for c in cases] == [2, 2]
+    assert cases[0].warmup_launches == [1]
 
 
 @pytest.mark.parametrize("ms_each,expected", [(100.0, 3), (1.7, 148), (0.03, 1000), (1000.0, 1)],
@@ -664,9 +698,12 @@ def test_warm_up_runs_the_case_for_its_time(ms_each, expected):
 def test_quick_softmax_bench_passes_on_this_gpu(tree):
     assert bench_cmd.run(args(tree, "softmax", quick=True)) == 0
     [rec] = load_records(tree)
-    assert rec.verdict == "passed" and rec.cases and rec.ceilings["gbps"] > 0
+    assert rec.verdict == "passed"
+    assert rec.cases
+    assert rec.ceilings["gbps"] > 0
     assert all(c.checked for c in rec.cases if c.name != "copy")
-    assert rec.gpu_before is not None and rec.gpu_after is not None
+    assert rec.gpu_before is not None
+    assert rec.gpu_after is not None
 
 
 # --- rooflines and second looks (bench_version 2) ---------------------------------------
@@ -690,7 +727,8 @@ def test_committed_softmax_evidence_is_bytes_bound_against_its_copy():
     against the device copy of the same run; the issue's 63.0% comes out, and nothing is near 95%."""
     rec, results, report_ = committed_results("20261201T092610Z-bench-55789877")
     by, ceilings = rebuilt(results, report_)
-    assert rec.bench_version == 1 and all(c.roofline is None for c in rec.cases), "old records stay as written"
+    assert rec.bench_version == 1, "old records stay as written"
+    assert all(c.roofline is None for c in rec.cases), "old records stay as written"
     assert all(c.roofline.bound == "bytes" and c.roofline.ceiling == "device copy" for c in by.values())
     assert all(c.roofline.ceiling_key == "copy/memcpy/268435456" for c in by.values())
     best = by["softmax/tile/2097152x128/128x128"]
@@ -709,7 +747,8 @@ def test_committed_matmul_evidence_flags_the_kernel_that_beat_cublas():
     _rec, results, report_ = committed_results("20261201T092413Z-bench-bbc58257")
     by, _ = rebuilt(results, report_)
     big = by["matmul/persistent/8192x8192x8192/128x256x32+warps8+occ1"]
-    assert big.second_look is not None and big.second_look.rule == "above-reference"
+    assert big.second_look is not None
+    assert big.second_look.rule == "above-reference"
     assert big.second_look.value == pytest.approx(102.8, abs=0.05)
     assert big.second_look.threshold == pytest.approx(100.1, abs=0.05)
     assert big.second_look.basis.startswith("head to head, 200 cycles; control 100.0% [99.9, 100.1]")
@@ -717,7 +756,8 @@ def test_committed_matmul_evidence_flags_the_kernel_that_beat_cublas():
     assert by["matmul/persistent/4096x4096x4096/128x256x32+warps8+occ1"].second_look is None
     assert [k for k, c in by.items() if c.second_look] == [big.key]
     for c in by.values():
-        assert c.roofline.bound == "flops" and c.roofline.ceiling == "largest cuBLAS product"
+        assert c.roofline.bound == "flops"
+        assert c.roofline.ceiling == "largest cuBLAS product"
         assert c.roofline.ceiling_key == "matmul/cublas/8192x8192x8192"
 
 
@@ -764,9 +804,12 @@ def test_second_look_above_95_percent_of_the_copy(copy_pct, flagged):
     cases, _, _ = bench.build_cases(results, None)
     by = {c.key: c for c in bench.second_looks(results, cases, {})}
     look = by["softmax/tile/1/8x8"].second_look
-    assert (look is not None) is flagged and by["copy/memcpy/1"].second_look is None
+    assert (look is not None) is flagged
+    assert by["copy/memcpy/1"].second_look is None
     if look:
-        assert look.rule == "above-copy" and look.value == pytest.approx(copy_pct) and look.threshold == 95.0
+        assert look.rule == "above-copy"
+        assert look.value == pytest.approx(copy_pct)
+        assert look.threshold == 95.0
         assert look.basis == f"{40 * copy_pct:.0f} GB/s against the device copy's 4000 GB/s in the same run"
 
 
@@ -783,9 +826,11 @@ def test_second_look_above_cublas_uses_the_control_or_else_the_references_spread
     cases, _, _ = bench.build_cases(results, None)
     by = {c.key: c for c in bench.second_looks(results, cases, {})}
     look = by[fast["key"]].second_look
-    assert look.rule == "above-reference" and look.basis.startswith("sweep medians; no control at this shape")
+    assert look.rule == "above-reference"
+    assert look.basis.startswith("sweep medians; no control at this shape")
     assert look.threshold == pytest.approx(100 + 100 * by[ref["key"]].spread)
-    assert by[close["key"]].second_look is None and by[ref["key"]].second_look is None
+    assert by[close["key"]].second_look is None
+    assert by[ref["key"]].second_look is None
     # Head to head, the paired ratio decides and the control's band is the threshold.
     control = bench.PairedRatio(reference=ref["key"], cycles=200, pct_of_reference=100.1, q1=99.8, q3=100.6,
                                 control=True)
@@ -794,7 +839,8 @@ def test_second_look_above_cublas_uses_the_control_or_else_the_references_spread
               f"{ref['key']}/again": control}
     by = {c.key: c for c in bench.second_looks(results, cases, paired)}
     look = by[close["key"]].second_look
-    assert look.value == pytest.approx(100.9) and look.threshold == pytest.approx(100.6)
+    assert look.value == pytest.approx(100.9)
+    assert look.threshold == pytest.approx(100.6)
     assert look.basis == "head to head, 200 cycles; control 100.1% [99.8, 100.6] over 200 cycles"
 
 
@@ -843,7 +889,8 @@ def test_summary_shows_each_cases_roofline_and_flag():
     paired = bench.head_to_head(results)
     lines = bench.summary(bench.second_looks(results, cases, paired), repeat, ceilings, paired)
     big = next(line for line in lines if "persistent/8192x8192x8192/128x256x32+warps8+occ1 " in line)
-    assert big.endswith("SECOND-LOOK") and "cuBLAS  " in big
+    assert big.endswith("SECOND-LOOK")
+    assert "cuBLAS  " in big
     assert sum(1 for line in lines if ": second look: " in line) == 1
 
 
@@ -875,7 +922,9 @@ def test_bench_configs_export_for_sm90_without_a_gpu(tmp_path):
             answer = answers[key]
             assert answer["error"] is None, (key, answer["error"])
             cubin = Path(answer["cubin"])
-            assert cubin.is_file() and cubin.stat().st_size > 1000 and cubin.parent == tmp_path / program
+            assert cubin.is_file()
+            assert cubin.stat().st_size > 1000
+            assert cubin.parent == tmp_path / program
             res = answer["resources"][0]
             assert "error" in res or (res["local_bytes"] == 0 and res["registers"] > 0), (key, res)
 
@@ -888,7 +937,8 @@ def test_plans_hold_distinct_configs_and_the_bench_plan_is_swept():
     course = {c.key for c in soft.configs("bench") if c.variant == "tile" and not c.hints}
     assert {c.key for c in soft.configs("bench")} - course <= swept, "every step the bench times was swept first"
     assert {c.key for c in mat.tuned()} <= {c.key for c in mat.configs(mat.TILES, "sweep")}
-    assert mat.RAGGED in mat.SIZES and all(d % 128 for d in mat.RAGGED)
+    assert mat.RAGGED in mat.SIZES
+    assert all(d % 128 for d in mat.RAGGED)
     with pytest.raises(ValueError, match="unknown hint"):
         soft.config("softmax", "tile", (8, 128), occupancy=2, warp=1)
     with pytest.raises(ValueError, match="only the persistent kernel"):
@@ -909,17 +959,22 @@ def test_sampler_keeps_each_windows_readings_and_reads_as_each_batch_ends():
     import fake_gpu
 
     s = sampler()
-    assert s.error is None and s.limits == {"pci_bus_id": fake_gpu.PCI_BUS_ID, "max_sm_clock_mhz": 1980,
-                                            "power_limit_w": 700.0, "power_reading": "instant"}
+    assert s.error is None
+    assert (s.limits == {"pci_bus_id": fake_gpu.PCI_BUS_ID, "max_sm_clock_mhz": 1980,
+                                            "power_limit_w": 700.0, "power_reading": "instant"})
     for phase in ("sweep", "sweep", "repeat"):
         with s.window((phase, "matmul/cublas/8192x8192x8192")):
             pass
     got = s.samples_of(("sweep", "matmul/cublas/8192x8192x8192"))
-    assert got["sm_clock_mhz"] == [1515, 1515] and got["power_w"] == [695.0, 695.0] and got["reasons"] == [4, 4]
+    assert got["sm_clock_mhz"] == [1515, 1515]
+    assert got["power_w"] == [695.0, 695.0]
+    assert got["reasons"] == [4, 4]
     assert len(s.samples_of(("repeat", "matmul/cublas/8192x8192x8192"))["sm_clock_mhz"]) == 1
     assert s.samples_of(("sweep", "never/timed")) is None, "the reading taken at start-up is in no window"
     about = s.describe()
-    assert about["error"] is None and about["reason_bits"]["4"] == "sw_power_cap" and about["interval_ms"] == 20
+    assert about["error"] is None
+    assert about["reason_bits"]["4"] == "sw_power_cap"
+    assert about["interval_ms"] == 20
 
 
 def test_sampler_thread_reads_inside_a_window_and_stops():
@@ -930,7 +985,8 @@ def test_sampler_thread_reads_inside_a_window_and_stops():
     with s.running():
         with s.window(("sweep", "a")):
             time.sleep(0.05)
-        assert s._thread is not None and s._thread.is_alive()
+        assert s._thread is not None
+        assert s._thread.is_alive()
     assert s._thread is None
     assert len(s.samples_of(("sweep", "a"))["sm_clock_mhz"]) >= 3, "the thread read while the batch ran"
 
@@ -941,10 +997,12 @@ def test_sampler_thread_reads_inside_a_window_and_stops():
 ], ids=["init", "first-reading"])
 def test_sampler_that_cannot_read_says_why_and_reads_nothing(fake, why):
     s = sampler(**fake)
-    assert why in s.error and s.limits == {}
+    assert why in s.error
+    assert s.limits == {}
     with s.running(), s.window(("sweep", "a")):
         pass
-    assert s.samples_of(("sweep", "a")) is None and s.describe()["error"] == s.error
+    assert s.samples_of(("sweep", "a")) is None
+    assert s.describe()["error"] == s.error
 
 
 def test_sampler_without_pynvml_or_a_bus_id(monkeypatch):
@@ -964,7 +1022,9 @@ def test_a_reading_that_fails_mid_run_ends_the_readings_and_says_so():
     s.nvml.nvmlDeviceGetClockInfo = lambda *_a: (_ for _ in ()).throw(RuntimeError("GPU is lost"))
     with s.window(("sweep", "b")):
         pass
-    assert "GPU is lost" in s.error and s.samples_of(("sweep", "a")) and s.samples_of(("sweep", "b")) is None
+    assert "GPU is lost" in s.error
+    assert s.samples_of(("sweep", "a"))
+    assert s.samples_of(("sweep", "b")) is None
 
 
 ABOUT = {"max_sm_clock_mhz": 1980, "power_limit_w": 700.0, "power_reading": "instant", "error": None,
@@ -1023,8 +1083,9 @@ def test_summary_and_best_lines_show_the_clock_and_power_each_case_ran_at():
     lines = bench.summary(cases, repeat, ceilings)
     assert all("SM 1490/1980 MHz 697/700 W" in line for line in lines[1:1 + len(cases)])
     best = [line for line in lines if line.strip().startswith("best ")]
-    assert best and all("SM 1490 of 1980 MHz, 697 of 700 W (instant; sw_power_cap 100%), 2 readings" in b
-                        for b in best)
+    assert best
+    assert (all("SM 1490 of 1980 MHz, 697 of 700 W (instant; sw_power_cap 100%), 2 readings" in b
+                        for b in best))
 
 
 def test_sampler_finds_the_gpu_by_nvmls_spelling_of_its_bus_id_too():
@@ -1040,4 +1101,5 @@ def test_sampler_finds_the_gpu_by_nvmls_spelling_of_its_bus_id_too():
 
     nvml.nvmlDeviceGetHandleByPciBusId = nvml_spelling
     s = bench_module("gpu_load").Sampler("0000:00:06.0", nvml=nvml)
-    assert s.error is None and asked == ["0000:00:06.0", "00000000:00:06.0"]
+    assert s.error is None
+    assert asked == ["0000:00:06.0", "00000000:00:06.0"]

@@ -66,7 +66,8 @@ def run(monkeypatch, gpu, program: str, tmp_path: Path, *flags: str, **constants
     monkeypatch.setattr(m.harness, "run_program", functools.partial(m.harness.run_program, probe=lambda: gate))
 
     def warm(program_file, specs, timeout_s, jobs=None, flag=None):
-        assert program_file == str(BENCH / program) and flag is None
+        assert program_file == str(BENCH / program)
+        assert flag is None
         sizes = len(next(iter(specs.values())).get("sizes", [0]))
         return {key: {"first_launch_ms": [1000.0] * sizes, "wall_s": 5.0, "error": None,
                       "resources": [{"registers": 168, "local_bytes": 0}] * sizes if sizes > 1 else
@@ -110,11 +111,13 @@ def test_softmax_sweep_times_every_config_and_leaves_out_the_wrong_one(monkeypat
     code, results, report = run(monkeypatch, gpu, "softmax_bench.py", tmp_path, "--sweep", **SOFTMAX_SHAPES)
     assert code == 1, "a failed check is never hidden: the sweep exits 1"
     wrong = "softmax/persistent/512x128/32x128+lat10+occ4+stg"
-    assert [s["key"] for s in results["skipped"]] == [wrong] and "check failed" in results["skipped"][0]["reason"]
+    assert [s["key"] for s in results["skipped"]] == [wrong]
+    assert "check failed" in results["skipped"][0]["reason"]
     timed = {c["key"] for c in results["cases"] if c["phase"] == "sweep"}
     want = {m.case_key(c, c.name, (512, 128) if c.name == "softmax" else (8, 20000)) for c in m.configs("sweep")}
     assert timed == (want - {wrong}) | {"softmax/cupy/512x128", "online_softmax/cupy/8x20000", "copy/memcpy/262144"}
-    assert results["method"]["plan"] == "sweep" and results["method"]["rounds"] == m.SWEEP.rounds
+    assert results["method"]["plan"] == "sweep"
+    assert results["method"]["rounds"] == m.SWEEP.rounds
     assert all(len(c["samples_ms"]) == m.SWEEP.rounds * m.SWEEP.launches for c in results["cases"])
     persistent = next(c for c in results["cases"] if c["key"] == "softmax/persistent/512x128/64x128+occ2+stg")
     assert persistent["config"]["grid"] == [min(512 // 64, 132 * 2), 1, 1]
@@ -126,7 +129,9 @@ def test_softmax_sweep_times_every_config_and_leaves_out_the_wrong_one(monkeypat
 def test_softmax_bench_plan_passes(monkeypatch, gpu, tmp_path):
     m = load("softmax_bench.py")
     code, results, report = run(monkeypatch, gpu, "softmax_bench.py", tmp_path, "--quick", **SOFTMAX_SHAPES)
-    assert code == 0 and report.passed and results["skipped"] == []
+    assert code == 0
+    assert report.passed
+    assert results["skipped"] == []
     assert len(report.checks) == len(m.configs("bench")) + 2          # every config and both cupy references
     rec = record_of("softmax_bench.py", results, report, passed=True)
     assert {c.key for c in rec.cases} >= {"softmax/tile/256x128/8x128", "online_softmax/tile/4x20000/2x1024"}
@@ -143,7 +148,8 @@ def test_matmul_sweep_pairs_the_contenders_at_every_size(monkeypatch, gpu, tmp_p
     for size in MATMUL_SHAPES["SIZES"]:
         at = [c for c in paired if tuple(c["shape"]) == size]
         assert sum(1 for c in at if c.get("twin_of")) == 1, "every size has its cuBLAS control"
-        assert len(at) >= 1 + m.TOP_OVERALL + 1 and all(len(c["samples_ms"]) == m.SWEEP.cycles for c in at)
+        assert len(at) >= 1 + m.TOP_OVERALL + 1
+        assert all(len(c["samples_ms"]) == m.SWEEP.cycles for c in at)
     assert results["peak"]["tflops"] == pytest.approx(132 * 1980e6 * 4096 / 1e12)
     assert results["ceilings"] == {"tflops": "matmul/cublas/512x512x512", "gbps": "copy/memcpy/262144"}
     rec = record_of("matmul_bench.py", results, report, passed=False)
@@ -156,17 +162,20 @@ def test_matmul_sweep_pairs_the_contenders_at_every_size(monkeypatch, gpu, tmp_p
         assert c.roofline.bound == ("flops" if by_flops else "bytes")
         assert c.roofline.ceiling == ("dense peak" if by_flops else "device copy")
     assert next(c for c in rec.cases if c.name == "copy").roofline.ceiling == "device copy"
-    assert set(rec.head_to_head) and sum(p.control for p in rec.head_to_head.values()) == 4
+    assert set(rec.head_to_head)
+    assert sum(p.control for p in rec.head_to_head.values()) == 4
     for c in rec.cases:  # a flag is always a tile kernel above its control's band
         if c.second_look:
-            assert c.tiles is not None and c.second_look.rule == "above-reference"
+            assert c.tiles is not None
+            assert c.second_look.rule == "above-reference"
             assert c.second_look.value > c.second_look.threshold
 
 
 def test_matmul_bench_plan_passes(monkeypatch, gpu, tmp_path):
     m = load("matmul_bench.py")
     code, results, report = run(monkeypatch, gpu, "matmul_bench.py", tmp_path, "--quick", **MATMUL_SHAPES)
-    assert code == 0 and report.passed
+    assert code == 0
+    assert report.passed
     plan = m.configs(m.QUICK_TILES)
     assert len(report.checks) == (len(plan) + 1) * len(MATMUL_SHAPES["QUICK_SIZES"])
     record_of("matmul_bench.py", results, report, passed=True)
@@ -180,9 +189,12 @@ def assert_loaded(rec: BenchRecord) -> None:
     assert rec.load_unavailable is None
     for c in rec.cases:
         load = c.load
-        assert load is not None and load.samples >= m_rounds(rec), c.key   # at least one reading per batch
+        assert load is not None, c.key
+        assert load.samples >= m_rounds(rec), c.key   # at least one reading per batch
         assert (load.max_sm_clock_mhz, load.power_limit_w, load.power_reading) == (1980, 700, "instant")
-        assert load.sm_clock_mhz == 1515 and load.power_w == 695 and load.reasons == {"sw_power_cap": 1.0}
+        assert load.sm_clock_mhz == 1515
+        assert load.power_w == 695
+        assert load.reasons == {"sw_power_cap": 1.0}
         assert c.pct_of_power_limit == pytest.approx(99.29, abs=0.01)
         assert c.pct_below_max_clock == pytest.approx(100 * (1 - 1515 / 1980))
 
@@ -194,19 +206,25 @@ def m_rounds(rec: BenchRecord) -> int:
 def test_matmul_bench_plan_at_the_bench_pace_pairs_every_size_and_reads_the_gpu(monkeypatch, gpu, tmp_path):
     m = load("matmul_bench.py")
     code, results, report = run(monkeypatch, gpu, "matmul_bench.py", tmp_path, **MATMUL_SHAPES)
-    assert code == 0 and report.passed and results["skipped"] == []
+    assert code == 0
+    assert report.passed
+    assert results["skipped"] == []
     plan = m.configs(m.TILES)
     assert len(report.checks) == (len(plan) + 1) * len(MATMUL_SHAPES["SIZES"])
-    assert set(m.tuned()) | set(m.unswept()) <= set(plan) and len(m.unswept()) <= 2
-    assert results["method"]["plan"] == "bench" and all(
-        len(c["samples_ms"]) == m.ROUNDS * m.LAUNCHES for c in results["cases"] if c["phase"] != "paired")
+    assert set(m.tuned()) | set(m.unswept()) <= set(plan)
+    assert len(m.unswept()) <= 2
+    assert results["method"]["plan"] == "bench"
+    assert (all(
+        len(c["samples_ms"]) == m.ROUNDS * m.LAUNCHES for c in results["cases"] if c["phase"] != "paired"))
     paired = [c for c in results["cases"] if c["phase"] == "paired"]
     for size in MATMUL_SHAPES["SIZES"]:
         at = [c for c in paired if tuple(c["shape"]) == size]
-        assert sum(1 for c in at if c.get("twin_of")) == 1 and all(len(c["samples_ms"]) == m.PAIRED_CYCLES for c in at)
+        assert sum(1 for c in at if c.get("twin_of")) == 1
+        assert all(len(c["samples_ms"]) == m.PAIRED_CYCLES for c in at)
         assert {c["variant"] for c in at} == {"tile", "grouped", "persistent", "cublas"}
     assert all(c["load"] is None for c in paired), "no case has a batch of its own head to head"
-    assert results["load"]["power_limit_w"] == 700 and results["load"]["error"] is None
+    assert results["load"]["power_limit_w"] == 700
+    assert results["load"]["error"] is None
     assert results["peak"]["sm_clock_mhz"] == 1980
     rec = record_of("matmul_bench.py", results, report, passed=True)
     assert_loaded(rec)
@@ -220,7 +238,9 @@ def test_matmul_bench_plan_at_the_bench_pace_pairs_every_size_and_reads_the_gpu(
 def test_softmax_bench_plan_at_the_bench_pace_reads_the_gpu(monkeypatch, gpu, tmp_path):
     m = load("softmax_bench.py")
     code, results, report = run(monkeypatch, gpu, "softmax_bench.py", tmp_path, **SOFTMAX_SHAPES)
-    assert code == 0 and report.passed and results["skipped"] == []
+    assert code == 0
+    assert report.passed
+    assert results["skipped"] == []
     assert len(report.checks) == len(m.configs("bench")) + 2
     repeat = [c for c in results["cases"] if c["phase"] == "repeat"]
     assert [c["key"] for c in repeat] == ["softmax/tile/512x128/8x128", "copy/memcpy/262144"]
@@ -237,7 +257,9 @@ def test_softmax_bench_plan_at_the_bench_pace_reads_the_gpu(monkeypatch, gpu, tm
 def test_without_nvml_the_bench_runs_and_the_record_says_why(monkeypatch, gpu, tmp_path, pynvml, why):
     monkeypatch.setitem(sys.modules, "pynvml", pynvml)   # None: ``import pynvml`` raises ImportError
     code, results, report = run(monkeypatch, gpu, "softmax_bench.py", tmp_path, "--quick", **SOFTMAX_SHAPES)
-    assert code == 0 and why in results["load"]["error"] and "max_sm_clock_mhz" not in results["load"]
+    assert code == 0
+    assert why in results["load"]["error"]
+    assert "max_sm_clock_mhz" not in results["load"]
     assert all(c["load"] is None for c in results["cases"])
     rec = record_of("softmax_bench.py", results, report, passed=True)
     assert all(c.load is None and c.pct_of_power_limit is None for c in rec.cases)
@@ -247,6 +269,7 @@ def test_without_nvml_the_bench_runs_and_the_record_says_why(monkeypatch, gpu, t
 def test_a_driver_without_the_instant_field_gives_the_averaged_power(monkeypatch, gpu, tmp_path):
     monkeypatch.setitem(sys.modules, "pynvml", fake_gpu.fake_pynvml(instant=False))
     code, results, report = run(monkeypatch, gpu, "softmax_bench.py", tmp_path, "--quick", **SOFTMAX_SHAPES)
-    assert code == 0 and results["load"]["power_reading"] == "average"
+    assert code == 0
+    assert results["load"]["power_reading"] == "average"
     rec = record_of("softmax_bench.py", results, report, passed=True)
     assert {(c.load.power_reading, c.load.power_w) for c in rec.cases} == {("average", 690)}

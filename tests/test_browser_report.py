@@ -78,7 +78,8 @@ def test_every_link_resolves_to_a_file_in_the_repository(built, committed_tree):
 def test_the_committed_report_links_resolve(committed_tree):
     page = committed_tree / "evidence" / "audit.html"
     assert unresolved(page, committed_tree) == []
-    assert 'id="bench"' in page.read_text() and 'id="claims"' in page.read_text()
+    assert 'id="bench"' in page.read_text()
+    assert 'id="claims"' in page.read_text()
 
 
 def test_the_link_check_catches_a_broken_link(tmp_path):
@@ -119,4 +120,5 @@ def test_the_report_prints(rendered):
     got, pdf = rendered
     assert console_messages(got.stderr) == []
     data = pdf.read_bytes()
-    assert data[:5] == b"%PDF-" and len(re.findall(rb"/Type\s*/Page\b", data)) > 3
+    assert data[:5] == b"%PDF-"
+    assert len(re.findall(rb"/Type\s*/Page\b", data)) > 3

@@ -69,7 +69,9 @@ def test_inventory_on_a_header_without_sum(tmp_path):
         "__tile_builtin__ T partial_sum(T a, integral_constant<D> = {}, scan_direction_constant<F> = {}) noexcept;\n"
     )
     inv = build.inventory(header, None)
-    assert inv.reductions == ["reduce_max"] and inv.scans == ["partial_sum"] and inv.matrix == []
+    assert inv.reductions == ["reduce_max"]
+    assert inv.scans == ["partial_sum"]
+    assert inv.matrix == []
 
 
 @pytest.fixture(scope="module")
@@ -99,26 +101,31 @@ def _compile(root, capsys):
 
 def test_real_compile_then_warm_rerun(tree, capsys):
     record, out = _compile(tree, capsys)
-    assert record is not None and record.passed, out
+    assert record is not None, out
+    assert record.passed, out
     kinds = {(b.program, b.artifact_kind) for b in record.builds}
     assert kinds == {("cpp/small.cu", "executable"), ("cpp/small.cu", "tilefatbin"),
                      ("kernels/vector_add.py", "cubin")}
     for b in record.builds:
-        assert b.verdict == "built" and b.res_usage, b
+        assert b.verdict == "built", b
+        assert b.res_usage, b
         assert (tree / b.step.stdout.path).is_file()
     assert (tree / "runs" / f"{record.run_id}.json").is_file()
     # compile_version 4: each program's own files and the entries it names; never the table or its header whole.
     assert not {s.path for s in record.sources} & {"cpp/tolerances.h", "kernels/tolerances.py"}
     kernel = record.inputs["kernels/vector_add.py"]
-    assert kernel.uses == ["kernels/vector_add.py", "kernels/harness.py"] and "vector_add" in kernel.tolerances
+    assert kernel.uses == ["kernels/vector_add.py", "kernels/harness.py"]
+    assert "vector_add" in kernel.tolerances
     assert record.inputs["cpp/small.cu"].uses[0] == "cpp/small.cu"
     # Warm: nothing changed, so no compiler call and no new record.
     again, out = _compile(tree, capsys)
-    assert again is None and "0 compiler calls" in out
+    assert again is None
+    assert "0 compiler calls" in out
     # Touching a helper header changes the key of the C++ builds only.
     (tree / "cpp" / "tolerances.h").write_text((tree / "cpp" / "tolerances.h").read_text() + "\n")
     cpp_jobs, _ = build.plan(tree, discover(), ["sm_90"], build.programs(tree, "cpp"), {})
-    assert cpp_jobs and all(build.cached_cpp(tree, j) is None for j in cpp_jobs)
+    assert cpp_jobs
+    assert all(build.cached_cpp(tree, j) is None for j in cpp_jobs)
 
 
 def test_failing_source_gives_failed_result_not_a_crash(tree, capsys):
@@ -128,7 +135,8 @@ def test_failing_source_gives_failed_result_not_a_crash(tree, capsys):
         record = compile_programs(tree, discover(), ["sm_90"], [bad], {}, 1)
     finally:
         bad.unlink()
-    assert record is not None and not record.passed
+    assert record is not None
+    assert not record.passed
     assert {b.verdict for b in record.builds} == {"failed"}
     assert all(b.step.exit_code not in (0, None) for b in record.builds)
 
@@ -153,14 +161,18 @@ def test_one_nvcc_call_builds_every_target_and_keeps_the_tile_fatbin(small, caps
     src = small / "cpp" / "small.cu"
     src.write_text(src.read_text().replace("__CUDA_ARCH__ == 800", "__CUDA_ARCH__ == 1"))  # refuses nothing
     record = compile_programs(small, discover(), ["sm_80", "sm_90"], [src], {}, 1)
-    assert record is not None and record.passed and record.compile_version == COMPILE_VERSION, capsys.readouterr().out
+    assert record is not None, capsys.readouterr().out
+    assert record.passed, capsys.readouterr().out
+    assert record.compile_version == COMPILE_VERSION, capsys.readouterr().out
     assert [(b.target, b.artifact_kind) for b in record.builds] == [
         ("sm_80", "executable"), ("sm_80", "tilefatbin"), ("sm_90", "executable"), ("sm_90", "tilefatbin")]
     steps = {b.step.stdout.path for b in record.builds}
     assert len(steps) == 1  # one compiler call made all four
     assert len({b.artifact.sha256 for b in record.builds}) == 2  # one executable, one tile fatbin
     for b in record.builds:
-        assert b.inspect.argv[1:3] == ["-arch", b.target] and b.res_usage and b.all_targets_step is None
+        assert b.inspect.argv[1:3] == ["-arch", b.target]
+        assert b.res_usage
+        assert b.all_targets_step is None
         assert all(p.is_file() for p in _evidence(small, b))
     assert not any(p.name == "keep" for p in (small / "build").rglob("*"))  # nvcc's intermediates are gone
     # The tile fatbin kept from the call is byte for byte what --tilefatbin writes for the same targets.
@@ -177,12 +189,14 @@ def test_a_target_that_breaks_the_one_call_is_found_by_building_each_alone(small
     src = small / "cpp" / "small.cu"
     record = compile_programs(small, discover(), ["sm_80", "sm_90"], [src], {}, 1)
     out = capsys.readouterr().out
-    assert record is not None and not record.passed
+    assert record is not None
+    assert not record.passed
     verdicts = {(b.target, b.artifact_kind): b.verdict for b in record.builds}
     assert verdicts == {("sm_80", "executable"): "failed", ("sm_80", "tilefatbin"): "failed",
                         ("sm_90", "executable"): "built", ("sm_90", "tilefatbin"): "built"}, out
     first = {b.all_targets_step.stdout.path for b in record.builds}
-    assert len(first) == 1 and all(b.all_targets_step.exit_code not in (0, None) for b in record.builds)
+    assert len(first) == 1
+    assert all(b.all_targets_step.exit_code not in (0, None) for b in record.builds)
     assert all(b.step.argv[3] == f"-arch={b.target}" for b in record.builds)  # each built alone
     assert "refuses sm_80" in out  # the compiler's own error line, printed under the failed target
     for b in record.builds:
@@ -190,7 +204,8 @@ def test_a_target_that_breaks_the_one_call_is_found_by_building_each_alone(small
     # A rerun tries the one call again, and reuses the target that built alone.
     again = compile_programs(small, discover(), ["sm_80", "sm_90"], [src], {}, 1)
     reused = {b.target: b.reused_from for b in again.builds}
-    assert reused["sm_90"] == record.run_id and reused["sm_80"] is None
+    assert reused["sm_90"] == record.run_id
+    assert reused["sm_80"] is None
 
 
 @pytest.fixture
@@ -208,35 +223,47 @@ def test_one_process_exports_every_kernel_and_target_of_a_program_with_cutile_s_
     cutile_cache = tmp_path_factory.mktemp("cutile-cache")
     monkeypatch.setenv("CUDA_TILE_CACHE_DIR", str(cutile_cache))  # passed on to the child (runner.environment)
     record = compile_programs(root, discover(), ["sm_80", "sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
-    assert record is not None and record.passed and record.compile_version == COMPILE_VERSION, capsys.readouterr().out
+    assert record is not None, capsys.readouterr().out
+    assert record.passed, capsys.readouterr().out
+    assert record.compile_version == COMPILE_VERSION, capsys.readouterr().out
     assert sorted((b.kernel, b.target) for b in record.builds) == [
         ("bad_tile", "sm_80"), ("bad_tile", "sm_90"), ("copy_tile", "sm_80"), ("copy_tile", "sm_90")]
     assert len({b.step.stdout.path for b in record.builds}) == 1  # one process made all four
-    assert len({b.artifact.sha256 for b in record.builds}) == 4 and len({b.key for b in record.builds}) == 4
+    assert len({b.artifact.sha256 for b in record.builds}) == 4
+    assert len({b.key for b in record.builds}) == 4
     for b in record.builds:
-        assert b.verdict == "built" and b.res_usage and b.all_targets_step is None
-        assert b.inspect.argv[-1] == str(root / b.artifact.path) and all(p.is_file() for p in _evidence(root, b))
+        assert b.verdict == "built"
+        assert b.res_usage
+        assert b.all_targets_step is None
+        assert b.inspect.argv[-1] == str(root / b.artifact.path)
+        assert all(p.is_file() for p in _evidence(root, b))
     assert not any(cutile_cache.iterdir())  # every cubin came from tileiras, none from cuTile's disk cache
     again = compile_programs(root, discover(), ["sm_80", "sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
-    assert again is None and "0 compiler calls" in capsys.readouterr().out
+    assert again is None
+    assert "0 compiler calls" in capsys.readouterr().out
 
 
 def test_a_kernel_that_breaks_the_one_export_call_is_found_by_exporting_each_alone(two_kernels, capsys):
     root, src = two_kernels
     record = compile_programs(root, discover(), ["sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
     out = capsys.readouterr().out
-    assert record is not None and not record.passed
+    assert record is not None
+    assert not record.passed
     assert {b.kernel: b.verdict for b in record.builds} == {"copy_tile": "built", "bad_tile": "failed"}, out
     first = {b.all_targets_step.stdout.path for b in record.builds}
-    assert len(first) == 1 and all(b.all_targets_step.exit_code not in (0, None) for b in record.builds)
+    assert len(first) == 1
+    assert all(b.all_targets_step.exit_code not in (0, None) for b in record.builds)
     for b in record.builds:
-        assert b.step.argv[-3:-1] == [b.kernel, b.target] and len(b.step.argv) == 7  # each exported alone
+        assert b.step.argv[-3:-1] == [b.kernel, b.target]
+        assert len(b.step.argv) == 7  # each exported alone
         assert all(p.is_file() for p in _evidence(root, b))
     assert "not a power of two" in out  # cuTile's own error line, printed under the failed export
     # the exception the failed export raised, typed in the record (never read back from its traceback)
     failed = next(b for b in record.builds if b.kernel == "bad_tile")
-    assert failed.failure is not None and failed.failure.type.startswith("cuda.tile.")
-    assert "not a power of two" in failed.failure.message and f"raised {failed.failure}" in out
+    assert failed.failure is not None
+    assert failed.failure.type.startswith("cuda.tile.")
+    assert "not a power of two" in failed.failure.message
+    assert f"raised {failed.failure}" in out
     assert next(b for b in record.builds if b.kernel == "copy_tile").failure is None
     # A rerun reuses the export that built alone and tries the other again.
     again = compile_programs(root, discover(), ["sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
@@ -310,4 +337,5 @@ def test_a_changed_exporter_builds_every_cubin_again_and_nothing_else(tmp_path, 
     other.write_text(build.EXPORTER.read_text() + "\n# changed\n")
     monkeypatch.setattr(build, "EXPORTER", other)
     after = keys()
-    assert after[0] != before[0] and after[1] == before[1]
+    assert after[0] != before[0]
+    assert after[1] == before[1]

@@ -77,5 +77,6 @@ def test_run_after_another_built_the_binary_finds_it(tree, monkeypatch, capsys):
     first = compile_programs(tree, fake, ["sm_90"], [program], {}, 1)  # the other run's build
     monkeypatch.setattr(locate, "find_tools", lambda: fake)
     found = locate.find_binary(tree, program, "sm_90", stale)
-    assert found is not None and found.compile_run_id == first.run_id
+    assert found is not None
+    assert found.compile_run_id == first.run_id
     assert "up to date" in capsys.readouterr().out

@@ -44,7 +44,8 @@ def test_every_child_keeps_the_hosts_nvlink_multicast_off_and_its_records_say_so
     assert "NCCL_SOCKET_IFNAME" not in child  # the allowlist still passes nothing else
     assert (child["CUDA_VISIBLE_DEVICES"], child["CUDA_DEVICE_ORDER"]) == ("3", "PCI_BUS_ID")
     assert child_env(base=host)["CUDA_DEVICE_ORDER"] == "FASTEST_FIRST"  # no device chosen: the caller's own
-    assert env_allowlisted(child)["NVSHMEM_DISABLE_NVLS"] == "1" and "NCCL_SOCKET_IFNAME" not in env_allowlisted(host)
+    assert env_allowlisted(child)["NVSHMEM_DISABLE_NVLS"] == "1"
+    assert "NCCL_SOCKET_IFNAME" not in env_allowlisted(host)
 
 
 def test_parse_gpu_query_without_gpus():
@@ -54,7 +55,9 @@ def test_parse_gpu_query_without_gpus():
 
 def test_parse_real_pip_freeze():
     pk = parse_pip_freeze((DATA / "pip-freeze.txt").read_text())
-    assert pk["cuda-tile"] == "1.7.0" and pk["pydantic"] and pk["numpy"]
+    assert pk["cuda-tile"] == "1.7.0"
+    assert pk["pydantic"]
+    assert pk["numpy"]
     assert all("==" not in k for k in pk)
 
 
@@ -91,7 +94,9 @@ def test_real_freeze_wheel_lines_match_their_wheel_names():
     """Every ``@ file://...whl`` line of the H200 transcript reads the version its wheel file names."""
     text = (DATA / "pip-freeze.txt").read_text()
     pk = parse_pip_freeze(text)
-    assert pk["cuda-tile"] == "1.7.0" and pk["annotated-types"] == "0.8.0" and pk["colorlog"] == "6.12.0"
+    assert pk["cuda-tile"] == "1.7.0"
+    assert pk["annotated-types"] == "0.8.0"
+    assert pk["colorlog"] == "6.12.0"
     assert all("%" not in v and "/" not in v for v in pk.values())
 
 
@@ -101,8 +106,10 @@ def test_installed_packages_are_keyed_by_canonical_name():
     from tileproof.runner.capture import installed_packages
 
     pk = installed_packages()
-    assert pk and all(canonicalize_name(name) == name for name in pk)
-    assert "pydantic-core" in pk and "typing-extensions" in pk
+    assert pk
+    assert all(canonicalize_name(name) == name for name in pk)
+    assert "pydantic-core" in pk
+    assert "typing-extensions" in pk
 
 
 def test_a_redacted_direct_reference_is_skipped_not_fatal():
@@ -137,7 +144,8 @@ def test_outside_slurm_there_is_no_job_and_a_job_without_gres_has_no_gpus():
 def test_a_slurm_variable_that_is_not_what_slurm_writes_is_one_line(name, value):
     with pytest.raises(TileproofError) as e:
         slurm_job({"SLURM_JOB_ID": "7", name: value})
-    assert str(e.value).startswith(f"{name}={value!r}: expected") and "\n" not in str(e.value)
+    assert str(e.value).startswith(f"{name}={value!r}: expected")
+    assert "\n" not in str(e.value)
 
 
 def test_the_runtime_is_asked_about_the_gpu_the_programs_get_where_slurm_bound_one(tmp_path, monkeypatch):
@@ -165,5 +173,6 @@ def test_the_runtime_is_asked_about_the_gpu_the_programs_get_where_slurm_bound_o
     monkeypatch.setenv("PYTHONPATH", str(runtime.parent.parent))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # as Slurm set it for the task
     probe = gpu_facts(tmp_path, "FIXTURE-session", 1)
-    assert probe.no_gpu is None and probe.gpu.uuid.startswith("GPU-01")
+    assert probe.no_gpu is None
+    assert probe.gpu.uuid.startswith("GPU-01")
     assert probe.gpu.runtime_compute_capability == "9.0"

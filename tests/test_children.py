@@ -56,7 +56,9 @@ def test_a_child_past_its_deadline_dies_with_its_whole_tree(tmp_path):
     python.chmod(0o755)
     t0 = time.perf_counter()
     child = children.tileproof(["run"], tmp_path, deadline_s=2, python=str(python))
-    assert child.exit_code is None and child.status == 1 and child.last_line() == "(killed at its deadline, 2 s)"
+    assert child.exit_code is None
+    assert child.status == 1
+    assert child.last_line() == "(killed at its deadline, 2 s)"
     assert 2 <= time.perf_counter() - t0 < 15
     for name, sleep in sleeps.items():
         assert not left_after(5, sleep.name, zombies=False), f"{name}: the grandchild outlived its tileproof child"
@@ -78,7 +80,8 @@ def test_a_stopped_tileproof_takes_its_tileproof_child_and_that_child_s_program(
     process.kill_all_live()
     worker.join(30)
     assert not worker.is_alive()
-    assert got["child"].exit_code == -9 and got["child"].status == 1, got["child"].stderr
+    assert got["child"].exit_code == -9, got["child"].stderr
+    assert got["child"].status == 1, got["child"].stderr
     name = (tree / "kernels" / "hang.name").read_text()
     assert not left_after(5, name, zombies=False), "the program outlived the tileproof child that ran it"
     assert not list((tree / "runs").glob("*-session-*.json")), "a stopped session has no session record"
@@ -91,15 +94,18 @@ def test_the_last_line_is_the_command_s_own_exit_line_or_its_summary():
     bad = child(2, "audit: reading\n", "a warning\ntileproof audit: runs/x.json: kind: bad (fix: y)\n")
     assert (bad.status, bad.last_line()) == (2, "tileproof audit: runs/x.json: kind: bad (fix: y)")
     ok = child(1, "audit: 3 finding(s)\n\n", "a warning on stderr\n")
-    assert ok.last_line() == "audit: 3 finding(s)" and ok.lines() == ["audit: 3 finding(s)", "", "a warning on stderr"]
-    assert child(0, "", "").last_line() == "(no output)" and child(-9, "", "").status == 1
+    assert ok.last_line() == "audit: 3 finding(s)"
+    assert ok.lines() == ["audit: 3 finding(s)", "", "a warning on stderr"]
+    assert child(0, "", "").last_line() == "(no output)"
+    assert child(-9, "", "").status == 1
     assert child(None, "half\n", "").last_line() == "(killed at its deadline, 60 s)"
 
 
 def test_echo_copies_the_child_s_output_as_it_comes(tree, capfd):
     done = children.tileproof(["run", "--program", "nope", "--root", str(tree)], tree, deadline_s=120, echo=True)
     err = capfd.readouterr().err
-    assert done.last_line() in err and done.stderr in err
+    assert done.last_line() in err
+    assert done.stderr in err
 
 
 def test_children_run_side_by_side_in_order(tree):

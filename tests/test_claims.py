@@ -73,7 +73,9 @@ def test_shipped_claims_files_validate():
     files = spec.load_all(REPO)
     assert [f.spec.document for f in files] == SHIPPED
     counts = {f.spec.document: len(f.spec.claims) for f in files}
-    assert counts["cutile-pitfalls"] >= 15 and counts["day79-cutile"] >= 10 and counts["tile-reduction-spike"] >= 7
+    assert counts["cutile-pitfalls"] >= 15
+    assert counts["day79-cutile"] >= 10
+    assert counts["tile-reduction-spike"] >= 7
     pitfalls = next(f for f in files if f.spec.document == "cutile-pitfalls")
     sections = {c.source.section.split(":")[0] for c in pitfalls.spec.claims}
     assert {f"Lesson {n}" for n in range(1, 16)} <= sections, "every one of the fifteen lessons has a claim"
@@ -142,7 +144,8 @@ def test_bad_claims_file_is_one_line(tmp_path, body, field, problem):
     text = str(err.value)
     assert "\n" not in text
     assert text.startswith("lessons/claims/doc.claims.yaml: ")
-    assert field in text and problem in text
+    assert field in text
+    assert problem in text
 
 
 def test_document_must_match_the_file_name(tmp_path):
@@ -168,7 +171,8 @@ def test_wrong_flag_argv_is_the_nvcc_command_with_one_change():
     assert varied_nvcc_argv(nvcc, src, "sm_90", out, change=spec.FlagChange(drop=["-enable-tile"])) == [
         a for a in base if a != "-enable-tile"]
     added = varied_nvcc_argv(nvcc, src, "sm_90", out, change=spec.FlagChange(add=["-cubin"]))
-    assert added.index("-cubin") == added.index("k.cu") - 1 and len(added) == len(base) + 1
+    assert added.index("-cubin") == added.index("k.cu") - 1
+    assert len(added) == len(base) + 1
     with pytest.raises(TileproofError, match="not in the nvcc command"):
         varied_nvcc_argv(nvcc, src, "sm_90", out, change=spec.FlagChange(drop=["-G"]))
 
@@ -269,13 +273,15 @@ def test_header_check(tmp_path, symbols, match, outcome, want):
     check = _spec("header", symbols=symbols, match=match, _expected={"outcome": outcome})
     got = claim_checks.run_probe(here, "doc.one.check", "check", check, spec.Expected(outcome=outcome), tmp_path)
     assert got.outcome == want, got.why
-    assert got.steps and (tmp_path / got.steps[0].stdout.path).is_file(), "the lookup's transcript is evidence"
+    assert got.steps, "the lookup's transcript is evidence"
+    assert (tmp_path / got.steps[0].stdout.path).is_file(), "the lookup's transcript is evidence"
 
 
 def test_header_check_without_a_header_is_unverifiable(tmp_path):
     check = _spec("header", symbols=["sum"], _expected={"outcome": "lacks"})
     got = claim_checks.run_probe(_here(tmp_path), "d.c.check", "check", check, spec.Expected(outcome="lacks"), tmp_path)
-    assert got.outcome == "unverifiable" and "no cuda_tile.h" in got.why
+    assert got.outcome == "unverifiable"
+    assert "no cuda_tile.h" in got.why
 
 
 @pytest.mark.parametrize("symbol,parameter,default,outcome,want", [
@@ -298,13 +304,15 @@ def test_res_usage_entry_by_source_name():
     entry = claim_checks.find_function(entries, "tmax")
     assert (entry.registers, entry.shared_bytes) == (15, 1536)
     assert claim_checks.find_function(entries, "tma") is None
-    assert claim_checks.within(15, (14, 16)) and not claim_checks.within(1536, (0, 0))
+    assert claim_checks.within(15, (14, 16))
+    assert not claim_checks.within(1536, (0, 0))
 
 
 def test_not_checkable_is_unverifiable_with_its_reason(tmp_path):
     check = spec.NotCheckable(kind="not-checkable", reason="a contract, not a behaviour")
     got = claim_checks.run_probe(_here(tmp_path), "d.c.check", "check", check, None, tmp_path)
-    assert got.outcome == "unverifiable" and "a contract, not a behaviour" in got.why
+    assert got.outcome == "unverifiable"
+    assert "a contract, not a behaviour" in got.why
 
 
 def test_gpu_check_without_a_gpu_is_unverifiable_naming_why(tmp_path):
@@ -312,7 +320,9 @@ def test_gpu_check_without_a_gpu_is_unverifiable_naming_why(tmp_path):
     check = _spec("gpu", program="p.py", _expected={"outcome": "observed"})
     got = claim_checks.run_probe(_here(tmp_path), "d.c.wrong", "wrong", check, spec.Expected(outcome="observed"),
                                  tmp_path)
-    assert got.outcome == "unverifiable" and "needs a GPU (nvidia-smi not found" in got.why and not got.steps
+    assert got.outcome == "unverifiable"
+    assert "needs a GPU (nvidia-smi not found" in got.why
+    assert not got.steps
 
 
 H200 = GpuFacts(index=0, name="NVIDIA H200", uuid="GPU-0", compute_capability="9.0", runtime_compute_capability="9.0",
@@ -340,7 +350,8 @@ def test_gpu_check_needing_an_old_card_is_unverifiable_on_a_new_one(tmp_path):
     check = _spec("gpu", program="p.py", needs="cc<8.0", _expected={"outcome": "observed"})
     got = claim_checks.run_probe(_here(tmp_path, gpu=H200), "d.c.check", "check", check,
                                  spec.Expected(outcome="observed"), tmp_path)
-    assert got.outcome == "unverifiable" and "below compute capability 8.0" in got.why
+    assert got.outcome == "unverifiable"
+    assert "below compute capability 8.0" in got.why
 
 
 def _has_gpu() -> bool:
@@ -378,7 +389,8 @@ def test_real_nvcc_fails_with_the_headers_cxx20_error(tmp_path):
     expected = spec.Expected(outcome="fails", pattern=r'#error\s+"This file needs C\+\+20')
     got = claim_checks.run_probe(here, "d.cxx17.wrong", "wrong", check, expected, tmp_path)
     assert got.outcome == "as-stated", got.why
-    assert "-std=c++17" in got.steps[0].argv and got.toolchain.startswith("nvcc 13.")
+    assert "-std=c++17" in got.steps[0].argv
+    assert got.toolchain.startswith("nvcc 13.")
 
 
 PY_SNIPPET = """\
@@ -532,13 +544,15 @@ def test_command_writes_one_record_and_exits_1_when_a_check_errors(tmp_path, cap
     assert {r.id: r.verdict for r in record.results} == {"says-x": "error", "contract": "unverifiable-here"}
     assert {d.path for d in record.claims_files} >= {"lessons/claims/doc.claims.yaml", "lessons/claims/snippets/k.py",
                                                      "lessons/doc.md"}
-    assert record.results[0].steps and (root / record.results[0].steps[0].stderr.path).is_file()
+    assert record.results[0].steps
+    assert (root / record.results[0].steps[0].stderr.path).is_file()
 
 
 def test_gpu_only_selects_claims_with_a_gpu_probe(tmp_path):
     files = spec.load_all(REPO)
     chosen = spec.selected(files, gpu_only=True)
-    assert chosen and all(any(p.check.kind == "gpu" for _r, p in c.probes()) for _f, c in chosen)
+    assert chosen
+    assert all(any(p.check.kind == "gpu" for _r, p in c.probes()) for _f, c in chosen)
     assert {c.id for _f, c in chosen} >= {"p11-order-f-no-transpose", "launch-block-size-1"}
 
 
@@ -546,7 +560,9 @@ def test_list_runs_nothing(tmp_path, capsys):
     root = _repo(tmp_path)
     assert claims_cmd.run(_args(root, "--list")) == 0
     out = capsys.readouterr().out
-    assert "says-x" in out and "compile" in out and not (root / "runs").exists()
+    assert "says-x" in out
+    assert "compile" in out
+    assert not (root / "runs").exists()
 
 
 def test_claim_checks_helpers_print_their_evidence(tmp_path, capsys):
@@ -556,7 +572,8 @@ def test_claim_checks_helpers_print_their_evidence(tmp_path, capsys):
     assert capsys.readouterr().out.split("\n")[:2] == ["3 sum reduction", "4 iota other"]
     assert claim_checks.main(["api", "json.dumps"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["found"] and info["parameters"]["indent"] == "None"
+    assert info["found"]
+    assert info["parameters"]["indent"] == "None"
     assert claim_checks.main(["nope"]) == 2
 
 
@@ -572,7 +589,8 @@ def test_committed_version_1_claims_records_still_load_sealed():
     assert {r.run_id for r in records} == {p.stem for p in paths}   # every one read, every seal intact
     assert {x.seal for x in loaded} == {"intact"}
     old = [r for r in records if r.schema_version == 1]
-    assert old and all(isinstance(res, ClaimResultV1) and isinstance(res.check, str) for r in old for res in r.results)
+    assert old
+    assert all(isinstance(res, ClaimResultV1) and isinstance(res.check, str) for r in old for res in r.results)
 
 
 def test_command_writes_typed_probe_kinds_at_version_2(tmp_path):
@@ -634,7 +652,9 @@ def test_claims_modules_import_no_cycle():
             elif isinstance(node, ast.Import):
                 names |= {a.name for a in node.names}
         graph[path.stem] = {n.rsplit(".", 1)[1] for n in names if n.startswith("tileproof.claims.")}
-    assert graph["spec"] == set() and graph["outcomes"] == {"spec"} and "core" not in graph["checks"]
+    assert graph["spec"] == set()
+    assert graph["outcomes"] == {"spec"}
+    assert "core" not in graph["checks"]
     done: set[str] = set()
 
     def visit(name: str, stack: tuple[str, ...]) -> None:
@@ -658,4 +678,5 @@ def test_run_ends_with_a_summary_line(tmp_path, capsys):
     root = _repo(tmp_path)
     assert claims_cmd.run(_args(root)) == 1
     last = capsys.readouterr().out.splitlines()[-1]
-    assert last.startswith("claims: 1 unverifiable-here, 1 error; record runs/") and last.endswith("exit 1)")
+    assert last.startswith("claims: 1 unverifiable-here, 1 error; record runs/")
+    assert last.endswith("exit 1)")

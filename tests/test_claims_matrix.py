@@ -64,7 +64,8 @@ def _three_releases() -> list[ClaimsRecord]:
 
 
 def test_a_release_is_major_minor_and_sorts_as_numbers():
-    assert Release.parse("13.4.92") == Release(13, 4) and str(Release.parse("13.10")) == "13.10"
+    assert Release.parse("13.4.92") == Release(13, 4)
+    assert str(Release.parse("13.10")) == "13.10"
     assert sorted([Release.parse("13.10"), Release.parse("13.5"), Release.parse("12.9")]) == [
         Release(12, 9), Release(13, 5), Release(13, 10)]
     with pytest.raises(ValueError, match="expected MAJOR.MINOR"):
@@ -147,8 +148,8 @@ def test_the_table_has_a_column_per_release_and_keeps_claims_no_file_lists():
     assert lines[1].split()[:5] == ["day79-cutile", "warning-20359-d", "confirmed", "confirmed", "REFUTED"]
     assert lines[1].endswith("confirmed on 13.3-13.4; refuted since 13.5")
     assert lines[2].split() == ["day79-cutile", "unchecked-one", "-", "-", "-", "unchecked"]
-    assert lines[3].split()[:2] == ["day79-cutile", "launch-block-size-1"] \
-        and "(no longer in its claims file)" in lines[3]
+    assert lines[3].split()[:2] == ["day79-cutile", "launch-block-size-1"]
+    assert "(no longer in its claims file)" in lines[3]
     assert matrix.lines(claim_matrix([]), [("d", "c")]) == []
 
 
@@ -187,5 +188,6 @@ def test_the_matrix_session_pins_every_toolchain_package_of_one_release(monkeypa
         f"{p}==13.3.*" for p in ("nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-cuda-cuobjdump",
                                  "nvidia-cuda-tileiras", "nvidia-nvvm", "nvidia-cuda-runtime", "nvidia-nvjitlink"))
     assert not any("13.4" in r for r in reqs), "no pin of the project's default release is left"
-    assert "cuda-tile>=1.5" in reqs and not any("[" in r for r in reqs), "cuda-tile without its tileiras extra"
+    assert "cuda-tile>=1.5" in reqs, "cuda-tile without its tileiras extra"
+    assert not any("[" in r for r in reqs), "cuda-tile without its tileiras extra"
     assert {"13.3", "13.4", "13.5"} <= set(nox_file.CLAIMS_RELEASES)

@@ -91,13 +91,15 @@ def test_without_accepted_evidence_every_release_newest_decision_counts(tmp_path
 def test_a_lesson_without_claims_needs_no_claims_record(tmp_path):
     decision = _decide(tmp_path, "13.4", [])
     no_claims = gate.decide(FRONT, [], gate.Today(DIGESTS), TABLE, lambda _p: None)
-    assert decision.unchecked and not no_claims.unchecked
+    assert decision.unchecked
+    assert not no_claims.unchecked
     assert claim_verdicts.unchecked_releases("demo", [], claim_verdicts.NO_CLAIMS, {Release(13, 4): ["r"]}) == []
 
 
 def test_the_matrix_and_the_decision_share_one_fold():
     """``claims.matrix`` builds its cells with the judge's fold and grouping: one implementation."""
-    assert matrix.Release is claim_verdicts.Release and matrix.release_of is claim_verdicts.release_of
+    assert matrix.Release is claim_verdicts.Release
+    assert matrix.release_of is claim_verdicts.release_of
     records = [fx.claims_record(n=2, document="demo", claim="c1", tc=_tc("13.4"), verdict="refuted"),
                fx.claims_record(n=3, document="demo", claim="c1", tc=_tc("13.4"), verdict="unverifiable-here")]
     cell = matrix.claim_matrix(records).cell("demo", "c1", Release(13, 4))

@@ -23,7 +23,8 @@ DATA = Path(__file__).parent / "data" / "nvcc"
 def _transcript(name: str) -> tuple[str, int]:
     """(what the tool printed, its exit code): the fixture's ``$ command`` and ``[exit N]`` lines removed."""
     lines = (DATA / name).read_text().splitlines()
-    assert lines[0].startswith("$ ") and lines[-1].startswith("[exit ")
+    assert lines[0].startswith("$ ")
+    assert lines[-1].startswith("[exit ")
     return "\n".join(lines[1:-1]) + "\n", int(lines[-1][len("[exit "):-1])
 
 
@@ -63,4 +64,5 @@ def test_a_tool_failure_is_an_error_and_a_diagnostic_a_finding(fixture, outcome,
 def test_a_python_export_is_not_judged_by_nvcc_rules():
     text, code = _transcript("nvcc132_ptxas_fatal.txt")
     got, why = judge_compile(_step(code), text, spec.Expected(outcome="fails"), "python")
-    assert got == "error" and "outside the compiler" in why
+    assert got == "error"
+    assert "outside the compiler" in why

@@ -78,9 +78,11 @@ def test_compile_imports_neither_report_nor_fleet(rendering):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     loaded = json.loads(proc.stdout)
-    assert "tileproof.commands.compile" in loaded and "tileproof.records.schemas" in loaded
+    assert "tileproof.commands.compile" in loaded
+    assert "tileproof.records.schemas" in loaded
     if rendering:
-        assert "tileproof.records.audit_summary" in loaded and "tileproof.records.cluster" in loaded
+        assert "tileproof.records.audit_summary" in loaded
+        assert "tileproof.records.cluster" in loaded
     assert [m for m in loaded if m.split(".")[:2] in (["tileproof", "report"], ["tileproof", "fleet"])] == []
 
 
@@ -95,15 +97,18 @@ def test_console_script_runs():
     if not script.is_file():
         pytest.skip(f"no {script}: tileproof is not installed into this interpreter's environment")
     proc = subprocess.run([str(script), "schema", "--help"], capture_output=True, text=True, cwd=REPO)
-    assert proc.returncode == 0 and "--check" in proc.stdout, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert "--check" in proc.stdout, proc.stderr
 
 
 def test_output_into_head_ends_without_a_traceback():
     proc = subprocess.run(f"'{sys.executable}' -m tileproof lint-kernels --list-rules | head -1",
                           shell=True, capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0
-    assert proc.stdout.startswith("TP") and len(proc.stdout.splitlines()) == 1
-    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+    assert proc.stdout.startswith("TP")
+    assert len(proc.stdout.splitlines()) == 1
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "BrokenPipeError" not in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("argv", [["lint-kernels", "--list-rules"], ["schema", "--help"], ["--help"],
@@ -115,7 +120,8 @@ def test_a_closed_stdout_ends_quietly(argv):
     proc.stdout.close()
     err = proc.stderr.read().decode()
     code = proc.wait()
-    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert "Traceback" not in err, err
+    assert "Exception ignored" not in err, err
     # lint-kernels treats a closed pipe itself and argparse's --help ignores it (the reader chose
     # to stop: 0); elsewhere __main__ answers 128 + SIGPIPE.
     assert code == (0 if argv[0] == "lint-kernels" or "--help" in argv else SIGPIPE_STATUS), err

@@ -137,10 +137,15 @@ def test_env_i_setsid_sleep_ends_with_the_step(tmp_path, contained, how):
         done = start_and_wait([sys.executable, str(prog), str(sleep)], env=child_env(),
                               timeout=60 if how == "normal-exit" else 3)
         if how == "normal-exit":
-            assert done.exit_code == 0 and not done.timed_out
+            assert done.exit_code == 0
+            assert not done.timed_out
         else:
-            assert done.timed_out and done.exit_code is None and time.perf_counter() - t0 < 3 + 2
-        assert done.stdout == b"started\n" and done.containment == contained and done.strays_killed == 1
+            assert done.timed_out
+            assert done.exit_code is None
+            assert time.perf_counter() - t0 < 3 + 2
+        assert done.stdout == b"started\n"
+        assert done.containment == contained
+        assert done.strays_killed == 1
         assert not left(sleep.name), "killed and reaped with the step"
     finally:
         kill_named(sleep.name)
@@ -200,7 +205,9 @@ def test_under_the_marker_alone_the_grandchild_gets_away(tmp_path, contained):
     prog = script(tmp_path, escapes("sys.exit(0)"))
     try:
         done = start_and_wait([sys.executable, str(prog), str(sleep)], env=child_env(), timeout=60)
-        assert done.exit_code == 0 and done.containment == "marker" and done.strays_killed == 0
+        assert done.exit_code == 0
+        assert done.containment == "marker"
+        assert done.strays_killed == 0
         assert left(sleep.name, zombies=False), "escaped the marker: these tests would test nothing"
     finally:
         kill_named(sleep.name)
@@ -212,7 +219,9 @@ def test_after_kill_9_under_the_marker_the_next_tileproof_removes_the_scratch_fo
     and nothing can remove the scratch folder then; the next tileproof that makes one removes it."""
     with tileproof_killed(tmp_path) as (a, b, scratch):
         time.sleep(0.5)
-        assert left(a, zombies=False) and left(b, zombies=False) and scratch.is_dir()
+        assert left(a, zombies=False)
+        assert left(b, zombies=False)
+        assert scratch.is_dir()
         subprocess.run([sys.executable, "-c", "from tileproof.runner.process import scratch_dir\n"
                         "with scratch_dir(): pass"], check=True, timeout=60)
         assert not scratch.exists(), "the next tileproof's scratch_dir sweeps it"
@@ -240,7 +249,8 @@ def test_each_link_of_the_namespace_ends_the_step(tmp_path, contained, link):
         assert "stepinit.py" in Path(f"/proc/{init}/cmdline").read_text()
         os.kill(unshare if link == "unshare" else init, signal.SIGKILL)
         worker.join(20)
-        assert not worker.is_alive() and result["done"].exit_code == -signal.SIGKILL
+        assert not worker.is_alive()
+        assert result["done"].exit_code == -signal.SIGKILL
         assert not left(sleep.name), f"the namespace outlived its {link}"
     finally:
         kill_named(sleep.name)
@@ -257,7 +267,8 @@ def test_the_init_refuses_a_namespace_it_is_not_pid_1_of(tmp_path, contained):
           "echo rc=$?; kill -0 $! && echo alive")
     ran = subprocess.run(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--", "sh", "-c", sh],
                          capture_output=True, text=True, timeout=60)
-    assert ran.stdout.split() == ["rc=1", "alive"] and "not PID 1" in ran.stderr, ran
+    assert ran.stdout.split() == ["rc=1", "alive"], ran
+    assert "not PID 1" in ran.stderr, ran
 
 
 # --- the program ends as it would have uncontained ----------------------------------------------------------
@@ -321,7 +332,8 @@ def test_a_containment_asked_for_that_does_not_hold_stops_with_one_line(tmp_path
     with pytest.raises(TileproofError, match="TILEPROOF_CONTAINMENT=pid-namespace: it does not hold here: "
                                              "unshare: unshare failed: Operation not permitted") as e:
         containment()
-    assert "\n" not in str(e.value) and "fix: unset it" in str(e.value)
+    assert "\n" not in str(e.value)
+    assert "fix: unset it" in str(e.value)
     process.containment.cache_clear()
     choose_again.setenv(process.CONTAIN_VAR, "namespace")
     with pytest.raises(TileproofError, match="expected one of pid-namespace, cgroup, marker"):
@@ -334,7 +346,8 @@ def test_where_unshare_is_refused_the_next_that_holds_is_used_and_recorded(tmp_p
     fallback = "cgroup" if process._own_cgroup() is not None else "marker"
     assert containment() == fallback
     step = run_step(tmp_path, "r1", "echo", ["echo", "hi"], child_env(), timeout=60)
-    assert step.containment == fallback and step.step_version == STEP_VERSION == 2
+    assert step.containment == fallback
+    assert step.step_version == STEP_VERSION == 2
     process.containment.cache_clear()
     choose_again.setattr(process, "_own_cgroup", lambda: None)  # no writable cgroup v2 either
     assert containment() == "marker"
@@ -366,7 +379,8 @@ def test_an_unprivileged_tileproof_falls_back_and_says_so():
     assert ran.returncode == 0, ran.stderr
     shutil.rmtree(tmp_path, ignore_errors=True)
     chosen, recorded, exit_code = __import__("json").loads(ran.stdout)
-    assert chosen == recorded != "pid-namespace" and exit_code == 0
+    assert chosen == recorded != "pid-namespace"
+    assert exit_code == 0
 
 
 # --- the record -----------------------------------------------------------------------------------------------
@@ -424,7 +438,8 @@ def test_the_sweep_removes_only_what_a_dead_tileproof_left(tmp_path):
         process._sweep_scratch.__wrapped__()  # what the next tileproof does, once
         assert not dead_dir.exists(), "its lock died with its tileproof"
         assert live_dir.is_dir(), "a live tileproof's lock is held"
-        assert link.is_symlink() and tmp_path.is_dir(), "a link is never followed"
+        assert link.is_symlink(), "a link is never followed"
+        assert tmp_path.is_dir(), "a link is never followed"
         if root:
             assert theirs.is_dir(), "another user's folder is left alone"
         link.unlink()
@@ -438,5 +453,6 @@ def test_the_sweep_removes_only_what_a_dead_tileproof_left(tmp_path):
 def test_a_scratch_folder_is_removed_when_its_step_is_done():
     with scratch_dir() as tmp:
         (tmp / "x").write_text("x")
-        assert tmp.name.startswith(process.SCRATCH_PREFIX) and oct(tmp.stat().st_mode & 0o777) == "0o700"
+        assert tmp.name.startswith(process.SCRATCH_PREFIX)
+        assert oct(tmp.stat().st_mode & 0o777) == "0o700"
     assert not tmp.exists()

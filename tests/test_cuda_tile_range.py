@@ -38,7 +38,8 @@ def requires(version: str) -> list[str]:
 ])
 def test_each_releases_tileiras_requirement_is_read_from_its_metadata(version, want):
     req = cuda_tile.tileiras_requirement(requires(version))
-    assert req is not None and cuda_tile.describe(req) == want
+    assert req is not None
+    assert cuda_tile.describe(req) == want
 
 
 @pytest.mark.parametrize(("version", "tileiras", "fits"), [
@@ -57,7 +58,8 @@ def test_only_a_requirement_that_brings_tileiras_with_the_extra_counts():
                                            'nvidia-cuda-tileiras<13.3; extra == "other"',
                                            'cuda-toolkit[nvcc]<13.4; extra == "tileiras"']) is None
     always = cuda_tile.tileiras_requirement(["nvidia-cuda-tileiras>=13.2"])  # required with or without the extra
-    assert always is not None and cuda_tile.describe(always) == "nvidia-cuda-tileiras>=13.2"
+    assert always is not None
+    assert cuda_tile.describe(always) == "nvidia-cuda-tileiras>=13.2"
 
 
 def test_release_outside_its_range_is_refused_in_one_line_unless_asked():
@@ -69,9 +71,12 @@ def test_release_outside_its_range_is_refused_in_one_line_unless_asked():
                             "'cuda-tile[tileiras]==1.5.0', or pass --tileiras-outside-range to run it anyway, "
                             "recorded as outside its range)")
     asked = cuda_tile.release("13.4.92", True, found)
-    assert asked is not None and (asked.in_range, asked.outside_range_allowed, asked.outside) == (False, True, True)
+    assert asked is not None
+    assert (asked.in_range, asked.outside_range_allowed, asked.outside) == (False, True, True)
     fits = cuda_tile.release("13.3.36", False, found)
-    assert fits is not None and fits.in_range and not fits.outside
+    assert fits is not None
+    assert fits.in_range
+    assert not fits.outside
     with pytest.raises(cuda_tile.OutsideRange, match="no tileiras was found"):
         cuda_tile.release(None, False, found)
     with pytest.raises(cuda_tile.OutsideRange, match="declares no tileiras range"):
@@ -134,10 +139,14 @@ def test_a_release_outside_its_range_is_refused_then_recorded_as_asked(tree, tmp
     below = f"nvidia-cuda-tileiras<{tileiras.split('.')[0]}.0"  # a range the tileiras here is outside of
     target = fake_release(tmp_path / "ct", "9.9.0", below, raises="cuda-tile 9.9.0 refuses these kernels")
     refused = tileproof(tree, target, "run", "--record-no-gpu", "--program", "vector_add")
-    assert refused.returncode == 2 and refused.stdout == ""
-    assert refused.stderr.startswith("tileproof run: cuda-tile 9.9.0: it declares") and "--tileiras-outside" \
-           "-range" in refused.stderr and len(refused.stderr.splitlines()) == 1
-    assert not (tree / "runs").exists() and not (tree / "evidence").exists()
+    assert refused.returncode == 2
+    assert refused.stdout == ""
+    assert refused.stderr.startswith("tileproof run: cuda-tile 9.9.0: it declares")
+    assert ("--tileiras-outside" \
+           "-range" in refused.stderr)
+    assert len(refused.stderr.splitlines()) == 1
+    assert not (tree / "runs").exists()
+    assert not (tree / "evidence").exists()
 
     done = tileproof(tree, target, "run", "--record-no-gpu", "--tileiras-outside-range", "--python-only")
     assert done.returncode == 1, done.stderr
@@ -146,12 +155,17 @@ def test_a_release_outside_its_range_is_refused_then_recorded_as_asked(tree, tmp
     assert sorted(r.program for r in runs) == sorted(f"kernels/{p.name}" for p in (tree / "kernels").glob("*.py")
                                                      if "AOT_SIGNATURES" in p.read_text())
     for rec in runs:  # each names the release it ran with, outside its range as asked, and what it raised
-        assert rec.run_version == 4 and rec.cuda_tile is not None
+        assert rec.run_version == 4
+        assert rec.cuda_tile is not None
         assert (rec.cuda_tile.version, rec.cuda_tile.tileiras, rec.cuda_tile.in_range) == ("9.9.0", tileiras, False)
-        assert rec.cuda_tile.requires == below and rec.cuda_tile.outside_range_allowed
-        assert rec.failure is not None and (rec.failure.type, rec.failure.message) == \
-            ("ImportError", "cuda-tile 9.9.0 refuses these kernels")
-        assert rec.verdict == "error" and rec.step.exit_code == 1 and rec.report is None
+        assert rec.cuda_tile.requires == below
+        assert rec.cuda_tile.outside_range_allowed
+        assert rec.failure is not None
+        assert ((rec.failure.type, rec.failure.message) == \
+            ("ImportError", "cuda-tile 9.9.0 refuses these kernels"))
+        assert rec.verdict == "error"
+        assert rec.step.exit_code == 1
+        assert rec.report is None
         assert rec.reason == "exit code 1; raised ImportError: cuda-tile 9.9.0 refuses these kernels before " \
                              "writing a check report"
         assert rec.environment.versions["cuda-tile"] == "9.9.0"
@@ -165,9 +179,13 @@ def test_a_release_inside_its_range_runs_without_asking(tree, tmp_path):
     done = tileproof(tree, target, "run", "--record-no-gpu", "--program", "vector_add")
     assert done.returncode == 1, done.stderr
     (rec,) = [r for r in load_records(tree) if isinstance(r, RunRecord)]
-    assert rec.cuda_tile is not None and rec.cuda_tile.in_range and not rec.cuda_tile.outside_range_allowed
+    assert rec.cuda_tile is not None
+    assert rec.cuda_tile.in_range
+    assert not rec.cuda_tile.outside_range_allowed
     # the fake cuda.tile imports, so the real vector_add fails at its first cuTile call: recorded, typed
-    assert rec.failure is not None and rec.failure.type == "AttributeError" and "kernel" in rec.failure.message
+    assert rec.failure is not None
+    assert rec.failure.type == "AttributeError"
+    assert "kernel" in rec.failure.message
 
 
 def test_compile_refuses_a_release_outside_its_range_before_importing_a_program(tree, tmp_path):
@@ -175,8 +193,10 @@ def test_compile_refuses_a_release_outside_its_range_before_importing_a_program(
     (tree / "cpp").rmdir()
     target = fake_release(tmp_path / "ct", "9.9.0", "nvidia-cuda-tileiras<1.0", raises="imported: too late")
     done = tileproof(tree, target, "compile", "--python-only", "--arch", "sm_90")
-    assert done.returncode == 2 and done.stderr.startswith("tileproof compile: cuda-tile 9.9.0: it declares")
-    assert "imported" not in done.stderr and not (tree / "runs").exists()
+    assert done.returncode == 2
+    assert done.stderr.startswith("tileproof compile: cuda-tile 9.9.0: it declares")
+    assert "imported" not in done.stderr
+    assert not (tree / "runs").exists()
 
 
 def test_a_record_runs_outside_the_range_only_when_it_says_it_was_asked():

@@ -36,7 +36,8 @@ def test_failure_is_named(fixture, expected):
 def test_successful_builds_get_no_diagnosis():
     for name in ("sm75.txt", "no_arch.txt", "cuda_home_old_nvcc.txt"):
         text, code = transcript(name)
-        assert code == 0 and diagnose(text, code) == []
+        assert code == 0
+        assert diagnose(text, code) == []
 
 
 def test_sm75_build_exits_0_but_holds_no_tile_code():

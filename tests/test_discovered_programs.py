@@ -23,7 +23,8 @@ def test_program_checks_have_tolerance_entries(program):
 def test_cpp_program_uses_the_harness(name):
     text = (discovered.REPO / "cpp" / name).read_text()
     assert '#include "harness.h"' in text
-    assert "tp::start(argc, argv," in text and "tp::done()" in text  # the gate + seed, then the report's exit
+    assert "tp::start(argc, argv," in text
+    assert "tp::done()" in text  # the gate + seed, then the report's exit
 
 
 @pytest.mark.parametrize("lesson_id", discovered.lesson_ids())

@@ -55,7 +55,8 @@ def test_every_claims_document_is_in_the_repository(loaded):
     assert doc.is_file(), f"{loaded.spec.document}: document {loaded.spec.path} does not exist"
     assert not _ignored(doc), f"{loaded.spec.path} is git-ignored: a fresh clone would not have it"
     for snippet in loaded.files():
-        assert snippet.resolve().is_relative_to(REPO) and not _ignored(snippet), snippet
+        assert snippet.resolve().is_relative_to(REPO), snippet
+        assert not _ignored(snippet), snippet
     assert quotes.quote_problems(REPO, loaded) == []
 
 

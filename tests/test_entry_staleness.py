@@ -78,7 +78,8 @@ def test_changed_entry_stales_only_its_rows(tmp_path):
     assert "tolerance entry 'softmax' changed in kernels/tolerances.py" in rows[0].reason
     removed = {k: v for k, v in TABLE.items() if k != "fused"}
     cu = decide(FRONT, records, TODAY, removed, read).rows[2]
-    assert cu.outcome == "stale" and "tolerance entry 'fused' removed" in cu.reason
+    assert cu.outcome == "stale"
+    assert "tolerance entry 'fused' removed" in cu.reason
 
 
 def test_version_2_record_must_attest_its_rows_entry(tmp_path):
@@ -86,7 +87,8 @@ def test_version_2_record_must_attest_its_rows_entry(tmp_path):
     front = FRONT.model_copy(update={"results": [*FRONT.results, ResultRow(program=CU, check="softmax", bound="b")]})
     read = lambda rel: (tmp_path / rel).read_bytes() if (tmp_path / rel).is_file() else None  # noqa: E731
     row = decide(front, records, TODAY, TABLE, read).rows[3]
-    assert row.outcome == "stale" and "does not attest the tolerance entry of check 'softmax'" in row.reason
+    assert row.outcome == "stale"
+    assert "does not attest the tolerance entry of check 'softmax'" in row.reason
 
 
 def test_version_1_records_stay_whole_file_dependent(tmp_path):
@@ -106,7 +108,8 @@ def test_a_check_without_a_tolerance_entry_blocks_publish(tmp_path):
     kinds = [(b.kind, b.subject) for b in d.blockers]
     assert ("no-tolerance-entry", "cpp/prog.cu fused") in kinds
     blocker = next(b for b in d.blockers if b.kind == "no-tolerance-entry")
-    assert "kernels/tolerances.py" in blocker.reason and blocker.command.startswith('add "fused": Tolerance(')
+    assert "kernels/tolerances.py" in blocker.reason
+    assert blocker.command.startswith('add "fused": Tolerance(')
     assert "1 check(s) have no tolerance entry" in d.lacking()
 
 
@@ -166,7 +169,8 @@ def test_a_changed_entry_stales_only_the_committed_rows_that_use_it(committed):
     _edit_table(committed, '"fused": Tolerance(rtol=1e-4, atol=1e-3)', '"fused": Tolerance(rtol=2e-4, atol=1e-3)')
     after = _statuses(committed)
     moved = {k for k in before if before[k] != after[k]}
-    assert moved == {k for k in before if k[2] == "fused" and before[k] == "passed"} and moved
+    assert moved == {k for k in before if k[2] == "fused" and before[k] == "passed"}
+    assert moved
     assert all(after[k] == "stale" for k in moved)
 
 

@@ -63,10 +63,12 @@ def test_run_program_reads_report_and_keeps_streams(tmp_path):
         print("to stderr", file=sys.stderr)
     """)
     out = run_program(tmp_path, "r1", "prog", argv, {}, timeout=60)
-    assert out.verdict == "passed" and out.step.exit_code == 0
+    assert out.verdict == "passed"
+    assert out.step.exit_code == 0
     assert (tmp_path / out.step.stdout.path).read_text().startswith("GPU 0")
     assert (tmp_path / out.step.stderr.path).read_text() == "to stderr\n"
-    assert out.report_file and (tmp_path / out.report_file.path).is_file()
+    assert out.report_file
+    assert (tmp_path / out.report_file.path).is_file()
 
 
 def test_gate_transcript_is_named_gate(tmp_path):
@@ -77,13 +79,16 @@ def test_gate_transcript_is_named_gate(tmp_path):
         print("GPU 0: Tesla T4, compute capability 7.5: below 8.0"); sys.exit(1)
     """)
     out = run_program(tmp_path, "r2", "prog", argv, {}, timeout=60)
-    assert out.verdict == "gated" and out.step.stdout.path == "evidence/r2/prog-gate-stdout.txt"
+    assert out.verdict == "gated"
+    assert out.step.stdout.path == "evidence/r2/prog-gate-stdout.txt"
 
 
 def test_hung_program_is_killed(tmp_path):
     argv = program(tmp_path, "import time; time.sleep(60)")
     out = run_program(tmp_path, "r3", "prog", argv, {}, timeout=1)
-    assert out.verdict == "timeout" and out.step.timed_out and out.step.exit_code is None
+    assert out.verdict == "timeout"
+    assert out.step.timed_out
+    assert out.step.exit_code is None
     assert out.step.duration_s < 30
 
 
@@ -93,4 +98,5 @@ def test_invalid_report_is_an_error_naming_the_field(tmp_path):
         json.dump({"report_version": 1}, open(sys.argv[sys.argv.index("--report") + 1], "w"))
     """)
     out = run_program(tmp_path, "r4", "prog", argv, {}, timeout=60)
-    assert out.verdict == "error" and "check report invalid" in out.reason
+    assert out.verdict == "error"
+    assert "check report invalid" in out.reason

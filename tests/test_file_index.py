@@ -123,7 +123,8 @@ def test_an_edited_entry_is_ignored_with_one_line(checkout, table):
     code, text, err = run("audit", "--root", str(checkout), "--json", str(checkout.parent / "a.json"))
     assert (code, text) == clean["audit"]
     lines = [ln for ln in err.splitlines() if ln.startswith("index:")]
-    assert len(lines) == 1 and "1 entries did not match their check digest" in lines[0], err
+    assert len(lines) == 1, err
+    assert "1 entries did not match their check digest" in lines[0], err
 
 
 def test_a_corrupted_database_is_not_used_and_changes_nothing(checkout):
@@ -134,7 +135,8 @@ def test_a_corrupted_database_is_not_used_and_changes_nothing(checkout):
     db.write_bytes(b"not a database" * 100)
     code, text, err = run("audit", "--root", str(checkout), "--json", str(checkout.parent / "a.json"))
     assert (code, text) == clean["audit"]
-    assert "index:" in err and "not used" in err
+    assert "index:" in err
+    assert "not used" in err
 
 
 def test_concurrent_audits_leave_a_consistent_index(checkout):
@@ -145,7 +147,9 @@ def test_concurrent_audits_leave_a_consistent_index(checkout):
     assert all("index:" not in err for _out, err in results), results
     index = file_index.open_index(checkout)
     index.load_files()
-    assert index.problem is None and index.ignored == 0 and len(index.files) > 100
+    assert index.problem is None
+    assert index.ignored == 0
+    assert len(index.files) > 100
     with sqlite3.connect(index.where) as con:
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     index.close()
@@ -165,7 +169,8 @@ def test_audit_since_finds_a_planted_problem_in_what_the_merge_added(checkout, t
     assert len(added) == 8
     code, text, _ = run("audit", "--root", str(checkout), "--since", rev)
     assert code == 0, text
-    assert "audit scope: since" in text and ": 8 records" in text
+    assert "audit scope: since" in text
+    assert ": 8 records" in text
     # a planted problem in what the merge added: one transcript byte of a new run
     transcript = next(t for p in added if "-run-" in p
                       if b"ok" in (t := checkout / "evidence" / Path(p).stem / "run.stdout.txt").read_bytes())
@@ -198,7 +203,8 @@ def test_audit_since_still_checks_history_and_lessons(checkout, tmp_path):
 
 def test_audit_since_a_commit_that_is_not_there_is_one_line(checkout):
     code, _text, err = run("audit", "--root", str(checkout), "--since", "no-such-rev")
-    assert code == 2 and "audit --since no-such-rev" in err
+    assert code == 2
+    assert "audit --since no-such-rev" in err
 
 
 def test_a_moved_evidence_folder_behind_a_link_is_refused_warm_as_cold(checkout, tmp_path):
@@ -212,5 +218,6 @@ def test_a_moved_evidence_folder_behind_a_link_is_refused_warm_as_cold(checkout,
     warm = run("audit", "--root", str(checkout))
     shutil.rmtree(checkout / file_index.FOLDER)
     cold = run("audit", "--root", str(checkout))
-    assert warm[:2] == cold[:2] and warm[0] == 1
+    assert warm[:2] == cold[:2]
+    assert warm[0] == 1
     assert "input-" in warm[1]

@@ -132,7 +132,8 @@ def test_two_gpus_one_session_each_and_a_session_that_dies_is_a_named_gap(tmp_pa
     for device, records in runs.items():
         for r in records:
             env = r.environment
-            assert env.environment_version == 3 and env.gpu is not None
+            assert env.environment_version == 3
+            assert env.gpu is not None
             assert (env.gpu.index, env.gpu.uuid, env.gpu.pci_bus_id) == (
                 device, rows[device]["uuid"], rows[device]["pci_bus_id"])
             assert env.env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"  # CUDA numbers the GPUs as nvidia-smi does
@@ -162,21 +163,27 @@ def test_four_gpus_one_reported_broken_and_one_dying_leave_the_other_two_complet
     assert len({s.session_id for s in sessions}) == 4
     assert [s.gap() is None for s in sessions] == [True, False, True, True]
     assert [len(s.runs) for s in sessions] == [3, 1, 3, 3]
-    assert sessions[1].missing == [DIES, "kernels/vector_add.py"] and sessions[1].closed is None
+    assert sessions[1].missing == [DIES, "kernels/vector_add.py"]
+    assert sessions[1].closed is None
     broken = sessions[2]
     assert all(r.environment.gpu is None and r.environment.env["CUDA_VISIBLE_DEVICES"] == "2" for r in broken.runs)
-    assert broken.closed is not None and {r.verdict for r in broken.runs} <= {"no-gpu", "error"}
+    assert broken.closed is not None
+    assert {r.verdict for r in broken.runs} <= {"no-gpu", "error"}
     for s, bus in ((sessions[0], "00000000:18:00.0"), (sessions[3], "00000000:5D:00.0")):
-        assert {r.environment.gpu.pci_bus_id for r in s.runs if r.environment.gpu} == {bus} and len(s.runs) == 3
+        assert {r.environment.gpu.pci_bus_id for r in s.runs if r.environment.gpu} == {bus}
+        assert len(s.runs) == 3
     assert not any(s.passed for s in sessions)
     # the benchmark's table from these sessions: every GPU side by side, the gap's programs '-', the spread shown
     lines = bench.report(10.0, sessions[0], 12.5, sessions, {"NCCL_NVLS_ENABLE": "0"})
-    assert lines[1].endswith(" 10.0 s") and lines[2].endswith(" 12.5 s") and lines[3].endswith(" 40.0 s")
+    assert lines[1].endswith(" 10.0 s")
+    assert lines[2].endswith(" 12.5 s")
+    assert lines[3].endswith(" 40.0 s")
     assert lines[4] == "4 courses at once took 1.25 x one course's wall: 3.20 courses per course-time (ideal 4)"
     assert "NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=(unset)" in lines[5]
     table = {ln.split()[0]: ln.split() for ln in lines if ln.startswith(("program", "kernels/"))}
     assert table["program"] == ["program", "1gpu:0", "gpu0", "gpu1", "gpu2", "gpu3", "min", "median", "max", "spread"]
-    assert table["kernels/vector_add.py"][3] == "-" and table["kernels/online_softmax.py"][3] != "-"
+    assert table["kernels/vector_add.py"][3] == "-"
+    assert table["kernels/online_softmax.py"][3] != "-"
     assert all(row[-1].endswith("%") for row in list(table.values())[1:])
     assert lines[-1] == f"topology: evidence/{sessions[0].session_id}/nvidia-smi-topo.txt"
     assert any(ln.startswith("4 GPUs gpu 1: GPU-5a1c0d2e") and " gap: " in ln for ln in lines)
@@ -216,4 +223,5 @@ def test_the_benchmark_refuses_a_host_with_fewer_than_two_gpus_and_writes_nothin
     assert bench.main(["--out", str(out), "--root", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == ("multi_gpu_wall: nvidia-smi lists 1 GPU(s); the N-vs-1 measurement "
                                                "needs at least 2: nothing run, nothing written")
-    assert not out.exists() and not (tmp_path / "runs").exists()
+    assert not out.exists()
+    assert not (tmp_path / "runs").exists()

@@ -52,10 +52,12 @@ def test_fifty_hosts_merge_with_no_conflict_and_audit_clean(tmp_path, repo):
     written = sum(course.host_records(h, i, which=("H200", "A100", "T4")[i % 3]) for i, h in enumerate(hosts))
     done = merge(repo, [Source(base=h) for h in hosts])
     assert len(list((repo / "runs").glob("*.json"))) == written == 150
-    assert done.same == 0 and len(done.writes) == written + 50 * (3 + 2 * 3)  # records + transcripts
+    assert done.same == 0
+    assert len(done.writes) == written + 50 * (3 + 2 * 3)  # records + transcripts
     assert done.skipped == []
     again = merge(repo, [Source(base=h) for h in hosts])  # a second merge is a no-op
-    assert not again.writes and again.same == len(done.writes)
+    assert not again.writes
+    assert again.same == len(done.writes)
     result = audit(repo)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "150 records" in result.stdout
@@ -151,13 +153,15 @@ def test_a_toolchain_absent_run_is_its_own_outcome_never_a_pass(tmp_path, repo):
     absent = [r.model_copy(update={"verdict": "toolchain-absent"}) if isinstance(r, RunRecord) and r.program == progs[0]
               else r for r in records]
     got = mx.cell("both", "k", progs, absent, bad, "9.0")
-    assert got.outcome == "toolchain-absent" and "1 toolchain-absent" in got.detail, got
+    assert got.outcome == "toolchain-absent", got
+    assert "1 toolchain-absent" in got.detail, got
     failed = [r.model_copy(update={"verdict": "error"}) if isinstance(r, RunRecord) and r.program == progs[1] else r
               for r in absent]
     assert mx.cell("both", "k", progs, failed, bad, "9.0").outcome == "failed"
     matrix = mx.Matrix(matrix_version=1, lessons=["both"], kinds=["k"], cells=[got], merged=0, audit_exit=0,
                        audit_line="ok")
-    assert not matrix.passed() and "toolchain-absent" in "\n".join(mx.render(matrix))
+    assert not matrix.passed()
+    assert "toolchain-absent" in "\n".join(mx.render(matrix))
 
 
 def test_a_task_slurm_cut_short_is_named_in_its_cell_and_a_task_that_ended_by_itself_is_not():
@@ -208,7 +212,8 @@ def test_a_record_that_does_not_load_is_its_own_outcome(tmp_path):
     bad.write_text("{")
     records, problems = mx.load_task_records([bad])
     cell = mx.cell("l", "k", ["kernels/a.py"], records, problems, None)
-    assert cell.outcome == "bad-record" and "not valid JSON" in cell.detail
+    assert cell.outcome == "bad-record"
+    assert "not valid JSON" in cell.detail
 
 
 def test_finish_merges_what_tasks_wrote_and_shows_a_dead_task_as_a_gap(tmp_path, repo):
@@ -262,10 +267,12 @@ def test_a_task_runs_its_lesson_in_its_own_worktree_and_a_requeued_task_adds_to_
     assert tasks.run_task(plan, "cpu", 1) == 1  # no GPU here: the run records no-gpu and fails
     checkout = plan.checkout(plan.task("cpu", 1))
     assert course.git(checkout, "rev-parse", "HEAD").strip() == plan.commit
-    assert (checkout / "build").is_symlink() and (checkout / "build").resolve() == (repo / "build").resolve()
+    assert (checkout / "build").is_symlink()
+    assert (checkout / "build").resolve() == (repo / "build").resolve()
     assert tasks.run_task(plan, "cpu", 1) == 1  # requeued: same worktree, a second session
     own = tasks.own_runs(tasks.task_files(plan, plan.task("cpu", 1)))
-    assert len([p for p in own if "-session-" in p.name]) == 2 and len(own) == 4
+    assert len([p for p in own if "-session-" in p.name]) == 2
+    assert len(own) == 4
     assert not list((repo / "runs").glob("*-run-*.json"))  # nothing written outside the task's worktree
     course.git(checkout, "checkout", "-q", "--detach", "HEAD~0")
     (checkout / "x").write_text("x")
@@ -289,12 +296,15 @@ def test_ci_runners_collect_then_merge_prints_the_matrix(tmp_path, repo):
         course.host_records(wt, i, which="H200" if kind == "sm_90" else "A100")
         got = _cli("fleet", "collect", "--out", str(artifacts / f"records-{kind}"), "--root", str(wt), cwd=wt)
         # 3 records, 9 transcripts
-        assert got.returncode == 0 and "12 files into" in got.stdout, got.stdout + got.stderr
+        assert got.returncode == 0, got.stdout + got.stderr
+        assert "12 files into" in got.stdout, got.stdout + got.stderr
         assert len(list((artifacts / f"records-{kind}" / "runs").glob("*.json"))) == 3  # 2 runs + session
     merged = _cli("fleet", "merge", str(artifacts / "records-sm_90"), str(artifacts / "records-sm_80"),
                   "--root", str(repo), cwd=repo)
     assert merged.returncode == 0, merged.stdout + merged.stderr
-    assert "LESSON" in merged.stdout and "records-sm_90" in merged.stdout and "audit: exit 0" in merged.stdout
+    assert "LESSON" in merged.stdout
+    assert "records-sm_90" in merged.stdout
+    assert "audit: exit 0" in merged.stdout
     assert len(list((repo / "runs").glob("*.json"))) == 6
     # a runner that died before its session record: its column is a gap and the merge says so
     dead = tmp_path / "runners" / "sm_120"
@@ -319,7 +329,8 @@ def test_a_merge_syncs_twice_not_once_per_file(tmp_path, repo, monkeypatch):
     monkeypatch.setattr(batch_write.os, "sync", lambda: calls.__setitem__("sync", calls["sync"] + 1))
     monkeypatch.setattr(batch_write.os, "fsync", lambda fd: calls.__setitem__("fsync", calls["fsync"] + 1))
     done = merge(repo, [Source(base=a)])
-    assert len(done.writes) > 5 and calls == {"sync": 2, "fsync": 0}
+    assert len(done.writes) > 5
+    assert calls == {"sync": 2, "fsync": 0}
     for rel, src in done.writes.items():
         assert (repo / rel).read_bytes() == src.read_bytes()
         assert (repo / rel).stat().st_mode & 0o777 == 0o644
@@ -343,9 +354,11 @@ def test_a_merge_killed_midway_is_completed_by_running_it_again(tmp_path, repo, 
         merge(repo, [Source(base=a)])
     monkeypatch.setattr(batch_write.os, "link", real_link)
     placed = [Path(p) for p in made]
-    assert placed and all(p.read_bytes() == (a / p.relative_to(repo)).read_bytes() for p in placed)
+    assert placed
+    assert all(p.read_bytes() == (a / p.relative_to(repo)).read_bytes() for p in placed)
     again = merge(repo, [Source(base=a)])
-    assert again.same == len(placed) and again.writes
+    assert again.same == len(placed)
+    assert again.writes
     assert not merge(repo, [Source(base=a)]).writes  # complete now
     result = audit(repo)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -60,12 +60,16 @@ def test_kinds_become_constraint_and_gres_lines(tmp_path):
     text = sbatch.array_script(plan, plan.arrays[1])
     lines = text.splitlines()
     assert lines[0] == "#!/bin/sh"
-    assert "#SBATCH --array=0-1" in lines and "#SBATCH --constraint=h100|h200" in lines
-    assert "#SBATCH --gres=gpu:1" in lines and "#SBATCH --partition=hopper" in lines and "#SBATCH --mem=16G" in lines
+    assert "#SBATCH --array=0-1" in lines
+    assert "#SBATCH --constraint=h100|h200" in lines
+    assert "#SBATCH --gres=gpu:1" in lines
+    assert "#SBATCH --partition=hopper" in lines
+    assert "#SBATCH --mem=16G" in lines
     assert lines[-1].endswith('--kind sm_90 --index "$SLURM_ARRAY_TASK_ID"')
     assert lines[-1].startswith("exec /opt/py/bin/python -m tileproof fleet task --plan ")
     a100 = sbatch.array_script(plan, plan.arrays[0]).splitlines()
-    assert "#SBATCH --gres=gpu:a100:1" in a100 and "#SBATCH --partition=gpu" in a100
+    assert "#SBATCH --gres=gpu:a100:1" in a100
+    assert "#SBATCH --partition=gpu" in a100
     assert not any("--constraint" in ln for ln in a100)
     merge = sbatch.merge_script(plan, ["11", "12"]).splitlines()
     assert "#SBATCH --dependency=afterany:11:12" in merge
@@ -74,7 +78,8 @@ def test_kinds_become_constraint_and_gres_lines(tmp_path):
 
 def test_the_ci_cluster_file_loads_and_unknown_kinds_are_one_line(tmp_path):
     cluster = load_cluster(CI_CLUSTER)
-    assert set(cluster.kinds) == {"cpu", "sm_90", "sm_100"} and cluster.kinds["sm_90"].constraint == "sm_90"
+    assert set(cluster.kinds) == {"cpu", "sm_90", "sm_100"}
+    assert cluster.kinds["sm_90"].constraint == "sm_90"
     with pytest.raises(TileproofError, match=r"--kind sm_75: not in cluster 'uni' \(fix: one of sm_80, sm_90, t4"):
         plan_for(tmp_path, kinds=["sm_75"])
 
@@ -92,7 +97,9 @@ def test_a_bad_cluster_file_is_one_line_naming_the_field(tmp_path, text, where):
     path.write_text(text)
     with pytest.raises(RecordError) as e:
         load_cluster(path)
-    assert str(e.value).startswith(f"{path}: ") and where in str(e.value) and "(fix: " in str(e.value)
+    assert str(e.value).startswith(f"{path}: ")
+    assert where in str(e.value)
+    assert "(fix: " in str(e.value)
     assert "\n" not in str(e.value)
 
 
@@ -121,14 +128,17 @@ def test_devices_fan_out_leaves_one_record_per_program_and_gpu(tmp_path):
     got = sorted((r["program"], r["environment"]["env"]["CUDA_VISIBLE_DEVICES"], r["verdict"]) for r in runs)
     assert got == sorted((p, d, "no-gpu") for p in course.PROGRAMS for d in ("0", "1"))
     assert len(list((repo / "runs").glob("*-session-*.json"))) == 2
-    assert "[gpu 1]" in proc.stdout and "0/2 GPUs passed every program" in proc.stdout
+    assert "[gpu 1]" in proc.stdout
+    assert "0/2 GPUs passed every program" in proc.stdout
 
 
 def test_slurm_job_states_are_a_closed_set():
     from tileproof.runner.slurm import ENDED, SlurmError, _state
 
-    assert _state("CANCELLED by 0", "scontrol") == "CANCELLED" and "CANCELLED" in ENDED
-    assert _state("COMPLETED", "sacct") == "COMPLETED" and _state("RUNNING", "sacct") not in ENDED
+    assert _state("CANCELLED by 0", "scontrol") == "CANCELLED"
+    assert "CANCELLED" in ENDED
+    assert _state("COMPLETED", "sacct") == "COMPLETED"
+    assert _state("RUNNING", "sacct") not in ENDED
     with pytest.raises(SlurmError, match="job state 'DONE-ISH' is not one tileproof knows"):
         _state("DONE-ISH", "sacct")
 
@@ -159,7 +169,8 @@ def test_submit_refuses_a_poll_that_is_not_positive_before_submitting_anything(t
     code = main(["fleet", "submit", "--cluster", str(CI_CLUSTER), "--root", str(tmp_path), "--out", str(out),
                  "--wait", "--poll", poll])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1, err
+    assert code == 2, err
+    assert err.count("\n") == 1, err
     assert f"--poll {float(poll)}: expected seconds > 0 (fix: e.g. --poll 2)" in err
     assert not out.exists()
 
@@ -228,7 +239,8 @@ def test_a_default_submit_leaves_out_a_lesson_without_programs_and_says_so(tmp_p
     out, err = capsys.readouterr()
     assert "fleet: lessons/note.md lists no programs: no task for it" in err
     tasks = [ln for ln in out.splitlines() if ln.startswith("# ")]
-    assert tasks and all("note" not in ln.split(": ", 1)[1].split(", ") for ln in tasks)
+    assert tasks
+    assert all("note" not in ln.split(": ", 1)[1].split(", ") for ln in tasks)
     assert sorted(tasks[0].split(": ", 1)[1].split(", ")) == sorted(course.LESSONS)
     assert main([*args, "--lesson", "note"]) == 2
     assert "lessons/note.md: programs: empty; nothing to run (fix: list its programs)" in capsys.readouterr().err

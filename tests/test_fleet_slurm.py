@@ -79,7 +79,8 @@ def test_real_array_and_afterany_merge_job_on_a_single_node_cluster(tmp_path, cl
         cwd=repo, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
     logs = "".join(f"\n--- {p.name}\n{p.read_text()}" for p in sorted((folder / "logs").glob("*")))
     assert proc.returncode == 1, proc.stdout + proc.stderr + logs  # no-gpu cells: never a pass
-    assert "sm_100: REFUSED by sbatch" in proc.stdout and "Invalid feature specification" in proc.stdout
+    assert "sm_100: REFUSED by sbatch" in proc.stdout
+    assert "Invalid feature specification" in proc.stdout
     matrix = json.loads((folder / "matrix.json").read_text())
     at = {(c["lesson"], c["kind"]): c for c in matrix["cells"]}
     assert set(at) == {(lid, k) for lid in course.LESSONS for k in ("cpu", "sm_90", "sm_100")}
@@ -95,7 +96,8 @@ def test_real_array_and_afterany_merge_job_on_a_single_node_cluster(tmp_path, cl
         (p, "no-gpu") for progs in course.LESSONS.values() for p in progs for _ in ("cpu", "sm_90"))
     assert len(list((repo / "runs").glob("*-session-*.json"))) == 4
     commit = course.git(repo, "rev-parse", "HEAD").strip()
-    assert {r["git"]["commit"] for r in runs} == {commit} and not any(r["git"]["dirty"] for r in runs)
+    assert {r["git"]["commit"] for r in runs} == {commit}
+    assert not any(r["git"]["dirty"] for r in runs)
     # the sm_90 array asked for the node feature, and Slurm ran it on the node that has it
     submitted = json.loads((folder / "submitted.json").read_text())
     sm90 = next(a["job_id"] for a in submitted["arrays"] if a["kind"] == "sm_90")
@@ -105,7 +107,8 @@ def test_real_array_and_afterany_merge_job_on_a_single_node_cluster(tmp_path, cl
     node = cluster.name
     assert all("Features=sm_90" in ln and f"BatchHost={node}" in ln for ln in shown), shown
     assert "#SBATCH --constraint=sm_90" in (folder / "scripts" / "sm_90.sbatch").read_text()
-    assert "no-gpu" in proc.stdout and "LESSON" in proc.stdout
+    assert "no-gpu" in proc.stdout
+    assert "LESSON" in proc.stdout
 
 
 def _submit(repo: Path, cluster_file: Path, folder: Path, *args: str) -> list[str]:
@@ -166,7 +169,8 @@ def test_gpu_kind_tasks_get_one_gpu_each_and_their_signed_records_name_the_slurm
     assert proc.returncode == 1, proc.stdout + proc.stderr + logs  # no-gpu cells: never a pass
     assert "#SBATCH --gres=gpu:1" in (folder / "scripts" / "h200.sbatch").read_text()
     matrix = json.loads((folder / "matrix.json").read_text())
-    assert matrix["matrix_version"] == 2 and matrix["audit_exit"] == 0, matrix["audit_line"] + logs
+    assert matrix["matrix_version"] == 2, matrix["audit_line"] + logs
+    assert matrix["audit_exit"] == 0, matrix["audit_line"] + logs
     assert {(c["lesson"], c["kind"], c["outcome"], c["detail"], c["task_state"]) for c in matrix["cells"]} == {
         (lid, "h200", "no-gpu", "1 no-gpu", "FAILED") for lid in course.LESSONS}, logs  # run exits 1
     array = json.loads((folder / "submitted.json").read_text())["arrays"][0]["job_id"]
@@ -180,10 +184,12 @@ def test_gpu_kind_tasks_get_one_gpu_each_and_their_signed_records_name_the_slurm
         if record.kind != "run":
             continue
         job = record.environment.slurm
-        assert record.environment.environment_version == 3 and job is not None, path
+        assert record.environment.environment_version == 3, path
+        assert job is not None, path
         assert (job.array_job_id, job.cluster, job.node) == (array, "tileproof-test", cluster.name)
         assert job.array_task_id in range(len(course.LESSONS))
-        assert len(job.job_gpus) == 1 and job.cuda_visible_devices == str(job.job_gpus[0]), job
+        assert len(job.job_gpus) == 1, job
+        assert job.cuda_visible_devices == str(job.job_gpus[0]), job
         # the task ran its programs on the GPU Slurm gave it, and they got the submitter's libraries, not Slurm's
         assert record.environment.env["CUDA_VISIBLE_DEVICES"] == job.cuda_visible_devices
         assert record.environment.env.get("LD_LIBRARY_PATH") == os.environ.get("LD_LIBRARY_PATH")
@@ -216,7 +222,8 @@ def test_an_arrays_gpu_tasks_run_at_once_one_gpu_each(tmp_path, cluster):
     done = subprocess.run(["sbatch", "--wait", str(script)], capture_output=True, text=True, cwd=tmp_path)
     logs = "".join(p.read_text() for p in (tmp_path / "fleet" / "logs").glob("*"))
     assert done.returncode == 0, done.stdout + done.stderr + logs
-    assert "#SBATCH --gres=gpu:1" in script.read_text() and f"#SBATCH --array=0-{gpus - 1}" in script.read_text()
+    assert "#SBATCH --gres=gpu:1" in script.read_text()
+    assert f"#SBATCH --array=0-{gpus - 1}" in script.read_text()
     seen = sorted(p.name.split(".") for p in met.iterdir())
     assert [task for task, _ in seen] == [str(i) for i in range(gpus)]
     assert sorted(gpu for _, gpu in seen) == [str(i) for i in range(gpus)]  # a GPU each, none shared

@@ -34,7 +34,8 @@ def test_actionlint_catches_a_runner_label_nobody_declared(tmp_path):
     broken = tmp_path / "gpu-evidence.yml"
     broken.write_text(WORKFLOW.read_text().replace("sm_100, sm_120", "sm_100, sm_121"))
     proc = lint(broken)
-    assert proc.returncode != 0 and "sm_121" in proc.stdout
+    assert proc.returncode != 0
+    assert "sm_121" in proc.stdout
 
 
 def test_one_run_gpu_job_per_runner_label_then_one_merge_job():
@@ -47,7 +48,8 @@ def test_one_run_gpu_job_per_runner_label_then_one_merge_job():
     assert "nox -s run-gpu" in steps["nox -s run-gpu"]["run"]
     assert steps["Collect the records this run added"]["if"] == "always()"  # a failed run still uploads
     assert steps["Upload them"]["uses"].startswith("actions/upload-artifact@")
-    assert merge["needs"] == "run-gpu" and merge["if"] == "always()"
+    assert merge["needs"] == "run-gpu"
+    assert merge["if"] == "always()"
     script = next(s["run"] for s in merge["steps"] if s.get("name", "").startswith("Merge"))
     assert 'nox -s fleet -- merge "${sources[@]}"' in script
 
@@ -58,16 +60,20 @@ def test_the_merge_job_audits_the_whole_history_against_the_pinned_root_and_the_
     is kept only after an audit that passed (the save step runs on success only)."""
     merge = yaml.safe_load(WORKFLOW.read_text())["jobs"]["merge"]
     steps = merge["steps"]
-    assert steps[0]["uses"].startswith("actions/checkout@") and steps[0]["with"]["fetch-depth"] == 0
+    assert steps[0]["uses"].startswith("actions/checkout@")
+    assert steps[0]["with"]["fetch-depth"] == 0
     assert merge["env"]["TILEPROOF_TRUST_ROOT"] == "${{ vars.TILEPROOF_TRUST_ROOT }}"
     names = [s.get("name", s.get("uses")) for s in steps]
     restore, audit, save = (steps[names.index(n)] for n in (
         "The last head this workflow audited on this ref", "Audit against the trust root and the last audited head",
         "Keep this head as audited"))
-    assert restore["uses"].startswith("actions/cache/restore@") and save["uses"].startswith("actions/cache/save@")
+    assert restore["uses"].startswith("actions/cache/restore@")
+    assert save["uses"].startswith("actions/cache/save@")
     assert restore["with"]["path"] == save["with"]["path"] == "${{ runner.temp }}/audited-head"
-    assert save["with"]["key"].startswith(restore["with"]["restore-keys"]) and "if" not in save
-    assert "--expect-ancestor" in audit["run"] and "nox -s audit" in audit["run"]
+    assert save["with"]["key"].startswith(restore["with"]["restore-keys"])
+    assert "if" not in save
+    assert "--expect-ancestor" in audit["run"]
+    assert "nox -s audit" in audit["run"]
     assert audit["run"].index("nox -s audit") < audit["run"].index("git rev-parse HEAD >")
     assert names.index("Keep this head as audited") > names.index("Audit against the trust root and the last "
                                                                    "audited head")

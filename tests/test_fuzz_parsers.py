@@ -49,7 +49,9 @@ def own_errors_only(target: str, fn, *args):
         return fn(*args)
     except TileproofError as e:
         msg = str(e)
-        assert msg.strip() and "\n" not in msg and "\r" not in msg, f"not one line: {msg!r}"
+        assert msg.strip(), f"not one line: {msg!r}"
+        assert "\n" not in msg, f"not one line: {msg!r}"
+        assert "\r" not in msg, f"not one line: {msg!r}"
         return e
 
 
@@ -401,7 +403,8 @@ def test_redact(chunks, tail):
         assert value.encode() not in out or value.encode() in text.replace(_p, "").encode("utf-8", "surrogatepass")
     assert redact(out) == (out, {})
     assert counts == {r: out.count(f"[REDACTED:{r}]".encode()) for r in counts}
-    assert all(n > 0 for n in counts.values()) and set(counts) <= set(get_args(RedactionRule))
+    assert all(n > 0 for n in counts.values())
+    assert set(counts) <= set(get_args(RedactionRule))
 
 
 TARGETS = [test_parse_pip_freeze, test_parse_gpu_query, test_smi_clock, test_parse_release, test_parse_res_usage,

@@ -182,20 +182,23 @@ def test_missing_program_file(tmp_path):
     w = World(tmp_path)
     today = dict(TODAY, **{PY: None})
     got = decide(FRONT, [w.rec()], today, TABLE, w.read).rows[0]
-    assert got.outcome == "missing-file" and got.command.startswith("restore kernels/prog.py")
+    assert got.outcome == "missing-file"
+    assert got.command.startswith("restore kernels/prog.py")
 
 
 def test_check_without_table_entry(tmp_path):
     w = World(tmp_path)
     got = decide(FRONT, [w.rec()], TODAY, {}, w.read).rows[0]
-    assert got.outcome == "out-of-bounds" and "no bound for 'matmul'" in got.reason
+    assert got.outcome == "out-of-bounds"
+    assert "no bound for 'matmul'" in got.reason
 
 
 def test_optional_row_never_blocks(tmp_path):
     w = World(tmp_path)
     d = decide(FRONT, [w.rec(1), w.rec(2, program=CU)], TODAY, TABLE, w.read)
     assert [r.outcome for r in d.rows] == ["passed", "passed", "no-record"]
-    assert d.publishable and d.missing == []
+    assert d.publishable
+    assert d.missing == []
 
 
 def test_one_missing_row_blocks(tmp_path):
@@ -218,7 +221,8 @@ def test_published_front(tmp_path):
     assert [r.run_id for r in front.results] == [py.run_id, cu.run_id, t4.run_id]
     assert front.results[0].result.startswith("passed: max abs err 2.5e-05")
     assert front.results[2].result == "gated, exit 1 (Tesla T4, cc 7.5)"
-    assert front.programs == FRONT.programs and front.id == FRONT.id
+    assert front.programs == FRONT.programs
+    assert front.id == FRONT.id
 
 
 def test_evidence_and_lines(tmp_path):
@@ -241,27 +245,39 @@ def test_gate_reads_nothing_but_its_arguments(tmp_path):
 
     first = decide(FRONT, records, TODAY, TABLE, reader)
     assert first == decide(FRONT, records, TODAY, TABLE, reader)
-    assert seen and all(p.startswith("evidence/") for p in seen)
+    assert seen
+    assert all(p.startswith("evidence/") for p in seen)
     # Inputs only, no switch: ``signals`` is the tree's plausibility signals (data about other records).
     assert list(inspect.signature(decide).parameters) == ["front", "records", "today", "table", "read_evidence",
                                                           "signals"]
     source = inspect.getsource(gate)
-    assert "os.environ" not in source and "open(" not in source
+    assert "os.environ" not in source
+    assert "open(" not in source
 
 
 def test_cc_tuple():
-    assert gate.cc_tuple("9.0") == (9, 0) and gate.cc_tuple("12.1") == (12, 1)
+    assert gate.cc_tuple("9.0") == (9, 0)
+    assert gate.cc_tuple("12.1") == (12, 1)
     assert gate.cc_tuple("10.0") > gate.cc_tuple("9.0")
-    assert gate.cc_tuple("") is None and gate.cc_tuple("nine") is None and gate.cc_tuple(None) is None
+    assert gate.cc_tuple("") is None
+    assert gate.cc_tuple("nine") is None
+    assert gate.cc_tuple(None) is None
 
 
 def test_cc_and_sm_convert_both_ways():
     from tileproof.records.capability import below_tile, cc_of, sm_of
 
-    assert sm_of("9.0") == "sm_90" and sm_of("12.1") == "sm_121" and sm_of("10.0") == "sm_100"
-    assert cc_of("sm_90") == "9.0" and cc_of("sm_121") == "12.1" and cc_of("sm_100") == "10.0"
+    assert sm_of("9.0") == "sm_90"
+    assert sm_of("12.1") == "sm_121"
+    assert sm_of("10.0") == "sm_100"
+    assert cc_of("sm_90") == "9.0"
+    assert cc_of("sm_121") == "12.1"
+    assert cc_of("sm_100") == "10.0"
     assert all(cc_of(sm_of(cc)) == cc for cc in ("7.5", "8.0", "8.9", "9.0", "10.0", "12.1"))
-    assert below_tile("7.5") and not below_tile("8.0") and not below_tile(None) and not below_tile("x")
+    assert below_tile("7.5")
+    assert not below_tile("8.0")
+    assert not below_tile(None)
+    assert not below_tile("x")
     with pytest.raises(ValueError):
         sm_of("nine")
     with pytest.raises(ValueError):
@@ -312,7 +328,8 @@ def test_a_published_row_rests_on_its_cited_record(tmp_path, records, cited, out
     recs = records(w)
     row = FRONT.results[0].model_copy(update={"run_id": _run_id(cited) if cited is not None else None})
     got = gate.decide_row(FRONT, row, recs, TODAY, TABLE, w.read, cited=True)
-    assert got.outcome == outcome and why in got.reason, got.reason
+    assert got.outcome == outcome, got.reason
+    assert why in got.reason, got.reason
     assert (got.record.run_id if got.record else None) == (_run_id(deciding) if deciding is not None else None)
 
 
@@ -333,5 +350,6 @@ def test_the_newest_evidence_and_the_cited_record_part_ways(tmp_path):
         r.model_copy(update={"run_id": recs[0].run_id}) if not r.optional else r for r in FRONT.results]})
     newest = decide(front, recs, TODAY, TABLE, w.read)
     cited = gate.decide_cited(front, Cited(()), recs, TODAY, TABLE, w.read)
-    assert newest.rows[0].record.run_id == recs[1].run_id and cited.rows[0].record.run_id == recs[0].run_id
+    assert newest.rows[0].record.run_id == recs[1].run_id
+    assert cited.rows[0].record.run_id == recs[0].run_id
     assert cited.rows[0].outcome == newest.rows[0].outcome == "passed"

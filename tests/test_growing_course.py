@@ -63,22 +63,27 @@ def test_a_new_lesson_and_its_entries_stale_no_other_lesson(repo, capsys, commit
     if committed:
         git_commit_all(repo, "a new lesson with its programs and three tolerance entries")
     status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True).stdout
-    assert ("cpp/tolerances.h" in status) != committed and ("lessons/growth-demo.md" in status) != committed
+    assert ("cpp/tolerances.h" in status) != committed
+    assert ("lessons/growth-demo.md" in status) != committed
 
     result = audit.audit(repo)
-    assert [str(f) for f in result.findings] == [] and result.history_checked
+    assert [str(f) for f in result.findings] == []
+    assert result.history_checked
     code, out = cli(capsys, "audit", "--root", str(repo))
-    assert code == 0 and "0 findings" in out
+    assert code == 0
+    assert "0 findings" in out
     code, out = cli(capsys, "status", "--root", str(repo))
     assert footer(out, SPIKE).endswith("; ready: published, its records hold"), out
     assert footer(out, DAY79).endswith("; ready: published, its records hold"), out
     for lesson_id in (SPIKE, DAY79):
         assert cli(capsys, "publish", lesson_id, "--dry-run", "--root", str(repo))[0] == 0
     spike = next(lesson for lesson in result.lessons if lesson.id == SPIKE)
-    assert spike.decision.res_usage is not None and spike.decision.res_usage.holds
+    assert spike.decision.res_usage is not None
+    assert spike.decision.res_usage.holds
     assert [str(c.release) for c in spike.decision.res_usage.columns] == ["13.3", "13.4", "13.5"]
     code, out = cli(capsys, "publish", "growth-demo", "--dry-run", "--root", str(repo))
-    assert code == 1 and "stays draft" in out  # the new lesson waits for its GPU runs, and says so
+    assert code == 1
+    assert "stays draft" in out  # the new lesson waits for its GPU runs, and says so
 
 
 def test_a_newer_passing_run_leaves_a_published_lesson_true(repo, capsys):
@@ -88,22 +93,28 @@ def test_a_newer_passing_run_leaves_a_published_lesson_true(repo, capsys):
     now = path.read_bytes()
     path.write_bytes(published_then)
     cited = {r.run_id for r in lessons.load(repo, DAY79).front.results if r.run_id}
-    assert cited and all(i.startswith("20261201T1041") for i in cited)  # the earlier session's records
+    assert cited
+    assert all(i.startswith("20261201T1041") for i in cited)  # the earlier session's records
 
     assert [str(f) for f in audit.audit(repo).findings] == []
     code, out = cli(capsys, "status", DAY79, "--root", str(repo))
     assert footer(out, DAY79).endswith("; ready: published, its records hold; newer evidence: republish to "
                                        f"refresh (nox -s publish -- {DAY79} --republish)"), out
     code, out = cli(capsys, "publish", DAY79, "--dry-run", "--root", str(repo))
-    assert code == 0 and "already published" in out and "newer evidence" in out, out
+    assert code == 0, out
+    assert "already published" in out, out
+    assert "newer evidence" in out, out
     code, out = cli(capsys, "publish", DAY79, "--republish", "--dry-run", "--root", str(repo))
-    assert code == 0 and "would republish from NVIDIA H200" in out and path.read_bytes() == published_then
+    assert code == 0
+    assert "would republish from NVIDIA H200" in out
+    assert path.read_bytes() == published_then
     code, out = cli(capsys, "publish", DAY79, "--republish", "--root", str(repo))
     # exactly what was republished from the newer session, and (since the release axis) the cuda-tile release
     # its Python programs' records were made with, after the results
     republished = lessons.load(repo, DAY79).front
     block = lesson_text.dump_key("cuda_tile_verified", lesson_text.front_values(republished)["cuda_tile_verified"])
     assert [(v.cuda_tile, v.tileiras_in_range) for v in republished.cuda_tile_verified] == [("1.7.0", True)]
-    assert code == 0 and path.read_bytes().replace(block.encode(), b"", 1) == now
+    assert code == 0
+    assert path.read_bytes().replace(block.encode(), b"", 1) == now
     code, out = cli(capsys, "status", DAY79, "--root", str(repo))
     assert footer(out, DAY79).endswith("; ready: published, its records hold"), out

@@ -54,7 +54,8 @@ def test_element_ok_compares_in_float64():
     # The error of a float32 result is taken in float64, so it comes out exact.
     got = np.array([1.0 + 2.0 ** -20], dtype=np.float32)
     _, err = harness.element_ok(got, np.array([1.0]), 0.0, 0.0)
-    assert err.dtype == np.float64 and err[0] == 2.0 ** -20
+    assert err.dtype == np.float64
+    assert err[0] == 2.0 ** -20
 
 
 # --------------------------------------------------------------------------- first failure
@@ -98,7 +99,8 @@ def test_max_errors_all_zero_reference_and_nan_propagation():
     err = np.array([0.5, 0.0])
     assert harness.max_errors(err, np.zeros(2)) == (0.5, 0.0)
     max_abs, max_rel = harness.max_errors(np.array([np.nan, 1.0]), np.array([1.0, 1.0]))
-    assert math.isnan(max_abs) and math.isnan(max_rel)
+    assert math.isnan(max_abs)
+    assert math.isnan(max_rel)
 
 
 # --------------------------------------------------------------------------- compare
@@ -109,9 +111,12 @@ def test_compare_all_pass():
     want = rng.standard_normal((16, 8))
     got = (want * (1 + 1e-7)).astype(np.float32)
     r = harness.compare("x", got, want, 1e-5, 1e-6)
-    assert r.passed and r.mismatches == 0 and r.checked == 128
+    assert r.passed
+    assert r.mismatches == 0
+    assert r.checked == 128
     assert r.first_failure is None
-    assert r.shape == [16, 8] and r.dtype == "float32"
+    assert r.shape == [16, 8]
+    assert r.dtype == "float32"
     assert 0 < r.max_abs_err < 1e-5
 
 
@@ -121,7 +126,8 @@ def test_compare_planted_mismatch_reports_index_and_both_values():
     got[2, 3] += 0.5
     r = harness.compare("planted", got, want, 1e-4, 1e-3)
     assert not r.passed
-    assert r.mismatches == 1 and r.checked == 24
+    assert r.mismatches == 1
+    assert r.checked == 24
     assert r.first_failure == {"index": [2, 3], "got": float(got[2, 3]), "want": float(want[2, 3])}
     assert r.max_abs_err == pytest.approx(0.5, rel=1e-6)
     assert r.max_rel_err == pytest.approx(0.5 / want[2, 3], rel=1e-6)
@@ -133,8 +139,10 @@ def test_compare_planted_nan_fails():
     got = np.ones((3, 3), dtype=np.float32)
     got[1, 1] = np.nan
     r = harness.compare("nan", got, want, 1.0, 1.0)  # even a huge bound cannot pass NaN
-    assert not r.passed and r.mismatches == 1
-    assert r.first_failure["index"] == [1, 1] and math.isnan(r.first_failure["got"])
+    assert not r.passed
+    assert r.mismatches == 1
+    assert r.first_failure["index"] == [1, 1]
+    assert math.isnan(r.first_failure["got"])
     assert math.isnan(r.max_abs_err)
 
 
@@ -144,14 +152,18 @@ def test_compare_unwritten_band_counts_every_element():
     got = np.zeros((64, 128), dtype=np.float32)
     got[:, 96:] = np.nan
     r = harness.compare("band", got, want, 1e-4, 1e-3)
-    assert r.mismatches == 64 * 32 and r.first_failure["index"] == [0, 96]
+    assert r.mismatches == 64 * 32
+    assert r.first_failure["index"] == [0, 96]
 
 
 def test_compare_scalar_and_empty():
     r = harness.compare("s", np.array(1.0, dtype=np.float32), np.array(2.0), 0.0, 0.5)
-    assert not r.passed and r.first_failure["index"] == [] and r.shape == []
+    assert not r.passed
+    assert r.first_failure["index"] == []
+    assert r.shape == []
     empty = harness.compare("e", np.zeros((0, 4)), np.zeros((0, 4)), 0.0, 0.0)
-    assert empty.checked == 0 and not empty.passed  # nothing checked is not a pass
+    assert empty.checked == 0
+    assert not empty.passed  # nothing checked is not a pass
 
 
 def test_compare_rejects_shape_mismatch():
@@ -240,7 +252,8 @@ def test_report_shape_is_exactly_the_contract():
     assert list(data["checks"][0]) == ["name", "shape", "dtype", "rtol", "atol", "checked",
                                        "mismatches", "max_abs_err", "max_rel_err",
                                        "first_failure", "passed"]
-    assert data["report_version"] == 1 and data["passed"] is False
+    assert data["report_version"] == 1
+    assert data["passed"] is False
 
 
 def test_report_round_trip_with_non_finite_values(tmp_path):
@@ -259,7 +272,8 @@ def test_report_round_trip_with_non_finite_values(tmp_path):
     assert math.isnan(back["checks"][0]["max_abs_err"])
     assert math.isnan(back["checks"][0]["first_failure"]["got"])
     assert back["device"] == {"name": "NVIDIA H200", "compute_capability": "9.0"}
-    assert back["seed"] == 123 and back["passed"] is False
+    assert back["seed"] == 123
+    assert back["passed"] is False
 
 
 @pytest.mark.parametrize(("value", "text"), [(math.nan, "nan"), (math.inf, "inf"),
@@ -336,7 +350,8 @@ def no_cupy():
 def test_probe_device(loader, gate, has_device, words):
     found = harness.probe_device(loader)
     assert found.gate == gate
-    assert words in found.message and "\n" not in found.message
+    assert words in found.message
+    assert "\n" not in found.message
     assert (found.device is not None) is has_device
     assert (found.cupy is not None) is (gate == "ok")
 
@@ -368,7 +383,9 @@ def test_run_program_passes_and_gate_line_comes_first(tmp_path, capsys):
 
     rc, report = run(body, tmp_path)
     lines = capsys.readouterr().out.splitlines()
-    assert rc == 0 and report["passed"] is True and report["seed"] == 7
+    assert rc == 0
+    assert report["passed"] is True
+    assert report["seed"] == 7
     assert lines[0] == "device: FAKE, compute capability 9.0 (sm_90): ok"
     assert report["checks"][0]["rtol"] == TOLERANCES["fused"].rtol
 
@@ -382,7 +399,9 @@ def test_run_program_stops_at_first_failed_check(tmp_path, capsys):
         s.check("softmax", np.ones(4), np.ones(4))
 
     rc, report = run(body, tmp_path)
-    assert rc == 1 and ran == [] and report["passed"] is False
+    assert rc == 1
+    assert ran == []
+    assert report["passed"] is False
     assert [c["name"] for c in report["checks"]] == ["matmul"]
     assert "first failure at (0,): got 0.0, want 1.0" in capsys.readouterr().out
 
@@ -394,7 +413,8 @@ def test_run_program_unwritten_output_fails(tmp_path):
         s.check("vector_add", out, np.ones(3))
 
     rc, report = run(body, tmp_path)
-    assert rc == 1 and report["checks"][0]["first_failure"]["index"] == [2]
+    assert rc == 1
+    assert report["checks"][0]["first_failure"]["index"] == [2]
 
 
 def test_run_program_gate_failure_runs_nothing(tmp_path, capsys):
@@ -404,15 +424,20 @@ def test_run_program_gate_failure_runs_nothing(tmp_path, capsys):
     probe = lambda: harness.probe_device(lambda: fake_cupy(cc=(7, 5), name=b"Tesla T4"))  # noqa: E731
     rc, report = run(body, tmp_path, probe=probe)
     out = capsys.readouterr().out.splitlines()
-    assert rc == 1 and len(out) == 1 and "Tesla T4" in out[0]
-    assert report["gate"] == "below-sm80" and report["checks"] == [] and report["passed"] is False
+    assert rc == 1
+    assert len(out) == 1
+    assert "Tesla T4" in out[0]
+    assert report["gate"] == "below-sm80"
+    assert report["checks"] == []
+    assert report["passed"] is False
     assert report["device"] == {"name": "Tesla T4", "compute_capability": "7.5"}
     assert report["gate_message"] == out[0]
 
 
 def test_run_program_without_checks_fails(tmp_path):
     rc, report = run(lambda s: None, tmp_path)
-    assert rc == 1 and report["passed"] is False
+    assert rc == 1
+    assert report["passed"] is False
 
 
 def test_run_program_writes_report_when_body_raises(tmp_path):
@@ -422,7 +447,8 @@ def test_run_program_writes_report_when_body_raises(tmp_path):
     with pytest.raises(RuntimeError, match="launch failed"):
         run(body, tmp_path)
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["gate"] == "ok" and report["passed"] is False
+    assert report["gate"] == "ok"
+    assert report["passed"] is False
 
 
 def test_unknown_check_name_is_a_clear_error(tmp_path):
@@ -437,7 +463,8 @@ def test_seed_from_environment_and_flag(monkeypatch):
     monkeypatch.setenv(harness.ENV_SEED, "42")
     monkeypatch.setenv(harness.ENV_REPORT, "/tmp/x.json")
     args = harness.parse_arguments("t", [], None)
-    assert args.seed == 42 and args.report == "/tmp/x.json"
+    assert args.seed == 42
+    assert args.report == "/tmp/x.json"
     assert harness.parse_arguments("t", ["--seed", "5"], None).seed == 5
     monkeypatch.delenv(harness.ENV_SEED)
     assert harness.parse_arguments("t", [], None).seed is None
@@ -457,8 +484,10 @@ def test_tolerance_table_has_every_check_with_sane_bounds():
     assert REQUIRED_CHECKS <= set(TOLERANCES)  # noqa: SIM300 (a subset test, not a comparison with a constant)
     for name, tol in TOLERANCES.items():
         assert isinstance(tol, Tolerance), name
-        assert math.isfinite(tol.rtol) and tol.rtol >= 0, name
-        assert math.isfinite(tol.atol) and tol.atol >= 0, name
+        assert math.isfinite(tol.rtol), name
+        assert tol.rtol >= 0, name
+        assert math.isfinite(tol.atol), name
+        assert tol.atol >= 0, name
     assert TOLERANCES["matmul"] == (1e-4, 1e-3)
     assert TOLERANCES["softmax"] == (1e-5, 1e-6)
     assert TOLERANCES["fused"] == (1e-4, 1e-3)
@@ -472,8 +501,10 @@ def test_tolerance_table_is_a_plain_literal_with_a_comment_per_entry():
     assert isinstance(assign.value, ast.Dict)
     lines = source.splitlines()
     for key, value in zip(assign.value.keys, assign.value.values, strict=True):
-        assert isinstance(key, ast.Constant) and isinstance(key.value, str)
-        assert isinstance(value, ast.Call) and value.func.id == "Tolerance"
+        assert isinstance(key, ast.Constant)
+        assert isinstance(key.value, str)
+        assert isinstance(value, ast.Call)
+        assert value.func.id == "Tolerance"
         assert {k.arg for k in value.keywords} == {"rtol", "atol"}
         assert all(isinstance(k.value, ast.Constant) for k in value.keywords), key.value
         assert lines[key.lineno - 2].strip().startswith("#"), f"{key.value} has no justification"

@@ -58,7 +58,9 @@ def findings(root: Path):
 
 def test_clean_history_passes_and_counts_files(repo):
     report = git_history.check_repository(repo, REPORTS)
-    assert report.status == "checked" and report.findings == () and report.files == 2
+    assert report.status == "checked"
+    assert report.findings == ()
+    assert report.files == 2
     assert "lessons/runners.yaml" not in str(report)  # only runs/ and evidence/ are append-only
 
 
@@ -67,8 +69,10 @@ def test_git_rm_of_a_committed_record_is_a_finding(repo):
     commit(repo, "drop the inconvenient record")
     report = git_history.check_repository(repo, REPORTS)
     (f,) = report.findings
-    assert f.rule == "history-missing" and f.file == "runs/20261201T000000Z-run-00000001.json"
-    assert "git checkout" in str(f) and "\n" not in str(f)
+    assert f.rule == "history-missing"
+    assert f.file == "runs/20261201T000000Z-run-00000001.json"
+    assert "git checkout" in str(f)
+    assert "\n" not in str(f)
 
 
 def test_a_transcript_edited_and_committed_is_a_finding(repo):
@@ -118,7 +122,8 @@ def test_records_from_two_hosts_merge_without_conflict(repo):
     commit(repo, "host a")
     git(repo, "merge", "-q", "--no-edit", "host-b")  # check=True: a conflict would raise
     report = git_history.check_repository(repo, REPORTS)
-    assert report.findings == () and report.files == 4
+    assert report.findings == ()
+    assert report.files == 4
 
 
 def test_a_shallow_clone_cannot_check(repo, tmp_path):
@@ -127,18 +132,22 @@ def test_a_shallow_clone_cannot_check(repo, tmp_path):
     shallow = tmp_path / "shallow"
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True)
     report = git_history.check_repository(shallow, REPORTS)
-    assert report.status == "no-history" and "shallow" in report.reason and report.findings == ()
+    assert report.status == "no-history"
+    assert "shallow" in report.reason
+    assert report.findings == ()
 
 
 def test_no_git_checkout_cannot_check(tmp_path):
     (tmp_path / "runs").mkdir()
     report = git_history.check_repository(tmp_path, REPORTS)
-    assert report.status == "no-history" and "not a git checkout" in report.reason
+    assert report.status == "no-history"
+    assert "not a git checkout" in report.reason
 
 
 def test_no_history_is_never_checked():
     report = check(NoHistory("test"))
-    assert report.status != "checked" and "could not check" in report.reason
+    assert report.status != "checked"
+    assert "could not check" in report.reason
 
 
 def test_blob_hasher_gives_gits_object_id(tmp_path):
@@ -183,7 +192,8 @@ def test_at_commits_reads_blobs_and_knows_commits(repo):
     found = git_history.at_commits(repo, [now, unknown], [(now, stdout), (now, "kernels/none.py"), (unknown, stdout)])
     assert found.known == {now: True, unknown: False}
     assert found.sha256[(now, stdout)] == hashlib.sha256(b"check ok\n").hexdigest()  # that commit's bytes
-    assert found.sha256[(now, "kernels/none.py")] is None and found.sha256[(unknown, stdout)] is None
+    assert found.sha256[(now, "kernels/none.py")] is None
+    assert found.sha256[(unknown, stdout)] is None
 
 
 def test_at_commits_without_history_cannot_check(tmp_path):

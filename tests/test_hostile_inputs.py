@@ -77,7 +77,8 @@ def cli(root: Path, command: str, timeout: float = 30) -> subprocess.CompletedPr
 def assert_clean_exit(proc: subprocess.CompletedProcess, code: int) -> str:
     out = proc.stdout + proc.stderr
     assert proc.returncode == code, out
-    assert "Traceback" not in out and "MemoryError" not in out, out
+    assert "Traceback" not in out, out
+    assert "MemoryError" not in out, out
     return out
 
 
@@ -99,7 +100,8 @@ def test_a_fifo_in_place_of_a_committed_transcript_hangs_no_command(committed, w
     assert any(": history-refused: " in line and "FIFO" in line for line in lines_about(audit, transcript)), audit
     verify = assert_clean_exit(cli(root, "verify"), 1)
     (line,) = lines_about(verify, transcript)
-    assert ": history-refused: replaced after commit " in line and "(is a FIFO" in line  # the audit's words
+    assert ": history-refused: replaced after commit " in line
+    assert "(is a FIFO" in line  # the audit's words
     publish = assert_clean_exit(cli(root, "publish"), 2)
     assert f"  {transcript}: input-special-file: is a FIFO" in publish
 
@@ -142,7 +144,8 @@ def test_publish_refuses_a_transcript_linked_out_of_the_repository(committed, tm
     (root / transcript).unlink()
     (root / transcript).symlink_to(outside)
     publish = assert_clean_exit(cli(root, "publish"), 2)
-    assert f"  {transcript}: input-symlink: " in publish and "nothing changed" in publish
+    assert f"  {transcript}: input-symlink: " in publish
+    assert "nothing changed" in publish
     audit = assert_clean_exit(cli(root, "audit"), 1)
     assert any(": input-symlink: " in line for line in lines_about(audit, transcript))
 
@@ -180,7 +183,8 @@ def test_a_control_character_in_a_file_name_never_splits_a_line(committed, name)
     (root / "runs" / f"x{name}.json").write_text("{}\n")
     out = assert_clean_exit(cli(root, "audit"), 1)
     evidence, record = f"evidence/{one_line(name)}", f"runs/x{one_line(name)}.json"
-    assert f"{evidence}: evidence-orphan: " in out and f"{record}: record-schema: " in out
+    assert f"{evidence}: evidence-orphan: " in out
+    assert f"{record}: record-schema: " in out
     assert not any(c in out for c in "\r\x1b\u2028"), repr(out)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "odd names")
@@ -194,7 +198,8 @@ def test_a_control_character_in_a_file_name_never_splits_a_line(committed, name)
 
 def test_one_line_escapes_every_control_character():
     for c in [*map(chr, range(0x20)), "\x7f", "\x85", "\u2028", "\u2029", "\u202e"]:
-        assert one_line(f"a{c}b") == f"a{repr(c)[1:-1]}b" and c not in one_line(f"a{c}b")
+        assert one_line(f"a{c}b") == f"a{repr(c)[1:-1]}b"
+        assert c not in one_line(f"a{c}b")
     assert one_line("plain évidence/x.txt") == "plain évidence/x.txt"
 
 
@@ -218,7 +223,8 @@ def test_verify_and_audit_agree_on_a_pristine_clone(tmp_path):
     git(tmp_path, "clone", "-q", str(root), str(clone))
     audit_findings = {(f.file, f.rule) for f in audit_run.audit(clone).findings if f.rule in TRUST_RULES}
     verify = cli(clone, "verify")
-    assert audit_findings == set() and verify.returncode == 0, verify.stdout + verify.stderr
+    assert audit_findings == set(), verify.stdout + verify.stderr
+    assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "1 unsigned legacy or uncommitted" in verify.stdout
     late = store.write_record(clone, real_run(run_id=old.run_id.replace("-run-", "-run-b")))
     git(clone, "add", "-A")
@@ -226,4 +232,5 @@ def test_verify_and_audit_agree_on_a_pristine_clone(tmp_path):
     name = f"runs/{late.name}"
     assert (name, "record-unsigned") in {(f.file, f.rule) for f in audit_run.audit(clone).findings}
     verify = cli(clone, "verify")
-    assert verify.returncode == 1 and re.search(rf"^{re.escape(name)}: record-unsigned: ", verify.stdout, re.M)
+    assert verify.returncode == 1
+    assert re.search(rf"^{re.escape(name)}: record-unsigned: ", verify.stdout, re.M)

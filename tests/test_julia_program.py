@@ -69,15 +69,18 @@ def test_without_julia_the_run_is_recorded_toolchain_absent_and_blocks(tree, cap
     (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord)]
     # written at today's run_version (3 since tolerance entries are attested), which holds toolchain-absent (>= 2)
     assert (rec.run_version >= 2, rec.verdict, rec.report) == (True, "toolchain-absent", None)
-    assert rec.step.argv == ["julia", "--project=.", "-e", "using CuTile"] and rec.step.exit_code == 127
-    assert "no julia on PATH" in rec.reason and TOOLCHAIN_ABSENT_FIX in rec.reason
+    assert rec.step.argv == ["julia", "--project=.", "-e", "using CuTile"]
+    assert rec.step.exit_code == 127
+    assert "no julia on PATH" in rec.reason
+    assert TOOLCHAIN_ABSENT_FIX in rec.reason
     assert (tree / rec.step.stderr.path).is_file()
     assert {s.path for s in rec.sources} == {"kernels/hello.jl", "lessons/jl-demo.md"}
 
     decision = Tree.load(tree).decide(lessons.load(tree, "jl-demo"))
     (blocker,) = decision.blockers
     assert (blocker.kind, blocker.outcome) == ("row", "toolchain-absent")
-    assert rec.run_id in blocker.reason and blocker.command.startswith(TOOLCHAIN_ABSENT_FIX)
+    assert rec.run_id in blocker.reason
+    assert blocker.command.startswith(TOOLCHAIN_ABSENT_FIX)
     assert not decision.publishable
 
 
@@ -101,10 +104,12 @@ def test_where_julia_exists_the_program_runs_or_cutile_is_missing(tree, tmp_path
     assert run_cmd.run(args) == 1
     (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord)]
     if has_cutile:  # started like any program: --report appended; no report written, so not a pass
-        assert rec.step.argv[:3] == ["julia", "--project=.", "kernels/hello.jl"] and "--report" in rec.step.argv
+        assert rec.step.argv[:3] == ["julia", "--project=.", "kernels/hello.jl"]
+        assert "--report" in rec.step.argv
         assert rec.verdict not in ("passed", "toolchain-absent")
     else:
-        assert rec.verdict == "toolchain-absent" and "julia cannot load cuTile.jl" in rec.reason
+        assert rec.verdict == "toolchain-absent"
+        assert "julia cannot load cuTile.jl" in rec.reason
 
 
 def test_old_run_records_still_load(repo_root):

@@ -51,12 +51,14 @@ def test_import_needs_no_gpu_and_declares_aot_signatures(name):
     assert ("cupy" in sys.modules) == had_cupy, "importing a program must not import cupy"
     assert callable(module.main)
     sigs = module.AOT_SIGNATURES
-    assert isinstance(sigs, dict) and sigs
+    assert isinstance(sigs, dict)
+    assert sigs
     kernels = {n for n, v in vars(module).items() if isinstance(v, ct.kernel)}
     assert set(sigs) == kernels, "every kernel needs AOT signatures, and only kernels"
     for kernel_name, signatures in sigs.items():
         kernel = getattr(module, kernel_name)
-        assert signatures and all(isinstance(s, KernelSignature) for s in signatures)
+        assert signatures
+        assert all(isinstance(s, KernelSignature) for s in signatures)
         n_params = len(inspect.signature(kernel._annotated_function.pyfunc).parameters)
         for s in signatures:
             assert len(s.parameters) == n_params, kernel_name
@@ -165,13 +167,16 @@ def test_report_and_seed_from_environment_and_any_cwd(tmp_path):
     proc, report = run_program(tmp_path, "fused.py", BLOCKED_CUPY, cwd=elsewhere,
                                env_extra={"TILEPROOF_REPORT": str(target),
                                           "TILEPROOF_SEED": "987654321"})
-    assert proc.returncode == 1 and target.exists()
-    assert report["seed"] == 987654321 and report["program"] == "kernels/fused.py"
+    assert proc.returncode == 1
+    assert target.exists()
+    assert report["seed"] == 987654321
+    assert report["program"] == "kernels/fused.py"
 
 
 def test_fresh_seed_each_run(tmp_path):
     seeds = {run_program(tmp_path, "vector_add.py", BLOCKED_CUPY)[1]["seed"] for _ in range(2)}
-    assert len(seeds) == 2 and all(isinstance(s, int) for s in seeds)
+    assert len(seeds) == 2
+    assert all(isinstance(s, int) for s in seeds)
 
 
 @pytest.mark.parametrize(
@@ -191,9 +196,12 @@ def test_gate_refusals(name, env, gate, device, tmp_path):
     proc, report = run_program(tmp_path, name, FAKE_CUPY, "--seed", "3", env_extra=env)
     lines = proc.stdout.splitlines()
     assert proc.returncode == 1, proc.stderr
-    assert len(lines) == 1 and report["gate_message"] == lines[0]
-    assert report["gate"] == gate and report["device"] == device
-    assert report["checks"] == [] and report["passed"] is False
+    assert len(lines) == 1
+    assert report["gate_message"] == lines[0]
+    assert report["gate"] == gate
+    assert report["device"] == device
+    assert report["checks"] == []
+    assert report["passed"] is False
 
 
 def test_gate_ok_but_launch_impossible_still_writes_a_failing_report(tmp_path):
@@ -202,5 +210,7 @@ def test_gate_ok_but_launch_impossible_still_writes_a_failing_report(tmp_path):
     proc, report = run_program(tmp_path, "vector_add.py", FAKE_CUPY, "--seed", "3",
                                env_extra={"FAKE_CUPY_CC": "9.0"})
     assert proc.returncode != 0
-    assert report["gate"] == "ok" and report["device"]["compute_capability"] == "9.0"
-    assert report["checks"] == [] and report["passed"] is False
+    assert report["gate"] == "ok"
+    assert report["device"]["compute_capability"] == "9.0"
+    assert report["checks"] == []
+    assert report["passed"] is False

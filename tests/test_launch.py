@@ -41,8 +41,10 @@ def test_the_program_sees_what_python_program_would_show_it(tmp_path):
     assert done.returncode == direct.returncode == 0, done.stderr
     assert json.loads(done.stdout) == json.loads(direct.stdout)
     seen = json.loads(done.stdout)
-    assert seen["argv"] == [str(prog), "--report", "r.json"] and seen["name"] == "__main__"
-    assert seen["path0"] == str(prog.parent) and seen["tileproof"] == []  # nothing of tileproof imported
+    assert seen["argv"] == [str(prog), "--report", "r.json"]
+    assert seen["name"] == "__main__"
+    assert seen["path0"] == str(prog.parent)
+    assert seen["tileproof"] == []  # nothing of tileproof imported
     assert not failure.exists()
 
 
@@ -50,7 +52,8 @@ def test_an_exception_at_import_is_written_down_typed_and_python_still_reports_i
     prog = program(tmp_path, "import json\nraise ImportError('cuda-tile 9.9 refuses\\nsecond line')\n")
     done, failure = launched(tmp_path, prog)
     assert done.returncode == 1
-    assert done.stderr.rstrip().endswith("second line") and "Traceback" in done.stderr
+    assert done.stderr.rstrip().endswith("second line")
+    assert "Traceback" in done.stderr
     assert json.loads(failure.read_text()) == {"type": "ImportError", "message": "cuda-tile 9.9 refuses\nsecond line"}
 
 
@@ -58,12 +61,14 @@ def test_an_exception_class_is_named_by_its_module(tmp_path):
     program(tmp_path, "class TileCompilerError(Exception):\n    pass\n", "tilelib.py")
     prog = program(tmp_path, "import tilelib\ndef main():\n    raise tilelib.TileCompilerError('exit 1')\nmain()\n")
     done, failure = launched(tmp_path, prog)
-    assert done.returncode == 1 and json.loads(failure.read_text())["type"] == "tilelib.TileCompilerError"
+    assert done.returncode == 1
+    assert json.loads(failure.read_text())["type"] == "tilelib.TileCompilerError"
 
 
 def test_the_programs_own_exit_status_passes_and_writes_nothing(tmp_path):
     done, failure = launched(tmp_path, program(tmp_path, "import sys\nsys.exit(3)\n"))
-    assert done.returncode == 3 and not failure.exists()
+    assert done.returncode == 3
+    assert not failure.exists()
 
 
 def test_failure_of_names_builtins_bare():

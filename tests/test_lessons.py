@@ -29,7 +29,8 @@ def test_repo_lessons_load_and_drafts_claim_nothing(repo_root):
             assert all(r.run_id for r in lesson.front.results if r.result != "?")
         else:  # a published note without programs stands on its performance claims alone (bench records)
             assert lesson.front.performance
-            assert lesson.front.hardware == Hardware() and lesson.front.results == []
+            assert lesson.front.hardware == Hardware()
+            assert lesson.front.results == []
 
 
 @pytest.mark.parametrize("lesson_id", LESSON_IDS)
@@ -62,7 +63,8 @@ def test_day79_lesson_content(repo_root):
     paths = [p.path for p in lesson.front.programs]
     assert paths == ["kernels/tile_matmul_softmax.py", "cpp/tile_matmul_softmax.cu", "kernels/fused.py"]
     gate_rows = [r for r in lesson.front.results if r.optional]
-    assert len(gate_rows) == 1 and gate_rows[0].check == "gate"
+    assert len(gate_rows) == 1
+    assert gate_rows[0].check == "gate"
     for heading in ("## Exercise", "Hint 1", "Hint 2", "## Pitfalls", "## The C++ mirror", "## Results"):
         assert heading in lesson.body
     # no performance claim: no timings, throughputs or speed-ups
@@ -71,11 +73,14 @@ def test_day79_lesson_content(repo_root):
 
 def test_spike_note_keeps_its_headline_a_claim(repo_root):
     lesson = lessons.load(repo_root, "tile-reduction-spike")
-    assert "declares `sum`" in lesson.body and "claim" in lesson.body
+    assert "declares `sum`" in lesson.body
+    assert "claim" in lesson.body
     table = lessons.block_text(lesson.shown, lesson.body, lessons.RES_USAGE)
     # Published: the REG/SHARED table is filled from compile records (one pair of columns per release), no '?'.
-    assert lesson.front.status == "published" and "?" not in table
-    assert table.count("compile record `") == 3 and "| `tile_sum_native` |" in table
+    assert lesson.front.status == "published"
+    assert "?" not in table
+    assert table.count("compile record `") == 3
+    assert "| `tile_sum_native` |" in table
 
 
 def test_program_list_digest_is_the_documented_formula(repo_root):
@@ -166,7 +171,9 @@ def test_bad_front_matter_is_one_line(old, new, where):
     with pytest.raises(RecordError) as e:
         parse(GOOD.replace(old, new, 1))
     message = str(e.value)
-    assert where in message and "\n" not in message and "(fix: " in message
+    assert where in message
+    assert "\n" not in message
+    assert "(fix: " in message
 
 
 def test_missing_row_for_a_check():
@@ -271,4 +278,5 @@ def test_write_is_atomic(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["demo.md"]
     monkeypatch.undo()
     lessons.write(path, "new")
-    assert path.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["demo.md"]
+    assert path.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["demo.md"]

@@ -54,7 +54,8 @@ def _rule_id(rule: str) -> str:
 def test_wrong_snippet_is_reported(rule):
     path = SNIPPETS / f"{rule.lower()}_wrong.py"
     expected = _expected(path)
-    assert expected and {r for _, r in expected} == {rule}, "snippet must expect its own rule"
+    assert expected, "snippet must expect its own rule"
+    assert {r for _, r in expected} == {rule}, "snippet must expect its own rule"
     assert _found(path) == expected
 
 
@@ -74,7 +75,8 @@ def test_rules_table_has_slug_and_description():
     for rule, (slug, description) in RULES.items():
         assert re.fullmatch(r"TP\d{3}", rule)
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", slug)
-        assert description and "\n" not in description
+        assert description
+        assert "\n" not in description
 
 
 KERNEL = """\
@@ -289,4 +291,6 @@ def test_list_rules_survives_a_closed_pipe():
         os.close(write)
     err = proc.stderr.decode()
     assert proc.returncode == 0, err
-    assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err
+    assert "Traceback" not in err
+    assert "BrokenPipe" not in err
+    assert "Exception ignored" not in err

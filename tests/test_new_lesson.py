@@ -97,7 +97,8 @@ def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy):
                            cwd=copy, capture_output=True, text=True, timeout=600, env=env)
     assert tests.returncode == 0, tests.stdout[-3000:]
     ran = tests.stdout
-    assert " passed" in ran and " failed" not in ran
+    assert " passed" in ran
+    assert " failed" not in ran
 
 
 @pytest.mark.parametrize("filled", [False, True], ids=["skeleton", "filled-in"])
@@ -119,7 +120,8 @@ def test_scaffolded_programs_compile_for_sm_90(copy, filled):
     py = copy / "kernels" / "scaled_add.py"
     record = compile_programs(copy, tools, ["sm_90"], [copy / "cpp" / "row_max.cu"],
                               {py: list(declared_kernels(py))}, 2)
-    assert record is not None and record.passed, [b.verdict for b in record.builds]
+    assert record is not None, [b.verdict for b in record.builds]
+    assert record.passed, [b.verdict for b in record.builds]
     assert {(b.program, b.artifact_kind) for b in record.builds} == {
         ("cpp/row_max.cu", "executable"), ("cpp/row_max.cu", "tilefatbin"), ("kernels/scaled_add.py", "cubin")}
 
@@ -133,7 +135,8 @@ def test_scaffold_refuses_taken_names_and_writes_nothing(copy):
         scaffold(copy, "day79-cutile", "fresh_name", None)
     with pytest.raises(ScaffoldError, match="not a lower-case identifier"):
         scaffold(copy, "fine-id", "Bad-Name", None)
-    assert not (copy / "kernels" / "fresh_name.py").exists() and problems(copy) == []
+    assert not (copy / "kernels" / "fresh_name.py").exists()
+    assert problems(copy) == []
 
 
 def test_the_lesson_check_names_each_problem_with_its_fix(copy):

@@ -97,8 +97,11 @@ def test_the_offline_node_path_records_what_the_audit_accepts(node):
     # The record names the tileproof that ran by its source identity, not as an installed package.
     origin = environment.tileproof
     head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    assert origin is not None and origin.kind == "checkout" and origin.commit == head
-    assert origin.version == "0.1.0" and "tileproof" not in environment.packages
+    assert origin is not None
+    assert origin.kind == "checkout"
+    assert origin.commit == head
+    assert origin.version == "0.1.0"
+    assert "tileproof" not in environment.packages
     listing = subprocess.run([sys._base_executable, "-c", "import sys, json; from tileproof.runner import capture; "
                               "from pathlib import Path; print(capture.package_digest(Path(sys.argv[1])))",
                               str(root / "tileproof")], cwd=root, env=env, capture_output=True, text=True)
@@ -112,5 +115,6 @@ def test_an_installed_tileproof_is_recorded_as_the_distribution_pip_freeze_lists
     from tileproof.runner.capture import installed_packages, tileproof_origin
 
     origin = tileproof_origin()
-    assert origin.kind == "distribution" and origin.commit is None
+    assert origin.kind == "distribution"
+    assert origin.commit is None
     assert installed_packages().get("tileproof") == origin.version

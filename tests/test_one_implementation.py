@@ -38,16 +38,20 @@ def test_every_reader_of_the_release_rule_flags_every_listed_package(tmp_path, p
     is caught by all three (the gate used to look at 3 of the 6)."""
     odd = {**PKGS, package: "13.5.1"}
     shared, problems = coherence(TOOLS, odd, {})
-    assert shared is None and [p.kind for p in problems] == ["mixed-releases"] and package in problems[0].detail
+    assert shared is None
+    assert [p.kind for p in problems] == ["mixed-releases"]
+    assert package in problems[0].detail
     tc = fx.toolchain().model_copy(update={"packages": odd})
     w = World(tmp_path)
     assert package in (gate.toolchain_problem(w.rec(tc=tc)) or "")
-    assert toolchain_issues(tc) and package in toolchain_issues(tc)[0][1]
+    assert toolchain_issues(tc)
+    assert package in toolchain_issues(tc)[0][1]
 
 
 def test_nvjitlink_is_left_out_and_says_why():
     assert "nvidia-nvjitlink" not in release.PACKAGES
-    assert "nvidia-nvjitlink" in release.__doc__ and "left out" in release.__doc__
+    assert "nvidia-nvjitlink" in release.__doc__
+    assert "left out" in release.__doc__
     assert coherence(TOOLS, {**PKGS, "nvidia-nvjitlink": "13.5.37"}, {}) == ("13.4", [])
 
 
@@ -69,9 +73,11 @@ def test_toolchain_problems_are_typed_in_version_2_and_text_in_version_1():
 
 def test_committed_records_still_load_seal_and_select_by_type(repo_root):
     records = store.load_records(repo_root)
-    assert records and all(store.seal_status(r) == "intact" for r in records)
+    assert records
+    assert all(store.seal_status(r) == "intact" for r in records)
     runs = store.of_kind(records, RunRecord)
-    assert runs and all(isinstance(r, RunRecord) for r in runs)
+    assert runs
+    assert all(isinstance(r, RunRecord) for r in runs)
     examined = [store.examine(r) for r in records]
     assert [e.record for e in store.of_kind(examined, SessionRecord)] == store.of_kind(records, SessionRecord)
 
@@ -89,7 +95,8 @@ def test_write_atomic_replaces_and_leaves_no_temp(tmp_path):
     path = tmp_path / "sub" / "file.txt"
     store.write_atomic(path, "one")
     store.write_atomic(path, b"two")
-    assert path.read_text() == "two" and [p.name for p in path.parent.iterdir()] == ["file.txt"]
+    assert path.read_text() == "two"
+    assert [p.name for p in path.parent.iterdir()] == ["file.txt"]
     assert path.stat().st_mode & 0o777 == 0o644
 
 
@@ -101,7 +108,8 @@ def test_the_trust_funnel_is_one_place(tmp_path, monkeypatch):
     assert gate.decide(FRONT, records, TODAY, TABLE, w.read).rows[0].outcome == "passed"
     monkeypatch.setattr(trust, "refusal", lambda item: "signature does not verify")
     row = gate.decide(FRONT, records, TODAY, TABLE, w.read).rows[0]
-    assert row.outcome == "no-record" and "ignored, signature does not verify" in row.reason
+    assert row.outcome == "no-record"
+    assert "ignored, signature does not verify" in row.reason
     assert claim_verdicts.latest([refuting_record()]) == {}
     assert not trust.admits(store.examine(records[0]))  # plausibility's question for one record: the same funnel
 
@@ -122,10 +130,13 @@ def test_claim_evidence_is_a_typed_field_not_read_from_the_why():
     t = Transcript(path="evidence/x/claims.demo.c1.right.stderr.txt", sha256="0" * 64, bytes=3)
     (got,) = claim_verdicts.refuted("demo", [refuting_record(t, why="wrong: looks like a role")],
                                     claim_verdicts.NO_CLAIMS, {})
-    assert got.why.endswith(f"(evidence: {t.path})") and got.reason.endswith("(claims record " + got.run_id + ")")
+    assert got.why.endswith(f"(evidence: {t.path})")
+    assert got.reason.endswith("(claims record " + got.run_id + ")")
     assert claim_verdicts.evidence_of(refuting_record().results[0]) is None
     blocker = gate.Decision("demo", (), (), (got,)).blockers[0]
-    assert blocker.kind == "refuted-claim" and blocker.reason and "asserted: false" in blocker.command
+    assert blocker.kind == "refuted-claim"
+    assert blocker.reason
+    assert "asserted: false" in blocker.command
 
 
 def test_a_blocker_never_has_an_empty_reason():

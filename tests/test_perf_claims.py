@@ -158,7 +158,9 @@ def test_rule(overrides, records, outcome, words):
         assert w in d.reason, d.reason
     assert "\n" not in d.reason
     if outcome == "supported":
-        assert d.command is None and d.record is not None and d.margin == pytest.approx(d.value - c.at_least)
+        assert d.command is None
+        assert d.record is not None
+        assert d.margin == pytest.approx(d.value - c.at_least)
         assert d.case.spread * d.value <= d.margin
     else:
         assert "nox -s bench -- --program kernels/bench/matmul_bench.py" in d.command
@@ -202,7 +204,8 @@ def test_a_case_without_load_gives_no_value_for_the_load_metrics():
                        load_unavailable="FIXTURE: pynvml is not installed")
     for metric in ("pct_of_power_limit", "pct_below_max_clock", "pct_of_peak_at_clock"):
         (d,) = perf_claims.decide([claim(metric=metric, at_least=1)], [rec])
-        assert d.outcome == "no-bench-record" and f"with {metric}" in d.reason
+        assert d.outcome == "no-bench-record"
+        assert f"with {metric}" in d.reason
     (d,) = perf_claims.decide([claim(metric="times_floor", at_least=1)], [bench_record(1, SWEEP)])
     assert d.outcome == "no-bench-record", "a record before rooflines has no floor"
 
@@ -293,7 +296,9 @@ def test_the_performance_notes_claim_what_the_bench_plans_time(repo_root):
     notes = [lesson for lesson in lessons.load_all(repo_root) if lesson.id in PERF_NOTES]
     assert {n.id for n in notes} == PERF_NOTES
     for note in notes:
-        assert note.front.programs == [] and note.front.results == [] and note.front.performance
+        assert note.front.programs == []
+        assert note.front.results == []
+        assert note.front.performance
         body = note.text.split("\n---\n", 1)[1]
         for c in note.front.performance:
             keys = bench_plan_keys(c.program)
@@ -334,7 +339,8 @@ def test_bad_claims_are_one_line(tree, change, field):
     with_claims(path, CLAIM, dict(CLAIM, **change))
     with pytest.raises(RecordError) as e:
         lessons.load(tree, LESSON)
-    assert f": {field}: " in str(e.value) and "\n" not in str(e.value)
+    assert f": {field}: " in str(e.value)
+    assert "\n" not in str(e.value)
 
 
 # --- publish and status, end to end -------------------------------------------------------
@@ -352,7 +358,8 @@ def test_publish_refuses_unsupported_claims_then_publishes(tree, capsys):
 
     # Every results row has its run record, but no bench record backs the claims.
     code, out = cli(capsys, "publish", LESSON, "--root", str(tree))
-    assert code == 1 and path.read_bytes() == before
+    assert code == 1
+    assert path.read_bytes() == before
     assert out.startswith(f"{LESSON}: stays draft; 2 of 2 performance claims lack a supporting bench record; "
                           "nothing changed:")
     assert "  perf claim matmul-80 (tile matmul reaches >= 80% of cuBLAS at 4096³ on sm_90): no-bench-record: " in out
@@ -361,14 +368,19 @@ def test_publish_refuses_unsupported_claims_then_publishes(tree, capsys):
     # A record from other hardware does not count.
     store.write_record(tree, bench_record(10, SWEEP, gpu=L4))
     code, out = cli(capsys, "publish", LESSON, "--root", str(tree))
-    assert code == 1 and out.count(": wrong-hardware: ") == 2 and path.read_bytes() == before
+    assert code == 1
+    assert out.count(": wrong-hardware: ") == 2
+    assert path.read_bytes() == before
 
     # An H200 record supports one claim, not the other: still draft, and only the other is listed.
     store.write_record(tree, bench_record(11, SWEEP))
     code, out = cli(capsys, "publish", LESSON, "--root", str(tree))
-    assert code == 1 and path.read_bytes() == before
-    assert "1 of 2 performance claims lack" in out and "matmul-80" not in out
-    assert "perf claim matmul-95 (" in out and ": below-claim: bench FIXTURE-" in out
+    assert code == 1
+    assert path.read_bytes() == before
+    assert "1 of 2 performance claims lack" in out
+    assert "matmul-80" not in out
+    assert "perf claim matmul-95 (" in out
+    assert ": below-claim: bench FIXTURE-" in out
 
     lines = status.status(tree, [LESSON])
     perf = {ln.split()[3]: ln for ln in lines if ln.startswith(LESSON + " ") and " perf:" in ln}
@@ -383,17 +395,22 @@ def test_publish_refuses_unsupported_claims_then_publishes(tree, capsys):
                                             perf_yaml(CLAIM)))
     written = path.read_text()
     code, out = cli(capsys, "publish", LESSON, "--root", str(tree))
-    assert code == 0 and out.startswith(f"{LESSON}: published from NVIDIA H200")
-    assert "  perf claim matmul-80 (" in out and ": supported: bench FIXTURE-" in out
-    assert perf_yaml(CLAIM) in path.read_text() and lessons.load(tree, LESSON).front.status == "published"
+    assert code == 0
+    assert out.startswith(f"{LESSON}: published from NVIDIA H200")
+    assert "  perf claim matmul-80 (" in out
+    assert ": supported: bench FIXTURE-" in out
+    assert perf_yaml(CLAIM) in path.read_text()
+    assert lessons.load(tree, LESSON).front.status == "published"
     assert lessons.load(tree, LESSON).front.performance == lessons.parse(path, written).front.performance
 
     # The bench record goes: the published lesson's claim no longer holds, and publish says so.
     (tree / "runs" / f"{bench_record(11, SWEEP).run_id}.json").unlink()
     published = path.read_bytes()
     code, out = cli(capsys, "publish", LESSON, "--root", str(tree))
-    assert code == 1 and path.read_bytes() == published
-    assert "published, but its evidence no longer holds" in out and "perf claim matmul-80 (" in out
+    assert code == 1
+    assert path.read_bytes() == published
+    assert "published, but its evidence no longer holds" in out
+    assert "perf claim matmul-80 (" in out
     assert ": wrong-hardware: " in out  # only the L4 record is left
 
 
@@ -405,7 +422,8 @@ def test_rows_and_claims_missing_are_both_listed(tree, capsys):
     assert code == 1
     assert ("stays draft; 1 of 5 required rows lack evidence and 1 of 1 performance claims lack a supporting "
             "bench record; nothing changed:") in out
-    assert "kernels/fused.py fused: stale: " in out and "perf claim matmul-80 (" in out
+    assert "kernels/fused.py fused: stale: " in out
+    assert "perf claim matmul-80 (" in out
 
 
 def test_lessons_without_claims_read_no_bench_records(tree, capsys, monkeypatch):
@@ -419,7 +437,8 @@ def test_lessons_without_claims_read_no_bench_records(tree, capsys, monkeypatch)
 
     monkeypatch.setattr(gate, "decide_perf", refuse)
     code, out = cli(capsys, "publish", LESSON, "--root", str(tree), "--dry-run")
-    assert code == 0 and "perf claim" not in out
+    assert code == 0
+    assert "perf claim" not in out
     assert Tree.load(tree).decide(lessons.load(tree, LESSON)).perf == ()
 
 
@@ -461,20 +480,27 @@ def test_a_note_of_claims_alone_publishes_once_a_bench_record_supports_them(tree
     note = lessons.load(tree, "perf-note")
     assert lesson_text.render(note, note.front) == path.read_text()
     code, out = cli(capsys, "publish", "perf-note", "--root", str(tree))
-    assert code == 1 and "1 of 1 performance claims lack a supporting bench record" in out
+    assert code == 1
+    assert "1 of 1 performance claims lack a supporting bench record" in out
     store.write_record(tree, bench_record(12, [loaded(f"{SHAPE}/256x256x64+ctas2")], bench_version=3))
     code, out = cli(capsys, "publish", "perf-note", "--root", str(tree))
     assert code == 0, out
-    assert out.startswith("perf-note: published from the bench record FIXTURE-") and "behind its performance" in out
+    assert out.startswith("perf-note: published from the bench record FIXTURE-")
+    assert "behind its performance" in out
     note = lessons.load(tree, "perf-note")
-    assert note.front.status == "published" and note.front.performance[0].id == "power"
-    assert note.front.results == [] and note.front.hardware.gpu is None, "no program: no hardware block to fill"
+    assert note.front.status == "published"
+    assert note.front.performance[0].id == "power"
+    assert note.front.results == [], "no program: no hardware block to fill"
+    assert note.front.hardware.gpu is None, "no program: no hardware block to fill"
     code, out = cli(capsys, "publish", "perf-note", "--root", str(tree), "--dry-run")
-    assert code == 0 and "already published" in out
+    assert code == 0
+    assert "already published" in out
     from tileproof.gather.tree import Tree
 
     verdict = Tree.load(tree).verdict(note)
-    assert verdict.valid and verdict.rederived == () and verdict.findings() == [], "it shows what its records give"
+    assert verdict.valid, "it shows what its records give"
+    assert verdict.rederived == (), "it shows what its records give"
+    assert verdict.findings() == [], "it shows what its records give"
     # A newer bench record that supports the claim too is no finding: the note stays valid as written.
     store.write_record(tree, bench_record(13, [loaded(f"{SHAPE}/256x256x64+ctas2")], bench_version=3))
     assert Tree.load(tree).verdict(lessons.load(tree, "perf-note")).findings() == []

@@ -72,7 +72,8 @@ def kinds(found: dict, run_id: str) -> set[tuple[str, str]]:
 
 def test_the_real_h200_session_has_no_signal(session):
     env = session[0].record.environment.env
-    assert "/tmp/gpu-node/cu13/bin" in env["PATH"] and env["PYTHONPATH"] == "/tmp/site2:/tmp/gpu-node/site"
+    assert "/tmp/gpu-node/cu13/bin" in env["PATH"]
+    assert env["PYTHONPATH"] == "/tmp/site2:/tmp/gpu-node/site"
     assert plausibility.signals(session, smi_clocks(*session)) == {}
 
 
@@ -104,7 +105,8 @@ def test_a_replayed_nvidia_smi_transcript_dated_two_days_before_is_a_signal(sess
     text = (DATA / "gpu" / "nvidia-smi.txt").read_text()  # "Sun Nov 29 12:13:39 2026": a real capture
     first = session[0]
     clock = parsers.smi_clock(text)
-    assert clock is not None and (first.record.created.replace(tzinfo=None) - clock) > timedelta(days=2)
+    assert clock is not None
+    assert (first.record.created.replace(tzinfo=None) - clock) > timedelta(days=2)
     found = plausibility.signals(session, smi_clocks(*session, text=text))
     path = first.record.environment.nvidia_smi.path
     assert all(kinds(found, i.record.run_id) == {("smi-clock", path)} for i in session)
@@ -130,7 +132,8 @@ def test_a_gpu_run_faster_than_its_launch_is_a_signal(session, which, took):
 def test_a_run_that_found_no_gpu_may_be_fast():
     """The committed no-GPU record of a C++ program took 0.004 s: it names no GPU, so nothing to judge."""
     item = real("20261129T123225Z-run-7155d66e")
-    assert item.record.step.duration_s < 0.05 and plausibility.too_fast(item.record) == []
+    assert item.record.step.duration_s < 0.05
+    assert plausibility.too_fast(item.record) == []
 
 
 def test_host_facts_unlike_the_keys_first_record_are_a_signal(session):
@@ -200,8 +203,10 @@ def test_a_lesson_whose_evidence_has_a_signal_is_not_publishable(session):
     assert decide([session[0]]).publishable
     decision = decide([session[0], shimmed])
     (blocker,) = decision.blockers
-    assert blocker.kind == "plausibility" and blocker.outcome == "shim-path"
-    assert "PYTHONPATH=/tmp/shim" in blocker.reason and "not proof" in blocker.reason
+    assert blocker.kind == "plausibility"
+    assert blocker.outcome == "shim-path"
+    assert "PYTHONPATH=/tmp/shim" in blocker.reason
+    assert "not proof" in blocker.reason
     assert "plausibility signal" in decision.lacking()
 
 
@@ -233,12 +238,14 @@ def test_a_signal_on_a_record_behind_a_stated_release_blocks(session):
     shimmed = altered(session[0], days=1, env=SHIM)
     items = [session[0], shimmed]
     decision = decide([session[0]])
-    assert decision.publishable and shimmed.record.run_id not in decision.rests_on
+    assert decision.publishable
+    assert shimmed.record.run_id not in decision.rests_on
     release = VerifiedRelease(cuda_tile="1.5.0", tileiras=["13.4.92"], tileiras_in_range=True,
                               run_ids=[shimmed.record.run_id])
     flagged = plausibility.signals(items, smi_clocks(*items))
     stated = gate.with_verified(decision, [release], items, flagged, FRONT)
-    assert stated.cuda_tile_verified == (release,) and shimmed.record.run_id in stated.rests_on
+    assert stated.cuda_tile_verified == (release,)
+    assert shimmed.record.run_id in stated.rests_on
     assert [(b.kind, b.subject) for b in stated.blockers] == [("plausibility", f"run {shimmed.record.run_id}")]
     note = PlausibilityNote(signal="shim-path", subject="PYTHONPATH=/tmp/shim",
                             explanation="the runner's cupy 14.2 wheel unpacked there by the lead, see ops log 12")
@@ -260,7 +267,8 @@ def test_the_audit_names_each_unexplained_signal_on_its_record(tree):
     store.write_record(tree, new)
     (finding,) = [f for f in audit.audit(tree).findings if f.rule.startswith("plausibility-")]
     assert (finding.file, finding.rule) == (f"runs/{new.run_id}.json", "plausibility-shim-path")
-    assert "PYTHONPATH=/tmp/shim" in finding.reason and "not proof" in finding.reason
+    assert "PYTHONPATH=/tmp/shim" in finding.reason
+    assert "not proof" in finding.reason
     path = tree / "lessons" / "tile-reduction-spike.md"  # any lesson's note explains the subject
     note = ("plausibility:\n- signal: shim-path\n  subject: PYTHONPATH=/tmp/shim\n"
             "  explanation: cupy for this runner's CUDA 13 driver lives there; see the runner's setup notes\n")

@@ -23,7 +23,8 @@ def cli(capsys, *argv):
 def test_fixture_records_attest_todays_lesson(repo_root):
     front = lessons.load(repo_root, LESSON).front
     for rec in store.load_records(repo_root / "tests" / "data" / "records" / "day79"):
-        assert rec.run_id.startswith("FIXTURE-") and rec.host.system == "fixture"
+        assert rec.run_id.startswith("FIXTURE-")
+        assert rec.host.system == "fixture"
         if rec.kind != "run":  # the FIXTURE claims record of the runs' release attests no program list
             continue
         assert rec.lesson_programs[LESSON] == lessons.program_list_digest(front), \
@@ -43,28 +44,33 @@ def test_publish_end_to_end(tree, capsys):
     before = path.read_text()
 
     code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree), "--dry-run")
-    assert code == 0 and "would publish from NVIDIA H200 (cc 9.0)" in out
+    assert code == 0
+    assert "would publish from NVIDIA H200 (cc 9.0)" in out
     assert path.read_text() == before
 
     code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree))
-    assert code == 0 and out.startswith(f"{LESSON}: published from NVIDIA H200 (cc 9.0), driver 580.95.05")
+    assert code == 0
+    assert out.startswith(f"{LESSON}: published from NVIDIA H200 (cc 9.0), driver 580.95.05")
     after = path.read_text()
     lesson = lessons.load(tree, LESSON)
     front = lesson.front
     assert front.status == "published"
-    assert front.hardware.gpu == "NVIDIA H200" and front.hardware.compute_capability == "9.0"
+    assert front.hardware.gpu == "NVIDIA H200"
+    assert front.hardware.compute_capability == "9.0"
     assert front.hardware.run_id.startswith("FIXTURE-")
     required = [r for r in front.results if not r.optional]
     assert all(r.result.startswith("passed") and r.run_id.startswith("FIXTURE-") for r in required)
     gate_row = next(r for r in front.results if r.optional)
-    assert gate_row.result == "?" and gate_row.run_id is None  # no T4 record: stays '?', does not block
+    assert gate_row.result == "?"
+    assert gate_row.run_id is None  # no T4 record: stays '?', does not block
 
     # The cuda-tile release the Python programs' records were made with, written after results.
     python_runs = list(dict.fromkeys(r.run_id for r in required if r.program.endswith(".py")))
     assert [(v.cuda_tile, v.tileiras_in_range, v.run_ids) for v in front.cuda_tile_verified] == \
         [("1.7.0", True, python_runs)]
     block = lesson_text.dump_key("cuda_tile_verified", lesson_text.front_values(front)["cuda_tile_verified"])
-    assert after.count(block) == 1 and after.index(block) < after.index("\n---\n", 4)
+    assert after.count(block) == 1
+    assert after.index(block) < after.index("\n---\n", 4)
 
     # Nothing else in the file changed: only status/hardware/results lines and the table.
     old_lines, new_lines = before.splitlines(), after.replace(block, "", 1).splitlines()
@@ -85,7 +91,9 @@ def test_publish_end_to_end(tree, capsys):
 
     # Publishing twice is a no-op.
     code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree))
-    assert code == 0 and "already published" in out and path.read_text() == after
+    assert code == 0
+    assert "already published" in out
+    assert path.read_text() == after
 
 
 def test_stale_kernel_blocks_and_changes_nothing(tree, capsys):
@@ -93,10 +101,12 @@ def test_stale_kernel_blocks_and_changes_nothing(tree, capsys):
     path = tree / "lessons" / f"{LESSON}.md"
     before = path.read_bytes()
     code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree))
-    assert code == 1 and path.read_bytes() == before
+    assert code == 1
+    assert path.read_bytes() == before
     assert out.startswith(f"{LESSON}: stays draft; 1 of 5 required rows lack evidence; nothing changed:")
     assert "kernels/fused.py fused: stale: kernels/fused.py changed since run FIXTURE-" in out
-    assert "(commit f1c7ee0)" in out and "fix: nox -s run-gpu -- day79-cutile" in out
+    assert "(commit f1c7ee0)" in out
+    assert "fix: nox -s run-gpu -- day79-cutile" in out
 
 
 def test_missing_records_list_every_row(tree, capsys):
@@ -111,7 +121,9 @@ def test_forged_transcript_blocks(tree, capsys):
     query = next((tree / "evidence").rglob("nvidia-smi-query.csv"))
     query.write_text(query.read_text().replace(", 9.0, ", ", 7.5, "))
     code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree))
-    assert code == 1 and out.count("forged-cc") == 5 and "does not match its sha256" in out
+    assert code == 1
+    assert out.count("forged-cc") == 5
+    assert "does not match its sha256" in out
 
 
 def test_published_without_evidence_is_reported(tree, capsys):
@@ -121,7 +133,9 @@ def test_published_without_evidence_is_reported(tree, capsys):
     path = tree / "lessons" / f"{LESSON}.md"
     before = path.read_bytes()
     code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree))
-    assert code == 1 and "no longer holds" in out and path.read_bytes() == before
+    assert code == 1
+    assert "no longer holds" in out
+    assert path.read_bytes() == before
 
 
 @pytest.mark.parametrize("setup, argv_lesson, message", [
@@ -145,8 +159,10 @@ def test_bad_input_is_one_line(tree, capsys, setup, argv_lesson, message):
         rec.write_text(rec.read_text().replace('"verdict": "passed"', '"verdict": "great"'))
     before = path.read_bytes()
     code, out, err = cli(capsys, "publish", argv_lesson, "--root", str(tree))
-    assert code == 2 and out == ""
-    assert err.startswith(message) and err.count("\n") == 1, err
+    assert code == 2
+    assert out == ""
+    assert err.startswith(message), err
+    assert err.count("\n") == 1, err
     assert path.read_bytes() == before
     if setup == "record":
         assert "/runs/FIXTURE-20260901T120100Z-run-00000001.json: run.verdict: " in err
@@ -163,14 +179,19 @@ def test_republish_rewrites_a_published_lesson_from_its_records(tree, capsys):
     path.write_text(edited)
 
     code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree))
-    assert code == 1 and "lesson-rederive: hardware.compute_capability" in out and "--republish" in out
+    assert code == 1
+    assert "lesson-rederive: hardware.compute_capability" in out
+    assert "--republish" in out
     assert path.read_text() == edited
 
     code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree), "--republish", "--dry-run")
-    assert code == 0 and "would republish from NVIDIA H200 (cc 9.0)" in out and path.read_text() == edited
+    assert code == 0
+    assert "would republish from NVIDIA H200 (cc 9.0)" in out
+    assert path.read_text() == edited
 
     code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree), "--republish")
-    assert code == 0 and out.startswith(f"{LESSON}: republished from NVIDIA H200 (cc 9.0)")
+    assert code == 0
+    assert out.startswith(f"{LESSON}: republished from NVIDIA H200 (cc 9.0)")
     assert path.read_text() == published
     assert cli(capsys, "publish", LESSON, "--root", str(tree))[1].startswith(f"{LESSON}: already published")
 
@@ -183,4 +204,5 @@ def test_republish_is_refused_when_the_evidence_no_longer_holds(tree, capsys):
     for record in (tree / "runs").glob("*-run-*.json"):
         record.unlink()
     code, out, _ = cli(capsys, "publish", LESSON, "--root", str(tree), "--republish")
-    assert code == 1 and path.read_text() == edited
+    assert code == 1
+    assert path.read_text() == edited

@@ -76,7 +76,8 @@ def test_sign_registry_writes_an_endorsement_a_generic_dsse_reader_verifies(repo
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "a second runner, endorsed")
     state = trust_state.load(root).state
-    assert state.findings == () and state.keys[newcomer.keyid].trusted_kinds == {"run"}
+    assert state.findings == ()
+    assert state.keys[newcomer.keyid].trusted_kinds == {"run"}
     assert main(["sign-registry", "--root", str(root), "--key", str(admin_path)]) == 2  # nothing changed since
     assert "nothing to endorse" in capsys.readouterr().err
 
@@ -88,7 +89,9 @@ def test_sign_registry_refuses_a_key_that_cannot_endorse(repo, tmp_path, capsys,
     (root / runner_keys.REGISTRY).write_text((root / runner_keys.REGISTRY).read_text() + "# edited\n")
     assert main(["sign-registry", "--root", str(root), "--key", str(key)]) == 2
     err = capsys.readouterr().err
-    assert why in err and "docs/keys.md" in err and len(err.strip().splitlines()) == 1
+    assert why in err
+    assert "docs/keys.md" in err
+    assert len(err.strip().splitlines()) == 1
     assert not (root / registry_change.SIGNATURES).exists()
 
 
@@ -117,7 +120,8 @@ def test_a_key_written_twice_is_one_line(tmp_path, text, field):
     with pytest.raises(RecordError) as e:
         runner_keys.load_registry(tmp_path)
     msg = str(e.value)
-    assert msg.startswith(f"lessons/runners.yaml: {field}: written twice (line ") and "\n" not in msg
+    assert msg.startswith(f"lessons/runners.yaml: {field}: written twice (line ")
+    assert "\n" not in msg
 
 
 def test_the_trust_root_comes_from_the_command_line_then_the_environment_then_the_trees_pin(repo, monkeypatch,
@@ -136,7 +140,8 @@ def test_the_trust_root_comes_from_the_command_line_then_the_environment_then_th
     kept = tmp_path / "kept-runners.yaml"
     kept.write_bytes((root / runner_keys.REGISTRY).read_bytes())
     given = trust_state.choose_root(root, str(kept), graph)
-    assert given.source == "--trust-root" and given.registry_sha256 == registry_change.digest(kept.read_bytes())
+    assert given.source == "--trust-root"
+    assert given.registry_sha256 == registry_change.digest(kept.read_bytes())
     pin_file = tmp_path / "my-pin"
     pin_file.write_text(f"pin_version: 1\ncommit: '{head}'\nwhy: mine\n")
     assert trust_state.choose_root(root, str(pin_file), graph).commit == head

@@ -42,7 +42,8 @@ def test_release_of_reads_the_record_and_older_records_by_their_environment(tmp_
     assert releases.release_of(on(w, 1, "1.5.0", in_range=False)) == ReleaseKey("1.5.0", False)
     assert releases.release_of(old(w)) == ReleaseKey("1.7.0", True)  # before run_version 4: made from the lock
     assert releases.release_of(w.rec(program=CU)) is None  # a C++ program imports no cuda-tile
-    assert str(ReleaseKey("1.4.0", False)) == "1.4.0*" and str(LOCK) == "1.7.0"
+    assert str(ReleaseKey("1.4.0", False)) == "1.4.0*"
+    assert str(LOCK) == "1.7.0"
 
 
 @pytest.mark.parametrize(("make", "lock", "decides"), [
@@ -63,18 +64,21 @@ def test_a_newer_failing_record_of_another_release_neither_decides_a_row_nor_blo
     recs = [old(w, 1), w.rec(2, program=CU), refused(w, 3, "1.3.0"), on(w, 4, "1.4.0", verdict="failed",
                                                                        checks=[fx.check("matmul", 1e-4, 1e-3, False)])]
     decision = gate.decide(FRONT, recs, TODAY_LOCKED, TABLE, w.read)
-    assert decision.rows[0].outcome == "passed" and decision.rows[0].record is recs[0]
+    assert decision.rows[0].outcome == "passed"
+    assert decision.rows[0].record is recs[0]
     assert decision.publishable, decision.blockers
     # without the rule (no lock known) the newest record decides: the 1.4 failure would block
     unlocked = gate.decide(FRONT, recs, TODAY, TABLE, w.read)
-    assert unlocked.rows[0].outcome == "failed" and not unlocked.publishable
+    assert unlocked.rows[0].outcome == "failed"
+    assert not unlocked.publishable
 
 
 def test_a_newer_pass_of_another_release_does_not_decide_either(tmp_path):
     w = World(tmp_path)
     recs = [old(w, 1, verdict="failed", checks=[fx.check("matmul", 1e-4, 1e-3, False)]), on(w, 2, "1.6.0")]
     row = gate.decide(FRONT, recs, TODAY_LOCKED, TABLE, w.read).rows[0]
-    assert row.outcome == "failed" and row.record is recs[0]
+    assert row.outcome == "failed"
+    assert row.record is recs[0]
 
 
 def test_only_other_releases_leave_the_row_without_a_record(tmp_path):
@@ -101,7 +105,8 @@ def test_cells_say_passed_failed_stale_and_not_run(tmp_path):
     (row,) = lr.rows
     assert row.program == PY
     assert [row.cells[k].state for k in keys] == ["failed", "passed", "stale", "not-run", "passed"]
-    assert row.cells[keys[0]].failure == REFUSAL and row.cells[keys[0]].record is recs[0]
+    assert row.cells[keys[0]].failure == REFUSAL
+    assert row.cells[keys[0]].record is recs[0]
     assert row.cells[keys[0]].text() == f"failed: TypeError: {REFUSAL.first_line}"
     assert row.cells[keys[0]].text(20) == "failed: TypeError..."
 
@@ -110,7 +115,9 @@ def test_a_failed_check_is_its_cells_reason(tmp_path):
     w = World(tmp_path)
     lr = lesson(w, [on(w, 1, "1.5.0", verdict="failed", checks=[fx.check("matmul", 1e-4, 1e-3, False)])])
     cell = lr.rows[0].cells[ReleaseKey("1.5.0", True)]
-    assert cell.state == "failed" and cell.failure is None and "verdict failed" in cell.text()
+    assert cell.state == "failed"
+    assert cell.failure is None
+    assert "verdict failed" in cell.text()
 
 
 def test_a_failure_on_sources_that_changed_since_is_stale(tmp_path):
@@ -127,7 +134,8 @@ def test_verified_releases_and_the_range_in_words(tmp_path):
     verified = lr.verified()
     assert [(v.cuda_tile, v.tileiras_in_range) for v in verified] == [("1.4.0", False), ("1.6.0", True),
                                                                        ("1.7.0", True)]
-    assert verified[0].run_ids == [recs[1].run_id] and verified[0].tileiras == ["13.4.92"]
+    assert verified[0].run_ids == [recs[1].run_id]
+    assert verified[0].tileiras == ["13.4.92"]
     assert verified[-1].run_ids == [recs[3].run_id]  # an older record: its toolchain's tileiras
     assert lr.holds() == (f"demo: verified on cuda-tile 1.4.0*, 1.6.0, 1.7.0; the oldest is 1.4.0*; 1.3.0* refused "
                           f"it: {PY} failed: TypeError: {REFUSAL.first_line} (run {recs[0].run_id})")
@@ -168,7 +176,8 @@ def test_the_status_lines(tmp_path):
     w = World(tmp_path)
     lines = release_matrix.lines([lesson(w, [refused(w, 1, "1.3.0"), old(w, 2)])])
     assert lines[0].split() == ["LESSON", "PROGRAM", "1.3.0*", "1.7.0"]
-    assert lines[1].split()[:4] == ["demo", PY, "failed:", "TypeError:"] and lines[1].endswith("passed")
+    assert lines[1].split()[:4] == ["demo", PY, "failed:", "TypeError:"]
+    assert lines[1].endswith("passed")
     assert lines[2].startswith("*: run with a tileiras outside the range")
     assert lines[3].startswith("demo: verified on cuda-tile 1.7.0")
     assert release_matrix.lines([lesson(w, [w.rec(1, program=CU)])]) == []
@@ -232,18 +241,22 @@ def test_publish_states_the_verified_releases_and_the_audit_re_derives_them(tree
     # newer records of other releases: the rows still rest on 1.7.0, the stated list still holds, and the
     # newest evidence would state 1.4.0* too: a note
     verdict = judged(tree)
-    assert verdict.valid and verdict.rederived == () and verdict.note() is not None
+    assert verdict.valid
+    assert verdict.rederived == ()
+    assert verdict.note() is not None
     assert [str(ReleaseKey(v.cuda_tile, v.tileiras_in_range)) for v in verdict.fresh.cuda_tile_verified] == \
         ["1.4.0*", "1.7.0"]
     capsys.readouterr()
-    assert main(["publish", LESSON, "--root", str(tree)]) == 0 and "newer evidence" in capsys.readouterr().out
+    assert main(["publish", LESSON, "--root", str(tree)]) == 0
+    assert "newer evidence" in capsys.readouterr().out
     assert main(["publish", LESSON, "--root", str(tree), "--republish"]) == 0
     front = lessons.load(tree, LESSON).front
     assert [str(ReleaseKey(v.cuda_tile, v.tileiras_in_range)) for v in front.cuda_tile_verified] == ["1.4.0*", "1.7.0"]
     assert front.cuda_tile_verified[0].run_ids == [r.run_id for r in newer[1:]]
     assert all(r.run_id.startswith("FIXTURE-20260901T12") and not r.run_id.startswith("FIXTURE-20260901T14")
                for r in front.results if r.run_id)  # every row still decided by a 1.7.0 record
-    assert judged(tree).valid and judged(tree).note() is None
+    assert judged(tree).valid
+    assert judged(tree).note() is None
     capsys.readouterr()
     assert main(["status", LESSON, "--root", str(tree)]) == 0
     out = capsys.readouterr().out
@@ -266,16 +279,21 @@ def test_publish_states_the_verified_releases_and_the_audit_re_derives_them(tree
     lesson.path.write_text(lesson_text.render(lesson, lesson.front.model_copy(update={"cuda_tile_verified": []})))
     assert "cuda_tile_verified" not in lesson.path.read_text()
     verdict = judged(tree)
-    assert verdict.valid and verdict.findings() == [] and verdict.note() is None and verdict.states_releases
+    assert verdict.valid
+    assert verdict.findings() == []
+    assert verdict.note() is None
+    assert verdict.states_releases
     assert main(["publish", LESSON, "--root", str(tree), "--republish"]) == 0
-    assert len(lessons.load(tree, LESSON).front.cuda_tile_verified) == 2 and lock_list in stated(tree)
+    assert len(lessons.load(tree, LESSON).front.cuda_tile_verified) == 2
+    assert lock_list in stated(tree)
 
 
 def test_the_audit_names_a_release_the_record_itself_contradicts(tmp_path):
     from tileproof.judge.audit.rules.releases import release_issues
 
     w = World(tmp_path)
-    assert release_issues(on(w, 1, "1.5.0", in_range=False)) == [] and release_issues(old(w)) == []
+    assert release_issues(on(w, 1, "1.5.0", in_range=False)) == []
+    assert release_issues(old(w)) == []
     forged = on(w, 2, "1.5.0")
     forged = forged.model_copy(update={"cuda_tile": forged.cuda_tile.model_copy(update={"version": "1.4.0",
                                                                                       "tileiras": "13.3.36"})})

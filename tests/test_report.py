@@ -71,15 +71,19 @@ def test_html_is_self_contained_and_links_resolve(clean):
     base = root / "evidence"
     html = report.render_html(result, base)
     links = parse(html)
-    assert "script" not in links.tags and "link" not in links.tags and "img" not in links.tags
-    assert not links.srcs and not re.search(r"url\(|@import|https?://", html)
+    assert "script" not in links.tags
+    assert "link" not in links.tags
+    assert "img" not in links.tags
+    assert not links.srcs
+    assert not re.search(r"url\(|@import|https?://", html)
     files = [h for h in links.hrefs if not h.startswith("#")]
     assert len(files) > 10
     for href in files:
         assert not href.startswith("/"), href
         assert (base / unquote(href)).resolve().is_file(), href
     anchors = {h[1:] for h in links.hrefs if h.startswith("#")}
-    assert anchors and all(f'id="{a}"' in html for a in anchors)
+    assert anchors
+    assert all(f'id="{a}"' in html for a in anchors)
 
 
 def test_html_order_and_content(clean):
@@ -97,7 +101,8 @@ def test_findings_first_and_escaped(tampered):
     root, result = tampered
     html = report.render_html(result, root / "evidence")
     assert html.index("evidence-digest") < html.index('id="lessons"')
-    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;.txt" in html
+    assert "<img" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;.txt" in html
     assert "FAILED: 2 findings" in html
     md = report.render_markdown(result, root / "evidence")
     assert md.index("## Findings") < md.index("## Lessons") < md.index("## Lessons ×")
@@ -109,8 +114,10 @@ def test_markdown_links_relative(clean):
     root, result = clean
     md = report.render_markdown(result, root / "evidence")
     targets = re.findall(r"\]\(([^)]+)\)", md)
-    assert targets and all((root / "evidence" / unquote(t)).resolve().is_file() for t in targets)
-    assert "| File | Rule | Reason |" not in md and "None." in md
+    assert targets
+    assert all((root / "evidence" / unquote(t)).resolve().is_file() for t in targets)
+    assert "| File | Rule | Reason |" not in md
+    assert "None." in md
 
 
 def test_markdown_cells_escape_pipes(clean):
@@ -136,5 +143,7 @@ def test_html_in_headless_chromium(tampered, tmp_path):
     # The DOM as the browser built it (parsed, with the findings table first), and a screenshot of it.
     dom = render(page.as_uri(), png=tmp_path / "audit.png", size="1280,2000", min_png_bytes=20_000,
                  keep_as="audit.png")
-    assert "FAILED: 2 findings" in dom.stdout and "evidence-orphan" in dom.stdout
-    assert "<img" not in dom.stdout and "&lt;img src=x onerror=alert(1)&gt;.txt" in dom.stdout
+    assert "FAILED: 2 findings" in dom.stdout
+    assert "evidence-orphan" in dom.stdout
+    assert "<img" not in dom.stdout
+    assert "&lt;img src=x onerror=alert(1)&gt;.txt" in dom.stdout

@@ -53,7 +53,8 @@ def test_junit_of_the_committed_records(tmp_path, capsys, committed_tree):
     assert not any(c.result for c in suites["audit-rules"])
     # An optional row without evidence is skipped, not failed.
     skipped = [c for c in suites["lessons"] if any(isinstance(r, junitparser.Skipped) for r in c.result)]
-    assert skipped and all("optional" in c.name for c in skipped)
+    assert skipped
+    assert all("optional" in c.name for c in skipped)
     assert "wrote" in capsys.readouterr().out
 
 
@@ -86,13 +87,17 @@ def test_json_summary_validates_and_matches_the_audit(tmp_path, committed_tree):
     schema = json.loads((REPO / "schema" / "audit-summary.v1.schema.json").read_text())
     assert set(schema["required"]) <= set(data)
     result = audit.audit(committed_tree)
-    assert summary.passed and summary.records == len(result.records)
-    assert summary.history_checked == result.history_checked and summary.history_line == result.history_line()
+    assert summary.passed
+    assert summary.records == len(result.records)
+    assert summary.history_checked == result.history_checked
+    assert summary.history_line == result.history_line()
     assert [lesson.id for lesson in summary.lessons] == [lesson.id for lesson in result.lessons]
     assert sum(c.refuted_and_asserted for c in summary.claims) == len(view_of(result).standing_out)
     controls = [p for b in summary.bench for p in b.head_to_head if p.control]
-    assert controls and all(p.case.startswith("matmul/cublas/") for p in controls)
-    assert summary.history and all(len(h.values) == len(h.run_ids) >= 2 for h in summary.history)
+    assert controls
+    assert all(p.case.startswith("matmul/cublas/") for p in controls)
+    assert summary.history
+    assert all(len(h.values) == len(h.run_ids) >= 2 for h in summary.history)
 
 
 @pytest.mark.parametrize("flag", ["--junit", "--json"])

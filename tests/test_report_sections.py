@@ -43,7 +43,8 @@ def test_head_to_head_charts_carry_the_control(committed):
     assert len(v.head_to_head) == len(references) >= 1
     for chart in v.head_to_head:
         controls = [b for b in chart.bars if b.kind == "control"]
-        assert len(controls) == 1 and controls[0].label == "cuBLAS vs cuBLAS (control)"
+        assert len(controls) == 1
+        assert controls[0].label == "cuBLAS vs cuBLAS (control)"
         assert [line.value for line in chart.lines] == [100.0]
     # Every paired ratio of the record is one bar, at its median with its quartiles.
     bars = {(b.value, b.low, b.high) for c in v.head_to_head for b in c.bars}
@@ -60,7 +61,8 @@ def test_sweeps_show_every_case_the_reference_and_the_ceiling(committed):
         for b in chart.bars:
             assert b.low <= b.value <= b.high
     soft = bench_view.bench_view(_benches(committed, "kernels/bench/softmax_bench.py")[-1])
-    assert soft.sweeps and all("against the device copy" in c.title for c in soft.sweeps)
+    assert soft.sweeps
+    assert all("against the device copy" in c.title for c in soft.sweeps)
     assert all(c.lines[0].label.startswith("device copy") for c in soft.sweeps)
 
 
@@ -68,7 +70,8 @@ def test_an_older_record_without_the_paired_phase_says_so(committed):
     rec = _benches(committed, "kernels/bench/matmul_bench.py")[0]
     assert not rec.head_to_head
     v = bench_view.bench_view(rec)
-    assert not v.head_to_head and any("no head-to-head phase" in n for n in v.notes)
+    assert not v.head_to_head
+    assert any("no head-to-head phase" in n for n in v.notes)
 
 
 def test_history_follows_a_case_and_marks_a_regression(committed):
@@ -103,12 +106,14 @@ def test_svg_is_plain_well_formed_and_labelled(committed):
     for chart in (*v.head_to_head, *v.sweeps):
         text = svg.bar_chart(chart)
         tree = ET.fromstring(text)
-        assert tree.tag == f"{ns}svg" and tree.find(f"{ns}title").text == chart.title
+        assert tree.tag == f"{ns}svg"
+        assert tree.find(f"{ns}title").text == chart.title
         assert not re.search(r"<script|url\(|@import|https?://(?!www\.w3\.org/2000/svg)", text)
         bars = [r for r in tree.iter(f"{ns}rect") if r.find(f"{ns}title") is not None]
         assert len(bars) == len(chart.bars)
         legend = {t.text for t in tree.iter(f"{ns}text")}
-        assert {svg.LEGEND[b.kind] for b in chart.bars} <= legend and chart.axis in legend
+        assert {svg.LEGEND[b.kind] for b in chart.bars} <= legend
+        assert chart.axis in legend
     series = bench_view.history(rec for rec in [*_benches(committed, "kernels/bench/matmul_bench.py")])
     spark = ET.fromstring(svg.history_chart(series[0]))
     assert len(list(spark.iter(f"{ns}circle"))) == len(series[0].points)
@@ -116,7 +121,8 @@ def test_svg_is_plain_well_formed_and_labelled(committed):
 
 def test_claims_view_stands_out_what_the_decision_refuses(committed):
     v = view_of(committed)
-    assert v.releases and v.rows
+    assert v.releases
+    assert v.rows
     for row in v.rows:
         assert len(row.cells) == len(v.releases)
         assert row.stands_out == (row.deciding == "refuted" and row.asserted is not False)
@@ -137,7 +143,8 @@ def test_the_committed_report_shows_bench_claims_and_history(committed, tmp_path
                                      'id="perf-claims"', 'id="history"', 'id="grid"', 'id="environments"')]
     assert order == sorted(order)
     assert html.count("<svg") >= len(bench_view.bench_views(committed.records)) * 2
-    assert "cuBLAS vs cuBLAS (control)" in html and "cuBLAS vs cuBLAS (control)" in md
+    assert "cuBLAS vs cuBLAS (control)" in html
+    assert "cuBLAS vs cuBLAS (control)" in md
     assert html.count('class="standout"') == len(view_of(committed).standing_out) > 0
     assert "@media print" in html
     for text in ("## Claims", "## Bench", "## Bench history", "## Performance claims"):
@@ -153,12 +160,16 @@ def test_compact_rows_plurals_and_no_machine_paths(committed):
     for lesson in committed.lessons:
         for r in lesson_rows(lesson):
             if r.outcome == "passed":
-                assert r.why.startswith("check passed: max abs err") and r.run_id not in r.why
+                assert r.why.startswith("check passed: max abs err")
+                assert r.run_id not in r.why
     envs = html[html.index('id="environments"'):html.index('id="rules"')]
     envs_md = md[md.index("## Environments"):md.index("## Rules")]
     for private in ("/root/", "/tmp/", "/work/", "/home/", ".nox", "pyenv"):
-        assert private not in envs and private not in envs_md, private
-    assert "PATH=" in envs and "/usr/bin" in envs and "VIRTUAL_ENV=(set" in envs
+        assert private not in envs, private
+        assert private not in envs_md, private
+    assert "PATH=" in envs
+    assert "/usr/bin" in envs
+    assert "VIRTUAL_ENV=(set" in envs
     # The records keep the whole value: only the report shortens it.
     assert any("/root/" in r.environment.env.get("PATH", "") for r in committed.records if isinstance(r, RunRecord))
 
@@ -169,10 +180,14 @@ def test_shorten_and_plural():
            "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64"}
     text = env_text(env)
     assert "PATH=$VIRTUAL_ENV/bin:…(2):/usr/local/cuda/bin:/usr/bin" in text
-    assert "CUDA_HOME=(a path on the machine that ran it)" in text and "/home/" not in text
-    assert "CUDA_VISIBLE_DEVICES=0" in text and "LD_LIBRARY_PATH=/usr/local/nvidia/lib64" in text
+    assert "CUDA_HOME=(a path on the machine that ran it)" in text
+    assert "/home/" not in text
+    assert "CUDA_VISIBLE_DEVICES=0" in text
+    assert "LD_LIBRARY_PATH=/usr/local/nvidia/lib64" in text
     assert env_text({}) == "-"
-    assert plural(1, "check") == "1 check" and plural(3, "check") == "3 checks" and plural(0, "finding") == "0 findings"
+    assert plural(1, "check") == "1 check"
+    assert plural(3, "check") == "3 checks"
+    assert plural(0, "finding") == "0 findings"
 
 
 def test_a_stale_row_says_which_input_changed(tmp_path):
@@ -183,9 +198,11 @@ def test_a_stale_row_says_which_input_changed(tmp_path):
     html = render.render_html(result, tmp_path / "evidence")
     md = render.render_markdown(result, tmp_path / "evidence")
     blocker = next(b for b in lesson.decision.blockers if b.outcome == "stale")
-    assert "kernels/vector_add.py" in blocker.reason and info["run"].run_id in blocker.reason
+    assert "kernels/vector_add.py" in blocker.reason
+    assert info["run"].run_id in blocker.reason
     for text, meaning in ((html, escape(MEANING["stale"])), (md, MEANING["stale"])):
-        assert "What keeps it from publishing" in text and meaning in text
+        assert "What keeps it from publishing" in text
+        assert meaning in text
     assert blocker.reason in md.replace("\\|", "|")
     gated = next(lesson for lesson in result.lessons if lesson.id == "02-softmax")
     assert any(MEANING[b.outcome] in md for b in gated.decision.blockers)
@@ -209,8 +226,11 @@ def test_a_performance_claim_shows_the_record_that_backs_it(committed, tmp_path)
     html = render.render_html(result, committed.root / "evidence")
     section = html[html.index('id="perf-claims"'):html.index('id="history"')]
     run_id = decided[0].record.run_id
-    assert "grouped-4096" in section and "supported" in section and escape(decided[0].value_text()) in section
-    assert f'href="#bench-{run_id}"' in section and f'id="bench-{run_id}"' in html
+    assert "grouped-4096" in section
+    assert "supported" in section
+    assert escape(decided[0].value_text()) in section
+    assert f'href="#bench-{run_id}"' in section
+    assert f'id="bench-{run_id}"' in html
     assert "grouped-4096" in render.render_markdown(result, committed.root / "evidence")
 
 
@@ -220,7 +240,8 @@ def test_claims_per_release_when_there_are_several(committed):
     assert v.releases == ("13.3", "13.4", "13.5")
     row = next(r for r in v.rows if (r.document, r.claim_id) == ("day79-cutile", "warning-20359-d"))
     assert [c.verdict for c in row.cells] == ["confirmed", "confirmed", "refuted"]
-    assert row.holds == "confirmed on 13.3-13.4; refuted since 13.5" and row.deciding == "refuted"
+    assert row.holds == "confirmed on 13.3-13.4; refuted since 13.5"
+    assert row.deciding == "refuted"
     assert row.stands_out is (row.asserted is not False)
 
 
@@ -241,19 +262,23 @@ def test_a_record_that_does_not_count_is_named_with_why(tmp_path):
     assert info["run"].run_id in row.ignored
     md = render.render_markdown(result, tmp_path / "evidence")
     shown = next(r for r in lesson_rows(lesson) if r.program == row.row.program)
-    assert f"seal broken: {info['run'].run_id}" in shown.why and shown.why in md.replace("\\|", "|")
+    assert f"seal broken: {info['run'].run_id}" in shown.why
+    assert shown.why in md.replace("\\|", "|")
 
 
 def test_both_reports_show_each_lessons_python_programs_per_cuda_tile_release(committed, tmp_path):
     day79 = next(lesson for lesson in committed.lessons if lesson.id == "day79-cutile")
-    assert day79.releases is not None and [str(k) for k in day79.releases.releases] == ["1.7.0"]
+    assert day79.releases is not None
+    assert [str(k) for k in day79.releases.releases] == ["1.7.0"]
     md, page = render.render_markdown(committed, tmp_path), render.render_html(committed, tmp_path)
-    assert "## cuda-tile releases" in md and "### day79-cutile" in md
+    assert "## cuda-tile releases" in md
+    assert "### day79-cutile" in md
     for program in ("kernels/tile_matmul_softmax.py", "kernels/fused.py"):
         section = md.split("## cuda-tile releases", 1)[1]
         row = next(line for line in section.splitlines() if line.startswith(f"| `{program}` |"))
         assert row.count("passed (") == 1  # one release column, its record linked
-    assert 'id="cuda-tile-releases"' in page and escape(day79.releases.holds()) in page
+    assert 'id="cuda-tile-releases"' in page
+    assert escape(day79.releases.holds()) in page
     assert md.index("## Claims") < md.index("## cuda-tile releases")
 
 
@@ -307,7 +332,8 @@ def test_bench_view_shows_the_roofline_and_flags_a_second_look(committed, commit
     assert all("(flops-bound)" in c.title for c in v.sweeps)
     assert any(b.value_text.endswith("% of largest cuBLAS product") for c in v.sweeps for b in c.bars)
     notes = [n for n in v.notes if n.startswith("⚑ ")]
-    assert len(notes) == 1 and "matmul/persistent/8192x8192x8192/128x256x32+warps8+occ1" in notes[0]
+    assert len(notes) == 1
+    assert "matmul/persistent/8192x8192x8192/128x256x32+warps8+occ1" in notes[0]
     assert not any("bench_version 1" in n for n in v.notes)
     softmax = _benches(committed, "kernels/bench/softmax_bench.py")[-1]
     soft = bench_view.bench_view(_as_version_2(softmax, committed_tree))
@@ -325,7 +351,8 @@ def test_status_lines_name_each_programs_newest_record_and_its_best_per_shape(co
     rec = _as_version_2(newest["kernels/bench/matmul_bench.py"], committed_tree)
     big = next(c for c in bench_view.best_by_shape(rec) if c.shape == [8192] * 3)
     line = bench_view.status_line(rec, big)
-    assert "flops-bound: " in line and "head to head 102.8% [102.7, 102.9]" in line
+    assert "flops-bound: " in line
+    assert "head to head 102.8% [102.7, 102.9]" in line
     assert "; ⚑ second look: 102.8% > 100.1% of the reference" in line
 
 

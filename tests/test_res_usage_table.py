@@ -105,7 +105,8 @@ def test_the_rendered_table_has_the_numbers_and_names_the_record():
     assert two.startswith("| Kernel | Reduction | REG (13.4) | SHARED (13.4) | REG (13.5) | SHARED (13.5) "
                           "| Mechanism |")
     assert "| `tile_max_native` | reduce_max | 22 | 0 B | 16 | 0 B | builtin |" in two
-    assert "Source (13.5): " in two and "?" not in two
+    assert "Source (13.5): " in two
+    assert "?" not in two
 
 
 def test_a_lesson_without_a_table_gets_none():
@@ -155,7 +156,8 @@ def test_publish_fills_the_spike_table_and_the_audit_rederives_it(spike_tree):
     assert publish_cmd.publish(spike_tree, SPIKE)[0] == 0
     lesson = lessons.load(spike_tree, SPIKE)
     table = lessons.block_text(lesson.shown, lesson.body, lessons.RES_USAGE)
-    assert "?" not in table and "| `tile_max_native` | reduce_max (builtin) | 22 | 16 B |" in table
+    assert "?" not in table
+    assert "| `tile_max_native` | reduce_max (builtin) | 22 | 16 B |" in table
     assert "compile record `20261129T122301Z-compile-917a22af` (nvcc 13.4.92, sm_89, --tilefatbin)" in table
     outside = before.split("<!-- res-usage:begin -->")[1].split("<!-- res-usage:end -->")[1]
     assert lesson.body.endswith(outside)  # nothing after the table changed
@@ -167,22 +169,29 @@ def test_publish_fills_the_spike_table_and_the_audit_rederives_it(spike_tree):
     path = spike_tree / "lessons" / f"{SPIKE}.md"
     path.write_text(path.read_text().replace("| 48 | 6144 B |", "| 40 | 4096 B |"))
     (finding,) = spike_findings()
-    assert finding.rule == "lesson-rederive" and "body res-usage table line 4" in finding.reason
+    assert finding.rule == "lesson-rederive"
+    assert "body res-usage table line 4" in finding.reason
 
 
 def test_a_published_table_rests_on_the_compile_records_it_cites():
     old, new = compile_record(1), compile_record(2, regs=30)
     assert [c.run_id for c in decide_res_usage(FRONT, [old, new], TODAY).columns] == [new.run_id]  # the newest
     got = decide_res_usage(FRONT, [old, new], TODAY, cited=[old.run_id])
-    assert got.holds and [c.run_id for c in got.columns] == [old.run_id] and "| 22 | 0 B |" in got.rendered()
+    assert got.holds
+    assert [c.run_id for c in got.columns] == [old.run_id]
+    assert "| 22 | 0 B |" in got.rendered()
     stale = compile_record(3, "13.5", sources={**TODAY, HEADER: fx.sha("h v0")})
     got = decide_res_usage(FRONT, [old, new, stale], TODAY, cited=[old.run_id, stale.run_id])
-    assert got.filled and not got.holds and "cpp/harness.h changed since compile record" in got.reason
+    assert got.filled
+    assert not got.holds
+    assert "cpp/harness.h changed since compile record" in got.reason
     (blocker,) = gate.Decision("demo", (), res_usage=got).blockers
-    assert blocker.kind == "res-usage" and "nox -s publish -- demo --republish" in blocker.command
+    assert blocker.kind == "res-usage"
+    assert "nox -s publish -- demo --republish" in blocker.command
     gone = decide_res_usage(FRONT, [new], TODAY, cited=[old.run_id])
-    assert not gone.holds and f"the cited compile record {old.run_id} is not among the compile records that count" \
-        in gone.reason
+    assert not gone.holds
+    assert (f"the cited compile record {old.run_id} is not among the compile records that count" \
+        in gone.reason)
     assert not decide_res_usage(FRONT, [new], TODAY, cited=[]).holds
 
 

@@ -46,19 +46,25 @@ def test_no_gpu_run_is_recorded_and_fails(tree, capsys):
     runs = [r for r in records if isinstance(r, RunRecord)]
     sessions = [r for r in records if isinstance(r, SessionRecord)]
     assert [r.verdict for r in runs] == ["no-gpu"]
-    assert sessions and sessions[0].runs == [runs[0].run_id]
+    assert sessions
+    assert sessions[0].runs == [runs[0].run_id]
     rec = runs[0]
     assert rec.seal == seal_of(rec)
     # started through tileproof's launcher (toolchain/launch.py), which keeps the exception that ends it
     assert rec.step.argv[1].endswith("tileproof/toolchain/launch.py")
-    assert rec.step.argv[3].endswith("kernels/vector_add.py") and rec.step.exit_code == 1
+    assert rec.step.argv[3].endswith("kernels/vector_add.py")
+    assert rec.step.exit_code == 1
     assert rec.step.stdout.path.endswith("vector_add-gate-stdout.txt")
-    assert rec.report and rec.report.gate == "no-gpu"
+    assert rec.report
+    assert rec.report.gate == "no-gpu"
     # run_version 3 and up: the program and the helper it imports, whole; the tolerance table per entry, never
     # whole; 4: the cuda-tile release it imported, and no failure (the gate refused, nothing raised)
     assert {s.path for s in rec.sources} >= {"kernels/vector_add.py", "kernels/harness.py"}
-    assert rec.run_version == 4 and "kernels/tolerances.py" not in {s.path for s in rec.sources}
-    assert rec.cuda_tile is not None and rec.cuda_tile.in_range and rec.failure is None
+    assert rec.run_version == 4
+    assert "kernels/tolerances.py" not in {s.path for s in rec.sources}
+    assert rec.cuda_tile is not None
+    assert rec.cuda_tile.in_range
+    assert rec.failure is None
     assert (tree / rec.environment.pip_freeze.path).read_text()
     assert "CUDA_HOME" not in rec.environment.env
 
@@ -68,9 +74,12 @@ def test_no_gpu_run_writes_nothing_unless_asked(tree, capsys):
     before = sorted(p.relative_to(tree) for p in tree.rglob("*"))
     assert run(tree, "vector_add", record_no_gpu=False) == 1
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 1 and out[0].startswith("run: no usable GPU") and "--record-no-gpu" in out[0]
+    assert len(out) == 1
+    assert out[0].startswith("run: no usable GPU")
+    assert "--record-no-gpu" in out[0]
     assert sorted(p.relative_to(tree) for p in tree.rglob("*")) == before
-    assert not (tree / "runs").exists() and not (tree / "evidence").exists()
+    assert not (tree / "runs").exists()
+    assert not (tree / "evidence").exists()
 
 
 @no_gpu
@@ -79,8 +88,10 @@ def test_no_gpu_run_is_refused_by_the_cli(tree):
     proc = subprocess.run([sys.executable, "-m", "tileproof", "run", "--root", str(tree), "--program", "vector_add"],
                           capture_output=True, text=True, cwd=tree)
     assert proc.returncode == 1, proc.stderr
-    assert proc.stdout.strip().startswith("run: no usable GPU") and len(proc.stdout.strip().splitlines()) == 1
-    assert not (tree / "runs").exists() and not (tree / "evidence").exists()
+    assert proc.stdout.strip().startswith("run: no usable GPU")
+    assert len(proc.stdout.strip().splitlines()) == 1
+    assert not (tree / "runs").exists()
+    assert not (tree / "evidence").exists()
 
 
 def test_unknown_program_is_one_line(tree):
@@ -117,10 +128,14 @@ def test_setsid_sleep_infinity_under_timeout_3_ends_and_leaves_nothing(tree, cap
     (tree / "kernels" / "hang.py").write_text(HANG.replace("SLEEP", str(sleep)))
     assert run_cmd.run(args(tree, "hang", timeout=3.0)) == 1
     rec = next(r for r in load_records(tree) if isinstance(r, RunRecord))
-    assert rec.verdict == "timeout" and rec.step.timed_out and rec.step.exit_code is None
+    assert rec.verdict == "timeout"
+    assert rec.step.timed_out
+    assert rec.step.exit_code is None
     assert 3.0 <= rec.step.duration_s < 5.0
-    assert rec.step.strays_killed == 1 and "left running were killed" in rec.reason
-    assert rec.step.step_version == 2 and rec.step.containment == containment()
+    assert rec.step.strays_killed == 1
+    assert "left running were killed" in rec.reason
+    assert rec.step.step_version == 2
+    assert rec.step.containment == containment()
     assert not left(sleep.name), "killed and reaped"
     marker = b"TILEPROOF_STEP="
     for proc in Path("/proc").iterdir():  # nothing of the step is left anywhere (its sleeps: their name)

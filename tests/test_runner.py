@@ -54,8 +54,11 @@ def test_setsid_grandchild_dies_at_the_deadline(tmp_path, contained):
     t0 = time.perf_counter()
     done = start_and_wait([*argv, str(sleep)], env=child_env(), timeout=1.5)  # run_cmd's test keeps the 3 s
     assert time.perf_counter() - t0 < 1.5 + 2
-    assert done.timed_out and done.exit_code is None and done.stdout == b"started\n"
-    assert done.strays_killed == 1 and done.containment == contained
+    assert done.timed_out
+    assert done.exit_code is None
+    assert done.stdout == b"started\n"
+    assert done.strays_killed == 1
+    assert done.containment == contained
     assert not left(sleep.name), "killed, and reaped (by the subreaper, or the step's init)"
 
 
@@ -68,7 +71,9 @@ def test_detached_grandchild_of_a_finished_program_is_killed(tmp_path, contained
     t0 = time.perf_counter()
     done = start_and_wait([*argv, str(sleep)], env=child_env(), timeout=60)
     assert time.perf_counter() - t0 < 10
-    assert done.exit_code == 0 and not done.timed_out and done.strays_killed == 1
+    assert done.exit_code == 0
+    assert not done.timed_out
+    assert done.strays_killed == 1
     assert not left(sleep.name, zombies=False)
 
 
@@ -79,7 +84,8 @@ def test_program_closing_its_streams_still_runs_to_its_deadline(tmp_path):
         time.sleep(600)
     """)
     done = start_and_wait(argv, env=child_env(), timeout=1)
-    assert done.timed_out and done.exit_code is None
+    assert done.timed_out
+    assert done.exit_code is None
 
 
 def test_each_stream_is_capped_and_counted(tmp_path):
@@ -90,8 +96,10 @@ def test_each_stream_is_capped_and_counted(tmp_path):
     """)
     done = start_and_wait(argv, env=child_env(), timeout=60, cap=4096)
     assert done.exit_code == 0
-    assert len(done.stdout) == 4096 and done.stdout_total == 5_000_000
-    assert done.stderr == b"short\n" and done.stderr_total == 6
+    assert len(done.stdout) == 4096
+    assert done.stdout_total == 5_000_000
+    assert done.stderr == b"short\n"
+    assert done.stderr_total == 6
 
 
 def test_cut_transcript_says_where(tmp_path):
@@ -100,14 +108,16 @@ def test_cut_transcript_says_where(tmp_path):
     assert step.stdout_cut is not None
     assert (step.stdout_cut.kept_bytes, step.stdout_cut.total_bytes) == (2048, 10001)
     text = (tmp_path / step.stdout.path).read_text()
-    assert text.startswith("y" * 2048) and text.endswith("[tileproof: output cut at byte 2048 of 10001; "
-                                                          "raise --output-cap to keep more]\n")
+    assert text.startswith("y" * 2048)
+    assert (text.endswith("[tileproof: output cut at byte 2048 of 10001; "
+                                                          "raise --output-cap to keep more]\n"))
     assert step.stderr_cut is None
 
 
 def test_output_cap_from_the_environment(monkeypatch):
     monkeypatch.setenv(process.CAP_VAR, "4096")
-    assert process.output_cap() == 4096 and process.output_cap(8192) == 8192
+    assert process.output_cap() == 4096
+    assert process.output_cap(8192) == 8192
     monkeypatch.setenv(process.CAP_VAR, "lots")
     with pytest.raises(TileproofError, match="TILEPROOF_OUTPUT_CAP") as e:
         process.output_cap()
@@ -118,9 +128,11 @@ def test_output_cap_from_the_environment(monkeypatch):
 
 def test_missing_program_is_exit_127_not_a_crash(tmp_path):
     done = start_and_wait([str(tmp_path / "no-such-tool")], env=child_env(), timeout=5)
-    assert done.exit_code == 127 and b"no-such-tool" in done.stderr
+    assert done.exit_code == 127
+    assert b"no-such-tool" in done.stderr
     bare = start_and_wait(["no-such-tool-on-path"], env=child_env(), timeout=5)
-    assert bare.exit_code == 127 and bare.stderr == b"no-such-tool-on-path: No such file or directory\n"
+    assert bare.exit_code == 127
+    assert bare.stderr == b"no-such-tool-on-path: No such file or directory\n"
 
 
 def test_a_program_that_is_not_executable_or_a_folder_is_127_permission_denied(tmp_path):
@@ -128,7 +140,8 @@ def test_a_program_that_is_not_executable_or_a_folder_is_127_permission_denied(t
     plain.write_text("#!/bin/sh\necho never\n")
     for argv0 in (str(plain), str(tmp_path)):
         done = start_and_wait([argv0], env=child_env(), timeout=5)
-        assert done.exit_code == 127 and done.stderr == f"{argv0}: Permission denied\n".encode()
+        assert done.exit_code == 127
+        assert done.stderr == f"{argv0}: Permission denied\n".encode()
 
 
 def test_a_relative_program_path_is_found_from_the_step_s_folder(tmp_path):
@@ -137,7 +150,9 @@ def test_a_relative_program_path_is_found_from_the_step_s_folder(tmp_path):
     tool.write_text("#!/bin/sh\necho ran \"$0\"\n")
     tool.chmod(0o755)
     done = start_and_wait(["bin/tool"], env=child_env(), cwd=tmp_path, timeout=5)
-    assert done.exit_code == 0 and done.stdout.startswith(b"ran ") and done.argv == ("bin/tool",)
+    assert done.exit_code == 0
+    assert done.stdout.startswith(b"ran ")
+    assert done.argv == ("bin/tool",)
 
 
 @linux
@@ -175,8 +190,10 @@ def test_a_signal_kills_every_live_child(tmp_path, contained):
     try:
         process.kill_all_live()
         worker.join(10)
-        assert not worker.is_alive() and result["done"].exit_code == -9
-        assert not alive(pid) and not left(name, zombies=False)
+        assert not worker.is_alive()
+        assert result["done"].exit_code == -9
+        assert not alive(pid)
+        assert not left(name, zombies=False)
         with pytest.raises(Interrupted):
             start_and_wait(argv, env=child_env(), timeout=5)
     finally:
@@ -189,10 +206,14 @@ def test_children_get_the_allowlist_only(tmp_path, monkeypatch):
     monkeypatch.setenv("LESSON_KNOB", "7")
     argv = script(tmp_path, "import os, json; print(json.dumps(sorted(os.environ)))")
     names = set(eval(start_and_wait(argv, env=child_env(device=3), timeout=60).stdout))
-    assert "GITHUB_TOKEN" not in names and "CUDA_HOME" not in names and "LESSON_KNOB" not in names
+    assert "GITHUB_TOKEN" not in names
+    assert "CUDA_HOME" not in names
+    assert "LESSON_KNOB" not in names
     assert names - {process.MARKER_VAR, "PYTHONUNBUFFERED"} <= set(CHILD_ENV)
     extra = child_env(extra=["LESSON_KNOB", "CUDA_HOME"], device=3)
-    assert extra["LESSON_KNOB"] == "7" and "CUDA_HOME" not in extra and extra["CUDA_VISIBLE_DEVICES"] == "3"
+    assert extra["LESSON_KNOB"] == "7"
+    assert "CUDA_HOME" not in extra
+    assert extra["CUDA_VISIBLE_DEVICES"] == "3"
     assert child_env(path_dirs=["/opt/tools"], base={"PATH": "/bin"})["PATH"] == os.pathsep.join(["/opt/tools", "/bin"])
 
 
@@ -271,6 +292,8 @@ def test_toolchain_asks_its_caller_to_run_tools(tmp_path):
         asked.append(argv)
         return "Cuda compilation tools, release 13.4, V13.4.92\n"
 
-    assert tool_version(nvcc, fake) == "13.4.92" and asked == [[str(nvcc), "--version"]]
+    assert tool_version(nvcc, fake) == "13.4.92"
+    assert asked == [[str(nvcc), "--version"]]
     tools = discover(system_nvcc=str(nvcc), env={}, version_text=fake)
-    assert tools.source == "system" and {t.name: t.version for t in tools.facts.tools}["nvcc"] == "13.4.92"
+    assert tools.source == "system"
+    assert {t.name: t.version for t in tools.facts.tools}["nvcc"] == "13.4.92"

@@ -48,7 +48,9 @@ def test_a_bad_entry_is_one_line_naming_the_field(tmp_path, change, field):
     with pytest.raises(RecordError) as e:
         runner_keys.load_registry(tmp_path)
     msg = str(e.value)
-    assert "\n" not in msg and msg.startswith(f"lessons/runners.yaml: {field}:") and "fix:" in msg
+    assert "\n" not in msg
+    assert msg.startswith(f"lessons/runners.yaml: {field}:")
+    assert "fix:" in msg
 
 
 def test_a_key_listed_twice_is_refused(tmp_path):
@@ -77,7 +79,9 @@ def test_rotation_old_key_valid_before_its_revocation_refused_after(tmp_path):
     assert store.read_record(before, reg).trust == "verified"
     assert store.read_record(at, reg).trust == "revoked"
     v = store.read_record(after, reg).verification
-    assert v.trust == "revoked" and "revoked since" in v.reason and v.keyid == old.keyid
+    assert v.trust == "revoked"
+    assert "revoked since" in v.reason
+    assert v.keyid == old.keyid
     assert store.read_record(fresh, reg).trust == "verified"
 
 
@@ -85,7 +89,8 @@ def test_kind_not_allowed(tmp_path):
     bench_only = new_signer()
     reg = registry_of(entry(bench_only, may_sign=["bench"]))
     v = store.read_record(signed(tmp_path, bench_only), reg).verification
-    assert v.trust == "kind-not-allowed" and "not run records" in v.reason
+    assert v.trust == "kind-not-allowed"
+    assert "not run records" in v.reason
 
 
 def test_any_one_good_signature_verifies(tmp_path):
@@ -149,13 +154,16 @@ def test_every_failed_trust_has_a_rule():
 
 def test_policy_today_keeps_unsigned_legacy_records_counting():
     assert trust.POLICY == "unsigned-counts"
-    assert trust.counts("verified") and trust.counts("unsigned")
+    assert trust.counts("verified")
+    assert trust.counts("unsigned")
     for word in ("unknown-key", "bad-signature", "revoked", "kind-not-allowed", "subject-mismatch"):
-        assert not trust.counts(word, "unsigned-counts") and not trust.counts(word, "signed-only")
+        assert not trust.counts(word, "unsigned-counts")
+        assert not trust.counts(word, "signed-only")
 
 
 def test_signed_only_refuses_unsigned():
-    assert not trust.counts("unsigned", "signed-only") and trust.counts("verified", "signed-only")
+    assert not trust.counts("unsigned", "signed-only")
+    assert trust.counts("verified", "signed-only")
     assert trust.issues(runner_keys.UNSIGNED, "signed-only") == [("record-unsigned", runner_keys.UNSIGNED.reason)]
     assert trust.issues(runner_keys.UNSIGNED, "unsigned-counts") == []
 
@@ -201,5 +209,7 @@ def test_unsigned_records_committed_before_the_first_key_are_legacy_not_findings
     assert not trust.counts(UNSIGNED.trust, "signed-only")
     assert trust.issues(UNSIGNED, "signed-only", legacy=True) == []
     assert [r for r, _ in trust.issues(UNSIGNED, "signed-only")] == ["record-unsigned"]
-    assert not registry_lists_keys(None) and not registry_lists_keys(b"registry_version: 1\nrunners: []\n")
-    assert registry_lists_keys(b"\xff") and registry_lists_keys(b"runners:\n- owner: x\n")
+    assert not registry_lists_keys(None)
+    assert not registry_lists_keys(b"registry_version: 1\nrunners: []\n")
+    assert registry_lists_keys(b"\xff")
+    assert registry_lists_keys(b"runners:\n- owner: x\n")

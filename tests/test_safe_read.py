@@ -30,7 +30,9 @@ NAME = "20990101T000000Z-run-00000000.json"
 
 def one_line(err: pytest.ExceptionInfo) -> str:
     text = str(err.value)
-    assert text and "\n" not in text and "fix:" in text
+    assert text
+    assert "\n" not in text
+    assert "fix:" in text
     return text
 
 
@@ -61,7 +63,8 @@ def test_evidence_link_to_etc_passwd_is_refused(tmp_path):
     (tmp_path / "evidence" / "r" / "pip-freeze.txt").symlink_to("/etc/passwd")
     with pytest.raises(InputRefused) as err:
         safe_read.read_evidence(tmp_path, "evidence/r/pip-freeze.txt")
-    assert err.value.kind == "symlink" and "symbolic link" in one_line(err)
+    assert err.value.kind == "symlink"
+    assert "symbolic link" in one_line(err)
 
 
 def test_evidence_link_inside_the_repo_is_refused_too(tmp_path):
@@ -83,7 +86,8 @@ def test_evidence_under_a_linked_folder_is_refused(tmp_path):
     (repo / "evidence" / "r").symlink_to(outside)
     with pytest.raises(InputRefused) as err:
         safe_read.read_evidence(repo, "evidence/r/a.txt")
-    assert err.value.kind == "symlink" and "evidence/r" in one_line(err)
+    assert err.value.kind == "symlink"
+    assert "evidence/r" in one_line(err)
 
 
 def test_record_link_in_runs_is_refused(tmp_path):
@@ -100,7 +104,8 @@ def test_lesson_link_out_of_the_repo_is_refused(tmp_path):
     (tmp_path / "repo" / "lessons" / "x.md").symlink_to(tmp_path / "elsewhere.md")
     with pytest.raises(InputRefused) as err:
         lessons.load_all(tmp_path / "repo")
-    assert err.value.kind == "outside-repo" and "outside the repository" in one_line(err)
+    assert err.value.kind == "outside-repo"
+    assert "outside the repository" in one_line(err)
 
 
 def test_a_lesson_may_link_inside_the_repo(tmp_path):
@@ -139,7 +144,8 @@ def test_fifo_in_evidence_is_refused_without_blocking(tmp_path):
     os.mkfifo(tmp_path / "evidence" / "r" / "stdout.txt")
     with pytest.raises(InputRefused) as err:
         within(5, safe_read.read_evidence, tmp_path, "evidence/r/stdout.txt")
-    assert err.value.kind == "special-file" and "a FIFO" in one_line(err)
+    assert err.value.kind == "special-file"
+    assert "a FIFO" in one_line(err)
 
 
 def test_fifo_as_record_or_lesson_is_refused_without_blocking(tmp_path):
@@ -157,7 +163,8 @@ def test_device_and_directory_are_refused(tmp_path):
     (tmp_path / "evidence" / "d").mkdir(parents=True)
     with pytest.raises(InputRefused) as err:
         safe_read.read_bytes(tmp_path, "evidence/d", "evidence")
-    assert err.value.kind == "special-file" and "a directory" in str(err.value)
+    assert err.value.kind == "special-file"
+    assert "a directory" in str(err.value)
     (tmp_path / "lessons").mkdir()
     (tmp_path / "lessons" / "null.md").symlink_to("/dev/null")
     with pytest.raises(InputRefused) as err:
@@ -180,14 +187,16 @@ def test_record_with_one_non_utf8_byte_is_one_line(tmp_path):
     path = runs_with(tmp_path, data[:100] + b"\xff" + data[101:])
     with pytest.raises(InputRefused) as err:
         store.load_record(path)
-    assert err.value.kind == "not-utf8" and "byte 100: not UTF-8 (byte 0xff)" in one_line(err)
+    assert err.value.kind == "not-utf8"
+    assert "byte 100: not UTF-8 (byte 0xff)" in one_line(err)
 
 
 def test_50_mb_of_random_bytes_in_runs_is_one_line(tmp_path):
     path = runs_with(tmp_path, os.urandom(50 * 1024 * 1024))
     with pytest.raises(InputRefused) as err:
         store.load_records(tmp_path)
-    assert err.value.kind == "too-large" and f"at most {safe_read.LIMITS['record']}" in one_line(err)
+    assert err.value.kind == "too-large"
+    assert f"at most {safe_read.LIMITS['record']}" in one_line(err)
     assert str(path) in str(err.value)
 
 
@@ -204,7 +213,8 @@ def test_bracket_repeated_100k_times_is_one_line(tmp_path):
     path = runs_with(tmp_path, b"[" * 100_000)
     with pytest.raises(InputRefused) as err:
         store.load_record(path)
-    assert err.value.kind == "too-deep" and "nests more than" in one_line(err)
+    assert err.value.kind == "too-deep"
+    assert "nests more than" in one_line(err)
 
 
 def test_the_audit_reports_a_bracket_bomb_as_a_finding(tmp_path):
@@ -229,7 +239,8 @@ def lesson_text(program_path: str) -> str:
 def test_lesson_program_with_empty_path_is_one_line():
     with pytest.raises(RecordError) as err:
         lessons.parse("lessons/tile-reduction-spike.md", lesson_text(""))
-    assert "programs.0.path" in one_line(err) and "is not a program" in str(err.value)
+    assert "programs.0.path" in one_line(err)
+    assert "is not a program" in str(err.value)
 
 
 def test_flow_nesting_past_the_cap_is_refused_while_scanning():
@@ -246,14 +257,16 @@ def test_yaml_nested_1000_deep_is_one_line(tmp_path):
     nested = "".join("  " * i + "a:\n" for i in range(1000))
     with pytest.raises(InputRefused) as err:
         lessons.parse("lessons/x.md", "---\n" + nested + "---\n")
-    assert err.value.kind == "too-deep" and one_line(err).startswith("lessons/x.md: ")
+    assert err.value.kind == "too-deep"
+    assert one_line(err).startswith("lessons/x.md: ")
     with pytest.raises(InputRefused, match="nests more than"):
         lessons.parse("lessons/x.md", "---\na: " + "[" * 1000 + "]" * 1000 + "\n---\n")
     path = tmp_path / "doc.claims.yaml"
     path.write_text(nested)
     with pytest.raises(InputRefused) as err:
         claims.load_file(path, "lessons/claims/doc.claims.yaml")
-    assert err.value.kind == "too-deep" and one_line(err).startswith("lessons/claims/doc.claims.yaml: ")
+    assert err.value.kind == "too-deep"
+    assert one_line(err).startswith("lessons/claims/doc.claims.yaml: ")
 
 
 def test_yaml_alias_bomb_is_refused():
@@ -271,7 +284,8 @@ def test_claims_file_with_non_utf8_bytes_is_one_line(tmp_path):
     path.write_bytes(b"claims_version: 1\ndocument: \xe9t\xe9\n")
     with pytest.raises(InputRefused) as err:
         claims.load_file(path, "lessons/claims/doc.claims.yaml")
-    assert err.value.kind == "not-utf8" and "byte 28: not UTF-8 (byte 0xe9)" in one_line(err)
+    assert err.value.kind == "not-utf8"
+    assert "byte 28: not UTF-8 (byte 0xe9)" in one_line(err)
 
 
 def test_a_yaml_scalar_python_cannot_build_is_one_line():
@@ -311,7 +325,8 @@ def test_pip_freeze_wheel_without_version_gives_no_version():
 def test_nvidia_smi_memory_that_is_no_number_is_none(memory):
     text = f"index, name, memory.total [MiB]\n0, NVIDIA H200, {memory}\n"
     [row] = parsers.parse_gpu_query(text)
-    assert row["memory_total_mib"] is None and row["name"] == "NVIDIA H200"
+    assert row["memory_total_mib"] is None
+    assert row["name"] == "NVIDIA H200"
 
 
 def test_nvidia_smi_line_csv_cannot_read_names_no_gpu():
@@ -345,8 +360,9 @@ def test_compile_refuses_a_build_link_out_of_the_repo(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tileproof", "compile", "--root", str(repo)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and "build: resolves to" in proc.stderr \
-        and "outside the repository" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert "build: resolves to" in proc.stderr
+    assert "outside the repository" in proc.stderr
     assert list(outside.iterdir()) == []
 
 
@@ -377,7 +393,8 @@ def test_every_problem_has_a_rule_and_every_kind_a_cap():
 def test_committed_tree_reads_clean():
     """Every committed record, lesson and claims file passes the safe reader."""
     assert len(store.load_records(REPO)) == len(store.record_files(REPO)) > 0
-    assert lessons.load_all(REPO) and claims.load_all(REPO)
+    assert lessons.load_all(REPO)
+    assert claims.load_all(REPO)
     from tileproof.judge.audit.rules.evidence import transcripts
 
     for rec in store.load_records(REPO):
@@ -393,7 +410,9 @@ def test_gate_evidence_reader_refuses_a_link_to_etc_passwd(tmp_path):
     (tmp_path / "evidence" / "r" / "pip-freeze.txt").symlink_to("/etc/passwd")
     (tmp_path / "evidence" / "r" / "ok.txt").write_bytes(b"ok")
     read = tree.evidence_reader(tmp_path)
-    assert read("evidence/r/ok.txt") == b"ok" and read("evidence/r/gone.txt") is None and read("runs/x") is None
+    assert read("evidence/r/ok.txt") == b"ok"
+    assert read("evidence/r/gone.txt") is None
+    assert read("runs/x") is None
     with pytest.raises(InputRefused, match="symbolic link"):
         read("evidence/r/pip-freeze.txt")
 
@@ -408,7 +427,8 @@ def test_runner_registry_link_out_of_the_repo_is_refused(tmp_path):
     (tmp_path / "repo" / runner_keys.REGISTRY).symlink_to(tmp_path / "keys.yaml")
     with pytest.raises(InputRefused) as err:
         runner_keys.load_registry(tmp_path / "repo")
-    assert err.value.kind == "outside-repo" and one_line(err).startswith("lessons/runners.yaml: ")
+    assert err.value.kind == "outside-repo"
+    assert one_line(err).startswith("lessons/runners.yaml: ")
 
 
 def test_a_yaml_text_parsed_again_is_an_equal_value_of_its_own():
@@ -417,7 +437,8 @@ def test_a_yaml_text_parsed_again_is_an_equal_value_of_its_own():
     first["a"][1]["b"] = "changed by its caller"
     first["a"].append(3)
     second = safe_read.parse_yaml(text, "two.yaml")
-    assert second == yaml.safe_load(text) and second is not first
+    assert second == yaml.safe_load(text)
+    assert second is not first
     assert second["a"] is second["c"]  # an alias stays one object within a value
 
 

@@ -53,7 +53,8 @@ def test_the_guides_front_matter_reference_is_generated_from_the_model(tmp_path)
 
     guide = (REPO / "AUTHORING.md").read_text()
     for name, info in LessonFront.model_fields.items():
-        assert f"| `{name}` |" in guide and info.description, name
+        assert f"| `{name}` |" in guide, name
+        assert info.description, name
     shutil.copytree(REPO / "schema", tmp_path / "schema")
     shutil.copytree(REPO / "kernels", tmp_path / "kernels")
     (tmp_path / "cpp").mkdir()
@@ -71,7 +72,8 @@ def test_every_schema_names_its_dialect_and_itself():
     for path in (p for p in rendered(REPO) if p.suffix == ".json"):
         committed = json.loads((REPO / path).read_text())
         assert committed["$schema"] == GenerateJsonSchema.schema_dialect, path
-        assert committed["$id"].endswith(path.name) and committed["$id"].startswith("urn:tileproof:"), path
+        assert committed["$id"].endswith(path.name), path
+        assert committed["$id"].startswith("urn:tileproof:"), path
         ids.add(committed["$id"])
     assert len(ids) == len([p for p in rendered(REPO) if p.suffix == ".json"])
 
@@ -94,7 +96,8 @@ def test_a_guide_without_its_end_marker_is_one_line_and_exit_2(tmp_path, argv):
     assert "Traceback" not in proc.stderr
     (line,) = proc.stderr.splitlines()
     assert line.startswith(f"tileproof {argv[0]}: AUTHORING.md: no end marker line of the generated front-matter")
-    assert line.endswith(f"in that order, then run {generated.COMMAND})") and guide.END in line
+    assert line.endswith(f"in that order, then run {generated.COMMAND})")
+    assert guide.END in line
 
 
 def test_each_broken_marker_says_what_is_wrong():
@@ -109,7 +112,8 @@ def test_each_broken_marker_says_what_is_wrong():
     for problem, broken in cases.items():
         with pytest.raises(RecordError) as e:
             guide.with_reference(broken)
-        assert str(e.value).startswith(f"AUTHORING.md: {problem}") and "\n" not in str(e.value), problem
+        assert str(e.value).startswith(f"AUTHORING.md: {problem}"), problem
+        assert "\n" not in str(e.value), problem
 
 
 def _joining_modules(package: Path) -> set[str]:
@@ -184,6 +188,8 @@ def test_compile_and_a_run_s_builds_write_the_header_through_the_one_writer(tmp_
     add("two")
     calls.clear()
     assert generated.make_current(tmp_path, present_only=True) == [HEADER_FILE]
-    assert calls == [(HEADER_FILE.as_posix(), True)] and '"two"' in (tmp_path / HEADER_FILE).read_text()
+    assert calls == [(HEADER_FILE.as_posix(), True)]
+    assert '"two"' in (tmp_path / HEADER_FILE).read_text()
     builds.make_header_current(tmp_path)
-    assert calls[-1] == (HEADER_FILE.as_posix(), False) and capsys.readouterr().out == ""
+    assert calls[-1] == (HEADER_FILE.as_posix(), False)
+    assert capsys.readouterr().out == ""

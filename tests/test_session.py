@@ -51,7 +51,8 @@ def tree(tmp_path):
 def test_the_gpu_query_reads_nvidia_smi_s_rows(tmp_path, monkeypatch):
     fake_nvidia_smi(tmp_path, monkeypatch, LISTS_ONE_H200)
     query = capture.gpu_query()
-    assert query.done is not None and query.done.argv == tuple(capture.GPU_QUERY_ARGV)
+    assert query.done is not None
+    assert query.done.argv == tuple(capture.GPU_QUERY_ARGV)
     assert [(r["index"], r["name"], r["compute_capability"]) for r in query.rows or []] == [(0, "NVIDIA H200", "9.0")]
     assert query.why_not(0) is None
     assert query.why_not(1) == "nvidia-smi lists no GPU 1 (exit 0)"
@@ -83,15 +84,18 @@ def test_one_session_asks_nvidia_smi_for_its_gpus_once(tree, tmp_path, monkeypat
     assert [c for c in calls.read_text().splitlines() if c.startswith("--query-gpu")] == \
         [" ".join(capture.GPU_QUERY_ARGV[1:])]
     (rec,) = [r for r in load_records(tree) if isinstance(r, RunRecord)]
-    assert rec.environment.gpu is not None and rec.environment.gpu.name == "NVIDIA H200"
+    assert rec.environment.gpu is not None
+    assert rec.environment.gpu.name == "NVIDIA H200"
     assert rec.environment.nvidia_smi_query is not None
     assert (tree / rec.environment.nvidia_smi_query.path).read_bytes() == QUERY.read_bytes()
-    assert rec.verdict == "no-gpu" and capsys.readouterr().out.strip().splitlines()[-1].startswith("run: 1 no-gpu;")
+    assert rec.verdict == "no-gpu"
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("run: 1 no-gpu;")
 
 
 def test_the_session_state_is_typed():
     hints = typing.get_type_hints(session._Session)
-    assert hints and typing.Any not in hints.values()
+    assert hints
+    assert typing.Any not in hints.values()
     assert not [n for n, t in hints.items() if "Any" in str(t)]
 
 

@@ -48,7 +48,8 @@ def test_signed_file_is_a_dsse_envelope_of_an_in_toto_statement(signed):
         assert names[f.path] == f.sha256
     # materials: what it read (the program, its helpers, the lesson), never a subject
     for f in rec.sources:
-        assert materials[f.path] == f.sha256 and f.path not in names
+        assert materials[f.path] == f.sha256
+        assert f.path not in names
     assert all(n.startswith("evidence/") for n in names)
     assert "kernels/fused.py" in materials or any(n.startswith("kernels/") for n in materials)
 
@@ -110,7 +111,8 @@ def test_pynacl_verifies_over_a_pae_built_from_the_spec(signed):
 def test_signed_record_reads_back_verified_and_equal_to_the_plain_one(signed, tmp_path):
     root, signer, path = signed
     loaded = store.read_record(path, registry_of(entry(signer)))
-    assert loaded.trust == "verified" and loaded.verification.keyid == signer.keyid
+    assert loaded.trust == "verified"
+    assert loaded.verification.keyid == signer.keyid
     plain = store.write_record(tmp_path / "plain", real_run())
     assert store.load_record(plain) == loaded.record
     assert loaded.record.seal == store.seal_of(loaded.record)  # the seal stays inside the predicate
@@ -120,7 +122,8 @@ def test_without_a_key_the_record_is_plain_and_unsigned(tmp_path):
     path = store.write_record(tmp_path, real_run())
     assert "schema_version" in json.loads(path.read_text())  # the pre-signing format, unchanged
     loaded = store.read_record(path, runner_keys.EMPTY)
-    assert loaded.trust == "unsigned" and loaded.verification.keyid is None
+    assert loaded.trust == "unsigned"
+    assert loaded.verification.keyid is None
 
 
 def test_envelope_without_signatures_is_unsigned(signed, tmp_path):
@@ -141,7 +144,8 @@ def test_committed_records_all_load_unsigned_or_verified(repo_root):
     loaded = [x for x in store.read_records(repo_root, reg) if x.record.run_id in committed]
     later = {x.trust for x in loaded if x.record.run_id >= "20261201"}
     earlier = {x.trust for x in loaded if x.record.run_id < "20261201"}
-    assert later == {"verified"} and earlier == {"unsigned"}
+    assert later == {"verified"}
+    assert earlier == {"unsigned"}
     assert [x.record for x in loaded] == [r for r in store.load_records(repo_root) if r.run_id in committed]
 
 
@@ -152,7 +156,9 @@ def test_a_broken_envelope_is_one_line(signed):
     path.write_text(json.dumps(env))
     with pytest.raises(RecordError) as e:
         store.load_record(path)
-    assert "\n" not in str(e.value) and "payload" in str(e.value) and "fix:" in str(e.value)
+    assert "\n" not in str(e.value)
+    assert "payload" in str(e.value)
+    assert "fix:" in str(e.value)
 
 
 def test_audit_reads_a_signed_record_as_sealed(tmp_path):
@@ -178,7 +184,8 @@ def test_load_signer_reads_a_0600_key_outside_the_repo(tmp_path):
     path.write_bytes(pem(key))
     path.chmod(0o600)
     signer = signing.load_signer(path, tmp_path / "repo")
-    assert signer.keyid == signing.keyid_of(key.public_key()) and signer.path == path
+    assert signer.keyid == signing.keyid_of(key.public_key())
+    assert signer.path == path
 
 
 @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
@@ -216,12 +223,14 @@ def test_keygen_writes_0600_outside_and_prints_a_valid_entry(tmp_path, capsys, m
     assert os.stat(key).st_mode & 0o777 == 0o600
     out = capsys.readouterr().out
     signer = signing.load_signer(key, tmp_path / "repo")
-    assert signer.keyid in out and signing.raw_public(signer.public).hex() in out
+    assert signer.keyid in out
+    assert signing.raw_public(signer.public).hex() in out
     import yaml
 
     listed = yaml.safe_load(out[out.index("- owner"):])
     reg = runner_keys.RunnerRegistry(registry_version=1, runners=listed)
-    assert reg.runners[0].keyid == signer.keyid and reg.runners[0].may_sign == ["run", "session"]
+    assert reg.runners[0].keyid == signer.keyid
+    assert reg.runners[0].may_sign == ["run", "session"]
     assert main(["keygen", "--root", str(tmp_path / "repo"), "--key", str(key)]) == 2  # never overwritten
     assert "already exists" in capsys.readouterr().err
 
@@ -231,7 +240,8 @@ def test_keygen_takes_the_path_from_the_environment(tmp_path, monkeypatch):
 
     key = tmp_path / "env.pem"
     monkeypatch.setenv(signing.KEY_ENV, str(key))
-    assert main(["keygen", "--root", str(tmp_path / "repo")]) == 0 and key.is_file()
+    assert main(["keygen", "--root", str(tmp_path / "repo")]) == 0
+    assert key.is_file()
     assert signing.signer_from_env(tmp_path / "repo").keyid == signing.load_signer(key, tmp_path / "repo").keyid
 
 
@@ -319,7 +329,8 @@ def test_a_fully_signed_tree_audits_clean(tmp_path, monkeypatch):
 
     _signed_audit_tree(tmp_path, monkeypatch, new_signer())
     result = audit.audit(tmp_path)
-    assert result.findings == [] and len(result.records) == 6
+    assert result.findings == []
+    assert len(result.records) == 6
 
 
 def test_records_signed_by_an_unregistered_key_are_findings_and_never_count(tmp_path, monkeypatch):
@@ -334,7 +345,8 @@ def test_records_signed_by_an_unregistered_key_are_findings_and_never_count(tmp_
     assert "record-unknown-key" in rules
     assert sum(f.rule == "record-unknown-key" for f in result.findings) == 6
     published = [lesson for lesson in result.lessons if lesson.status == "published"]
-    assert published and not any(lesson.publishable for lesson in published)
+    assert published
+    assert not any(lesson.publishable for lesson in published)
     assert "lesson-published-without-evidence" in rules
     (row,) = [r for r in published[0].decision.rows if not r.row.optional][:1]
     assert "ignored, signature unknown-key" in row.reason
@@ -347,5 +359,6 @@ def test_keygen_default_path_is_under_the_home_config(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert main(["keygen", "--root", str(tmp_path / "repo")]) == 0
     key = tmp_path / "home" / ".config" / "tileproof" / "signing-key.pem"
-    assert key.is_file() and key.stat().st_mode & 0o777 == 0o600
+    assert key.is_file()
+    assert key.stat().st_mode & 0o777 == 0o600
     assert key.parent.stat().st_mode & 0o777 == 0o700

@@ -95,7 +95,8 @@ def test_slurm_conf_names_the_prefix_the_node_and_its_gpus(tmp_path):
         node.slurm_conf(Path("/s"), prefix, hw, 2, [], "c", (1, 2))
     (tmp_path / "usr" / "lib" / "x86_64-linux-gnu" / "slurm-wlm").mkdir(parents=True)
     conf = node.slurm_conf(Path("/s"), prefix, hw, 2, ["h200", "sm_90"], "c", (1, 2)).splitlines()
-    assert "GresTypes=gpu" in conf and "SlurmctldHost=vm(127.0.0.1)" in conf
+    assert "GresTypes=gpu" in conf
+    assert "SlurmctldHost=vm(127.0.0.1)" in conf
     assert f"PluginDir={tmp_path}/usr/lib/x86_64-linux-gnu/slurm-wlm" in conf
     assert f"NodeName=vm NodeAddr=127.0.0.1 {hw.hardware} Gres=gpu:2 Features=h200,sm_90 State=UNKNOWN" in conf
     with pytest.raises(node.NodeError, match="slurmd -C: no NodeName line"):
@@ -129,7 +130,8 @@ def _plan(host, version=(22, 5, 8), plugins=PLUGINS):
 def test_the_cpu_machines_cgroups_are_v1_hierarchies_and_v1_inert_is_the_plan():
     host = _host((DATA / "cpu-mountinfo.txt").read_text(), (DATA / "cpu-proc-self-cgroup.txt").read_text())
     assert (host.mounted, host.systemd_hierarchy, host.slurm_default) == ("tmpfs", "cgroup", "cgroup/v1")
-    assert len(host.self_cgroup) == 10 and not host.read_only
+    assert len(host.self_cgroup) == 10
+    assert not host.read_only
     assert _plan(host) == [
         ("disabled", "Slurm 22.05.8 has no CgroupPlugin=disabled (from 24.05)"),
         ("v1-inert", None),
@@ -220,9 +222,11 @@ def prefix(tmp_path_factory):
 def test_what_was_gathered_is_the_library_closure_beyond_glibc(prefix):
     manifest = node.read_manifest(sc.DEBS)
     carried = {p.name for p in manifest.packages}
-    assert set(node.PACKAGES) <= carried and node.GLIBC not in carried
+    assert set(node.PACKAGES) <= carried
+    assert node.GLIBC not in carried
     assert {x.name: x.why for x in manifest.left_out}[node.GLIBC].startswith("glibc: the node's own")
-    assert "libc.so.6" in manifest.glibc_libraries and "libm.so.6" in manifest.glibc_libraries
+    assert "libc.so.6" in manifest.glibc_libraries
+    assert "libm.so.6" in manifest.glibc_libraries
     for pkg in manifest.packages:  # every dependency of a carried package is carried, or left out with a reason
         deb = sc.DEBS / node.DEBS / pkg.file
         assert node.sha256_file(deb) == pkg.sha256
@@ -231,7 +235,8 @@ def test_what_was_gathered_is_the_library_closure_beyond_glibc(prefix):
         for alternatives in node.parse_depends(fields):
             assert {d.name for d in alternatives} & (carried | left), (pkg.name, alternatives)
     report = node.check_libraries(prefix, set(manifest.glibc_libraries))
-    assert report.checked > 100 and report.loader
+    assert report.checked > 100
+    assert report.loader
     assert (report.missing, report.outside, report.errors) == ({}, {}, [])  # nothing from this host but glibc
     assert (prefix.root / "usr" / "sbin" / "slurmd").resolve().name == "slurmd-wlm"
 
@@ -306,7 +311,8 @@ def test_down_cancels_what_still_runs_and_leaves_no_process_of_the_cluster(tmp_p
     finally:
         node.stop(cluster)  # this process started the daemons: reap them (and stop them, had down not run)
     assert lines[0].startswith("cancelled the jobs still queued or running: "), lines
-    assert not node._alive(job) and not node.steps_of(cluster.conf)
+    assert not node._alive(job)
+    assert not node.steps_of(cluster.conf)
     assert [p.returncode is not None for p in cluster.daemons.values()] == [True, True, True]
 
 
@@ -324,9 +330,10 @@ def test_a_cgroup_setup_slurmd_refuses_is_one_line_and_the_next_one_starts_the_c
     try:
         said = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("slurm-node: cgroup: ")]
         assert said[0].startswith("slurm-node: cgroup: /sys/fs/cgroup is ")  # what this host is, first
-        assert said[1].startswith("slurm-node: cgroup: attempt 1 of 2, disabled (") and said[1].endswith(
+        assert said[1].startswith("slurm-node: cgroup: attempt 1 of 2, disabled ("), said
+        assert (said[1].endswith(
             "slurmd -G exited 1: error: Couldn't find the specified plugin name for disabled looking at all files "
-            "(+1 more) (log: slurmd.cgroup-1.log)"), said
+            "(+1 more) (log: slurmd.cgroup-1.log)")), said
         assert len(said) == 2
         assert (cluster.cgroup, json.loads((cluster.state / node.NODE_FILE).read_text())["cgroup"]) == (
             "v1-inert", "v1-inert")

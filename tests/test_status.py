@@ -23,7 +23,9 @@ def test_status_table(tree, capsys):
     rows = rows_of(lines)
     assert len(rows) == 6
     for row in rows[:5]:
-        assert row[1] == "draft" and row[4] == "passed" and row[5].startswith("FIXTURE-")
+        assert row[1] == "draft"
+        assert row[4] == "passed"
+        assert row[5].startswith("FIXTURE-")
         assert row[6:] == ["NVIDIA", "H200", "cc", "9.0"]
     assert rows[5][3:6] == ["gate", "missing", "(optional)"]
     assert lines[-1] == f"{LESSON}: draft, 5/5 required rows have evidence; ready: nox -s publish -- {LESSON}"

@@ -19,13 +19,15 @@ def session(run_id="20261129T000000Z-session-00000000"):
 
 def test_run_id_shape():
     rid = store.new_run_id("run", datetime(2026, 11, 29, 1, 2, 3, tzinfo=timezone.utc))
-    assert rid.startswith("20261129T010203Z-run-") and len(rid.split("-")[-1]) == 8
+    assert rid.startswith("20261129T010203Z-run-")
+    assert len(rid.split("-")[-1]) == 8
 
 
 def test_write_once_then_refuse(tmp_path):
     path = store.write_record(tmp_path, session())
     loaded = store.load_record(path)
-    assert loaded.seal and loaded.seal == store.seal_of(loaded)
+    assert loaded.seal
+    assert loaded.seal == store.seal_of(loaded)
     with pytest.raises(TileproofError, match="never overwritten"):
         store.write_record(tmp_path, session())
     assert store.load_record(path) == loaded
@@ -34,7 +36,8 @@ def test_write_once_then_refuse(tmp_path):
 
 def test_evidence_reference(tmp_path):
     t = store.write_evidence(tmp_path, "r1", "x.txt", "hello\n")
-    assert t.path == "evidence/r1/x.txt" and t.bytes == 6
+    assert t.path == "evidence/r1/x.txt"
+    assert t.bytes == 6
     assert t.sha256 == store.sha256_file(tmp_path / t.path)
 
 
@@ -53,7 +56,10 @@ def test_bad_record_is_one_line(tmp_path, content, field):
     with pytest.raises(RecordError) as e:
         store.load_record(p)
     msg = str(e.value)
-    assert "\n" not in msg and str(p) in msg and field in msg and "fix:" in msg
+    assert "\n" not in msg
+    assert str(p) in msg
+    assert field in msg
+    assert "fix:" in msg
 
 
 def test_future_version_names_both_versions(tmp_path):
@@ -103,7 +109,8 @@ def test_an_environment_captured_before_slurm_jobs_reads_as_version_1_and_names_
     origin = {"kind": "distribution", "version": "0.1.0", "commit": None, "sources_sha256": "1" * 64}
     newer = Environment.model_validate({**rec.environment.model_dump(), "environment_version": 2, "slurm": job,
                                         "tileproof": origin})
-    assert newer.slurm.array_job_id == "11" and newer.slurm.job_gpus == [0]
+    assert newer.slurm.array_job_id == "11"
+    assert newer.slurm.job_gpus == [0]
 
 
 def test_an_environment_before_version_3_names_no_bus_id_and_no_topology():
@@ -116,7 +123,8 @@ def test_an_environment_before_version_3_names_no_bus_id_and_no_topology():
     from tileproof.records.models import Environment
 
     rec = store.load_record(Path(__file__).resolve().parents[1] / "runs" / "20261201T142252Z-run-3f340aa3.json")
-    assert rec.environment.nvidia_smi_topo is None and rec.environment.gpu.pci_bus_id is None
+    assert rec.environment.nvidia_smi_topo is None
+    assert rec.environment.gpu.pci_bus_id is None
     origin = {"kind": "distribution", "version": "0.1.0", "commit": None, "sources_sha256": "1" * 64}
     base = {**rec.environment.model_dump(), "tileproof": origin}
     topo = {"path": "evidence/s/nvidia-smi-topo.txt", "sha256": "2" * 64, "bytes": 10}
@@ -153,11 +161,15 @@ def test_a_record_written_before_its_version_counters_reads_in_the_current_field
         raw = json.loads(path.read_text())
         assert field not in raw, f"{path.name}: the fixture predates {field}"
         rec = store.load_record(path)
-        assert isinstance(rec, kind) and getattr(rec, field) == 1 and rec.attests_table_whole
-        assert field not in rec.model_dump(exclude_unset=True) and store.seal_status(rec) == "intact"
+        assert isinstance(rec, kind)
+        assert getattr(rec, field) == 1
+        assert rec.attests_table_whole
+        assert field not in rec.model_dump(exclude_unset=True)
+        assert store.seal_status(rec) == "intact"
         assert store.seal_of(rec) == store.seal_of_json(raw)
         assert store.record_of_json(path.read_bytes()) == rec  # the audit's fast path reads it the same
-    assert store.load_record(run).environment.environment_version == 1 and not store.load_record(run).names_release
+    assert store.load_record(run).environment.environment_version == 1
+    assert not store.load_record(run).names_release
 
 
 def test_a_writer_that_names_no_version_writes_the_current_one(tmp_path):

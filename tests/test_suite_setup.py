@@ -62,11 +62,13 @@ def _noxfile():
 def test_the_test_session_runs_a_worker_per_core_plus_one_with_options_pytest_accepts():
     options = _noxfile().pytest_parallel()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    assert options[:2] == ["-n", str(cores + 1)] and "--no-loadscope-reorder" in options
+    assert options[:2] == ["-n", str(cores + 1)]
+    assert "--no-loadscope-reorder" in options
     # the pinned pytest-xdist knows every option; a later "-n 0" (as the README shows) wins
     listed = subprocess.run([sys.executable, "-m", "pytest", *options, "-n", "0", "-p", "no:cacheprovider",
                              "--collect-only", "-q", "tests/test_lock.py"], cwd=REPO, capture_output=True, text=True)
-    assert listed.returncode == 0 and "tests/test_lock.py::" in listed.stdout, listed.stdout + listed.stderr
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert "tests/test_lock.py::" in listed.stdout, listed.stdout + listed.stderr
 
 
 def test_the_test_session_keeps_bytecode_in_one_absolute_folder_outside_the_tree(monkeypatch, tmp_path):
@@ -130,7 +132,8 @@ def test_with_no_install_a_reused_environment_gets_no_install_and_no_stamp(monke
                        _runner=SimpleNamespace(global_config=SimpleNamespace(no_install=True)), posargs=[],
                        bin=str(env / "bin"), env_dir=env, cache_dir=tmp_path, logs=[], installed=[])
     nf.shared_env(session, "test", "python.txt")
-    assert (env / "ran").exists() == (not reused) and (env / "tileproof-lock.sha256").exists() == (not reused)
+    assert (env / "ran").exists() == (not reused)
+    assert (env / "tileproof-lock.sha256").exists() == (not reused)
 
 
 def test_the_checks_beside_pytest_all_run_and_a_failing_one_fails_the_session(capsys):
@@ -157,7 +160,8 @@ def test_a_check_that_cannot_start_fails_and_the_ones_after_it_still_run(tmp_pat
     session = _Session(logs=[], error=errors.append)
     py = sys.executable
     nf.Beside(session, [[str(tmp_path / "no-python"), "-m", "mypy"], [py, "-c", "print('after')"]], {}).report()
-    assert session.logs[0].endswith("(beside pytest: did not start)") and session.logs[1].endswith("exit 0)")
+    assert session.logs[0].endswith("(beside pytest: did not start)")
+    assert session.logs[1].endswith("exit 0)")
     assert errors == ["failed beside pytest: mypy"]
 
 
@@ -189,7 +193,9 @@ def test_the_controller_collects_once_first_only_when_the_bytecode_is_not_cached
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))  # nothing compiled there yet
     controller = SimpleNamespace(option=SimpleNamespace(numprocesses=3))
     argv = conftest.warm_up_argv(controller)
-    assert argv is not None and argv[1:5] == ["-m", "pytest", "--collect-only", "-q"] and "no:xdist" in argv
+    assert argv is not None
+    assert argv[1:5] == ["-m", "pytest", "--collect-only", "-q"]
+    assert "no:xdist" in argv
     assert conftest.warm_up_argv(SimpleNamespace(option=SimpleNamespace(numprocesses=3), workerinput={})) is None
     assert conftest.warm_up_argv(SimpleNamespace(option=SimpleNamespace(numprocesses=0))) is None
     cached = Path(importlib.util.cache_from_source(str(models)))

@@ -65,7 +65,8 @@ def trust_of(path: Path) -> str:
 
 
 def test_untouched_signed_record_verifies(signed):
-    assert trust_of(signed) == "verified" and trust.counts("verified", "signed-only")
+    assert trust_of(signed) == "verified"
+    assert trust.counts("verified", "signed-only")
 
 
 def test_edited_result_resealed_is_bad_signature(signed):
@@ -75,7 +76,8 @@ def test_edited_result_resealed_is_bad_signature(signed):
         return r
     forge(signed, fail_to_pass)
     v = store.read_record(signed, REGISTRY).verification
-    assert v.trust == "bad-signature" and not trust.counts(v.trust)
+    assert v.trust == "bad-signature"
+    assert not trust.counts(v.trust)
     assert trust.issues(v) == [("record-bad-signature", v.reason)]
 
 
@@ -107,7 +109,9 @@ def test_fake_gpu_machine_with_its_own_key_is_unknown_key(tmp_path):
     key of its own: everything in the record looks right, and the key is not registered."""
     path = store.write_record(tmp_path, real_run(), new_signer())
     v = store.read_record(path, REGISTRY).verification
-    assert v.trust == "unknown-key" and "lessons/runners.yaml" in v.reason and not trust.counts(v.trust)
+    assert v.trust == "unknown-key"
+    assert "lessons/runners.yaml" in v.reason
+    assert not trust.counts(v.trust)
 
 
 def test_signature_stripped_is_unsigned_and_never_counts_once_signatures_are_required(signed):
@@ -125,14 +129,16 @@ def test_revoked_key_after_revocation_is_refused(tmp_path):
     rec = real_run()
     reg = registry_of(entry(RUNNER, revoked_since=rec.created - timedelta(hours=1)))
     path = store.write_record(tmp_path, rec, RUNNER)
-    assert store.read_record(path, reg).trust == "revoked" and not trust.counts("revoked")
+    assert store.read_record(path, reg).trust == "revoked"
+    assert not trust.counts("revoked")
 
 
 def test_key_signing_a_kind_it_may_not_is_refused(tmp_path):
     claims_only = new_signer()
     path = store.write_record(tmp_path, real_run(), claims_only)
     reg = registry_of(entry(claims_only, may_sign=["claims"]))
-    assert store.read_record(path, reg).trust == "kind-not-allowed" and not trust.counts("kind-not-allowed")
+    assert store.read_record(path, reg).trust == "kind-not-allowed"
+    assert not trust.counts("kind-not-allowed")
 
 
 def test_git_rm_of_the_refuting_claims_record_is_a_history_finding(tmp_path):
@@ -230,14 +236,17 @@ def verify_cmd(root: Path, capsys) -> tuple[int, str]:
 
 def test_verify_command_passes_a_signed_intact_tree(repo, capsys):
     code, out = verify_cmd(repo[0], capsys)
-    assert code == 0 and "1 verified" in out and "history: checked" in out
+    assert code == 0
+    assert "1 verified" in out
+    assert "history: checked" in out
 
 
 def test_verify_command_names_a_resealed_edit(repo, capsys):
     root, path = repo
     forge(path, lambda r: {**r, "reason": "edited"})
     code, out = verify_cmd(root, capsys)
-    assert code == 1 and f"runs/{path.name}: record-bad-signature:" in out
+    assert code == 1
+    assert f"runs/{path.name}: record-bad-signature:" in out
     assert f"runs/{path.name}: history-changed: edited after commit" in out  # the history says so, as the audit does
 
 
@@ -245,12 +254,14 @@ def test_verify_command_names_a_foreign_key_and_a_git_rm(repo, capsys):
     root, path = repo
     other = store.write_record(root, real_run(run_id=real_run().run_id.replace("-run-", "-run-f")), new_signer())
     code, out = verify_cmd(root, capsys)
-    assert code == 1 and f"runs/{other.name}: record-unknown-key:" in out
+    assert code == 1
+    assert f"runs/{other.name}: record-unknown-key:" in out
     other.unlink()
     git(root, "rm", "-q", f"runs/{path.name}")
     git(root, "commit", "-q", "-m", "drop it")
     code, out = verify_cmd(root, capsys)
-    assert code == 1 and f"runs/{path.name}: history-missing: deleted after commit" in out
+    assert code == 1
+    assert f"runs/{path.name}: history-missing: deleted after commit" in out
 
 
 def test_verify_command_without_history_does_not_pass(tmp_path, capsys):
@@ -259,7 +270,9 @@ def test_verify_command_without_history_does_not_pass(tmp_path, capsys):
 
     write_registry(tmp_path, REGISTRY)
     code, out = verify_cmd(tmp_path, capsys)
-    assert code == 1 and "history: no-history" in out and "1 verified" in out
+    assert code == 1
+    assert "history: no-history" in out
+    assert "1 verified" in out
 
 
 # --- every attack through the real commands: ``publish`` refuses, ``audit`` exits 1 naming it ---
@@ -364,9 +377,11 @@ def test_signed_tree_audits_clean_and_publishes(signed_tree, capsys):
     root, _ = signed_tree
     code, out = audit_cmd(root, capsys)
     assert code == 0, out
-    assert "0 findings" in out and "history: checked" in out
+    assert "0 findings" in out
+    assert "history: checked" in out
     code, out = publish_cmd(root, "01-vector-add", capsys)
-    assert code == 0 and "already published" in out, out
+    assert code == 0, out
+    assert "already published" in out, out
 
 
 def test_cli_edited_result_resealed(signed_tree, capsys):
@@ -381,10 +396,13 @@ def test_cli_edited_result_resealed(signed_tree, capsys):
     assert store.seal_status(store.load_record(path)) == "intact", "the forger's seal holds"
     commit(root, "a better result")
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and f"runs/{path.name}: record-bad-signature:" in out, out
+    assert code == 1, out
+    assert f"runs/{path.name}: record-bad-signature:" in out, out
     assert f"runs/{path.name}: history-changed:" in out
     code, out = publish_cmd(root, "01-vector-add", capsys)
-    assert code == 1 and "not published" in out and "signature bad-signature" in out, out
+    assert code == 1, out
+    assert "not published" in out, out
+    assert "signature bad-signature" in out, out
     assert f"runs/{path.name}: history-changed:" in out
 
 
@@ -403,9 +421,11 @@ def test_cli_broken_source_digest_resealed(signed_tree, capsys):
         return r
     forge(path, attest_broken)
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and f"runs/{path.name}: record-bad-signature:" in out, out
+    assert code == 1, out
+    assert f"runs/{path.name}: record-bad-signature:" in out, out
     code, out = publish_cmd(root, "01-vector-add", capsys)
-    assert code == 1 and "signature bad-signature" in out, out
+    assert code == 1, out
+    assert "signature bad-signature" in out, out
 
 
 @pytest.mark.parametrize("signer, rule", [(new_signer(), "record-unknown-key"), (None, "record-unsigned")],
@@ -416,10 +436,13 @@ def test_cli_fake_gpu_record(signed_tree, capsys, signer, rule):
     path = fake_h200_softmax(root, signer)
     commit(root, "an H200 run of softmax")
     code, out = publish_cmd(root, "02-softmax", capsys)
-    assert code == 1 and "stays draft" in out and f"signature {rule.removeprefix('record-')}" in out, out
+    assert code == 1, out
+    assert "stays draft" in out, out
+    assert f"signature {rule.removeprefix('record-')}" in out, out
     assert lessons.load(root, "02-softmax").front.status == "draft"
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and f"runs/{path.name}: {rule}:" in out, out
+    assert code == 1, out
+    assert f"runs/{path.name}: {rule}:" in out, out
 
 
 def test_cli_fake_gpu_record_control_registered_key_publishes(signed_tree, capsys):
@@ -428,7 +451,8 @@ def test_cli_fake_gpu_record_control_registered_key_publishes(signed_tree, capsy
     fake_h200_softmax(root, RUNNER)
     commit(root, "an H200 run of softmax")
     code, out = publish_cmd(root, "02-softmax", capsys)
-    assert code == 0 and "published from NVIDIA H200 (cc 9.0)" in out, out
+    assert code == 0, out
+    assert "published from NVIDIA H200 (cc 9.0)" in out, out
 
 
 def test_cli_hand_edited_published_lesson(signed_tree, capsys):
@@ -448,9 +472,12 @@ def test_cli_hand_edited_published_lesson(signed_tree, capsys):
             "the records give 'NVIDIA H200'") in out
     assert "hardware.compute_capability: the lesson says '10.0', the records give '9.0'" in out
     assert "results[0].result (kernels/vector_add.py vector_add): the lesson says 'passed:" in out
-    assert "body results table line 3:" in out and "(NVIDIA B200, cc 10.0)" in out
+    assert "body results table line 3:" in out
+    assert "(NVIDIA B200, cc 10.0)" in out
     code, out = publish_cmd(root, "01-vector-add", capsys)
-    assert code == 1 and "does not show what its records give" in out and "hardware.gpu" in out, out
+    assert code == 1, out
+    assert "does not show what its records give" in out, out
+    assert "hardware.gpu" in out, out
     assert path.read_text() == edited
 
 
@@ -506,16 +533,19 @@ def test_cli_git_rm_of_the_refuting_claims_record(signed_tree, capsys):
     claims = refute_a_claim(root)
     commit(root, "a refuted claim")
     code, out = publish_cmd(root, "01-vector-add", capsys)
-    assert code == 1 and "claim adds: refuted" in out, out  # the control: the refutation blocks
+    assert code == 1, out
+    assert "claim adds: refuted" in out, out  # the control: the refutation blocks
     code, out = audit_cmd(root, capsys)
     assert code == 0, out
     git(root, "rm", "-q", f"runs/{claims.name}")
     commit(root, "drop the refutation")
     code, out = publish_cmd(root, "01-vector-add", capsys)
-    assert code == 1 and f"runs/{claims.name}: history-missing:" in out, out
+    assert code == 1, out
+    assert f"runs/{claims.name}: history-missing:" in out, out
     assert lessons.load(root, "01-vector-add").front.status == "draft"
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and f"runs/{claims.name}: history-missing: deleted after commit" in out, out
+    assert code == 1, out
+    assert f"runs/{claims.name}: history-missing: deleted after commit" in out, out
 
 
 @pytest.mark.parametrize("revoked", [True, False], ids=["after-revocation", "control-not-revoked"])
@@ -533,10 +563,13 @@ def test_cli_record_signed_after_revocation(signed_tree, capsys, revoked):
     code, out = publish_cmd(root, "02-softmax", capsys)
     code_audit, out_audit = audit_cmd(root, capsys)
     if not revoked:
-        assert code == 0 and code_audit == 0, out + out_audit
+        assert code == 0, out + out_audit
+        assert code_audit == 0, out + out_audit
         return
-    assert code == 1 and "signature revoked" in out, out
-    assert code_audit == 1 and f"runs/{path.name}: record-revoked-key:" in out_audit, out_audit
+    assert code == 1, out
+    assert "signature revoked" in out, out
+    assert code_audit == 1, out_audit
+    assert f"runs/{path.name}: record-revoked-key:" in out_audit, out_audit
     assert "lessons/01-vector-add.md" not in out_audit, "records signed before the revocation still count"
 
 
@@ -545,10 +578,14 @@ def test_audit_without_history_is_not_a_pass(signed_tree, capsys):
     root, _ = signed_tree
     shutil.rmtree(root / ".git")
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and "0 findings" in out and "history: NOT CHECKED" in out and "not a git checkout" in out
+    assert code == 1
+    assert "0 findings" in out
+    assert "history: NOT CHECKED" in out
+    assert "not a git checkout" in out
     report = root.parent / "AUDIT.md"
     code, out = cli(capsys, "audit", "--allow-no-history", "--root", str(root), "--md", str(report))
-    assert code == 0 and "history: NOT CHECKED" in out
+    assert code == 0
+    assert "history: NOT CHECKED" in out
     assert "history: NOT CHECKED" in report.read_text().splitlines()[2], "the report's headline says so too"
 
 
@@ -559,7 +596,8 @@ def test_cli_transcript_edited_and_committed(signed_tree, capsys):
     (root / stdout).write_text("every check passed\n")
     commit(root, "tidy a transcript")
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and f"{stdout}: history-changed: edited after commit" in out, out
+    assert code == 1, out
+    assert f"{stdout}: history-changed: edited after commit" in out, out
 
 
 def test_a_registry_cannot_loosen_the_policy(tmp_path):
@@ -571,7 +609,8 @@ def test_a_registry_cannot_loosen_the_policy(tmp_path):
     (tmp_path / "lessons" / "runners.yaml").write_text("registry_version: 1\nrunners: []\npolicy: unsigned-counts\n")
     with pytest.raises(RecordError, match="policy"):
         load_registry(tmp_path)
-    assert trust.effective("signed-only") == "signed-only" and trust.effective(None) == trust.POLICY
+    assert trust.effective("signed-only") == "signed-only"
+    assert trust.effective(None) == trust.POLICY
 
 
 def test_cli_record_claiming_a_commit_it_does_not_match(signed_tree, capsys):
@@ -626,13 +665,16 @@ def test_cli_self_registered_key(signed_tree, capsys):
     path = fake_h200_softmax(root, mine)
     commit(root, "H200 session 20251129T130000Z (6/6 passed)")
     code, out = publish_cmd(root, "02-softmax", capsys)
-    assert code == 1 and "lessons/runners.yaml: registry-root-reset:" in out, out
+    assert code == 1, out
+    assert "lessons/runners.yaml: registry-root-reset:" in out, out
     assert lessons.load(root, "02-softmax").front.status == "draft"
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and "lessons/runners.yaml: registry-root-reset:" in out, out
+    assert code == 1, out
+    assert "lessons/runners.yaml: registry-root-reset:" in out, out
     assert f"runs/{path.name}: record-unendorsed-key:" in out
-    assert f"registry change {head_of(root)[:12]}" in out and f"key {mine.keyid[:16]}… (an H200 runner of mine) " \
-                                                            "added" in out, "the report lists every change"
+    assert f"registry change {head_of(root)[:12]}" in out, "the report lists every change"
+    assert (f"key {mine.keyid[:16]}… (an H200 runner of mine) " \
+                                                            "added" in out), "the report lists every change"
 
 
 def _pin(root: Path, commit_id: str, why: str = "a root reset, reviewed") -> None:
@@ -652,7 +694,8 @@ def test_cli_root_reset_accepted_by_moving_the_pin_then_endorsed_changes(signed_
     commit(root, "runner registry: root reset (every key lost)", "lessons/runners.yaml")
     reset = head_of(root)
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and "registry-root-reset" in out, "a root reset without a moved pin is a finding"
+    assert code == 1, "a root reset without a moved pin is a finding"
+    assert "registry-root-reset" in out, "a root reset without a moved pin is a finding"
     _pin(root, reset)
     commit(root, "move the trust root to the reset", ".ci")
     code, out = audit_cmd(root, capsys)
@@ -667,14 +710,17 @@ def test_cli_root_reset_accepted_by_moving_the_pin_then_endorsed_changes(signed_
                                             serialization.NoEncryption()))
     key.chmod(0o600)
     code, out = cli(capsys, "sign-registry", "--root", str(root), "--key", str(key))
-    assert code == 0 and "lessons/registry-signatures/" in out, out
+    assert code == 0, out
+    assert "lessons/registry-signatures/" in out, out
     commit(root, "runner registry: a second H200 runner, endorsed", "lessons")
     path = fake_h200_softmax(root, second, board="H200-second")  # another machine: its own board
     commit(root, "H200 session (the second runner)")
     code, out = audit_cmd(root, capsys)
-    assert code == 0 and "signed by " + admin.keyid[:16] in out, out
+    assert code == 0, out
+    assert "signed by " + admin.keyid[:16] in out, out
     code, out = publish_cmd(root, "02-softmax", capsys)
-    assert code == 0 and "published from NVIDIA H200" in out, out
+    assert code == 0, out
+    assert "published from NVIDIA H200" in out, out
     assert path.exists()
 
 
@@ -697,8 +743,10 @@ def test_cli_unsigned_change_when_a_registry_key_was_held(signed_tree, capsys):
     path = fake_h200_softmax(root, admin)
     commit(root, "admin may sign runs too")
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and "lessons/runners.yaml: registry-change-unsigned:" in out, out
-    assert f"runs/{path.name}: record-kind-not-allowed:" in out and "without an endorsement" in out
+    assert code == 1, out
+    assert "lessons/runners.yaml: registry-change-unsigned:" in out, out
+    assert f"runs/{path.name}: record-kind-not-allowed:" in out
+    assert "without an endorsement" in out
 
 
 @pytest.mark.parametrize("how, rule", [("emptied", "registry-emptied"), ("deleted", "registry-missing")])
@@ -714,10 +762,12 @@ def test_cli_emptied_or_deleted_registry(signed_tree, capsys, how, rule):
     fake_h200_softmax(root, None)
     commit(root, "an H200 run of softmax")
     code, out = publish_cmd(root, "02-softmax", capsys)
-    assert code == 1 and f"lessons/runners.yaml: {rule}:" in out, out
+    assert code == 1, out
+    assert f"lessons/runners.yaml: {rule}:" in out, out
     assert lessons.load(root, "02-softmax").front.status == "draft"
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and f"lessons/runners.yaml: {rule}:" in out, out
+    assert code == 1, out
+    assert f"lessons/runners.yaml: {rule}:" in out, out
 
 
 def test_cli_revoked_key_backdating(signed_tree, capsys):
@@ -733,9 +783,12 @@ def test_cli_revoked_key_backdating(signed_tree, capsys):
     path = fake_h200_softmax(root, RUNNER)  # dated LATER: before revoked_since
     commit(root, "an H200 run of softmax")
     code, out = publish_cmd(root, "02-softmax", capsys)
-    assert code == 1 and "signature revoked" in out, out
+    assert code == 1, out
+    assert "signature revoked" in out, out
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and f"runs/{path.name}: record-revoked-key:" in out and "after that" in out, out
+    assert code == 1, out
+    assert f"runs/{path.name}: record-revoked-key:" in out, out
+    assert "after that" in out, out
     assert "lessons/01-vector-add.md" not in out, "records committed before the revocation still count"
 
 
@@ -747,9 +800,11 @@ def test_cli_record_dated_before_its_key_was_added(signed_tree, capsys):
     path = fake_h200_softmax(root, RUNNER, when=datetime(2024, 12, 1, tzinfo=timezone.utc))
     commit(root, "an H200 run of softmax")
     code, out = publish_cmd(root, "02-softmax", capsys)
-    assert code == 1 and "signature dated-before-key" in out, out
+    assert code == 1, out
+    assert "signature dated-before-key" in out, out
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and f"runs/{path.name}: record-dated-before-key:" in out, out
+    assert code == 1, out
+    assert f"runs/{path.name}: record-dated-before-key:" in out, out
 
 
 def test_cli_future_dated_pass_does_not_outrank_a_later_failure(signed_tree, capsys):
@@ -764,9 +819,12 @@ def test_cli_future_dated_pass_does_not_outrank_a_later_failure(signed_tree, cap
     failing = fake_h200_softmax(root, RUNNER, when=datetime.now(timezone.utc) - timedelta(minutes=5), passed=False)
     commit(root, "an H200 run of softmax, again")
     code, out = publish_cmd(root, "02-softmax", capsys)
-    assert code == 1 and "stays draft" in out and f"failed: verdict failed in run {failing.stem}" in out, out
+    assert code == 1, out
+    assert "stays draft" in out, out
+    assert f"failed: verdict failed in run {failing.stem}" in out, out
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and f"runs/{future.name}: record-dated-after-commit:" in out, out
+    assert code == 1, out
+    assert f"runs/{future.name}: record-dated-after-commit:" in out, out
 
 
 def test_cli_history_rewrite_dropping_a_refuting_record(signed_tree, capsys):
@@ -784,9 +842,11 @@ def test_cli_history_rewrite_dropping_a_refuting_record(signed_tree, capsys):
     code, out = audit_cmd(root, capsys)
     assert code == 0, "without the head a reviewer kept, a rewritten history looks clean"
     code, out = cli(capsys, "audit", "--root", str(root), "--expect-ancestor", audited)
-    assert code == 1 and f"HEAD: history-rewritten: {audited} ({audited[:12]}) is not an ancestor of HEAD" in out, out
+    assert code == 1, out
+    assert f"HEAD: history-rewritten: {audited} ({audited[:12]}) is not an ancestor of HEAD" in out, out
     code, out = cli(capsys, "audit", "--root", str(root), "--expect-ancestor", head_of(root))
-    assert code == 0 and f"expected ancestor: {head_of(root)}" in out, out
+    assert code == 0, out
+    assert f"expected ancestor: {head_of(root)}" in out, out
 
 
 def test_cli_duplicate_keys_in_the_registry_are_refused_in_one_line(signed_tree, capsys):
@@ -801,7 +861,8 @@ def test_cli_duplicate_keys_in_the_registry_are_refused_in_one_line(signed_tree,
     commit(root, "one more runner")
     for argv in (("audit", "--root", str(root)), ("publish", "01-vector-add", "--root", str(root))):
         code, out = cli(capsys, *argv)
-        assert code == 2 and "lessons/runners.yaml: runners: written twice (line" in out, out
+        assert code == 2, out
+        assert "lessons/runners.yaml: runners: written twice (line" in out, out
         assert len(out.strip().splitlines()) == 1
 
 
@@ -816,7 +877,8 @@ def test_cli_unsigned_record_from_a_branch_older_than_the_first_key(signed_tree,
     git(root, "checkout", "-q", "-")
     git(root, "merge", "-q", "--no-ff", "-m", "merge the old branch", "old")
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and f"runs/{path.name}: record-unsigned:" in out, out
+    assert code == 1, out
+    assert f"runs/{path.name}: record-unsigned:" in out, out
 
 
 def test_cli_trust_root_from_the_command_line_outranks_the_trees_pin(signed_tree, capsys, tmp_path):
@@ -830,12 +892,16 @@ def test_cli_trust_root_from_the_command_line_outranks_the_trees_pin(signed_tree
     _pin(root, head_of(root), "moved by whoever added the key")
     commit(root, "move the pin", ".ci")
     code, out = audit_cmd(root, capsys)
-    assert code == 0 and "pin moved in" in out, "the tree's own pin accepts the reset, and says it moved"
+    assert code == 0, "the tree's own pin accepts the reset, and says it moved"
+    assert "pin moved in" in out, "the tree's own pin accepts the reset, and says it moved"
     for given in (trusted, str(kept)):
         code, out = cli(capsys, "audit", "--root", str(root), "--trust-root", given)
-        assert code == 1 and "registry-root-reset" in out and "from --trust-root" in out, out
+        assert code == 1, out
+        assert "registry-root-reset" in out, out
+        assert "from --trust-root" in out, out
     code, out = cli(capsys, "audit", "--root", str(root), "--trust-root", "f" * 40)
-    assert code == 1 and "trust-root-not-in-history" in out, out
+    assert code == 1, out
+    assert "trust-root-not-in-history" in out, out
 
 
 def test_cli_a_dropped_revocation_is_loosened_and_still_counts(signed_tree, capsys):
@@ -851,7 +917,8 @@ def test_cli_a_dropped_revocation_is_loosened_and_still_counts(signed_tree, caps
     path = fake_h200_softmax(root, RUNNER, when=LATER + timedelta(hours=2))
     commit(root, "un-revoke, and a run")
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and "lessons/runners.yaml: registry-loosened:" in out, out
+    assert code == 1, out
+    assert "lessons/runners.yaml: registry-loosened:" in out, out
     assert f"runs/{path.name}: record-revoked-key:" in out
 
 
@@ -867,8 +934,10 @@ def test_an_independent_verifier_checks_every_statement_subject_of_the_tree(sign
         return subprocess.run([sys.executable, str(script), str(root), "--schema", str(REPO / "schema")],
                               capture_output=True, text=True)
     done = check()
-    assert done.returncode == 0 and "0 mismatches by the rule" in done.stdout, done.stdout + done.stderr
-    assert "statements urn:tileproof:record:v2 6" in done.stdout and "signature verified 6" in done.stdout
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 mismatches by the rule" in done.stdout, done.stdout + done.stderr
+    assert "statements urn:tileproof:record:v2 6" in done.stdout
+    assert "signature verified 6" in done.stdout
     lesson = root / "lessons" / "01-vector-add.md"
     lesson.write_text(lesson.read_text() + "\nA sentence added after publishing.\n")
     commit(root, "a lesson edited")
@@ -877,7 +946,9 @@ def test_an_independent_verifier_checks_every_statement_subject_of_the_tree(sign
     (root / stdout).write_text("every check passed\n")
     commit(root, "tidy a transcript")
     done = check()
-    assert done.returncode == 1 and f"{stdout} at " in done.stdout and "1 mismatches by the rule" in done.stdout
+    assert done.returncode == 1
+    assert f"{stdout} at " in done.stdout
+    assert "1 mismatches by the rule" in done.stdout
 
 
 # --- one verdict: status says ready exactly when publish --dry-run exits 0, and the audit agrees ---
@@ -1044,7 +1115,8 @@ def c_cited_record_explanation_removed(root, info):
     explain(root, VECTOR_ADD)
     commit(root, "a newer H200 session, its /tmp/shim explained")
     code, lines = publish(root, VECTOR_ADD, republish=True)
-    assert code == 0 and "republished" in lines[0], lines
+    assert code == 0, lines
+    assert "republished" in lines[0], lines
     commit(root, "republish vector-add from the newer session")
     path = root / "lessons" / f"{VECTOR_ADD}.md"
     path.write_text(path.read_text().replace(EXPLANATION, "plausibility: []\n", 1))
@@ -1145,16 +1217,21 @@ def test_newer_evidence_is_a_note_and_a_newer_failure_blocks_republishing(signed
     footer = status_footer(root, VECTOR_ADD, capsys)
     assert footer.endswith(f"; newer evidence: republish to refresh (nox -s publish -- {VECTOR_ADD} --republish)")
     code, out = cli(capsys, "publish", VECTOR_ADD, "--republish", "--root", str(root))
-    assert code == 0 and "republished from NVIDIA H200" in out, out
+    assert code == 0, out
+    assert "republished from NVIDIA H200" in out, out
     assert "newer evidence" not in status_footer(root, VECTOR_ADD, capsys)
     failing = newer_vector_add_run(root, passed=False, later=1)
     commit(root, "a newer failing session")
     footer = status_footer(root, VECTOR_ADD, capsys)
     assert footer.endswith("PUBLISHED WITHOUT EVIDENCE (audit fails)"), footer
     code, out = audit_cmd(root, capsys)
-    assert code == 1 and f"lessons/{VECTOR_ADD}.md: lesson-published-without-evidence:" in out
-    assert "a newer run than the cited" in out and failing.stem in out, out
+    assert code == 1
+    assert f"lessons/{VECTOR_ADD}.md: lesson-published-without-evidence:" in out
+    assert "a newer run than the cited" in out, out
+    assert failing.stem in out, out
     path = root / "lessons" / f"{VECTOR_ADD}.md"
     before = path.read_text()
     code, out = cli(capsys, "publish", VECTOR_ADD, "--republish", "--root", str(root))
-    assert code == 1 and "not republished" in out and path.read_text() == before, out
+    assert code == 1, out
+    assert "not republished" in out, out
+    assert path.read_text() == before, out

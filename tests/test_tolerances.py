@@ -92,9 +92,12 @@ def test_the_one_writer_writes_the_rendered_header_once(tmp_path: Path) -> None:
     assert path == repo / HEADER_FILE
     text = path.read_text(encoding="utf-8")
     assert text == render_cpp_header(load_table(repo))
-    assert "DO NOT EDIT" in text and "nox -s schema" in text and "kernels/tolerances.py" in text
+    assert "DO NOT EDIT" in text
+    assert "nox -s schema" in text
+    assert "kernels/tolerances.py" in text
     assert text.index('"alpha"') < text.index('"zeta"')  # sorted by name
-    assert path.stat().st_mode & 0o777 == 0o644 and [p.name for p in path.parent.iterdir()] == ["tolerances.h"]
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in path.parent.iterdir()] == ["tolerances.h"]
     before = path.stat().st_mtime_ns
     assert write_generated(repo, HEADER_FILE, cpp_header(repo)) is None  # current: left untouched
     assert path.stat().st_mtime_ns == before

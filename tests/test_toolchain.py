@@ -24,7 +24,8 @@ GOOD_PKGS = {"nvidia-cuda-nvcc": "13.4.92", "nvidia-cuda-tileiras": "13.4.92", "
 def test_parse_release():
     assert parse_release(NVCC_VERSION) == "13.4.92"
     assert parse_release("garbage") is None
-    assert major_minor("13.4.92") == "13.4" and major_minor(None) is None
+    assert major_minor("13.4.92") == "13.4"
+    assert major_minor(None) is None
 
 
 def test_coherent_toolchain():
@@ -34,7 +35,9 @@ def test_coherent_toolchain():
 def test_mixed_packages_are_named():
     shared, problems = coherence(GOOD_TOOLS, {**GOOD_PKGS, "nvidia-nvvm": "13.5.37"}, {})
     assert shared is None
-    assert len(problems) == 1 and "nvidia-nvvm" in problems[0].detail and "13.5" in problems[0].detail
+    assert len(problems) == 1
+    assert "nvidia-nvvm" in problems[0].detail
+    assert "13.5" in problems[0].detail
     assert problems[0].kind == "mixed-releases"
 
 
@@ -43,7 +46,9 @@ def test_cuda_home_naming_older_toolkit(tmp_path):
     home.mkdir()
     (home / "version.json").write_text('{"cuda": {"name": "CUDA SDK", "version": "13.0.2"}}')
     _, problems = coherence(GOOD_TOOLS, GOOD_PKGS, {"CUDA_HOME": str(home)})
-    assert len(problems) == 1 and problems[0].detail.startswith("CUDA_HOME=") and "exit 5" in problems[0].detail
+    assert len(problems) == 1
+    assert problems[0].detail.startswith("CUDA_HOME=")
+    assert "exit 5" in problems[0].detail
     assert (problems[0].kind, problems[0].subject) == ("hazard-var", "CUDA_HOME")
 
 
@@ -57,6 +62,7 @@ def test_system_nvcc_too_old_is_refused(tmp_path):
 
 def test_pip_toolchain_is_found_and_coherent():
     tools = discover()
-    assert tools.source == "pip" and tools.facts.coherent, tools.facts.problems
+    assert tools.source == "pip", tools.facts.problems
+    assert tools.facts.coherent, tools.facts.problems
     assert tools.tool("nvcc") == tools.tool("nvcc").resolve()  # real path, never a symlink
     require_coherent(tools)

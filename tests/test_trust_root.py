@@ -84,9 +84,11 @@ def test_without_a_pin_the_first_keyed_registry_is_the_root_and_an_unsigned_addi
     h = history([registry_text(policy=None), GENESIS, PLUS_THIEF])
     state = trust_root.evaluate(h, PLUS_THIEF, [])
     assert rules(state) == ["registry-change-unsigned"]
-    assert f"commit {c(2)[:12]}" in state.findings[0].reason and THIEF.keyid[:16] in state.findings[0].reason
-    assert state.keys[THIEF.keyid].trusted_kinds == frozenset() and "commit " + c(2)[:12] in \
-        state.keys[THIEF.keyid].untrusted_why
+    assert f"commit {c(2)[:12]}" in state.findings[0].reason
+    assert THIEF.keyid[:16] in state.findings[0].reason
+    assert state.keys[THIEF.keyid].trusted_kinds == frozenset()
+    assert ("commit " + c(2)[:12] in \
+        state.keys[THIEF.keyid].untrusted_why)
     assert state.keys[RUNNER.keyid].trusted_kinds == {"run", "session"}
     assert state.report.root.startswith(f"the first registry that lists a key, commit {c(1)[:12]}")
     assert [ch.status for ch in state.report.changes] == ["unsigned"]
@@ -95,9 +97,12 @@ def test_without_a_pin_the_first_keyed_registry_is_the_root_and_an_unsigned_addi
 def test_an_endorsed_addition_is_trusted_and_listed_as_signed():
     h = history([GENESIS, PLUS_THIEF])
     state = trust_root.evaluate(h, PLUS_THIEF, [endorse(GENESIS, PLUS_THIEF, ADMIN)])
-    assert rules(state) == [] and state.keys[THIEF.keyid].trusted_kinds == {"run", "session"}
+    assert rules(state) == []
+    assert state.keys[THIEF.keyid].trusted_kinds == {"run", "session"}
     (change,) = state.report.changes
-    assert change.status == "signed" and change.signed_by == ADMIN.keyid and "added" in change.what[0]
+    assert change.status == "signed"
+    assert change.signed_by == ADMIN.keyid
+    assert "added" in change.what[0]
 
 
 @pytest.mark.parametrize("case", ["replayed-onto-another-version", "key-without-registry", "revoked-signer",
@@ -130,7 +135,8 @@ def test_with_no_key_able_to_sign_an_addition_is_a_root_reset():
     only_runner = registry_text(runner())
     fresh = registry_text(runner(revoked_since=T0), admin())
     state = trust_root.evaluate(history([only_runner, fresh]), fresh, [])
-    assert rules(state) == ["registry-root-reset"] and "docs/keys.md" in state.findings[0].reason
+    assert rules(state) == ["registry-root-reset"]
+    assert "docs/keys.md" in state.findings[0].reason
     assert state.keys[ADMIN.keyid].trusted_kinds == frozenset()
 
 
@@ -139,7 +145,8 @@ def test_a_root_reset_is_accepted_by_pinning_its_commit():
     fresh = registry_text(runner(revoked_since=T0), admin())
     h = history([only_runner, fresh, fresh])
     state = trust_root.evaluate(h, fresh, [], Root(".ci/trust-root", c(1), commit=c(1), why="reset"))
-    assert rules(state) == [] and state.keys[ADMIN.keyid].trusted_kinds == {"compile", "claims", "registry"}
+    assert rules(state) == []
+    assert state.keys[ADMIN.keyid].trusted_kinds == {"compile", "claims", "registry"}
     assert state.report.range.startswith(f"{c(1)[:12]}..{c(2)[:12]} (2 commits")
     assert "from .ci/trust-root: reset" in state.report.root
 
@@ -176,8 +183,10 @@ def test_revocations_are_permanent_from_the_first_commit_that_lists_them():
     h = history([GENESIS, revoked, GENESIS, earlier])  # revoked, dropped (loosened), revoked again earlier
     state = trust_root.evaluate(h, earlier, [])
     facts = state.keys[RUNNER.keyid]
-    assert facts.revoked_in == c(1) and facts.revoked_since == T0
-    assert facts.after_revocation == {c(1), c(2), c(3), WORKTREE} and c(0) not in facts.after_revocation
+    assert facts.revoked_in == c(1)
+    assert facts.revoked_since == T0
+    assert facts.after_revocation == {c(1), c(2), c(3), WORKTREE}
+    assert c(0) not in facts.after_revocation
 
 
 def test_a_merge_of_an_old_branch_is_not_a_change_and_a_merged_self_addition_still_is():
@@ -189,11 +198,14 @@ def test_a_merge_of_an_old_branch_is_not_a_change_and_a_merged_self_addition_sti
     merged = registry_text(admin(), runner(), second, thief())
     h = history([GENESIS, main, branch, merged], parents={2: (0,), 3: (1, 2)})
     state = trust_root.evaluate(h, merged, [endorse(GENESIS, main, ADMIN)])
-    assert rules(state) == ["registry-change-unsigned"] and f"commit {c(2)[:12]}" in state.findings[0].reason
-    assert state.keys[second.keyid].trusted_kinds == {"run"} and not state.keys[THIEF.keyid].trusted_kinds
+    assert rules(state) == ["registry-change-unsigned"]
+    assert f"commit {c(2)[:12]}" in state.findings[0].reason
+    assert state.keys[second.keyid].trusted_kinds == {"run"}
+    assert not state.keys[THIEF.keyid].trusted_kinds
     clean = trust_root.evaluate(history([GENESIS, main, GENESIS, main], parents={2: (0,), 3: (1, 2)}), main,
                                 [endorse(GENESIS, main, ADMIN)])
-    assert rules(clean) == [] and clean.keys[second.keyid].trusted_kinds == {"run"}
+    assert rules(clean) == []
+    assert clean.keys[second.keyid].trusted_kinds == {"run"}
 
 
 @pytest.mark.parametrize("worktree, rule", [(None, "registry-missing"),
@@ -201,13 +213,16 @@ def test_a_merge_of_an_old_branch_is_not_a_change_and_a_merged_self_addition_sti
                                             (registry_text(), "registry-emptied")])
 def test_the_policy_only_tightens(worktree, rule):
     state = trust_root.evaluate(history([registry_text(policy=None), GENESIS]), worktree, [])
-    assert rule in rules(state) and state.policy == "signed-only"
+    assert rule in rules(state)
+    assert state.policy == "signed-only"
 
 
 def test_a_tree_that_never_listed_a_key_keeps_the_codes_default():
     empty = registry_text(policy=None)
     state = trust_root.evaluate(history([empty, empty]), empty, [])
-    assert rules(state) == [] and state.policy is None and state.legacy == {c(0), c(1)}
+    assert rules(state) == []
+    assert state.policy is None
+    assert state.legacy == {c(0), c(1)}
 
 
 def test_legacy_commits_are_the_strict_ancestors_of_the_first_keyed_commit():
@@ -230,7 +245,8 @@ def test_a_registry_file_root_is_the_first_commit_with_those_bytes():
     h = history([GENESIS, PLUS_THIEF, PLUS_THIEF])
     kept = Root("--trust-root", "kept.yaml", registry_sha256=digest(PLUS_THIEF))
     state = trust_root.evaluate(h, PLUS_THIEF, [], kept)
-    assert rules(state) == [] and f"first in commit {c(1)[:12]}" in state.report.root
+    assert rules(state) == []
+    assert f"first in commit {c(1)[:12]}" in state.report.root
 
 
 @pytest.mark.parametrize("expect, ok", [(Expect("v1", c(1)), True), (Expect("gone", "e" * 40), False),
@@ -266,7 +282,8 @@ def test_a_pin_file_rewritten_around_the_same_pin_is_no_move():
 
 def test_an_uncommitted_registry_change_is_judged_as_the_working_tree():
     state = trust_root.evaluate(history([GENESIS]), PLUS_THIEF, [])
-    assert rules(state) == ["registry-change-unsigned"] and "(working tree)" in state.findings[0].file
+    assert rules(state) == ["registry-change-unsigned"]
+    assert "(working tree)" in state.findings[0].file
 
 
 def test_without_history_nothing_of_history_is_checked():
@@ -274,5 +291,8 @@ def test_without_history_nothing_of_history_is_checked():
 
     reg = parse_registry(GENESIS.decode(), "r")
     state = trust_root.without_history(reg, "not a git checkout", None, Expect("x", None))
-    assert state.history is False and state.legacy is None and rules(state) == ["history-rewritten"]
-    assert state.keys[RUNNER.keyid].added == date(2025, 1, 1) and "NOT CHECKED" in state.report.root
+    assert state.history is False
+    assert state.legacy is None
+    assert rules(state) == ["history-rewritten"]
+    assert state.keys[RUNNER.keyid].added == date(2025, 1, 1)
+    assert "NOT CHECKED" in state.report.root

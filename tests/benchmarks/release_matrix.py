@@ -112,7 +112,8 @@ def main() -> int:
             print(f"   no compile record: {last}")
             summary.append((cuda_tile, cuda, in_range, {t: "no record" for t in TARGETS}))
             continue
-        assert record.cuda_tile is not None and record.cuda_tile.version == versions[0]
+        assert record.cuda_tile is not None
+        assert record.cuda_tile.version == versions[0]
         assert record.cuda_tile.in_range == in_range
         cells = {}
         for target in TARGETS:
