@@ -226,6 +226,16 @@ def tree(tmp_path, repo_root):
     return root
 
 
+def sources_tree(tmp_path: Path) -> Path:
+    """kernels/ and lessons/ copied into ``tmp_path/repo``, with an empty cpp/: the course's sources without
+    records (for tests that select or run programs)."""
+    root = tmp_path / "repo"
+    for folder in ("kernels", "lessons"):
+        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "cpp").mkdir()
+    return root
+
+
 def copy_lessons_as_draft(src: Path, dst: Path) -> None:
     """Copy ``lessons/`` and put every lesson back in its draft form.
 

@@ -9,13 +9,12 @@ wheels from PyPI, as ``importlib.metadata.requires`` gives them.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import no_gpu
+from conftest import no_gpu, sources_tree
 
 from tileproof.records.models import RunRecord, SessionRecord
 from tileproof.records.store import load_records
@@ -116,12 +115,8 @@ def test_the_release_on_pythonpath_is_the_one_read(tmp_path):
 
 @pytest.fixture
 def tree(tmp_path):
-    """kernels/ and lessons/ in a temporary repository (as tests/test_run_cmd.py's)."""
-    root = tmp_path / "repo"
-    for folder in ("kernels", "lessons"):
-        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    (root / "cpp").mkdir()
-    return root
+    """kernels/ and lessons/ in a temporary repository (conftest.sources_tree)."""
+    return sources_tree(tmp_path)
 
 
 def tileiras_here() -> str:

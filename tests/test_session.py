@@ -3,13 +3,12 @@
 with the real captured query (tests/data/gpu/nvidia-smi-query.csv)."""
 
 import importlib.util
-import shutil
 import typing
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from conftest import cli_args, no_gpu
+from conftest import cli_args, no_gpu, sources_tree
 
 from tileproof.commands import run as run_cmd
 from tileproof.fleet import devices
@@ -41,11 +40,8 @@ LISTS_ONE_H200 = f'case "$1" in --query-gpu=*) cat {QUERY} ;; *) echo "FIXTURE n
 
 @pytest.fixture
 def tree(tmp_path):
-    root = tmp_path / "repo"
-    for folder in ("kernels", "lessons"):
-        shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    (root / "cpp").mkdir()
-    return root
+    """kernels/ and lessons/ in a temporary repository (conftest.sources_tree)."""
+    return sources_tree(tmp_path)
 
 
 def test_the_gpu_query_reads_nvidia_smi_s_rows(tmp_path, monkeypatch):
