@@ -251,7 +251,9 @@ def test_each_link_of_the_namespace_ends_the_step(tmp_path, contained, link):
         worker.join(20)
         assert not worker.is_alive()
         assert result["done"].exit_code == -signal.SIGKILL
-        assert not left(sleep.name), f"the namespace outlived its {link}"
+        # the kernel tears the namespace down after the link died, not before start_and_wait returns: allow it
+        # the seconds a loaded machine takes (the fresh clone's suite, beside a new lesson's, once saw it lag)
+        assert not left_after(5, sleep.name), f"the namespace outlived its {link}"
     finally:
         kill_named(sleep.name)
         worker.join(20)
