@@ -255,3 +255,52 @@ def copy_lessons_as_draft(src: Path, dst: Path) -> None:
         front = lesson.front.model_copy(update={"status": "draft", "hardware": Hardware(), "results": rows,
                                                 "cuda_tile_verified": []})
         lesson.path.write_text(lesson_text.render(lesson, front))
+
+
+def _outcome(call):
+    """What ``call()`` gives, or the exception it raised (type and words): two calls compare equal when both
+    gave equal values or both raised alike."""
+    try:
+        return ("gave", call())
+    except Exception as e:  # noqa: BLE001  # compared, never swallowed: the caller asserts on it
+        return ("raised", type(e).__name__, str(e))
+
+
+def assert_same_verdicts(root: Path, chosen, every) -> None:
+    """Each lesson's verdict and release rows judged over ``chosen`` (a tree of the records ``judge.preselect``
+    chose) equal those over ``every`` (the tree of every record)."""
+    from tileproof.records import lessons
+
+    try:
+        found = lessons.load_all(Path(root))
+    except Exception:  # noqa: BLE001  # no lesson to judge: the command says why, for both trees alike
+        return
+    for lesson in found:
+        for judge in ("verdict", "releases"):
+            got = _outcome(functools.partial(lambda t, j, le: getattr(t, j)(le), chosen, judge, lesson))
+            want = _outcome(functools.partial(lambda t, j, le: getattr(t, j)(le), every, judge, lesson))
+            assert got == want, f"{lesson.id}: {judge} over the chosen records differs from over every record"
+
+
+@pytest.fixture(autouse=True)
+def chosen_records_judge_alike(monkeypatch):
+    """The proof obligation of ``gather.tree.Tree.chosen`` over every scenario the suite builds: each tree a test
+    loads (``Tree.load``: status, publish, the tests' own) or the audit chooses (``Tree.choose``) judges every lesson
+    exactly as the tree of every record does."""
+    from tileproof.gather import tree as tree_module
+
+    load, choose = tree_module.Tree.load.__func__, tree_module.Tree.choose
+
+    def checked_load(cls, root, trust_root=None, every=False):
+        got = load(cls, root, trust_root, every)
+        if not every:
+            assert_same_verdicts(root, got, load(cls, root, trust_root, True))
+        return got
+
+    def checked_choose(self):
+        got = choose(self)
+        assert_same_verdicts(self.root, got, self)
+        return got
+
+    monkeypatch.setattr(tree_module.Tree, "load", classmethod(checked_load))
+    monkeypatch.setattr(tree_module.Tree, "choose", checked_choose)

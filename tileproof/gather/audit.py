@@ -21,6 +21,7 @@ lesson is judged on, and re-derived from, the records it cites.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import stat
@@ -37,7 +38,7 @@ from tileproof.gather.audit_claims import claims_files_today
 from tileproof.gather.audit_scan import helper as byte_helper
 from tileproof.gather.audit_scan import paused_gc, read_record
 from tileproof.gather.tree import Tree
-from tileproof.judge import releases
+from tileproof.judge import preselect, releases
 from tileproof.judge.audit import audit_rules, rules
 from tileproof.judge.audit.result import AuditResult, Issue, LessonAudit
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, sessions
@@ -234,15 +235,16 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     lesson_refused = _lesson_inputs(root, add)
     _claims_files(root, add)
     checked = check_history(history_read)
-    if scope is not None:  # every record counts for the lessons re-judged: the rest read through the index
-        mine = {e.record.run_id for e in examined}
-        examined += [e for e in trusting.examine(indexed.read_records(root, runners)) if e.record.run_id not in mine]
-    tree = Tree.of(root, examined, trusting, checked, refused | lesson_refused)
+    if scope is None:  # the verdicts from the records they can depend on; the signals of every record
+        every = Tree.of(root, examined, trusting, checked, refused | lesson_refused)
+        tree = every.choose()
+    else:  # every record counts for the lessons re-judged: the rest chosen by their facts, through the index
+        every = tree = _since_tree(root, examined, trusting, checked, refused | lesson_refused)
     in_scope = [rec for _, rec in records]
     untouched: list = []  # the plausibility notes of the lessons --since does not re-judge still explain
     lesson_audits = _lessons(root, tree, findings, None if scope is None else (
         lambda front: scope.touches(front, in_scope)), untouched)
-    _plausibility(tree, {rec.run_id: name for name, rec in records}, lesson_audits, add, untouched)
+    _plausibility(every, {rec.run_id: name for name, rec in records}, lesson_audits, add, untouched)
     findings += trusting.state.findings
     findings += checked.findings
     if checked.status == "checked":
@@ -256,6 +258,22 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
                        cuda_tile_lock=releases.lock_key(lock.cuda_tile_pin(root)),
                        index_notes=tuple(dict.fromkeys((*index_notes, *file_index.open_notes()))),
                        scope=None if scope is None else scope.line())
+
+
+def _since_tree(root: Path, examined: list, trusting: trust_state.Trusted, checked, refused: dict[str, Issue]) -> Tree:
+    """``audit --since``: a tree of the records in scope (``examined``, read in full here) and, of every other
+    record, those the lessons' verdicts can depend on (``Tree.chosen``: chosen by their facts from the
+    verified-file index, then read in full). The records in scope are always in it (their signals are judged)."""
+    mine = {e.record.run_id for e in examined}
+    found = [(path, e) for path, e in indexed.read_facts(root, trusting.registry) if e.record.run_id not in mine]
+    rest = trusting.examine(e for _path, e in found)
+    facts = [dataclasses.replace(e, record=preselect.facts_of(e.record)) for e in examined] + rest
+    paths = [path for path, _e in found]
+
+    def read(wanted: set[str]) -> list:
+        chosen = [path for path, e in zip(paths, rest, strict=True) if e.record.run_id in wanted]
+        return examined + trusting.examine(indexed.read_chosen(root, trusting.registry, chosen))
+    return Tree.chosen(root, facts, read, trusting, checked, refused)
 
 
 def _outside_folders(root: Path, refs_of, disk: dict[str, tuple[int, str]], refused: dict[str, Issue]) -> None:

@@ -12,7 +12,8 @@ says the same):
 - the lessons they touch: each lesson whose results name an in-scope run record's program, or that the
   record names; every lesson when an in-scope record is not a run or session record (a bench, claims or
   compile record), or when anything outside runs/ and evidence/ changed (a lesson, a program, the
-  tolerance table, the lock); each is re-judged from every record of the tree, as a full audit judges it;
+  tolerance table, the lock); each is re-judged as a full audit judges it (from the in-scope records and
+  the records of the rest of the tree their facts choose: ``gather.tree.Tree.chosen``);
 - the whole tree's history (every committed record and transcript, from git's and the index's object
   ids), trust root, registry changes, lesson inputs and claims files, as a full audit checks them.
 

@@ -7,16 +7,26 @@ sha256 of its bytes, so an unchanged record is read and validated, never re-seal
 finds no entry and is examined in full, and a file that does not read or validate is never an entry, so
 its one line is raised as before). The facts are keyed by the record's sha256, the code key and the
 registry's digest: a changed registry re-verifies every signature.
+
+:func:`read_facts` is what choosing needs (``judge.preselect``): every record as its ``Facts``, with its seal and
+signature outcome, kept in the same entry. A record whose ``lstat`` is the one the index's ``files`` table holds
+(``file_index.Index.known``: git's own trust in stat data, racy entries excluded) is not read at all; any other
+is read, validated and verified in full, and its facts learned. :func:`read_chosen` then reads the few records
+chosen, in full, as :func:`read_records` does.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
+from tileproof.judge.preselect import Facts, facts_of
 from tileproof.records import file_index, signing, store
 from tileproof.records.models import Record
 from tileproof.records.runner_keys import RunnerRegistry, Verification
@@ -45,8 +55,80 @@ def read_records(root: Path, registry: RunnerRegistry) -> list[Examined]:
     return out
 
 
-def _read(root: Path, path: Path, registry: RunnerRegistry, index: file_index.Index, scope: str) -> Examined:
-    data = read_bytes(root, f"{store.RUNS}/{path.name}", "record", str(path))
+def read_chosen(root: Path, registry: RunnerRegistry, paths: Iterable[Path]) -> list[Examined]:
+    """The records at ``paths`` (under runs/), each read and validated in full, through the index as
+    :func:`read_records` reads every one."""
+    index = file_index.shared(root)
+    scope = registry_scope(registry)
+    out = [_read(Path(root), path, registry, index, scope) for path in paths]
+    index.save()
+    return out
+
+
+def read_facts(root: Path, registry: RunnerRegistry) -> list[tuple[Path, Examined[Facts]]]:
+    """Every record file under runs/ (as ``store.record_files`` lists them), with its facts examined (seal and
+    signature outcome; its standing is the caller's to judge): see the module docstring. Raises as
+    :func:`read_records` does, for the first record that does not read or validate."""
+    root = Path(root)
+    stray = store.stray_files(root)
+    if stray:
+        raise store.stray_error(stray[0])
+    index = file_index.shared(root)
+    scope = registry_scope(registry)
+    runs = root / store.RUNS
+    plain_folder = runs.is_dir() and stat.S_ISDIR(os.lstat(runs).st_mode)  # a link in its place is read in full
+    index.load_files(f"{store.RUNS}/")
+    now = file_index.now_ns()
+    out = []
+    for path in store.record_files(root):
+        rel = f"{store.RUNS}/{path.name}"
+        fact, st = None, None
+        if plain_folder:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                st = None
+            known = index.known(rel, st) if st is not None and stat.S_ISREG(st.st_mode) else None
+            fact = index.fact(known.sha256, KIND, scope) if known is not None else None
+        item = _from_fact(fact, registry) if fact is not None else None
+        if item is None:
+            item = _learn(root, path, registry, index, scope, st, now)
+        out.append((path, item))
+    index.save()
+    return out
+
+
+def _from_fact(fact: dict, registry: RunnerRegistry) -> Examined[Facts] | None:
+    try:
+        facts = Facts.from_json(fact["facts"])
+        return Examined(facts, fact["seal"], Verification(fact["trust"], fact["keyid"], fact["reason"]),
+                        registry.in_force)
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None  # an entry this code cannot use: the record is read in full, and the entry replaced
+
+
+def _learn(root: Path, path: Path, registry: RunnerRegistry, index: file_index.Index, scope: str,
+           st: os.stat_result | None, now: int) -> Examined[Facts]:
+    """One record read in full (``_read``), its facts kept, and its stat learned when it did not change while
+    it was read."""
+    rel = f"{store.RUNS}/{path.name}"
+    data = read_bytes(root, rel, "record", str(path))
+    examined = _read(root, path, registry, index, scope, data)
+    if st is not None and stat.S_ISREG(st.st_mode):
+        try:
+            after = os.lstat(path)
+        except OSError:
+            after = None
+        if after is not None and file_index.stat_key(after) == file_index.stat_key(st) and st.st_size == len(data):
+            known, _seen = file_index.hash_stream(len(data), [data])
+            index.learn(rel, st, known, now)
+    return Examined(facts_of(examined.record), examined.seal, examined.verification, examined.policy)
+
+
+def _read(root: Path, path: Path, registry: RunnerRegistry, index: file_index.Index, scope: str,
+          data: bytes | None = None) -> Examined:
+    if data is None:
+        data = read_bytes(root, f"{store.RUNS}/{path.name}", "record", str(path))
     sha = hashlib.sha256(data).hexdigest()
     fact = index.fact(sha, KIND, scope)
     if fact is not None:
@@ -54,11 +136,14 @@ def _read(root: Path, path: Path, registry: RunnerRegistry, index: file_index.In
             record = _RECORD.validate_json(data) if fact["plain"] else store.validate(
                 path, store.unwrap(json.loads(data)))
             verification = Verification(fact["trust"], fact["keyid"], fact["reason"])
+            if fact.get("facts") != facts_of(record).to_json():
+                raise ValueError("facts of other content")  # never: the entry is keyed by these bytes
             return Examined(record, fact["seal"], verification, registry.in_force)
         except (ValidationError, ValueError, KeyError, TypeError):
             pass  # an entry this code cannot use: examined in full below, and replaced
     examined = store.read_record(path, registry, root)
     v = examined.verification
     index.remember(sha, KIND, {"plain": not signing.is_envelope(json.loads(data)), "seal": examined.seal,
-                               "trust": v.trust, "keyid": v.keyid, "reason": v.reason}, scope)
+                               "trust": v.trust, "keyid": v.keyid, "reason": v.reason,
+                               "facts": facts_of(examined.record).to_json()}, scope)
     return examined

@@ -18,6 +18,7 @@ builds its ``Tree`` from them (``Tree.of``) instead of reading runs/ again.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,13 +26,13 @@ from pathlib import Path, PurePosixPath
 
 from tileproof.claims import spec as claims_spec
 from tileproof.gather import indexed, inputs, trust_state
-from tileproof.judge import gate, plausibility, release_matrix, releases, verdict
+from tileproof.judge import gate, plausibility, preselect, release_matrix, releases, verdict
 from tileproof.judge.audit.result import Issue
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
 from tileproof.judge.verdict import LessonVerdict
 from tileproof.records import lessons, lock, parsers, store, tolerances
 from tileproof.records.depends import ProgramUses
-from tileproof.records.errors import InputRefused
+from tileproof.records.errors import InputRefused, TileproofError
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import HistoryReport, NoHistory
 from tileproof.records.history_check import check as check_history
@@ -145,6 +146,14 @@ def program_uses(root: Path, programs: Iterable[str], table: dict[str, gate.Boun
             if (Path(root) / p).is_file()}
 
 
+def _every_front(root: Path) -> list[LessonFront] | None:
+    """The front matter of every lesson under lessons/, or None when one does not load (its command says why)."""
+    try:
+        return [lesson.front for lesson in lessons.load_all(root)]
+    except (TileproofError, ValueError):
+        return None
+
+
 def claims_today(root: Path, lesson_id: str) -> ClaimsToday:
     """The lesson's claims file as it is today (``NO_CLAIMS`` when it has none); one line if unreadable."""
     root = Path(root)
@@ -189,15 +198,52 @@ class Tree:
         return self._refused
 
     @classmethod
-    def load(cls, root: Path, trust_root: str | None = None) -> Tree:
-        """Every record under runs/, each with its seal checked, its signature verified against
-        ``lessons/runners.yaml`` and its standing judged from history against the trust root
-        (``gather.trust_state``; the first record that fails validation raises one line), read through the
-        verified-file index (``gather.indexed``)."""
-        history_read = git_history.read(Path(root))  # read once: the records' first commits and the history check
-        trusted = trust_state.load(Path(root), trust_root, history_read=history_read)
-        return cls.of(root, trusted.examine(indexed.read_records(Path(root), trusted.registry)), trusted,
-                      check_history(history_read))
+    def load(cls, root: Path, trust_root: str | None = None, every: bool = False) -> Tree:
+        """The records under runs/ the lessons' verdicts can depend on (``judge.preselect``; ``every``: all of
+        them), each with its seal checked, its signature verified against ``lessons/runners.yaml`` and its
+        standing judged from history against the trust root (``gather.trust_state``; the first record that fails
+        validation raises one line), read through the verified-file index (``gather.indexed``): every record's
+        facts, then the chosen records in full."""
+        root = Path(root)
+        history_read = git_history.read(root)  # read once: the records' first commits and the history check
+        trusted = trust_state.load(root, trust_root, history_read=history_read)
+        checked = check_history(history_read)
+        if every:
+            return cls.of(root, trusted.examine(indexed.read_records(root, trusted.registry)), trusted, checked)
+        found = indexed.read_facts(root, trusted.registry)
+        paths = [path for path, _e in found]
+        facts = trusted.examine(e for _path, e in found)
+
+        def read(wanted: set[str]) -> list[Examined]:
+            chosen = [path for path, e in zip(paths, facts, strict=True) if e.record.run_id in wanted]
+            return trusted.examine(indexed.read_chosen(root, trusted.registry, chosen))
+        return cls.chosen(root, facts, read, trusted, checked)
+
+    @classmethod
+    def chosen(cls, root: Path, facts: list[Examined[preselect.Facts]], read: Callable[[set[str]], list[Examined]],
+               trust: trust_state.Trusted | None = None, checked: HistoryReport | None = None,
+               refused: dict[str, Issue] | None = None) -> Tree:
+        """A tree over the records the verdicts of every lesson under lessons/ can depend on
+        (``judge.preselect.needed``), chosen from every record's ``facts`` (examined, their standing judged) and
+        read in full by ``read`` (run ids → their examined records, in the order of ``facts``); every record when
+        a lesson does not load. A plausibility signal another runner key's record may settle has those records
+        read too (``preselect.agreeing``), until none is left."""
+        fronts = _every_front(root)
+        wanted = {e.record.run_id for e in facts} if fronts is None else preselect.needed(facts, fronts)
+        while True:
+            tree = cls.of(root, read(wanted), trust, checked, refused)
+            more = preselect.agreeing(preselect.flagged_unsettled(tree.records, tree.signals()), facts) - wanted
+            if not more:
+                return tree
+            wanted |= more
+
+    def choose(self) -> Tree:
+        """This tree over only the records the lessons' verdicts can depend on (:meth:`chosen`): its verdicts are
+        the ones over every record, judged from a handful."""
+        facts = [dataclasses.replace(e, record=preselect.facts_of(e.record)) for e in self.records]
+        by_id = [(e.record.run_id, e) for e in self.records]
+        return Tree.chosen(self.root, facts, lambda wanted: [e for i, e in by_id if i in wanted], self.trust,
+                           self._history, self._refused)
 
     @classmethod
     def of(cls, root: Path, examined: Iterable[Examined], trust: trust_state.Trusted | None = None,

@@ -223,7 +223,8 @@ def explained(signal: Signal, notes: Iterable[PlausibilityNote]) -> bool:
     return any(n.signal == signal.kind and n.subject == signal.subject for n in notes)
 
 
-def _program_digest(rec) -> str | None:
+def program_digest(rec) -> str | None:
+    """The sha256 a run or bench record's sources give its program; None when they do not name it."""
     return next((s.sha256 for s in rec.sources if s.path == rec.program), None)
 
 
@@ -236,7 +237,7 @@ def agrees(item: Examined, other: Examined, flagged: Mapping[str, object]) -> bo
         return False
     mine, theirs, gpu = runner_of(item), runner_of(other), gpu_of(o)
     return (theirs is not None and theirs != mine and o.run_id not in flagged and trust.admits(other)
-            and o.verdict == "passed" and o.program == rec.program and _program_digest(o) == _program_digest(rec)
+            and o.verdict == "passed" and o.program == rec.program and program_digest(o) == program_digest(rec)
             and gpu is not None and gpu.compute_capability == gpu_of(rec).compute_capability)  # type: ignore[union-attr]
 
 

@@ -116,6 +116,8 @@ class Index:
     _facts: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     _facts_loaded: set[str] = field(default_factory=set)
     _files_loaded: bool = False
+    _prefixes: set[str] = field(default_factory=set)
+    """Folders (``runs/``) whose rows were loaded by :meth:`load_files` with a prefix."""
     few: bool = False
     """Set by a reader of a few files (``audit --since``): their rows are read one by one, not all at once."""
 
@@ -123,7 +125,9 @@ class Index:
     def known(self, rel: str, st: os.stat_result) -> Known | None:
         """The indexed content of ``rel`` when its stat is the one indexed, else None (a reader of a few files,
         :attr:`few`, asks the database for each; the others load every row once)."""
-        if self.few and not self._files_loaded and rel not in self.files:
+        if self._covers(rel):
+            pass
+        elif self.few and rel not in self.files:
             self._load_rows("SELECT * FROM files WHERE path = ?", (rel,))
         else:
             self.load_files()
@@ -133,7 +137,7 @@ class Index:
     def learn(self, rel: str, st: os.stat_result, known: Known, now_ns: int) -> None:
         """Remember ``rel``'s content (``st``: its ``fstat`` before and after the read, equal), when settled."""
         if self.db is not None and settled(st, now_ns):
-            if not self.few:
+            if not self.few and not self._covers(rel):
                 self.load_files()
             entry = (stat_key(st), known)
             if self.files.get(rel) != entry:
@@ -160,12 +164,20 @@ class Index:
                 self._facts[(sha256, key)] = value
                 self._new_facts[(sha256, key, code_key())] = json.dumps(value, sort_keys=True)
 
-    def load_files(self) -> None:
-        """The ``files`` rows, loaded on first use (a command that reads only records never loads them)."""
-        if self._files_loaded or self.db is None:
+    def load_files(self, prefix: str = "") -> None:
+        """The ``files`` rows, loaded on first use (a command that reads only records never loads them); with a
+        ``prefix`` (a folder and its ``/``), only the rows of the files under it."""
+        if self._covers(prefix) or self.db is None:
+            return
+        if prefix:
+            self._prefixes.add(prefix)  # "/" + 1 is "0": every path under the folder sorts between the two
+            self._load_rows("SELECT * FROM files WHERE path >= ? AND path < ?", (prefix, prefix[:-1] + "0"))
             return
         self._files_loaded = True
         self._load_rows("SELECT * FROM files", ())
+
+    def _covers(self, rel: str) -> bool:
+        return self._files_loaded or any(rel.startswith(p) for p in self._prefixes if p)
 
     def _load_rows(self, query: str, args: tuple) -> None:
         if self.db is None:
@@ -286,22 +298,40 @@ def open_index(root: Path) -> Index:
     except (OSError, sqlite3.Error) as e:
         return Index(where, None, problem=f"{where}: cannot be opened ({e}); not used")
     index = Index(where, db)
-    try:
-        db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
-        if db.execute("PRAGMA journal_mode").fetchall()[0][0] != "wal":
-            db.execute("PRAGMA journal_mode = WAL").fetchall()
-        db.execute("PRAGMA synchronous = NORMAL")
-        db.executescript(_TABLES)
-        rows = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchall()  # fetchall: no statement
-        found = rows[0] if rows else None  # left open, which would hold a read transaction
-        if found is None:
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
-        elif found[0] != str(SCHEMA):
-            index._fail(f"has layout {found[0]}; this tileproof writes {SCHEMA}")
+    deadline = time.monotonic() + BUSY_MS / 1000
+    while True:
+        try:
+            found = _set_up(db)
+            break
+        except sqlite3.OperationalError as e:
+            # Two commands making the database at once: switching it to WAL and creating its tables take locks
+            # that SQLite refuses at once, without waiting, where waiting could deadlock. Each step is idempotent:
+            # try again shortly.
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                index._fail(f"cannot be read ({e})")
+                return index
+            time.sleep(0.05)
+        except sqlite3.DatabaseError as e:
+            index._fail(f"cannot be read ({e})")
             return index
-    except sqlite3.DatabaseError as e:
-        index._fail(f"cannot be read ({e})")
+    if found is not None and found != str(SCHEMA):
+        index._fail(f"has layout {found}; this tileproof writes {SCHEMA}")
     return index
+
+
+def _set_up(db: sqlite3.Connection) -> str | None:
+    """WAL mode, the tables and the schema row (each step a no-op when done already); the layout found, or
+    None for a database this call made."""
+    db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+    if db.execute("PRAGMA journal_mode").fetchall()[0][0] != "wal":
+        db.execute("PRAGMA journal_mode = WAL").fetchall()
+    db.execute("PRAGMA synchronous = NORMAL")
+    db.executescript(_TABLES)
+    rows = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchall()  # fetchall: no statement
+    if rows:  # left open, which would hold a read transaction
+        return rows[0][0]
+    db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
+    return None
 
 
 _SHARED: dict[tuple[int, Path | None], tuple[int | None, Index]] = {}

@@ -352,8 +352,14 @@ KEEP = frozenset({".gitkeep"})
 
 
 def record_files(root: Path) -> list[Path]:
-    folder = root / RUNS
-    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+    """Every entry of runs/ named ``*.json``, sorted by name (what ``sorted(folder.glob("*.json"))`` gives,
+    without 100,000 path comparisons)."""
+    folder = Path(root) / RUNS
+    if not folder.is_dir():
+        return []
+    with os.scandir(folder) as entries:
+        names = sorted(e.name for e in entries if e.name.endswith(".json"))
+    return [folder / name for name in names]
 
 
 def stray_files(root: Path) -> list[str]:

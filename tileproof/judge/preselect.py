@@ -1,0 +1,167 @@
+"""Which records the lessons' verdicts can depend on, chosen from each record's facts: the full records of only
+those need be read.
+
+``status`` and ``publish`` judge lessons from a tree that may hold 100,000 records, of which a verdict looks at
+a handful: the newest record of each row's class, a published lesson's cited records and what is newer than them.
+:func:`facts_of` keeps what choosing needs of one record (a :class:`Facts`, small, kept in the verified-file
+index beside the record's seal and signature outcome); :func:`needed` takes every record as an ``Examined`` of
+its facts, with its standing already judged (so ``trust.refusal`` and ``standing.age`` answer exactly as for the
+full record), and returns the run ids whose full records the decisions must see. Judged over those, every
+decision is the one judged over all records; the reason, per rule that picks records:
+
+- ``gate.decide_row`` takes the newest counted record of the row's program in one class: hardware below 8.0 or
+  not (``RowClass.admits``), a GPU or none (a run without one decides only when nothing ran on a GPU), the
+  cuda-tile release (``releases.decides_rows``, for the lock or, on the release axis, for each release): the
+  newest of each (program, below 8.0, GPU, release) group is kept, and any newest the rule picks is the newest of
+  one such group. A record that does not count is named in the row's reason: all of them are kept.
+- a published lesson's cited records, and every counted record of its programs newer than the oldest of them
+  (``gate.newer_failure`` looks at each newer one until one fails).
+- bench, claims and compile records are all kept (performance claims, claims verdicts and the REG/SHARED table
+  read them all; a fleet's records are almost all run records).
+- plausibility signals (``plausibility.signals``) compare a record with its runner key's first counted GPU record
+  and a GPU's first record: the first of each runner and of each GPU uuid are kept, so every kept record's
+  signals are the ones computed over all. A signal is settled by an agreeing record of another key
+  (``plausibility.agrees``): :func:`agreeing` names the candidates for the records found flagged, and the caller
+  adds them (then the answer "is one of them agreeing and unflagged" is the same over the kept records as over
+  all: each candidate's own signals are exact too).
+
+Adding a record that is not needed never changes a decision: every rule above takes a newest, or looks at all
+newer records, and keeps none it did not pick. ``tests/test_preselect.py`` compares the verdicts over the
+selection with those over every record, on the fixture trees and on generated ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+
+from tileproof.judge import plausibility, standing, trust
+from tileproof.judge.releases import ReleaseKey, release_of
+from tileproof.records.capability import below_tile
+from tileproof.records.models import BenchRecord, ClaimsRecord, CompileRecord, LessonFront, RunRecord
+from tileproof.records.store import Examined
+
+EVIDENCE_KINDS = {"run": RunRecord, "bench": BenchRecord, "claims": ClaimsRecord, "compile": CompileRecord}
+"""The record kinds a lesson's decision reads (``gather.tree.Tree`` keeps only these), by ``kind``."""
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What choosing needs of one record (see the module docstring); ``kind``, ``created`` and ``run_id`` are the
+    record's own, so ``judge.standing`` judges a record's standing and age from its facts as from the record."""
+
+    kind: str
+    run_id: str
+    created: datetime
+    program: str | None = None
+    """A run or bench record's program."""
+    gpu_uuid: str | None = None
+    """The GPU the record names (``plausibility.gpu_of``); None: none."""
+    gpu_cc: str | None = None
+    release: ReleaseKey | None = None
+    """A run record's cuda-tile release (``releases.release_of``)."""
+    verdict: str | None = None
+    program_digest: str | None = None
+    """The sha256 its sources give its program (what ``plausibility.agrees`` compares)."""
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out["created"] = self.created.isoformat()
+        out["release"] = list(self.release) if self.release is not None else None
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Mapping) -> Facts:
+        """The facts :meth:`to_json` wrote; KeyError, TypeError or ValueError when ``raw`` is not such."""
+        release = raw["release"]
+        return cls(kind=str(raw["kind"]), run_id=str(raw["run_id"]), created=datetime.fromisoformat(raw["created"]),
+                   program=raw["program"], gpu_uuid=raw["gpu_uuid"], gpu_cc=raw["gpu_cc"],
+                   release=ReleaseKey(str(release[0]), bool(release[1])) if release is not None else None,
+                   verdict=raw["verdict"], program_digest=raw["program_digest"])
+
+
+def facts_of(record) -> Facts:
+    """The facts of one record (any kind)."""
+    gpu = plausibility.gpu_of(record)
+    is_run = isinstance(record, RunRecord)
+    program = record.program if isinstance(record, (RunRecord, BenchRecord)) else None
+    return Facts(kind=record.kind, run_id=record.run_id, created=record.created, program=program,
+                 gpu_uuid=gpu.uuid if gpu is not None else None, gpu_cc=gpu.compute_capability if gpu else None,
+                 release=release_of(record) if is_run else None,
+                 verdict=getattr(record, "verdict", None) if is_run or isinstance(record, BenchRecord) else None,
+                 program_digest=plausibility.program_digest(record) if program is not None else None)
+
+
+def needed(items: Sequence[Examined[Facts]], fronts: Iterable[LessonFront]) -> set[str]:
+    """The run ids whose full records the decisions on ``fronts`` (every lesson of the tree) can depend on, among
+    ``items`` (every record, as its facts, with its standing judged): see the module docstring."""
+    keep: set[str] = {e.record.run_id for e in items if e.record.kind in EVIDENCE_KINDS and e.record.kind != "run"}
+    runs = [e for e in items if e.record.kind == "run"]
+    by_program: dict[str, list[Examined[Facts]]] = {}
+    for e in runs:
+        by_program.setdefault(e.record.program or "", []).append(e)
+    for front in fronts:
+        cited = {row.run_id for row in front.results if row.run_id} | {
+            run_id for v in front.cuda_tile_verified for run_id in v.run_ids}
+        keep |= cited
+        for program in {row.program for row in front.results}:
+            mine = by_program.get(program, [])
+            newest: dict[tuple, Examined[Facts]] = {}
+            oldest_cited: tuple | None = None
+            for e in mine:
+                if not trust.admits(e):
+                    keep.add(e.record.run_id)  # named in the row's reason
+                    continue
+                f = e.record
+                gpu = f.gpu_cc is not None  # GpuFacts always names both uuid and compute capability
+                group = (below_tile(f.gpu_cc) if gpu else False, gpu, f.release)
+                if group not in newest or standing.age(newest[group]) < standing.age(e):
+                    newest[group] = e
+                if f.run_id in cited and (oldest_cited is None or standing.age(e) < oldest_cited):
+                    oldest_cited = standing.age(e)
+            keep |= {e.record.run_id for e in newest.values()}
+            if oldest_cited is not None:
+                keep |= {e.record.run_id for e in mine if trust.admits(e) and standing.age(e) > oldest_cited}
+    keep |= baselines(items)
+    return keep
+
+
+def baselines(items: Iterable[Examined[Facts]]) -> set[str]:
+    """The run ids of each runner key's first counted GPU record and of each GPU uuid's first (oldest first by
+    ``standing.age``, as ``plausibility.signals`` orders them)."""
+    chosen = sorted((e for e in items if e.record.kind in EVIDENCE_KINDS and e.record.gpu_uuid is not None
+                     and trust.admits(e)), key=standing.age)
+    runners: dict[plausibility.Runner, str] = {}
+    boards: dict[str, str] = {}
+    for e in chosen:
+        runners.setdefault(plausibility.runner_of(e), e.record.run_id)
+        boards.setdefault(e.record.gpu_uuid or "", e.record.run_id)
+    return set(runners.values()) | set(boards.values())
+
+
+def agreeing(flagged: Iterable[Examined], items: Iterable[Examined[Facts]]) -> set[str]:
+    """The run ids of every record among ``items`` (facts) that could settle a signal of a ``flagged`` record (a
+    full one) by agreeing with it (``plausibility.agrees``, less the "has no signal itself" part, which is judged
+    on the full record): counted, of the same kind, passed, signed by another runner key, the same program from
+    the same source, on a GPU of the same compute capability."""
+    wanted: dict[tuple, set[plausibility.Runner]] = {}
+    for item in flagged:
+        rec = item.record
+        gpu = plausibility.gpu_of(rec)
+        if isinstance(rec, (RunRecord, BenchRecord)) and rec.verdict == "passed" and gpu is not None:
+            key = (rec.kind, rec.program, plausibility.program_digest(rec), gpu.compute_capability)
+            wanted.setdefault(key, set()).add(plausibility.runner_of(item))
+    out: set[str] = set()
+    for e in items:
+        f = e.record
+        mine = wanted.get((f.kind, f.program, f.program_digest, f.gpu_cc))
+        theirs = plausibility.runner_of(e)
+        if mine and f.verdict == "passed" and theirs is not None and (mine - {theirs}) and trust.admits(e):
+            out.add(f.run_id)
+    return out
+
+
+def flagged_unsettled(kept: Sequence[Examined], signals: Mapping[str, object]) -> list[Examined]:
+    """The kept records with a signal that no kept record settles by agreeing (``plausibility.corroborated``)."""
+    return [e for e in kept if e.record.run_id in signals and not plausibility.corroborated(e, kept, signals)]
