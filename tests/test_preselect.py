@@ -7,6 +7,7 @@ facts' round trip through the index, and that choosing really leaves records out
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -49,6 +50,7 @@ def test_facts_round_trip_through_json():
     facts = preselect.facts_of(store.load_record(path))
     assert facts.program and facts.gpu_cc and facts.release is not None
     assert preselect.Facts.from_json(facts.to_json()) == facts
+    assert set(facts.to_json()) == {f.name for f in dataclasses.fields(preselect.Facts)}  # none left out
 
 
 def test_newest_of_each_group_and_every_record_that_does_not_count():

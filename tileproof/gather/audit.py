@@ -265,13 +265,13 @@ def _since_tree(root: Path, examined: list, trusting: trust_state.Trusted, check
     record, those the lessons' verdicts can depend on (``Tree.chosen``: chosen by their facts from the
     verified-file index, then read in full). The records in scope are always in it (their signals are judged)."""
     mine = {e.record.run_id for e in examined}
-    found = [(path, e) for path, e in indexed.read_facts(root, trusting.registry) if e.record.run_id not in mine]
-    rest = trusting.examine(e for _path, e in found)
+    found = [(name, e) for name, e in indexed.read_facts(root, trusting.registry) if e.record.run_id not in mine]
+    rest = trusting.examine(e for _name, e in found)
     facts = [dataclasses.replace(e, record=preselect.facts_of(e.record)) for e in examined] + rest
-    paths = [path for path, _e in found]
+    names = [name for name, _e in found]
 
     def read(wanted: set[str]) -> list:
-        chosen = [path for path, e in zip(paths, rest, strict=True) if e.record.run_id in wanted]
+        chosen = [name for name, e in zip(names, rest, strict=True) if e.record.run_id in wanted]
         return examined + trusting.examine(indexed.read_chosen(root, trusting.registry, chosen))
     return Tree.chosen(root, facts, read, trusting, checked, refused)
 

@@ -55,18 +55,19 @@ def read_records(root: Path, registry: RunnerRegistry) -> list[Examined]:
     return out
 
 
-def read_chosen(root: Path, registry: RunnerRegistry, paths: Iterable[Path]) -> list[Examined]:
-    """The records at ``paths`` (under runs/), each read and validated in full, through the index as
+def read_chosen(root: Path, registry: RunnerRegistry, names: Iterable[str]) -> list[Examined]:
+    """The records named ``names`` (in runs/), each read and validated in full, through the index as
     :func:`read_records` reads every one."""
     index = file_index.shared(root)
     scope = registry_scope(registry)
-    out = [_read(Path(root), path, registry, index, scope) for path in paths]
+    runs = Path(root) / store.RUNS
+    out = [_read(Path(root), runs / name, registry, index, scope) for name in names]
     index.save()
     return out
 
 
-def read_facts(root: Path, registry: RunnerRegistry) -> list[tuple[Path, Examined[Facts]]]:
-    """Every record file under runs/ (as ``store.record_files`` lists them), with its facts examined (seal and
+def read_facts(root: Path, registry: RunnerRegistry) -> list[tuple[str, Examined[Facts]]]:
+    """Every record file under runs/ (its name, as ``store.record_names`` lists them), with its facts examined (seal and
     signature outcome; its standing is the caller's to judge): see the module docstring. Raises as
     :func:`read_records` does, for the first record that does not read or validate."""
     root = Path(root)
@@ -78,22 +79,24 @@ def read_facts(root: Path, registry: RunnerRegistry) -> list[tuple[Path, Examine
     runs = root / store.RUNS
     plain_folder = runs.is_dir() and stat.S_ISDIR(os.lstat(runs).st_mode)  # a link in its place is read in full
     index.load_files(f"{store.RUNS}/")
+    index.load_facts(scope)
     now = file_index.now_ns()
     out = []
-    for path in store.record_files(root):
-        rel = f"{store.RUNS}/{path.name}"
+    folder = os.fspath(runs)
+    for name in store.record_names(root):
+        rel = f"{store.RUNS}/{name}"
         fact, st = None, None
         if plain_folder:
             try:
-                st = os.lstat(path)
+                st = os.lstat(os.path.join(folder, name))
             except OSError:
                 st = None
             known = index.known(rel, st) if st is not None and stat.S_ISREG(st.st_mode) else None
             fact = index.fact(known.sha256, KIND, scope) if known is not None else None
         item = _from_fact(fact, registry) if fact is not None else None
         if item is None:
-            item = _learn(root, path, registry, index, scope, st, now)
-        out.append((path, item))
+            item = _learn(root, runs / name, registry, index, scope, st, now)
+        out.append((name, item))
     index.save()
     return out
 
@@ -141,7 +144,7 @@ def _read(root: Path, path: Path, registry: RunnerRegistry, index: file_index.In
             return Examined(record, fact["seal"], verification, registry.in_force)
         except (ValidationError, ValueError, KeyError, TypeError):
             pass  # an entry this code cannot use: examined in full below, and replaced
-    examined = store.read_record(path, registry, root)
+    examined = store.read_record(path, registry, root, data)
     v = examined.verification
     index.remember(sha, KIND, {"plain": not signing.is_envelope(json.loads(data)), "seal": examined.seal,
                                "trust": v.trust, "keyid": v.keyid, "reason": v.reason,

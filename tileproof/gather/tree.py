@@ -211,11 +211,11 @@ class Tree:
         if every:
             return cls.of(root, trusted.examine(indexed.read_records(root, trusted.registry)), trusted, checked)
         found = indexed.read_facts(root, trusted.registry)
-        paths = [path for path, _e in found]
-        facts = trusted.examine(e for _path, e in found)
+        names = [name for name, _e in found]
+        facts = trusted.examine(e for _name, e in found)
 
         def read(wanted: set[str]) -> list[Examined]:
-            chosen = [path for path, e in zip(paths, facts, strict=True) if e.record.run_id in wanted]
+            chosen = [name for name, e in zip(names, facts, strict=True) if e.record.run_id in wanted]
             return trusted.examine(indexed.read_chosen(root, trusted.registry, chosen))
         return cls.chosen(root, facts, read, trusted, checked)
 

@@ -33,7 +33,7 @@ selection with those over every record, on the fixture trees and on generated on
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 
 from tileproof.judge import plausibility, standing, trust
@@ -66,10 +66,10 @@ class Facts:
     """The sha256 its sources give its program (what ``plausibility.agrees`` compares)."""
 
     def to_json(self) -> dict:
-        out = asdict(self)
-        out["created"] = self.created.isoformat()
-        out["release"] = list(self.release) if self.release is not None else None
-        return out
+        return {"kind": self.kind, "run_id": self.run_id, "created": self.created.isoformat(), "program": self.program,
+                "gpu_uuid": self.gpu_uuid, "gpu_cc": self.gpu_cc,
+                "release": list(self.release) if self.release is not None else None, "verdict": self.verdict,
+                "program_digest": self.program_digest}
 
     @classmethod
     def from_json(cls, raw: Mapping) -> Facts:

@@ -157,6 +157,13 @@ class Index:
             self._load_facts(scope)
         return self._facts.get((sha256, f"{kind}\0{scope}"))
 
+    def load_facts(self, scope: str = "") -> None:
+        """Every fact of ``scope`` made by this code, in one query (a reader of a few files, :attr:`few`, that
+        still looks up every record's facts)."""
+        if self.db is not None and scope not in self._facts_loaded:
+            self._facts_loaded.add(scope)
+            self._load_facts(scope)
+
     def remember(self, sha256: str, kind: str, value: dict[str, Any], scope: str = "") -> None:
         if self.db is not None:
             key = f"{kind}\0{scope}"

@@ -283,8 +283,8 @@ def _root_of(path: Path) -> Path:
     return path.parent.parent if path.parent.name == RUNS else path.parent
 
 
-def read_file(path: Path, root: Path | None = None) -> tuple[dict, signing.Envelope | None,
-                                                             signing.AnyStatement | None]:
+def read_file(path: Path, root: Path | None = None, data: bytes | None = None) -> tuple[
+        dict, signing.Envelope | None, signing.AnyStatement | None]:
     """The record's JSON object, and its envelope and statement when signed.
 
     Read through ``safe_read`` (a regular file inside ``root``, default the folder
@@ -294,7 +294,9 @@ def read_file(path: Path, root: Path | None = None) -> tuple[dict, signing.Envel
     path = Path(path)
     root = _root_of(path) if root is None else root
     shown = str(path)
-    raw = parse_json(decode(read_bytes(root, path.absolute(), "record", shown), shown), shown)
+    if data is None:  # ``data``: the file's bytes, when the caller read them through safe_read already
+        data = read_bytes(root, path.absolute(), "record", shown)
+    raw = parse_json(decode(data, shown), shown)
     if not isinstance(raw, dict):
         raise RecordError(path, "", "expected a JSON object", "restore it from git")
     if not signing.is_envelope(raw):
@@ -339,9 +341,10 @@ def load_record(path: Path, root: Path | None = None):
     return validate(path, read_file(path, root)[0])
 
 
-def read_record(path: Path, registry: RunnerRegistry, root: Path | None = None) -> Examined:
-    """Read one record, check its seal and verify it: signature, key, revocation, kind, subjects."""
-    raw, envelope, statement = read_file(path, root)
+def read_record(path: Path, registry: RunnerRegistry, root: Path | None = None, data: bytes | None = None) -> Examined:
+    """Read one record, check its seal and verify it: signature, key, revocation, kind, subjects. ``data``: its
+    bytes, when already read through ``safe_read``."""
+    raw, envelope, statement = read_file(path, root, data)
     record = validate(path, raw)
     # the seal of the JSON as read (seal_of_json, as the audit's byte pass takes it), not of a fresh model dump
     return examine(record, seal_of_json(raw), verify(envelope, statement, record, registry), registry.in_force)
@@ -352,14 +355,18 @@ KEEP = frozenset({".gitkeep"})
 
 
 def record_files(root: Path) -> list[Path]:
-    """Every entry of runs/ named ``*.json``, sorted by name (what ``sorted(folder.glob("*.json"))`` gives,
-    without 100,000 path comparisons)."""
+    """Every entry of runs/ named ``*.json``, sorted by name (what ``sorted(folder.glob("*.json"))`` gives)."""
+    folder = Path(root) / RUNS
+    return [folder / name for name in record_names(root)]
+
+
+def record_names(root: Path) -> list[str]:
+    """The names of :func:`record_files`, sorted, without making 100,000 paths."""
     folder = Path(root) / RUNS
     if not folder.is_dir():
         return []
     with os.scandir(folder) as entries:
-        names = sorted(e.name for e in entries if e.name.endswith(".json"))
-    return [folder / name for name in names]
+        return sorted(e.name for e in entries if e.name.endswith(".json"))
 
 
 def stray_files(root: Path) -> list[str]:
