@@ -32,35 +32,44 @@ from tileproof.records.safe_read import read_bytes, read_evidence
 from tileproof.runner.forked import ForkedHelper
 
 
-def walk(root: str, folder: str, refused: dict[str, Issue],
-         stats: dict[str, os.stat_result] | None = None) -> Iterator[str]:
-    """Every entry under ``root/folder`` that is not a folder, as a root-relative POSIX path.
+def entries(root: str, folder: str, refused: dict[str, Issue]) -> Iterator[tuple[str, os.DirEntry]]:
+    """(root-relative POSIX path, ``os.DirEntry``) of every entry under ``root/folder`` that is not a folder.
 
     Nothing is followed or opened here: ``os.scandir`` reports each entry's type
     from the directory itself, a link (to a folder too) is yielded as an entry
     (``safe_read`` then refuses it), and a folder that cannot be listed is
-    ``refused`` (one ``input-unreadable`` issue), never skipped silently. ``stats``: filled with each
-    entry's ``lstat`` (what ``records.file_index`` compares with its entries), when given."""
+    ``refused`` (one ``input-unreadable`` issue), never skipped silently. Every folder below
+    ``folder`` that the walk enters was listed as a folder, not a link, by the one above it."""
     stack = [folder]
     while stack:
         rel = stack.pop()
         try:
-            entries = os.scandir(os.path.join(root, rel))
+            listing = os.scandir(os.path.join(root, rel))
         except FileNotFoundError:
             continue
         except OSError as err:
             refused[rel] = inputs.refused_issue(InputRefused(rel, "unreadable", f"cannot be listed ({err.strerror})",
                                                              "check its permissions"))
             continue
-        with entries:
-            for entry in entries:
+        with listing:
+            for entry in listing:
+                path = f"{rel}/{entry.name}"
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(f"{rel}/{entry.name}")
-                    continue
-                if stats is not None:
-                    with contextlib.suppress(OSError):  # gone since it was listed: its reader says so
-                        stats[f"{rel}/{entry.name}"] = entry.stat(follow_symlinks=False)
-                yield f"{rel}/{entry.name}"
+                    stack.append(path)
+                else:
+                    yield path, entry
+
+
+def walk(root: str, folder: str, refused: dict[str, Issue],
+         stats: dict[str, os.stat_result] | None = None) -> Iterator[str]:
+    """Every entry under ``root/folder`` that is not a folder, as a root-relative POSIX path (:func:`entries`).
+    ``stats``: filled with each entry's ``lstat`` (what ``records.file_index`` compares with its entries),
+    when given."""
+    for path, entry in entries(root, folder, refused):
+        if stats is not None:
+            with contextlib.suppress(OSError):  # gone since it was listed: its reader says so
+                stats[path] = entry.stat(follow_symlinks=False)
+        yield path
 
 
 def read_record(root: str, name: str) -> bytes:

@@ -237,6 +237,31 @@ def check_file(root: Path | str, path: Path | str, kind: InputKind, shown: str |
     os.close(fd)
 
 
+def listed_file_passes(path: str, dev: int, ino: int, kind: InputKind) -> bool:
+    """Whether :func:`check_file` would accept the file at ``path``, answered with one open instead of
+    its ``lstat`` of every component, for a caller that listed the file itself: ``ino`` is the inode
+    its folder's listing gave (``os.DirEntry.inode()``), and the caller vouches that its type there
+    was a regular file and that every folder between the repository and it is a real folder on
+    device ``dev`` (``gather.audit_scan.entries`` enters only folders listed as folders).
+
+    The file is opened the way the reader opens it (so an open that fails, for permissions or
+    anything else, is seen here as it is there) and must then be that inode on that device, a
+    regular file within its kind's cap. Never a refusal: False means "ask :func:`check_file`", which
+    words the refusal, or finds none (a file on another device, a listing whose inode numbers differ
+    from ``fstat``'s)."""
+    try:
+        fd = os.open(path, _FLAGS)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return stat.S_ISREG(st.st_mode) and st.st_ino == ino and st.st_dev == dev and st.st_size <= LIMITS[kind]
+
+
 def decode(data: bytes, shown: str) -> str:
     """Strict UTF-8, or one ``not-utf8`` line naming the first bad byte."""
     try:

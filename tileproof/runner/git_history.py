@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import cast, get_args
@@ -78,19 +79,39 @@ def _no_history(root: Path) -> NoHistory | None:
 
 
 def read(root: Path) -> GitHistory | NoHistory:
-    """What ``records.history_check.check`` needs, from the repository at ``root``."""
+    """What ``records.history_check.check`` needs, from the repository at ``root``. Its three git reads (the
+    log, the index, the stat check) do not depend on one another, so the three gits run at once, each
+    waited on by a thread of its own (at 100,000 records the index reads overlap the log instead of
+    following it). The answers are looked at in the order the reads once ran, one after another: a
+    failed log is NoHistory whatever the other two say, as when they did not run after it."""
     root = Path(root)
     fmt = _repository(root)
     if isinstance(fmt, NoHistory):
         return fmt
     if _git(root, "rev-parse", "--verify", "-q", "HEAD").exit_code != 0:
         return GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
-    log = _git(root, "-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev",
-               "-z", "--format=%x01%H", "--relative", "--", *WATCHED)
-    if log.exit_code != 0:
-        return NoHistory(f"git log failed: {log.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+    with ThreadPoolExecutor(3) as pool:
+        log, listed, dirty = (pool.submit(_git, root, *args) for args in (_LOG, _LISTED, _DIRTY))
+        answer = log.result()
+        if answer.exit_code != 0:
+            return NoHistory(f"git log failed: {answer.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+        first = _first_versions(answer.stdout)
+        staged = _index_ids(listed.result(), dirty.result())
+    current = {path: staged[path] if path in staged else working_id(root, path, fmt) for path in first}
+    return GitHistory(first=tuple(first.values()), current=current)
+
+
+_LOG = ("-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev", "-z",
+        "--format=%x01%H", "--relative", "--", *WATCHED)
+_LISTED = ("-c", "core.quotePath=false", "ls-files", "-v", "-s", "-z", "--", *WATCHED)
+_DIRTY = ("-c", "core.quotePath=false", "diff-files", "--name-only", "--no-renames", "-z", "--", *WATCHED)
+
+
+def _first_versions(out: bytes) -> dict[str, FirstVersion]:
+    """Path → its first ``A`` in the output of ``_LOG`` (oldest commit first): NUL-separated tokens, each
+    commit ``\\x01<id>`` followed by a ``:<modes> <ids> <status>`` token and its path for each file."""
     first: dict[str, FirstVersion] = {}
-    commit, tokens = "", iter(log.stdout.split(b"\0"))
+    commit, tokens = "", iter(out.split(b"\0"))
     for token in tokens:
         token = token.lstrip(b"\n")
         if token.startswith(b"\x01"):
@@ -100,21 +121,16 @@ def read(root: Path) -> GitHistory | NoHistory:
             path = next(tokens).decode()
             if status == "A" and path not in first:
                 first[path] = FirstVersion(path, commit, new)
-    staged = _index_ids(root)
-    current = {path: staged[path] if path in staged else working_id(root, path, fmt) for path in first}
-    return GitHistory(first=tuple(first.values()), current=current)
+    return first
 
 
-def _index_ids(root: Path) -> dict[str, str]:
+def _index_ids(listed: Answer, dirty: Answer) -> dict[str, str]:
     """Path → git's object id of each regular file under runs/ and evidence/ whose working copy git's own
-    index vouches for: an index entry at stage 0, a regular file's mode, tagged ``H`` (neither
-    assume-unchanged nor skip-worktree, which would make git skip the file), and not listed by ``git
-    diff-files`` (which compares each file's stat data with the index, and its content where the stat
-    cannot tell: git's racy-entry check). Every other file is hashed by :func:`working_id`. An error of
-    either git call gives {} (everything hashed)."""
-    listed = _git(root, "-c", "core.quotePath=false", "ls-files", "-v", "-s", "-z", "--", *WATCHED)
-    dirty = _git(root, "-c", "core.quotePath=false", "diff-files", "--name-only", "--no-renames", "-z", "--",
-                 *WATCHED)
+    index vouches for: an index entry at stage 0 (``listed``: ``git ls-files -v -s``), a regular file's mode,
+    tagged ``H`` (neither assume-unchanged nor skip-worktree, which would make git skip the file), and not
+    listed by ``git diff-files`` (``dirty``: it compares each file's stat data with the index, and its content
+    where the stat cannot tell: git's racy-entry check). Every other file is hashed by :func:`working_id`.
+    An error of either git call gives {} (everything hashed)."""
     if listed.exit_code != 0 or dirty.exit_code != 0:
         return {}
     changed = set(dirty.stdout.split(b"\0"))
