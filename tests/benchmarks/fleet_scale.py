@@ -257,6 +257,16 @@ def main(argv: list[str] | None = None) -> int:
           and since["exit"] == 0 and not since_findings)
     print(f"audit correct at this scale (clean tree: 0 findings; tampered: exactly the 2 changes, warm and cold; "
           f"--since clean; outputs identical with the index deleted): {'yes' if ok else 'NO'}")
+    steps = {"merge": merge, "audit cold": audit_cold, "audit warm": audit_warm, "status cold": status_cold,
+             "status warm": status_warm, "audit warm (index from status)": audit_warm2,
+             "tampered audit warm": tampered_warm, "tampered audit cold": tampered_cold, "audit --since": since}
+    peak_name, peak = max(((k, max(r["maxrss_mib"], r["children_maxrss_mib"])) for k, r in steps.items()),
+                          key=lambda kv: kv[1])
+    targets = [("status warm <= 5 s", status_warm["wall_s"], 5), ("status cold <= 60 s", status_cold["wall_s"], 60),
+               ("full audit warm <= 20 s", audit_warm["wall_s"], 20), ("audit --since <= 3 s", since["wall_s"], 3),
+               ("merge <= 60 s", merge["wall_s"], 60), (f"peak memory <= 1024 MiB ({peak_name})", peak, 1024)]
+    print("issue 27's targets, this run: " + "; ".join(f"{name}: {value:.1f}, {'met' if value <= limit else 'NOT met'}"
+                                                     for name, value, limit in targets))
     if tmp is not None:
         tmp.cleanup()
     return 0 if ok else 1

@@ -295,10 +295,13 @@ def changed_since(root: Path, rev: str, folders: Iterable[str]) -> tuple[str, fr
     if commit is None:
         return _no_history(Path(root)) or NoHistory(f"{rev!r} names no commit of this repository")
     folders = list(folders)
-    diff = _git(root, "-c", "core.quotePath=false", "diff", "--name-only", "--no-renames", "-z", "--relative",
-                commit, "--", *folders)
-    others = _git(root, "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard", "--",
-                  *folders)
+    with ThreadPoolExecutor(2) as pool:  # independent reads (the diff stats every tracked file, ls-files lists
+        # every folder): both gits at once, as read() runs its three
+        diff_asked = pool.submit(_git, root, "-c", "core.quotePath=false", "diff", "--name-only", "--no-renames",
+                                 "-z", "--relative", commit, "--", *folders)
+        others_asked = pool.submit(_git, root, "-c", "core.quotePath=false", "ls-files", "-z", "--others",
+                                   "--exclude-standard", "--", *folders)
+        diff, others = diff_asked.result(), others_asked.result()
     if diff.exit_code != 0 or others.exit_code != 0:
         return NoHistory(f"git diff failed: {(diff.stderr or others.stderr).decode(errors='replace').strip()}")
     paths = {p.decode() for p in (diff.stdout + b"\0" + others.stdout).split(b"\0") if p}
