@@ -89,3 +89,29 @@ def test_choosing_leaves_most_of_a_large_tree_out(tmp_path):
                                     "reason": ""}])
 def test_an_index_entry_this_code_cannot_use_reads_the_record_in_full(value):
     assert indexed._from_fact(value, RunnerRegistry(registry_version=1, runners=[])) is None
+
+
+def status_text(root: Path, tree) -> list[str]:
+    """Every line ``tileproof status`` prints from a tree: the table, the release axis, the bench, claims and
+    claims-matrix sections."""
+    from tileproof.claims import matrix
+    from tileproof.claims import status as claims
+    from tileproof.commands import status as status_command
+    from tileproof.report import bench_view
+
+    return [*status_command.status(root, [], tree), *bench_view.status_lines(tree.records),
+            *claims.status_lines(root, None, tree.records), *matrix.status_lines(root, None, tree.records)]
+
+
+@pytest.mark.parametrize("which", ["committed", "synthetic"])
+def test_status_prints_the_same_from_the_chosen_records(which, committed_tree, tmp_path):
+    """The repository as committed (published lessons citing records, signed records, a perf note, claims) and a
+    generated fleet tree: every line status prints is the same from the chosen records as from all of them."""
+    if which == "committed":
+        root = committed_tree
+    else:
+        root = tmp_path / "t"
+        synthetic_tree(root, 300)
+    chosen, every = tree_module.Tree.load(root), tree_module.Tree.load(root, every=True)
+    assert len(chosen.records) < len(every.records)
+    assert status_text(root, chosen) == status_text(root, every)
