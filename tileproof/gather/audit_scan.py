@@ -193,13 +193,16 @@ def helper(jobs: int) -> ForkedHelper:
 
 @contextmanager
 def paused_gc():
-    """No cyclic garbage collection inside (reference counting still frees)."""
+    """No cyclic garbage collection inside (reference counting still frees). What is alive at the end is frozen
+    (``gc.freeze``) before the collector is on again: else its first pass after this walks every object the
+    command kept (3 s after an audit of 100,000 records), to find no cycle among records and their models."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            gc.freeze()
             gc.enable()
 
 
