@@ -42,14 +42,19 @@ def registry_scope(registry: RunnerRegistry) -> str:
     return hashlib.sha256(registry.model_dump_json().encode()).hexdigest()
 
 
-def read_records(root: Path, registry: RunnerRegistry) -> list[Examined]:
-    """``store.read_records``, through the index (see the module docstring)."""
-    root = Path(root)
+def _opened(root: Path, registry: RunnerRegistry) -> tuple[file_index.Index, str]:
+    """The tree's index and the registry's scope, once runs/ holds nothing that cannot be a record (else its
+    one line is raised, as ``store.read_records`` raises it)."""
     stray = store.stray_files(root)
     if stray:
         raise store.stray_error(stray[0])
-    index = file_index.shared(root)
-    scope = registry_scope(registry)
+    return file_index.shared(root), registry_scope(registry)
+
+
+def read_records(root: Path, registry: RunnerRegistry) -> list[Examined]:
+    """``store.read_records``, through the index (see the module docstring)."""
+    root = Path(root)
+    index, scope = _opened(root, registry)
     out = [_read(root, path, registry, index, scope) for path in store.record_files(root)]
     index.save()
     return out
@@ -71,11 +76,7 @@ def read_facts(root: Path, registry: RunnerRegistry) -> list[tuple[str, Examined
     signature outcome; its standing is the caller's to judge): see the module docstring. Raises as
     :func:`read_records` does, for the first record that does not read or validate."""
     root = Path(root)
-    stray = store.stray_files(root)
-    if stray:
-        raise store.stray_error(stray[0])
-    index = file_index.shared(root)
-    scope = registry_scope(registry)
+    index, scope = _opened(root, registry)
     runs = root / store.RUNS
     plain_folder = runs.is_dir() and stat.S_ISDIR(os.lstat(runs).st_mode)  # a link in its place is read in full
     index.load_files(f"{store.RUNS}/")
