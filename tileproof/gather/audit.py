@@ -47,7 +47,7 @@ from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.records import file_index, lessons, lock, store
-from tileproof.records.errors import InputRefused, RecordError, TileproofError
+from tileproof.records.errors import InputRefused, RecordError, TileproofError, utf8_problem
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import REGENERATED, NoHistory
 from tileproof.records.history_check import check as check_history
@@ -91,12 +91,14 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
 
 def record_names(root: Path) -> list[str]:
     """Every entry of runs/ named ``*.json`` that is not a folder, sorted: links, FIFOs and the
-    like included (``safe_read`` refuses them by what they are; ``os.scandir`` follows nothing)."""
+    like included (``safe_read`` refuses them by what they are; ``os.scandir`` follows nothing). A name
+    that is not valid UTF-8 is no record's: ``store.stray_files`` lists it."""
     runs_dir = root / store.RUNS
     if not runs_dir.is_dir():
         return []
     with os.scandir(runs_dir) as entries:
-        return sorted(e.name for e in entries if e.name.endswith(".json") and not e.is_dir(follow_symlinks=False))
+        return sorted(e.name for e in entries if e.name.endswith(".json") and not e.is_dir(follow_symlinks=False)
+                      and utf8_problem(e.name) is None)
 
 
 def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,

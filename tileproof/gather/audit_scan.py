@@ -27,9 +27,12 @@ from tileproof.judge.audit.result import Issue
 from tileproof.judge.audit.rules import inputs
 from tileproof.judge.audit.rules.verdicts import report_diff
 from tileproof.records import file_index, store
-from tileproof.records.errors import InputRefused
+from tileproof.records.errors import InputRefused, utf8_problem
 from tileproof.records.safe_read import read_bytes, read_evidence
 from tileproof.runner.forked import ForkedHelper
+
+NAME_FIX = "give it a UTF-8 name"
+"""The fix of a name that is not valid UTF-8."""
 
 
 def entries(root: str, folder: str, refused: dict[str, Issue]) -> Iterator[tuple[str, os.DirEntry]]:
@@ -39,7 +42,10 @@ def entries(root: str, folder: str, refused: dict[str, Issue]) -> Iterator[tuple
     from the directory itself, a link (to a folder too) is yielded as an entry
     (``safe_read`` then refuses it), and a folder that cannot be listed is
     ``refused`` (one ``input-unreadable`` issue), never skipped silently. Every folder below
-    ``folder`` that the walk enters was listed as a folder, not a link, by the one above it."""
+    ``folder`` that the walk enters was listed as a folder, not a link, by the one above it. An entry
+    whose path is not valid UTF-8 (``os.fsdecode``'s surrogates) is ``refused`` too, one
+    ``input-not-utf8`` issue, and not yielded: no reader, index or report
+    downstream has to hold a name it cannot encode (no file tileproof writes has one)."""
     stack = [folder]
     while stack:
         rel = stack.pop()
@@ -56,6 +62,8 @@ def entries(root: str, folder: str, refused: dict[str, Issue]) -> Iterator[tuple
                 path = f"{rel}/{entry.name}"
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(path)
+                elif (problem := utf8_problem(path)) is not None:
+                    refused[path] = inputs.refused_issue(InputRefused(path, "not-utf8", problem, NAME_FIX))
                 else:
                     yield path, entry
 

@@ -11,14 +11,42 @@ CONTROLS = "".join(map(chr, [*range(0x20), *range(0x7F, 0xA0)])) + "\u2028\u2029
 terminal's escape), the Unicode line and paragraph separators and the bidirectional overrides
 (which make a line read in another order than it is written)."""
 
-_ESCAPED = str.maketrans({c: repr(c)[1:-1] for c in CONTROLS})
+_UNENCODABLE = str.maketrans({c: f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else repr(c)[1:-1]
+                              for c in map(chr, range(0xD800, 0xE000))})
+"""Lone surrogates, which no UTF-8 output can hold: the ones ``os.fsdecode`` makes of a file name's
+bytes that are not UTF-8 (U+DC80 to U+DCFF, ``surrogateescape``) written as those bytes (``\\xff``),
+any other as Python writes it (``\\ud800``)."""
+
+_ESCAPED = str.maketrans({c: repr(c)[1:-1] for c in CONTROLS} | _UNENCODABLE)
 
 
 def one_line(text: str) -> str:
-    """``text`` with every control character escaped as Python writes it (``\\n``, ``\\x1b``): the
-    one function every printed line that holds a file name or a file's own bytes goes through, so
-    that no name splits, repaints or reorders a line."""
+    """``text`` with every control character escaped as Python writes it (``\\n``, ``\\x1b``), and every
+    lone surrogate as :data:`_UNENCODABLE` says: the one function every printed line that holds a file
+    name or a file's own bytes goes through, so that no name splits, repaints or reorders a line, nor
+    ends the command in an encoding error."""
     return text.translate(_ESCAPED)
+
+
+def encodable(text: str) -> str:
+    """``text`` with its lone surrogates escaped (:data:`_UNENCODABLE`), everything else as it is: a
+    file name that is not UTF-8, as ``os.fsdecode`` or git's output decoded with ``surrogateescape``
+    gives it, in a form a UTF-8 report (Markdown, HTML, JSON) can hold."""
+    return text if text.isascii() else text.translate(_UNENCODABLE)
+
+
+def utf8_problem(name: str) -> str | None:
+    """Why the file name ``name`` (as ``os.fsdecode`` gives it) is not valid UTF-8, naming its first bad
+    byte; None when it is."""
+    if name.isascii():
+        return None
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as e:
+        bad = ord(name[e.start])
+        first = f"byte 0x{bad - 0xDC00:02x}" if 0xDC80 <= bad <= 0xDCFF else f"U+{bad:04X}"
+        return f"its name is not valid UTF-8 ({first})"
+    return None
 
 
 class TileproofError(Exception):

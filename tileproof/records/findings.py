@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tileproof.records.errors import one_line
+from tileproof.records.errors import encodable, one_line
 
 
 @dataclass(frozen=True, order=True)
@@ -30,6 +30,15 @@ class Finding:
     """Why, in one line."""
     fix: str = ""
     """What to do about it, when the tool says so apart from ``reason``; empty otherwise."""
+
+    def __post_init__(self) -> None:
+        """A file name that is not UTF-8 (from a folder's listing or git's, decoded as ``os.fsdecode`` decodes
+        it) is kept with its bad bytes written out (``records.errors.encodable``), so that every report a
+        finding goes into (Markdown, HTML, JSON, JUnit) can hold it."""
+        for name in ("file", "reason", "fix"):
+            text = getattr(self, name)
+            if not text.isascii():
+                object.__setattr__(self, name, encodable(text))
 
     def __str__(self) -> str:
         """``file: rule: reason (fix: ...)``; a finding at a place prints as compilers and linters print

@@ -36,7 +36,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from tileproof import __version__
 from tileproof.records import signing
-from tileproof.records.errors import RecordError, TileproofError
+from tileproof.records.errors import RecordError, TileproofError, utf8_problem
 from tileproof.records.models import (
     AS_READ,
     READABLE_VERSIONS,
@@ -366,11 +366,12 @@ def record_names(root: Path) -> list[str]:
     if not folder.is_dir():
         return []
     with os.scandir(folder) as entries:
-        return sorted(e.name for e in entries if e.name.endswith(".json"))
+        return sorted(e.name for e in entries if e.name.endswith(".json") and utf8_problem(e.name) is None)
 
 
 def stray_files(root: Path) -> list[str]:
-    """Names in ``runs/`` that cannot be records (not ``*.json``, or a folder), sorted.
+    """Names in ``runs/`` that cannot be records (not ``*.json``, a folder, or not valid UTF-8: no run id has
+    such a name, and no index or report could hold it), sorted.
 
     Links and special files named ``*.json`` are left to ``load_record``, which
     refuses them by what they are."""
@@ -379,7 +380,7 @@ def stray_files(root: Path) -> list[str]:
         return []
     with os.scandir(folder) as entries:
         return sorted(e.name for e in entries if e.name not in KEEP and (
-            not e.name.endswith(".json") or e.is_dir(follow_symlinks=False)))
+            not e.name.endswith(".json") or e.is_dir(follow_symlinks=False) or utf8_problem(e.name) is not None))
 
 
 def stray_error(name: str) -> RecordError:

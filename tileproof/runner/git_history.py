@@ -8,7 +8,9 @@ a missing one). No git, no repository, or a shallow clone: ``NoHistory``. The
 working tree's object ids come from git's own index where git vouches for the file
 (``git ls-files -s`` and ``git diff-files``, the stat-data check ``git status`` makes:
 :func:`_index_ids`); every other file is hashed through ``records.safe_read.stream``
-(:func:`working_id`).
+(:func:`working_id`). Paths in git's output are decoded as ``os.fsdecode`` decodes a folder's listing
+(UTF-8, ``surrogateescape``): a name that is not UTF-8 is the same string here as in the audit's walk
+(which refuses it, ``input-not-utf8``), and names the same file when it is opened.
 
 :func:`at_commits` reads, for the commits records name (``git.commit``), whether
 each is in this repository's history and the sha256 of each attested path's blob
@@ -118,7 +120,7 @@ def _first_versions(out: bytes) -> dict[str, FirstVersion]:
             commit = token[1:].decode()
         elif token.startswith(b":"):
             *_modes, _old, new, status = token.decode().split()
-            path = next(tokens).decode()
+            path = next(tokens).decode(errors="surrogateescape")
             if status == "A" and path not in first:
                 first[path] = FirstVersion(path, commit, new)
     return first
@@ -140,7 +142,7 @@ def _index_ids(listed: Answer, dirty: Answer) -> dict[str, str]:
         words = head.split()
         if len(words) == 4 and words[0] == b"H" and words[1] in (b"100644", b"100755") and words[3] == b"0" \
                 and path not in changed:
-            out[path.decode()] = words[2].decode()
+            out[path.decode(errors="surrogateescape")] = words[2].decode()
     return out
 
 
@@ -205,13 +207,20 @@ def versions(root: Path, path: str) -> dict[str, bytes] | NoHistory:
 
 
 def _cat_file(root: Path, queries: list[str]) -> list[bytes | None]:
-    """``git cat-file --batch`` over ``queries``: each object's content, or None when missing."""
-    if not queries:
-        return []
-    out = _git(root, "cat-file", "--batch", stdin="".join(q + "\n" for q in queries).encode()).stdout
+    """``git cat-file --batch`` over ``queries``: each object's content, or None when missing. A path is sent
+    as the bytes ``os.fsencode`` gives (a name that is not UTF-8, as git's output decoded here names it); a
+    query no file name can hold (a lone surrogate that stands for no byte, from a record's JSON) is missing,
+    unsent."""
+    sent = [_fs_bytes(q) for q in queries]
+    if not any(q is not None for q in sent):
+        return [None] * len(queries)
+    out = _git(root, "cat-file", "--batch", stdin=b"".join(q + b"\n" for q in sent if q is not None)).stdout
     answers: list[bytes | None] = []
     at = 0
-    for _ in queries:  # "<oid> <type> <size>\n<content>\n", or "<query> missing|ambiguous\n"
+    for query in sent:  # "<oid> <type> <size>\n<content>\n", or "<query> missing|ambiguous\n"
+        if query is None:
+            answers.append(None)
+            continue
         end = out.find(b"\n", at)
         if end < 0:
             answers.append(None)
@@ -225,6 +234,15 @@ def _cat_file(root: Path, queries: list[str]) -> list[bytes | None]:
         else:
             answers.append(None)
     return answers
+
+
+def _fs_bytes(text: str) -> bytes | None:
+    """``text`` as ``os.fsencode`` encodes a name (UTF-8, ``surrogateescape``); None when no name's bytes
+    decode to it."""
+    try:
+        return text.encode(errors="surrogateescape")
+    except UnicodeEncodeError:
+        return None
 
 
 def trust_history(root: Path, paths: tuple[str, str] = (REGISTRY.as_posix(), PIN.as_posix())
@@ -304,5 +322,5 @@ def changed_since(root: Path, rev: str, folders: Iterable[str]) -> tuple[str, fr
         diff, others = diff_asked.result(), others_asked.result()
     if diff.exit_code != 0 or others.exit_code != 0:
         return NoHistory(f"git diff failed: {(diff.stderr or others.stderr).decode(errors='replace').strip()}")
-    paths = {p.decode() for p in (diff.stdout + b"\0" + others.stdout).split(b"\0") if p}
+    paths = {p.decode(errors="surrogateescape") for p in (diff.stdout + b"\0" + others.stdout).split(b"\0") if p}
     return commit, frozenset(paths)
