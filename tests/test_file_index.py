@@ -201,6 +201,27 @@ def test_audit_since_still_checks_history_and_lessons(checkout, tmp_path):
     assert any(rel in ln and "evidence-digest" in ln for ln in text.splitlines()), text
 
 
+@pytest.mark.parametrize("plant", ["orphan", "link"])
+def test_audit_since_audits_the_whole_tree_when_a_file_directly_under_evidence_changed(checkout, tmp_path, plant):
+    """Any record may reference a file in no run's folder: --since cannot tell an orphan (or a link in its place)
+    from its scope, so it audits everything and finds what the full audit finds."""
+    rev = head(checkout)
+    _session(tmp_path, checkout)
+    loose = checkout / "evidence" / "loose.txt"
+    if plant == "orphan":
+        loose.write_text("nobody references this\n")
+    else:
+        (tmp_path / "outside.txt").write_text("outside the repository\n")
+        loose.symlink_to(tmp_path / "outside.txt")
+    code, text, _ = run("audit", "--root", str(checkout), "--since", rev)
+    assert code == 1, text
+    assert "evidence/loose.txt changed, directly under evidence/" in text and "the whole tree audited" in text
+    full_code, full_text, _ = run("audit", "--root", str(checkout))
+    assert full_code == 1
+    found = [ln for ln in full_text.splitlines() if "evidence/loose.txt" in ln]
+    assert found and found == [ln for ln in text.splitlines() if "evidence/loose.txt" in ln and "scope" not in ln]
+
+
 def test_audit_since_a_commit_that_is_not_there_is_one_line(checkout):
     code, _text, err = run("audit", "--root", str(checkout), "--since", "no-such-rev")
     assert code == 2

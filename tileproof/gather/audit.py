@@ -82,11 +82,19 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
     with paused_gc():
         names = record_names(Path(root))
         scope = audit_since.scope(Path(root), since, names) if since is not None else None
+        widened = None
+        if scope is not None and scope.loose_evidence:  # fail closed: the whole tree (gather.audit_since)
+            widened = (f"since {scope.rev} ({scope.commit[:12]}): {scope.loose_evidence[0]} changed, directly under "
+                       f"{store.EVIDENCE}/ (any record may reference it): the whole tree audited")
+            scope = None
         helper = byte_helper(len(names) if scope is None else len(scope.names))
         try:
-            return _audit(Path(root), names, outputs, helper, trust_root, expect_ancestor, scope)
+            result = _audit(Path(root), names, outputs, helper, trust_root, expect_ancestor, scope)
         finally:
             helper.close()
+        if widened is not None:
+            result.scope = widened
+        return result
 
 
 def record_names(root: Path) -> list[str]:

@@ -17,6 +17,10 @@ says the same):
 - the whole tree's history (every committed record and transcript, from git's and the index's object
   ids), trust root, registry changes, lesson inputs and claims files, as a full audit checks them.
 
+When a file directly under evidence/ (in no run's folder) was added, changed or deleted since REV, it audits the
+whole tree, and its scope line says why: any record may reference such a file, so its being an orphan, or a link
+in a record's place, is a question only a full audit answers.
+
 What it does not: re-check the records outside that scope (their files are unchanged since REV, which
 the history check confirms for every committed one). A full ``audit`` checks everything.
 """
@@ -59,6 +63,12 @@ class Scope:
     def beyond_records(self) -> bool:
         """Whether anything outside runs/ and evidence/ changed (then every lesson is re-judged)."""
         return any(not p.startswith((f"{store.RUNS}/", f"{store.EVIDENCE}/")) for p in self.changed)
+
+    @property
+    def loose_evidence(self) -> tuple[str, ...]:
+        """The changed paths directly under evidence/ (in no run's folder): any record may reference such a file,
+        so whether it is an orphan is a question about every record; ``audit --since`` audits the whole tree."""
+        return tuple(sorted(p for p in self.changed if p.startswith(f"{store.EVIDENCE}/") and p.count("/") == 1))
 
     def touches(self, front: LessonFront, records: Iterable) -> bool:
         """Whether the lesson is re-judged: see the module docstring."""
