@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import stat
@@ -47,7 +48,7 @@ from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.records import file_index, lessons, lock, store
-from tileproof.records.errors import InputRefused, RecordError, TileproofError, utf8_problem
+from tileproof.records.errors import InputRefused, RecordError, TileproofError, encodable, utf8_problem
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import REGENERATED, NoHistory
 from tileproof.records.history_check import check as check_history
@@ -84,8 +85,9 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
         scope = audit_since.scope(Path(root), since, names) if since is not None else None
         widened = None
         if scope is not None and scope.loose_evidence:  # fail closed: the whole tree (gather.audit_since)
-            widened = (f"since {scope.rev} ({scope.commit[:12]}): {scope.loose_evidence[0]} changed, directly under "
-                       f"{store.EVIDENCE}/ (any record may reference it): the whole tree audited")
+            loose = encodable(scope.loose_evidence[0])
+            widened = (f"since {scope.rev} ({scope.commit[:12]}): {loose} changed, directly under {store.EVIDENCE}/ "
+                       "(any record may reference it): the whole tree audited")
             scope = None
         helper = byte_helper(len(names) if scope is None else len(scope.names))
         try:
@@ -110,10 +112,11 @@ def record_names(root: Path) -> list[str]:
 
 
 def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
-              verified: dict[str, Verification]) -> tuple[list[tuple[str, Any]], set[str]]:
+              verified: dict[str, Verification], shas: dict[str, str] | None = None,
+              ) -> tuple[list[tuple[str, Any]], set[str]]:
     """(file name, record) for each record that validates; the evidence paths of those that do not.
     ``verified``: file name → its signature's verification, for each signed record (plain records
-    take the fast path and are ``runner_keys.UNSIGNED``)."""
+    take the fast path and are ``runner_keys.UNSIGNED``); ``shas``: file name → the sha256 of the bytes read."""
     records: list[tuple[str, Any]] = []
     raw_refs: set[str] = set()
     sroot = str(root)
@@ -124,6 +127,8 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
         except InputRefused as e:
             add(Finding(file, *inputs.refused_issue(e)))
             continue
+        if shas is not None:
+            shas[name] = hashlib.sha256(data).hexdigest()
         try:
             rec = store.record_of_json(data)
         except ValidationError:
@@ -194,7 +199,9 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     trusting = trust_state.load(root, trust_root, expect_ancestor, history_read)
     runners = trusting.registry
     verified: dict[str, Verification] = {}
-    records, raw_refs = _validate(root, names, add, runners, verified)
+    shas: dict[str, str] = {}
+    records, raw_refs = _validate(root, names, add, runners, verified, shas)
+    index, registry_scope = file_index.shared(root), indexed.registry_scope(runners)
     refs_of = {name: evidence.transcripts(rec) for name, rec in records}
     trusted = _trusted(root, records)
     records.sort(key=lambda nr: (nr[1].created, nr[1].run_id))
@@ -221,8 +228,11 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
                 add(Finding(file, rule_id, reason))
         # The seal's verdict on the content (not its bytes), the signature's and the record's standing in
         # history (gather.trust_state, judge.standing), as status and publish see them.
-        item, = trusting.examine([store.examine(rec, model_digest if model_digest is not None else seals.get(name),
-                                               verified.get(name, UNSIGNED))])
+        checked_once = store.examine(rec, model_digest if model_digest is not None else seals.get(name),
+                                     verified.get(name, UNSIGNED))
+        if name in shas:  # what status, publish and --since read instead of the record, next time (gather.indexed)
+            indexed.keep(index, shas[name], registry_scope, checked_once, plain=name not in verified)
+        item, = trusting.examine([checked_once])
         for rule_id, reason in trusting.issues(item):
             add(Finding(file, rule_id, reason))
         examined.append(item)
@@ -241,6 +251,7 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
                 add(Finding(t.path if rule_id != evidence.PATH else file, rule_id, reason))
                 flagged.add(name)
 
+    index.save()
     evidence_files, evidence_bytes = _orphans(root, every_name, disk, refs_of, raw_refs, outputs, add)
     lesson_refused = _lesson_inputs(root, add)
     _claims_files(root, add)

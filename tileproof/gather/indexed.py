@@ -137,7 +137,7 @@ def _read(root: Path, path: Path, registry: RunnerRegistry, index: file_index.In
     fact = index.fact(sha, KIND, scope)
     if fact is not None:
         try:
-            record = _RECORD.validate_json(data) if fact["plain"] else store.validate(
+            record = store.record_of_json(data) if fact["plain"] else store.validate(
                 path, store.unwrap(json.loads(data)))
             verification = Verification(fact["trust"], fact["keyid"], fact["reason"])
             if fact.get("facts") != facts_of(record).to_json():
@@ -146,8 +146,17 @@ def _read(root: Path, path: Path, registry: RunnerRegistry, index: file_index.In
         except (ValidationError, ValueError, KeyError, TypeError):
             pass  # an entry this code cannot use: examined in full below, and replaced
     examined = store.read_record(path, registry, root, data)
-    v = examined.verification
-    index.remember(sha, KIND, {"plain": not signing.is_envelope(json.loads(data)), "seal": examined.seal,
-                               "trust": v.trust, "keyid": v.keyid, "reason": v.reason,
-                               "facts": facts_of(examined.record).to_json()}, scope)
+    keep(index, sha, scope, examined, plain=not signing.is_envelope(json.loads(data)))
     return examined
+
+
+def keep(index: file_index.Index, sha: str, scope: str, examined: Examined, plain: bool) -> None:
+    """The entry of a record whose bytes have the sha256 ``sha``, examined in full (its seal checked and its
+    signature verified against the registry of ``scope``, before any standing is judged): the one shape
+    :func:`read_facts` and ``_read`` read back; written only when the index lacks it. ``plain``: not an envelope
+    (a wrong guess only costs a full read next time: ``_read`` falls back)."""
+    v = examined.verification
+    value = {"plain": plain, "seal": examined.seal, "trust": v.trust, "keyid": v.keyid, "reason": v.reason,
+             "facts": facts_of(examined.record).to_json()}
+    if index.fact(sha, KIND, scope) != value:
+        index.remember(sha, KIND, value, scope)
