@@ -120,13 +120,19 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
     records: list[tuple[str, Any]] = []
     raw_refs: set[str] = set()
     sroot = str(root)
+    index, now = file_index.shared(root), file_index.now_ns()
     for name in names:
         file = f"{store.RUNS}/{name}"
+        try:
+            st: os.stat_result | None = os.lstat(os.path.join(sroot, store.RUNS, name))
+        except OSError:
+            st = None  # the reader says why
         try:
             data = read_record(sroot, name)
         except InputRefused as e:
             add(Finding(file, *inputs.refused_issue(e)))
             continue
+        indexed.learn_read(index, sroot, name, st, data, now)  # status and --since then read no record in full
         if shas is not None:
             shas[name] = hashlib.sha256(data).hexdigest()
         try:

@@ -118,15 +118,24 @@ def _learn(root: Path, path: Path, registry: RunnerRegistry, index: file_index.I
     rel = f"{store.RUNS}/{path.name}"
     data = read_bytes(root, rel, "record", str(path))
     examined = _read(root, path, registry, index, scope, data)
-    if st is not None and stat.S_ISREG(st.st_mode):
-        try:
-            after = os.lstat(path)
-        except OSError:
-            after = None
-        if after is not None and file_index.stat_key(after) == file_index.stat_key(st) and st.st_size == len(data):
-            known, _seen = file_index.hash_stream(len(data), [data])
-            index.learn(rel, st, known, now)
+    learn_read(index, root, path.name, st, data, now)
     return Examined(facts_of(examined.record), examined.seal, examined.verification, examined.policy)
+
+
+def learn_read(index: file_index.Index, root: Path | str, name: str, st: os.stat_result | None, data: bytes,
+               now: int) -> None:
+    """Remember that ``runs/<name>``, whose ``lstat`` before it was read through ``safe_read`` was ``st``, held
+    ``data``: when it is a regular file whose stat did not change while it was read (``file_index.Index.learn``
+    keeps only settled files)."""
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return
+    try:
+        after = os.lstat(os.path.join(root, store.RUNS, name))
+    except OSError:
+        return
+    if file_index.stat_key(after) == file_index.stat_key(st) and st.st_size == len(data):
+        known, _seen = file_index.hash_stream(len(data), [data])
+        index.learn(f"{store.RUNS}/{name}", st, known, now)
 
 
 def _read(root: Path, path: Path, registry: RunnerRegistry, index: file_index.Index, scope: str,
