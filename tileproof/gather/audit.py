@@ -112,15 +112,20 @@ def record_names(root: Path) -> list[str]:
 
 
 def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
-              verified: dict[str, Verification], shas: dict[str, str] | None = None,
+              verified: dict[str, Verification], shas: dict[str, str] | None = None, few: bool = False,
               ) -> tuple[list[tuple[str, Any]], set[str]]:
     """(file name, record) for each record that validates; the evidence paths of those that do not.
     ``verified``: file name → its signature's verification, for each signed record (plain records
-    take the fast path and are ``runner_keys.UNSIGNED``); ``shas``: file name → the sha256 of the bytes read."""
+    take the fast path and are ``runner_keys.UNSIGNED``); ``shas``: file name → the sha256 of the bytes read;
+    ``few``: ``names`` are a few of the tree's records (``audit --since``)."""
     records: list[tuple[str, Any]] = []
     raw_refs: set[str] = set()
     sroot = str(root)
     index, now = file_index.shared(root), file_index.now_ns()
+    if few:
+        index.few = True  # audit --since: a few records' rows, asked for one by one
+    else:
+        index.load_files(f"{store.RUNS}/")  # the records' rows only (the byte pass reads evidence/'s)
     for name in names:
         file = f"{store.RUNS}/{name}"
         try:
@@ -206,8 +211,9 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     runners = trusting.registry
     verified: dict[str, Verification] = {}
     shas: dict[str, str] = {}
-    records, raw_refs = _validate(root, names, add, runners, verified, shas)
+    records, raw_refs = _validate(root, names, add, runners, verified, shas, few=scope is not None)
     index, registry_scope = file_index.shared(root), indexed.registry_scope(runners)
+    to_keep: list = []
     refs_of = {name: evidence.transcripts(rec) for name, rec in records}
     trusted = _trusted(root, records)
     records.sort(key=lambda nr: (nr[1].created, nr[1].run_id))
@@ -237,7 +243,7 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
         checked_once = store.examine(rec, model_digest if model_digest is not None else seals.get(name),
                                      verified.get(name, UNSIGNED))
         if name in shas:  # what status, publish and --since read instead of the record, next time (gather.indexed)
-            indexed.keep(index, shas[name], registry_scope, checked_once, plain=name not in verified)
+            to_keep.append((shas[name], checked_once, name not in verified))
         item, = trusting.examine([checked_once])
         for rule_id, reason in trusting.issues(item):
             add(Finding(file, rule_id, reason))
@@ -257,6 +263,7 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
                 add(Finding(t.path if rule_id != evidence.PATH else file, rule_id, reason))
                 flagged.add(name)
 
+    indexed.keep_missing(index, registry_scope, to_keep)
     index.save()
     evidence_files, evidence_bytes = _orphans(root, every_name, disk, refs_of, raw_refs, outputs, add)
     lesson_refused = _lesson_inputs(root, add)

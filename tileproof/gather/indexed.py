@@ -126,8 +126,8 @@ def learn_read(index: file_index.Index, root: Path | str, name: str, st: os.stat
                now: int) -> None:
     """Remember that ``runs/<name>``, whose ``lstat`` before it was read through ``safe_read`` was ``st``, held
     ``data``: when it is a regular file whose stat did not change while it was read (``file_index.Index.learn``
-    keeps only settled files)."""
-    if st is None or not stat.S_ISREG(st.st_mode):
+    keeps only settled files), and the index does not know it by that stat already."""
+    if st is None or not stat.S_ISREG(st.st_mode) or index.known(f"{store.RUNS}/{name}", st) is not None:
         return
     try:
         after = os.lstat(os.path.join(root, store.RUNS, name))
@@ -169,3 +169,12 @@ def keep(index: file_index.Index, sha: str, scope: str, examined: Examined, plai
              "facts": facts_of(examined.record).to_json()}
     if index.fact(sha, KIND, scope) != value:
         index.remember(sha, KIND, value, scope)
+
+
+def keep_missing(index: file_index.Index, scope: str, entries: Iterable[tuple[str, Examined, bool]]) -> None:
+    """:func:`keep` for each (sha256, examined record, plain) whose entry the index lacks (``Index.have``: an
+    entry is a function of the bytes, the code and the registry, so one that is there is this one)."""
+    there = index.have(KIND, scope)
+    for sha, examined, plain in entries:
+        if sha not in there:
+            keep(index, sha, scope, examined, plain)

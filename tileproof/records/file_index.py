@@ -157,6 +157,20 @@ class Index:
             self._load_facts(scope)
         return self._facts.get((sha256, f"{kind}\0{scope}"))
 
+    def have(self, kind: str, scope: str = "") -> set[str]:
+        """The sha256 of every content with a fact of ``kind`` (under ``scope``) made by this code, read without
+        their values (a writer that only adds what is missing; a row that fails its check when read is
+        replaced then)."""
+        if self.db is None:
+            return set()
+        try:
+            rows = self.db.execute("SELECT sha256 FROM facts WHERE code = ? AND scope = ? AND kind = ?",
+                                   (code_key(), scope, kind)).fetchall()
+        except sqlite3.DatabaseError as e:
+            self._fail(f"cannot be read ({e})")
+            return set()
+        return {sha for (sha,) in rows}
+
     def load_facts(self, scope: str = "") -> None:
         """Every fact of ``scope`` made by this code, in one query (a reader of a few files, :attr:`few`, that
         still looks up every record's facts)."""
@@ -181,12 +195,12 @@ class Index:
             self._load_rows("SELECT * FROM files WHERE path >= ? AND path < ?", (prefix, prefix[:-1] + "0"))
             return
         self._files_loaded = True
-        self._load_rows("SELECT * FROM files", ())
+        self._load_rows("SELECT * FROM files", (), skip=tuple(p for p in self._prefixes if p))  # those: loaded
 
     def _covers(self, rel: str) -> bool:
         return self._files_loaded or any(rel.startswith(p) for p in self._prefixes if p)
 
-    def _load_rows(self, query: str, args: tuple) -> None:
+    def _load_rows(self, query: str, args: tuple, skip: tuple[str, ...] = ()) -> None:
         if self.db is None:
             return
         try:
@@ -195,6 +209,8 @@ class Index:
             self._fail(f"cannot be read ({e})")
             return
         for rel, *k, sha, blob, check in rows:
+            if skip and rel.startswith(skip):
+                continue
             if check != _check(rel, *k, sha, blob):
                 self.ignored += 1
                 continue
