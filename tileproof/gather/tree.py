@@ -1,7 +1,8 @@
 """The publish decision's inputs, read from a repository tree in one place.
 
-``Tree(root)`` loads every record under runs/ once, each examined once
-(``store.examine``: its seal checked) and selected by type; for a lesson it
+``Tree.load(root)`` reads every record's facts under runs/ (``gather.indexed.read_facts``) and, in full,
+only the records the lessons' verdicts can depend on (``judge.preselect``; ``Tree.chosen``), each examined
+once (``store.examine``: its seal checked) and selected by type; for a lesson it
 gathers today's digests (the programs, every source the program's records
 attest, the snippets of the lesson's claims), the tolerance table (and, for
 records that attest it as a whole file, the versions of it git history holds),
