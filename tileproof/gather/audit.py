@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 import stat
@@ -137,9 +136,10 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
         except InputRefused as e:
             add(Finding(file, *inputs.refused_issue(e)))
             continue
-        indexed.learn_read(index, sroot, name, st, data, now)  # status and --since then read no record in full
+        known = indexed.content_of(data)
+        indexed.learn_read(index, sroot, name, st, known, now)  # status and --since then read no record in full
         if shas is not None:
-            shas[name] = hashlib.sha256(data).hexdigest()
+            shas[name] = known.sha256
         try:
             rec = store.record_of_json(data)
         except ValidationError:
@@ -212,7 +212,7 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     verified: dict[str, Verification] = {}
     shas: dict[str, str] = {}
     records, raw_refs = _validate(root, names, add, runners, verified, shas, few=scope is not None)
-    index, registry_scope = file_index.shared(root), indexed.registry_scope(runners)
+    index, scope_key = file_index.shared(root), indexed.registry_scope(runners)
     to_keep: list = []
     refs_of = {name: evidence.transcripts(rec) for name, rec in records}
     trusted = _trusted(root, records)
@@ -263,7 +263,7 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
                 add(Finding(t.path if rule_id != evidence.PATH else file, rule_id, reason))
                 flagged.add(name)
 
-    indexed.keep_missing(index, registry_scope, to_keep)
+    indexed.keep_missing(index, scope_key, to_keep)
     index.save()
     evidence_files, evidence_bytes = _orphans(root, every_name, disk, refs_of, raw_refs, outputs, add)
     lesson_refused = _lesson_inputs(root, add)

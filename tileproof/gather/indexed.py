@@ -24,16 +24,14 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from tileproof.judge.preselect import Facts, facts_of
 from tileproof.records import file_index, signing, store
-from tileproof.records.models import Record
 from tileproof.records.runner_keys import RunnerRegistry, Verification
 from tileproof.records.safe_read import read_bytes
 from tileproof.records.store import Examined
 
-_RECORD = TypeAdapter(Record)
 KIND = "examined"
 
 
@@ -117,32 +115,39 @@ def _learn(root: Path, path: Path, registry: RunnerRegistry, index: file_index.I
     it was read."""
     rel = f"{store.RUNS}/{path.name}"
     data = read_bytes(root, rel, "record", str(path))
-    examined = _read(root, path, registry, index, scope, data)
-    learn_read(index, root, path.name, st, data, now)
+    known = content_of(data)
+    examined = _read(root, path, registry, index, scope, data, known.sha256)
+    learn_read(index, root, path.name, st, known, now)
     return Examined(facts_of(examined.record), examined.seal, examined.verification, examined.policy)
 
 
-def learn_read(index: file_index.Index, root: Path | str, name: str, st: os.stat_result | None, data: bytes,
-               now: int) -> None:
+def content_of(data: bytes) -> file_index.Known:
+    """A record file's bytes as the index knows content: size, sha256 and git blob id, in one pass."""
+    return file_index.hash_stream(len(data), [data])[0]
+
+
+def learn_read(index: file_index.Index, root: Path | str, name: str, st: os.stat_result | None,
+               known: file_index.Known, now: int) -> None:
     """Remember that ``runs/<name>``, whose ``lstat`` before it was read through ``safe_read`` was ``st``, held
-    ``data``: when it is a regular file whose stat did not change while it was read (``file_index.Index.learn``
-    keeps only settled files), and the index does not know it by that stat already."""
-    if st is None or not stat.S_ISREG(st.st_mode) or index.known(f"{store.RUNS}/{name}", st) is not None:
+    ``known`` (:func:`content_of` its bytes): when it is a regular file whose stat did not change while it was
+    read (``file_index.Index.learn`` keeps only settled files), and the index does not know it by that stat
+    already."""
+    rel = f"{store.RUNS}/{name}"
+    if st is None or not stat.S_ISREG(st.st_mode) or index.known(rel, st) is not None:
         return
     try:
         after = os.lstat(os.path.join(root, store.RUNS, name))
     except OSError:
         return
-    if file_index.stat_key(after) == file_index.stat_key(st) and st.st_size == len(data):
-        known, _seen = file_index.hash_stream(len(data), [data])
-        index.learn(f"{store.RUNS}/{name}", st, known, now)
+    if file_index.stat_key(after) == file_index.stat_key(st) and st.st_size == known.size:
+        index.learn(rel, st, known, now)
 
 
 def _read(root: Path, path: Path, registry: RunnerRegistry, index: file_index.Index, scope: str,
-          data: bytes | None = None) -> Examined:
+          data: bytes | None = None, sha: str | None = None) -> Examined:
     if data is None:
         data = read_bytes(root, f"{store.RUNS}/{path.name}", "record", str(path))
-    sha = hashlib.sha256(data).hexdigest()
+    sha = sha or hashlib.sha256(data).hexdigest()
     fact = index.fact(sha, KIND, scope)
     if fact is not None:
         try:
@@ -164,17 +169,22 @@ def keep(index: file_index.Index, sha: str, scope: str, examined: Examined, plai
     signature verified against the registry of ``scope``, before any standing is judged): the one shape
     :func:`read_facts` and ``_read`` read back; written only when the index lacks it. ``plain``: not an envelope
     (a wrong guess only costs a full read next time: ``_read`` falls back)."""
-    v = examined.verification
-    value = {"plain": plain, "seal": examined.seal, "trust": v.trust, "keyid": v.keyid, "reason": v.reason,
-             "facts": facts_of(examined.record).to_json()}
+    value = _entry(examined, plain)
     if index.fact(sha, KIND, scope) != value:
         index.remember(sha, KIND, value, scope)
 
 
 def keep_missing(index: file_index.Index, scope: str, entries: Iterable[tuple[str, Examined, bool]]) -> None:
-    """:func:`keep` for each (sha256, examined record, plain) whose entry the index lacks (``Index.have``: an
-    entry is a function of the bytes, the code and the registry, so one that is there is this one)."""
+    """:func:`keep` for each (sha256, examined record, plain) whose entry the index lacks, found without reading
+    any entry's value (``Index.have``: an entry is a function of the bytes, the code and the registry, so one
+    that is there is this one; one that fails its check digest is replaced when read)."""
     there = index.have(KIND, scope)
     for sha, examined, plain in entries:
         if sha not in there:
-            keep(index, sha, scope, examined, plain)
+            index.remember(sha, KIND, _entry(examined, plain), scope)
+
+
+def _entry(examined: Examined, plain: bool) -> dict:
+    v = examined.verification
+    return {"plain": plain, "seal": examined.seal, "trust": v.trust, "keyid": v.keyid, "reason": v.reason,
+            "facts": facts_of(examined.record).to_json()}

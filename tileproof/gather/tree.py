@@ -38,8 +38,6 @@ from tileproof.records.findings import Finding
 from tileproof.records.history_check import HistoryReport, NoHistory
 from tileproof.records.history_check import check as check_history
 from tileproof.records.models import (
-    BenchRecord,
-    ClaimsRecord,
     CompileRecord,
     LessonFront,
     RunRecord,
@@ -251,7 +249,7 @@ class Tree:
            checked: HistoryReport | None = None, refused: dict[str, Issue] | None = None) -> Tree:
         """A tree over records already loaded and examined (under ``trust``, with the history check
         ``checked`` and the refused inputs ``refused`` when the caller already has them)."""
-        kinds = (RunRecord, BenchRecord, ClaimsRecord, CompileRecord)
+        kinds = tuple(preselect.EVIDENCE_KINDS.values())
         return cls(Path(root), [e for e in examined if isinstance(e.record, kinds)], trust=trust, _history=checked,
                    _refused=refused)
 

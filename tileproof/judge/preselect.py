@@ -26,8 +26,9 @@ decision is the one judged over all records; the reason, per rule that picks rec
   all: each candidate's own signals are exact too).
 
 Adding a record that is not needed never changes a decision: every rule above takes a newest, or looks at all
-newer records, and keeps none it did not pick. ``tests/test_preselect.py`` compares the verdicts over the
-selection with those over every record, on the fixture trees and on generated ones.
+newer records, and keeps none it did not pick. ``tests/conftest.py`` (``chosen_records_judge_alike``) compares
+the verdicts over the selection with those over every record for every tree the suite loads;
+``tests/test_preselect.py`` checks each rule, and every line ``status`` prints.
 """
 
 from __future__ import annotations

@@ -125,12 +125,11 @@ class Index:
     def known(self, rel: str, st: os.stat_result) -> Known | None:
         """The indexed content of ``rel`` when its stat is the one indexed, else None (a reader of a few files,
         :attr:`few`, asks the database for each; the others load every row once)."""
-        if self._covers(rel):
-            pass
-        elif self.few and rel not in self.files:
-            self._load_rows("SELECT * FROM files WHERE path = ?", (rel,))
-        else:
-            self.load_files()
+        if not self._covers(rel):
+            if self.few and rel not in self.files:
+                self._load_rows("SELECT * FROM files WHERE path = ?", (rel,))
+            else:
+                self.load_files()
         hit = self.files.get(rel)
         return hit[1] if hit is not None and hit[0] == stat_key(st) else None
 
