@@ -168,6 +168,27 @@ def test_pure_check_over_given_inputs():
     assert [(f.file, f.rule) for f in check(h).findings] == [("runs/b.json", "history-changed")]
 
 
+def test_a_file_name_that_looks_like_a_log_token_is_read_as_a_name(repo):
+    """The log's tokens are read one after another, never searched for: a name holding what a commit or a
+    file token looks like is still one file, and its first version is the one first committed."""
+    tricky = "evidence/x/:000000 100644 " + "0" * 40 + " " + "1" * 40 + " A"
+    write(repo, tricky, "one\n")
+    commit(repo, "tricky name")
+    write(repo, tricky, "two\n")
+    commit(repo, "edited")
+    assert (tricky, "history-changed") in findings(repo)
+
+
+def test_a_log_this_code_cannot_read_is_no_history():
+    """Output that is neither a commit nor a file token (another git's format) is no history, never a partial
+    map of first versions (a file left out of it would be a file never checked)."""
+    good = b"\x01" + b"c" * 40 + b"\0\n:000000 100644 " + b"0" * 40 + b" " + b"1" * 40 + b" A\0runs/a.json\0"
+    assert set(git_history._first_versions(good)) == {"runs/a.json"}
+    for bad in (good + b"runs/b.json\0", good.replace(b" A\0", b" A\t"), b"commit " + b"c" * 40 + b"\n"):
+        found = git_history._first_versions(bad)
+        assert isinstance(found, NoHistory) and "cannot read" in found.reason, bad
+
+
 def test_this_repository_history_is_intact():
     report = git_history.check_repository(REPO, REPORTS)
     if report.status == "no-history":

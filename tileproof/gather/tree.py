@@ -20,18 +20,20 @@ builds its ``Tree`` from them (``Tree.of``) instead of reading runs/ again.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from tileproof.claims import spec as claims_spec
-from tileproof.gather import indexed, inputs, trust_state
+from tileproof.gather import audit_scan, indexed, inputs, trust_state
 from tileproof.judge import gate, plausibility, preselect, release_matrix, releases, verdict
 from tileproof.judge.audit.result import Issue
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
 from tileproof.judge.verdict import LessonVerdict
-from tileproof.records import lessons, lock, parsers, store, tolerances
+from tileproof.records import lessons, lock, parsers, runner_keys, store, tolerances
 from tileproof.records.depends import ProgramUses
 from tileproof.records.errors import InputRefused, TileproofError
 from tileproof.records.findings import Finding
@@ -145,6 +147,15 @@ def program_uses(root: Path, programs: Iterable[str], table: dict[str, gate.Boun
             if (Path(root) / p).is_file()}
 
 
+def _records_at_least(root: Path, count: int) -> int:
+    """How many entries runs/ lists, counted up to ``count`` (enough to tell a tree worth a second process)."""
+    try:
+        with os.scandir(Path(root) / store.RUNS) as entries:
+            return sum(1 for _entry in itertools.islice(entries, count))
+    except OSError:
+        return 0
+
+
 def _every_front(root: Path) -> list[LessonFront] | None:
     """The front matter of every lesson under lessons/, or None when one does not load (its command says why)."""
     try:
@@ -204,19 +215,32 @@ class Tree:
         validation raises one line), read through the verified-file index (``gather.indexed``): every record's
         facts, then the chosen records in full."""
         root = Path(root)
-        history_read = git_history.read(root)  # read once: the records' first commits and the history check
-        trusted = trust_state.load(root, trust_root, history_read=history_read)
-        checked = check_history(history_read)
-        if every:
-            return cls.of(root, trusted.examine(indexed.read_records(root, trusted.registry)), trusted, checked)
-        found = indexed.read_facts(root, trusted.registry)
-        names = [name for name, _e in found]
-        facts = trusted.examine(e for _name, e in found)
+        # Three reads that need nothing of one another run at once: the refused-inputs walk (every entry under
+        # evidence/: a third of a warm status at 100,000 records, pure file-system work) in a forked process,
+        # forked first, before any thread starts; git's reads of the history; and here, the records' facts.
+        helper = audit_scan.helper(_records_at_least(root, audit_scan.PARALLEL_MIN_RECORDS))
+        try:
+            refused = helper.submit(inputs.refused, root)
+            history = git_history.start(root)  # read once: the records' first commits and the history check
+            registry = runner_keys.load_registry(root)
+            if every:
+                records = indexed.read_records(root, registry)
+            else:
+                found = indexed.read_facts(root, registry)
+            history_read = history()
+            trusted = trust_state.load(root, trust_root, history_read=history_read, runners=registry)
+            checked = check_history(history_read)
+            if every:
+                return cls.of(root, trusted.examine(records), trusted, checked, refused())
+            names = [name for name, _e in found]
+            facts = trusted.examine(e for _name, e in found)
 
-        def read(wanted: set[str]) -> list[Examined]:
-            chosen = [name for name, e in zip(names, facts, strict=True) if e.record.run_id in wanted]
-            return trusted.examine(indexed.read_chosen(root, trusted.registry, chosen))
-        return cls.chosen(root, facts, read, trusted, checked)
+            def read(wanted: set[str]) -> list[Examined]:
+                chosen = [name for name, e in zip(names, facts, strict=True) if e.record.run_id in wanted]
+                return trusted.examine(indexed.read_chosen(root, registry, chosen))
+            return cls.chosen(root, facts, read, trusted, checked, refused())
+        finally:
+            helper.close()
 
     @classmethod
     def chosen(cls, root: Path, facts: list[Examined[preselect.Facts]], read: Callable[[set[str]], list[Examined]],

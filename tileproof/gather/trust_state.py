@@ -74,11 +74,12 @@ class Trusted:
 
 
 def load(root: Path, trust_root: str | None = None, expect_ancestor: str | None = None,
-         history_read: GitHistory | NoHistory | None = None) -> Trusted:
+         history_read: GitHistory | NoHistory | None = None, runners: RunnerRegistry | None = None) -> Trusted:
     """The trust state of the tree at ``root`` (see the module docstring). ``history_read``: the first
-    versions ``runner.git_history.read`` gave, when the caller has them already."""
+    versions ``runner.git_history.read`` gave, when the caller has them already; ``runners``: the tree's
+    registry (``lessons/runners.yaml``) as the caller read it, when it examined records under it already."""
     root = Path(root)
-    runners = runner_keys.load_registry(root)
+    runners = runners if runners is not None else runner_keys.load_registry(root)
     graph = git_history.trust_history(root)
     chosen = choose_root(root, trust_root, graph)
     expect = None if expect_ancestor is None else Expect(expect_ancestor,

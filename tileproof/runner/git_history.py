@@ -22,8 +22,9 @@ every version of the runner registry and of the CI's pin along it (``judge.trust
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
@@ -81,26 +82,40 @@ def _no_history(root: Path) -> NoHistory | None:
 
 
 def read(root: Path) -> GitHistory | NoHistory:
-    """What ``records.history_check.check`` needs, from the repository at ``root``. Its three git reads (the
-    log, the index, the stat check) do not depend on one another, so the three gits run at once, each
-    waited on by a thread of its own (at 100,000 records the index reads overlap the log instead of
-    following it). The answers are looked at in the order the reads once ran, one after another: a
-    failed log is NoHistory whatever the other two say, as when they did not run after it."""
+    """What ``records.history_check.check`` needs, from the repository at ``root`` (:func:`start`, waited for)."""
+    return start(root)()
+
+
+def start(root: Path) -> Callable[[], GitHistory | NoHistory]:
+    """:func:`read` begun: its three git reads (the log, the index, the stat check) do not depend on one
+    another, so the three gits are started at once, each waited on by a thread of its own, and the caller
+    works meanwhile (``gather.tree`` reads the records' facts while git reads 400,000 files at fleet scale).
+    The callable returned waits for them and reads their answers (once: it ends the threads). The answers
+    are looked at in the order the reads once ran, one after another: a failed log is NoHistory whatever the
+    other two say, as when they did not run after it."""
     root = Path(root)
     fmt = _repository(root)
     if isinstance(fmt, NoHistory):
-        return fmt
+        return lambda: fmt
     if _git(root, "rev-parse", "--verify", "-q", "HEAD").exit_code != 0:
-        return GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
-    with ThreadPoolExecutor(3) as pool:
-        log, listed, dirty = (pool.submit(_git, root, *args) for args in (_LOG, _LISTED, _DIRTY))
-        answer = log.result()
-        if answer.exit_code != 0:
-            return NoHistory(f"git log failed: {answer.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
-        first = _first_versions(answer.stdout)
-        staged = _index_ids(listed.result(), dirty.result())
-    current = {path: staged[path] if path in staged else working_id(root, path, fmt) for path in first}
-    return GitHistory(first=tuple(first.values()), current=current)
+        return lambda: GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
+    pool = ThreadPoolExecutor(3)
+    log, listed, dirty = (pool.submit(_git, root, *args) for args in (_LOG, _LISTED, _DIRTY))
+
+    def result() -> GitHistory | NoHistory:
+        try:
+            answer = log.result()
+            if answer.exit_code != 0:
+                return NoHistory(f"git log failed: {answer.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+            first = _first_versions(answer.stdout)
+            if isinstance(first, NoHistory):
+                return first
+            staged = _index_ids(listed.result(), dirty.result())
+        finally:
+            pool.shutdown()
+        current = {path: staged[path] if path in staged else working_id(root, path, fmt) for path in first}
+        return GitHistory(first=tuple(first.values()), current=current)
+    return result
 
 
 _LOG = ("-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev", "-z",
@@ -109,20 +124,30 @@ _LISTED = ("-c", "core.quotePath=false", "ls-files", "-v", "-s", "-z", "--", *WA
 _DIRTY = ("-c", "core.quotePath=false", "diff-files", "--name-only", "--no-renames", "-z", "--", *WATCHED)
 
 
-def _first_versions(out: bytes) -> dict[str, FirstVersion]:
+_LOG_ENTRY = re.compile(rb"\n*(?:\x01([0-9a-f]+)\0|:[0-7]+ [0-7]+ [0-9a-f]+ ([0-9a-f]+) ([A-Z][0-9]*)\0([^\0]*)\0)")
+"""One token of ``_LOG``'s output: a commit (``\\x01<id>``), or one file's ``:<modes> <ids> <status>`` and its path."""
+
+
+def _first_versions(out: bytes) -> dict[str, FirstVersion] | NoHistory:
     """Path → its first ``A`` in the output of ``_LOG`` (oldest commit first): NUL-separated tokens, each
-    commit ``\\x01<id>`` followed by a ``:<modes> <ids> <status>`` token and its path for each file."""
+    commit ``\\x01<id>`` followed by a ``:<modes> <ids> <status>`` token and its path for each file. The tokens
+    must follow one another with nothing between them (a path is never searched for a token), else the
+    log is one this code cannot read: NoHistory, never a partial map."""
     first: dict[str, FirstVersion] = {}
-    commit, tokens = "", iter(out.split(b"\0"))
-    for token in tokens:
-        token = token.lstrip(b"\n")
-        if token.startswith(b"\x01"):
-            commit = token[1:].decode()
-        elif token.startswith(b":"):
-            *_modes, _old, new, status = token.decode().split()
-            path = next(tokens).decode(errors="surrogateescape")
-            if status == "A" and path not in first:
-                first[path] = FirstVersion(path, commit, new)
+    commit, end = "", 0
+    for m in _LOG_ENTRY.finditer(out):
+        if m.start() != end:
+            break
+        end = m.end()
+        named, new, status, path = m.groups()
+        if named is not None:
+            commit = named.decode()
+        elif status == b"A":
+            decoded = path.decode(errors="surrogateescape")
+            if decoded not in first:
+                first[decoded] = FirstVersion(decoded, commit, new.decode())
+    if out[end:].strip(b"\n\0"):
+        return NoHistory(f"git log printed what tileproof cannot read, at byte {end}: {out[end:end + 60]!r}")
     return first
 
 
