@@ -253,3 +253,104 @@ def test_the_audits_report_names_come_from_the_history_exemptions():
 
     assert set(audit.COMMITTED_REPORTS) == set(REGENERATED)
     assert {f"evidence/{audit.REPORT_MD}", f"evidence/{audit.REPORT_HTML}"} == set(REGENERATED)
+
+
+# -- the cached comparison (runner.git_history.start): the log and index listing kept by what fixes them --------
+
+def both_ways(root: Path, monkeypatch) -> tuple:
+    """The history check's findings and count read twice (the second read may answer from the kept
+    comparison), and once with the index off (every git read done): all three must agree."""
+    kept_before = git_history.read(root)
+    again = git_history.read(root)
+    monkeypatch.setenv("TILEPROOF_INDEX", "off")
+    fresh = git_history.read(root)
+    monkeypatch.delenv("TILEPROOF_INDEX")
+    answers = [check(h, REPORTS) for h in (kept_before, again, fresh)]
+    assert len({(a.files, a.findings) for a in answers}) == 1, answers
+    assert kept_before.record_commits() == again.record_commits() == fresh.record_commits()
+    return again, answers[0]
+
+
+def test_a_second_read_answers_from_the_kept_comparison(repo, monkeypatch):
+    again, report = both_ways(repo, monkeypatch)
+    assert again.vouched == report.files == 2  # both files vouched for by git's index
+    assert [f.path for f in again.first] == ["evidence/AUDIT.md"]  # the audit's report: left to the check
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert dict(again.record_commits()) == {"runs/20261201T000000Z-run-00000001.json": head}
+
+
+@pytest.mark.parametrize("change", ["commit", "stage", "config", "environment", "replace", "grafts"])
+def test_whatever_fixes_the_log_or_the_listing_is_in_the_key(repo, monkeypatch, change):
+    """Each input of the log and the listing, changed after a read was kept, makes the next read a full one
+    (nothing vouched from the kept comparison), and the check is the same as git's own answer."""
+    git_history.read(repo)
+    assert git_history.read(repo).vouched == 2
+    target = "runs/20261201T000000Z-run-00000001.json"
+    if change == "commit":
+        write(repo, target, '{"a": 2}\n')
+        commit(repo, "an edit committed")
+    elif change == "stage":
+        write(repo, target, '{"a": 2}\n')
+        git(repo, "add", target)
+    elif change == "config":
+        git(repo, "config", "core.ignoreCase", "true")
+    elif change == "environment":
+        monkeypatch.setenv("GIT_LITERAL_PATHSPECS", "1")
+    elif change == "replace":
+        write(repo, "notes.txt", "x\n")
+        commit(repo, "another commit")
+        git(repo, "replace", "HEAD", "HEAD~1")
+    elif change == "grafts":
+        (repo / ".git" / "info").mkdir(exist_ok=True)
+        (repo / ".git" / "info" / "grafts").write_text(git(repo, "rev-parse", "HEAD"))
+    assert git_history.read(repo).vouched == 0  # a full read: not the earlier comparison's answer
+    _again, report = both_ways(repo, monkeypatch)
+    if change in ("commit", "stage"):
+        assert [(f.file, f.rule) for f in report.findings] == [(target, "history-changed")]
+
+
+def test_a_working_tree_change_is_never_answered_from_the_kept_comparison(repo, monkeypatch):
+    """git diff-files runs every time: an edit, a deletion or a link in a committed file's place after the
+    comparison was kept is found as a full read finds it."""
+    git_history.read(repo)
+    rel = "evidence/20261201T000000Z-run-00000001/run.stdout.txt"
+    write(repo, rel, "check edited\n")
+    _again, report = both_ways(repo, monkeypatch)
+    assert [(f.file, f.rule) for f in report.findings] == [(rel, "history-changed")]
+    (repo / rel).unlink()
+    (repo / rel).symlink_to("/etc/passwd")
+    _again, report = both_ways(repo, monkeypatch)
+    assert [(f.file, f.rule) for f in report.findings] == [(rel, "history-refused")]
+    (repo / rel).unlink()
+    _again, report = both_ways(repo, monkeypatch)
+    assert [(f.file, f.rule) for f in report.findings] == [(rel, "history-missing")]
+
+
+def test_a_file_the_index_does_not_hold_is_hashed_each_time(repo, monkeypatch):
+    """A committed file taken out of git's index (``git rm --cached``) is compared from the working tree on
+    every read, the kept comparison or not."""
+    rel = "evidence/20261201T000000Z-run-00000001/run.stdout.txt"
+    git(repo, "rm", "-q", "--cached", rel)
+    again, report = both_ways(repo, monkeypatch)
+    assert again.vouched == 1 and report.findings == ()
+    write(repo, rel, "check edited\n")
+    _again, report = both_ways(repo, monkeypatch)
+    assert [(f.file, f.rule) for f in report.findings] == [(rel, "history-changed")]
+
+
+def test_a_hand_edited_comparison_is_ignored(repo, monkeypatch):
+    """The kept comparison is a row of the verified-file index: one edited without its check digest is
+    ignored, and the history read in full."""
+    import sqlite3
+
+    from tileproof.records import file_index
+
+    git_history.read(repo)
+    db = sqlite3.connect(repo / file_index.FOLDER / file_index.DATABASE)
+    with db:
+        changed = db.execute("UPDATE facts SET value = ? WHERE kind = ?",
+                             ('{"odd": [], "records": [], "vouched": 99}', git_history.CACHE_KIND)).rowcount
+    db.close()
+    assert changed == 1
+    again, report = both_ways(repo, monkeypatch)
+    assert report.files == 2

@@ -138,10 +138,12 @@ def _first_commits(root: Path, graph: TrustHistory, history_read: GitHistory | N
     if not isinstance(found, GitHistory):
         raise TileproofError(f"{root}: git history could be read once and not again ({found.reason})")
     out = {}
-    for f in found.first:
-        if f.path.startswith(f"{store.RUNS}/"):
-            first = graph.first_commit(f.commit)
-            if first is not None:
-                out[f.path] = first
+    of_commit: dict[str, FirstCommit | None] = {}
+    for path, commit in found.record_commits().items():
+        if commit not in of_commit:
+            of_commit[commit] = graph.first_commit(commit)
+        first = of_commit[commit]
+        if first is not None:
+            out[path] = first
     return out
 

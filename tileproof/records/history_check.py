@@ -61,9 +61,22 @@ class GitHistory:
     """What the git reader gathered: first versions and the working tree's object ids."""
 
     first: tuple[FirstVersion, ...]
+    """The first versions to compare with the working tree: every watched file's, or, when git's index vouches
+    that a file is its first version (``runner.git_history``'s cached comparison), every other one's."""
     current: Mapping[str, str | Unhashed | None]
     """Path → object id of the working-tree file now; None when it is missing; ``Unhashed`` when it
     was not read (a link, a special file, over its size cap)."""
+    vouched: int = 0
+    """Committed files left out of ``first`` because git's index vouches each is its first version: counted,
+    never a finding (none of them is a path of ``REGENERATED``)."""
+    records: Mapping[str, str] | None = None
+    """Path under runs/ → the commit that first added it, for every committed record; None: as ``first`` says."""
+
+    def record_commits(self) -> Mapping[str, str]:
+        """Path under runs/ → the commit that first added it, for every committed record."""
+        if self.records is not None:
+            return self.records
+        return {f.path: f.commit for f in self.first if f.path.startswith(f"{WATCHED[0]}/")}
 
 
 @dataclass(frozen=True)
@@ -118,7 +131,7 @@ def check(history: GitHistory | NoHistory, regenerated: frozenset[str] = REGENER
         return HistoryReport("no-history", f"could not check that committed records and transcripts are "
                                            f"unchanged: {history.reason}")
     findings = []
-    files = 0
+    files = history.vouched
     for first in history.first:
         if first.path in regenerated:
             continue

@@ -7,7 +7,7 @@ first committed version (a rename is a delete plus an add, so a moved record is
 a missing one). No git, no repository, or a shallow clone: ``NoHistory``. The
 working tree's object ids come from git's own index where git vouches for the file
 (``git ls-files -s`` and ``git diff-files``, the stat-data check ``git status`` makes:
-:func:`_index_ids`); every other file is hashed through ``records.safe_read.stream``
+:func:`_listed_ids`); every other file is hashed through ``records.safe_read.stream``
 (:func:`working_id`). Paths in git's output are decoded as ``os.fsdecode`` decodes a folder's listing
 (UTF-8, ``surrogateescape``): a name that is not UTF-8 is the same string here as in the audit's walk
 (which refuses it, ``input-not-utf8``), and names the same file when it is opened.
@@ -22,14 +22,17 @@ every version of the runner registry and of the CI's pin along it (``judge.trust
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
+import stat
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import cast, get_args
 
+from tileproof.records import file_index
 from tileproof.records.errors import InputRefused
 from tileproof.records.history_check import (
     REGENERATED,
@@ -87,35 +90,148 @@ def read(root: Path) -> GitHistory | NoHistory:
 
 
 def start(root: Path) -> Callable[[], GitHistory | NoHistory]:
-    """:func:`read` begun: its three git reads (the log, the index, the stat check) do not depend on one
-    another, so the three gits are started at once, each waited on by a thread of its own, and the caller
-    works meanwhile (``gather.tree`` reads the records' facts while git reads 400,000 files at fleet scale).
-    The callable returned waits for them and reads their answers (once: it ends the threads). The answers
-    are looked at in the order the reads once ran, one after another: a failed log is NoHistory whatever the
-    other two say, as when they did not run after it."""
+    """:func:`read` begun: its git reads (the log, the index, the stat check) do not depend on one another, so
+    the gits are started at once, each waited on by a thread of its own, and the caller works meanwhile
+    (``gather.tree`` reads the records' facts while git reads 400,000 files at fleet scale). The callable
+    returned waits for them and reads their answers (once: it ends the threads). The answers are looked at
+    in the order the reads once ran, one after another: a failed log is NoHistory whatever the other two
+    say, as when they did not run after it.
+
+    The log and the index listing are what 400,000 committed files make long to read, and both are fixed by
+    what :func:`_cache_key` digests (HEAD, git's index file, git's configuration and version, the
+    replacement refs and grafts, the root's place in the repository), so their comparison is kept in the
+    verified-file index under that key (:func:`_cached`); the stat check (``git diff-files``), which is
+    about the working tree, runs every time, and a cached comparison is used only when it lists no file."""
     root = Path(root)
     fmt = _repository(root)
     if isinstance(fmt, NoHistory):
         return lambda: fmt
-    if _git(root, "rev-parse", "--verify", "-q", "HEAD").exit_code != 0:
+    head = _git(root, "rev-parse", "--verify", "-q", "HEAD")
+    if head.exit_code != 0:
         return lambda: GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
     pool = ThreadPoolExecutor(3)
-    log, listed, dirty = (pool.submit(_git, root, *args) for args in (_LOG, _LISTED, _DIRTY))
+    dirty = pool.submit(_git, root, *_DIRTY)
+    key = _cache_key(root, fmt, head.stdout.decode(errors="replace").strip())
+    index = file_index.shared(root)
+    kept = index.fact(key, CACHE_KIND, CACHE_SCOPE) if key is not None else None
+    reads = None if kept is not None else [pool.submit(_git, root, *args) for args in (_LOG, _LISTED)]
 
     def result() -> GitHistory | NoHistory:
+        nonlocal reads
         try:
+            if kept is not None:
+                found = _cached(root, fmt, kept, dirty.result())
+                if found is not None:
+                    return found
+                reads = [pool.submit(_git, root, *args) for args in (_LOG, _LISTED)]  # the stat check found files
+            assert reads is not None
+            log, listed = reads
             answer = log.result()
             if answer.exit_code != 0:
                 return NoHistory(f"git log failed: {answer.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
             first = _first_versions(answer.stdout)
             if isinstance(first, NoHistory):
                 return first
-            staged = _index_ids(listed.result(), dirty.result())
+            listing, stat_check = listed.result(), dirty.result()
         finally:
             pool.shutdown()
+        vouched = _listed_ids(listing) if listing.exit_code == 0 and stat_check.exit_code == 0 else {}
+        changed = {p.decode(errors="surrogateescape") for p in stat_check.stdout.split(b"\0") if p}
+        staged = {path: oid for path, oid in vouched.items() if path not in changed}
         current = {path: staged[path] if path in staged else working_id(root, path, fmt) for path in first}
+        if key is not None and vouched:
+            index.remember(key, CACHE_KIND, _comparison(first, vouched), CACHE_SCOPE, alone=True)
+            index.save()
         return GitHistory(first=tuple(first.values()), current=current)
     return result
+
+
+CACHE_KIND = "git-history"
+CACHE_SCOPE = "git-history"
+"""Where :func:`start` keeps its one cached comparison in the verified-file index (``records.file_index``)."""
+
+
+def _cache_key(root: Path, fmt: ObjectFormat, head: str) -> str | None:
+    """A digest of everything the log's and the index listing's output depend on besides the code (the
+    index's own key): HEAD (a commit id fixes the whole history behind it), the object format, git's
+    version, its whole configuration (``git config --list``: path matching, quoting, replacement refs and
+    the like), every ``GIT_*`` variable of the environment, the replacement refs and the grafts file (both
+    rewrite history as git reads it), the root's prefix in the repository (``--relative``) and the bytes of
+    git's index file (the listing is read from it: stage, mode, flags and object id of every entry). None
+    (nothing cached) when one of them cannot be read."""
+    where = _git(root, "rev-parse", "--show-prefix", "--git-path", "index", "--git-path", "info/grafts")
+    lines = where.stdout.decode(errors="surrogateescape").split("\n")
+    config = _git(root, "config", "--list", "-z")
+    version = _git(root, "version")
+    replaced = _git(root, "for-each-ref", "--format=%(refname) %(objectname)", "refs/replace/")
+    if any(a.exit_code != 0 for a in (where, config, version, replaced)) or len(lines) < 3:
+        return None
+    prefix, index_file, grafts = lines[:3]
+    files = [_file_digest(root / index_file), _file_digest(root / grafts)]
+    if any(f is None for f in files):
+        return None
+    environment = sorted((k, v) for k, v in os.environ.items() if k.startswith("GIT_"))
+    h = hashlib.sha256()
+    for part in (fmt, head, prefix, *files, config.stdout, version.stdout, replaced.stdout, repr(environment)):
+        h.update(part if isinstance(part, bytes) else str(part).encode(errors="surrogateescape"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _file_digest(path: Path) -> str | None:
+    """sha256 of the regular file at ``path``, ``absent`` when there is none, None when it is something else
+    or cannot be read (opened without following a link, never blocking on a FIFO)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return "absent"
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        h = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+        return h.hexdigest()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _comparison(first: dict[str, FirstVersion], vouched: dict[str, str]) -> dict:
+    """What :func:`_cached` needs of a full read, as JSON: how many first versions the index listing shows
+    unchanged (``vouched``: path → the object id git's index holds), the others (with the id the index holds,
+    or None), and the commit that first added each record."""
+    odd, same = [], 0
+    records: dict[str, list[str]] = {}
+    for path, f in first.items():
+        if path in REGENERATED or vouched.get(path) != f.blob:
+            odd.append([path, f.commit, f.blob, vouched.get(path)])
+        else:
+            same += 1
+        if path.startswith(f"{WATCHED[0]}/"):
+            records.setdefault(f.commit, []).append(path)
+    return {"vouched": same, "odd": odd, "records": sorted(records.items())}
+
+
+def _cached(root: Path, fmt: ObjectFormat, kept: dict, stat_check: Answer) -> GitHistory | None:
+    """The history a full read would give, from a kept comparison (:func:`_comparison`) and this moment's stat
+    check: only when ``git diff-files`` ran and listed no file (every indexed file is as the index says), so
+    each file git's index vouches for is that object; a first version the index does not hold is hashed from
+    the working tree, as a full read hashes it. None (read in full) otherwise, or when ``kept`` is not such a
+    comparison."""
+    if stat_check.exit_code != 0 or stat_check.stdout.strip(b"\0"):
+        return None
+    try:
+        odd = [(FirstVersion(str(p), str(c), str(b)), i) for p, c, b, i in kept["odd"]]
+        records = {str(p): str(c) for c, paths in kept["records"] for p in paths}
+        same = int(kept["vouched"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    current = {f.path: str(i) if i is not None else working_id(root, f.path, fmt) for f, i in odd}
+    return GitHistory(first=tuple(f for f, _i in odd), current=current, vouched=same, records=records)
 
 
 _LOG = ("-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev", "-z",
@@ -151,22 +267,17 @@ def _first_versions(out: bytes) -> dict[str, FirstVersion] | NoHistory:
     return first
 
 
-def _index_ids(listed: Answer, dirty: Answer) -> dict[str, str]:
-    """Path → git's object id of each regular file under runs/ and evidence/ whose working copy git's own
-    index vouches for: an index entry at stage 0 (``listed``: ``git ls-files -v -s``), a regular file's mode,
-    tagged ``H`` (neither assume-unchanged nor skip-worktree, which would make git skip the file), and not
-    listed by ``git diff-files`` (``dirty``: it compares each file's stat data with the index, and its content
-    where the stat cannot tell: git's racy-entry check). Every other file is hashed by :func:`working_id`.
-    An error of either git call gives {} (everything hashed)."""
-    if listed.exit_code != 0 or dirty.exit_code != 0:
-        return {}
-    changed = set(dirty.stdout.split(b"\0"))
+def _listed_ids(listed: Answer) -> dict[str, str]:
+    """Path → git's object id of each regular file under runs/ and evidence/ that git's own index holds: an
+    index entry at stage 0 (``git ls-files -v -s``), a regular file's mode, tagged ``H`` (neither
+    assume-unchanged nor skip-worktree, which would make git skip the file). Its working copy is that object
+    when ``git diff-files`` does not list it (it compares each file's stat data with the index, and its content
+    where the stat cannot tell: git's racy-entry check); every other file is hashed by :func:`working_id`."""
     out: dict[str, str] = {}
     for entry in listed.stdout.split(b"\0"):
         head, _tab, path = entry.partition(b"\t")
         words = head.split()
-        if len(words) == 4 and words[0] == b"H" and words[1] in (b"100644", b"100755") and words[3] == b"0" \
-                and path not in changed:
+        if len(words) == 4 and words[0] == b"H" and words[1] in (b"100644", b"100755") and words[3] == b"0":
             out[path.decode(errors="surrogateescape")] = words[2].decode()
     return out
 
