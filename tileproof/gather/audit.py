@@ -46,7 +46,7 @@ from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
-from tileproof.records import file_index, lessons, lock, store
+from tileproof.records import file_index, lessons, lock, runner_keys, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError, encodable, utf8_problem
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import REGENERATED, NoHistory
@@ -55,6 +55,7 @@ from tileproof.records.models import LessonFront, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
 from tileproof.records.runner_keys import UNSIGNED, RunnerRegistry, Verification
 from tileproof.records.safe_read import read_evidence
+from tileproof.records.store import Examined
 from tileproof.runner import git_history
 from tileproof.runner.forked import ForkedHelper
 
@@ -81,7 +82,11 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
     """
     with paused_gc():
         names = record_names(Path(root))
-        scope = audit_since.scope(Path(root), since, names) if since is not None else None
+        runners, facts, scope = runner_keys.load_registry(Path(root)), None, None
+        if since is not None:  # git finds what changed since REV while every record's facts are read (_since_tree)
+            scoped = audit_since.begin(Path(root), since, names)
+            facts = indexed.read_facts(Path(root), runners)
+            scope = scoped()
         widened = None
         if scope is not None and scope.loose_evidence:  # fail closed: the whole tree (gather.audit_since)
             loose = encodable(scope.loose_evidence[0])
@@ -90,7 +95,7 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
             scope = None
         helper = byte_helper(len(names) if scope is None else len(scope.names))
         try:
-            result = _audit(Path(root), names, outputs, helper, trust_root, expect_ancestor, scope)
+            result = _audit(Path(root), names, outputs, helper, trust_root, expect_ancestor, scope, runners, facts)
         finally:
             helper.close()
         if widened is not None:
@@ -200,18 +205,21 @@ def _context(records, trusted: dict[str, bytes | None]) -> audit_rules.Context:
 
 
 def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
-           expect_ancestor: str | None, scope: audit_since.Scope | None) -> AuditResult:
+           expect_ancestor: str | None, scope: audit_since.Scope | None, runners: RunnerRegistry,
+           facts: list[tuple[str, Examined[preselect.Facts]]] | None) -> AuditResult:
+    """The audit under the registry ``runners`` (read once, before anything examined under it); ``facts``: every
+    record's, for ``audit --since`` (read while git found its scope)."""
     findings: list[Finding] = []
     add = findings.append
     flagged: set[str] = set()
     names = every_name if scope is None else list(scope.names)
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names, None if scope is None else scope.folders)
-    history_read = git_history.read(root)
-    trusting = trust_state.load(root, trust_root, expect_ancestor, history_read)
-    runners = trusting.registry
+    history = git_history.start(root)  # git reads the history while the records are validated
     verified: dict[str, Verification] = {}
     shas: dict[str, str] = {}
     records, raw_refs = _validate(root, names, add, runners, verified, shas, few=scope is not None)
+    history_read = history()
+    trusting = trust_state.load(root, trust_root, expect_ancestor, history_read, runners)
     index, scope_key = file_index.shared(root), indexed.registry_scope(runners)
     to_keep: list = []
     refs_of = {name: evidence.transcripts(rec) for name, rec in records}
@@ -273,7 +281,8 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
         every = Tree.of(root, examined, trusting, checked, refused | lesson_refused)
         tree = every.choose()
     else:  # every record counts for the lessons re-judged: the rest chosen by their facts, through the index
-        every = tree = _since_tree(root, examined, trusting, checked, refused | lesson_refused)
+        assert facts is not None
+        every = tree = _since_tree(root, examined, facts, trusting, checked, refused | lesson_refused)
     in_scope = [rec for _, rec in records]
     untouched: list = []  # the plausibility notes of the lessons --since does not re-judge still explain
     lesson_audits = _lessons(root, tree, findings, None if scope is None else (
@@ -294,12 +303,14 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
                        scope=None if scope is None else scope.line())
 
 
-def _since_tree(root: Path, examined: list, trusting: trust_state.Trusted, checked, refused: dict[str, Issue]) -> Tree:
+def _since_tree(root: Path, examined: list, facts_read: list[tuple[str, Examined[preselect.Facts]]],
+                trusting: trust_state.Trusted, checked, refused: dict[str, Issue]) -> Tree:
     """``audit --since``: a tree of the records in scope (``examined``, read in full here) and, of every other
-    record, those the lessons' verdicts can depend on (``Tree.chosen``: chosen by their facts from the
-    verified-file index, then read in full). The records in scope are always in it (their signals are judged)."""
+    record, those the lessons' verdicts can depend on (``Tree.chosen``: chosen by their facts, ``facts_read``
+    through the verified-file index, then read in full). The records in scope are always in it (their signals
+    are judged)."""
     mine = {e.record.run_id for e in examined}
-    found = [(name, e) for name, e in indexed.read_facts(root, trusting.registry) if e.record.run_id not in mine]
+    found = [(name, e) for name, e in facts_read if e.record.run_id not in mine]
     rest = trusting.examine(e for _name, e in found)
     facts = [dataclasses.replace(e, record=preselect.facts_of(e.record)) for e in examined] + rest
     names = [name for name, _e in found]

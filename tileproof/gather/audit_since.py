@@ -28,7 +28,7 @@ the history check confirms for every committed one). A full ``audit`` checks eve
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,7 +90,18 @@ class Scope:
 def scope(root: Path, rev: str, names: Iterable[str]) -> Scope:
     """The scope of ``audit --since rev`` over the record files ``names`` of runs/; one line when ``rev``
     cannot be resolved (no git history, no such commit)."""
-    found = git_history.changed_since(root, rev, ())
+    return begin(root, rev, names)()
+
+
+def begin(root: Path, rev: str, names: Iterable[str]) -> Callable[[], Scope]:
+    """:func:`scope` begun: ``rev`` resolved (one line here when it names no commit), git's diff and listing of
+    untracked files started; the callable returned waits for them (once) and closes the scope."""
+    names = list(names)
+    pending = git_history.changes_since(root, rev, ())
+    return lambda: _closed(root, rev, names, pending())
+
+
+def _closed(root: Path, rev: str, names: list[str], found: tuple[str, frozenset[str]] | NoHistory) -> Scope:
     if isinstance(found, NoHistory):
         raise TileproofError(f"audit --since {rev}: {found.reason} (fix: audit the whole tree without --since)")
     commit, changed = found

@@ -445,18 +445,32 @@ def file_at(root: Path, rev: str, path: str) -> bytes | None:
 def changed_since(root: Path, rev: str, folders: Iterable[str]) -> tuple[str, frozenset[str]] | NoHistory:
     """(the commit ``rev`` names, every path under ``folders`` added, changed or deleted since it in the
     working tree, untracked files included: ``git diff --name-only`` and ``git ls-files --others``)."""
+    return changes_since(root, rev, folders)()
+
+
+def changes_since(root: Path, rev: str, folders: Iterable[str]
+                  ) -> Callable[[], tuple[str, frozenset[str]] | NoHistory]:
+    """:func:`changed_since` begun: ``rev`` resolved here, and its two gits (independent: the diff stats every
+    tracked file, ls-files lists every folder) started at once, each waited on by a thread; the callable
+    returned waits for both (once) and reads them."""
     commit = resolve_commit(root, rev)
     if commit is None:
-        return _no_history(Path(root)) or NoHistory(f"{rev!r} names no commit of this repository")
+        missing = _no_history(Path(root)) or NoHistory(f"{rev!r} names no commit of this repository")
+        return lambda: missing
     folders = list(folders)
-    with ThreadPoolExecutor(2) as pool:  # independent reads (the diff stats every tracked file, ls-files lists
-        # every folder): both gits at once, as read() runs its three
-        diff_asked = pool.submit(_git, root, "-c", "core.quotePath=false", "diff", "--name-only", "--no-renames",
-                                 "-z", "--relative", commit, "--", *folders)
-        others_asked = pool.submit(_git, root, "-c", "core.quotePath=false", "ls-files", "-z", "--others",
-                                   "--exclude-standard", "--", *folders)
-        diff, others = diff_asked.result(), others_asked.result()
-    if diff.exit_code != 0 or others.exit_code != 0:
-        return NoHistory(f"git diff failed: {(diff.stderr or others.stderr).decode(errors='replace').strip()}")
-    paths = {p.decode(errors="surrogateescape") for p in (diff.stdout + b"\0" + others.stdout).split(b"\0") if p}
-    return commit, frozenset(paths)
+    pool = ThreadPoolExecutor(2)
+    diff_asked = pool.submit(_git, root, "-c", "core.quotePath=false", "diff", "--name-only", "--no-renames",
+                             "-z", "--relative", commit, "--", *folders)
+    others_asked = pool.submit(_git, root, "-c", "core.quotePath=false", "ls-files", "-z", "--others",
+                               "--exclude-standard", "--", *folders)
+
+    def result() -> tuple[str, frozenset[str]] | NoHistory:
+        try:
+            diff, others = diff_asked.result(), others_asked.result()
+        finally:
+            pool.shutdown()
+        if diff.exit_code != 0 or others.exit_code != 0:
+            return NoHistory(f"git diff failed: {(diff.stderr or others.stderr).decode(errors='replace').strip()}")
+        paths = {p.decode(errors="surrogateescape") for p in (diff.stdout + b"\0" + others.stdout).split(b"\0") if p}
+        return commit, frozenset(paths)
+    return result
