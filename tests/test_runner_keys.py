@@ -201,7 +201,7 @@ def test_unsigned_records_committed_before_the_first_key_are_legacy_not_findings
     (tmp_path / "runs" / "uncommitted.json").write_text("{}")
     graph = git_history.trust_history(tmp_path)
     state = trust_root.evaluate(graph, (tmp_path / "lessons" / "runners.yaml").read_bytes(), [])
-    first = {f.path: graph.first_commit(f.commit) for f in git_history.read(tmp_path).first}
+    first = {path: graph.first_commit(commit) for path, commit in git_history.read(tmp_path).record_commits().items()}
     paths = ["runs/old.json", "runs/new.json", "runs/uncommitted.json"]
     found = ({p for p in paths if p in first and standing.legacy(first[p], state)},
              {p for p in paths if p not in first and standing.legacy(None, state)})
