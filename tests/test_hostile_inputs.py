@@ -150,6 +150,34 @@ def test_publish_refuses_a_transcript_linked_out_of_the_repository(committed, tm
     assert any(": input-symlink: " in line for line in lines_about(audit, transcript))
 
 
+def test_the_forked_refused_walk_finds_what_the_inline_one_finds(committed, tmp_path, monkeypatch):
+    """A tree of many records has its refused-inputs walk done by the runner's forked helper while its records
+    are read (``Tree.load``); a small one inline. Forced both ways on one tree, they find the same refusals."""
+    from tileproof.gather import audit_scan
+    from tileproof.gather.tree import Tree
+    from tileproof.runner import forked
+
+    root, info = committed
+    transcript = info["run"].step.stdout.path
+    (tmp_path / "elsewhere.txt").write_text("x")
+    (root / transcript).unlink()
+    (root / transcript).symlink_to(tmp_path / "elsewhere.txt")
+    pools = []
+    real_init = forked.ForkedHelper.__init__
+
+    def init(self, wanted):
+        real_init(self, wanted)
+        pools.append(self.pool is not None)
+    monkeypatch.setattr(forked.ForkedHelper, "__init__", init)
+    inline = Tree.load(root).refused()
+    assert pools and not any(pools)
+    pools.clear()
+    monkeypatch.setattr(audit_scan, "PARALLEL_MIN_RECORDS", 1)
+    in_fork = Tree.load(root).refused()
+    assert pools and all(pools)
+    assert in_fork == inline and inline[transcript][0] == "input-symlink"
+
+
 @needs_fifo
 def test_publish_refuses_exactly_the_inputs_the_audit_refuses(audit_copy, tmp_path, monkeypatch):
     root, info = audit_copy
