@@ -8,6 +8,7 @@ facts' round trip through the index, and that choosing really leaves records out
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -49,8 +50,12 @@ def test_facts_round_trip_through_json():
     path = next(p for p in store.record_files(REPO) if "-run-" in p.name)
     facts = preselect.facts_of(store.load_record(path))
     assert facts.program and facts.gpu_cc and facts.release is not None
-    assert preselect.Facts.from_json(facts.to_json()) == facts
-    assert set(facts.to_json()) == {f.name for f in dataclasses.fields(preselect.Facts)}  # none left out
+    row = json.loads(json.dumps(facts.to_row()))
+    assert preselect.Facts.from_row(row) == facts
+    assert len(row) == len(dataclasses.fields(preselect.Facts))  # one value per field: none left out
+    for other in (facts.to_row()[:-1], dict(enumerate(row)), "x" * 9):
+        with pytest.raises((TypeError, ValueError, IndexError)):
+            preselect.Facts.from_row(other)
 
 
 def test_newest_of_each_group_and_every_record_that_does_not_count():

@@ -13,15 +13,26 @@ signature outcome, kept in the same entry. A record whose ``lstat`` is the one t
 (``file_index.Index.known``: git's own trust in stat data, racy entries excluded) is not read at all; any other
 is read, validated and verified in full, and its facts learned. :func:`read_chosen` then reads the few records
 chosen, in full, as :func:`read_records` does.
+
+So that a warm read of 100,000 records costs one ``lstat`` each and little more, :func:`read_facts` keeps what it
+gives in the index's summary of runs/ (``file_index.Index.summary``: one row, one check digest, one JSON text, in
+columns; what many records share, kept once): each record file's stat data beside its facts examined. An entry
+is used only while the file's ``lstat`` is that one; an entry is made only of a record whose ``files`` row has its
+stat (settled, and unchanged while it was read) and whose facts this code kept, so it says exactly what those two
+rows say. A record the summary does not have (new, changed, or the summary made by other code, under another
+registry, or failing its check) is looked up in ``files`` and ``facts`` (one by one when they are a few), or read
+in full, and the summary is made anew.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import stat
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -60,11 +71,13 @@ def read_records(root: Path, registry: RunnerRegistry) -> list[Examined]:
 
 def read_chosen(root: Path, registry: RunnerRegistry, names: Iterable[str]) -> list[Examined]:
     """The records named ``names`` (in runs/), each read and validated in full, through the index as
-    :func:`read_records` reads every one."""
+    :func:`read_records` reads every one (a few: their entries asked for one by one)."""
     index = file_index.shared(root)
     scope = registry_scope(registry)
     runs = Path(root) / store.RUNS
-    out = [_read(Path(root), runs / name, registry, index, scope) for name in names]
+    names = list(names)
+    with index.one_by_one() if len(names) < ONE_BY_ONE else contextlib.nullcontext():
+        out = [_read(Path(root), runs / name, registry, index, scope) for name in names]
     index.save()
     return out
 
@@ -77,32 +90,158 @@ def read_facts(root: Path, registry: RunnerRegistry) -> list[tuple[str, Examined
     index, scope = _opened(root, registry)
     runs = root / store.RUNS
     plain_folder = runs.is_dir() and stat.S_ISDIR(os.lstat(runs).st_mode)  # a link in its place is read in full
-    index.load_files(f"{store.RUNS}/")
-    index.load_facts(scope)
-    now = file_index.now_ns()
-    out = []
+    names = store.record_names(root)
+    summary = _Summary.of(index.summary(FOLDER, KIND, scope), names, registry) if plain_folder else None
     folder = os.fspath(runs)
-    for name in store.record_names(root):
-        rel = f"{store.RUNS}/{name}"
-        fact, st = None, None
+    out: list = []
+    stats: list[os.stat_result | None] = []
+    found: list[int] = []  # per record: where the summary has it with this stat (-1: nowhere)
+    for i, name in enumerate(names):
+        st, j, item = None, -1, None
         if plain_folder:
             try:
-                st = os.lstat(os.path.join(folder, name))
+                st = os.lstat(f"{folder}/{name}")
             except OSError:
                 st = None
-            known = index.known(rel, st) if st is not None and stat.S_ISREG(st.st_mode) else None
-            fact = index.fact(known.sha256, KIND, scope) if known is not None else None
-        item = _from_fact(fact, registry) if fact is not None else None
-        if item is None:
-            item = _learn(root, runs / name, registry, index, scope, st, now)
+            if summary is not None and st is not None:
+                j = summary.find(i, name, st)
+                item = summary.item(j) if j >= 0 else None
+                if item is None:
+                    j = -1
         out.append((name, item))
+        stats.append(None if item is not None else st)  # a miss's only: 100,000 kept would cost the collector
+        found.append(j)
+    misses = [i for i, j in enumerate(found) if j < 0]
+    learned = _fill(root, registry, index, scope, out, stats, misses) if misses else set()
+    if summary is None or learned or len(names) - len(misses) != summary.length:
+        index.summarise(FOLDER, KIND, _summary_value(out, stats, found, learned, summary), scope)
     index.save()
     return out
 
 
+FOLDER = f"{store.RUNS}/"
+ONE_BY_ONE = 2_000
+"""Fewer records than this missing from the summary: their ``files`` and ``facts`` rows are asked for one by one
+(more: loaded all at once)."""
+
+
+def _fill(root: Path, registry: RunnerRegistry, index: file_index.Index, scope: str, out: list,
+          stats: list[os.stat_result | None], misses: list[int]) -> set[int]:
+    """The records at ``misses`` (in ``out``, replaced there), from their ``files`` and ``facts`` rows when their stat
+    is the one indexed, else read in full (:func:`_learn`); returns those now indexed by that stat (the summary's
+    new entries)."""
+    many = len(misses) >= ONE_BY_ONE
+    if many:
+        index.load_files(FOLDER)
+        index.load_facts(scope)
+    now = file_index.now_ns()
+    runs = root / store.RUNS
+    indexed: set[int] = set()
+    with contextlib.nullcontext() if many else index.one_by_one():
+        for i in misses:
+            name, st = out[i][0], stats[i]
+            rel = f"{store.RUNS}/{name}"
+            regular = st is not None and stat.S_ISREG(st.st_mode)
+            known = index.known(rel, st) if st is not None and regular else None
+            fact = index.fact(known.sha256, KIND, scope) if known is not None else None
+            item = _from_fact(fact, registry) if fact is not None else None
+            if item is None:
+                item, read = _learn(root, runs / name, registry, index, scope, st, now)
+                known = index.known(rel, st) if st is not None and regular else None
+                if known != read:
+                    known = None  # not learned (racy, or changed while read): not summarised
+            out[i] = (name, item)
+            if known is not None:
+                indexed.add(i)
+    return indexed
+
+
+class _Summary:
+    """The summary of runs/ (``file_index.Index.summary``) as read: for each record file it names, the stat data
+    the file had and its facts examined. Columns of one entry per file: ``names``, ``dev``, ``ino``, ``size``,
+    ``mtime``, ``ctime`` (``lstat``'s, in ns), ``run_id``, ``created`` (its facts' own) and ``group``: an index into
+    ``groups``, each what many records share: the facts of one of them (``Facts.to_row``; the others' differ only
+    in run id and date), the seal, and the verification's trust, key id and reason."""
+
+    COLUMNS = ("names", "dev", "ino", "size", "mtime", "ctime", "run_id", "created", "group")
+
+    def __init__(self, value: dict, names: list[str], registry: RunnerRegistry) -> None:
+        columns = [value[c] for c in self.COLUMNS]
+        if not all(isinstance(c, list) and len(c) == len(columns[0]) for c in columns):
+            raise ValueError("columns of unequal length")
+        self.names, self.dev, self.ino, self.size, self.mtime, self.ctime, self.run_id, self.created, self.group = (
+            columns)
+        self.raw_groups = value["groups"]
+        self.groups = [(Facts.from_row(row), seal, Verification(trust, keyid, reason))
+                       for row, seal, trust, keyid, reason in self.raw_groups]
+        self.length = len(self.names)
+        self.at = None if self.names == names else {name: j for j, name in enumerate(self.names)}
+        self.in_force = registry.in_force
+
+    @classmethod
+    def of(cls, value: object, names: list[str], registry: RunnerRegistry) -> _Summary | None:
+        try:
+            return cls(value, names, registry) if isinstance(value, dict) else None
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None  # one this code cannot use: every record is looked up as if there were none, and it is replaced
+
+    def find(self, i: int, name: str, st: os.stat_result) -> int:
+        """Where the summary has ``name`` (the ``i``-th record file) with the ``lstat`` ``st``, a regular file's; -1:
+        nowhere."""
+        j = i if self.at is None else self.at.get(name, -1)
+        if (j < 0 or st.st_ino != self.ino[j] or st.st_mtime_ns != self.mtime[j] or st.st_ctime_ns != self.ctime[j]
+                or st.st_size != self.size[j] or st.st_dev != self.dev[j] or not stat.S_ISREG(st.st_mode)):
+            return -1
+        return j
+
+    def item(self, j: int) -> Examined[Facts] | None:
+        """The ``j``-th entry's facts examined; None when this code cannot read it."""
+        try:
+            shared, seal, verification = self.groups[self.group[j]]
+            facts = shared.of_record(str(self.run_id[j]), datetime.fromisoformat(self.created[j]))
+        except (TypeError, ValueError, IndexError):
+            return None
+        return Examined(facts, seal, verification, self.in_force)
+
+
+def _summary_value(out: list, stats: list[os.stat_result | None], found: list[int], learned: set[int],
+                   summary: _Summary | None) -> dict:
+    """The summary of runs/ after this read: the entries still found in ``summary`` (``found``: copied) and those
+    ``learned`` (each record whose ``files`` row now has its stat and whose facts are kept), in the order of ``out``."""
+    columns: dict[str, list] = {c: [] for c in _Summary.COLUMNS}
+    groups: list[list] = []
+    alike: dict[str, int] = {}
+    copied: dict[int, int] = {}  # the summary's group → the new one
+
+    def group(row: list, seal: str, trust: str, keyid: str | None, reason: str) -> int:
+        key = json.dumps([row[0], *row[3:], seal, trust, keyid, reason])  # what the group's records share
+        if key not in alike:
+            alike[key] = len(groups)
+            groups.append([row, seal, trust, keyid, reason])
+        return alike[key]
+
+    for i, (name, item) in enumerate(out):
+        j = found[i]
+        if j >= 0 and summary is not None:
+            was = summary.group[j]
+            if was not in copied:
+                copied[was] = group(*summary.raw_groups[was])
+            values = (name, summary.dev[j], summary.ino[j], summary.size[j], summary.mtime[j], summary.ctime[j],
+                      summary.run_id[j], summary.created[j], copied[was])
+        elif i in learned:
+            row, v = item.record.to_row(), item.verification
+            values = (name, *file_index.stat_key(stats[i]), row[1], row[2],  # type: ignore[arg-type]  # a miss's
+                      group(row, item.seal, v.trust, v.keyid, v.reason))
+        else:
+            continue
+        for column, value in zip(_Summary.COLUMNS, values, strict=True):
+            columns[column].append(value)
+    return {**columns, "groups": groups}
+
+
 def _from_fact(fact: dict, registry: RunnerRegistry) -> Examined[Facts] | None:
     try:
-        facts = Facts.from_json(fact["facts"])
+        facts = Facts.from_row(fact["facts"])
         return Examined(facts, fact["seal"], Verification(fact["trust"], fact["keyid"], fact["reason"]),
                         registry.in_force)
     except (KeyError, TypeError, ValueError, IndexError):
@@ -110,15 +249,15 @@ def _from_fact(fact: dict, registry: RunnerRegistry) -> Examined[Facts] | None:
 
 
 def _learn(root: Path, path: Path, registry: RunnerRegistry, index: file_index.Index, scope: str,
-           st: os.stat_result | None, now: int) -> Examined[Facts]:
+           st: os.stat_result | None, now: int) -> tuple[Examined[Facts], file_index.Known]:
     """One record read in full (``_read``), its facts kept, and its stat learned when it did not change while
-    it was read."""
+    it was read; with the content read."""
     rel = f"{store.RUNS}/{path.name}"
     data = read_bytes(root, rel, "record", str(path))
     known = content_of(data)
     examined = _read(root, path, registry, index, scope, data, known.sha256)
     learn_read(index, root, path.name, st, known, now)
-    return Examined(facts_of(examined.record), examined.seal, examined.verification, examined.policy)
+    return Examined(facts_of(examined.record), examined.seal, examined.verification, examined.policy), known
 
 
 def content_of(data: bytes) -> file_index.Known:
@@ -154,7 +293,7 @@ def _read(root: Path, path: Path, registry: RunnerRegistry, index: file_index.In
             record = store.record_of_json(data) if fact["plain"] else store.validate(
                 path, store.unwrap(json.loads(data)))
             verification = Verification(fact["trust"], fact["keyid"], fact["reason"])
-            if fact.get("facts") != facts_of(record).to_json():
+            if fact.get("facts") != facts_of(record).to_row():
                 raise ValueError("facts of other content")  # never: the entry is keyed by these bytes
             return Examined(record, fact["seal"], verification, registry.in_force)
         except (ValidationError, ValueError, KeyError, TypeError):
@@ -187,4 +326,4 @@ def keep_missing(index: file_index.Index, scope: str, entries: Iterable[tuple[st
 def _entry(examined: Examined, plain: bool) -> dict:
     v = examined.verification
     return {"plain": plain, "seal": examined.seal, "trust": v.trust, "keyid": v.keyid, "reason": v.reason,
-            "facts": facts_of(examined.record).to_json()}
+            "facts": facts_of(examined.record).to_row()}

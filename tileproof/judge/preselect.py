@@ -47,7 +47,7 @@ EVIDENCE_KINDS = {"run": RunRecord, "bench": BenchRecord, "claims": ClaimsRecord
 """The record kinds a lesson's decision reads (``gather.tree.Tree`` keeps only these), by ``kind``."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Facts:
     """What choosing needs of one record (see the module docstring); ``kind``, ``created`` and ``run_id`` are the
     record's own, so ``judge.standing`` judges a record's standing and age from its facts as from the record."""
@@ -66,20 +66,27 @@ class Facts:
     program_digest: str | None = None
     """The sha256 its sources give its program (what ``plausibility.agrees`` compares)."""
 
-    def to_json(self) -> dict:
-        return {"kind": self.kind, "run_id": self.run_id, "created": self.created.isoformat(), "program": self.program,
-                "gpu_uuid": self.gpu_uuid, "gpu_cc": self.gpu_cc,
-                "release": list(self.release) if self.release is not None else None, "verdict": self.verdict,
-                "program_digest": self.program_digest}
+    def to_row(self) -> list:
+        """The facts as JSON values, one per field in the fields' order (``release`` as its two values): what the
+        verified-file index keeps, and :meth:`from_row` reads back."""
+        return [self.kind, self.run_id, self.created.isoformat(), self.program, self.gpu_uuid, self.gpu_cc,
+                list(self.release) if self.release is not None else None, self.verdict, self.program_digest]
+
+    def of_record(self, run_id: str, created: datetime) -> Facts:
+        """These facts for another record of the same kind, program, GPU, release, verdict and program digest (what
+        many records share: the index keeps it once)."""
+        return Facts(self.kind, run_id, created, self.program, self.gpu_uuid, self.gpu_cc, self.release, self.verdict,
+                     self.program_digest)
 
     @classmethod
-    def from_json(cls, raw: Mapping) -> Facts:
-        """The facts :meth:`to_json` wrote; KeyError, TypeError or ValueError when ``raw`` is not such."""
-        release = raw["release"]
-        return cls(kind=str(raw["kind"]), run_id=str(raw["run_id"]), created=datetime.fromisoformat(raw["created"]),
-                   program=raw["program"], gpu_uuid=raw["gpu_uuid"], gpu_cc=raw["gpu_cc"],
-                   release=ReleaseKey(str(release[0]), bool(release[1])) if release is not None else None,
-                   verdict=raw["verdict"], program_digest=raw["program_digest"])
+    def from_row(cls, row: Sequence) -> Facts:
+        """The facts :meth:`to_row` wrote; TypeError, ValueError or IndexError when ``row`` is not such."""
+        if not isinstance(row, (list, tuple)):
+            raise TypeError(f"facts are a list, not {type(row).__name__}")
+        kind, run_id, created, program, gpu_uuid, gpu_cc, release, verdict, program_digest = row
+        return cls(str(kind), str(run_id), datetime.fromisoformat(created), program, gpu_uuid, gpu_cc,
+                   ReleaseKey(str(release[0]), bool(release[1])) if release is not None else None, verdict,
+                   program_digest)
 
 
 def facts_of(record) -> Facts:

@@ -17,11 +17,19 @@ folder holds a ``.gitignore`` of ``*``, so git never shows or commits it):
     afresh) and, for trust outcomes, the digest of the runner registry they were judged against. Also
     facts about the whole tree, under a key of what fixes them (``runner.git_history``'s comparison of
     the committed files with git's index: one row, each newer one replacing it, ``remember(alone=True)``).
+``summaries``
+    One value per folder and kind (``runs/``'s records' facts: ``gather.indexed.read_facts``), kept
+    under the code key and a scope as facts are: what ``files`` and ``facts`` say of every file of
+    the folder, joined and in one row, so a command that needs all of them reads one row, checks one
+    digest and parses one JSON text instead of two rows per file. Its entries carry each file's stat
+    data and are used only while the file's ``lstat`` is that one; an entry is made only of a file
+    whose ``files`` row has that stat (settled, unchanged while read) and whose facts are this code's.
 
 Every row carries a check digest over its fields and the schema version; a row whose check does not
 match (a corrupted or hand-edited entry) is ignored and counted (:attr:`Index.ignored`; commands print
-one line), and the file is read afresh. A database that cannot be opened or read is not used at all
-(one line), and nothing is lost: deleting the folder changes no output, only the time taken.
+one line), and the file is read afresh (for a summary: each file is looked up in ``files`` and
+``facts``, and read when they do not know it). A database that cannot be opened or read is not used at
+all (one line), and nothing is lost: deleting the folder changes no output, only the time taken.
 
 Why SQLite (stdlib ``sqlite3``) in WAL mode rather than files of our own: concurrent commands (two
 audits, a merge and a status) each read one consistent snapshot while another writes, writes are
@@ -44,7 +52,8 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -120,18 +129,24 @@ class Index:
     _alone: dict[tuple[str, str], str] = field(default_factory=dict)
     """(kind, scope) → the sha256 of the one fact of theirs to keep (:meth:`remember`, ``alone``)."""
     _files_loaded: bool = False
-    _prefixes: set[str] = field(default_factory=set)
+    _prefixes: tuple[str, ...] = ()
     """Folders (``runs/``) whose rows were loaded by :meth:`load_files` with a prefix."""
+    _asked: set[str] = field(default_factory=set)
+    """Paths whose ``files`` row was asked for by itself (:attr:`few`)."""
+    _new_summaries: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     few: bool = False
-    """Set by a reader of a few files (``audit --since``): their rows are read one by one, not all at once."""
+    """Set by a reader of a few files (``audit --since``, :meth:`one_by_one`): their rows are read one by one,
+    not all at once."""
 
     # -- files ---------------------------------------------------------------------------------
     def known(self, rel: str, st: os.stat_result) -> Known | None:
         """The indexed content of ``rel`` when its stat is the one indexed, else None (a reader of a few files,
         :attr:`few`, asks the database for each; the others load every row once)."""
         if not self._covers(rel):
-            if self.few and rel not in self.files:
-                self._load_rows("SELECT * FROM files WHERE path = ?", (rel,))
+            if self.few:
+                if rel not in self._asked:
+                    self._asked.add(rel)
+                    self._load_rows("SELECT * FROM files WHERE path = ?", (rel,))
             else:
                 self.load_files()
         hit = self.files.get(rel)
@@ -154,7 +169,8 @@ class Index:
         if self.db is None:
             return None
         if self.few and scope not in self._facts_loaded:
-            self._load_facts(scope, (sha256, kind))
+            if (sha256, f"{kind}\0{scope}") not in self._facts:
+                self._load_facts(scope, (sha256, kind))
         elif scope not in self._facts_loaded:
             self._facts_loaded.add(scope)
             self._load_facts(scope)
@@ -193,20 +209,59 @@ class Index:
                 self._facts[(sha256, key)] = value
                 self._new_facts[(sha256, key, code_key())] = json.dumps(value, sort_keys=True)
 
+    @contextmanager
+    def one_by_one(self) -> Iterator[None]:
+        """Within it, rows not loaded already are asked for one by one (:attr:`few`): for a reader that looks up a
+        few files or contents of a table whose other rows it does not need."""
+        before, self.few = self.few, True
+        try:
+            yield
+        finally:
+            self.few = before
+
+    # -- summaries -----------------------------------------------------------------------------
+    def summary(self, folder: str, kind: str, scope: str = "") -> Any | None:
+        """The summary of ``kind`` of ``folder`` (a folder and its ``/``) made by this code under ``scope``, as
+        :meth:`summarise` was given it; None when there is none, or when its check digest does not match
+        (counted in :attr:`ignored`)."""
+        if self.db is None:
+            return None
+        code = code_key()
+        try:
+            rows = self.db.execute("SELECT value, check_ FROM summaries WHERE folder = ? AND kind = ? AND code = ? "
+                                   "AND scope = ?", (folder, kind, code, scope)).fetchall()
+        except sqlite3.DatabaseError as e:
+            self._fail(f"cannot be read ({e})")
+            return None
+        for value, check in rows:
+            try:
+                if check == _check(folder, kind, scope, code, value):
+                    return json.loads(value)
+            except (TypeError, ValueError):
+                pass
+            self.ignored += 1
+        return None
+
+    def summarise(self, folder: str, kind: str, value: Any, scope: str = "") -> None:
+        """Keep ``value`` (JSON) as the summary of ``kind`` of ``folder`` (replacing any other, of any scope or
+        code), written by :meth:`save`."""
+        if self.db is not None:
+            self._new_summaries[(folder, kind)] = (scope, json.dumps(value, separators=(",", ":")))
+
     def load_files(self, prefix: str = "") -> None:
         """The ``files`` rows, loaded on first use (a command that reads only records never loads them); with a
         ``prefix`` (a folder and its ``/``), only the rows of the files under it."""
         if self._covers(prefix) or self.db is None:
             return
         if prefix:
-            self._prefixes.add(prefix)  # "/" + 1 is "0": every path under the folder sorts between the two
+            self._prefixes += (prefix,)  # "/" + 1 is "0": every path under the folder sorts between the two
             self._load_rows("SELECT * FROM files WHERE path >= ? AND path < ?", (prefix, prefix[:-1] + "0"))
             return
         self._files_loaded = True
-        self._load_rows("SELECT * FROM files", (), skip=tuple(p for p in self._prefixes if p))  # those: loaded
+        self._load_rows("SELECT * FROM files", (), skip=self._prefixes)  # those: loaded
 
     def _covers(self, rel: str) -> bool:
-        return self._files_loaded or any(rel.startswith(p) for p in self._prefixes if p)
+        return self._files_loaded or rel.startswith(self._prefixes)
 
     def _load_rows(self, query: str, args: tuple, skip: tuple[str, ...] = ()) -> None:
         if self.db is None:
@@ -248,7 +303,7 @@ class Index:
     # -- writing -------------------------------------------------------------------------------
     def save(self) -> None:
         """Write what was learned, in one transaction (readers see the old index or the new one)."""
-        if self.db is None or not (self._new_files or self._new_facts):
+        if self.db is None or not (self._new_files or self._new_facts or self._new_summaries):
             return
         file_rows = [(rel, *k, kn.sha256, kn.blob, _check(rel, *k, kn.sha256, kn.blob))
                      for rel, (k, kn) in self._new_files.items()]
@@ -256,20 +311,25 @@ class Index:
         for (sha, key, code), value in self._new_facts.items():
             kind, scope = key.split("\0", 1)
             fact_rows.append((sha, kind, scope, code, value, _check(sha, kind, scope, code, value)))
+        code = code_key()
+        summary_rows = [(folder, kind, scope, code, value, _check(folder, kind, scope, code, value))
+                        for (folder, kind), (scope, value) in self._new_summaries.items()]
         try:
             with self.db:
                 self.db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)", file_rows)
                 if fact_rows:  # facts made by other code are never used again: dropped, so the index stays its size
-                    self.db.execute("DELETE FROM facts WHERE code != ?", (code_key(),))
+                    self.db.execute("DELETE FROM facts WHERE code != ?", (code,))
                 self.db.executemany("INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?,?)", fact_rows)
                 self.db.executemany("DELETE FROM facts WHERE kind = ? AND scope = ? AND sha256 != ?",
                                     [(kind, scope, sha) for (kind, scope), sha in self._alone.items()])
+                self.db.executemany("INSERT OR REPLACE INTO summaries VALUES (?,?,?,?,?,?)", summary_rows)
         except sqlite3.DatabaseError as e:  # locked past BUSY_MS, disk full, corrupted: nothing is lost
             self.problem = self.problem or f"{self.where}: not updated ({e})"
             return
         self._new_files.clear()
         self._new_facts.clear()
         self._alone.clear()
+        self._new_summaries.clear()
 
     def close(self) -> None:
         if self.db is not None:
@@ -300,6 +360,8 @@ CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, dev INTEGER, ino INTEGE
 CREATE TABLE IF NOT EXISTS facts (sha256 TEXT, kind TEXT, scope TEXT, code TEXT, value TEXT, check_ TEXT,
     PRIMARY KEY (sha256, kind, scope, code));
 CREATE INDEX IF NOT EXISTS facts_of_code ON facts (code, scope);
+CREATE TABLE IF NOT EXISTS summaries (folder TEXT, kind TEXT, scope TEXT, code TEXT, value TEXT, check_ TEXT,
+    PRIMARY KEY (folder, kind));
 """
 
 

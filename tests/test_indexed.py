@@ -1,0 +1,239 @@
+"""gather.indexed.read_facts through the index's summary of runs/ (records.file_index ``summaries``): a warm read
+takes every record's facts from one row, and gives exactly what a read without the index gives.
+
+A real temp tree from tests/data/audit/audit_tree.py's ``synthetic_tree``; its files are aged past the racy window
+(as time does) so a first read may index them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from audit_tree import synthetic_tree  # tests/data/audit, on sys.path (conftest)
+
+from tileproof.__main__ import main
+from tileproof.gather import indexed
+from tileproof.records import file_index, runner_keys, store
+
+
+@pytest.fixture
+def tree(tmp_path) -> Path:
+    root = tmp_path / "t"
+    synthetic_tree(root, 60)
+    old = time.time() - 10
+    for path in (root / "runs").iterdir():
+        os.utime(path, (old, old))
+    time.sleep(file_index.RACY_NS / 1e9 + 0.1)  # the ctime utime just set must age too
+    return root
+
+
+@pytest.fixture(autouse=True)
+def closed():
+    file_index.release()
+    yield
+    file_index.release()
+
+
+def read(root: Path) -> list:
+    """``read_facts`` as a command reads it: the index opened afresh, and closed after."""
+    try:
+        return indexed.read_facts(root, runner_keys.load_registry(root))
+    finally:
+        file_index.release()
+
+
+def unindexed(root: Path, monkeypatch) -> list:
+    with monkeypatch.context() as m:
+        m.setenv(file_index.ENV, "off")
+        return read(root)
+
+
+def database(root: Path) -> sqlite3.Connection:
+    return sqlite3.connect(root / file_index.FOLDER / file_index.DATABASE)
+
+
+def nothing_else_read(monkeypatch) -> None:
+    """From here on, a read that opens a record file, or looks up a ``files`` or ``facts`` row, fails the test."""
+    def refuse(*_a, **_k):
+        raise AssertionError("read past the summary")
+    monkeypatch.setattr(indexed, "read_bytes", refuse)
+    monkeypatch.setattr(file_index.Index, "_load_rows", refuse)
+    monkeypatch.setattr(file_index.Index, "_load_facts", refuse)
+
+
+def test_a_warm_read_takes_every_record_from_the_summary_alone(tree, monkeypatch):
+    clean = unindexed(tree, monkeypatch)
+    assert read(tree) == clean  # cold: every record read, and summarised
+    with database(tree) as con:
+        assert con.execute("SELECT count(*) FROM summaries").fetchone()[0] == 1
+    with monkeypatch.context() as m:
+        nothing_else_read(m)
+        assert read(tree) == clean
+
+
+def test_a_record_whose_stat_changed_is_read_afresh(tree, monkeypatch):
+    read(tree)
+    path = sorted((tree / "runs").glob("*-run-*.json"))[5]
+    assert '"verdict": "passed"' in path.read_text()
+    path.write_text(path.read_text().replace('"verdict": "passed"', '"verdict": "failed"', 1))  # its seal breaks
+    old = time.time() - 5
+    os.utime(path, (old, old))  # an mtime as old as before: the size, ctime or inode still differ
+    got = read(tree)
+    assert got == unindexed(tree, monkeypatch)
+    assert dict(got)[path.name].seal == "broken"
+
+
+def test_a_record_written_within_the_racy_window_is_not_summarised(tree, monkeypatch):
+    read(tree)
+    path = sorted((tree / "runs").glob("*-run-*.json"))[3]
+    path.write_bytes(path.read_bytes())  # the same bytes, just now
+    assert read(tree) == unindexed(tree, monkeypatch)
+    with monkeypatch.context() as m:  # still not summarised: read in full again, the others not
+        opened = []
+        real = indexed.read_bytes
+        m.setattr(indexed, "read_bytes", lambda root, rel, *a: opened.append(rel) or real(root, rel, *a))
+        read(tree)
+    assert opened == [f"runs/{path.name}"]
+
+
+@pytest.mark.parametrize("edit", ["value", "check_", "scope", "code"])
+def test_an_edited_summary_is_not_used(tree, monkeypatch, capsys, edit):
+    """A hand edit (its check digest left as it was, or made by other code or under another registry): the records
+    are looked up in ``files`` and ``facts`` instead, with one line for a failed check, and the summary replaced."""
+    clean = unindexed(tree, monkeypatch)
+    read(tree)
+    with database(tree) as con:
+        if edit == "value":  # another verdict for every record: the JSON still parses
+            con.execute("UPDATE summaries SET value = replace(value, '\"passed\"', '\"failed\"')")
+        else:
+            con.execute(f"UPDATE summaries SET {edit} = 'x' || {edit}")
+    index = file_index.shared(tree)
+    assert read(tree) == clean
+    assert index.ignored == (1 if edit in ("value", "check_") else 0)
+    with monkeypatch.context() as m:  # replaced: the next read takes it all from the summary again
+        nothing_else_read(m)
+        assert read(tree) == clean
+
+
+def test_an_edited_summary_is_said_in_one_line(tree):
+    def status() -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["status", "--root", str(tree)])
+        return code, out.getvalue(), err.getvalue()
+
+    code, clean, _ = status()
+    with database(tree) as con:
+        con.execute("UPDATE summaries SET value = replace(value, '\"passed\"', '\"failed\"')")
+    again, text, err = status()
+    assert (again, text) == (code, clean)
+    lines = [ln for ln in err.splitlines() if ln.startswith("index:")]
+    assert len(lines) == 1 and "1 entries did not match their check digest" in lines[0], err
+
+
+def test_a_summary_entry_this_code_cannot_read_is_looked_up_in_files_and_facts(tree, monkeypatch):
+    """A summary entry this code cannot decode (its check digest right: a bug, not an edit) costs a lookup, never an
+    answer; the summary is then made anew."""
+    clean = unindexed(tree, monkeypatch)
+    read(tree)
+    scope = indexed.registry_scope(runner_keys.load_registry(tree))
+    index = file_index.shared(tree)
+    value = index.summary(indexed.FOLDER, indexed.KIND, scope)
+    value["created"][2] = "not a date"
+    index.summarise(indexed.FOLDER, indexed.KIND, value, scope)
+    index.save()
+    file_index.release()
+    assert read(tree) == clean
+    with monkeypatch.context() as m:
+        nothing_else_read(m)
+        assert read(tree) == clean
+
+
+@pytest.mark.parametrize("damage", ["group", "column"])
+def test_a_summary_this_code_cannot_read_changes_nothing(tree, monkeypatch, damage):
+    clean = unindexed(tree, monkeypatch)
+    read(tree)
+    scope = indexed.registry_scope(runner_keys.load_registry(tree))
+    index = file_index.shared(tree)
+    value = index.summary(indexed.FOLDER, indexed.KIND, scope)
+    if damage == "group":
+        value["groups"].append(None)
+    else:
+        value["ino"].pop()
+    index.summarise(indexed.FOLDER, indexed.KIND, value, scope)
+    index.save()
+    file_index.release()
+    assert read(tree) == clean
+    with monkeypatch.context() as m:
+        nothing_else_read(m)
+        assert read(tree) == clean
+
+
+def test_a_summary_lists_what_is_there_now(tree, monkeypatch):
+    """Records added and removed since the summary was made: it is used for the others, and made anew."""
+    read(tree)
+    names = store.record_names(tree)
+    (tree / "runs" / names[10]).unlink()
+    moved = tree / "runs" / names[11]
+    moved.rename(tree / "runs" / f"{moved.name[:-5]}x.json")  # a new name: not the entry of the old one
+    got = read(tree)
+    assert got == unindexed(tree, monkeypatch)
+    assert names[10] not in dict(got) and names[11] not in dict(got)
+    opened = []
+    real = indexed.read_bytes
+    monkeypatch.setattr(indexed, "read_bytes", lambda root, rel, *a: opened.append(rel) or real(root, rel, *a))
+    assert read(tree) == got
+    assert opened == [f"runs/{moved.name[:-5]}x.json"]  # renamed just now (its ctime): racy, the others summarised
+
+
+def test_runs_behind_a_link_is_not_taken_from_the_summary(tree, tmp_path, monkeypatch):
+    read(tree)
+    (tree / "runs").rename(tmp_path / "elsewhere")
+    (tree / "runs").symlink_to(tmp_path / "elsewhere")
+
+    def outcome(reader):
+        try:
+            return reader()
+        except Exception as e:  # noqa: BLE001 - what the reader says, compared below
+            return repr(e)
+    opened = []
+    real = indexed.read_bytes
+    monkeypatch.setattr(indexed, "read_bytes", lambda root, rel, *a: opened.append(rel) or real(root, rel, *a))
+    assert outcome(lambda: read(tree)) == outcome(lambda: unindexed(tree, monkeypatch))
+    assert opened[:1] == [f"runs/{store.record_names(tree)[0]}"]  # the first record is read, not summarised
+
+
+def shown(found: list) -> str:
+    """What ``read_facts`` gave, as text (a datetime's repr names its tzinfo's class, which its value does not)."""
+    return json.dumps([[name, e.record.to_row(), e.seal, dataclasses.astuple(e.verification), repr(e.policy)]
+                       for name, e in found])
+
+
+def test_concurrent_reads_leave_one_whole_summary(tree, monkeypatch):
+    """Two commands making the summary at once (each writes it whole, in one transaction): both answer as without the
+    index, and the summary left is one every later read takes every record from."""
+    clean = unindexed(tree, monkeypatch)
+    argv = [sys.executable, "-c", "import sys; from pathlib import Path; import test_indexed as t; "
+            "print(t.shown(t.read(Path(sys.argv[1]))))", str(tree)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parent / "data"
+                                                                                     / "audit"), *sys.path])}
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(2)]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    assert results[0][0] == results[1][0] == shown(clean) + "\n"
+    index = file_index.shared(tree)
+    with monkeypatch.context() as m:
+        nothing_else_read(m)
+        assert read(tree) == clean
+    assert index.ignored == 0
