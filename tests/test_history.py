@@ -354,3 +354,19 @@ def test_a_hand_edited_comparison_is_ignored(repo, monkeypatch):
     assert changed == 1
     again, report = both_ways(repo, monkeypatch)
     assert report.files == 2
+
+
+def test_a_tree_in_a_subfolder_of_a_repository_finds_an_uncommitted_edit(repo, monkeypatch):
+    """The stat check names paths from the tree's root, as the log and the index listing do: a tree kept in a
+    subfolder of a larger repository found no edited file (git named it from the repository's top)."""
+    outer = repo.parent / "outer"
+    outer.mkdir()
+    git(outer, "init", "-q", "-b", "main")
+    for key, value in (("user.email", "t@example.invalid"), ("user.name", "t"), ("commit.gpgsign", "false")):
+        git(outer, "config", key, value)
+    shutil.copytree(repo, outer / "course", ignore=shutil.ignore_patterns(".git"))
+    commit(outer, "the course, in a subfolder")
+    rel = "evidence/20261201T000000Z-run-00000001/run.stdout.txt"
+    write(outer / "course", rel, "check edited\n")
+    _again, report = both_ways(outer / "course", monkeypatch)
+    assert [(f.file, f.rule) for f in report.findings] == [(rel, "history-changed")]

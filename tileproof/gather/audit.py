@@ -49,7 +49,7 @@ from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.records import file_index, lessons, lock, runner_keys, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError, encodable, utf8_problem
 from tileproof.records.findings import Finding
-from tileproof.records.history_check import REGENERATED, NoHistory
+from tileproof.records.history_check import REGENERATED, GitHistory, NoHistory
 from tileproof.records.history_check import check as check_history
 from tileproof.records.models import LessonFront, RunRecord
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
@@ -82,9 +82,11 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
     """
     with paused_gc():
         names = record_names(Path(root))
-        runners, facts, scope = runner_keys.load_registry(Path(root)), None, None
-        if since is not None:  # git finds what changed since REV while every record's facts are read (_since_tree)
-            scoped = audit_since.begin(Path(root), since, names)
+        runners, facts, scope, history = runner_keys.load_registry(Path(root)), None, None, None
+        if since is not None:  # git finds what changed since REV, and reads the history, while every record's
+            checked = git_history.stat_check(Path(root))  # facts are read (_since_tree); one stat check for both
+            scoped = audit_since.begin(Path(root), since, names, checked)
+            history = git_history.start(Path(root), checked)
             facts = indexed.read_facts(Path(root), runners)
             scope = scoped()
         widened = None
@@ -93,9 +95,14 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
             widened = (f"since {scope.rev} ({scope.commit[:12]}): {loose} changed, directly under {store.EVIDENCE}/ "
                        "(any record may reference it): the whole tree audited")
             scope = None
-        helper = byte_helper(len(names) if scope is None else len(scope.names))
+        jobs = len(names) if scope is None else len(scope.names)
+        if history is not None and jobs >= audit_scan.PARALLEL_MIN_RECORDS:
+            read = history()  # its threads ended before the byte helper is forked
+            history = lambda: read  # noqa: E731
+        helper = byte_helper(jobs)
         try:
-            result = _audit(Path(root), names, outputs, helper, trust_root, expect_ancestor, scope, runners, facts)
+            result = _audit(Path(root), names, outputs, helper, trust_root, expect_ancestor, scope, runners, facts,
+                            history)
         finally:
             helper.close()
         if widened is not None:
@@ -206,15 +213,18 @@ def _context(records, trusted: dict[str, bytes | None]) -> audit_rules.Context:
 
 def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
            expect_ancestor: str | None, scope: audit_since.Scope | None, runners: RunnerRegistry,
-           facts: list[tuple[str, Examined[preselect.Facts]]] | None) -> AuditResult:
+           facts: list[tuple[str, Examined[preselect.Facts]]] | None,
+           history: Callable[[], GitHistory | NoHistory] | None) -> AuditResult:
     """The audit under the registry ``runners`` (read once, before anything examined under it); ``facts``: every
-    record's, for ``audit --since`` (read while git found its scope)."""
+    record's, for ``audit --since`` (read while git found its scope); ``history``: the history read begun
+    (``git_history.start``), when the caller began it."""
     findings: list[Finding] = []
     add = findings.append
     flagged: set[str] = set()
     names = every_name if scope is None else list(scope.names)
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names, None if scope is None else scope.folders)
-    history = git_history.start(root)  # git reads the history while the records are validated
+    if history is None:  # started after the fork: git reads the history while the records are validated
+        history = git_history.start(root)
     verified: dict[str, Verification] = {}
     shas: dict[str, str] = {}
     records, raw_refs = _validate(root, names, add, runners, verified, shas, few=scope is not None)

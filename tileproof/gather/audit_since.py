@@ -38,6 +38,7 @@ from tileproof.records.history_check import NoHistory
 from tileproof.records.models import LessonFront, RunRecord, SessionRecord
 from tileproof.records.safe_read import read_bytes
 from tileproof.runner import git_history
+from tileproof.runner.query import Answer
 
 
 @dataclass(frozen=True)
@@ -93,11 +94,13 @@ def scope(root: Path, rev: str, names: Iterable[str]) -> Scope:
     return begin(root, rev, names)()
 
 
-def begin(root: Path, rev: str, names: Iterable[str]) -> Callable[[], Scope]:
+def begin(root: Path, rev: str, names: Iterable[str], checked: Callable[[], Answer] | None = None
+          ) -> Callable[[], Scope]:
     """:func:`scope` begun: ``rev`` resolved (one line here when it names no commit), git's diff and listing of
-    untracked files started; the callable returned waits for them (once) and closes the scope."""
+    untracked files started (``checked``: the working tree's stat check, when the caller started it:
+    ``git_history.stat_check``); the callable returned waits for them (once) and closes the scope."""
     names = list(names)
-    pending = git_history.changes_since(root, rev, ())
+    pending = git_history.changes_since(root, rev, (), checked)
     return lambda: _closed(root, rev, names, pending())
 
 

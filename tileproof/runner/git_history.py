@@ -26,8 +26,8 @@ import os
 import re
 import shutil
 import stat
+import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import cast, get_args
@@ -89,19 +89,21 @@ def read(root: Path) -> GitHistory | NoHistory:
     return start(root)()
 
 
-def start(root: Path) -> Callable[[], GitHistory | NoHistory]:
+def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callable[[], GitHistory | NoHistory]:
     """:func:`read` begun: its git reads (the log, the index, the stat check) do not depend on one another, so
     the gits are started at once, each waited on by a thread of its own, and the caller works meanwhile
     (``gather.tree`` reads the records' facts while git reads 400,000 files at fleet scale). The callable
-    returned waits for them and reads their answers (once: it ends the threads). The answers are looked at
-    in the order the reads once ran, one after another: a failed log is NoHistory whatever the other two
-    say, as when they did not run after it.
+    returned waits for them and reads their answers (once). The answers are looked at in the order the reads
+    once ran, one after another: a failed log is NoHistory whatever the other two say, as when they did not
+    run after it. ``stat_check``: the working tree's :func:`stat_check`, when the caller started it already
+    (``audit --since`` reads its scope from the same one).
 
     The log and the index listing are what 400,000 committed files make long to read, and both are fixed by
     what :func:`_cache_key` digests (HEAD, git's index file, git's configuration and version, the
     replacement refs and grafts, the root's place in the repository), so their comparison is kept in the
     verified-file index under that key (:func:`_cached`); the stat check (``git diff-files``), which is
-    about the working tree, runs every time, and a cached comparison is used only when it lists no file."""
+    about the working tree, runs every time, and a cached comparison is used only when it lists no file
+    under runs/ or evidence/."""
     root = Path(root)
     fmt = _repository(root)
     if isinstance(fmt, NoHistory):
@@ -109,34 +111,30 @@ def start(root: Path) -> Callable[[], GitHistory | NoHistory]:
     head = _git(root, "rev-parse", "--verify", "-q", "HEAD")
     if head.exit_code != 0:
         return lambda: GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
-    pool = ThreadPoolExecutor(3)
-    dirty = pool.submit(_git, root, *_DIRTY)
+    dirty = stat_check or _later(root, *_DIRTY, "--", *WATCHED)
     key = _cache_key(root, fmt, head.stdout.decode(errors="replace").strip())
     index = file_index.shared(root)
     kept = index.fact(key, CACHE_KIND, CACHE_SCOPE) if key is not None else None
-    reads = None if kept is not None else [pool.submit(_git, root, *args) for args in (_LOG, _LISTED)]
+    reads = None if kept is not None else [_later(root, *args) for args in (_LOG, _LISTED)]
 
     def result() -> GitHistory | NoHistory:
         nonlocal reads
-        try:
-            if kept is not None:
-                found = _cached(root, fmt, kept, dirty.result())
-                if found is not None:
-                    return found
-                reads = [pool.submit(_git, root, *args) for args in (_LOG, _LISTED)]  # the stat check found files
-            assert reads is not None
-            log, listed = reads
-            answer = log.result()
-            if answer.exit_code != 0:
-                return NoHistory(f"git log failed: {answer.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
-            first = _first_versions(answer.stdout)
-            if isinstance(first, NoHistory):
-                return first
-            listing, stat_check = listed.result(), dirty.result()
-        finally:
-            pool.shutdown()
-        vouched = _listed_ids(listing) if listing.exit_code == 0 and stat_check.exit_code == 0 else {}
-        changed = {p.decode(errors="surrogateescape") for p in stat_check.stdout.split(b"\0") if p}
+        if kept is not None:
+            found = _cached(root, fmt, kept, dirty())
+            if found is not None:
+                return found
+            reads = [_later(root, *args) for args in (_LOG, _LISTED)]  # the stat check found files
+        assert reads is not None
+        log, listed = reads
+        answer = log()
+        if answer.exit_code != 0:
+            return NoHistory(f"git log failed: {answer.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+        first = _first_versions(answer.stdout)
+        if isinstance(first, NoHistory):
+            return first
+        listing, checked = listed(), dirty()
+        vouched = _listed_ids(listing) if listing.exit_code == 0 and checked.exit_code == 0 else {}
+        changed = set(_watched_paths(checked))
         staged = {path: oid for path, oid in vouched.items() if path not in changed}
         current = {path: staged[path] if path in staged else working_id(root, path, fmt) for path in first}
         if key is not None and vouched:
@@ -144,6 +142,41 @@ def start(root: Path) -> Callable[[], GitHistory | NoHistory]:
             index.save()
         return GitHistory(first=tuple(first.values()), current=current)
     return result
+
+
+def stat_check(root: Path) -> Callable[[], Answer]:
+    """``git diff-files`` over the working tree under ``root`` (every tracked file whose stat data, or content
+    where the stat cannot tell, differs from git's index), started now in a thread of its own; the callable
+    returned waits for it. One answer serves both :func:`start` and :func:`changes_since`."""
+    return _later(Path(root), *_DIRTY)
+
+
+def _watched_paths(checked: Answer) -> list[str]:
+    """The paths under runs/ and evidence/ a stat check lists."""
+    return [p for p in _paths(checked) if p.split("/", 1)[0] in WATCHED]
+
+
+def _later(root: Path, *args: str) -> Callable[[], Answer]:
+    """``_git(root, *args)`` started in a thread of its own (it waits on git's output, so the caller's work goes
+    on); the callable returned waits for the answer, or raises what ``_git`` raised (git could not start)."""
+    box: list[Answer | BaseException] = []
+    worker = threading.Thread(target=lambda: box.append(_safely(root, args)), daemon=True)
+    worker.start()
+
+    def answer() -> Answer:
+        worker.join()
+        got = box[0]
+        if isinstance(got, BaseException):
+            raise got
+        return got
+    return answer
+
+
+def _safely(root: Path, args: tuple[str, ...]) -> Answer | BaseException:
+    try:
+        return _git(root, *args)
+    except Exception as e:  # raised again where the answer is asked for
+        return e
 
 
 CACHE_KIND = "git-history"
@@ -216,13 +249,13 @@ def _comparison(first: dict[str, FirstVersion], vouched: dict[str, str]) -> dict
     return {"vouched": same, "odd": odd, "records": sorted(records.items())}
 
 
-def _cached(root: Path, fmt: ObjectFormat, kept: dict, stat_check: Answer) -> GitHistory | None:
+def _cached(root: Path, fmt: ObjectFormat, kept: dict, checked: Answer) -> GitHistory | None:
     """The history a full read would give, from a kept comparison (:func:`_comparison`) and this moment's stat
-    check: only when ``git diff-files`` ran and listed no file (every indexed file is as the index says), so
-    each file git's index vouches for is that object; a first version the index does not hold is hashed from
-    the working tree, as a full read hashes it. None (read in full) otherwise, or when ``kept`` is not such a
-    comparison."""
-    if stat_check.exit_code != 0 or stat_check.stdout.strip(b"\0"):
+    check: only when ``git diff-files`` ran and listed no file under runs/ or evidence/ (every indexed file
+    there is as the index says), so each file git's index vouches for is that object; a first version the
+    index does not hold is hashed from the working tree, as a full read hashes it. None (read in full)
+    otherwise, or when ``kept`` is not such a comparison."""
+    if checked.exit_code != 0 or _watched_paths(checked):
         return None
     try:
         odd = [(FirstVersion(str(p), str(c), str(b)), i) for p, c, b, i in kept["odd"]]
@@ -237,7 +270,9 @@ def _cached(root: Path, fmt: ObjectFormat, kept: dict, stat_check: Answer) -> Gi
 _LOG = ("-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev", "-z",
         "--format=%x01%H", "--relative", "--", *WATCHED)
 _LISTED = ("-c", "core.quotePath=false", "ls-files", "-v", "-s", "-z", "--", *WATCHED)
-_DIRTY = ("-c", "core.quotePath=false", "diff-files", "--name-only", "--no-renames", "-z", "--", *WATCHED)
+_DIRTY = ("-c", "core.quotePath=false", "diff-files", "--name-only", "--no-renames", "-z", "--relative")
+"""The stat check: paths relative to the root, as ``_LOG``'s and ``_LISTED``'s are (without ``--relative``, git
+names them from the repository's top, and a tree in a subfolder of one would match none of them)."""
 
 
 _LOG_ENTRY = re.compile(rb"\n*(?:\x01([0-9a-f]+)\0|:[0-7]+ [0-7]+ [0-9a-f]+ ([0-9a-f]+) ([A-Z][0-9]*)\0([^\0]*)\0)")
@@ -448,29 +483,49 @@ def changed_since(root: Path, rev: str, folders: Iterable[str]) -> tuple[str, fr
     return changes_since(root, rev, folders)()
 
 
-def changes_since(root: Path, rev: str, folders: Iterable[str]
+def changes_since(root: Path, rev: str, folders: Iterable[str], checked: Callable[[], Answer] | None = None
                   ) -> Callable[[], tuple[str, frozenset[str]] | NoHistory]:
-    """:func:`changed_since` begun: ``rev`` resolved here, and its two gits (independent: the diff stats every
-    tracked file, ls-files lists every folder) started at once, each waited on by a thread; the callable
-    returned waits for both (once) and reads them."""
+    """:func:`changed_since` begun: ``rev`` resolved here, and its gits (independent) started at once, each
+    waited on by a thread: ``git diff-index --cached`` (REV against git's index: no file read), the stat check
+    (git's index against the working tree; ``checked``: the caller's :func:`stat_check`, shared with the
+    history read) and ``git ls-files --others`` (every folder listed); the callable returned waits for them
+    (once) and reads them. A path either of the first two names may have changed since REV; ``git diff REV``
+    over those paths alone says which did (the stat check also names a file touched and not changed), so the
+    answer is exactly ``git diff REV``'s, without its look at every tracked file; over more than
+    :data:`NAMED_PATHS_MAX` such paths, ``git diff REV`` looks at every file."""
     commit = resolve_commit(root, rev)
     if commit is None:
         missing = _no_history(Path(root)) or NoHistory(f"{rev!r} names no commit of this repository")
         return lambda: missing
     folders = list(folders)
-    pool = ThreadPoolExecutor(2)
-    diff_asked = pool.submit(_git, root, "-c", "core.quotePath=false", "diff", "--name-only", "--no-renames",
-                             "-z", "--relative", commit, "--", *folders)
-    others_asked = pool.submit(_git, root, "-c", "core.quotePath=false", "ls-files", "-z", "--others",
-                               "--exclude-standard", "--", *folders)
+    staged = _later(root, "-c", "core.quotePath=false", "diff-index", "--cached", "--name-only", "--no-renames",
+                    "-z", "--relative", commit, "--", *folders)
+    working = checked or stat_check(root)
+    others = _later(root, "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard",
+                    "--", *folders)
 
     def result() -> tuple[str, frozenset[str]] | NoHistory:
-        try:
-            diff, others = diff_asked.result(), others_asked.result()
-        finally:
-            pool.shutdown()
-        if diff.exit_code != 0 or others.exit_code != 0:
-            return NoHistory(f"git diff failed: {(diff.stderr or others.stderr).decode(errors='replace').strip()}")
-        paths = {p.decode(errors="surrogateescape") for p in (diff.stdout + b"\0" + others.stdout).split(b"\0") if p}
+        answers = staged(), working(), others()
+        failed = [a for a in answers if a.exit_code != 0]
+        if not failed:
+            maybe = sorted({p for a in answers[:2] for p in _paths(a)})
+            named = maybe if len(maybe) <= NAMED_PATHS_MAX else folders
+            diff = _git(root, "--literal-pathspecs", "-c", "core.quotePath=false", "diff", "--name-only",
+                        "--no-renames", "-z", "--relative", commit, "--", *named) if maybe else None
+            failed = [diff] if diff is not None and diff.exit_code != 0 else []
+        if failed:
+            return NoHistory(f"git diff failed: {failed[0].stderr.decode(errors='replace').strip()}")
+        paths = set(_paths(answers[2])) | (set(_paths(diff)) if diff is not None else set())
+        if folders:
+            paths = {p for p in paths if any(p == f or p.startswith(f"{f}/") for f in folders)}
         return commit, frozenset(paths)
     return result
+
+
+NAMED_PATHS_MAX = 2_000
+"""At most this many paths are named to ``git diff`` on its command line (:func:`changes_since`)."""
+
+
+def _paths(answer: Answer) -> list[str]:
+    """The NUL-separated paths of a git answer, decoded as a folder listing decodes names."""
+    return [p.decode(errors="surrogateescape") for p in answer.stdout.split(b"\0") if p]
