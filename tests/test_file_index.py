@@ -112,6 +112,22 @@ def test_a_changed_record_byte_and_transcript_byte_are_caught(checkout, warm):
     assert any(transcript in ln and "history-changed" in ln for ln in text.splitlines()), text
 
 
+def test_a_record_rewritten_with_its_size_and_mtime_kept_is_read_again(checkout):
+    """A warm audit takes a record's digest from the index only for the stat its row was made from: the same size
+    and mtime (set back by hand) with a new ctime is another file, read, hashed and caught, by both processes."""
+    assert run("audit", "--root", str(checkout))[0] == 0
+    record = sorted((checkout / "runs").glob("*-run-*.json"))[7]
+    before = os.lstat(record)
+    text = record.read_text()
+    record.write_text(text.replace('"duration_s": 2.0', '"duration_s": 2.5', 1))
+    os.utime(record, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.lstat(record)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    code, out, _ = run("audit", "--root", str(checkout))
+    assert code == 1
+    assert any(f"runs/{record.name}" in ln and "record-seal" in ln for ln in out.splitlines()), out
+
+
 @pytest.mark.parametrize("table", ["files", "facts"])
 def test_an_edited_entry_is_ignored_with_one_line(checkout, table):
     clean = outputs(checkout)

@@ -28,7 +28,7 @@ from tileproof.judge.audit.rules import inputs
 from tileproof.judge.audit.rules.verdicts import report_diff
 from tileproof.records import file_index, store
 from tileproof.records.errors import InputRefused, utf8_problem
-from tileproof.records.safe_read import read_bytes, read_evidence
+from tileproof.records.safe_read import LIMITS, read_bytes, read_evidence
 from tileproof.runner.forked import ForkedHelper
 
 NAME_FIX = "give it a UTF-8 name"
@@ -96,25 +96,30 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
 
     What it learns goes to the verified-file index (``records.file_index``): a record's seal and
     report reference by the sha256 of its bytes, a transcript's digest by its stat data, a report
-    diff by the two contents it compares. An unchanged file is not hashed again; every record file is
-    still read (the main process validates it too). ``folders``: the folders under evidence/ to read
-    (``audit --since``); default all of evidence/."""
+    diff by the two contents it compares. An unchanged file is not hashed again, and a record file whose
+    ``lstat`` is the one indexed (below a real runs/) is not read here when its facts are known: the main
+    process reads and validates every record file, and compares its seal with the one given here.
+    ``folders``: the folders under evidence/ to read (``audit --since``); default all of evidence/."""
     index = file_index.shared(root)
     index.few = folders is not None  # audit --since: a few folders' rows, asked for one by one
     now = file_index.now_ns()
     seals: dict[str, str | None] = {}
     wanted: dict[str, list] = defaultdict(list)
+    runs_vouched = _real_folders(root, store.RUNS)
     for name in record_names:
-        try:
-            data = read_record(root, name)
-        except InputRefused:  # reported by _validate
-            seals[name] = None
-            continue
-        sha = hashlib.sha256(data).hexdigest()
-        fact = index.fact(sha, "raw-record")
-        if fact is None:
-            fact = _raw_facts(data)
-            index.remember(sha, "raw-record", fact)
+        sha = _indexed_record(root, name, index) if runs_vouched else None
+        fact = index.fact(sha, "raw-record") if sha is not None else None
+        if fact is None:  # not known by its stat (a known one is not read here: the main process reads it)
+            try:
+                data = read_record(root, name)
+            except InputRefused:  # reported by _validate
+                seals[name] = None
+                continue
+            sha = hashlib.sha256(data).hexdigest()
+            fact = index.fact(sha, "raw-record")
+            if fact is None:
+                fact = _raw_facts(data)
+                index.remember(sha, "raw-record", fact)
         seals[name] = fact["seal"]
         if fact.get("report") is not None:
             path, recorded = fact["report"]
@@ -138,6 +143,19 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
                 diffs[name] = _report_diff(root, name, record_sha, rel, known.sha256, index)
     index.save()
     return seals, disk, diffs, refused, tuple(index.notes())
+
+
+def _indexed_record(root: str, name: str, index: file_index.Index) -> str | None:
+    """The sha256 the index gives the record file ``runs/<name>`` by its ``lstat`` (a regular file within the record
+    cap, its stat the one a row was made from: ``file_index.Index.known``), or None (then it is read)."""
+    try:
+        st = os.lstat(os.path.join(root, store.RUNS, name))
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size > LIMITS["record"]:
+        return None
+    known = index.known(f"{store.RUNS}/{name}", st)
+    return known.sha256 if known is not None else None
 
 
 def _real_folders(root: str, folder: str) -> bool:

@@ -19,7 +19,6 @@ builds its ``Tree`` from them (``Tree.of``) instead of reading runs/ again.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 from collections.abc import Callable, Iterable
@@ -263,7 +262,9 @@ class Tree:
     def choose(self) -> Tree:
         """This tree over only the records the lessons' verdicts can depend on (:meth:`chosen`): its verdicts are
         the ones over every record, judged from a handful."""
-        facts = [dataclasses.replace(e, record=preselect.facts_of(e.record)) for e in self.records]
+        # Examined(...) rather than dataclasses.replace, 3x slower at 100,000 records
+        facts = [Examined(preselect.facts_of(e.record), e.seal, e.verification, e.policy, e.first)
+                 for e in self.records]
         by_id = [(e.record.run_id, e) for e in self.records]
         return Tree.chosen(self.root, facts, lambda wanted: [e for i, e in by_id if i in wanted], self.trust,
                            self._history, self._refused)

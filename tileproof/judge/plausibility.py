@@ -119,9 +119,12 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def shim_paths(rec, first) -> list[Signal]:
-    """``shim-path`` signals of ``rec`` against its runner's first record ``first``."""
-    return list(_shims(tuple(_entries(rec)), checkout_of(rec), frozenset(_entries(first)), first.run_id))
+def shim_paths(rec, first, baseline: frozenset[tuple[str, str]] | None = None) -> list[Signal]:
+    """``shim-path`` signals of ``rec`` against its runner's first record ``first``; ``baseline``: the entries
+    of ``first`` (``_entries``), when the caller has them already."""
+    if baseline is None:
+        baseline = frozenset(_entries(first))
+    return list(_shims(tuple(_entries(rec)), checkout_of(rec), baseline, first.run_id))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -154,7 +157,7 @@ def smi_clock(rec, clock: datetime | None) -> list[Signal]:
     if t is None or clock is None:
         return []
     created = rec.created.astimezone(timezone.utc).replace(tzinfo=None)
-    started = run_id_time(rec.environment.session_id if _environment(rec) is not None else rec.run_id)
+    started = _id_time(rec.environment.session_id if _environment(rec) is not None else rec.run_id)
     start = created if started is None else min(started.replace(tzinfo=None), created)
     earliest, latest = start - CLOCK_WEST - CLOCK_SLACK, created + CLOCK_EAST + CLOCK_SLACK
     if earliest <= clock <= latest:
@@ -165,6 +168,12 @@ def smi_clock(rec, clock: datetime | None) -> list[Signal]:
     return [Signal("smi-clock", t.path, f"nvidia-smi's own clock reads {clock:%Y-%m-%d %H:%M:%S}, {when} "
                                         f"(UTC {start:%Y-%m-%d %H:%M:%S} to {created:%H:%M:%S}): no time zone "
                                         f"is that far")]
+
+
+@functools.lru_cache(maxsize=1024)
+def _id_time(run_id: str) -> datetime | None:
+    """``run_id_time``, kept: a session's records share its id."""
+    return run_id_time(run_id)
 
 
 def too_fast(rec) -> list[Signal]:
@@ -197,14 +206,17 @@ def signals(items: Iterable[Examined], clocks: Mapping[str, datetime | None]) ->
     its record (``parsers.smi_clock``); a path missing or None is not compared."""
     chosen = sorted((i for i in items if gpu_of(i.record) is not None and trust.admits(i)), key=standing.age)
     first: dict[Runner, object] = {}
+    baselines: dict[Runner, frozenset[tuple[str, str]]] = {}
     boards: dict[str, tuple[Runner, str]] = {}
     out: dict[str, tuple[Signal, ...]] = {}
     for item in chosen:
         rec, runner = item.record, runner_of(item)
         base = first.setdefault(runner, rec)
+        if runner not in baselines:
+            baselines[runner] = frozenset(_entries(base))
         t = smi_transcript(rec)
-        found = [*shim_paths(rec, base), *smi_clock(rec, clocks.get(t.path) if t else None), *too_fast(rec),
-                 *host_facts(rec, base, runner)]
+        found = [*shim_paths(rec, base, baselines[runner]), *smi_clock(rec, clocks.get(t.path) if t else None),
+                 *too_fast(rec), *host_facts(rec, base, runner)]
         uuid = gpu_of(rec).uuid  # type: ignore[union-attr]  # chosen: every record names a GPU
         owner, seen_in = boards.setdefault(uuid, (runner, rec.run_id))
         if owner != runner:
