@@ -237,3 +237,31 @@ def test_concurrent_reads_leave_one_whole_summary(tree, monkeypatch):
         nothing_else_read(m)
         assert read(tree) == clean
     assert index.ignored == 0
+
+
+def test_a_full_audit_makes_the_summary_it_lacks(tree, monkeypatch):
+    """An audit over an index without a summary of runs/ (deleted, or made by other code) leaves one, so the next
+    status or ``audit --since`` takes every record from it (before, the first of them loaded every row)."""
+    from tileproof.gather import audit
+
+    clean = unindexed(tree, monkeypatch)
+    assert not audit.audit(tree).findings
+    file_index.release()
+    with database(tree) as con:
+        assert con.execute("SELECT count(*) FROM summaries").fetchone()[0] == 1
+    with monkeypatch.context() as m:
+        nothing_else_read(m)
+        assert read(tree) == clean
+
+
+def test_an_audit_of_a_tree_with_a_broken_record_makes_no_summary(tree):
+    """A record that does not validate is the audit's finding; the summary, which read_facts would refuse to make
+    over it, is left unmade, and the audit is as without it."""
+    from tileproof.gather import audit
+
+    (tree / "runs" / sorted(store.record_names(tree))[0]).write_text("{}")
+    result = audit.audit(tree)
+    assert any(f.file.startswith("runs/") for f in result.findings)
+    file_index.release()
+    with database(tree) as con:
+        assert con.execute("SELECT count(*) FROM summaries").fetchone()[0] == 0

@@ -303,6 +303,8 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
 
     indexed.keep_missing(index, scope_key, to_keep)
     index.save()
+    if scope is None and not index.has_summary(indexed.FOLDER, indexed.KIND, scope_key):
+        _summarise(root, runners)
     evidence_files, evidence_bytes = _orphans(root, every_name, disk, refs_of, raw_refs, outputs, add)
     lesson_refused = _lesson_inputs(root, add)
     _claims_files(root, add)
@@ -331,6 +333,15 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
                        cuda_tile_lock=releases.lock_key(lock.cuda_tile_pin(root)),
                        index_notes=tuple(dict.fromkeys((*index_notes, *file_index.open_notes()))),
                        scope=None if scope is None else scope.line())
+
+
+def _summarise(root: Path, runners: RunnerRegistry) -> None:
+    """The index's summary of runs/ made afresh where it is missing (after a code change, or with the index
+    deleted), so the next ``status`` or ``audit --since`` takes every record from it: ``indexed.read_facts``, from
+    the entries this audit kept. A tree it refuses (a stray under runs/, a record that does not validate: both
+    findings here) is left without one: the summary only saves time."""
+    with contextlib.suppress(TileproofError):
+        indexed.read_facts(root, runners)
 
 
 def _since_tree(root: Path, examined: list, facts_read: list[tuple[str, Examined[preselect.Facts]]],

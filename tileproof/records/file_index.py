@@ -220,6 +220,18 @@ class Index:
             self.few = before
 
     # -- summaries -----------------------------------------------------------------------------
+    def has_summary(self, folder: str, kind: str, scope: str = "") -> bool:
+        """Whether a summary of ``kind`` of ``folder`` made by this code under ``scope`` is there (unread, unchecked:
+        whether to make one)."""
+        if self.db is None:
+            return False
+        try:
+            return self.db.execute("SELECT 1 FROM summaries WHERE folder = ? AND kind = ? AND code = ? AND scope = ?",
+                                   (folder, kind, code_key(), scope)).fetchone() is not None
+        except sqlite3.DatabaseError as e:
+            self._fail(f"cannot be read ({e})")
+            return False
+
     def summary(self, folder: str, kind: str, scope: str = "") -> Any | None:
         """The summary of ``kind`` of ``folder`` (a folder and its ``/``) made by this code under ``scope``, as
         :meth:`summarise` was given it; None when there is none, or when its check digest does not match
