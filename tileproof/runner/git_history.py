@@ -197,11 +197,11 @@ def _cache_key(root: Path, fmt: ObjectFormat, head: str) -> str | None:
     config = _git(root, "config", "--list", "-z")
     version = _git(root, "version")
     replaced = _git(root, "for-each-ref", "--format=%(refname) %(objectname)", "refs/replace/")
-    if any(a.exit_code != 0 for a in (where, config, version, replaced)) or len(lines) < 3:
-        return None
+    if any(a.exit_code != 0 for a in (where, config, version, replaced)) or len(lines) != 4 or lines[3]:
+        return None  # three lines, each ending in a newline (a path holding one is not cached by)
     prefix, index_file, grafts = lines[:3]
     files = [_file_digest(root / index_file), _file_digest(root / grafts)]
-    if any(f is None for f in files):
+    if files[0] in (None, "absent") or files[1] is None:  # the listing is read from git's index: it must be there
         return None
     environment = sorted((k, v) for k, v in os.environ.items() if k.startswith("GIT_"))
     h = hashlib.sha256()
