@@ -144,32 +144,26 @@ def test_an_edited_summary_is_said_in_one_line(tree):
 def test_a_summary_entry_this_code_cannot_read_is_looked_up_in_files_and_facts(tree, monkeypatch):
     """A summary entry this code cannot decode (its check digest right: a bug, not an edit) costs a lookup, never an
     answer; the summary is then made anew."""
-    clean = unindexed(tree, monkeypatch)
-    read(tree)
-    scope = indexed.registry_scope(runner_keys.load_registry(tree))
-    index = file_index.shared(tree)
-    value = index.summary(indexed.FOLDER, indexed.KIND, scope)
-    value["created"][2] = "not a date"
-    index.summarise(indexed.FOLDER, indexed.KIND, value, scope)
-    index.save()
-    file_index.release()
-    assert read(tree) == clean
-    with monkeypatch.context() as m:
-        nothing_else_read(m)
-        assert read(tree) == clean
+    def damage(value: dict) -> None:
+        value["created"][2] = "not a date"
+    read_past(tree, monkeypatch, damage)
 
 
 @pytest.mark.parametrize("damage", ["group", "column"])
 def test_a_summary_this_code_cannot_read_changes_nothing(tree, monkeypatch, damage):
+    read_past(tree, monkeypatch, lambda value: value["groups"].append(None) if damage == "group"
+              else value["ino"].pop())
+
+
+def read_past(tree: Path, monkeypatch, damage) -> None:
+    """The summary rewritten with ``damage`` done to its value (its check digest right): the next read answers as
+    without the index, and makes a summary the read after it takes every record from."""
     clean = unindexed(tree, monkeypatch)
     read(tree)
     scope = indexed.registry_scope(runner_keys.load_registry(tree))
     index = file_index.shared(tree)
     value = index.summary(indexed.FOLDER, indexed.KIND, scope)
-    if damage == "group":
-        value["groups"].append(None)
-    else:
-        value["ino"].pop()
+    damage(value)
     index.summarise(indexed.FOLDER, indexed.KIND, value, scope)
     index.save()
     file_index.release()
