@@ -348,7 +348,7 @@ def test_a_hand_edited_comparison_is_ignored(repo, monkeypatch):
     git_history.read(repo)
     db = sqlite3.connect(repo / file_index.FOLDER / file_index.DATABASE)
     with db:
-        changed = db.execute("UPDATE facts SET value = ? WHERE kind = ?",
+        changed = db.execute("UPDATE summaries SET value = ? WHERE kind = ?",
                              ('{"odd": [], "records": [], "vouched": 99}', git_history.CACHE_KIND)).rowcount
     db.close()
     assert changed == 1

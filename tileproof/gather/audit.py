@@ -148,11 +148,7 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
         except InputRefused as e:
             add(Finding(file, *inputs.refused_issue(e)))
             continue
-        sha = _indexed_sha(index, sroot, name, st, len(data))
-        if sha is None:  # not indexed by this stat: hashed, and learned (status and --since then read no record)
-            known = indexed.content_of(data)
-            indexed.learn_read(index, sroot, name, st, known, now)
-            sha = known.sha256
+        sha = indexed.known_read(index, sroot, name, st, data, now).sha256  # learned: status, --since read no record
         if shas is not None:
             shas[name] = sha
         try:
@@ -176,23 +172,6 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
             add(Finding(file, rule_id, reason))
         records.append((name, rec))
     return records, raw_refs
-
-
-def _indexed_sha(index: file_index.Index, root: str, name: str, st: os.stat_result | None, size: int) -> str | None:
-    """The sha256 of the ``size`` bytes just read from ``runs/<name>``, as the index knows them, without hashing them
-    again: when its ``lstat`` before the read (``st``) is the one an index row was made from (``Index.known``), the
-    read gave the size that row holds, and its ``lstat`` after the read is still ``st`` (it did not change meanwhile,
-    the check ``indexed.learn_read`` makes before it learns one); else None (the caller hashes the bytes)."""
-    if st is None or not stat.S_ISREG(st.st_mode):
-        return None
-    hit = index.known(f"{store.RUNS}/{name}", st)
-    if hit is None or hit.size != size:
-        return None
-    try:
-        after = os.lstat(os.path.join(root, store.RUNS, name))
-    except OSError:
-        return None
-    return hit.sha256 if file_index.stat_key(after) == file_index.stat_key(st) else None
 
 
 def _trusted(root: Path, records) -> dict[str, bytes | None]:

@@ -265,6 +265,19 @@ def content_of(data: bytes) -> file_index.Known:
     return file_index.hash_stream(len(data), [data])[0]
 
 
+def known_read(index: file_index.Index, root: Path | str, name: str, st: os.stat_result | None, data: bytes,
+               now: int) -> file_index.Known:
+    """What ``data``, just read from ``runs/<name>`` through ``safe_read`` (its ``lstat`` before the read: ``st``),
+    holds: the index's entry, not hashed again, when that stat is the one indexed, the read gave the entry's size
+    and the file did not change while it was read; else :func:`content_of` it, learned (:func:`learn_read`)."""
+    hit = index.known(f"{store.RUNS}/{name}", st) if st is not None and stat.S_ISREG(st.st_mode) else None
+    if hit is not None and hit.size == len(data) and _unchanged(root, name, st):
+        return hit
+    known = content_of(data)
+    learn_read(index, root, name, st, known, now)
+    return known
+
+
 def learn_read(index: file_index.Index, root: Path | str, name: str, st: os.stat_result | None,
                known: file_index.Known, now: int) -> None:
     """Remember that ``runs/<name>``, whose ``lstat`` before it was read through ``safe_read`` was ``st``, held
@@ -274,12 +287,17 @@ def learn_read(index: file_index.Index, root: Path | str, name: str, st: os.stat
     rel = f"{store.RUNS}/{name}"
     if st is None or not stat.S_ISREG(st.st_mode) or index.known(rel, st) is not None:
         return
+    if st.st_size == known.size and _unchanged(root, name, st):
+        index.learn(rel, st, known, now)
+
+
+def _unchanged(root: Path | str, name: str, st: os.stat_result | None) -> bool:
+    """Whether ``runs/<name>``'s ``lstat`` now is ``st``, the one taken before it was read."""
     try:
         after = os.lstat(os.path.join(root, store.RUNS, name))
     except OSError:
-        return
-    if file_index.stat_key(after) == file_index.stat_key(st) and st.st_size == known.size:
-        index.learn(rel, st, known, now)
+        return False
+    return st is not None and file_index.stat_key(after) == file_index.stat_key(st)
 
 
 def _read(root: Path, path: Path, registry: RunnerRegistry, index: file_index.Index, scope: str,

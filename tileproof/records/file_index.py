@@ -14,16 +14,16 @@ folder holds a ``.gitignore`` of ``*``, so git never shows or commits it):
 ``facts``
     What was derived from a file's content: keyed by its sha256, the code key (:func:`code_key`: the
     index schema and a digest of the tileproof package's own source, so any code change starts
-    afresh) and, for trust outcomes, the digest of the runner registry they were judged against. Also
-    facts about the whole tree, under a key of what fixes them (``runner.git_history``'s comparison of
-    the committed files with git's index: one row, each newer one replacing it, ``remember(alone=True)``).
+    afresh) and, for trust outcomes, the digest of the runner registry they were judged against.
 ``summaries``
-    One value per folder and kind (``runs/``'s records' facts: ``gather.indexed.read_facts``), kept
-    under the code key and a scope as facts are: what ``files`` and ``facts`` say of every file of
-    the folder, joined and in one row, so a command that needs all of them reads one row, checks one
-    digest and parses one JSON text instead of two rows per file. Its entries carry each file's stat
-    data and are used only while the file's ``lstat`` is that one; an entry is made only of a file
-    whose ``files`` row has that stat (settled, unchanged while read) and whose facts are this code's.
+    One value per folder and kind, each newer one replacing it, kept under the code key and a scope
+    as facts are: ``runs/``'s records' facts (``gather.indexed.read_facts``), and the tree's history
+    comparison (``runner.git_history``: its scope a digest of what git's answers depend on). The first
+    is what ``files`` and ``facts`` say of every file of the folder, joined and in one row, so a
+    command that needs all of them reads one row, checks one digest and parses one JSON text instead
+    of two rows per file. Its entries carry each file's stat data and are used only while the file's
+    ``lstat`` is that one; an entry is made only of a file whose ``files`` row has that stat (settled,
+    unchanged while read) and whose facts are this code's.
 
 Every row carries a check digest over its fields and the schema version; a row whose check does not
 match (a corrupted or hand-edited entry) is ignored and counted (:attr:`Index.ignored`; commands print
@@ -126,8 +126,6 @@ class Index:
     _new_facts: dict[tuple[str, str, str], str] = field(default_factory=dict)
     _facts: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     _facts_loaded: set[str] = field(default_factory=set)
-    _alone: dict[tuple[str, str], str] = field(default_factory=dict)
-    """(kind, scope) → the sha256 of the one fact of theirs to keep (:meth:`remember`, ``alone``)."""
     _files_loaded: bool = False
     _prefixes: tuple[str, ...] = ()
     """Folders (``runs/``) whose rows were loaded by :meth:`load_files` with a prefix."""
@@ -197,14 +195,9 @@ class Index:
             self._facts_loaded.add(scope)
             self._load_facts(scope)
 
-    def remember(self, sha256: str, kind: str, value: dict[str, Any], scope: str = "", alone: bool = False) -> None:
-        """Keep ``value`` as the facts of ``kind`` derived from ``sha256`` (under ``scope``). ``alone``: it is the one
-        fact of its kind and scope worth keeping (a cached answer about the whole tree, such as its git
-        history's, which a newer one replaces): every other row of that kind and scope is deleted when it is saved."""
+    def remember(self, sha256: str, kind: str, value: dict[str, Any], scope: str = "") -> None:
         if self.db is not None:
             key = f"{kind}\0{scope}"
-            if alone:
-                self._alone[(kind, scope)] = sha256
             if self._facts.get((sha256, key)) != value:
                 self._facts[(sha256, key)] = value
                 self._new_facts[(sha256, key, code_key())] = json.dumps(value, sort_keys=True)
@@ -332,15 +325,12 @@ class Index:
                 if fact_rows:  # facts made by other code are never used again: dropped, so the index stays its size
                     self.db.execute("DELETE FROM facts WHERE code != ?", (code,))
                 self.db.executemany("INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?,?)", fact_rows)
-                self.db.executemany("DELETE FROM facts WHERE kind = ? AND scope = ? AND sha256 != ?",
-                                    [(kind, scope, sha) for (kind, scope), sha in self._alone.items()])
                 self.db.executemany("INSERT OR REPLACE INTO summaries VALUES (?,?,?,?,?,?)", summary_rows)
         except sqlite3.DatabaseError as e:  # locked past BUSY_MS, disk full, corrupted: nothing is lost
             self.problem = self.problem or f"{self.where}: not updated ({e})"
             return
         self._new_files.clear()
         self._new_facts.clear()
-        self._alone.clear()
         self._new_summaries.clear()
 
     def close(self) -> None:

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import cast, get_args
+from typing import Any, cast, get_args
 
 from tileproof.records import file_index
 from tileproof.records.errors import InputRefused
@@ -114,7 +114,7 @@ def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callabl
     dirty = stat_check or _later(root, *_DIRTY, "--", *WATCHED)
     key = _cache_key(root, fmt, head.stdout.decode(errors="replace").strip())
     index = file_index.shared(root)
-    kept = index.fact(key, CACHE_KIND, CACHE_SCOPE) if key is not None else None
+    kept = index.summary(CACHE_FOLDER, CACHE_KIND, key) if key is not None else None
     reads = None if kept is not None else [_later(root, *args) for args in (_LOG, _LISTED)]
 
     def result() -> GitHistory | NoHistory:
@@ -138,7 +138,7 @@ def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callabl
         staged = {path: oid for path, oid in vouched.items() if path not in changed}
         current = {path: staged[path] if path in staged else working_id(root, path, fmt) for path in first}
         if key is not None and vouched:
-            index.remember(key, CACHE_KIND, _comparison(first, vouched), CACHE_SCOPE, alone=True)
+            index.summarise(CACHE_FOLDER, CACHE_KIND, _comparison(first, vouched), key)
             index.save()
         return GitHistory(first=tuple(first.values()), current=current)
     return result
@@ -179,9 +179,9 @@ def _safely(root: Path, args: tuple[str, ...]) -> Answer | BaseException:
         return e
 
 
-CACHE_KIND = "git-history"
-CACHE_SCOPE = "git-history"
-"""Where :func:`start` keeps its one cached comparison in the verified-file index (``records.file_index``)."""
+CACHE_FOLDER, CACHE_KIND = "", "git-history"
+"""Where :func:`start` keeps its one cached comparison: the verified-file index's summary of the whole tree
+(``records.file_index``), under the scope :func:`_cache_key` (a newer one replaces it)."""
 
 
 def _cache_key(root: Path, fmt: ObjectFormat, head: str) -> str | None:
@@ -249,7 +249,7 @@ def _comparison(first: dict[str, FirstVersion], vouched: dict[str, str]) -> dict
     return {"vouched": same, "odd": odd, "records": sorted(records.items())}
 
 
-def _cached(root: Path, fmt: ObjectFormat, kept: dict, checked: Answer) -> GitHistory | None:
+def _cached(root: Path, fmt: ObjectFormat, kept: Any, checked: Answer) -> GitHistory | None:
     """The history a full read would give, from a kept comparison (:func:`_comparison`) and this moment's stat
     check: only when ``git diff-files`` ran and listed no file under runs/ or evidence/ (every indexed file
     there is as the index says), so each file git's index vouches for is that object; a first version the
