@@ -60,6 +60,7 @@ import io
 import json
 import os
 import platform
+import random
 import re
 import shlex
 import shutil
@@ -823,14 +824,15 @@ _CHAIN = re.compile(r"Unable to initialize cgroup plugin|slurmd initialization f
 """slurmd.log's lines that follow from a failed plugin init (or only say a cgroup controller is off), not its cause."""
 
 
-def slurmd_failure(log: str, output: str) -> str:
-    """Why slurmd stopped, in one line: the first error or fatal line of its log that is not a consequence of an
-    earlier one (``_CHAIN``), else its own output's last line."""
+def daemon_failure(log: str, output: str, name: str = "slurmd") -> str:
+    """Why a daemon (slurmd, slurmctld) stopped, in one line: its log's first fatal line, else its first error
+    line that is not a consequence of an earlier one (``_CHAIN``), else its own output's last line."""
     said = [re.sub(r"^\[[^]]*\]\s*", "", ln.strip()) for ln in log.splitlines()]
-    errors = [ln for ln in said if re.match(r"(slurmd: )?(error|fatal): ", ln)]
+    errors = [ln for ln in said if re.match(rf"({name}: )?(error|fatal): ", ln)]
     causes = [ln for ln in errors if not _CHAIN.search(ln)]
+    causes.sort(key=lambda ln: not re.match(rf"({name}: )?fatal: ", ln))  # stable: the first fatal line first
     if causes:
-        return re.sub(r"^(slurmd: )?", "", causes[0]) + (f" (+{len(causes) - 1} more)" if len(causes) > 1 else "")
+        return re.sub(rf"^({name}: )?", "", causes[0]) + (f" (+{len(causes) - 1} more)" if len(causes) > 1 else "")
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     return errors[-1] if errors else lines[-1] if lines else "no error logged"
 
@@ -839,13 +841,50 @@ class SlurmdError(NodeError):
     """slurmd (or ``slurmd -G``) stopped while starting: another cgroup setup may let it start."""
 
 
+class PortTaken(NodeError):
+    """A daemon stopped because its port was taken after ``free_ports`` found it free: new ports may let it start."""
+
+
 # --- slurm.conf ------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+PORT_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+PORT_TRIES = 3
+"""Starts of the daemons, each with new ports, while one says its port is taken (another program took it)."""
+_IN_USE = "Address already in use"
+
+
+def port_choices(ephemeral: tuple[int, int]) -> range:
+    """Ports the kernel never hands out as a connection's own (outside ``ephemeral``, the local port range): a
+    port chosen there stays free until a listener takes it, where one from the range may be any connection's."""
+    low, high = ephemeral
+    return range(10000, low) if low > 11000 else range(high + 1, 65536) if high < 64535 else range(1024, low)
+
+
+def ephemeral_range(path: Path = PORT_RANGE_FILE) -> tuple[int, int]:
+    try:
+        low, high = (int(x) for x in path.read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+    return low, high
+
+
+def free_ports(count: int = 2, choices: range | None = None) -> tuple[int, ...]:
+    """``count`` distinct ports, each free to listen on at every address now, drawn at random from
+    ``port_choices`` (clusters started at once, as in parallel tests, rarely draw the same one)."""
+    pool = choices if choices is not None else port_choices(ephemeral_range())
+    found: list[int] = []
+    for port in random.sample(pool, min(len(pool), 200)):
+        with socket.socket() as s:
+            try:
+                s.bind(("", port))
+            except OSError:
+                continue
+        found.append(port)
+        if len(found) == count:
+            return tuple(found)
+    raise NodeError(f"ports: fewer than {count} free among 200 tried in {pool.start}-{pool.stop - 1} "
+                    f"(fix: stop what listens there)")
 
 
 @dataclass(frozen=True)
@@ -866,7 +905,7 @@ def node_line(slurmd_c: str) -> NodeLine:
 
 
 def slurm_conf(state: Path, prefix: Prefix, node: NodeLine, gpus: int, node_features: list[str],
-               cluster: str, ports: tuple[int, int]) -> str:
+               cluster: str, ports: tuple[int, ...]) -> str:
     """The cluster's slurm.conf: one node at 127.0.0.1 (no name lookup), its state under ``state``."""
     node_opts = [f"NodeName={node.name}", "NodeAddr=127.0.0.1", node.hardware]
     if gpus:
@@ -917,9 +956,12 @@ class Node:
 
     state: Path
     prefix: Prefix
-    name: str
+    hardware: NodeLine
     gpus: list[Gpu]
     features: list[str]
+    cluster: str
+    ports: tuple[int, ...] = ()
+    """slurm.conf's SlurmctldPort and SlurmdPort (``write_conf``)."""
     daemons: dict[str, subprocess.Popen] = field(default_factory=dict)
     cluster_file: Path | None = None
     """The tileproof cluster file ``up`` wrote for this node, if asked to."""
@@ -929,8 +971,17 @@ class Node:
     """Folders under /sys/fs/cgroup made for this cluster (v2-no-systemd), removed when it stops."""
 
     @property
+    def name(self) -> str:
+        return self.hardware.name
+
+    @property
     def bin(self) -> Path:
         return self.state / "bin"
+
+    def write_conf(self) -> None:
+        """slurm.conf for this node and its ports."""
+        self.conf.write_text(slurm_conf(self.state, self.prefix, self.hardware, len(self.gpus), self.features,
+                                        self.cluster, self.ports))
 
     @property
     def conf(self) -> Path:
@@ -966,10 +1017,13 @@ def _wait(ready, node: Node, what: str, fix: str, seconds: float = WAIT_S) -> No
         dead = {n: p.returncode for n, p in node.daemons.items() if p.poll() is not None}
         if dead:
             name, code = next(iter(dead.items()))
+            log, out = _text(node.state / f"{name}.log"), _text(node.state / f"{name}.out")
+            why = daemon_failure(log, out, name)
+            if _IN_USE in log or _IN_USE in out:
+                raise PortTaken(f"{name} exited {code} before {what}: {why}")
             if name == "slurmd":
-                why = slurmd_failure(_text(node.state / "slurmd.log"), _text(node.state / "slurmd.out"))
                 raise SlurmdError(f"slurmd exited {code} before {what}: {why}")
-            raise NodeError(f"{name} exited {code} before {what} (fix: see {node.state}/{name}.log and "
+            raise NodeError(f"{name} exited {code} before {what}: {why} (fix: see {node.state}/{name}.log and "
                             f"{name}.out; {fix})")
         if time.monotonic() > deadline:
             raise NodeError(f"{what}: not after {seconds:.0f} s (fix: see the logs in {node.state}; {fix})")
@@ -1067,10 +1121,11 @@ def _config_step(state: Path, prefix: Prefix, gpus: list[Gpu], device_dir: Path,
     node_hw = node_line(hw.stdout)
     for sub in ("ctld", "spool", "bin"):
         (state / sub).mkdir()
-    conf = state / "slurm.conf"
-    conf.write_text(slurm_conf(state, prefix, node_hw, len(gpus), node_features, cluster, (free_port(), free_port())))
+    node = Node(state=state, prefix=prefix, hardware=node_hw, gpus=gpus, features=node_features, cluster=cluster,
+                ports=free_ports())
+    conf = node.conf
+    node.write_conf()
     (state / "gres.conf").write_text(gres_conf(gpus, prefix.plugin_dir, device_dir) if gpus else "")
-    node = Node(state=state, prefix=prefix, name=node_hw.name, gpus=gpus, features=node_features)
     for name in CLIENTS:
         script = node.bin / name
         script.write_text(client_script(prefix, loader, name, conf))
@@ -1094,7 +1149,7 @@ def _readback(node: Node) -> None:
     shown = run([str(node.prefix.program("sbin", "slurmd")), "-G", "-f", str(node.conf)], env=env)
     if shown.returncode != 0:
         raise SlurmdError(f"slurmd -G exited {shown.returncode}: "
-                          f"{slurmd_failure(_text(node.state / 'slurmd.log'), shown.stdout + shown.stderr)}")
+                          f"{daemon_failure(_text(node.state / 'slurmd.log'), shown.stdout + shown.stderr)}")
     listed = len(re.findall(r"\bGres Name=gpu\b", shown.stdout + shown.stderr))
     if listed != len(node.gpus) and not has_nvml(node.prefix.plugin_dir):
         raise NodeError(f"slurmd -G: Slurm reads {listed} GPUs from {node.state / 'gres.conf'}, expected "
@@ -1193,7 +1248,24 @@ def _remove_folders(folders: Iterable[Path]) -> list[str]:
     return lines
 
 def _start_step(node: Node) -> None:
-    """munged, then slurmctld and slurmd; the node idle in sinfo and showing its GPUs; else every daemon stopped."""
+    """munged, then slurmctld and slurmd; the node idle in sinfo and showing its GPUs; else every daemon stopped.
+    A daemon that stops because its port was taken since ``free_ports`` (by another program's listener or
+    connection) is started again with new ports, up to ``PORT_TRIES`` starts in all."""
+    for attempt in range(1, PORT_TRIES + 1):
+        try:
+            _start_daemons(node, last=attempt == PORT_TRIES)
+            return
+        except PortTaken as e:
+            if attempt == PORT_TRIES:
+                raise NodeError(f"ports {node.ports[0]}, {node.ports[1]}: taken at each of {PORT_TRIES} starts: {e} "
+                                f"(fix: stop what takes this host's ports; see the logs in {node.state})") from None
+            was = node.ports
+            node.ports = free_ports()
+            node.write_conf()
+            say(f"ports {was[0]}, {was[1]}: {e}; starting again with ports {node.ports[0]}, {node.ports[1]}")
+
+
+def _start_daemons(node: Node, last: bool) -> None:
     state, prefix = node.state, node.prefix
     env = {**prefix.daemon_env(), "SLURM_CONF": str(node.conf)}
     node.daemons = {}
@@ -1218,6 +1290,9 @@ def _start_step(node: Node) -> None:
         if node.gpus and gres != f"gpu:{len(node.gpus)}":
             raise NodeError(f"scontrol show node {node.name}: Gres={gres}, expected gpu:{len(node.gpus)} "
                             f"(fix: see {state}/slurmd.log)")
+    except PortTaken:
+        (stop if last else _stop_daemons)(node)  # the cgroup folders stay for the next start
+        raise
     except BaseException:
         stop(node)
         raise
@@ -1323,7 +1398,11 @@ def _stop_pids(pids: dict[str, int], shutdown, reap, seconds: float = 20) -> lis
 
 
 def stop(node: Node) -> list[str]:
-    """Stop the daemons of a Node this process started (and reap them)."""
+    """Stop the daemons of a Node this process started (and reap them), and remove the cgroup folders made for it."""
+    return _stop_daemons(node) + _remove_folders(node.cgroup_folders)
+
+
+def _stop_daemons(node: Node) -> list[str]:
     def shutdown() -> bool:
         return node.client("scontrol", "shutdown").returncode == 0
 
@@ -1338,8 +1417,7 @@ def stop(node: Node) -> list[str]:
     for proc in node.daemons.values():
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
-    lines += _kill_steps(node.conf)
-    return lines + _remove_folders(node.cgroup_folders)
+    return lines + _kill_steps(node.conf)
 
 
 def down(state: Path) -> list[str]:

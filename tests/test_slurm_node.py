@@ -10,6 +10,7 @@ the fleet on them are tests/test_fleet_slurm.py.
 import json
 import re
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -103,6 +104,25 @@ def test_slurm_conf_names_the_prefix_the_node_and_its_gpus(tmp_path):
         node.node_line("UpTime=0-00:25:45\n")
 
 
+def test_ports_are_drawn_outside_the_range_connections_take_theirs_from_and_a_taken_one_is_passed_over(tmp_path):
+    """The CI failure of stop 37 (slurmctld: Address already in use): a port the kernel may give any connection
+    is never chosen, and one something listens on is never returned."""
+    assert node.port_choices((32768, 60999)) == range(10000, 32768)
+    assert node.port_choices((1024, 60999)) == range(61000, 65536)
+    assert node.port_choices((1024, 65535)) == range(1024, 1024)  # nothing left: free_ports says so
+    (tmp_path / "range").write_text("40000\t50000\n")
+    assert node.ephemeral_range(tmp_path / "range") == (40000, 50000)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        for _ in range(20):
+            ports = node.free_ports(2, range(taken, taken + 3))
+            assert taken not in ports and len(set(ports)) == 2
+        with pytest.raises(node.NodeError, match=f"ports: fewer than 2 free among 200 tried in {taken}-{taken}"):
+            node.free_ports(2, range(taken, taken + 1))
+
+
 def test_slurm_conf_names_no_plugin_that_asks_for_a_cgroup(tmp_path):
     """What makes v1-inert safe: nothing in slurm.conf asks the cgroup plugin slurmd loads for a cgroup."""
     (tmp_path / "usr" / "lib" / "x86_64-linux-gnu" / "slurm-wlm").mkdir(parents=True)
@@ -179,14 +199,17 @@ def test_what_each_host_rules_out(mountinfo, present, writable, v2, default):
 
 def test_why_slurmd_stopped_is_the_first_cause_its_log_names():
     """The H200's real slurmd.log (slurmd -G under Slurm's default), and this machine's with cgroup/v2 forced."""
-    assert node.slurmd_failure((DATA / "h200-slurmd-cgroup-v2.log").read_text(), "") == (
+    assert node.daemon_failure((DATA / "h200-slurmd-cgroup-v2.log").read_text(), "") == (
         "error: cgroup_dbus_attach_to_scope: cannot connect to dbus system daemon: Failed to connect to socket "
         "/run/dbus/system_bus_socket: No such file or directory (+2 more)")
-    assert node.slurmd_failure((DATA / "cpu-slurmd-cgroup-v2-hybrid.log").read_text(), "") == (
+    assert node.daemon_failure((DATA / "cpu-slurmd-cgroup-v2-hybrid.log").read_text(), "") == (
         "fatal: Hybrid mode is not supported. Mounted cgroups are: 9:name=systemd:/")
     chain = "[t] error: Unable to initialize cgroup plugin\n[t] error: slurmd initialization failed\n"
-    assert node.slurmd_failure(chain, "") == "error: slurmd initialization failed"  # nothing but the chain
-    assert node.slurmd_failure("", "slurmd: something\nlast words\n") == "last words"
+    assert node.daemon_failure(chain, "") == "error: slurmd initialization failed"  # nothing but the chain
+    assert node.daemon_failure("", "slurmd: something\nlast words\n") == "last words"
+    # slurmctld's real log when its port was taken (the CI failure of stop 37): its fatal line, not its first error
+    assert node.daemon_failure((DATA / "slurmctld-port-taken.log").read_text(), "", "slurmctld") == (
+        "fatal: slurm_init_msg_engine_port error Address already in use (+12 more)")
     assert node.slurm_version("slurm-wlm 22.05.8\n") == (22, 5, 8) == node.slurm_version("slurm 22.05.8")
     with pytest.raises(node.NodeError, match="slurmd -V: no version"):
         node.slurm_version("slurmd: error: oops")
@@ -314,6 +337,36 @@ def test_down_cancels_what_still_runs_and_leaves_no_process_of_the_cluster(tmp_p
     assert not node._alive(job)
     assert not node.steps_of(cluster.conf)
     assert [p.returncode is not None for p in cluster.daemons.values()] == [True, True, True]
+
+
+@pytest.mark.skipif(sc.SOURCE is None, reason=sc.NO_SLURM)
+@pytest.mark.skipif(not sc.IS_ROOT, reason="starting slurmctld/slurmd/munged needs root")
+def test_a_port_taken_after_it_was_chosen_starts_the_daemons_again_on_new_ones(tmp_path, monkeypatch, capsys):
+    """The race CI lost: slurmctld's port is taken between ``free_ports`` and its start (here by a listener made
+    first). slurmctld stops on it; ``up`` says so in one line and starts the cluster on new ports, with the same
+    cgroup setup (a taken port is no cgroup failure)."""
+    with socket.socket() as held:
+        held.bind(("", 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        cluster_ports = (taken, node.free_ports()[1])
+        drawn = iter([cluster_ports])
+        real = node.free_ports
+        monkeypatch.setattr(node, "free_ports", lambda *a: next(drawn, None) or real(*a))
+        cluster = node.up(tmp_path / "state", **sc.where())
+        try:
+            out = capsys.readouterr().out.splitlines()
+            said = [ln for ln in out if ln.startswith("slurm-node: ports ")]
+            assert len(said) == 1 and re.fullmatch(
+                rf"slurm-node: ports {taken}, {cluster_ports[1]}: slurmctld exited 1 before the node is idle in sinfo: "
+                rf"fatal: slurm_init_msg_engine_port error Address already in use( \(\+\d+ more\))?; starting again "
+                rf"with ports {cluster.ports[0]}, {cluster.ports[1]}", said[0]), said
+            assert taken not in cluster.ports
+            assert f"SlurmctldPort={cluster.ports[0]}" in cluster.conf.read_text().splitlines()
+            assert cluster.client("srun", "true").returncode == 0
+            assert not [ln for ln in out if ln.startswith("slurm-node: cgroup: attempt")]
+        finally:
+            node.stop(cluster)
 
 
 @pytest.mark.skipif(sc.SOURCE is None, reason=sc.NO_SLURM)
