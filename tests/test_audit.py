@@ -237,7 +237,7 @@ def test_clean_tree_passes(audit_copy):
     root, _ = audit_copy
     result = audit_run.audit(root)
     assert result.findings == []
-    assert len(result.records) == 6
+    assert result.validated == 6
     assert result.evidence_files == 19
     by_id = {lesson.id: lesson for lesson in result.lessons}
     assert by_id["01-vector-add"].publishable
@@ -491,10 +491,10 @@ def test_cc_issues_table(audit_template):
 def test_session_issues_table(audit_template):
     info = audit_template[1]
     run, session = info["run"], info["session"]
-    assert sessions.session_issues(session, [run]) == []
+    assert sessions.session_issues(session, [sessions.session_run("run.json", run)]) == []
     assert [r for r, _ in sessions.session_issues(session, [])] == ["session-runs", "session-runs"]
     extra = run.model_copy(update={"run_id": "20251129T120000Z-run-00000000"})
-    issues = sessions.session_issues(session, [run, extra])
+    issues = sessions.session_issues(session, [sessions.session_run(f"{r.run_id}.json", r) for r in (run, extra)])
     assert [r for r, _ in issues] == ["session-runs", "session-runs"]
     assert "not listed" in issues[0][1]
 

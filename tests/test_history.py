@@ -240,10 +240,11 @@ def test_commit_claims_are_checked(repo):
 
     cases = {"clean": rec(now, False, good), "edited": rec(now, False, bad), "dirty": rec(now, True, bad),
              "unknown": rec("f" * 40, False, good), "none": rec(None, True, bad)}
-    found = git_history.at_commits(repo, *commits.wanted(cases.values()))
-    got = {name: [rule for rule, _ in commits.commit_issues(r, found)] for name, r in cases.items()}
+    claims = {name: commits.claim_of(r) for name, r in cases.items()}
+    found = git_history.at_commits(repo, *commits.wanted(claims.values()))
+    got = {name: [rule for rule, _ in commits.commit_issues(c, found)] for name, c in claims.items()}
     assert got == {"clean": [], "edited": [commits.MISMATCH], "dirty": [], "unknown": [commits.UNKNOWN], "none": []}
-    (why,) = [w for _, w in commits.commit_issues(cases["edited"], found)]
+    (why,) = [w for _, w in commits.commit_issues(claims["edited"], found)]
     assert why.startswith("kernels/k.py: the record attests sha256 111111111111… and says the tree was clean at")
 
 

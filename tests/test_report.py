@@ -91,7 +91,7 @@ def test_html_order_and_content(clean):
     html = report.render_html(result, root / "evidence")
     order = [html.index(s) for s in ('id="findings"', 'id="lessons"', 'id="grid"', 'id="environments"')]
     assert order == sorted(order)
-    run = next(r for r in result.records if r.kind == "run" and r.program == "kernels/vector_add.py")
+    run = next(r for r in result.runs.newest.values() if r.program == "kernels/vector_add.py")
     for text in ("PASSED: no findings", "NVIDIA H200 (cc 9.0)", "Tesla T4 (cc 7.5)", "580.95.05",
                  "CUDA_VISIBLE_DEVICES=0", "nvcc 13.4.92", "cuda-tile 1.7.0", run.run_id, "02-softmax", "gated"):
         assert text in html, text

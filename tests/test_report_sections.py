@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent / "data" / "audit"))
 import audit_tree
 
 from tileproof.gather import audit
-from tileproof.records.models import BenchRecord, RunRecord
+from tileproof.records.models import BenchRecord
 from tileproof.report import bench_view, render, svg
 from tileproof.report.claims_render import view_of
 from tileproof.report.lesson_view import MEANING, lesson_rows
@@ -171,7 +171,7 @@ def test_compact_rows_plurals_and_no_machine_paths(committed):
     assert "/usr/bin" in envs
     assert "VIRTUAL_ENV=(set" in envs
     # The records keep the whole value: only the report shortens it.
-    assert any("/root/" in r.environment.env.get("PATH", "") for r in committed.records if isinstance(r, RunRecord))
+    assert any("/root/" in r.environment.env.get("PATH", "") for r in committed.runs.newest.values())
 
 
 def test_shorten_and_plural():

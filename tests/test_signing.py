@@ -330,7 +330,7 @@ def test_a_fully_signed_tree_audits_clean(tmp_path, monkeypatch):
     _signed_audit_tree(tmp_path, monkeypatch, new_signer())
     result = audit.audit(tmp_path)
     assert result.findings == []
-    assert len(result.records) == 6
+    assert result.validated == 6
 
 
 def test_records_signed_by_an_unregistered_key_are_findings_and_never_count(tmp_path, monkeypatch):

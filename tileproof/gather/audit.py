@@ -37,10 +37,10 @@ from tileproof.gather import inputs as gather_inputs
 from tileproof.gather.audit_claims import claims_files_today
 from tileproof.gather.audit_scan import helper as byte_helper
 from tileproof.gather.audit_scan import paused_gc, read_record
-from tileproof.gather.tree import Tree
-from tileproof.judge import preselect, releases
+from tileproof.gather.tree import Tree, smi_clocks
+from tileproof.judge import plausibility, preselect, releases
 from tileproof.judge.audit import audit_rules, rules
-from tileproof.judge.audit.result import AuditResult, Issue, LessonAudit
+from tileproof.judge.audit.result import AuditResult, Issue, LessonAudit, RunTable
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, sessions
 from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules import plausibility as plausibility_rules
@@ -51,7 +51,7 @@ from tileproof.records.errors import InputRefused, RecordError, TileproofError, 
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import REGENERATED, GitHistory, NoHistory
 from tileproof.records.history_check import check as check_history
-from tileproof.records.models import LessonFront, RunRecord
+from tileproof.records.models import LessonFront, RunRecord, SessionRecord, TranscriptRef
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
 from tileproof.records.runner_keys import UNSIGNED, RunnerRegistry, Verification
 from tileproof.records.safe_read import read_evidence
@@ -122,14 +122,57 @@ def record_names(root: Path) -> list[str]:
                       and utf8_problem(e.name) is None)
 
 
-def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
-              verified: dict[str, Verification], shas: dict[str, str] | None = None, few: bool = False,
-              ) -> tuple[list[tuple[str, Any]], set[str]]:
-    """(file name, record) for each record that validates; the evidence paths of those that do not.
-    ``verified``: file name → its signature's verification, for each signed record (plain records
-    take the fast path and are ``runner_keys.UNSIGNED``); ``shas``: file name → the sha256 of the bytes read;
-    ``few``: ``names`` are a few of the tree's records (``audit --since``)."""
-    records: list[tuple[str, Any]] = []
+class _NotYetKnown(frozenset[str]):
+    """``Context.known`` while records are still being read: a check of a run record that asked which run ids
+    validated would be answered before every record was read, so it fails instead (checks of the other kinds, which
+    the audit keeps in full, run once every record was read)."""
+
+    def __contains__(self, item) -> bool:
+        raise AssertionError("Context.known asked before every record was read (run it with the kept kinds)")
+
+
+@dataclasses.dataclass(slots=True)
+class _Read:
+    """What the audit keeps of one record that validated, once the rules that need the whole record ran: 100,000
+    records in full would not fit in memory (a run record's model is 30 KiB). The record itself is kept for the
+    other kinds (compile, bench, claims, session: few) and for ``audit --since``'s few records."""
+
+    name: str
+    sha256: str
+    """Of the bytes read: a record read again (``_again``) must be these bytes."""
+    seal: str
+    facts: preselect.Facts
+    seen: plausibility.Seen
+    refs: list[tuple[str, TranscriptRef]]
+    """``evidence.refs``: every transcript it references, with its field path."""
+    claim: commits.Claim
+    plain: bool
+    """Not an envelope (no signature)."""
+    verification: Verification
+    report: tuple[TranscriptRef | None, bool] | None = None
+    """A run record's ``report_file`` and whether it carries a ``report``; None for other kinds."""
+    session: sessions.SessionRun | None = None
+    record: Any = None
+
+
+def _parse(root: Path, name: str, data: bytes, runners: RunnerRegistry) -> tuple[Any, Verification | None]:
+    """The record in ``data`` (``runs/<name>``'s bytes) and its signature's verification (None: a plain record);
+    the envelope reader's InputRefused or RecordError (one line) when it is neither."""
+    try:
+        return store.record_of_json(data), None
+    except ValidationError:
+        # a signed record (an envelope), or the one-line, version-first message
+        loaded = store.read_record(root / store.RUNS / name, runners)
+        return loaded.record, loaded.verification
+
+
+def _validate(root: Path, names: list[str], add, runners: RunnerRegistry, ctx: audit_rules.Context,
+              transcripts: _Transcripts, table: RunTable, few: bool = False) -> tuple[list[_Read], set[str]]:
+    """What is kept of each record that validates, the per-record rules of its run records applied (``ctx``, its
+    ``known`` :class:`_NotYetKnown` meanwhile, reading ``transcripts``) and those added to ``table``; the evidence
+    paths of the records that do not validate. ``few``: ``names`` are a few of the tree's records (``audit
+    --since``): each is kept in full."""
+    kept: list[_Read] = []
     raw_refs: set[str] = set()
     sroot = str(root)
     index, now = file_index.shared(root), file_index.now_ns()
@@ -149,65 +192,84 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry,
             add(Finding(file, *inputs.refused_issue(e)))
             continue
         sha = indexed.known_read(index, sroot, name, st, data, now).sha256  # learned: status, --since read no record
-        if shas is not None:
-            shas[name] = sha
         try:
-            rec = store.record_of_json(data)
-        except ValidationError:
-            try:
-                # a signed record (an envelope), or the one-line, version-first message
-                loaded = store.read_record(root / store.RUNS / name, runners)
-                rec = loaded.record
-                verified[name] = loaded.verification
-            except InputRefused as e:  # read, but not UTF-8 or nested too deep: the reader names why
-                add(Finding(file, *inputs.refused_issue(e)))
-                add(Finding(file, files.SCHEMA, f"does not parse as a record ({inputs.rule_for(e.kind)})"))
-                continue
-            except RecordError as e:
-                add(Finding(file, files.SCHEMA, f"{e.field + ': ' if e.field else ''}{e.problem}"))
-                with contextlib.suppress(ValueError, RecursionError):  # not JSON: the schema finding says so
-                    raw_refs.update(evidence.raw_transcript_paths(json.loads(data)))
-                continue
-        for rule_id, reason in files.name_issues(name, rec.run_id):
-            add(Finding(file, rule_id, reason))
-        records.append((name, rec))
-    return records, raw_refs
-
-
-def _trusted(root: Path, records) -> dict[str, bytes | None]:
-    """The transcripts the consistency rules re-read (a session's pip freeze and nvidia-smi query,
-    shared by its records), kept only where their digest is the one their record gives."""
-    trusted: dict[str, bytes | None] = {}
-    for _, rec in records:
+            rec, verification = _parse(root, name, data, runners)
+        except InputRefused as e:  # read, but not UTF-8 or nested too deep: the reader names why
+            add(Finding(file, *inputs.refused_issue(e)))
+            add(Finding(file, files.SCHEMA, f"does not parse as a record ({inputs.rule_for(e.kind)})"))
+            continue
+        except RecordError as e:
+            add(Finding(file, files.SCHEMA, f"{e.field + ': ' if e.field else ''}{e.problem}"))
+            with contextlib.suppress(ValueError, RecursionError):  # not JSON: the schema finding says so
+                raw_refs.update(evidence.raw_transcript_paths(json.loads(data)))
+            continue
+        _add_all(add, file, files.name_issues(name, rec.run_id))
+        read = _Read(name, sha, rec.seal, preselect.facts_of(rec), plausibility.seen(rec), evidence.refs(rec),
+                     commits.claim_of(rec), verification is None, verification or UNSIGNED)
         if isinstance(rec, RunRecord):
-            for t in (rec.environment.pip_freeze, rec.environment.nvidia_smi_query):
-                if t is not None and t.path not in trusted and evidence.evidence_path_ok(t.path):
-                    try:
-                        data = read_evidence(root, t.path)
-                    except InputRefused:  # missing or refused: the evidence rules report it
-                        data = None
-                    trusted[t.path] = data if data is not None and store.sha256_bytes(data) == t.sha256 else None
-    return trusted
+            transcripts.trust(rec)
+            _add_all(add, file, audit_rules.run_checks(rec, ctx))
+            read.report = (rec.report_file.ref() if rec.report_file else None, rec.report is not None)
+            read.session = sessions.session_run(name, rec)
+            table.add(rec)
+        if few or not isinstance(rec, RunRecord):
+            read.record = rec
+        kept.append(read)
+    return kept, raw_refs
 
 
-def _context(records, trusted: dict[str, bytes | None]) -> audit_rules.Context:
-    queries: dict[str, list[dict] | None] = {}
-    freezes: dict[str, tuple[dict, set] | None] = {}
+def _add_all(add, file: str, issues: Iterable[Issue]) -> None:
+    for rule_id, reason in issues:
+        add(Finding(file, rule_id, reason))
 
-    def query_rows(t):
-        if t.path not in queries:
-            text = trusted.get(t.path)
-            queries[t.path] = None if text is None else parse_gpu_query(text.decode("utf-8", "replace"))
-        return queries[t.path]
 
-    def freeze(t):
-        if t.path not in freezes:
-            text = trusted.get(t.path)
+def _again(root: Path, read: _Read, runners: RunnerRegistry):
+    """The record of ``read`` in full: the one kept, or for a run record the one read again from runs/, which must
+    be the bytes audited (a TileproofError, one line, when the file changed meanwhile)."""
+    if read.record is not None:
+        return read.record
+    file = f"{store.RUNS}/{read.name}"
+    try:
+        data = read_record(str(root), read.name)
+        if store.sha256_bytes(data) == read.sha256:
+            return _parse(root, read.name, data, runners)[0]
+    except (InputRefused, RecordError, ValidationError):
+        pass
+    raise TileproofError(f"{file}: changed while the audit read it (fix: audit again once nothing writes runs/)")
+
+
+class _Transcripts:
+    """The transcripts the consistency rules re-read (a session's pip freeze and nvidia-smi query, shared by its
+    records), each read once, when the first run record naming it is checked, and kept only where its digest is
+    that record's: ``audit_rules.Context``'s readers."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.trusted: dict[str, bytes | None] = {}
+        self.queries: dict[str, list[dict] | None] = {}
+        self.freezes: dict[str, tuple[dict, set] | None] = {}
+
+    def trust(self, rec: RunRecord) -> None:
+        for t in (rec.environment.pip_freeze, rec.environment.nvidia_smi_query):
+            if t is not None and t.path not in self.trusted and evidence.evidence_path_ok(t.path):
+                try:
+                    data = read_evidence(self.root, t.path)
+                except InputRefused:  # missing or refused: the evidence rules report it
+                    data = None
+                self.trusted[t.path] = data if data is not None and store.sha256_bytes(data) == t.sha256 else None
+
+    def query_rows(self, t):
+        if t.path not in self.queries:
+            text = self.trusted.get(t.path)
+            self.queries[t.path] = None if text is None else parse_gpu_query(text.decode("utf-8", "replace"))
+        return self.queries[t.path]
+
+    def freeze(self, t):
+        if t.path not in self.freezes:
+            text = self.trusted.get(t.path)
             decoded = None if text is None else text.decode("utf-8", "replace")
-            freezes[t.path] = None if decoded is None else (parse_pip_freeze(decoded), freeze_names(decoded))
-        return freezes[t.path]
-
-    return audit_rules.Context({rec.run_id for _, rec in records}, query_rows, freeze)
+            self.freezes[t.path] = None if decoded is None else (parse_pip_freeze(decoded), freeze_names(decoded))
+        return self.freezes[t.path]
 
 
 def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
@@ -224,51 +286,50 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names, None if scope is None else scope.folders)
     if history is None:  # started after the fork: git reads the history while the records are validated
         history = git_history.start(root)
-    verified: dict[str, Verification] = {}
-    shas: dict[str, str] = {}
-    records, raw_refs = _validate(root, names, add, runners, verified, shas, few=scope is not None)
+    transcripts = _Transcripts(root)
+    ctx = audit_rules.Context(_NotYetKnown(), transcripts.query_rows, transcripts.freeze)
+    table = RunTable()
+    kept, raw_refs = _validate(root, names, add, runners, ctx, transcripts, table, few=scope is not None)
+    ctx.known = {r.facts.run_id for r in kept}
+    if scope is not None:  # records outside the scope are there, unchanged since REV (the history check says)
+        ctx.known |= {n[:-5] for n in every_name}
+    for read in kept:  # the kinds kept in full, now that every record was read
+        if read.record is not None and not isinstance(read.record, RunRecord):
+            _add_all(add, f"{store.RUNS}/{read.name}", audit_rules.run_checks(read.record, ctx))
     history_read = history()
     trusting = trust_state.load(root, trust_root, expect_ancestor, history_read, runners)
     index, scope_key = file_index.shared(root), indexed.registry_scope(runners)
     to_keep: list = []
-    refs_of = {name: evidence.transcripts(rec) for name, rec in records}
-    trusted = _trusted(root, records)
-    records.sort(key=lambda nr: (nr[1].created, nr[1].run_id))
-    ctx = _context(records, trusted)
-    if scope is not None:  # records outside the scope are there, unchanged since REV (the history check says)
-        ctx.known |= {n[:-5] for n in every_name}
-    for name, rec in records:
-        findings += [Finding(f"{store.RUNS}/{name}", r, why) for r, why in audit_rules.run_checks(rec, ctx)]
-    findings += sessions.session_findings(records)
+    kept.sort(key=lambda r: (r.facts.created, r.facts.run_id))
+    findings += sessions.session_findings((r.session for r in kept if r.session is not None),
+                                          ((r.name, r.record) for r in kept if isinstance(r.record, SessionRecord)))
 
     seals, disk, diffs, refused, index_notes = bytes_done()
+    refs_of = {r.name: r.refs for r in kept}
     if scope is not None:
         _outside_folders(root, refs_of, disk, refused)
     findings += [Finding(rel, rule_id, reason) for rel, (rule_id, reason) in refused.items()]
     findings += [Finding(f"{store.RUNS}/{name}", *inputs.stray_issue(name)) for name in store.stray_files(root)]
-    examined = []
-    for name, rec in records:
-        file = f"{store.RUNS}/{name}"
-        model_digest = None
-        if seals.get(name) != rec.seal:
+    examined: list[Examined[preselect.Facts]] = []
+    for read in kept:
+        name, file = read.name, f"{store.RUNS}/{read.name}"
+        digest = seals.get(name)
+        if digest != read.seal:
             flagged.add(name)
-            model_digest = store.seal_of(rec)
-            for rule_id, reason in files.seal_issues(rec, seals.get(name) or "", model_digest):
+            rec = _again(root, read, runners)
+            digest = store.seal_of(rec)
+            for rule_id, reason in files.seal_issues(rec, seals.get(name) or "", digest):
                 add(Finding(file, rule_id, reason))
         # The seal's verdict on the content (not its bytes), the signature's and the record's standing in
         # history (gather.trust_state, judge.standing), as status and publish see them.
-        checked_once = store.examine(rec, model_digest if model_digest is not None else seals.get(name),
-                                     verified.get(name, UNSIGNED))
-        if name in shas:  # what status, publish and --since read instead of the record, next time (gather.indexed)
-            to_keep.append((shas[name], checked_once, name not in verified))
+        checked_once = Examined(read.facts, store.seal_status(read, digest), read.verification)
+        to_keep.append((read.sha256, checked_once, read.plain))  # what status, publish and --since read next time
         item, = trusting.examine([checked_once])
-        for rule_id, reason in trusting.issues(item):
-            add(Finding(file, rule_id, reason))
+        _add_all(add, file, trusting.issues(item))
         examined.append(item)
-        if isinstance(rec, RunRecord):
-            for rule_id, reason in report_transcript_issues(rec, diffs.get(name)):
-                add(Finding(file, rule_id, reason))
-        for where, t in refs_of[name]:
+        if read.report is not None:
+            _add_all(add, file, report_transcript_issues(*read.report, diffs.get(name)))
+        for where, t in read.refs:
             got = disk.get(t.path)
             if got is not None and got[1] == t.sha256 and got[0] == t.bytes:
                 continue  # the common case; disk holds only normalised paths under evidence/
@@ -288,30 +349,42 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     lesson_refused = _lesson_inputs(root, add)
     _claims_files(root, add)
     checked = check_history(history_read)
-    if scope is None:  # the verdicts from the records they can depend on; the signals of every record
-        every = Tree.of(root, examined, trusting, checked, refused | lesson_refused)
-        tree = every.choose()
+    kinds = set(preselect.EVIDENCE_KINDS)
+    evidence_items = [(read, item) for read, item in zip(kept, examined, strict=True) if read.facts.kind in kinds]
+    if scope is None:  # the verdicts from the records they can depend on, read again in full; the signals of every
+        def again(wanted: set[str]) -> list[Examined]:  # record, from what each was seen as
+            return [Examined(_again(root, read, runners), item.seal, item.verification, item.policy, item.first)
+                    for read, item in evidence_items if read.facts.run_id in wanted]
+        tree = Tree.chosen(root, [item for _read, item in evidence_items], again, trusting, checked,
+                           refused | lesson_refused)
+        seen = [Examined(read.seen, item.seal, item.verification, item.policy, item.first)
+                for read, item in evidence_items]
+        signals = plausibility.signals(seen, smi_clocks(root, (s.record.smi for s in seen)))
     else:  # every record counts for the lessons re-judged: the rest chosen by their facts, through the index
         assert facts is not None
-        every = tree = _since_tree(root, examined, facts, trusting, checked, refused | lesson_refused)
-    in_scope = [rec for _, rec in records]
+        full = [Examined(read.record, item.seal, item.verification, item.policy, item.first)
+                for read, item in zip(kept, examined, strict=True)]
+        tree = _since_tree(root, full, facts, trusting, checked, refused | lesson_refused)
+        seen, signals = tree.records, tree.signals()
+    in_scope = [read.record for read in kept]
     untouched: list = []  # the plausibility notes of the lessons --since does not re-judge still explain
     lesson_audits = _lessons(root, tree, findings, None if scope is None else (
         lambda front: scope.touches(front, in_scope)), untouched)
-    _plausibility(every, {rec.run_id: name for name, rec in records}, lesson_audits, add, untouched)
+    _plausibility(seen, signals, {read.facts.run_id: read.name for read in kept}, lesson_audits, add, untouched)
     findings += trusting.state.findings
     findings += checked.findings
     if checked.status == "checked":
-        _commit_claims(root, records, add)
+        _commit_claims(root, kept, add)
     findings.sort()
     flagged |= {f.file[len(store.RUNS) + 1:] for f in findings if f.file.startswith(f"{store.RUNS}/")}
-    return AuditResult(root=root, findings=findings, records=[rec for _, rec in records], lessons=lesson_audits,
-                       evidence_files=evidence_files, evidence_bytes=evidence_bytes,
+    return AuditResult(root=root, findings=findings,
+                       records=[r.record for r in kept if r.record is not None and not isinstance(r.record, RunRecord)],
+                       lessons=lesson_audits, evidence_files=evidence_files, evidence_bytes=evidence_bytes,
                        record_files=len(names), bad_records={n[:-5] for n in flagged}, history=checked,
                        claims_files=claims_files_today(root), trust=trusting.state.report,
                        cuda_tile_lock=releases.lock_key(lock.cuda_tile_pin(root)),
                        index_notes=tuple(dict.fromkeys((*index_notes, *file_index.open_notes()))),
-                       scope=None if scope is None else scope.line())
+                       scope=None if scope is None else scope.line(), runs=table, validated=len(kept))
 
 
 def _summarise(root: Path, runners: RunnerRegistry) -> None:
@@ -358,27 +431,25 @@ def _outside_folders(root: Path, refs_of, disk: dict[str, tuple[int, str]], refu
             disk[t.path] = (known.size, known.sha256)
 
 
-def _plausibility(tree: Tree, names: dict[str, str], lesson_audits: list[LessonAudit], add,
-                  more_notes: Iterable = ()) -> None:
-    """Each audited record's (``names``: run id → file name) plausibility signals that no lesson explains and
-    no second runner key settles (``judge.audit.rules.plausibility``); ``more_notes``: the notes of lessons not
-    judged here."""
-    flagged = tree.signals()
+def _plausibility(items: list[Examined], flagged: dict[str, tuple[plausibility.Signal, ...]], names: dict[str, str],
+                  lesson_audits: list[LessonAudit], add, more_notes: Iterable = ()) -> None:
+    """Each audited record's (``names``: run id → file name) plausibility signals (``flagged``, over ``items``: the
+    records, or what they were seen as) that no lesson explains and no second runner key settles
+    (``judge.audit.rules.plausibility``); ``more_notes``: the notes of lessons not judged here."""
     notes = [n for la in lesson_audits for n in la.notes] + list(more_notes)
-    for item in tree.records:
+    for item in items:
         if item.record.run_id in flagged and item.record.run_id in names:  # names: the records audited
-            for rule_id, reason in plausibility_rules.plausibility_issues(item, tree.records, flagged, notes):
+            for rule_id, reason in plausibility_rules.plausibility_issues(item, items, flagged, notes):
                 add(Finding(f"{store.RUNS}/{names[item.record.run_id]}", rule_id, reason))
 
 
-def _commit_claims(root: Path, records, add) -> None:
+def _commit_claims(root: Path, kept: list[_Read], add) -> None:
     """Each record's ``git.commit`` checked against history (``judge.audit.rules.commits``)."""
-    found = git_history.at_commits(root, *commits.wanted(rec for _, rec in records))
+    found = git_history.at_commits(root, *commits.wanted(read.claim for read in kept))
     if isinstance(found, NoHistory):
         return
-    for name, rec in records:
-        for rule_id, reason in commits.commit_issues(rec, found):
-            add(Finding(f"{store.RUNS}/{name}", rule_id, reason))
+    for read in kept:
+        _add_all(add, f"{store.RUNS}/{read.name}", commits.commit_issues(read.claim, found))
 
 
 def _orphans(root: Path, names, disk, refs_of, raw_refs, outputs, add) -> tuple[int, int]:

@@ -133,7 +133,7 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
     listed = ((rel, real[folder]) for folder in starts for rel in walk(root, folder, refused, stats))
     for rel, vouched in listed:
         try:  # an index entry is used only below real folders (a linked evidence/ is read, and refused)
-            known = file_index.content(root, rel, "evidence", index, stats.get(rel) if vouched else None, now)
+            known = file_index.content(root, rel, "evidence", index, stats.pop(rel, None) if vouched else None, now)
         except InputRefused as e:  # a link, FIFO, oversized file...: its own finding, never hashed
             refused[rel] = inputs.refused_issue(e)
             continue

@@ -326,22 +326,21 @@ def keep(index: file_index.Index, sha: str, scope: str, examined: Examined, plai
     signature verified against the registry of ``scope``, before any standing is judged): the one shape
     :func:`read_facts` and ``_read`` read back; written only when the index lacks it. ``plain``: not an envelope
     (a wrong guess only costs a full read next time: ``_read`` falls back)."""
-    value = _entry(examined, plain)
+    value = _entry(examined.seal, examined.verification, facts_of(examined.record), plain)
     if index.fact(sha, KIND, scope) != value:
         index.remember(sha, KIND, value, scope)
 
 
-def keep_missing(index: file_index.Index, scope: str, entries: Iterable[tuple[str, Examined, bool]]) -> None:
-    """:func:`keep` for each (sha256, examined record, plain) whose entry the index lacks, found without reading
-    any entry's value (``Index.have``: an entry is a function of the bytes, the code and the registry, so one
-    that is there is this one; one that fails its check digest is replaced when read)."""
+def keep_missing(index: file_index.Index, scope: str, entries: Iterable[tuple[str, Examined[Facts], bool]]) -> None:
+    """:func:`keep` for each (sha256, examined record as its facts, plain) whose entry the index lacks, found
+    without reading any entry's value (``Index.have``: an entry is a function of the bytes, the code and the
+    registry, so one that is there is this one; one that fails its check digest is replaced when read)."""
     there = index.have(KIND, scope)
     for sha, examined, plain in entries:
         if sha not in there:
-            index.remember(sha, KIND, _entry(examined, plain), scope)
+            index.remember(sha, KIND, _entry(examined.seal, examined.verification, examined.record, plain), scope)
 
 
-def _entry(examined: Examined, plain: bool) -> dict:
-    v = examined.verification
-    return {"plain": plain, "seal": examined.seal, "trust": v.trust, "keyid": v.keyid, "reason": v.reason,
-            "facts": facts_of(examined.record).to_row()}
+def _entry(seal: str, v: Verification, facts: Facts, plain: bool) -> dict:
+    return {"plain": plain, "seal": seal, "trust": v.trust, "keyid": v.keyid, "reason": v.reason,
+            "facts": facts.to_row()}

@@ -42,6 +42,8 @@ from tileproof.records.models import (
     CompileRecord,
     LessonFront,
     RunRecord,
+    Transcript,
+    TranscriptRef,
 )
 from tileproof.records.safe_read import read_evidence
 from tileproof.records.store import Examined
@@ -81,14 +83,14 @@ def evidence_reader(root: Path) -> gate.EvidenceReader:
     return read
 
 
-def smi_clocks(root: Path, records: Iterable[Examined]) -> dict[str, datetime | None]:
-    """Transcript path → the clock on the first line of each nvidia-smi transcript records name, read
-    through ``safe_read`` and kept only where its digest is its record's (None otherwise: refused,
-    missing, changed, or without a clock line)."""
+def smi_clocks(root: Path, transcripts: Iterable[Transcript | TranscriptRef | None]) -> dict[str, datetime | None]:
+    """Transcript path → the clock on the first line of each nvidia-smi transcript records name
+    (``plausibility.smi_transcript``: ``transcripts``, None for a record without one), read through ``safe_read``
+    and kept only where its digest is its record's (None otherwise: refused, missing, changed, or without a clock
+    line)."""
     out: dict[str, datetime | None] = {}
     read = evidence_reader(root)
-    for item in records:
-        t = plausibility.smi_transcript(item.record)
+    for t in transcripts:
         if t is None or t.path in out:
             continue
         try:
@@ -197,7 +199,8 @@ class Tree:
     def signals(self) -> dict[str, tuple[plausibility.Signal, ...]]:
         """The tree's plausibility signals by run id (``judge.plausibility.signals``), read once."""
         if self._signals is None:
-            self._signals = plausibility.signals(self.records, smi_clocks(self.root, self.records))
+            smi = (plausibility.smi_transcript(e.record) for e in self.records)
+            self._signals = plausibility.signals(self.records, smi_clocks(self.root, smi))
         return self._signals
 
     def refused(self) -> dict[str, Issue]:

@@ -28,6 +28,8 @@ from tileproof.records.models import (
     PlausibilitySignal,
     RunRecord,
     Transcript,
+    TranscriptRef,
+    share,
 )
 from tileproof.records.store import Examined, run_id_time
 
@@ -119,14 +121,6 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def shim_paths(rec, first, baseline: frozenset[tuple[str, str]] | None = None) -> list[Signal]:
-    """``shim-path`` signals of ``rec`` against its runner's first record ``first``; ``baseline``: the entries
-    of ``first`` (``_entries``), when the caller has them already."""
-    if baseline is None:
-        baseline = frozenset(_entries(first))
-    return list(_shims(tuple(_entries(rec)), checkout_of(rec), baseline, first.run_id))
-
-
 @functools.lru_cache(maxsize=1024)
 def _shims(entries: tuple[tuple[str, str], ...], checkout: str | None, baseline: frozenset[tuple[str, str]],
            first: str) -> tuple[Signal, ...]:
@@ -150,14 +144,14 @@ def _shims(entries: tuple[tuple[str, str], ...], checkout: str | None, baseline:
     return tuple(out)
 
 
-def smi_clock(rec, clock: datetime | None) -> list[Signal]:
+def smi_clock(rec: Seen, clock: datetime | None) -> list[Signal]:
     """``smi-clock``: ``clock`` (the header of the record's nvidia-smi transcript, local and naive) against
     the record's session start and ``created`` (UTC), any time zone allowed."""
-    t = smi_transcript(rec)
+    t = rec.smi
     if t is None or clock is None:
         return []
     created = rec.created.astimezone(timezone.utc).replace(tzinfo=None)
-    started = _id_time(rec.environment.session_id if _environment(rec) is not None else rec.run_id)
+    started = rec.started
     start = created if started is None else min(started.replace(tzinfo=None), created)
     earliest, latest = start - CLOCK_WEST - CLOCK_SLACK, created + CLOCK_EAST + CLOCK_SLACK
     if earliest <= clock <= latest:
@@ -192,32 +186,74 @@ def too_fast(rec) -> list[Signal]:
                                                   f"starting such a program on a GPU takes at least {floor} s")]
 
 
-def host_facts(rec, first, runner: Runner) -> list[Signal]:
+def host_facts(rec: Seen, first: Seen, runner: Runner) -> list[Signal]:
     """``host-facts``: each of :data:`HOST_FACTS` that differs from the runner's first record's."""
-    return [Signal("host-facts", f"{name}={getattr(rec.host, name)}",
-                   f"{_runner_text(runner)} recorded {name} {getattr(first.host, name)!r} in its first record "
-                   f"{first.run_id}; this record says {getattr(rec.host, name)!r}")
-            for name in HOST_FACTS if getattr(rec.host, name) != getattr(first.host, name)]
+    return [Signal("host-facts", f"{name}={value}",
+                   f"{_runner_text(runner)} recorded {name} {was!r} in its first record "
+                   f"{first.run_id}; this record says {value!r}")
+            for (name, value), (_, was) in zip(rec.host, first.host, strict=True) if value != was]
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """What the signals and the agreement between records read of one record (:func:`seen`), and nothing else:
+    an audit keeps one per record for 100,000 records, where the records themselves would not fit in memory."""
+
+    kind: str
+    run_id: str
+    created: datetime
+    """The record's own (``judge.standing.age`` orders by them as for the record)."""
+    gpu_uuid: str | None
+    """The uuid of the GPU it names (:func:`gpu_of`), None: none."""
+    smi: TranscriptRef | None
+    """:func:`smi_transcript`."""
+    started: datetime | None
+    """When its session began (a run or bench record's session id, else its run id), None when the id says not."""
+    entries: tuple[tuple[str, str], ...]
+    """Its ``PATH`` and ``PYTHONPATH`` entries (:data:`SHIM_VARS`)."""
+    checkout: str | None
+    """:func:`checkout_of`."""
+    fast: tuple[Signal, ...]
+    """Its ``launch-too-fast`` signal (:func:`too_fast`), which needs no other record."""
+    host: tuple[tuple[str, object], ...]
+    """(name, value) of each of :data:`HOST_FACTS`."""
+    agreement: tuple | None
+    """:func:`agreement`."""
+
+
+def seen(rec) -> Seen:
+    """What the signals read of ``rec`` (any kind; a :class:`Seen` is returned as it is)."""
+    if isinstance(rec, Seen):
+        return rec
+    env, gpu, smi = _environment(rec), gpu_of(rec), smi_transcript(rec)
+    return Seen(rec.kind, rec.run_id, rec.created, gpu.uuid if gpu is not None else None,
+                share(smi.ref()) if smi is not None else None,
+                _id_time(env.session_id if env is not None else rec.run_id),
+                share(tuple(_entries(rec))), share(checkout_of(rec)), tuple(too_fast(rec)),
+                share(tuple((name, getattr(rec.host, name)) for name in HOST_FACTS)), share(agreement(rec)))
 
 
 def signals(items: Iterable[Examined], clocks: Mapping[str, datetime | None]) -> dict[str, tuple[Signal, ...]]:
-    """Run id → its signals, for every record that counts and names a GPU (only those with one).
+    """Run id → its signals, for every record that counts and names a GPU (only those with one); ``items``: the
+    records, or what they are :func:`seen` as.
     ``clocks``: transcript path → the header time of each nvidia-smi transcript whose digest matched
     its record (``parsers.smi_clock``); a path missing or None is not compared."""
-    chosen = sorted((i for i in items if gpu_of(i.record) is not None and trust.admits(i)), key=standing.age)
-    first: dict[Runner, object] = {}
+    chosen = sorted(((i, seen(i.record)) for i in items if trust.admits(i)), key=lambda pair: standing.age(pair[0]))
+    first: dict[Runner, Seen] = {}
     baselines: dict[Runner, frozenset[tuple[str, str]]] = {}
     boards: dict[str, tuple[Runner, str]] = {}
     out: dict[str, tuple[Signal, ...]] = {}
-    for item in chosen:
-        rec, runner = item.record, runner_of(item)
+    for item, rec in chosen:
+        if rec.gpu_uuid is None:
+            continue
+        runner = runner_of(item)
         base = first.setdefault(runner, rec)
         if runner not in baselines:
-            baselines[runner] = frozenset(_entries(base))
-        t = smi_transcript(rec)
-        found = [*shim_paths(rec, base, baselines[runner]), *smi_clock(rec, clocks.get(t.path) if t else None),
-                 *too_fast(rec), *host_facts(rec, base, runner)]
-        uuid = gpu_of(rec).uuid  # type: ignore[union-attr]  # chosen: every record names a GPU
+            baselines[runner] = frozenset(base.entries)
+        t = rec.smi
+        found = [*_shims(rec.entries, rec.checkout, baselines[runner], base.run_id),
+                 *smi_clock(rec, clocks.get(t.path) if t else None), *rec.fast, *host_facts(rec, base, runner)]
+        uuid = rec.gpu_uuid
         owner, seen_in = boards.setdefault(uuid, (runner, rec.run_id))
         if owner != runner:
             found.append(Signal("gpu-two-hosts", uuid, f"{_runner_text(owner)} recorded this GPU first (run "
@@ -240,17 +276,28 @@ def program_digest(rec) -> str | None:
     return next((s.sha256 for s in rec.sources if s.path == rec.program), None)
 
 
+def agreement(rec) -> tuple[str, str, str | None, str] | None:
+    """What two records must share to agree (:func:`agrees`): a passed run or bench record on a GPU, as (kind,
+    program, its program's sha256, the GPU's compute capability); None for any other record. ``rec``: a record,
+    or what it is :func:`seen` as."""
+    if isinstance(rec, Seen):
+        return rec.agreement
+    gpu = gpu_of(rec)
+    if not isinstance(rec, (RunRecord, BenchRecord)) or rec.verdict != "passed" or gpu is None:
+        return None
+    return rec.kind, rec.program, program_digest(rec), gpu.compute_capability
+
+
 def agrees(item: Examined, other: Examined, flagged: Mapping[str, object]) -> bool:
     """Whether ``other`` is a second runner key's record agreeing with ``item``'s: it counts, is signed
     by another key, has no signal itself (``flagged``: run ids with one), and ran the same program, from
-    the same source, to a pass on a GPU of the same compute capability."""
-    rec, o = item.record, other.record
-    if not isinstance(rec, (RunRecord, BenchRecord)) or type(o) is not type(rec) or rec.verdict != "passed":
+    the same source, to a pass on a GPU of the same compute capability (:func:`agreement`)."""
+    mine = agreement(item.record)
+    if mine is None:
         return False
-    mine, theirs, gpu = runner_of(item), runner_of(other), gpu_of(o)
-    return (theirs is not None and theirs != mine and o.run_id not in flagged and trust.admits(other)
-            and o.verdict == "passed" and o.program == rec.program and program_digest(o) == program_digest(rec)
-            and gpu is not None and gpu.compute_capability == gpu_of(rec).compute_capability)  # type: ignore[union-attr]
+    theirs = runner_of(other)
+    return (theirs is not None and theirs != runner_of(item) and other.record.run_id not in flagged
+            and trust.admits(other) and agreement(other.record) == mine)
 
 
 def corroborated(item: Examined, items: Iterable[Examined], flagged: Mapping[str, object]) -> bool:

@@ -40,7 +40,7 @@ from datetime import datetime
 from tileproof.judge import plausibility, standing, trust
 from tileproof.judge.releases import ReleaseKey, release_of
 from tileproof.records.capability import below_tile
-from tileproof.records.models import BenchRecord, ClaimsRecord, CompileRecord, LessonFront, RunRecord
+from tileproof.records.models import BenchRecord, ClaimsRecord, CompileRecord, LessonFront, RunRecord, share
 from tileproof.records.store import Examined
 
 EVIDENCE_KINDS = {"run": RunRecord, "bench": BenchRecord, "claims": ClaimsRecord, "compile": CompileRecord}
@@ -94,11 +94,12 @@ def facts_of(record) -> Facts:
     gpu = plausibility.gpu_of(record)
     is_run = isinstance(record, RunRecord)
     program = record.program if isinstance(record, (RunRecord, BenchRecord)) else None
-    return Facts(kind=record.kind, run_id=record.run_id, created=record.created, program=program,
-                 gpu_uuid=gpu.uuid if gpu is not None else None, gpu_cc=gpu.compute_capability if gpu else None,
-                 release=release_of(record) if is_run else None,
-                 verdict=getattr(record, "verdict", None) if is_run or isinstance(record, BenchRecord) else None,
-                 program_digest=plausibility.program_digest(record) if program is not None else None)
+    return Facts(kind=share(record.kind), run_id=record.run_id, created=record.created, program=share(program),
+                 gpu_uuid=share(gpu.uuid) if gpu is not None else None,
+                 gpu_cc=share(gpu.compute_capability) if gpu else None,
+                 release=share(release_of(record)) if is_run else None,
+                 verdict=share(getattr(record, "verdict", None)) if is_run or isinstance(record, BenchRecord) else None,
+                 program_digest=share(plausibility.program_digest(record)) if program is not None else None)
 
 
 def needed(items: Sequence[Examined[Facts]], fronts: Iterable[LessonFront]) -> set[str]:

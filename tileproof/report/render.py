@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tileproof.judge import releases
-from tileproof.judge.audit.result import AuditResult
+from tileproof.judge.audit.result import NO_GPU, AuditResult
 from tileproof.judge.audit.rules import load as load_rules
 from tileproof.records.capability import cc_of, cc_tuple
 from tileproof.records.models import CompileRecord, Environment, RunRecord
@@ -36,7 +36,6 @@ from tileproof.report.shorten import env_text, plural
 RULES = load_rules()
 
 NO_LESSON = "(no lesson)"
-NO_GPU = ("no GPU", "")
 SHOWN_PACKAGES = ("cuda-tile", "cupy", "numpy", "python", "os", "kernel")
 
 
@@ -70,27 +69,17 @@ class View:
     counts: Counter
 
 
-def gpu_key(rec: RunRecord) -> tuple[str, str]:
-    gpu = rec.environment.gpu
-    return (gpu.name, gpu.compute_capability) if gpu else NO_GPU
-
-
 def _cc_order(key: tuple[str, str]):
     cc = cc_tuple(key[1])
     return (0, -cc[0], -cc[1], key[0]) if cc is not None else (1, 0, 0, key[0])
 
 
 def view(result: AuditResult) -> View:
-    cells: dict[tuple[str, tuple], Cell] = {}
+    table = result.runs
+    cells = {key: Cell(rec, table.runs[key]) for key, rec in table.newest.items()}
     builds: dict[tuple[str, str], str] = {}
-    counts: Counter = Counter()
     for rec in result.records:  # oldest first: later ones replace earlier ones
-        if isinstance(rec, RunRecord):
-            key = (rec.program, gpu_key(rec))
-            old = cells.get(key)
-            cells[key] = Cell(rec, (old.runs if old else 0) + 1)
-            counts[rec.verdict] += 1
-        elif isinstance(rec, CompileRecord):
+        if isinstance(rec, CompileRecord):
             axis = not releases.exports_rest_on(rec, result.cuda_tile_lock)  # another cuda-tile's exports
             for b in rec.builds:
                 if not (axis and b.artifact_kind == "cubin"):
@@ -113,9 +102,8 @@ def view(result: AuditResult) -> View:
         for cell in row.cells.values():
             env = cell.newest.environment
             shown.setdefault(env.session_id, env)
-    sessions = {r.environment.session_id for r in result.records if isinstance(r, RunRecord)}
     envs = sorted(shown.values(), key=lambda e: e.session_id, reverse=True)
-    return View(gpus, rows, envs, len(sessions - set(shown)), counts)
+    return View(gpus, rows, envs, len(table.sessions - set(shown)), Counter(table.verdicts))
 
 
 def _target_order(target: str):
@@ -166,7 +154,7 @@ def headline(result: AuditResult) -> str:
     rules = Counter(f.rule for f in result.findings)
     what = ", ".join(f"{rule} {k}" for rule, k in sorted(rules.items()))
     return (f"FAILED: {plural(n, 'finding')} ({what})" if n else "PASSED: no findings") + (
-        f" in {plural(len(result.records), 'record')}, {plural(result.evidence_files, 'evidence file')}, "
+        f" in {plural(result.validated, 'record')}, {plural(result.evidence_files, 'evidence file')}, "
         f"{plural(len(result.lessons), 'lesson')}; {result.history_line()}")
 
 

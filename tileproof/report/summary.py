@@ -53,7 +53,7 @@ def summary(result: AuditResult) -> AuditSummary:
                        values=[p.value for p in s.points], regressed=s.regressed)
             for s in history(result.records, result.bad_records)]
     return AuditSummary(summary_version=SUMMARY_VERSION, passed=result.ok, history_checked=result.history_checked,
-                        history_line=result.history_line(), records=len(result.records),
+                        history_line=result.history_line(), records=result.validated,
                         evidence_files=result.evidence_files,
                         findings=[FindingOut(file=f.file, rule=f.rule, reason=f.reason) for f in result.findings],
                         lessons=lessons, claims=claims, bench=bench, history=hist)

@@ -11,6 +11,7 @@ returning ``Issue``s. Every module in ``judge/audit/rules/`` is imported by
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from tileproof.judge.audit.result import Issue
@@ -42,7 +43,7 @@ def check(subject: type):
 class Context:
     """What a per-record check may read besides its record: nothing from disk."""
 
-    known: set[str]
+    known: AbstractSet[str]
     """Run ids of every record that validated."""
     query_rows: Callable[[object], list[dict] | None]
     """A transcript → its nvidia-smi rows parsed, None when no trustworthy transcript."""

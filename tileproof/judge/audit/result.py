@@ -3,6 +3,7 @@ reports show."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from tileproof.judge.trust_root import TrustReport
 from tileproof.records.errors import one_line
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import HistoryReport
-from tileproof.records.models import PlausibilityNote
+from tileproof.records.models import PlausibilityNote, RunRecord
 
 Issue = tuple[str, str]
 """(rule id, reason): what a pure rule returns; the orchestrator adds the file."""
@@ -67,12 +68,44 @@ class ClaimsFileToday:
     """Claim id → where the document makes it: path, section and quote."""
 
 
+NO_GPU = ("no GPU", "")
+
+
+def gpu_column(rec: RunRecord) -> tuple[str, str]:
+    """The report's GPU column of a run record: (GPU name, compute capability), or ``NO_GPU``."""
+    gpu = rec.environment.gpu
+    return (gpu.name, gpu.compute_capability) if gpu else NO_GPU
+
+
+@dataclass
+class RunTable:
+    """What the report shows of the run records, gathered one record at a time (:meth:`add`): an audit of 100,000
+    records keeps this, not the records. Per (program, GPU column): its newest record and how many ran."""
+
+    newest: dict[tuple[str, tuple[str, str]], RunRecord] = field(default_factory=dict)
+    runs: Counter = field(default_factory=Counter)
+    """(program, GPU column) → its run records."""
+    verdicts: Counter = field(default_factory=Counter)
+    """Verdict → run records."""
+    sessions: set[str] = field(default_factory=set)
+    """Every run record's session id."""
+
+    def add(self, rec: RunRecord) -> None:
+        key = (rec.program, gpu_column(rec))
+        old = self.newest.get(key)
+        if old is None or (old.created, old.run_id) < (rec.created, rec.run_id):
+            self.newest[key] = rec
+        self.runs[key] += 1
+        self.verdicts[rec.verdict] += 1
+        self.sessions.add(rec.environment.session_id)
+
+
 @dataclass
 class AuditResult:
     root: Path
     findings: list[Finding]
     records: list
-    """Every record that validated, oldest first."""
+    """Every record that validated, oldest first, but run records: those are in :attr:`runs`."""
     lessons: list[LessonAudit]
     evidence_files: int
     evidence_bytes: int
@@ -93,6 +126,10 @@ class AuditResult:
     not usable); printed, never a finding: the index changes no verdict."""
     scope: str | None = None
     """``audit --since REV``: what was audited (one line); None for a full audit."""
+    runs: RunTable = field(default_factory=RunTable)
+    """The run records that validated, as the report shows them."""
+    validated: int = 0
+    """How many records validated (run records included)."""
 
     @property
     def ok(self) -> bool:
@@ -116,7 +153,7 @@ class AuditResult:
         """The audit's last line: what was read, what was found, what was written."""
         n = len(self.findings)
         wrote = f"; wrote {' and '.join(map(str, written))}" if written else "; wrote no report"
-        return one_line(f"audit: {len(self.records)} records, {self.evidence_files} evidence files, "
+        return one_line(f"audit: {self.validated} records, {self.evidence_files} evidence files, "
                         f"{len(self.lessons)} lessons: {n} finding{'s' * (n != 1)}{wrote}; {self.history_line()}"
                         + (f"; trust range {self.trust.range}" if self.trust is not None and self.trust.checked
                            else ""))

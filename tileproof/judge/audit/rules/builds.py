@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from tileproof.judge.audit.audit_rules import Context, check, rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records.models import CompileRecord
@@ -10,7 +12,7 @@ VERDICT = rule("build-verdict", "a compile record's build verdicts disagree with
 REFERENCE = rule("record-reference", "a record names another record (reused_from) that is not in runs/")
 
 
-def build_issues(rec: CompileRecord, known: set[str]) -> list[Issue]:
+def build_issues(rec: CompileRecord, known: AbstractSet[str]) -> list[Issue]:
     out: list[Issue] = []
     for b in rec.builds:
         label = f"{b.program} {b.target}"

@@ -12,6 +12,7 @@ one only claims its commit. Without history nothing is checked (the audit says s
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from tileproof.judge.audit.audit_rules import rule
 from tileproof.judge.audit.result import Issue
@@ -22,6 +23,7 @@ from tileproof.records.models import (
     CompileRecord,
     FileDigest,
     RunRecord,
+    share,
 )
 
 UNKNOWN = rule("record-commit-unknown", "a record names a git commit that is not in this repository's history")
@@ -38,28 +40,41 @@ def attested(record) -> list[FileDigest]:
     return []
 
 
-def wanted(records: Iterable) -> tuple[set[str], set[tuple[str, str]]]:
+class Claim(NamedTuple):
+    """What these rules read of one record (kept for each of 100,000 records: plain values, not its models): the
+    commit it names, whether its tree was dirty, and (path, sha256) of each file it attests."""
+
+    commit: str | None
+    dirty: bool
+    files: tuple[tuple[str, str], ...]
+
+
+def claim_of(record) -> Claim:
+    return Claim(share(record.git.commit), record.git.dirty, share(tuple((f.path, f.sha256) for f in attested(record))))
+
+
+def wanted(claims: Iterable[Claim]) -> tuple[set[str], set[tuple[str, str]]]:
     """The commits records name, and (commit, path) for every source those records attest."""
-    named = [rec for rec in records if rec.git.commit]
-    return ({rec.git.commit for rec in named},
-            {(rec.git.commit, f.path) for rec in named if not rec.git.dirty for f in attested(rec)})
+    named = [(c.commit, c) for c in claims if c.commit]
+    return ({commit for commit, _c in named},
+            {(commit, path) for commit, c in named if not c.dirty for path, _sha in c.files})
 
 
-def commit_issues(record, found: AtCommits) -> list[Issue]:
+def commit_issues(claim: Claim, found: AtCommits) -> list[Issue]:
     """Whether the record's commit exists, and (when it says clean) whether its sources are that commit's."""
-    commit = record.git.commit
+    commit = claim.commit
     if not commit:
         return []
     if not found.known.get(commit, False):
         return [(UNKNOWN, (f"git.commit {commit[:12]} is not in this repository's history (fix: fetch the branch "
                            f"that holds it, or restore the node's .git from a bundle before running)"))]
-    if record.git.dirty:
+    if claim.dirty:
         return []
     out = []
-    for f in attested(record):
-        at = found.sha256.get((commit, f.path))
-        if at != f.sha256:
+    for path, sha256 in claim.files:
+        at = found.sha256.get((commit, path))
+        if at != sha256:
             what = "has no such file" if at is None else f"holds sha256 {at[:12]}…"
-            out.append((MISMATCH, (f"{f.path}: the record attests sha256 {f.sha256[:12]}… and says the tree was "
+            out.append((MISMATCH, (f"{path}: the record attests sha256 {sha256[:12]}… and says the tree was "
                                    f"clean at {commit[:12]}, which {what} (fix: commit the sources before running)")))
     return out

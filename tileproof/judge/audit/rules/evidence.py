@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from tileproof.judge.audit.audit_rules import rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records import store
-from tileproof.records.models import Transcript
+from tileproof.records.models import Transcript, TranscriptRef, share
 
 PATH = rule("evidence-path", "a record references an evidence path outside evidence/")
 MISSING = rule("evidence-missing", "a record references an evidence file that does not exist")
@@ -31,6 +31,11 @@ def transcripts(obj, where: str = "") -> list[tuple[str, Transcript]]:
     out: list[tuple[str, Transcript]] = []
     _collect(obj, where, out)
     return out
+
+
+def refs(obj) -> list[tuple[str, TranscriptRef]]:
+    """:func:`transcripts` as (field path, its values): what the audit keeps of a record's references."""
+    return [share((where, t.ref())) for where, t in transcripts(obj)]
 
 
 def _collect(obj, where: str, out: list) -> None:
@@ -98,7 +103,7 @@ def evidence_path_ok(path: str) -> bool:
     return len(parts) >= 2 and parts[0] == store.EVIDENCE and not {"", ".", ".."} & set(parts)
 
 
-def evidence_issues(where: str, ref: Transcript, actual: tuple[int, str] | None) -> list[Issue]:
+def evidence_issues(where: str, ref: Transcript | TranscriptRef, actual: tuple[int, str] | None) -> list[Issue]:
     """``actual``: (size, sha256) of the file today, None when it is missing."""
     if not evidence_path_ok(ref.path):
         return [(PATH, f"{where} points outside evidence/: {ref.path!r}")]

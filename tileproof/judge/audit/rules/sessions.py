@@ -3,20 +3,35 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from tileproof.judge.audit.audit_rules import rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records import store
 from tileproof.records.findings import Finding
-from tileproof.records.models import RunRecord, SessionRecord
+from tileproof.records.models import RunRecord, SessionRecord, share
 
 INCOMPLETE = rule("session-incomplete",
                   "a run session's program records exist but its closing session record does not")
 RUNS = rule("session-runs", "a session record's run list or verdict counts disagree with the run records")
 
 
-def session_issues(session: SessionRecord, runs: list[RunRecord]) -> list[Issue]:
+class SessionRun(NamedTuple):
+    """What these rules read of one run record."""
+
+    name: str
+    """Its file name under runs/."""
+    run_id: str
+    session_id: str
+    verdict: str
+
+
+def session_run(name: str, rec: RunRecord) -> SessionRun:
+    return SessionRun(name, rec.run_id, share(rec.environment.session_id), share(rec.verdict))
+
+
+def session_issues(session: SessionRecord, runs: list[SessionRun]) -> list[Issue]:
     """A closing session record vs the run records that name its session id."""
     out: list[Issue] = []
     have = {r.run_id for r in runs}
@@ -32,25 +47,23 @@ def session_issues(session: SessionRecord, runs: list[RunRecord]) -> list[Issue]
     return out
 
 
-def session_findings(records: list[tuple[str, Any]]) -> list[Finding]:
-    """Over every (file name, record): sessions closed twice, left open, or disagreeing with their runs."""
+def session_findings(runs: Iterable[SessionRun], closing: Iterable[tuple[str, SessionRecord]]) -> list[Finding]:
+    """Over every run record and every (file name, session record), each oldest first: sessions closed twice, left
+    open, or disagreeing with their runs."""
     out: list[Finding] = []
-    by_session: dict[str, list[RunRecord]] = defaultdict(list)
+    by_session: dict[str, list[SessionRun]] = defaultdict(list)
     sessions: dict[str, tuple[str, SessionRecord]] = {}
-    names = {}
-    for name, rec in records:
-        names[rec.run_id] = name
-        if isinstance(rec, RunRecord):
-            by_session[rec.environment.session_id].append(rec)
-        elif isinstance(rec, SessionRecord):
-            if rec.session_id in sessions:
-                out.append(Finding(f"{store.RUNS}/{name}", RUNS, f"session {rec.session_id} is closed twice "
-                                                                 f"(also by {sessions[rec.session_id][1].run_id})"))
-            sessions[rec.session_id] = (name, rec)
-    for sid, runs in by_session.items():
+    for run in runs:
+        by_session[run.session_id].append(run)
+    for name, rec in closing:
+        if rec.session_id in sessions:
+            out.append(Finding(f"{store.RUNS}/{name}", RUNS, f"session {rec.session_id} is closed twice "
+                                                             f"(also by {sessions[rec.session_id][1].run_id})"))
+        sessions[rec.session_id] = (name, rec)
+    for sid, runs_of in by_session.items():
         if sid not in sessions:
-            out.append(Finding(f"{store.RUNS}/{names[runs[0].run_id]}", INCOMPLETE,
-                               f"session {sid} has {len(runs)} program record(s) but no closing "
+            out.append(Finding(f"{store.RUNS}/{runs_of[0].name}", INCOMPLETE,
+                               f"session {sid} has {len(runs_of)} program record(s) but no closing "
                                f"session record (interrupted run?)"))
     for sid, (name, session) in sessions.items():
         out += [Finding(f"{store.RUNS}/{name}", rule_id, reason)

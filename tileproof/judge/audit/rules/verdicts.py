@@ -6,7 +6,7 @@ import json
 
 from tileproof.judge.audit.audit_rules import Context, check, rule
 from tileproof.judge.audit.result import Issue
-from tileproof.records.models import CheckReport, RunRecord
+from tileproof.records.models import CheckReport, RunRecord, Transcript, TranscriptRef
 
 EXIT_CODE = rule("verdict-exit-code", "a run's verdict disagrees with its exit code or timeout")
 REPORT = rule("verdict-report", "a run's verdict disagrees with its check report (gate, checks, passed)")
@@ -83,18 +83,19 @@ def report_diff(embedded: dict | None, text: bytes) -> list[str] | str:
     return [k for k in sorted(set(embedded) | set(raw)) if embedded.get(k, missing) != raw.get(k, missing)]
 
 
-def report_transcript_issues(rec: RunRecord, diff: list[str] | str | None) -> list[Issue]:
-    """``diff``: ``report_diff`` of the record and its transcript; None when
-    there is no trustworthy transcript (the evidence rules report that)."""
-    if rec.report_file is None:
-        if rec.report is not None:
+def report_transcript_issues(report_file: Transcript | TranscriptRef | None, has_report: bool,
+                             diff: list[str] | str | None) -> list[Issue]:
+    """A run record's ``report_file`` and whether it carries a ``report``, against ``diff``: ``report_diff`` of
+    the record and its transcript; None when there is no trustworthy transcript (the evidence rules report that)."""
+    if report_file is None:
+        if has_report:
             return [(TRANSCRIPT, "record carries a check report but no check-report.json transcript")]
         return []
     if diff is None or diff == []:
         return []
     if isinstance(diff, str):
-        return [(TRANSCRIPT, f"{rec.report_file.path} {diff}")]
-    return [(TRANSCRIPT, f"check report differs from {rec.report_file.path} in {', '.join(diff)}")]
+        return [(TRANSCRIPT, f"{report_file.path} {diff}")]
+    return [(TRANSCRIPT, f"check report differs from {report_file.path} in {', '.join(diff)}")]
 
 
 
