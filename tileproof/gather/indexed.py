@@ -51,20 +51,21 @@ def registry_scope(registry: RunnerRegistry) -> str:
     return hashlib.sha256(registry.model_dump_json().encode()).hexdigest()
 
 
-def _opened(root: Path, registry: RunnerRegistry) -> tuple[file_index.Index, str]:
-    """The tree's index and the registry's scope, once runs/ holds nothing that cannot be a record (else its
-    one line is raised, as ``store.read_records`` raises it)."""
-    stray = store.stray_files(root)
+def _opened(root: Path, registry: RunnerRegistry) -> tuple[file_index.Index, str, list[str]]:
+    """The tree's index, the registry's scope and the record files' names (``store.record_names``), once runs/
+    holds nothing that cannot be a record (else its one line is raised, as ``store.read_records`` raises it)."""
+    names, stray = store.runs_listing(root)
     if stray:
         raise store.stray_error(stray[0])
-    return file_index.shared(root), registry_scope(registry)
+    return file_index.shared(root), registry_scope(registry), names
 
 
 def read_records(root: Path, registry: RunnerRegistry) -> list[Examined]:
     """``store.read_records``, through the index (see the module docstring)."""
     root = Path(root)
-    index, scope = _opened(root, registry)
-    out = [_read(root, path, registry, index, scope) for path in store.record_files(root)]
+    index, scope, names = _opened(root, registry)
+    runs = root / store.RUNS
+    out = [_read(root, runs / name, registry, index, scope) for name in names]
     index.save()
     return out
 
@@ -87,10 +88,9 @@ def read_facts(root: Path, registry: RunnerRegistry) -> list[tuple[str, Examined
     signature outcome; its standing is the caller's to judge): see the module docstring. Raises as
     :func:`read_records` does, for the first record that does not read or validate."""
     root = Path(root)
-    index, scope = _opened(root, registry)
+    index, scope, names = _opened(root, registry)
     runs = root / store.RUNS
     plain_folder = runs.is_dir() and stat.S_ISDIR(os.lstat(runs).st_mode)  # a link in its place is read in full
-    names = store.record_names(root)
     summary = _Summary.of(index.summary(FOLDER, KIND, scope), names, registry) if plain_folder else None
     folder = os.fspath(runs)
     out: list = []
@@ -334,8 +334,10 @@ def keep(index: file_index.Index, sha: str, scope: str, examined: Examined, plai
 def keep_missing(index: file_index.Index, scope: str, entries: Iterable[tuple[str, Examined[Facts], bool]]) -> None:
     """:func:`keep` for each (sha256, examined record as its facts, plain) whose entry the index lacks, found
     without reading any entry's value (``Index.have``: an entry is a function of the bytes, the code and the
-    registry, so one that is there is this one; one that fails its check digest is replaced when read)."""
-    there = index.have(KIND, scope)
+    registry, so one that is there is this one; one that fails its check digest is replaced when read). A reader
+    of a few records (``Index.few``: ``audit --since``) asks for their keys alone."""
+    entries = list(entries)
+    there = index.have(KIND, scope, [sha for sha, _e, _p in entries] if index.few else None)
     for sha, examined, plain in entries:
         if sha not in there:
             index.remember(sha, KIND, _entry(examined.seal, examined.verification, examined.record, plain), scope)

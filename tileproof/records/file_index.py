@@ -174,15 +174,20 @@ class Index:
             self._load_facts(scope)
         return self._facts.get((sha256, f"{kind}\0{scope}"))
 
-    def have(self, kind: str, scope: str = "") -> set[str]:
+    def have(self, kind: str, scope: str = "", among: Iterable[str] | None = None) -> set[str]:
         """The sha256 of every content with a fact of ``kind`` (under ``scope``) made by this code, read without
         their values (a writer that only adds what is missing; a row that fails its check when read is
-        replaced then)."""
+        replaced then). ``among``: only these contents are asked about, each by its key (a writer of a few
+        entries, ``audit --since``, which would otherwise read 100,000 keys to learn of 8)."""
         if self.db is None:
             return set()
+        query, args = "SELECT sha256 FROM facts WHERE code = ? AND scope = ? AND kind = ?", (code_key(), scope, kind)
         try:
-            rows = self.db.execute("SELECT sha256 FROM facts WHERE code = ? AND scope = ? AND kind = ?",
-                                   (code_key(), scope, kind)).fetchall()
+            if among is None:
+                rows = self.db.execute(query, args).fetchall()
+            else:
+                rows = [row for sha in dict.fromkeys(among)
+                        for row in self.db.execute(f"{query} AND sha256 = ?", (*args, sha)).fetchall()]
         except sqlite3.DatabaseError as e:
             self._fail(f"cannot be read ({e})")
             return set()

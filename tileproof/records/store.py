@@ -362,11 +362,7 @@ def record_files(root: Path) -> list[Path]:
 
 def record_names(root: Path) -> list[str]:
     """The names of :func:`record_files`, sorted, without making 100,000 paths."""
-    folder = Path(root) / RUNS
-    if not folder.is_dir():
-        return []
-    with os.scandir(folder) as entries:
-        return sorted(e.name for e in entries if e.name.endswith(".json") and utf8_problem(e.name) is None)
+    return runs_listing(root)[0]
 
 
 def stray_files(root: Path) -> list[str]:
@@ -375,12 +371,26 @@ def stray_files(root: Path) -> list[str]:
 
     Links and special files named ``*.json`` are left to ``load_record``, which
     refuses them by what they are."""
+    return runs_listing(root)[1]
+
+
+def runs_listing(root: Path) -> tuple[list[str], list[str]]:
+    """(:func:`record_names`, :func:`stray_files`) from one listing of ``runs/`` (a reader that needs both lists
+    100,000 names once)."""
     folder = Path(root) / RUNS
     if not folder.is_dir():
-        return []
+        return [], []
+    names: list[str] = []
+    strays: list[str] = []
     with os.scandir(folder) as entries:
-        return sorted(e.name for e in entries if e.name not in KEEP and (
-            not e.name.endswith(".json") or e.is_dir(follow_symlinks=False) or utf8_problem(e.name) is not None))
+        for e in entries:
+            name = e.name
+            json_named, readable = name.endswith(".json"), utf8_problem(name) is None
+            if json_named and readable:
+                names.append(name)
+            if name not in KEEP and (not json_named or not readable or e.is_dir(follow_symlinks=False)):
+                strays.append(name)
+    return sorted(names), sorted(strays)
 
 
 def stray_error(name: str) -> RecordError:
