@@ -105,6 +105,8 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
                             history)
         finally:
             helper.close()
+        if scope is None:  # a whole-tree audit, once what it kept of each record is freed
+            _summarise(Path(root), runners)
         if widened is not None:
             result.scope = widened
         return result
@@ -343,8 +345,6 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
 
     indexed.keep_missing(index, scope_key, to_keep)
     index.save()
-    if scope is None and not index.has_summary(indexed.FOLDER, indexed.KIND, scope_key):
-        _summarise(root, runners)
     evidence_files, evidence_bytes = _orphans(root, every_name, disk, refs_of, raw_refs, outputs, add)
     lesson_refused = _lesson_inputs(root, add)
     _claims_files(root, add)
@@ -392,6 +392,8 @@ def _summarise(root: Path, runners: RunnerRegistry) -> None:
     deleted), so the next ``status`` or ``audit --since`` takes every record from it: ``indexed.read_facts``, from
     the entries this audit kept. A tree it refuses (a stray under runs/, a record that does not validate: both
     findings here) is left without one: the summary only saves time."""
+    if file_index.shared(root).has_summary(indexed.FOLDER, indexed.KIND, indexed.registry_scope(runners)):
+        return
     with contextlib.suppress(TileproofError):
         indexed.read_facts(root, runners)
 
