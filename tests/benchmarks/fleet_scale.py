@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     generated = time.perf_counter() - t0
     # The previous run's merged tree (--keep) is moved aside and deleted only after this run's merge: on ext4
     # without a journal the kernel passes over inodes freed in the last 60-300 s at every allocation, and a
-    # merge right after 500,000 of them were freed took 2-4 times as long (records/batch_write.py).
+    # merge right after millions of them were freed took 1.5-2.6 times as long (records/batch_write.py).
     old_root = work / f"merged.old-{os.getpid()}"
     if root.exists():
         root.rename(old_root)

@@ -16,10 +16,10 @@ during or after it leaves only complete files under their names (their bytes wer
 way a rerun of the same merge completes it: a file already in place with the same bytes is a no-op.
 
 Where the time goes (tests/benchmarks/fleet_scale.py, 400,250 files, 2 cores): almost all of it is the
-kernel's, creating 400,000 inodes and 100,000 folders; the disk barely shows (each ``os.sync`` is about a
-second). On ext4 without a journal (this machine's) the kernel also skips inodes freed in the last 60-300 s,
-reading each one's deletion time at every allocation: a merge just after a tree of the same size was
-deleted took 2-4 times as long, all of it system time in ``recently_deleted``.
+kernel's, creating 400,000 inodes and 100,000 folders; the disk barely shows (each ``os.sync`` took 0-3.5 s).
+On ext4 without a journal (this machine's) the kernel also passes over inodes freed in the last 60-300 s,
+reading each one's deletion time at every allocation: a merge just after millions of files were deleted
+took 1.5-2.6 times as long (68 s against 36-46 s; under perf, half the samples in ``recently_deleted``).
 """
 
 from __future__ import annotations
