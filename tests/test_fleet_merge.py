@@ -332,7 +332,7 @@ def test_a_merge_syncs_twice_not_once_per_file(tmp_path, repo, monkeypatch):
     assert len(done.writes) > 5
     assert calls == {"sync": 2, "fsync": 0}
     for rel, src in done.writes.items():
-        assert (repo / rel).read_bytes() == src.read_bytes()
+        assert (repo / rel).read_bytes() == Path(src).read_bytes()
         assert (repo / rel).stat().st_mode & 0o777 == 0o644
     assert not list((repo / ".tileproof-cache" / batch_write.STAGING).iterdir())  # nothing staged is left
 
