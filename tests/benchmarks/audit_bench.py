@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"machine: {platform.machine()} {platform.system()} {platform.release()}, {os.cpu_count()} CPUs, "
           f"no GPU used, python {platform.python_version()}; load average {load0:.1f} before, {load1:.1f} after")
-    print(f"tree: {len(result.records)} records in runs/, {result.evidence_files} evidence files "
+    print(f"tree: {result.validated} records in runs/, {result.evidence_files} evidence files "
           f"({size / 1e6:.1f} MB), {len(result.lessons)} lessons; findings: {len(result.findings)}")
     print(f"generation: {generated}")
     print(f"python -m tileproof audit (fresh interpreter, audit + AUDIT.md {md / 1e3:.0f} kB + audit.html "
