@@ -148,9 +148,8 @@ class _Read:
     refs: list[tuple[str, TranscriptRef]]
     """``evidence.refs``: every transcript it references, with its field path."""
     claim: commits.Claim
-    plain: bool
-    """Not an envelope (no signature)."""
-    verification: Verification
+    verification: Verification | None
+    """Its signature's, None for a plain record (not an envelope)."""
     report: tuple[TranscriptRef | None, bool] | None = None
     """A run record's ``report_file`` and whether it carries a ``report``; None for other kinds."""
     session: sessions.SessionRun | None = None
@@ -207,7 +206,7 @@ def _validate(root: Path, names: list[str], add, runners: RunnerRegistry, ctx: a
             continue
         _add_all(add, file, files.name_issues(name, rec.run_id))
         read = _Read(name, sha, rec.seal, preselect.facts_of(rec), plausibility.seen(rec), evidence.refs(rec),
-                     commits.claim_of(rec), verification is None, verification or UNSIGNED)
+                     commits.claim_of(rec), verification)
         if isinstance(rec, RunRecord):
             transcripts.trust(rec)
             _add_all(add, file, audit_rules.run_checks(rec, ctx))
@@ -324,8 +323,10 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
                 add(Finding(file, rule_id, reason))
         # The seal's verdict on the content (not its bytes), the signature's and the record's standing in
         # history (gather.trust_state, judge.standing), as status and publish see them.
-        checked_once = Examined(read.facts, store.seal_status(read, digest), read.verification)
-        to_keep.append((read.sha256, checked_once, read.plain))  # what status, publish and --since read next time
+        verification = read.verification or UNSIGNED
+        checked_once = Examined(read.facts, store.seal_status(read, digest), verification)
+        plain = read.verification is None
+        to_keep.append((read.sha256, checked_once, plain))  # what status, publish and --since read next time
         item, = trusting.examine([checked_once])
         _add_all(add, file, trusting.issues(item))
         examined.append(item)
