@@ -304,3 +304,47 @@ def chosen_records_judge_alike(monkeypatch):
 
     monkeypatch.setattr(tree_module.Tree, "load", classmethod(checked_load))
     monkeypatch.setattr(tree_module.Tree, "choose", checked_choose)
+
+
+@pytest.fixture(autouse=True)
+def verified_entries_read_alike(monkeypatch):
+    """The proof obligation of ``gather.audit_read``'s verified entries over every scenario the suite builds: for each
+    run record an audit reads in full and keeps an entry of, the entry (as the index stores it: through JSON) gives
+    back exactly what was kept of the record, the same findings, and the report table's row of the record read
+    again."""
+    import dataclasses
+    import json
+
+    from tileproof.gather import audit_read
+    from tileproof.judge.audit.result import RunTable, table_row
+    from tileproof.records import file_index
+
+    validate, add_entry = audit_read.validate, file_index.Index.add
+    made: dict[str, dict] = {}
+
+    def recording_add(self, sha256, kind, value, scope=""):
+        if kind == audit_read.KIND:
+            made[sha256] = json.loads(json.dumps(value, sort_keys=True))
+        return add_entry(self, sha256, kind, value, scope)
+
+    def checked(root, names, add, runners, ctx, transcripts, table, few=False):
+        found: list = []
+        made.clear()
+        kept, raw_refs = validate(root, names, lambda f: (found.append(f), add(f)), runners, ctx, transcripts, table,
+                                  few)
+        fresh = audit_read.Transcripts(root)
+        for read in kept:
+            if read.sha256 not in made or read.verification is not None:
+                continue
+            file = f"runs/{read.name}"
+            again: list = []
+            rows = RunTable()
+            got = audit_read._from_entry(read.name, read.sha256, made[read.sha256], fresh, again.append, rows)
+            assert got == dataclasses.replace(read, record=None), f"{file}: its entry gives other kept values"
+            assert again == [f for f in found if f.file == file], f"{file}: its entry gives other findings"
+            row, = rows.rows.values()
+            assert row == table_row(read.name, audit_read.again(Path(root), read, runners)), f"{file}: other row"
+        return kept, raw_refs
+
+    monkeypatch.setattr(file_index.Index, "add", recording_add)
+    monkeypatch.setattr(audit_read, "validate", checked)

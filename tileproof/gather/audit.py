@@ -1,6 +1,7 @@
 """The audit's orchestration: read runs/, evidence/ and lessons/ once, apply every rule, decide every lesson.
 
-``audit(root)`` validates each record, lets ``audit_scan`` hash every evidence
+``audit(root)`` checks each record (``gather.audit_read``: read and validated, or taken
+from its verified entry while its bytes are those), lets ``audit_scan`` hash every evidence
 file (in a second process when that pays off), applies the rules of
 ``judge.audit.rules`` (per-record checks through the registry, file-level rules
 here) and asks the one publish decision (``gather.tree.Tree.decide``) for every
@@ -22,21 +23,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from pydantic import ValidationError
 
 from tileproof.claims import spec as claims_spec
-from tileproof.gather import audit_scan, audit_since, indexed, trust_state
+from tileproof.gather import audit_read, audit_scan, audit_since, indexed, trust_state
 from tileproof.gather import inputs as gather_inputs
 from tileproof.gather.audit_claims import claims_files_today
 from tileproof.gather.audit_scan import helper as byte_helper
-from tileproof.gather.audit_scan import paused_gc, read_record
+from tileproof.gather.audit_scan import paused_gc
 from tileproof.gather.tree import Tree, smi_clocks
 from tileproof.judge import plausibility, preselect, releases
 from tileproof.judge.audit import audit_rules, rules
@@ -44,17 +43,14 @@ from tileproof.judge.audit.result import AuditResult, Issue, LessonAudit, RunTab
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, sessions
 from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules import plausibility as plausibility_rules
-from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.records import file_index, lessons, lock, runner_keys, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError, encodable, utf8_problem
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import REGENERATED, GitHistory, NoHistory
 from tileproof.records.history_check import check as check_history
-from tileproof.records.models import LessonFront, RunRecord, SessionRecord, TranscriptRef
-from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
-from tileproof.records.runner_keys import UNSIGNED, RunnerRegistry, Verification
-from tileproof.records.safe_read import read_evidence
+from tileproof.records.models import LessonFront, RunRecord, SessionRecord
+from tileproof.records.runner_keys import UNSIGNED, RunnerRegistry
 from tileproof.records.store import Examined
 from tileproof.runner import git_history
 from tileproof.runner.forked import ForkedHelper
@@ -124,155 +120,6 @@ def record_names(root: Path) -> list[str]:
                       and utf8_problem(e.name) is None)
 
 
-class _NotYetKnown(frozenset[str]):
-    """``Context.known`` while records are still being read: a check of a run record that asked which run ids
-    validated would be answered before every record was read, so it fails instead (checks of the other kinds, which
-    the audit keeps in full, run once every record was read)."""
-
-    def __contains__(self, item) -> bool:
-        raise AssertionError("Context.known asked before every record was read (run it with the kept kinds)")
-
-
-@dataclasses.dataclass(slots=True)
-class _Read:
-    """What the audit keeps of one record that validated, once the rules that need the whole record ran: 100,000
-    records in full would not fit in memory (a run record's model is 30 KiB). The record itself is kept for the
-    other kinds (compile, bench, claims, session: few) and for ``audit --since``'s few records."""
-
-    name: str
-    sha256: str
-    """Of the bytes read: a record read again (``_again``) must be these bytes."""
-    seal: str
-    facts: preselect.Facts
-    seen: plausibility.Seen
-    refs: list[tuple[str, TranscriptRef]]
-    """``evidence.refs``: every transcript it references, with its field path."""
-    claim: commits.Claim
-    verification: Verification | None
-    """Its signature's, None for a plain record (not an envelope)."""
-    report: tuple[TranscriptRef | None, bool] | None = None
-    """A run record's ``report_file`` and whether it carries a ``report``; None for other kinds."""
-    session: sessions.SessionRun | None = None
-    record: Any = None
-
-
-def _parse(root: Path, name: str, data: bytes, runners: RunnerRegistry) -> tuple[Any, Verification | None]:
-    """The record in ``data`` (``runs/<name>``'s bytes) and its signature's verification (None: a plain record);
-    the envelope reader's InputRefused or RecordError (one line) when it is neither."""
-    try:
-        return store.record_of_json(data), None
-    except ValidationError:
-        # a signed record (an envelope), or the one-line, version-first message
-        loaded = store.read_record(root / store.RUNS / name, runners)
-        return loaded.record, loaded.verification
-
-
-def _validate(root: Path, names: list[str], add, runners: RunnerRegistry, ctx: audit_rules.Context,
-              transcripts: _Transcripts, table: RunTable, few: bool = False) -> tuple[list[_Read], set[str]]:
-    """What is kept of each record that validates, the per-record rules of its run records applied (``ctx``, its
-    ``known`` :class:`_NotYetKnown` meanwhile, reading ``transcripts``) and those added to ``table``; the evidence
-    paths of the records that do not validate. ``few``: ``names`` are a few of the tree's records (``audit
-    --since``): each is kept in full."""
-    kept: list[_Read] = []
-    raw_refs: set[str] = set()
-    sroot = str(root)
-    index, now = file_index.shared(root), file_index.now_ns()
-    if few:
-        index.few = True  # audit --since: a few records' rows, asked for one by one
-    else:
-        index.load_files(f"{store.RUNS}/")  # the records' rows only (the byte pass reads evidence/'s)
-    for name in names:
-        file = f"{store.RUNS}/{name}"
-        try:
-            st: os.stat_result | None = os.lstat(os.path.join(sroot, store.RUNS, name))
-        except OSError:
-            st = None  # the reader says why
-        try:
-            data = read_record(sroot, name)
-        except InputRefused as e:
-            add(Finding(file, *inputs.refused_issue(e)))
-            continue
-        sha = indexed.known_read(index, sroot, name, st, data, now).sha256  # learned: status, --since read no record
-        try:
-            rec, verification = _parse(root, name, data, runners)
-        except InputRefused as e:  # read, but not UTF-8 or nested too deep: the reader names why
-            add(Finding(file, *inputs.refused_issue(e)))
-            add(Finding(file, files.SCHEMA, f"does not parse as a record ({inputs.rule_for(e.kind)})"))
-            continue
-        except RecordError as e:
-            add(Finding(file, files.SCHEMA, f"{e.field + ': ' if e.field else ''}{e.problem}"))
-            with contextlib.suppress(ValueError, RecursionError):  # not JSON: the schema finding says so
-                raw_refs.update(evidence.raw_transcript_paths(json.loads(data)))
-            continue
-        _add_all(add, file, files.name_issues(name, rec.run_id))
-        read = _Read(name, sha, rec.seal, preselect.facts_of(rec), plausibility.seen(rec), evidence.refs(rec),
-                     commits.claim_of(rec), verification)
-        if isinstance(rec, RunRecord):
-            transcripts.trust(rec)
-            _add_all(add, file, audit_rules.run_checks(rec, ctx))
-            read.report = (rec.report_file.ref() if rec.report_file else None, rec.report is not None)
-            read.session = sessions.session_run(name, rec)
-            table.add(rec)
-        if few or not isinstance(rec, RunRecord):
-            read.record = rec
-        kept.append(read)
-    return kept, raw_refs
-
-
-def _add_all(add, file: str, issues: Iterable[Issue]) -> None:
-    for rule_id, reason in issues:
-        add(Finding(file, rule_id, reason))
-
-
-def _again(root: Path, read: _Read, runners: RunnerRegistry):
-    """The record of ``read`` in full: the one kept, or for a run record the one read again from runs/, which must
-    be the bytes audited (a TileproofError, one line, when the file changed meanwhile)."""
-    if read.record is not None:
-        return read.record
-    file = f"{store.RUNS}/{read.name}"
-    try:
-        data = read_record(str(root), read.name)
-        if store.sha256_bytes(data) == read.sha256:
-            return _parse(root, read.name, data, runners)[0]
-    except (InputRefused, RecordError, ValidationError):
-        pass
-    raise TileproofError(f"{file}: changed while the audit read it (fix: audit again once nothing writes runs/)")
-
-
-class _Transcripts:
-    """The transcripts the consistency rules re-read (a session's pip freeze and nvidia-smi query, shared by its
-    records), each read once, when the first run record naming it is checked, and kept only where its digest is
-    that record's: ``audit_rules.Context``'s readers."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self.trusted: dict[str, bytes | None] = {}
-        self.queries: dict[str, list[dict] | None] = {}
-        self.freezes: dict[str, tuple[dict, set] | None] = {}
-
-    def trust(self, rec: RunRecord) -> None:
-        for t in (rec.environment.pip_freeze, rec.environment.nvidia_smi_query):
-            if t is not None and t.path not in self.trusted and evidence.evidence_path_ok(t.path):
-                try:
-                    data = read_evidence(self.root, t.path)
-                except InputRefused:  # missing or refused: the evidence rules report it
-                    data = None
-                self.trusted[t.path] = data if data is not None and store.sha256_bytes(data) == t.sha256 else None
-
-    def query_rows(self, t):
-        if t.path not in self.queries:
-            text = self.trusted.get(t.path)
-            self.queries[t.path] = None if text is None else parse_gpu_query(text.decode("utf-8", "replace"))
-        return self.queries[t.path]
-
-    def freeze(self, t):
-        if t.path not in self.freezes:
-            text = self.trusted.get(t.path)
-            decoded = None if text is None else text.decode("utf-8", "replace")
-            self.freezes[t.path] = None if decoded is None else (parse_pip_freeze(decoded), freeze_names(decoded))
-        return self.freezes[t.path]
-
-
 def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
            expect_ancestor: str | None, scope: audit_since.Scope | None, runners: RunnerRegistry,
            facts: list[tuple[str, Examined[preselect.Facts]]] | None,
@@ -287,16 +134,16 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names, None if scope is None else scope.folders)
     if history is None:  # started after the fork: git reads the history while the records are validated
         history = git_history.start(root)
-    transcripts = _Transcripts(root)
-    ctx = audit_rules.Context(_NotYetKnown(), transcripts.query_rows, transcripts.freeze)
+    transcripts = audit_read.Transcripts(root)
+    ctx = audit_rules.Context(audit_read.NotYetKnown(), transcripts.query_rows, transcripts.freeze)
     table = RunTable()
-    kept, raw_refs = _validate(root, names, add, runners, ctx, transcripts, table, few=scope is not None)
+    kept, raw_refs = audit_read.validate(root, names, add, runners, ctx, transcripts, table, few=scope is not None)
     ctx.known = {r.facts.run_id for r in kept}
     if scope is not None:  # records outside the scope are there, unchanged since REV (the history check says)
         ctx.known |= {n[:-5] for n in every_name}
     for read in kept:  # the kinds kept in full, now that every record was read
         if read.record is not None and not isinstance(read.record, RunRecord):
-            _add_all(add, f"{store.RUNS}/{read.name}", audit_rules.run_checks(read.record, ctx))
+            audit_read.add_all(add, f"{store.RUNS}/{read.name}", audit_rules.run_checks(read.record, ctx))
     history_read = history()
     trusting = trust_state.load(root, trust_root, expect_ancestor, history_read, runners)
     index, scope_key = file_index.shared(root), indexed.registry_scope(runners)
@@ -317,7 +164,7 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
         digest = seals.get(name)
         if digest != read.seal:
             flagged.add(name)
-            rec = _again(root, read, runners)
+            rec = audit_read.again(root, read, runners)
             digest = store.seal_of(rec)
             for rule_id, reason in files.seal_issues(rec, seals.get(name) or "", digest):
                 add(Finding(file, rule_id, reason))
@@ -328,10 +175,10 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
         plain = read.verification is None
         to_keep.append((read.sha256, checked_once, plain))  # what status, publish and --since read next time
         item, = trusting.examine([checked_once])
-        _add_all(add, file, trusting.issues(item))
+        audit_read.add_all(add, file, trusting.issues(item))
         examined.append(item)
         if read.report is not None:
-            _add_all(add, file, report_transcript_issues(*read.report, diffs.get(name)))
+            audit_read.add_all(add, file, report_transcript_issues(*read.report, diffs.get(name)))
         for where, t in read.refs:
             got = disk.get(t.path)
             if got is not None and got[1] == t.sha256 and got[0] == t.bytes:
@@ -346,6 +193,9 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
 
     indexed.keep_missing(index, scope_key, to_keep)
     index.save()
+    shown = {row.name for row in table.rows.values()}  # the report's newest of each place, read again in full
+    newest = {read.name: read for read in kept if read.name in shown}
+    table.resolve(lambda name: audit_read.again(root, newest[name], runners))
     evidence_files, evidence_bytes = _orphans(root, every_name, disk, refs_of, raw_refs, outputs, add)
     lesson_refused = _lesson_inputs(root, add)
     _claims_files(root, add)
@@ -354,8 +204,8 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     evidence_items = [(read, item) for read, item in zip(kept, examined, strict=True) if read.facts.kind in kinds]
     if scope is None:  # the verdicts from the records they can depend on, read again in full; the signals of every
         def again(wanted: set[str]) -> list[Examined]:  # record, from what each was seen as
-            return [Examined(_again(root, read, runners), item.seal, item.verification, item.policy, item.first)
-                    for read, item in evidence_items if read.facts.run_id in wanted]
+            return [Examined(audit_read.again(root, read, runners), item.seal, item.verification, item.policy,
+                             item.first) for read, item in evidence_items if read.facts.run_id in wanted]
         tree = Tree.chosen(root, [item for _read, item in evidence_items], again, trusting, checked,
                            refused | lesson_refused)
         seen = [Examined(read.seen, item.seal, item.verification, item.policy, item.first)
@@ -446,13 +296,13 @@ def _plausibility(items: list[Examined], flagged: dict[str, tuple[plausibility.S
                 add(Finding(f"{store.RUNS}/{names[item.record.run_id]}", rule_id, reason))
 
 
-def _commit_claims(root: Path, kept: list[_Read], add) -> None:
+def _commit_claims(root: Path, kept: list[audit_read.Kept], add) -> None:
     """Each record's ``git.commit`` checked against history (``judge.audit.rules.commits``)."""
     found = git_history.at_commits(root, *commits.wanted(read.claim for read in kept))
     if isinstance(found, NoHistory):
         return
     for read in kept:
-        _add_all(add, f"{store.RUNS}/{read.name}", commits.commit_issues(read.claim, found))
+        audit_read.add_all(add, f"{store.RUNS}/{read.name}", commits.commit_issues(read.claim, found))
 
 
 def _orphans(root: Path, names, disk, refs_of, raw_refs, outputs, add) -> tuple[int, int]:

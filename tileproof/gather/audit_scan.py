@@ -105,7 +105,7 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
     now = file_index.now_ns()
     seals: dict[str, str | None] = {}
     wanted: dict[str, list] = defaultdict(list)
-    runs_vouched = _real_folders(root, store.RUNS)
+    runs_vouched = real_folders(root, store.RUNS)
     for name in record_names:
         sha = _indexed_record(root, name, index) if runs_vouched else None
         fact = index.fact(sha, "raw-record") if sha is not None else None
@@ -129,7 +129,7 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
     refused: dict[str, Issue] = {}
     stats: dict[str, os.stat_result] = {}
     starts = folders if folders is not None else (store.EVIDENCE,)
-    real = {folder: _real_folders(root, folder) for folder in starts}
+    real = {folder: real_folders(root, folder) for folder in starts}
     listed = ((rel, real[folder]) for folder in starts for rel in walk(root, folder, refused, stats))
     for rel, vouched in listed:
         try:  # an index entry is used only below real folders (a linked evidence/ is read, and refused)
@@ -146,19 +146,25 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
 
 
 def _indexed_record(root: str, name: str, index: file_index.Index) -> str | None:
-    """The sha256 the index gives the record file ``runs/<name>`` by its ``lstat`` (a regular file within the record
-    cap, its stat the one a row was made from: ``file_index.Index.known``), or None (then it is read)."""
+    """:func:`indexed_sha` of the record file ``runs/<name>`` by its ``lstat`` now."""
     try:
         st = os.lstat(os.path.join(root, store.RUNS, name))
     except OSError:
         return None
+    return indexed_sha(name, st, index)
+
+
+def indexed_sha(name: str, st: os.stat_result, index: file_index.Index) -> str | None:
+    """The sha256 the index gives the record file ``runs/<name>`` whose ``lstat`` is ``st`` (a regular file within
+    the record cap, its stat the one a row was made from: ``file_index.Index.known``), or None (then it is read).
+    Only below a real runs/ (:func:`real_folders`) does a stat vouch for the file."""
     if not stat.S_ISREG(st.st_mode) or st.st_size > LIMITS["record"]:
         return None
     known = index.known(f"{store.RUNS}/{name}", st)
     return known.sha256 if known is not None else None
 
 
-def _real_folders(root: str, folder: str) -> bool:
+def real_folders(root: str, folder: str) -> bool:
     """Whether every component of ``folder`` under ``root`` is a real folder (no link), as ``safe_read`` checks
     each file's path: only then does a walk's ``lstat`` vouch for the files below it."""
     parts = folder.split("/")

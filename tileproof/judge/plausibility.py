@@ -220,6 +220,26 @@ class Seen:
     agreement: tuple | None
     """:func:`agreement`."""
 
+    def to_row(self) -> list:
+        """Its values as JSON values, in its fields' order (datetimes in ISO form, a signal as its three values): what
+        the audit's verified entries keep (``gather.audit_read``), and :meth:`from_row` reads back."""
+        return [self.kind, self.run_id, self.created.isoformat(), self.gpu_uuid, self.smi,
+                self.started.isoformat() if self.started is not None else None, self.entries, self.checkout,
+                [(s.kind, s.subject, s.detail) for s in self.fast], self.host, self.agreement]
+
+    @classmethod
+    def from_row(cls, row: list) -> Seen:
+        """What :meth:`to_row` wrote, equal to the value it was made from; TypeError, ValueError or IndexError when
+        ``row`` is not such."""
+        kind, run_id, created, gpu_uuid, smi, started, entries, checkout, fast, host, agreement = row
+        return cls(str(kind), str(run_id), datetime.fromisoformat(created), gpu_uuid,
+                   share(TranscriptRef(*smi)) if smi is not None else None,
+                   datetime.fromisoformat(started) if started is not None else None,
+                   share(tuple((str(var), str(entry)) for var, entry in entries)), share(checkout),
+                   tuple(Signal(k, subject, detail) for k, subject, detail in fast),
+                   share(tuple((str(name), value) for name, value in host)),
+                   share(tuple(agreement)) if agreement is not None else None)
+
 
 def seen(rec) -> Seen:
     """What the signals read of ``rec`` (any kind; a :class:`Seen` is returned as it is)."""

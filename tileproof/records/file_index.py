@@ -207,6 +207,28 @@ class Index:
                 self._facts[(sha256, key)] = value
                 self._new_facts[(sha256, key, code_key())] = json.dumps(value, sort_keys=True)
 
+    def entries(self, kind: str, scope: str, folder: str) -> Entries:
+        """The facts of ``kind`` under ``scope`` made by this code of the contents the ``files`` rows of ``folder`` (a
+        folder and its ``/``) hold, one file at a time in the order of their paths (:class:`Entries`): a reader of
+        100,000 entries, each used once and in that order, holds one at a time. Empty when the index is not used, or
+        for a reader of a few files (:attr:`few`: those ask :meth:`fact`)."""
+        if self.db is None or self.few:
+            return Entries(self, kind, scope, iter(()))
+        try:
+            rows = self.db.execute(
+                "SELECT files.path, facts.sha256, facts.value, facts.check_ FROM files JOIN facts ON facts.sha256 = "
+                "files.sha256 WHERE files.path >= ? AND files.path < ? AND facts.code = ? AND facts.scope = ? AND "
+                "facts.kind = ? ORDER BY files.path", (folder, folder[:-1] + "0", code_key(), scope, kind))
+        except sqlite3.DatabaseError as e:
+            self._fail(f"cannot be read ({e})")
+            return Entries(self, kind, scope, iter(()))
+        return Entries(self, kind, scope, rows)
+
+    def add(self, sha256: str, kind: str, value: dict[str, Any], scope: str = "") -> None:
+        """:meth:`remember` for a writer that never reads the value back: only its text is kept, until :meth:`save`."""
+        if self.db is not None:
+            self._new_facts[(sha256, f"{kind}\0{scope}", code_key())] = json.dumps(value, sort_keys=True)
+
     @contextmanager
     def one_by_one(self) -> Iterator[None]:
         """Within it, rows not loaded already are asked for one by one (:attr:`few`): for a reader that looks up a
@@ -366,6 +388,37 @@ CREATE INDEX IF NOT EXISTS facts_of_code ON facts (code, scope);
 CREATE TABLE IF NOT EXISTS summaries (folder TEXT, kind TEXT, scope TEXT, code TEXT, value TEXT, check_ TEXT,
     PRIMARY KEY (folder, kind));
 """
+
+
+class Entries:
+    """Facts of one kind and scope, by the path of a file that held their content (:meth:`Index.entries`), asked for
+    in the order of the paths (:meth:`take`)."""
+
+    def __init__(self, index: Index, kind: str, scope: str, rows: Iterator[tuple[str, str, str, str]]) -> None:
+        self.index, self.kind, self.scope, self._rows = index, kind, scope, rows
+        self._row: tuple[str, str, str, str] | None = None
+
+    def take(self, rel: str, sha256: str) -> dict[str, Any] | None:
+        """The value kept for content ``sha256`` as the file ``rel`` held it, parsed; None when there is none (or
+        the file's row names other content: written meanwhile), or when its check digest does not match or it
+        does not parse (counted in :attr:`Index.ignored`). ``rel`` must come after every path asked before."""
+        try:
+            while self._row is None or self._row[0] < rel:
+                self._row = next(self._rows)
+        except (StopIteration, sqlite3.DatabaseError):
+            self._rows = iter(())
+            return None
+        path, sha, value, check = self._row
+        if path != rel or sha != sha256:
+            return None
+        try:
+            parsed = json.loads(value) if check == _check(sha, self.kind, self.scope, code_key(), value) else None
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            self.index.ignored += 1
+            return None
+        return parsed
 
 
 def location(root: Path) -> Path | None:

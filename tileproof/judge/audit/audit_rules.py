@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from tileproof.judge.audit.result import Issue
 
 RULES: dict[str, str] = {}
-"""Stable rule ids → what each one catches, in registration order (listed at the end of both reports)."""
+"""Stable rule ids → what each one catches, ordered by id once ``rules.load()`` ran (listed at the end of both
+reports)."""
 
 CHECKS: dict[type, list[Callable]] = {}
 """Record type → the per-record checks registered for it."""

@@ -4,8 +4,11 @@ reports show."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from tileproof.judge import gate
 from tileproof.judge.claim_verdicts import ClaimsToday
@@ -77,27 +80,53 @@ def gpu_column(rec: RunRecord) -> tuple[str, str]:
     return (gpu.name, gpu.compute_capability) if gpu else NO_GPU
 
 
+class TableRow(NamedTuple):
+    """What the report's run table reads of one run record (:func:`table_row`): its place, and the name of its file
+    under runs/ (the newest of each place is read again in full: :meth:`RunTable.resolve`)."""
+
+    name: str
+    program: str
+    column: tuple[str, str]
+    """:func:`gpu_column`."""
+    created: datetime
+    run_id: str
+    verdict: str
+    session_id: str
+
+
+def table_row(name: str, rec: RunRecord) -> TableRow:
+    return TableRow(name, rec.program, gpu_column(rec), rec.created, rec.run_id, rec.verdict,
+                    rec.environment.session_id)
+
+
 @dataclass
 class RunTable:
     """What the report shows of the run records, gathered one record at a time (:meth:`add`): an audit of 100,000
     records keeps this, not the records. Per (program, GPU column): its newest record and how many ran."""
 
     newest: dict[tuple[str, tuple[str, str]], RunRecord] = field(default_factory=dict)
+    """Filled by :meth:`resolve`, once every record was added."""
     runs: Counter = field(default_factory=Counter)
     """(program, GPU column) → its run records."""
     verdicts: Counter = field(default_factory=Counter)
     """Verdict → run records."""
     sessions: set[str] = field(default_factory=set)
     """Every run record's session id."""
+    rows: dict[tuple[str, tuple[str, str]], TableRow] = field(default_factory=dict)
+    """(program, GPU column) → its newest record's row."""
 
-    def add(self, rec: RunRecord) -> None:
-        key = (rec.program, gpu_column(rec))
-        old = self.newest.get(key)
-        if old is None or (old.created, old.run_id) < (rec.created, rec.run_id):
-            self.newest[key] = rec
+    def add(self, row: TableRow) -> None:
+        key = (row.program, row.column)
+        old = self.rows.get(key)
+        if old is None or (old.created, old.run_id) < (row.created, row.run_id):
+            self.rows[key] = row
         self.runs[key] += 1
-        self.verdicts[rec.verdict] += 1
-        self.sessions.add(rec.environment.session_id)
+        self.verdicts[row.verdict] += 1
+        self.sessions.add(row.session_id)
+
+    def resolve(self, record_of: Callable[[str], RunRecord]) -> None:
+        """:attr:`newest` from the newest rows: ``record_of`` reads the record of a file name under runs/."""
+        self.newest = {key: record_of(row.name) for key, row in self.rows.items()}
 
 
 @dataclass
