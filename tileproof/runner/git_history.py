@@ -116,8 +116,14 @@ def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callabl
     index = file_index.shared(root)
     kept = index.summary(CACHE_FOLDER, CACHE_KIND, key) if key is not None else None
     reads = None if kept is not None else [_later(root, *args) for args in (_LOG, _LISTED)]
+    done: list[GitHistory | NoHistory] = []
 
     def result() -> GitHistory | NoHistory:
+        if not done:  # once: then git's answers (the log of 400,000 files is 100 MiB) are let go, the result kept
+            done.append(read_answers())
+        return done[0]
+
+    def read_answers() -> GitHistory | NoHistory:
         nonlocal reads
         if kept is not None:
             found = _cached(root, fmt, kept, dirty())
@@ -125,7 +131,7 @@ def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callabl
                 return found
             reads = [_later(root, *args) for args in (_LOG, _LISTED)]  # the stat check found files
         assert reads is not None
-        log, listed = reads
+        (log, listed), reads = reads, None
         answer = log()
         if answer.exit_code != 0:
             return NoHistory(f"git log failed: {answer.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
