@@ -157,7 +157,8 @@ class Index:
     problem: str | None = None
     """Why the index is not used (one line), when it is not."""
     _new_files: dict[str, bytes] = field(default_factory=dict)
-    _new_facts: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    _new_facts: dict[tuple[str, str], str] = field(default_factory=dict)
+    """The facts to write, keyed as :attr:`_facts` (each made by this code: :func:`code_key`), sharing its keys."""
     _facts: dict[tuple[str, str], str] = field(default_factory=dict)
     """(sha256, kind and scope) → the fact's JSON text, its check digest matched: parsed when asked for (:meth:`fact`),
     so a command holds 100,000 short texts, not the dicts and lists they parse into."""
@@ -253,10 +254,10 @@ class Index:
 
     def remember(self, sha256: str, kind: str, value: dict[str, Any], scope: str = "") -> None:
         if self.db is not None:
-            key, text = _kind_key(kind, scope), json.dumps(value, sort_keys=True)
-            if self._facts.get((sha256, key)) != text:  # this code's text of an equal value is this text
-                self._facts[(sha256, key)] = text
-                self._new_facts[(sha256, key, code_key())] = text
+            key, text = (sha256, _kind_key(kind, scope)), json.dumps(value, sort_keys=True)
+            if self._facts.get(key) != text:  # this code's text of an equal value is this text
+                self._facts[key] = text
+                self._new_facts[key] = text
 
     @contextmanager
     def one_by_one(self) -> Iterator[None]:
@@ -367,11 +368,12 @@ class Index:
                 k, kn = _unpack(packed)
                 yield (rel, *k, kn.sha256, kn.blob, _check(rel, *k, kn.sha256, kn.blob))
 
+        code = code_key()
+
         def fact_rows() -> Iterator[tuple]:
-            for (sha, key, code), value in self._new_facts.items():
+            for (sha, key), value in self._new_facts.items():
                 kind, scope = key.split("\0", 1)
                 yield (sha, kind, scope, code, value, _check(sha, kind, scope, code, value))
-        code = code_key()
         summary_rows = [(folder, kind, scope, code, value, _check(folder, kind, scope, code, value))
                         for (folder, kind), (scope, value) in self._new_summaries.items()]
         try:
