@@ -171,8 +171,8 @@ def test_a_fact_is_parsed_when_asked_for_each_time_afresh(tmp_path):
     code = file_index.code_key()
     bad = "[not json"
     with index.db:
-        index.db.execute("INSERT INTO facts VALUES (?,?,?,?,?,?)",
-                         ("b" * 64, "raw-record", "", code, bad, file_index._check("b" * 64, "raw-record", "", code, bad)))
+        row = ("b" * 64, "raw-record", "", code, bad)
+        index.db.execute("INSERT INTO facts VALUES (?,?,?,?,?,?)", (*row, file_index._check(*row)))
     index.close()
     again = file_index.open_index(tmp_path)
     got = again.fact("a" * 64, "raw-record")

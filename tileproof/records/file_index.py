@@ -335,7 +335,7 @@ class Index:
                 if check != _check(rel, *k, sha, blob):
                     self.ignored += 1
                     continue
-                packed = _pack(tuple(k), sha, blob)  # type: ignore[arg-type]
+                packed = _pack(tuple(k), sha, blob)
                 if packed is not None:  # else: its file is read afresh
                     self.files[rel] = packed
         except sqlite3.DatabaseError as e:
@@ -379,7 +379,7 @@ class Index:
         try:
             with self.db:
                 self.db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)", file_rows())
-                if self._new_facts:  # facts made by other code are never used again: dropped, so the index stays its size
+                if self._new_facts:  # facts of other code are never used again: dropped, so the index stays its size
                     self.db.execute("DELETE FROM facts WHERE code != ?", (code,))
                 self.db.executemany("INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?,?)", fact_rows())
                 self.db.executemany("INSERT OR REPLACE INTO summaries VALUES (?,?,?,?,?,?)", summary_rows)
