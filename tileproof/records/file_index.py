@@ -123,7 +123,8 @@ def _pack(key: StatKey, sha256: str, blob: str) -> bytes | None:
     (32 and 20, or none when the blob id is empty). A quarter of the memory of the row's tuples and hex strings (the
     byte pass holds 400,000 of them); None for a row that does not pack (a digest that is not lowercase hex, a field
     out of range: no file tileproof hashed), which is then not used."""
-    if len(sha256) != 64 or len(blob) not in (0, 40) or not _HEX.issuperset(sha256) or not _HEX.issuperset(blob):
+    if not (isinstance(sha256, str) and isinstance(blob, str) and len(sha256) == 64 and len(blob) in (0, 40)
+            and _HEX.issuperset(sha256) and _HEX.issuperset(blob)):
         return None
     try:
         return _STAT.pack(*key) + bytes.fromhex(sha256) + bytes.fromhex(blob)
