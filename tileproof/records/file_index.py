@@ -280,7 +280,7 @@ class Index:
     def add(self, sha256: str, kind: str, value: dict[str, Any], scope: str = "") -> None:
         """:meth:`remember` for a writer that never reads the value back: only its text is kept, until :meth:`save`."""
         if self.db is not None:
-            self._new_facts[(sha256, f"{kind}\0{scope}", code_key())] = json.dumps(value, sort_keys=True)
+            self._new_facts[(sha256, _kind_key(kind, scope))] = json.dumps(value, sort_keys=True)
 
     @contextmanager
     def one_by_one(self) -> Iterator[None]:
