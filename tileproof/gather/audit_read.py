@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tileproof.gather import indexed
-from tileproof.gather.audit_scan import indexed_sha, read_record, real_folders
+from tileproof.gather.audit_scan import read_record, real_folders, vouches
 from tileproof.judge import plausibility, preselect
 from tileproof.judge.audit import audit_rules
 from tileproof.judge.audit.result import Issue, RunTable, TableRow, table_row
@@ -39,7 +39,7 @@ from tileproof.judge.audit.rules.packages import freeze_names
 from tileproof.records import file_index, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.records.findings import Finding
-from tileproof.records.models import RunRecord, TranscriptRef, share
+from tileproof.records.models import SHARED_MAX, RunRecord, TranscriptRef, share
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
 from tileproof.records.runner_keys import RunnerRegistry, Verification
 from tileproof.records.safe_read import read_evidence
@@ -140,6 +140,12 @@ class Transcripts:
         """Each transcript of ``named`` (:meth:`of` a record: path, sha256) read unless it was, and trusted when its
         digest is the one named; the readers answer for these alone until the next call. Returns what each was
         found as."""
+        found = self.found(named)
+        self.asked = frozenset(path for path, _sha in named)
+        return [(path, sha256, digest) for (path, sha256), digest in zip(named, found, strict=True)]
+
+    def found(self, named: list[tuple[str, str]]) -> list[str | None]:
+        """:meth:`trust`'s reading of ``named``: what each was found as, the readers left as they were."""
         for path, sha256 in named:
             if path not in self.trusted and evidence.evidence_path_ok(path):
                 try:
@@ -149,8 +155,7 @@ class Transcripts:
                 ok = data is not None and store.sha256_bytes(data) == sha256
                 self.trusted[path] = data if ok else None
                 self.digests[path] = sha256 if ok else None
-        self.asked = frozenset(path for path, _sha in named)
-        return [(path, sha256, self.digests.get(path)) for path, sha256 in named]
+        return [self.digests.get(path) for path, _sha in named]
 
     def _text(self, t) -> str | None:
         if t.path not in self.asked:  # a verified entry records only what trust() was given
@@ -192,10 +197,8 @@ def validate(root: Path, names: list[str], add, runners: RunnerRegistry, ctx: au
     index, now = file_index.shared(root), file_index.now_ns()
     if few:
         index.few = True  # audit --since: a few records' rows, asked for one by one
-    else:
-        index.load_files(f"{store.RUNS}/")  # the records' rows only (the byte pass reads evidence/'s)
-    entries = index.entries(KIND, SCOPE, f"{store.RUNS}/")
-    vouched = not few and real_folders(sroot, store.RUNS)
+    entries = index.entries(KIND, SCOPE, f"{store.RUNS}/")  # with their files rows
+    vouched, loaded = not few and real_folders(sroot, store.RUNS), few
     made = 0
     for name in names:
         file = f"{store.RUNS}/{name}"
@@ -203,10 +206,13 @@ def validate(root: Path, names: list[str], add, runners: RunnerRegistry, ctx: au
             st: os.stat_result | None = os.lstat(os.path.join(sroot, store.RUNS, name))
         except OSError:
             st = None  # the reader says why
-        sha = indexed_sha(name, st, index) if vouched and st is not None else None
-        if sha is not None and (read := _from_entry(name, sha, entries.take(file, sha), transcripts, add, table)):
+        got = entries.take(file, st) if vouched and st is not None and vouches(st) else None
+        if got is not None and (read := _from_entry(name, *got, transcripts, add, table)):
             kept.append(read)
             continue
+        if not loaded:  # a record read in full: the records' rows, once (the byte pass reads evidence/'s)
+            index.load_files(f"{store.RUNS}/")
+            loaded = True
         try:
             data = read_record(sroot, name)
         except InputRefused as e:
@@ -246,6 +252,35 @@ def validate(root: Path, names: list[str], add, runners: RunnerRegistry, ctx: au
     return kept, raw_refs
 
 
+class _Decoded:
+    """A part of an entry that many records' entries hold alike (a session's transcripts and what the signals read
+    of it, a program's sources and commit), kept in the entry as its JSON text: each text decoded once (``decode``)
+    and one value for all (bounded as ``models.share`` is)."""
+
+    def __init__(self, decode: Callable[[Any], Any]) -> None:
+        self.decode, self.done = decode, dict[str, Any]()
+
+    def __call__(self, text: str) -> Any:
+        got = self.done.get(text)
+        if got is None:
+            if len(self.done) >= SHARED_MAX:
+                self.done.clear()
+            got = self.done[text] = self.decode(json.loads(text))
+        return got
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+_SEEN = _Decoded(plausibility.Seen.shared_of_row)
+_CLAIM = _Decoded(lambda c: commits.Claim(share(c[0]), c[1], share(tuple(map(tuple, c[2])))))
+_REF = _Decoded(lambda r: share((r[0], TranscriptRef(*r[1:]))))
+_PLACE = _Decoded(lambda p: (tuple(p[0]), share(p[1])))
+SESSION_WIDE = "environment."
+"""The references a session's records hold alike (field paths starting so): kept as texts (:class:`_Decoded`)."""
+
+
 def _entry(read: Kept, row: TableRow, issues: list[Issue], deps: list[Dep]) -> dict | None:
     """A plain run record's verified entry: what :func:`_from_entry` gives back. Its report reference and the
     transcripts its checks read are among its references (``evidence.refs``: every transcript): kept as their place
@@ -257,39 +292,35 @@ def _entry(read: Kept, row: TableRow, issues: list[Issue], deps: list[Dep]) -> d
     at = {(t.path, t.sha256): i for i, t in reversed(list(enumerate(refs)))}
     if (report is not None and report not in refs) or any((path, sha) not in at for path, sha, _found in deps):
         return None
-    return {"seal": read.seal, "facts": read.facts.to_row(), "seen": read.seen.to_row(),
-            "refs": [(where, *t) for where, t in read.refs], "claim": read.claim,
-            "report": [refs.index(report) if report is not None else None, has_report],
-            "table": [row.column, row.session_id], "issues": issues,
+    shared_seen, own_seen = read.seen.to_rows()
+    return {"seal": read.seal, "facts": read.facts.to_row(), "seen": [_text(shared_seen), own_seen],
+            "refs": [_text((where, *t)) if where.startswith(SESSION_WIDE) else (where, *t) for where, t in read.refs],
+            "claim": _text(read.claim), "report": [refs.index(report) if report is not None else None, has_report],
+            "place": _text([row.column, row.session_id]), "issues": issues,
             "deps": [(at[path, sha], 1 if found == sha else found) for path, sha, found in deps]}
 
 
-def _from_entry(name: str, sha: str, value: dict | None, transcripts: Transcripts, add,
-                table: RunTable) -> Kept | None:
+def _from_entry(name: str, sha: str, value: dict, transcripts: Transcripts, add, table: RunTable) -> Kept | None:
     """The record ``runs/<name>`` (content ``sha``) from its entry ``value``, its issues added and its row added to
     ``table``; None when there is none, it does not decode (counted as ignored), or one of the transcripts its checks
     read is not found as it was then (the record is then read in full). The entry's check digest vouches for its
     shape (made by this code: ``file_index``), so its values are taken as they are."""
-    if value is None:
-        return None
     try:
-        refs = [share((where, TranscriptRef(path, digest, size))) for where, path, digest, size in value["refs"]]
+        refs = [_REF(ref) if isinstance(ref, str) else (ref[0], TranscriptRef(*ref[1:])) for ref in value["refs"]]
         named = [refs[i][1] for i, _found in value["deps"]]
-        found = transcripts.trust([(t.path, t.sha256) for t in named])
-        if [state for _path, _sha, state in found] != [t.sha256 if state == 1 else state
-                                                     for t, (_i, state) in zip(named, value["deps"], strict=True)]:
+        expected = [t.sha256 if state == 1 else state for t, (_i, state) in zip(named, value["deps"], strict=True)]
+        if transcripts.found([(t.path, t.sha256) for t in named]) != expected:
             return None
         facts = preselect.Facts.from_row(value["facts"])
         if facts.kind != "run" or facts.program is None or facts.verdict is None:
             raise ValueError("not a run record's facts")
         report, has_report = value["report"]
-        column, session_id = value["table"]
-        commit, dirty, attested = value["claim"]
-        read = Kept(name, sha, value["seal"], facts, plausibility.Seen.from_row(value["seen"]), refs,
-                    commits.Claim(share(commit), dirty, share(tuple(map(tuple, attested)))), None,
-                    (refs[report][1] if report is not None else None, has_report))
-        row = TableRow(name, facts.program, tuple(column), facts.created, facts.run_id, facts.verdict, session_id)
-        read.session = sessions.SessionRun(name, row.run_id, share(row.session_id), share(row.verdict))
+        shared_seen, own_seen = value["seen"]
+        column, session_id = _PLACE(value["place"])
+        read = Kept(name, sha, value["seal"], facts, _SEEN(shared_seen).from_rows(own_seen), refs,
+                    _CLAIM(value["claim"]), None, (refs[report][1] if report is not None else None, has_report))
+        row = TableRow(name, facts.program, column, facts.created, facts.run_id, facts.verdict, session_id)
+        read.session = sessions.SessionRun(name, row.run_id, session_id, share(row.verdict))
         issues = list(map(tuple, value["issues"]))
     except (KeyError, TypeError, ValueError, IndexError):
         file_index.shared(transcripts.root).ignored += 1

@@ -191,10 +191,16 @@ def indexed_sha(name: str, st: os.stat_result, index: file_index.Index) -> str |
     """The sha256 the index gives the record file ``runs/<name>`` whose ``lstat`` is ``st`` (a regular file within
     the record cap, its stat the one a row was made from: ``file_index.Index.known``), or None (then it is read).
     Only below a real runs/ (:func:`real_folders`) does a stat vouch for the file."""
-    if not stat.S_ISREG(st.st_mode) or st.st_size > LIMITS["record"]:
+    if not vouches(st):
         return None
     known = index.known(f"{store.RUNS}/{name}", st)
     return known.sha256 if known is not None else None
+
+
+def vouches(st: os.stat_result) -> bool:
+    """Whether a record file's ``lstat`` may vouch for its content (below a real runs/): a regular file within the
+    record cap (any other is read, and refused)."""
+    return stat.S_ISREG(st.st_mode) and st.st_size <= LIMITS["record"]
 
 
 def real_folders(root: str, folder: str) -> bool:

@@ -220,25 +220,35 @@ class Seen:
     agreement: tuple | None
     """:func:`agreement`."""
 
-    def to_row(self) -> list:
-        """Its values as JSON values, in its fields' order (datetimes in ISO form, a signal as its three values): what
-        the audit's verified entries keep (``gather.audit_read``), and :meth:`from_row` reads back."""
-        return [self.kind, self.run_id, self.created.isoformat(), self.gpu_uuid, self.smi,
-                self.started.isoformat() if self.started is not None else None, self.entries, self.checkout,
-                [(s.kind, s.subject, s.detail) for s in self.fast], self.host, self.agreement]
+    def to_rows(self) -> tuple[list, list]:
+        """Its values as JSON values, in two rows (datetimes in ISO form, a signal as its three values): what the
+        records of one session share (its kind, GPU, nvidia-smi transcript, start, entries, checkout and host), and
+        its own (run id, date, ``fast``, ``agreement``). What the audit's verified entries keep
+        (``gather.audit_read``), and :meth:`from_rows` reads back."""
+        return ([self.kind, self.gpu_uuid, self.smi, self.started.isoformat() if self.started is not None else None,
+                 self.entries, self.checkout, self.host],
+                [self.run_id, self.created.isoformat(), [(s.kind, s.subject, s.detail) for s in self.fast],
+                 self.agreement])
 
     @classmethod
-    def from_row(cls, row: list) -> Seen:
-        """What :meth:`to_row` wrote, equal to the value it was made from; TypeError, ValueError or IndexError when
-        ``row`` is not such."""
-        kind, run_id, created, gpu_uuid, smi, started, entries, checkout, fast, host, agreement = row
-        return cls(str(kind), str(run_id), datetime.fromisoformat(created), gpu_uuid,
-                   share(TranscriptRef(*smi)) if smi is not None else None,
+    def shared_of_row(cls, row: list) -> Seen:
+        """The first row :meth:`to_rows` wrote, as a :class:`Seen` whose own values are placeholders: what
+        :meth:`from_rows` completes (one for all the records of a session)."""
+        kind, gpu_uuid, smi, started, entries, checkout, host = row
+        return cls(kind, "", _EPOCH, gpu_uuid, share(TranscriptRef(*smi)) if smi is not None else None,
                    datetime.fromisoformat(started) if started is not None else None,
-                   share(tuple((str(var), str(entry)) for var, entry in entries)), share(checkout),
-                   tuple(Signal(k, subject, detail) for k, subject, detail in fast),
-                   share(tuple((str(name), value) for name, value in host)),
-                   share(tuple(agreement)) if agreement is not None else None)
+                   share(tuple(map(tuple, entries))), share(checkout), (), share(tuple(map(tuple, host))), None)
+
+    def from_rows(self, own: list) -> Seen:
+        """``self`` (:meth:`shared_of_row`) with the second row :meth:`to_rows` wrote: equal to the value both were
+        made from; TypeError, ValueError or IndexError when ``own`` is not such."""
+        run_id, created, fast, agreement = own
+        return Seen(self.kind, run_id, datetime.fromisoformat(created), self.gpu_uuid, self.smi, self.started,
+                    self.entries, self.checkout, tuple(Signal(k, subject, detail) for k, subject, detail in fast),
+                    self.host, share(tuple(agreement)) if agreement is not None else None)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def seen(rec) -> Seen:

@@ -262,16 +262,17 @@ class Index:
 
     def entries(self, kind: str, scope: str, folder: str) -> Entries:
         """The facts of ``kind`` under ``scope`` made by this code of the contents the ``files`` rows of ``folder`` (a
-        folder and its ``/``) hold, one file at a time in the order of their paths (:class:`Entries`): a reader of
-        100,000 entries, each used once and in that order, holds one at a time. Empty when the index is not used, or
-        for a reader of a few files (:attr:`few`: those ask :meth:`fact`)."""
+        folder and its ``/``) hold, with those rows, one file at a time in the order of their paths
+        (:class:`Entries`): a reader of 100,000 entries, each used once and in that order, holds one at a time and
+        loads no ``files`` row. Empty when the index is not used, or for a reader of a few files (:attr:`few`: those
+        ask :meth:`known` and :meth:`fact`)."""
         if self.db is None or self.few:
             return Entries(self, kind, scope, iter(()))
         try:
             rows = self.db.execute(
-                "SELECT files.path, facts.sha256, facts.value, facts.check_ FROM files JOIN facts ON facts.sha256 = "
-                "files.sha256 WHERE files.path >= ? AND files.path < ? AND facts.code = ? AND facts.scope = ? AND "
-                "facts.kind = ? ORDER BY files.path", (folder, folder[:-1] + "0", code_key(), scope, kind))
+                "SELECT files.*, facts.value, facts.check_ FROM files JOIN facts ON facts.sha256 = files.sha256 WHERE "
+                "files.path >= ? AND files.path < ? AND facts.code = ? AND facts.scope = ? AND facts.kind = ? ORDER BY "
+                "files.path", (folder, folder[:-1] + "0", code_key(), scope, kind))
         except sqlite3.DatabaseError as e:
             self._fail(f"cannot be read ({e})")
             return Entries(self, kind, scope, iter(()))
@@ -457,31 +458,38 @@ class Entries:
     """Facts of one kind and scope, by the path of a file that held their content (:meth:`Index.entries`), asked for
     in the order of the paths (:meth:`take`)."""
 
-    def __init__(self, index: Index, kind: str, scope: str, rows: Iterator[tuple[str, str, str, str]]) -> None:
+    def __init__(self, index: Index, kind: str, scope: str, rows: Iterator[tuple]) -> None:
         self.index, self.kind, self.scope, self._rows = index, kind, scope, rows
-        self._row: tuple[str, str, str, str] | None = None
+        self._row: tuple | None = None
 
-    def take(self, rel: str, sha256: str) -> dict[str, Any] | None:
-        """The value kept for content ``sha256`` as the file ``rel`` held it, parsed; None when there is none (or
-        the file's row names other content: written meanwhile), or when its check digest does not match or it
-        does not parse (counted in :attr:`Index.ignored`). ``rel`` must come after every path asked before."""
+    def take(self, rel: str, st: os.stat_result) -> tuple[str, dict[str, Any]] | None:
+        """The sha256 the file ``rel`` holds while its ``lstat`` is ``st`` (its ``files`` row, used as
+        :meth:`Index.known` uses it) and the value kept for that content, parsed; None when there is none, or when a
+        check digest does not match or the value does not parse (counted in :attr:`Index.ignored`). ``rel`` must
+        come after every path asked before."""
         try:
             while self._row is None or self._row[0] < rel:
                 self._row = next(self._rows)
         except (StopIteration, sqlite3.DatabaseError):
             self._rows = iter(())
             return None
-        path, sha, value, check = self._row
-        if path != rel or sha != sha256:
+        path, *k, sha, blob, row_check, value, check = self._row
+        if path != rel:
+            return None
+        if row_check != _check(rel, *k, sha, blob) or check != _check(sha, self.kind, self.scope, code_key(), value):
+            self.index.ignored += 1
+            return None
+        packed = _pack(tuple(k), sha, blob)
+        if packed is None or packed[:_STAT.size] != _packed_stat(st):
             return None
         try:
-            parsed = json.loads(value) if check == _check(sha, self.kind, self.scope, code_key(), value) else None
+            parsed = json.loads(value)
         except ValueError:
             parsed = None
         if not isinstance(parsed, dict):
             self.index.ignored += 1
             return None
-        return parsed
+        return sha, parsed
 
 
 def location(root: Path) -> Path | None:
