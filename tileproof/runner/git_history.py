@@ -28,9 +28,10 @@ import shutil
 import stat
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any, TypeVar, cast, get_args
 
 from tileproof.records import file_index
 from tileproof.records.errors import InputRefused
@@ -159,24 +160,38 @@ def _watched_paths(checked: Answer) -> list[str]:
 def _later(root: Path, *args: str) -> Callable[[], Answer]:
     """``_git(root, *args)`` started in a thread of its own (it waits on git's output, so the caller's work goes
     on); the callable returned waits for the answer, or raises what ``_git`` raised (git could not start)."""
-    box: list[Answer | BaseException] = []
-    worker = threading.Thread(target=lambda: box.append(_safely(root, args)), daemon=True)
+    return _in_thread(lambda: _git(root, *args))
+
+
+_T = TypeVar("_T")
+
+
+def _in_thread(work: Callable[[], _T]) -> Callable[[], _T]:
+    """``work()`` started in a thread of its own; the callable returned waits for its value, or raises what it
+    raised."""
+    box: list = []
+    worker = threading.Thread(target=lambda: box.append(_safely(work)), daemon=True)
     worker.start()
 
-    def answer() -> Answer:
+    def answer() -> _T:
         worker.join()
         got = box[0]
-        if isinstance(got, BaseException):
-            raise got
+        if isinstance(got, _Raised):
+            raise got.error
         return got
     return answer
 
 
-def _safely(root: Path, args: tuple[str, ...]) -> Answer | BaseException:
+@dataclass(frozen=True)
+class _Raised:
+    error: Exception
+
+
+def _safely(work: Callable[[], _T]) -> _T | _Raised:
     try:
-        return _git(root, *args)
+        return work()
     except Exception as e:  # raised again where the answer is asked for
-        return e
+        return _Raised(e)
 
 
 CACHE_FOLDER, CACHE_KIND = "", "git-history"
@@ -501,8 +516,7 @@ def changes_since(root: Path, rev: str, folders: Iterable[str], checked: Callabl
     staged = _later(root, "-c", "core.quotePath=false", "diff-index", "--cached", "--name-only", "--no-renames",
                     "-z", "--relative", commit, "--", *folders)
     working = checked or stat_check(root)
-    others = _later(root, "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard",
-                    "--", *folders)
+    others = _later(root, *_OTHERS, "--", *folders) if folders else untracked(root)
 
     def result() -> tuple[str, frozenset[str]] | NoHistory:
         answers = staged(), working(), others()
@@ -529,3 +543,208 @@ NAMED_PATHS_MAX = 2_000
 def _paths(answer: Answer) -> list[str]:
     """The NUL-separated paths of a git answer, decoded as a folder listing decodes names."""
     return [p.decode(errors="surrogateescape") for p in answer.stdout.split(b"\0") if p]
+
+
+# -- the untracked files, without listing the folders that cannot hold one -------------------------------------
+#
+# ``git ls-files --others`` opens every folder of the tree, 100,000 of them under evidence/ at fleet scale: the
+# longest of ``audit --since``'s reads. A folder whose every entry git's index tracks holds no untracked file, and
+# it holds the same entries for as long as its ``lstat`` (device, inode, mtime, ctime) is the one taken before it
+# was listed: adding, removing or renaming an entry changes the folder's mtime and ctime. So the full audit's walk
+# of evidence/ (``gather.audit_scan``) keeps, per folder under evidence/ whose entries are all tracked, that stat
+# (:func:`seed_untracked`), in the verified-file index under :func:`_cache_key` (so a changed git index, which could
+# untrack a file, finds nothing kept); :func:`untracked` then asks git only about the rest.
+
+UNTRACKED_FOLDER, UNTRACKED_KIND = f"{WATCHED[1]}/", "tracked-folders"
+"""Where :func:`seed_untracked` keeps the folders of evidence/ that hold tracked entries only: the verified-file
+index's summary of evidence/, under the scope :func:`_cache_key` (a newer one replaces it)."""
+UNTRACKED_ASKED_MAX = 1_000
+"""More paths than this to ask git about (changed or new folders, and every other entry of the tree's top and of
+evidence/): git lists the whole tree instead, which then costs less than matching each folder of evidence/ against
+so many paths."""
+_OTHERS = ("-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard")
+"""Every untracked file that no ignore rule excludes, named relative to the root (as ``_DIRTY``'s)."""
+
+
+@dataclass
+class Listed:
+    """What a walk of evidence/ (``gather.audit_scan.entries``) saw of each folder, for :func:`seed_untracked`:
+    ``folders``, each folder's (st_dev, st_ino, st_mtime_ns, st_ctime_ns) from the ``lstat`` taken before it was
+    listed, or None when it cannot be kept (not a real folder, not listed in full, an entry with a name that is not
+    UTF-8, changed within :data:`file_index.RACY_NS` of ``now``); ``entries``, how many entries other than folders
+    each holds, and ``files``, their paths."""
+
+    now: int
+    """The clock (ns) before the first folder's ``lstat``."""
+    folders: dict[str, tuple[int, int, int, int] | None] = field(default_factory=dict)
+    entries: dict[str, int] = field(default_factory=dict)
+    files: set[str] = field(default_factory=set)
+
+    def folder(self, root: str, rel: str) -> None:
+        """``rel``'s ``lstat``, taken before it is listed."""
+        try:
+            st = os.lstat(os.path.join(root, rel))
+        except OSError:
+            self.folders[rel] = None
+            return
+        settled = max(st.st_mtime_ns, st.st_ctime_ns) <= self.now - file_index.RACY_NS
+        self.folders[rel] = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns) \
+            if stat.S_ISDIR(st.st_mode) and settled else None
+        self.entries[rel] = 0
+
+    def file(self, rel: str, path: str) -> None:
+        """``path``, an entry of ``rel`` that is not a folder."""
+        self.entries[rel] = self.entries.get(rel, 0) + 1
+        self.files.add(path)
+
+    def spoil(self, rel: str) -> None:
+        """``rel`` cannot be kept (not listed in full, or an entry git may name otherwise)."""
+        self.folders[rel] = None
+
+
+def seed_untracked(root: Path | str, listed: Listed) -> None:
+    """Keep the folders of evidence/ whose every entry git's index tracks, with their stat (``listed``: a walk of
+    the whole of evidence/ that the caller made, each folder's ``lstat`` taken before it was listed), so the next
+    :func:`untracked` does not ask git about them while that stat holds. The index listing (``git ls-files``) is
+    read between two readings of :func:`_cache_key`, and nothing is kept when they differ. A folder is kept only
+    when every folder below it is (its stat does not change when a file is added below one of them); evidence/
+    itself never is (:func:`untracked` lists it every time)."""
+    root = Path(root)
+    top = WATCHED[1]
+    try:
+        mine = os.lstat(root / top)
+    except OSError:
+        return
+    key = _untracked_key(root) if top in listed.folders and stat.S_ISDIR(mine.st_mode) else None
+    if key is None:
+        return
+    tracked = _git(root, "--literal-pathspecs", "-c", "core.quotePath=false", "ls-files", "-z", "--", top)
+    if tracked.exit_code != 0 or _untracked_key(root) != key:
+        return
+    counted: dict[str, int] = {}
+    previous = b""
+    for raw in tracked.stdout.split(b"\0"):
+        if raw and raw != previous:  # an unmerged path is listed once per stage
+            previous = raw
+            path = raw.decode(errors="surrogateescape")
+            if path in listed.files:
+                parent = path.rpartition("/")[0]
+                counted[parent] = counted.get(parent, 0) + 1
+    dev, spoiled = mine.st_dev, set()
+    names: list[str] = []
+    stats: list[int] = []
+    for rel in sorted(listed.folders, key=lambda r: -r.count("/")):  # the deepest first: a folder's below it
+        st = listed.folders[rel]
+        if rel == top:
+            continue
+        if (st is None or st[0] != dev or rel in spoiled or not rel.startswith(f"{top}/")
+                or counted.get(rel, 0) != listed.entries.get(rel, -1)):
+            spoiled.add(rel.rpartition("/")[0])
+            continue
+        names.append(rel[len(top) + 1:])
+        stats += st[1:]
+    file_index.shared(root).summarise(UNTRACKED_FOLDER, UNTRACKED_KIND,
+                                      {"dev": dev, "names": names, "stats": stats}, key)
+
+
+def untracked(root: Path) -> Callable[[], Answer]:
+    """``git ls-files --others --exclude-standard`` over the whole tree under ``root`` (every untracked file no
+    ignore rule excludes), begun in a thread of its own: asked of git only for the paths :func:`_asked` names, or
+    of the whole tree; the callable returned waits for the answer."""
+    root = Path(root)
+    pending = _in_thread(lambda: _untracked_now(root))
+
+    def answer() -> Answer:
+        found, ignored = pending()
+        if ignored:  # a kept row that failed its check: said as the command's own index says its own
+            file_index.shared(root).ignored += ignored
+        return found
+    return answer
+
+
+def _untracked_now(root: Path) -> tuple[Answer, int]:
+    """The answer, and how many kept rows failed their check digest."""
+    ignored: list[int] = []
+    asked = _asked(root, ignored)
+    if asked is None:
+        return _git(root, *_OTHERS), sum(ignored)
+    if not asked:  # nothing at the top but evidence/, and no folder of it changed
+        return Answer(("git", *_OTHERS, "--"), 0, b"", b""), sum(ignored)
+    return _git(root, "--literal-pathspecs", *_OTHERS, "--", *asked), sum(ignored)
+
+
+def _asked(root: Path, ignored: list[int] | None = None) -> list[str] | None:
+    """The paths that may hold an untracked file, given the folders :func:`seed_untracked` kept: every entry of
+    the root but evidence/ (and git's own ``.git``), every entry of evidence/ that is not a folder, and each folder
+    of evidence/ (at any depth) that is new or whose ``lstat`` is not the one kept. None (ask git about the whole
+    tree) when nothing is kept under this moment's :func:`_cache_key`, when evidence/ is not a real folder on the
+    device kept, when a listing fails, or past :data:`UNTRACKED_ASKED_MAX` paths. ``ignored``: given the number of
+    kept rows that failed their check (read through a connection of its own, in a thread)."""
+    key = _untracked_key(root)
+    if key is None:
+        return None
+    index = file_index.open_index(root)  # its own connection: this runs in a thread, the command's is the main's
+    try:
+        kept: Any = index.summary(UNTRACKED_FOLDER, UNTRACKED_KIND, key)
+    finally:
+        index.close()
+    if ignored is not None:
+        ignored.append(index.ignored)
+    top = WATCHED[1]
+    try:
+        dev, names, stats = int(kept["dev"]), list(kept["names"]), list(kept["stats"])
+        if len(stats) != 3 * len(names):
+            return None
+        at = {str(name): 3 * i for i, name in enumerate(names)}
+        fd = os.open(os.path.join(root, top), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except (TypeError, KeyError, ValueError, OSError):  # nothing kept (None), or not as kept
+        return None
+    below: dict[str, list[str]] = {}
+    for name in at:
+        if "/" in name:
+            below.setdefault(name.split("/", 1)[0], []).append(name)
+    asked: list[str] = []
+    try:
+        if os.fstat(fd).st_dev != dev:
+            return None
+        with os.scandir(root) as listing:
+            asked += [e.name for e in listing if e.name not in (top, ".git")]
+        with os.scandir(fd) as listing:
+            for entry in listing:
+                name = entry.name
+                if not entry.is_dir(follow_symlinks=False) or not _same(fd, name, at, stats, dev):
+                    asked.append(f"{top}/{name}")
+                else:
+                    asked += [f"{top}/{n}" for n in below.get(name, ()) if not _same(fd, n, at, stats, dev)]
+                if len(asked) > UNTRACKED_ASKED_MAX:
+                    return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return asked
+
+
+def _same(fd: int, name: str, at: dict[str, int], stats: list, dev: int) -> bool:
+    """Whether the folder ``name`` (under the folder ``fd``) was kept, and its ``lstat`` is the one kept."""
+    i = at.get(name)
+    if i is None:
+        return False
+    try:
+        st = os.lstat(name, dir_fd=fd)
+    except OSError:
+        return False
+    return (st.st_ino == stats[i] and st.st_mtime_ns == stats[i + 1] and st.st_ctime_ns == stats[i + 2]
+            and st.st_dev == dev and stat.S_ISDIR(st.st_mode))
+
+
+def _untracked_key(root: Path) -> str | None:
+    """What the kept folders are kept under: :func:`_cache_key` (git's index file among it); None (nothing kept or
+    used) when the root is no checkout with a commit."""
+    fmt = _repository(root)
+    if isinstance(fmt, NoHistory):
+        return None
+    head = _git(root, "rev-parse", "--verify", "-q", "HEAD")
+    if head.exit_code != 0:
+        return None
+    return _cache_key(root, fmt, head.stdout.decode(errors="replace").strip())
