@@ -236,16 +236,31 @@ def _file_digest(path: Path) -> str | None:
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return None
+        seen = (os.fspath(path), file_index.stat_key(st))
+        settled = file_index.settled(st, file_index.now_ns())
+        if settled and seen in _DIGESTS:
+            return _DIGESTS[seen]
         h = hashlib.sha256()
         while chunk := os.read(fd, 1 << 20):
             h.update(chunk)
+        if settled and file_index.stat_key(os.fstat(fd)) == seen[1]:
+            if len(_DIGESTS) > 64:
+                _DIGESTS.clear()
+            _DIGESTS[seen] = h.hexdigest()
         return h.hexdigest()
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+_DIGESTS: dict[tuple[str, file_index.StatKey], str] = {}
+""":func:`_file_digest`'s digests of files whose stat was settled (``file_index.settled``: unchanged for the racy
+window) when read, by path and stat: git's index file is digested by the history read and by the untracked files'
+read of one command, 50 MB at fleet scale; a file changed since has another stat."""
 
 
 def _comparison(first: dict[str, FirstVersion], vouched: dict[str, str]) -> dict:
@@ -649,41 +664,58 @@ def seed_untracked(root: Path | str, listed: Listed) -> None:
 
 def untracked(root: Path) -> Callable[[], Answer]:
     """``git ls-files --others --exclude-standard`` over the whole tree under ``root`` (every untracked file no
-    ignore rule excludes), begun in a thread of its own: asked of git only for the paths :func:`_asked` names, or
-    of the whole tree; the callable returned waits for the answer."""
+    ignore rule excludes), begun: the root is listed now, and git asked at once about each of its entries but
+    evidence/ (and git's own ``.git``), in a thread of its own; evidence/ in another, only about the paths
+    :func:`_asked` names, or the whole of it. Without a real evidence/ folder, git lists the whole tree. The callable
+    returned waits for both and gives their paths as one answer."""
     root = Path(root)
-    pending = _in_thread(lambda: _untracked_now(root))
+    top = WATCHED[1]
+    try:
+        with os.scandir(root) as listing:
+            found = {e.name: e.is_dir(follow_symlinks=False) for e in listing}
+    except OSError:
+        found = {}
+    if not found.get(top):
+        return _later(root, *_OTHERS)
+    rest = [name for name in found if name not in (top, ".git")]
+    outside = _later(root, "--literal-pathspecs", *_OTHERS, "--", *rest) if rest else None
+    inside = _in_thread(lambda: _evidence_untracked(root))
 
     def answer() -> Answer:
-        found, ignored = pending()
+        mine, ignored = inside()
         if ignored:  # a kept row that failed its check: said as the command's own index says its own
             file_index.shared(root).ignored += ignored
-        return found
+        other = outside() if outside is not None else None
+        if other is None or mine.exit_code != 0:
+            return mine
+        if other.exit_code != 0:
+            return other
+        return Answer(other.argv, 0, other.stdout + mine.stdout, other.stderr + mine.stderr)
     return answer
 
 
-def _untracked_now(root: Path) -> tuple[Answer, int]:
-    """The answer, and how many kept rows failed their check digest."""
+def _evidence_untracked(root: Path) -> tuple[Answer, int]:
+    """The untracked files under evidence/, and how many kept rows failed their check digest."""
     ignored: list[int] = []
     asked = _asked(root, ignored)
     if asked is None:
-        return _git(root, *_OTHERS), sum(ignored)
-    if not asked:  # nothing at the top but evidence/, and no folder of it changed
+        return _git(root, "--literal-pathspecs", *_OTHERS, "--", WATCHED[1]), sum(ignored)
+    if not asked:  # no folder of it changed, and it holds nothing else
         return Answer(("git", *_OTHERS, "--"), 0, b"", b""), sum(ignored)
     return _git(root, "--literal-pathspecs", *_OTHERS, "--", *asked), sum(ignored)
 
 
 def _asked(root: Path, ignored: list[int] | None = None) -> list[str] | None:
-    """The paths that may hold an untracked file, given the folders :func:`seed_untracked` kept: every entry of
-    the root but evidence/ (and git's own ``.git``), every entry of evidence/ that is not a folder, and each folder
-    of evidence/ (at any depth) that is new or whose ``lstat`` is not the one kept. None (ask git about the whole
-    tree) when nothing is kept under this moment's :func:`_cache_key`, when evidence/ is not a real folder on the
-    device kept, when a listing fails, or past :data:`UNTRACKED_ASKED_MAX` paths. ``ignored``: given the number of
-    kept rows that failed their check (read through a connection of its own, in a thread)."""
+    """The paths under evidence/ that may hold an untracked file, given the folders :func:`seed_untracked` kept:
+    every entry of evidence/ that is not a folder, and each folder of it (at any depth) that is new or whose
+    ``lstat`` is not the one kept. None (ask git about the whole of evidence/) when nothing is kept under this
+    moment's :func:`_cache_key`, when evidence/ is not a real folder on the device kept, when its listing fails, or
+    past :data:`UNTRACKED_ASKED_MAX` paths. ``ignored``: given the number of kept rows that failed their check (read
+    through a connection of its own: this runs in a thread, and the command's connection is the main thread's)."""
     key = _untracked_key(root)
     if key is None:
         return None
-    index = file_index.open_index(root)  # its own connection: this runs in a thread, the command's is the main's
+    index = file_index.open_index(root)
     try:
         kept: Any = index.summary(UNTRACKED_FOLDER, UNTRACKED_KIND, key)
     finally:
@@ -707,8 +739,6 @@ def _asked(root: Path, ignored: list[int] | None = None) -> list[str] | None:
     try:
         if os.fstat(fd).st_dev != dev:
             return None
-        with os.scandir(root) as listing:
-            asked += [e.name for e in listing if e.name not in (top, ".git")]
         with os.scandir(fd) as listing:
             for entry in listing:
                 name = entry.name
