@@ -14,6 +14,7 @@ import shutil
 import sqlite3
 import subprocess
 import time
+from array import array
 from pathlib import Path
 
 import pytest
@@ -184,8 +185,28 @@ def test_an_edited_kept_row_is_not_used_and_is_counted(checkout):
                                       (git_history.UNTRACKED_KIND,)).fetchone()[0])
         st = os.lstat(checkout / "evidence" / "r1")
         i = 3 * value["names"].index("r1")
-        value["stats"][i:i + 3] = [st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
+        stats = array("q", bytes.fromhex(value["stats"]))
+        stats[i:i + 3] = array("q", [st.st_ino, st.st_mtime_ns, st.st_ctime_ns])
+        value["stats"] = stats.tobytes().hex()
         db.execute("UPDATE summaries SET value = ? WHERE kind = ?", (json.dumps(value), git_history.UNTRACKED_KIND))
     db.close()
     assert "evidence/r1/new.txt" in listed(checkout)
     assert file_index.shared(checkout).ignored == 1
+
+
+def test_a_folder_is_not_kept_when_one_below_it_holds_an_untracked_file(checkout):
+    (checkout / "evidence" / "r3" / "sub" / "untracked.txt").write_text("there at the seeding\n")
+    time.sleep(0.1)
+    seed(checkout)
+    assert "r3" not in kept(checkout) and "r1" in kept(checkout)
+    assert "evidence/r3/sub/untracked.txt" in listed(checkout)
+
+
+def test_a_tracked_file_gone_does_not_vouch_for_an_untracked_one(checkout):
+    """As many entries as the index tracks in the folder, but not the same ones: the folder is not kept."""
+    (checkout / "evidence" / "r1" / "a.txt").unlink()
+    (checkout / "evidence" / "r1" / "c.txt").write_text("untracked, in a.txt's place\n")
+    time.sleep(0.1)
+    seed(checkout)
+    assert "r1" not in kept(checkout) and "r2" in kept(checkout)
+    assert "evidence/r1/c.txt" in listed(checkout)

@@ -60,11 +60,11 @@ def entries(root: str, folder: str, refused: dict[str, Issue],
             listing = os.scandir(os.path.join(root, rel))
         except FileNotFoundError:
             if listed is not None:
-                listed.spoil(rel)
+                listed.spoil()
             continue
         except OSError as err:
             if listed is not None:
-                listed.spoil(rel)
+                listed.spoil()
             refused[rel] = inputs.refused_issue(InputRefused(rel, "unreadable", f"cannot be listed ({err.strerror})",
                                                              "check its permissions"))
             continue
@@ -75,11 +75,11 @@ def entries(root: str, folder: str, refused: dict[str, Issue],
                     stack.append(path)
                 elif (problem := utf8_problem(path)) is not None:
                     if listed is not None:
-                        listed.spoil(rel)
+                        listed.spoil()
                     refused[path] = inputs.refused_issue(InputRefused(path, "not-utf8", problem, NAME_FIX))
                 else:
                     if listed is not None:
-                        listed.file(rel, path)
+                        listed.file()
                     yield path, entry
 
 
@@ -160,7 +160,7 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
             if recorded == known.sha256:
                 diffs[name] = _report_diff(root, name, record_sha, rel, known.sha256, index)
     if seen is not None:  # what the next audit --since need not ask git about (runner.git_history.untracked)
-        git_history.seed_untracked(root, seen)
+        git_history.seed_untracked(root, seen, disk)
         del seen
     index.save()
     return seals, disk, diffs, refused, tuple(index.notes())

@@ -26,9 +26,11 @@ import os
 import re
 import shutil
 import stat
+import sys
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from array import array
+from collections.abc import Callable, Container, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar, cast, get_args
@@ -581,85 +583,92 @@ _OTHERS = ("-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclud
 """Every untracked file that no ignore rule excludes, named relative to the root (as ``_DIRTY``'s)."""
 
 
-@dataclass
 class Listed:
-    """What a walk of evidence/ (``gather.audit_scan.entries``) saw of each folder, for :func:`seed_untracked`:
-    ``folders``, each folder's (st_dev, st_ino, st_mtime_ns, st_ctime_ns) from the ``lstat`` taken before it was
-    listed, or None when it cannot be kept (not a real folder, not listed in full, an entry with a name that is not
-    UTF-8, changed within :data:`file_index.RACY_NS` of ``now``); ``entries``, how many entries other than folders
-    each holds, and ``files``, their paths."""
+    """What a walk of evidence/ (``gather.audit_scan.entries``) saw of each folder, for :func:`seed_untracked`, in
+    the order it listed them: each folder's path, the (st_ino, st_mtime_ns, st_ctime_ns) of the ``lstat`` taken
+    before it was listed (in one array: 100,000 folders), whether it can be kept (a real folder on evidence/'s device,
+    listed in full, no entry named otherwise than git names it, unchanged for :data:`file_index.RACY_NS` before
+    ``now``) and how many entries other than folders it holds. Every call is about the folder the walk lists now."""
 
-    now: int
-    """The clock (ns) before the first folder's ``lstat``."""
-    folders: dict[str, tuple[int, int, int, int] | None] = field(default_factory=dict)
-    entries: dict[str, int] = field(default_factory=dict)
-    files: set[str] = field(default_factory=set)
+    def __init__(self, now: int):
+        self.now = now
+        """The clock (ns) before the first folder's ``lstat``."""
+        self.folders: list[str] = []
+        self.stats = array("q")
+        self.ok = bytearray()
+        self.entries: list[int] = []
+        self.dev: int | None = None
 
     def folder(self, root: str, rel: str) -> None:
         """``rel``'s ``lstat``, taken before it is listed."""
+        self.folders.append(rel)
+        self.entries.append(0)
         try:
             st = os.lstat(os.path.join(root, rel))
-        except OSError:
-            self.folders[rel] = None
+            self.dev = st.st_dev if self.dev is None else self.dev
+            self.stats.extend((st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
+        except (OSError, OverflowError):
+            self.stats.extend((0, 0, 0))
+            self.ok.append(0)
             return
-        settled = max(st.st_mtime_ns, st.st_ctime_ns) <= self.now - file_index.RACY_NS
-        self.folders[rel] = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns) \
-            if stat.S_ISDIR(st.st_mode) and settled else None
-        self.entries[rel] = 0
+        self.ok.append(stat.S_ISDIR(st.st_mode) and st.st_dev == self.dev
+                       and max(st.st_mtime_ns, st.st_ctime_ns) <= self.now - file_index.RACY_NS)
 
-    def file(self, rel: str, path: str) -> None:
-        """``path``, an entry of ``rel`` that is not a folder."""
-        self.entries[rel] = self.entries.get(rel, 0) + 1
-        self.files.add(path)
+    def file(self) -> None:
+        """An entry of the folder that is not a folder."""
+        self.entries[-1] += 1
 
-    def spoil(self, rel: str) -> None:
-        """``rel`` cannot be kept (not listed in full, or an entry git may name otherwise)."""
-        self.folders[rel] = None
+    def spoil(self) -> None:
+        """The folder cannot be kept (not listed in full, or an entry git may name otherwise)."""
+        self.ok[-1] = 0
 
 
-def seed_untracked(root: Path | str, listed: Listed) -> None:
+def seed_untracked(root: Path | str, listed: Listed, present: Container[str]) -> None:
     """Keep the folders of evidence/ whose every entry git's index tracks, with their stat (``listed``: a walk of
-    the whole of evidence/ that the caller made, each folder's ``lstat`` taken before it was listed), so the next
-    :func:`untracked` does not ask git about them while that stat holds. The index listing (``git ls-files``) is
-    read between two readings of :func:`_cache_key`, and nothing is kept when they differ. A folder is kept only
-    when every folder below it is (its stat does not change when a file is added below one of them); evidence/
-    itself never is (:func:`untracked` lists it every time)."""
+    the whole of evidence/ that the caller made, each folder's ``lstat`` taken before it was listed; ``present``:
+    the paths of the entries it read, each an entry of its folder), so the next :func:`untracked` does not ask git
+    about them while that stat holds. A folder's entries are all tracked when as many of them are both ``present``
+    and in git's index (``git ls-files``) as it holds: an entry that was not read (a link, say) makes it not kept.
+    The index listing is read between two readings of :func:`_cache_key`, and nothing is kept when they differ. A
+    folder is kept only when every folder below it is (its stat does not change when a file is added below one of
+    them); evidence/ itself never is (:func:`untracked` lists it every time)."""
     root = Path(root)
     top = WATCHED[1]
-    try:
-        mine = os.lstat(root / top)
-    except OSError:
+    if not listed.folders or listed.folders[0] != top:
         return
-    key = _untracked_key(root) if top in listed.folders and stat.S_ISDIR(mine.st_mode) else None
+    key = _untracked_key(root)
     if key is None:
         return
     tracked = _git(root, "--literal-pathspecs", "-c", "core.quotePath=false", "ls-files", "-z", "--", top)
     if tracked.exit_code != 0 or _untracked_key(root) != key:
         return
-    counted: dict[str, int] = {}
-    previous = b""
-    for raw in tracked.stdout.split(b"\0"):
-        if raw and raw != previous:  # an unmerged path is listed once per stage
+    at = {rel: i for i, rel in enumerate(listed.folders)}
+    counted = [0] * len(at)
+    out, start, previous = tracked.stdout, 0, b""
+    while (end := out.find(b"\0", start)) >= 0:  # one path at a time: 300,000 at fleet scale
+        raw, start = out[start:end], end + 1
+        if raw != previous:  # an unmerged path is listed once per stage
             previous = raw
             path = raw.decode(errors="surrogateescape")
-            if path in listed.files:
-                parent = path.rpartition("/")[0]
-                counted[parent] = counted.get(parent, 0) + 1
-    dev, spoiled = mine.st_dev, set()
-    names: list[str] = []
-    stats: list[int] = []
-    for rel in sorted(listed.folders, key=lambda r: -r.count("/")):  # the deepest first: a folder's below it
-        st = listed.folders[rel]
+            i = at.get(path.rpartition("/")[0])
+            if i is not None and path in present:
+                counted[i] += 1
+    del out, tracked
+    spoiled: set[str] = set()
+    kept: list[int] = []
+    for i in sorted(range(len(at)), key=lambda j: -listed.folders[j].count("/")):  # the deepest first
+        rel = listed.folders[i]
         if rel == top:
             continue
-        if (st is None or st[0] != dev or rel in spoiled or not rel.startswith(f"{top}/")
-                or counted.get(rel, 0) != listed.entries.get(rel, -1)):
+        if not listed.ok[i] or rel in spoiled or counted[i] != listed.entries[i]:
             spoiled.add(rel.rpartition("/")[0])
-            continue
-        names.append(rel[len(top) + 1:])
-        stats += st[1:]
-    file_index.shared(root).summarise(UNTRACKED_FOLDER, UNTRACKED_KIND,
-                                      {"dev": dev, "names": names, "stats": stats}, key)
+        else:
+            kept.append(i)
+    kept.sort()
+    stats = array("q", (v for i in kept for v in listed.stats[3 * i:3 * i + 3]))
+    file_index.shared(root).summarise(UNTRACKED_FOLDER, UNTRACKED_KIND, {
+        "dev": listed.dev, "names": [listed.folders[i][len(top) + 1:] for i in kept],
+        "stats": stats.tobytes().hex(), "order": sys.byteorder}, key)
 
 
 def untracked(root: Path) -> Callable[[], Answer]:
@@ -724,8 +733,9 @@ def _asked(root: Path, ignored: list[int] | None = None) -> list[str] | None:
         ignored.append(index.ignored)
     top = WATCHED[1]
     try:
-        dev, names, stats = int(kept["dev"]), list(kept["names"]), list(kept["stats"])
-        if len(stats) != 3 * len(names):
+        dev, names = int(kept["dev"]), list(kept["names"])
+        stats = array("q", bytes.fromhex(kept["stats"]))
+        if len(stats) != 3 * len(names) or kept["order"] != sys.byteorder:
             return None
         at = {str(name): 3 * i for i, name in enumerate(names)}
         fd = os.open(os.path.join(root, top), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
@@ -755,7 +765,7 @@ def _asked(root: Path, ignored: list[int] | None = None) -> list[str] | None:
     return asked
 
 
-def _same(fd: int, name: str, at: dict[str, int], stats: list, dev: int) -> bool:
+def _same(fd: int, name: str, at: dict[str, int], stats: array, dev: int) -> bool:
     """Whether the folder ``name`` (under the folder ``fd``) was kept, and its ``lstat`` is the one kept."""
     i = at.get(name)
     if i is None:
