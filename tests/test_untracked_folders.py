@@ -108,10 +108,18 @@ def test_a_file_added_in_or_below_a_kept_folder_is_found(checkout, rel):
 def test_a_file_added_within_the_folders_clock_tick_is_found(checkout, monkeypatch):
     """A folder changed within the racy window of the seeding is not kept: a file added to it in the same clock tick
     leaves its stat as it was (simulated here: its lstat answers what it was), and only git's listing finds it."""
+    time.sleep(2)
     (checkout / "evidence" / "r4").mkdir()
     (checkout / "evidence" / "r4" / "a.txt").write_text("a\n")
     git_commit_all(checkout, "r4")
-    seed(checkout)  # at once: r4 changed less than RACY_NS ago
+
+    def changed(rel: str) -> int:
+        st = os.lstat(checkout / rel)
+        return max(st.st_mtime_ns, st.st_ctime_ns)
+    older = max(changed(f"evidence/{r}") for r in ("r1", "r2", "r3", "r3/sub"))
+    # the racy window ends halfway between the other folders' last change and r4's, a second from each
+    monkeypatch.setattr(file_index, "RACY_NS", time.time_ns() - (older + changed("evidence/r4")) // 2)
+    seed(checkout)  # at once: r4 changed within the racy window
     assert "r1" in kept(checkout) and "r4" not in kept(checkout)
     before = os.lstat(checkout / "evidence" / "r4")
     (checkout / "evidence" / "r4" / "new.txt").write_text("new\n")
@@ -210,3 +218,19 @@ def test_a_tracked_file_gone_does_not_vouch_for_an_untracked_one(checkout):
     seed(checkout)
     assert "r1" not in kept(checkout) and "r2" in kept(checkout)
     assert "evidence/r1/c.txt" in listed(checkout)
+
+
+def test_nothing_is_kept_when_the_index_changes_while_git_lists(checkout, monkeypatch):
+    real = git_history._git
+
+    def racing(root, *args, **kwargs):
+        out = real(root, *args, **kwargs)
+        if "--others" in args:  # the seeding's listing, and a change to git's index meanwhile
+            subprocess.run(["git", "-C", str(root), "rm", "-q", "--cached", "evidence/r1/a.txt"], check=True)
+        return out
+    monkeypatch.setattr(git_history, "_git", racing)
+    seed(checkout)
+    db = sqlite3.connect(Path(os.environ[file_index.ENV]) / file_index.DATABASE)
+    rows = db.execute("SELECT count(*) FROM summaries WHERE kind = ?", (git_history.UNTRACKED_KIND,)).fetchone()[0]
+    db.close()
+    assert rows == 0

@@ -49,7 +49,7 @@ def entries(root: str, folder: str, refused: dict[str, Issue],
     ``input-not-utf8`` issue, and not yielded: no reader, index or report
     downstream has to hold a name it cannot encode (no file tileproof writes has one).
 
-    ``listed``: told of each folder before it is listed and of each entry that is not a folder
+    ``listed``: told of each folder before it is listed, and of one it could not list in full
     (``runner.git_history.seed_untracked`` keeps the folders whose entries git tracks), when given."""
     stack = [folder]
     while stack:
@@ -78,8 +78,6 @@ def entries(root: str, folder: str, refused: dict[str, Issue],
                         listed.spoil()
                     refused[path] = inputs.refused_issue(InputRefused(path, "not-utf8", problem, NAME_FIX))
                 else:
-                    if listed is not None:
-                        listed.file()
                     yield path, entry
 
 
@@ -160,7 +158,7 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
             if recorded == known.sha256:
                 diffs[name] = _report_diff(root, name, record_sha, rel, known.sha256, index)
     if seen is not None:  # what the next audit --since need not ask git about (runner.git_history.untracked)
-        git_history.seed_untracked(root, seen, disk)
+        git_history.seed_untracked(root, seen)
         del seen
     index.save()
     return seals, disk, diffs, refused, tuple(index.notes())

@@ -29,7 +29,7 @@ import stat
 import sys
 import threading
 from array import array
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -586,9 +586,9 @@ _OTHERS = ("-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclud
 class Listed:
     """What a walk of evidence/ (``gather.audit_scan.entries``) saw of each folder, for :func:`seed_untracked`, in
     the order it listed them: each folder's path, the (st_ino, st_mtime_ns, st_ctime_ns) of the ``lstat`` taken
-    before it was listed (in one array: 100,000 folders), whether it can be kept (a real folder on evidence/'s device,
-    listed in full, no entry named otherwise than git names it, unchanged for :data:`file_index.RACY_NS` before
-    ``now``) and how many entries other than folders it holds. Every call is about the folder the walk lists now."""
+    before it was listed (in one array: 100,000 folders at fleet scale), and whether it can be kept (a real folder on
+    evidence/'s device, listed in full, with no entry named otherwise than git names it, unchanged for
+    :data:`file_index.RACY_NS` before ``now``). Every call is about the folder the walk lists now."""
 
     def __init__(self, now: int):
         self.now = now
@@ -596,13 +596,11 @@ class Listed:
         self.folders: list[str] = []
         self.stats = array("q")
         self.ok = bytearray()
-        self.entries: list[int] = []
         self.dev: int | None = None
 
     def folder(self, root: str, rel: str) -> None:
         """``rel``'s ``lstat``, taken before it is listed."""
         self.folders.append(rel)
-        self.entries.append(0)
         try:
             st = os.lstat(os.path.join(root, rel))
             self.dev = st.st_dev if self.dev is None else self.dev
@@ -614,22 +612,17 @@ class Listed:
         self.ok.append(stat.S_ISDIR(st.st_mode) and st.st_dev == self.dev
                        and max(st.st_mtime_ns, st.st_ctime_ns) <= self.now - file_index.RACY_NS)
 
-    def file(self) -> None:
-        """An entry of the folder that is not a folder."""
-        self.entries[-1] += 1
-
     def spoil(self) -> None:
         """The folder cannot be kept (not listed in full, or an entry git may name otherwise)."""
         self.ok[-1] = 0
 
 
-def seed_untracked(root: Path | str, listed: Listed, present: Container[str]) -> None:
+def seed_untracked(root: Path | str, listed: Listed) -> None:
     """Keep the folders of evidence/ whose every entry git's index tracks, with their stat (``listed``: a walk of
-    the whole of evidence/ that the caller made, each folder's ``lstat`` taken before it was listed; ``present``:
-    the paths of the entries it read, each an entry of its folder), so the next :func:`untracked` does not ask git
-    about them while that stat holds. A folder's entries are all tracked when as many of them are both ``present``
-    and in git's index (``git ls-files``) as it holds: an entry that was not read (a link, say) makes it not kept.
-    The index listing is read between two readings of :func:`_cache_key`, and nothing is kept when they differ. A
+    the whole of evidence/ that the caller made, each folder's ``lstat`` taken before it was listed), so the next
+    :func:`untracked` does not ask git about them while that stat holds. Which folders hold an untracked entry, git
+    says once that walk is over (``git ls-files --others`` of evidence/, ignored files included: whatever the
+    ignore rules are later), read between two readings of :func:`_cache_key` (nothing is kept when they differ). A
     folder is kept only when every folder below it is (its stat does not change when a file is added below one of
     them); evidence/ itself never is (:func:`untracked` lists it every time)."""
     root = Path(root)
@@ -639,28 +632,17 @@ def seed_untracked(root: Path | str, listed: Listed, present: Container[str]) ->
     key = _untracked_key(root)
     if key is None:
         return
-    tracked = _git(root, "--literal-pathspecs", "-c", "core.quotePath=false", "ls-files", "-z", "--", top)
-    if tracked.exit_code != 0 or _untracked_key(root) != key:
+    others = _git(root, "--literal-pathspecs", "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--", top)
+    if others.exit_code != 0 or _untracked_key(root) != key:
         return
-    at = {rel: i for i, rel in enumerate(listed.folders)}
-    counted = [0] * len(at)
-    out, start, previous = tracked.stdout, 0, b""
-    while (end := out.find(b"\0", start)) >= 0:  # one path at a time: 300,000 at fleet scale
-        raw, start = out[start:end], end + 1
-        if raw != previous:  # an unmerged path is listed once per stage
-            previous = raw
-            path = raw.decode(errors="surrogateescape")
-            i = at.get(path.rpartition("/")[0])
-            if i is not None and path in present:
-                counted[i] += 1
-    del out, tracked
-    spoiled: set[str] = set()
+    spoiled = {p.rstrip("/").rpartition("/")[0] for p in _paths(others)}  # an untracked folder is named with its /
+    spoiled |= {p.rstrip("/") for p in _paths(others) if p.endswith("/")}
     kept: list[int] = []
-    for i in sorted(range(len(at)), key=lambda j: -listed.folders[j].count("/")):  # the deepest first
+    for i in sorted(range(len(listed.folders)), key=lambda j: -listed.folders[j].count("/")):  # the deepest first
         rel = listed.folders[i]
         if rel == top:
             continue
-        if not listed.ok[i] or rel in spoiled or counted[i] != listed.entries[i]:
+        if not listed.ok[i] or rel in spoiled:
             spoiled.add(rel.rpartition("/")[0])
         else:
             kept.append(i)
