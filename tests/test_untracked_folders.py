@@ -64,7 +64,7 @@ def kept(root: Path) -> list[str]:
         found = index.summary(git_history.UNTRACKED_FOLDER, git_history.UNTRACKED_KIND, key)
     finally:
         index.close()
-    return sorted(found["names"]) if found else []
+    return sorted(name.removeprefix("evidence/") for name in found["names"]) if found else []
 
 
 def listed(root: Path) -> list[str]:
@@ -192,7 +192,7 @@ def test_an_edited_kept_row_is_not_used_and_is_counted(checkout):
         value = json.loads(db.execute("SELECT value FROM summaries WHERE kind = ?",
                                       (git_history.UNTRACKED_KIND,)).fetchone()[0])
         st = os.lstat(checkout / "evidence" / "r1")
-        i = 3 * value["names"].index("r1")
+        i = 3 * value["names"].index("evidence/r1")
         stats = array("q", bytes.fromhex(value["stats"]))
         stats[i:i + 3] = array("q", [st.st_ino, st.st_mtime_ns, st.st_ctime_ns])
         value["stats"] = stats.tobytes().hex()

@@ -649,7 +649,7 @@ def seed_untracked(root: Path | str, listed: Listed) -> None:
     kept.sort()
     stats = array("q", (v for i in kept for v in listed.stats[3 * i:3 * i + 3]))
     file_index.shared(root).summarise(UNTRACKED_FOLDER, UNTRACKED_KIND, {
-        "dev": listed.dev, "names": [listed.folders[i][len(top) + 1:] for i in kept],
+        "dev": listed.dev, "names": [listed.folders[i] for i in kept],  # each under evidence/, as the walk named it
         "stats": stats.tobytes().hex(), "order": sys.byteorder}, key)
 
 
@@ -719,9 +719,11 @@ def _asked(root: Path, ignored: list[int] | None = None) -> list[str] | None:
         stats = array("q", bytes.fromhex(kept["stats"]))
         if len(stats) != 3 * len(names) or kept["order"] != sys.byteorder:
             return None
-        at = {str(name): 3 * i for i, name in enumerate(names)}
+        at = {name[len(top) + 1:]: 3 * i for i, name in enumerate(names) if name.startswith(f"{top}/")}
+        if len(at) != len(names):
+            return None
         fd = os.open(os.path.join(root, top), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except (TypeError, KeyError, ValueError, OSError):  # nothing kept (None), or not as kept
+    except (TypeError, KeyError, ValueError, AttributeError, OSError):  # nothing kept (None), or not as kept
         return None
     below: dict[str, list[str]] = {}
     for name in at:
