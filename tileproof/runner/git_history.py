@@ -54,6 +54,7 @@ from tileproof.records.runner_keys import REGISTRY
 from tileproof.records.safe_read import InputKind, stream
 from tileproof.records.trust_history import TrustHistory
 from tileproof.records.trust_pin import PIN
+from tileproof.runner.forked import ForkedHelper
 from tileproof.runner.query import Answer, ask
 
 GIT_TIMEOUT_S = 300.0
@@ -530,10 +531,10 @@ def changes_since(root: Path, rev: str, folders: Iterable[str], checked: Callabl
         missing = _no_history(Path(root)) or NoHistory(f"{rev!r} names no commit of this repository")
         return lambda: missing
     folders = list(folders)
+    others = _later(root, *_OTHERS, "--", *folders) if folders else untracked(root)  # first: it may fork
     staged = _later(root, "-c", "core.quotePath=false", "diff-index", "--cached", "--name-only", "--no-renames",
                     "-z", "--relative", commit, "--", *folders)
     working = checked or stat_check(root)
-    others = _later(root, *_OTHERS, "--", *folders) if folders else untracked(root)
 
     def result() -> tuple[str, frozenset[str]] | NoHistory:
         answers = staged(), working(), others()
@@ -657,7 +658,9 @@ def untracked(root: Path) -> Callable[[], Answer]:
     """``git ls-files --others --exclude-standard`` over the whole tree under ``root`` (every untracked file no
     ignore rule excludes), begun: the root is listed now, and git asked at once about each of its entries but
     evidence/ (and git's own ``.git``), in a thread of its own; evidence/ in another, only about the paths
-    :func:`_asked` names, or the whole of it. Without a real evidence/ folder, git lists the whole tree. The callable
+    :func:`_asked` names, or the whole of it. :func:`_asked` (100,000 ``lstat`` at fleet scale) runs in the runner's
+    forked helper (``runner.forked``), begun first: in a thread it would hold this process's interpreter lock as long
+    as git's walk would take on the other CPU. Without a real evidence/ folder, git lists the whole tree. The callable
     returned waits for both and gives their paths as one answer."""
     root = Path(root)
     top = WATCHED[1]
@@ -668,9 +671,11 @@ def untracked(root: Path) -> Callable[[], Answer]:
         found = {}
     if not found.get(top):
         return _later(root, *_OTHERS)
+    helper = ForkedHelper(True)
+    planned = helper.submit(_planned, str(root))
     rest = [name for name in found if name not in (top, ".git")]
     outside = _later(root, "--literal-pathspecs", *_OTHERS, "--", *rest) if rest else None
-    inside = _in_thread(lambda: _evidence_untracked(root))
+    inside = _in_thread(lambda: _evidence_untracked(root, planned, helper))
 
     def answer() -> Answer:
         mine, ignored = inside()
@@ -685,15 +690,27 @@ def untracked(root: Path) -> Callable[[], Answer]:
     return answer
 
 
-def _evidence_untracked(root: Path) -> tuple[Answer, int]:
-    """The untracked files under evidence/, and how many kept rows failed their check digest."""
+def _planned(root: str) -> tuple[list[str] | None, int]:
+    """:func:`_asked`, and how many kept rows failed their check digest (the forked helper's job)."""
     ignored: list[int] = []
-    asked = _asked(root, ignored)
+    return _asked(Path(root), ignored), sum(ignored)
+
+
+def _evidence_untracked(root: Path, planned: Callable[[], tuple[list[str] | None, int]], helper: ForkedHelper
+                        ) -> tuple[Answer, int]:
+    """The untracked files under evidence/ (git asked about what ``planned`` names: :func:`_planned`'s answer), and
+    how many kept rows failed their check digest. A helper that failed is no answer: git lists all of evidence/."""
+    try:
+        asked, ignored = planned()
+    except Exception:  # the helper died or raised: any doubt is git's whole walk
+        asked, ignored = None, 0
+    finally:
+        helper.close()
     if asked is None:
-        return _git(root, "--literal-pathspecs", *_OTHERS, "--", WATCHED[1]), sum(ignored)
+        return _git(root, "--literal-pathspecs", *_OTHERS, "--", WATCHED[1]), ignored
     if not asked:  # no folder of it changed, and it holds nothing else
-        return Answer(("git", *_OTHERS, "--"), 0, b"", b""), sum(ignored)
-    return _git(root, "--literal-pathspecs", *_OTHERS, "--", *asked), sum(ignored)
+        return Answer(("git", *_OTHERS, "--"), 0, b"", b""), ignored
+    return _git(root, "--literal-pathspecs", *_OTHERS, "--", *asked), ignored
 
 
 def _asked(root: Path, ignored: list[int] | None = None) -> list[str] | None:
