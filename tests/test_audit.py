@@ -458,6 +458,44 @@ def test_parallel_scan_matches_inline(audit_copy, monkeypatch):
     assert forked.evidence_bytes == inline.evidence_bytes
 
 
+def test_the_forked_byte_helper_ends_once_its_result_is_taken(audit_copy, monkeypatch):
+    """The byte helper's process serves one job: taking its result ends it (what it held is freed then, not at
+    the command's end), and its result stays the same when taken again."""
+    import multiprocessing
+
+    from tileproof.runner import forked
+
+    root, _ = audit_copy
+    helper = forked.ForkedHelper(True)
+    if helper.pool is None:
+        pytest.skip("no fork here, or one CPU: the job runs inline")
+    names = audit_run.record_names(root)
+    done = helper.submit(audit_scan.byte_pass, str(root), names)
+    first = done()
+    assert helper.pool is None and multiprocessing.active_children() == []
+    seals, disk, _diffs, _refused, _notes = first
+    assert done() is first
+    assert set(seals) == set(names) and len(disk) > 0
+
+
+def test_hashed_reads_as_the_dict_of_tuples_it_keeps():
+    """``audit_scan.Hashed``: each (size, sha256 hex) given back as given, in order, and a digest it cannot keep
+    exactly (not lowercase hex of 32 bytes) refused, never altered."""
+    import hashlib
+    import pickle
+
+    hashed, plain = audit_scan.Hashed(), {}
+    for i, size in enumerate((0, 1, 2**40)):
+        plain[f"evidence/f{i}"] = hashed[f"evidence/f{i}"] = (size, hashlib.sha256(bytes([i])).hexdigest())
+    assert dict(hashed.items()) == plain and list(hashed) == list(plain) and len(hashed) == 3
+    assert hashed.get("evidence/none") is None and "evidence/f1" in hashed
+    assert dict(pickle.loads(pickle.dumps(hashed)).items()) == plain
+    for bad in ("AB" * 32, "ab" * 31, "zz" * 32):
+        with pytest.raises(ValueError):
+            hashed["evidence/bad"] = (1, bad)
+    assert "evidence/bad" not in hashed
+
+
 def test_raw_seal_equals_store_seal(audit_template):
     root, info = audit_template
     for written in (info["run"], info["compile"], info["session"]):

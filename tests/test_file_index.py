@@ -143,6 +143,47 @@ def test_an_edited_entry_is_ignored_with_one_line(checkout, table):
     assert "1 entries did not match their check digest" in lines[0], err
 
 
+def test_a_row_whose_digest_is_not_lowercase_hex_is_not_used(checkout):
+    """An entry held packed (its digests as bytes) is exactly the row: one whose digest does not pack back to the
+    same text (upper case, here with its check digest made to match) is not used; its file is read afresh."""
+    clean = outputs(checkout)
+    db = checkout / file_index.FOLDER / file_index.DATABASE
+    with sqlite3.connect(db) as con:
+        rel, *k, sha, blob, _check = con.execute("SELECT * FROM files WHERE path LIKE 'evidence/%' LIMIT 1").fetchone()
+        upper = sha.upper()
+        con.execute("UPDATE files SET sha256 = ?, check_ = ? WHERE path = ?",
+                    (upper, file_index._check(rel, *k, upper, blob), rel))
+    index = file_index.open_index(checkout)
+    index.load_files()
+    assert rel not in index.files and len(index.files) > 100 and index.ignored == 0
+    index.close()
+    code, text, err = run("audit", "--root", str(checkout), "--json", str(checkout.parent / "a.json"))
+    assert (code, text) == clean["audit"]
+    assert "index:" not in err
+
+
+def test_a_fact_is_parsed_when_asked_for_each_time_afresh(tmp_path):
+    """Facts are held as their checked JSON text: each ask parses it anew (a caller's edit of one answer is not
+    the next one's), and a text that is not a JSON object, its check digest matching, is ignored and counted."""
+    index = file_index.open_index(tmp_path)
+    index.remember("a" * 64, "raw-record", {"seal": "s", "report": None})
+    index.save()
+    code = file_index.code_key()
+    bad = "[not json"
+    with index.db:
+        row = ("b" * 64, "raw-record", "", code, bad)
+        index.db.execute("INSERT INTO facts VALUES (?,?,?,?,?,?)", (*row, file_index._check(*row)))
+    index.close()
+    again = file_index.open_index(tmp_path)
+    got = again.fact("a" * 64, "raw-record")
+    assert got == {"seal": "s", "report": None}
+    got["seal"] = "edited"
+    assert again.fact("a" * 64, "raw-record") == {"seal": "s", "report": None}
+    assert again.ignored == 0
+    assert again.fact("b" * 64, "raw-record") is None and again.ignored == 1
+    again.close()
+
+
 def test_a_corrupted_database_is_not_used_and_changes_nothing(checkout):
     clean = outputs(checkout)
     db = checkout / file_index.FOLDER / file_index.DATABASE

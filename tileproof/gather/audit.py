@@ -25,7 +25,7 @@ import contextlib
 import dataclasses
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, MutableMapping
 from pathlib import Path, PurePosixPath
 
 from pydantic import ValidationError
@@ -282,7 +282,8 @@ def _since_tree(root: Path, examined: list, facts_read: list[tuple[str, Examined
     return Tree.chosen(root, facts, read, trusting, checked, refused)
 
 
-def _outside_folders(root: Path, refs_of, disk: dict[str, tuple[int, str]], refused: dict[str, Issue]) -> None:
+def _outside_folders(root: Path, refs_of, disk: MutableMapping[str, tuple[int, str]],
+                     refused: dict[str, Issue]) -> None:
     """``audit --since``: the transcripts in-scope records reference outside the folders the byte pass read,
     hashed here into ``disk`` (streamed), or ``refused``; a missing one is left to the evidence rules."""
     unindexed = file_index.Index(None, None)  # no stat from a walk vouches for these: read every one

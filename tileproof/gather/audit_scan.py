@@ -20,7 +20,7 @@ import json
 import os
 import stat
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 
 from tileproof.judge.audit.result import Issue
@@ -98,11 +98,44 @@ def read_record(root: str, name: str) -> bytes:
     return read_bytes(root, f"{store.RUNS}/{name}", "record")
 
 
+class Hashed(MutableMapping[str, tuple[int, str]]):
+    """Path → (size, sha256 as lowercase hex) of each evidence file the byte pass hashed, as a dict of them reads,
+    each kept as 40 bytes (the size, then the digest's bytes) and made into its tuple when asked for: 300,000 of them
+    are sent from the byte helper and held to the audit's end, a third of the memory of their tuples and hex
+    strings."""
+
+    def __init__(self) -> None:
+        self._packed: dict[str, bytes] = {}
+
+    def __getitem__(self, rel: str) -> tuple[int, str]:
+        packed = self._packed[rel]
+        return int.from_bytes(packed[:8], "little"), packed[8:].hex()
+
+    def __setitem__(self, rel: str, value: tuple[int, str]) -> None:
+        size, sha256 = value
+        digest = bytes.fromhex(sha256)
+        if len(digest) != 32 or digest.hex() != sha256:
+            raise ValueError(f"not a sha256 in lowercase hex: {sha256!r}")  # never: hashlib's hexdigest
+        self._packed[rel] = size.to_bytes(8, "little") + digest
+
+    def __delitem__(self, rel: str) -> None:
+        del self._packed[rel]
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self._packed
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._packed)
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+
 def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | None = None):
     """The model-free half of the audit, run in a second process while this one
     validates: ``raw_seal`` of each record file (None when not a JSON object, or
     refused: the main process reports that); (size, sha256) of every file under
-    evidence/, each read once through ``safe_read`` and streamed as it is hashed; and, for each
+    evidence/, each read once through ``safe_read`` and streamed as it is hashed (:class:`Hashed`); and, for each
     run record whose check-report.json matches its digest, ``report_diff`` of the
     two. Returns (seals, digests, report diffs by record file name, refused
     evidence: path → its ``inputs`` issue, the index's notes).
@@ -139,7 +172,7 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
         if fact.get("report") is not None:
             path, recorded = fact["report"]
             wanted[path].append((name, recorded, sha))
-    disk: dict[str, tuple[int, str]] = {}
+    disk = Hashed()
     diffs: dict[str, list[str] | str] = {}
     refused: dict[str, Issue] = {}
     stats: dict[str, os.stat_result] = {}

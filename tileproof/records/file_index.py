@@ -51,6 +51,8 @@ import json
 import os
 import sqlite3
 import stat
+import struct
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -111,20 +113,56 @@ class Known:
     blob: str
 
 
+_STAT = struct.Struct("<QQQqq")
+"""A ``files`` row's stat data, packed: device, inode and size unsigned, the two times signed (ns)."""
+_HEX = frozenset("0123456789abcdef")
+
+
+def _pack(key: StatKey, sha256: str, blob: str) -> bytes | None:
+    """A ``files`` row as one bytes object: its stat data (:data:`_STAT`), then the sha256 and the blob id as bytes
+    (32 and 20, or none when the blob id is empty). A quarter of the memory of the row's tuples and hex strings (the
+    byte pass holds 400,000 of them); None for a row that does not pack (a digest that is not lowercase hex, a field
+    out of range: no file tileproof hashed), which is then not used."""
+    if not (isinstance(sha256, str) and isinstance(blob, str) and len(sha256) == 64 and len(blob) in (0, 40)
+            and _HEX.issuperset(sha256) and _HEX.issuperset(blob)):
+        return None
+    try:
+        return _STAT.pack(*key) + bytes.fromhex(sha256) + bytes.fromhex(blob)
+    except (struct.error, TypeError):
+        return None
+
+
+def _unpack(row: bytes) -> tuple[StatKey, Known]:
+    """A packed row's (stat data, content), as :func:`_pack` was given them."""
+    key = _STAT.unpack_from(row)
+    return key, Known(key[2], row[40:72].hex(), row[72:].hex())
+
+
+def _packed_stat(st: os.stat_result) -> bytes | None:
+    try:
+        return _STAT.pack(*stat_key(st))
+    except struct.error:
+        return None
+
+
 @dataclass
 class Index:
     """An open index (or none: ``db`` None), with what it loaded and what is to be written."""
 
     where: Path | None
     db: sqlite3.Connection | None
-    files: dict[str, tuple[StatKey, Known]] = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Path → its ``files`` row, packed (:func:`_pack`)."""
     ignored: int = 0
     """Rows whose check digest did not match: ignored, their files read afresh."""
     problem: str | None = None
     """Why the index is not used (one line), when it is not."""
-    _new_files: dict[str, tuple[StatKey, Known]] = field(default_factory=dict)
-    _new_facts: dict[tuple[str, str, str], str] = field(default_factory=dict)
-    _facts: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    _new_files: dict[str, bytes] = field(default_factory=dict)
+    _new_facts: dict[tuple[str, str], str] = field(default_factory=dict)
+    """The facts to write, keyed as :attr:`_facts` (each made by this code: :func:`code_key`), sharing its keys."""
+    _facts: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(sha256, kind and scope) → the fact's JSON text, its check digest matched: parsed when asked for (:meth:`fact`),
+    so a command holds 100,000 short texts, not the dicts and lists they parse into."""
     _facts_loaded: set[str] = field(default_factory=set)
     _files_loaded: bool = False
     _prefixes: tuple[str, ...] = ()
@@ -148,31 +186,46 @@ class Index:
             else:
                 self.load_files()
         hit = self.files.get(rel)
-        return hit[1] if hit is not None and hit[0] == stat_key(st) else None
+        if hit is None or hit[:_STAT.size] != _packed_stat(st):
+            return None
+        return _unpack(hit)[1]
 
     def learn(self, rel: str, st: os.stat_result, known: Known, now_ns: int) -> None:
         """Remember ``rel``'s content (``st``: its ``fstat`` before and after the read, equal), when settled."""
         if self.db is not None and settled(st, now_ns):
             if not self.few and not self._covers(rel):
                 self.load_files()
-            entry = (stat_key(st), known)
-            if self.files.get(rel) != entry:
+            entry = _pack(stat_key(st), known.sha256, known.blob)
+            if entry is not None and self.files.get(rel) != entry:
                 self._new_files[rel] = entry
                 self.files[rel] = entry
 
     # -- facts ---------------------------------------------------------------------------------
     def fact(self, sha256: str, kind: str, scope: str = "") -> dict[str, Any] | None:
         """The facts of ``kind`` derived from content ``sha256`` (under ``scope``: a registry digest for
-        trust outcomes) by this code, or None."""
+        trust outcomes) by this code, or None. Parsed anew on each call (a fresh dict); an entry whose text is not a
+        JSON object, its check digest matching, is ignored (counted in :attr:`ignored`) and dropped."""
         if self.db is None:
             return None
+        key = (sha256, _kind_key(kind, scope))
         if self.few and scope not in self._facts_loaded:
-            if (sha256, f"{kind}\0{scope}") not in self._facts:
+            if key not in self._facts:
                 self._load_facts(scope, (sha256, kind))
         elif scope not in self._facts_loaded:
             self._facts_loaded.add(scope)
             self._load_facts(scope)
-        return self._facts.get((sha256, f"{kind}\0{scope}"))
+        text = self._facts.get(key)
+        if text is None:
+            return None
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            parsed = None
+        if not isinstance(parsed, dict):
+            self.ignored += 1
+            del self._facts[key]
+            return None
+        return parsed
 
     def have(self, kind: str, scope: str = "", among: Iterable[str] | None = None) -> set[str]:
         """The sha256 of every content with a fact of ``kind`` (under ``scope``) made by this code, read without
@@ -202,10 +255,10 @@ class Index:
 
     def remember(self, sha256: str, kind: str, value: dict[str, Any], scope: str = "") -> None:
         if self.db is not None:
-            key = f"{kind}\0{scope}"
-            if self._facts.get((sha256, key)) != value:
-                self._facts[(sha256, key)] = value
-                self._new_facts[(sha256, key, code_key())] = json.dumps(value, sort_keys=True)
+            key, text = (sha256, _kind_key(kind, scope)), json.dumps(value, sort_keys=True)
+            if self._facts.get(key) != text:  # this code's text of an equal value is this text
+                self._facts[key] = text
+                self._new_facts[key] = text
 
     def entries(self, kind: str, scope: str, folder: str) -> Entries:
         """The facts of ``kind`` under ``scope`` made by this code of the contents the ``files`` rows of ``folder`` (a
@@ -227,7 +280,7 @@ class Index:
     def add(self, sha256: str, kind: str, value: dict[str, Any], scope: str = "") -> None:
         """:meth:`remember` for a writer that never reads the value back: only its text is kept, until :meth:`save`."""
         if self.db is not None:
-            self._new_facts[(sha256, f"{kind}\0{scope}", code_key())] = json.dumps(value, sort_keys=True)
+            self._new_facts[(sha256, _kind_key(kind, scope))] = json.dumps(value, sort_keys=True)
 
     @contextmanager
     def one_by_one(self) -> Iterator[None]:
@@ -305,7 +358,9 @@ class Index:
                 if check != _check(rel, *k, sha, blob):
                     self.ignored += 1
                     continue
-                self.files[rel] = (tuple(k), Known(k[2], sha, blob))
+                packed = _pack(tuple(k), sha, blob)
+                if packed is not None:  # else: its file is read afresh
+                    self.files[rel] = packed
         except sqlite3.DatabaseError as e:
             self._fail(f"cannot be read ({e})")
 
@@ -317,37 +372,39 @@ class Index:
         try:  # row by row, not fetchall() (see _load_rows)
             for sha, kind, value, check in self.db.execute(query + (" AND sha256 = ? AND kind = ?" if one else ""),
                                                            (code, scope, *(one or ()))):
-                try:
-                    parsed = json.loads(value) if check == _check(sha, kind, scope, code, value) else None
-                except ValueError:
-                    parsed = None
-                if not isinstance(parsed, dict):
+                if not isinstance(value, str) or check != _check(sha, kind, scope, code, value):
                     self.ignored += 1
                     continue
-                self._facts[(sha, f"{kind}\0{scope}")] = parsed
+                self._facts[(sha, _kind_key(kind, scope))] = value  # parsed when asked for (fact)
         except sqlite3.DatabaseError as e:
             self._fail(f"cannot be read ({e})")
 
     # -- writing -------------------------------------------------------------------------------
     def save(self) -> None:
-        """Write what was learned, in one transaction (readers see the old index or the new one)."""
+        """Write what was learned, in one transaction (readers see the old index or the new one). The rows are
+        made as SQLite takes them, not listed first (300,000 learned rows listed are a transient 100 MiB)."""
         if self.db is None or not (self._new_files or self._new_facts or self._new_summaries):
             return
-        file_rows = [(rel, *k, kn.sha256, kn.blob, _check(rel, *k, kn.sha256, kn.blob))
-                     for rel, (k, kn) in self._new_files.items()]
-        fact_rows = []
-        for (sha, key, code), value in self._new_facts.items():
-            kind, scope = key.split("\0", 1)
-            fact_rows.append((sha, kind, scope, code, value, _check(sha, kind, scope, code, value)))
+
+        def file_rows() -> Iterator[tuple]:
+            for rel, packed in self._new_files.items():
+                k, kn = _unpack(packed)
+                yield (rel, *k, kn.sha256, kn.blob, _check(rel, *k, kn.sha256, kn.blob))
+
         code = code_key()
+
+        def fact_rows() -> Iterator[tuple]:
+            for (sha, key), value in self._new_facts.items():
+                kind, scope = key.split("\0", 1)
+                yield (sha, kind, scope, code, value, _check(sha, kind, scope, code, value))
         summary_rows = [(folder, kind, scope, code, value, _check(folder, kind, scope, code, value))
                         for (folder, kind), (scope, value) in self._new_summaries.items()]
         try:
             with self.db:
-                self.db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)", file_rows)
-                if fact_rows:  # facts made by other code are never used again: dropped, so the index stays its size
+                self.db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)", file_rows())
+                if self._new_facts:  # facts of other code are never used again: dropped, so the index stays its size
                     self.db.execute("DELETE FROM facts WHERE code != ?", (code,))
-                self.db.executemany("INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?,?)", fact_rows)
+                self.db.executemany("INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?,?)", fact_rows())
                 self.db.executemany("INSERT OR REPLACE INTO summaries VALUES (?,?,?,?,?,?)", summary_rows)
         except sqlite3.DatabaseError as e:  # locked past BUSY_MS, disk full, corrupted: nothing is lost
             self.problem = self.problem or f"{self.where}: not updated ({e})"
@@ -376,6 +433,12 @@ class Index:
             out.append(f"index: {self.ignored} entries did not match their check digest (corrupted or edited); "
                        "ignored, their files read afresh")
         return out
+
+
+def _kind_key(kind: str, scope: str) -> str:
+    """The key of a fact's kind and scope in :attr:`Index._facts`: one string object for all its entries (interned),
+    not one made per entry."""
+    return sys.intern(f"{kind}\0{scope}")
 
 
 _TABLES = """

@@ -10,10 +10,16 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from tileproof.records import file_index
+
 
 class ForkedHelper:
     """One forked process when ``wanted`` and it can pay off (Linux's fork, 2+ CPUs); otherwise each
-    job runs inline when its result is asked for. The job must be a pure function of its arguments."""
+    job runs inline when its result is asked for. The job must be a pure function of its arguments.
+
+    The process serves one job: once its result is taken, the process ends (:meth:`close`). What it built
+    for the job (an audit's byte pass holds the index rows of 400,000 files) is then freed at once, not kept
+    until the command ends beside everything the main process goes on to build."""
 
     def __init__(self, wanted: bool):
         self.pool = None
@@ -21,11 +27,30 @@ class ForkedHelper:
             self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
-        """A callable returning ``fn(*args)``: computed meanwhile, or on call."""
+        """A callable returning ``fn(*args)``: computed meanwhile, or on call. Called once, it ends the process
+        (its result is kept for a second call)."""
         if self.pool is None:
             return lambda: fn(*args)
-        return self.pool.submit(fn, *args).result
+        future = self.pool.submit(_job, fn, *args)
+
+        def result() -> Any:
+            try:
+                return future.result()
+            finally:
+                self.close()
+        return result
 
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown()
+            self.pool = None
+
+
+def _job(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in the forked process, which then lets go of the verified-file indexes it opened (their loaded
+    rows: what the byte pass learned is saved already) before its result is pickled and sent: else both are held at
+    once, beside the parent's copy of the result being made."""
+    try:
+        return fn(*args)
+    finally:
+        file_index.release()

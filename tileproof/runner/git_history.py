@@ -29,7 +29,7 @@ import stat
 import sys
 import threading
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -120,8 +120,14 @@ def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callabl
     index = file_index.shared(root)
     kept = index.summary(CACHE_FOLDER, CACHE_KIND, key) if key is not None else None
     reads = None if kept is not None else [_later(root, *args) for args in (_LOG, _LISTED)]
+    done: list[GitHistory | NoHistory] = []
 
     def result() -> GitHistory | NoHistory:
+        if not done:  # once: then git's answers (the log of 400,000 files is 100 MiB) are let go, the result kept
+            done.append(read_answers())
+        return done[0]
+
+    def read_answers() -> GitHistory | NoHistory:
         nonlocal reads
         if kept is not None:
             found = _cached(root, fmt, kept, dirty())
@@ -129,18 +135,25 @@ def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callabl
                 return found
             reads = [_later(root, *args) for args in (_LOG, _LISTED)]  # the stat check found files
         assert reads is not None
-        log, listed = reads
+        (log, listed), reads = reads, None
         answer = log()
         if answer.exit_code != 0:
             return NoHistory(f"git log failed: {answer.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
         first = _first_versions(answer.stdout)
+        del answer, log  # the log's bytes (60 MiB at 400,000 files), read: let go before the listing is
         if isinstance(first, NoHistory):
             return first
         listing, checked = listed(), dirty()
-        vouched = _listed_ids(listing) if listing.exit_code == 0 and checked.exit_code == 0 else {}
+        vouched = _listed_ids(listing, first) if listing.exit_code == 0 and checked.exit_code == 0 else {}
+        del listing, listed  # the same
         changed = set(_watched_paths(checked))
-        staged = {path: oid for path, oid in vouched.items() if path not in changed}
-        current = {path: staged[path] if path in staged else working_id(root, path, fmt) for path in first}
+
+        def now(f: FirstVersion) -> str | Unhashed | None:
+            oid = vouched.get(f.path) if f.path not in changed else None
+            if oid is None:
+                return working_id(root, f.path, fmt)
+            return f.blob if oid == f.blob else oid  # unchanged: one string for both (400,000 kept to the end)
+        current = {path: now(f) for path, f in first.items()}
         if key is not None and vouched:
             index.summarise(CACHE_FOLDER, CACHE_KIND, _comparison(first, vouched), key)
             index.save()
@@ -335,18 +348,28 @@ def _first_versions(out: bytes) -> dict[str, FirstVersion] | NoHistory:
     return first
 
 
-def _listed_ids(listed: Answer) -> dict[str, str]:
+_LISTED_ENTRY = re.compile(rb"[^\0]+")
+"""One entry of ``_LISTED``'s output (NUL-terminated)."""
+
+
+def _listed_ids(listed: Answer, first: Mapping[str, FirstVersion] | None = None) -> dict[str, str]:
     """Path → git's object id of each regular file under runs/ and evidence/ that git's own index holds: an
     index entry at stage 0 (``git ls-files -v -s``), a regular file's mode, tagged ``H`` (neither
     assume-unchanged nor skip-worktree, which would make git skip the file). Its working copy is that object
     when ``git diff-files`` does not list it (it compares each file's stat data with the index, and its content
-    where the stat cannot tell: git's racy-entry check); every other file is hashed by :func:`working_id`."""
+    where the stat cannot tell: git's racy-entry check); every other file is hashed by :func:`working_id`. ``first``:
+    the first versions read (:func:`_first_versions`), whose path and object id strings are used for an entry that
+    has them, not made again (400,000 entries of a fleet's tree, most unchanged since they were added)."""
     out: dict[str, str] = {}
-    for entry in listed.stdout.split(b"\0"):
-        head, _tab, path = entry.partition(b"\t")
+    for found in _LISTED_ENTRY.finditer(listed.stdout):  # one at a time: split() would make 400,000 at once
+        head, _tab, path = found.group().partition(b"\t")
         words = head.split()
         if len(words) == 4 and words[0] == b"H" and words[1] in (b"100644", b"100755") and words[3] == b"0":
-            out[path.decode(errors="surrogateescape")] = words[2].decode()
+            name, oid = path.decode(errors="surrogateescape"), words[2].decode()
+            was = first.get(name) if first is not None else None
+            if was is not None:
+                name, oid = was.path, was.blob if was.blob == oid else oid
+            out[name] = oid
     return out
 
 
