@@ -79,23 +79,11 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
     with paused_gc():
         names = record_names(Path(root))
         runners, facts, scope, history = runner_keys.load_registry(Path(root)), None, None, None
-        trusting = None
         if since is not None:  # git finds what changed since REV, and reads the history, while every record's
             checked = git_history.stat_check(Path(root))  # facts are read (_since_tree); one stat check for both
             scoped = audit_since.begin(Path(root), since, names, checked)
             history = git_history.start(Path(root), checked)
             facts = indexed.read_facts(Path(root), runners)
-            # then, while git may still list untracked files: the trust state, and each record's standing (judged
-            # record by record, so the records in scope are only left out of the rest later: _since_tree)
-            try:
-                known = history()
-                trusting = trust_state.load(Path(root), trust_root, expect_ancestor, known, runners)
-            except TileproofError:  # said where it was said before, after the scope's own errors (_audit again)
-                trusting = None
-            else:
-                history = lambda: known  # noqa: E731
-                facts = list(zip([name for name, _e in facts], trusting.examine(e for _name, e in facts),
-                                 strict=True))
             scope = scoped()
         widened = None
         if scope is not None and scope.loose_evidence:  # fail closed: the whole tree (gather.audit_since)
@@ -110,7 +98,7 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
         helper = byte_helper(jobs)
         try:
             result = _audit(Path(root), names, outputs, helper, trust_root, expect_ancestor, scope, runners, facts,
-                            history, trusting)
+                            history)
         finally:
             helper.close()
         if scope is None:  # a whole-tree audit, once what it kept of each record is freed
@@ -135,12 +123,10 @@ def record_names(root: Path) -> list[str]:
 def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
            expect_ancestor: str | None, scope: audit_since.Scope | None, runners: RunnerRegistry,
            facts: list[tuple[str, Examined[preselect.Facts]]] | None,
-           history: Callable[[], GitHistory | NoHistory] | None,
-           trusted: trust_state.Trusted | None = None) -> AuditResult:
+           history: Callable[[], GitHistory | NoHistory] | None) -> AuditResult:
     """The audit under the registry ``runners`` (read once, before anything examined under it); ``facts``: every
-    record's, for ``audit --since`` (read while git found its scope), each with its standing (``trusted``'s
-    ``examine``); ``history``: the history read begun (``git_history.start``), when the caller began it;
-    ``trusted``: the trust state, when the caller loaded it (from that history)."""
+    record's, for ``audit --since`` (read while git found its scope); ``history``: the history read begun
+    (``git_history.start``), when the caller began it."""
     findings: list[Finding] = []
     add = findings.append
     flagged: set[str] = set()
@@ -159,8 +145,7 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
         if read.record is not None and not isinstance(read.record, RunRecord):
             audit_read.add_all(add, f"{store.RUNS}/{read.name}", audit_rules.run_checks(read.record, ctx))
     history_read = history()
-    trusting = trusted if trusted is not None else trust_state.load(root, trust_root, expect_ancestor, history_read,
-                                                                    runners)
+    trusting = trust_state.load(root, trust_root, expect_ancestor, history_read, runners)
     index, scope_key = file_index.shared(root), indexed.registry_scope(runners)
     to_keep: list = []
     kept.sort(key=lambda r: (r.facts.created, r.facts.run_id))
@@ -230,7 +215,7 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
         assert facts is not None
         full = [Examined(read.record, item.seal, item.verification, item.policy, item.first)
                 for read, item in zip(kept, examined, strict=True)]
-        tree = _since_tree(root, full, facts, trusting, checked, refused | lesson_refused, trusted is not None)
+        tree = _since_tree(root, full, facts, trusting, checked, refused | lesson_refused)
         seen, signals = tree.records, tree.signals()
     in_scope = [read.record for read in kept]
     untouched: list = []  # the plausibility notes of the lessons --since does not re-judge still explain
@@ -265,14 +250,14 @@ def _summarise(root: Path, runners: RunnerRegistry) -> None:
 
 
 def _since_tree(root: Path, examined: list, facts_read: list[tuple[str, Examined[preselect.Facts]]],
-                trusting: trust_state.Trusted, checked, refused: dict[str, Issue], standing: bool = False) -> Tree:
+                trusting: trust_state.Trusted, checked, refused: dict[str, Issue]) -> Tree:
     """``audit --since``: a tree of the records in scope (``examined``, read in full here) and, of every other
     record, those the lessons' verdicts can depend on (``Tree.chosen``: chosen by their facts, ``facts_read``
-    through the verified-file index (``standing``: each examined by ``trusting`` already), then read in full). The
-    records in scope are always in it (their signals are judged)."""
+    through the verified-file index, then read in full). The records in scope are always in it (their signals
+    are judged)."""
     mine = {e.record.run_id for e in examined}
     found = [(name, e) for name, e in facts_read if e.record.run_id not in mine]
-    rest = [e for _name, e in found] if standing else trusting.examine(e for _name, e in found)
+    rest = trusting.examine(e for _name, e in found)
     facts = [dataclasses.replace(e, record=preselect.facts_of(e.record)) for e in examined] + rest
     names = [name for name, _e in found]
 
