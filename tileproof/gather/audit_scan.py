@@ -29,15 +29,13 @@ from tileproof.judge.audit.rules.verdicts import report_diff
 from tileproof.records import file_index, store
 from tileproof.records.errors import InputRefused, utf8_problem
 from tileproof.records.safe_read import LIMITS, read_bytes, read_evidence
-from tileproof.runner import git_history
 from tileproof.runner.forked import ForkedHelper
 
 NAME_FIX = "give it a UTF-8 name"
 """The fix of a name that is not valid UTF-8."""
 
 
-def entries(root: str, folder: str, refused: dict[str, Issue],
-            listed: git_history.Listed | None = None) -> Iterator[tuple[str, os.DirEntry]]:
+def entries(root: str, folder: str, refused: dict[str, Issue]) -> Iterator[tuple[str, os.DirEntry]]:
     """(root-relative POSIX path, ``os.DirEntry``) of every entry under ``root/folder`` that is not a folder.
 
     Nothing is followed or opened here: ``os.scandir`` reports each entry's type
@@ -47,24 +45,15 @@ def entries(root: str, folder: str, refused: dict[str, Issue],
     ``folder`` that the walk enters was listed as a folder, not a link, by the one above it. An entry
     whose path is not valid UTF-8 (``os.fsdecode``'s surrogates) is ``refused`` too, one
     ``input-not-utf8`` issue, and not yielded: no reader, index or report
-    downstream has to hold a name it cannot encode (no file tileproof writes has one).
-
-    ``listed``: told of each folder before it is listed, and of one it could not list in full
-    (``runner.git_history.seed_untracked`` keeps the folders whose entries git tracks), when given."""
+    downstream has to hold a name it cannot encode (no file tileproof writes has one)."""
     stack = [folder]
     while stack:
         rel = stack.pop()
-        if listed is not None:
-            listed.folder(root, rel)
         try:
             listing = os.scandir(os.path.join(root, rel))
         except FileNotFoundError:
-            if listed is not None:
-                listed.spoil()
             continue
         except OSError as err:
-            if listed is not None:
-                listed.spoil()
             refused[rel] = inputs.refused_issue(InputRefused(rel, "unreadable", f"cannot be listed ({err.strerror})",
                                                              "check its permissions"))
             continue
@@ -74,19 +63,17 @@ def entries(root: str, folder: str, refused: dict[str, Issue],
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(path)
                 elif (problem := utf8_problem(path)) is not None:
-                    if listed is not None:
-                        listed.spoil()
                     refused[path] = inputs.refused_issue(InputRefused(path, "not-utf8", problem, NAME_FIX))
                 else:
                     yield path, entry
 
 
 def walk(root: str, folder: str, refused: dict[str, Issue],
-         stats: dict[str, os.stat_result] | None = None, listed: git_history.Listed | None = None) -> Iterator[str]:
+         stats: dict[str, os.stat_result] | None = None) -> Iterator[str]:
     """Every entry under ``root/folder`` that is not a folder, as a root-relative POSIX path (:func:`entries`).
     ``stats``: filled with each entry's ``lstat`` (what ``records.file_index`` compares with its entries),
-    when given; ``listed``: :func:`entries`'s."""
-    for path, entry in entries(root, folder, refused, listed):
+    when given."""
+    for path, entry in entries(root, folder, refused):
         if stats is not None:
             with contextlib.suppress(OSError):  # gone since it was listed: its reader says so
                 stats[path] = entry.stat(follow_symlinks=False)
@@ -145,9 +132,7 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
     diff by the two contents it compares. An unchanged file is not hashed again, and a record file whose
     ``lstat`` is the one indexed (below a real runs/) is not read here when its facts are known: the main
     process reads and validates every record file, and compares its seal with the one given here.
-    ``folders``: the folders under evidence/ to read (``audit --since``); default all of evidence/, and then the walk
-    also keeps which of its folders hold tracked files only (``runner.git_history.seed_untracked``: the next
-    ``audit --since`` does not ask git to list them again)."""
+    ``folders``: the folders under evidence/ to read (``audit --since``); default all of evidence/."""
     index = file_index.shared(root)
     index.few = folders is not None  # audit --since: a few folders' rows, asked for one by one
     now = file_index.now_ns()
@@ -178,8 +163,7 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
     stats: dict[str, os.stat_result] = {}
     starts = folders if folders is not None else (store.EVIDENCE,)
     real = {folder: real_folders(root, folder) for folder in starts}
-    seen = git_history.Listed(now) if folders is None and real[store.EVIDENCE] else None  # the whole of evidence/
-    listed = ((rel, real[folder]) for folder in starts for rel in walk(root, folder, refused, stats, seen))
+    listed = ((rel, real[folder]) for folder in starts for rel in walk(root, folder, refused, stats))
     for rel, vouched in listed:
         try:  # an index entry is used only below real folders (a linked evidence/ is read, and refused)
             known = file_index.content(root, rel, "evidence", index, stats.pop(rel, None) if vouched else None, now)
@@ -190,9 +174,6 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
         for name, recorded, record_sha in wanted.get(rel, ()):
             if recorded == known.sha256:
                 diffs[name] = _report_diff(root, name, record_sha, rel, known.sha256, index)
-    if seen is not None:  # what the next audit --since need not ask git about (runner.git_history.untracked)
-        git_history.seed_untracked(root, seen)
-        del seen
     index.save()
     return seals, disk, diffs, refused, tuple(index.notes())
 

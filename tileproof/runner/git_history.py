@@ -26,14 +26,11 @@ import os
 import re
 import shutil
 import stat
-import sys
 import threading
-from array import array
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar, cast, get_args
+from typing import Any, cast, get_args
 
 from tileproof.records import file_index
 from tileproof.records.errors import InputRefused
@@ -54,7 +51,6 @@ from tileproof.records.runner_keys import REGISTRY
 from tileproof.records.safe_read import InputKind, stream
 from tileproof.records.trust_history import TrustHistory
 from tileproof.records.trust_pin import PIN
-from tileproof.runner.forked import ForkedHelper
 from tileproof.runner.query import Answer, ask
 
 GIT_TIMEOUT_S = 300.0
@@ -176,38 +172,24 @@ def _watched_paths(checked: Answer) -> list[str]:
 def _later(root: Path, *args: str) -> Callable[[], Answer]:
     """``_git(root, *args)`` started in a thread of its own (it waits on git's output, so the caller's work goes
     on); the callable returned waits for the answer, or raises what ``_git`` raised (git could not start)."""
-    return _in_thread(lambda: _git(root, *args))
-
-
-_T = TypeVar("_T")
-
-
-def _in_thread(work: Callable[[], _T]) -> Callable[[], _T]:
-    """``work()`` started in a thread of its own; the callable returned waits for its value, or raises what it
-    raised."""
-    box: list = []
-    worker = threading.Thread(target=lambda: box.append(_safely(work)), daemon=True)
+    box: list[Answer | BaseException] = []
+    worker = threading.Thread(target=lambda: box.append(_safely(root, args)), daemon=True)
     worker.start()
 
-    def answer() -> _T:
+    def answer() -> Answer:
         worker.join()
         got = box[0]
-        if isinstance(got, _Raised):
-            raise got.error
+        if isinstance(got, BaseException):
+            raise got
         return got
     return answer
 
 
-@dataclass(frozen=True)
-class _Raised:
-    error: Exception
-
-
-def _safely(work: Callable[[], _T]) -> _T | _Raised:
+def _safely(root: Path, args: tuple[str, ...]) -> Answer | BaseException:
     try:
-        return work()
+        return _git(root, *args)
     except Exception as e:  # raised again where the answer is asked for
-        return _Raised(e)
+        return e
 
 
 CACHE_FOLDER, CACHE_KIND = "", "git-history"
@@ -252,31 +234,16 @@ def _file_digest(path: Path) -> str | None:
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        seen = (os.fspath(path), file_index.stat_key(st))
-        settled = file_index.settled(st, file_index.now_ns())
-        if settled and seen in _DIGESTS:
-            return _DIGESTS[seen]
         h = hashlib.sha256()
         while chunk := os.read(fd, 1 << 20):
             h.update(chunk)
-        if settled and file_index.stat_key(os.fstat(fd)) == seen[1]:
-            if len(_DIGESTS) > 64:
-                _DIGESTS.clear()
-            _DIGESTS[seen] = h.hexdigest()
         return h.hexdigest()
     except OSError:
         return None
     finally:
         os.close(fd)
-
-
-_DIGESTS: dict[tuple[str, file_index.StatKey], str] = {}
-""":func:`_file_digest`'s digests of files whose stat was settled (``file_index.settled``: unchanged for the racy
-window) when read, by path and stat: git's index file is digested by the history read and by the untracked files'
-read of one command, 50 MB at fleet scale; a file changed since has another stat."""
 
 
 def _comparison(first: dict[str, FirstVersion], vouched: dict[str, str]) -> dict:
@@ -554,10 +521,11 @@ def changes_since(root: Path, rev: str, folders: Iterable[str], checked: Callabl
         missing = _no_history(Path(root)) or NoHistory(f"{rev!r} names no commit of this repository")
         return lambda: missing
     folders = list(folders)
-    others = _later(root, *_OTHERS, "--", *folders) if folders else untracked(root)  # first: it may fork
     staged = _later(root, "-c", "core.quotePath=false", "diff-index", "--cached", "--name-only", "--no-renames",
                     "-z", "--relative", commit, "--", *folders)
     working = checked or stat_check(root)
+    others = _later(root, "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard",
+                    "--", *folders)
 
     def result() -> tuple[str, frozenset[str]] | NoHistory:
         answers = staged(), working(), others()
@@ -584,231 +552,3 @@ NAMED_PATHS_MAX = 2_000
 def _paths(answer: Answer) -> list[str]:
     """The NUL-separated paths of a git answer, decoded as a folder listing decodes names."""
     return [p.decode(errors="surrogateescape") for p in answer.stdout.split(b"\0") if p]
-
-
-# -- the untracked files, without listing the folders that cannot hold one -------------------------------------
-#
-# ``git ls-files --others`` opens every folder of the tree, 100,000 of them under evidence/ at fleet scale: the
-# longest of ``audit --since``'s reads. A folder whose every entry git's index tracks holds no untracked file, and
-# it holds the same entries for as long as its ``lstat`` (device, inode, mtime, ctime) is the one taken before it
-# was listed: adding, removing or renaming an entry changes the folder's mtime and ctime. So the full audit's walk
-# of evidence/ (``gather.audit_scan``) keeps, per folder under evidence/ whose entries are all tracked, that stat
-# (:func:`seed_untracked`), in the verified-file index under :func:`_cache_key` (so a changed git index, which could
-# untrack a file, finds nothing kept); :func:`untracked` then asks git only about the rest.
-
-UNTRACKED_FOLDER, UNTRACKED_KIND = f"{WATCHED[1]}/", "tracked-folders"
-"""Where :func:`seed_untracked` keeps the folders of evidence/ that hold tracked entries only: the verified-file
-index's summary of evidence/, under the scope :func:`_cache_key` (a newer one replaces it)."""
-UNTRACKED_ASKED_MAX = 1_000
-"""More paths than this to ask git about (changed or new folders, and every other entry of the tree's top and of
-evidence/): git lists the whole tree instead, which then costs less than matching each folder of evidence/ against
-so many paths."""
-_OTHERS = ("-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard")
-"""Every untracked file that no ignore rule excludes, named relative to the root (as ``_DIRTY``'s)."""
-
-
-class Listed:
-    """What a walk of evidence/ (``gather.audit_scan.entries``) saw of each folder, for :func:`seed_untracked`, in
-    the order it listed them: each folder's path, the (st_ino, st_mtime_ns, st_ctime_ns) of the ``lstat`` taken
-    before it was listed (in one array: 100,000 folders at fleet scale), and whether it can be kept (a real folder on
-    evidence/'s device, listed in full, with no entry named otherwise than git names it, unchanged for
-    :data:`file_index.RACY_NS` before ``now``). Every call is about the folder the walk lists now."""
-
-    def __init__(self, now: int):
-        self.now = now
-        """The clock (ns) before the first folder's ``lstat``."""
-        self.folders: list[str] = []
-        self.stats = array("q")
-        self.ok = bytearray()
-        self.dev: int | None = None
-
-    def folder(self, root: str, rel: str) -> None:
-        """``rel``'s ``lstat``, taken before it is listed."""
-        self.folders.append(rel)
-        try:
-            st = os.lstat(os.path.join(root, rel))
-            self.dev = st.st_dev if self.dev is None else self.dev
-            self.stats.extend((st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
-        except (OSError, OverflowError):
-            self.stats.extend((0, 0, 0))
-            self.ok.append(0)
-            return
-        self.ok.append(stat.S_ISDIR(st.st_mode) and st.st_dev == self.dev
-                       and max(st.st_mtime_ns, st.st_ctime_ns) <= self.now - file_index.RACY_NS)
-
-    def spoil(self) -> None:
-        """The folder cannot be kept (not listed in full, or an entry git may name otherwise)."""
-        self.ok[-1] = 0
-
-
-def seed_untracked(root: Path | str, listed: Listed) -> None:
-    """Keep the folders of evidence/ whose every entry git's index tracks, with their stat (``listed``: a walk of
-    the whole of evidence/ that the caller made, each folder's ``lstat`` taken before it was listed), so the next
-    :func:`untracked` does not ask git about them while that stat holds. Which folders hold an untracked entry, git
-    says once that walk is over (``git ls-files --others`` of evidence/, ignored files included: whatever the
-    ignore rules are later), read between two readings of :func:`_cache_key` (nothing is kept when they differ). A
-    folder is kept only when every folder below it is (its stat does not change when a file is added below one of
-    them); evidence/ itself never is (:func:`untracked` lists it every time)."""
-    root = Path(root)
-    top = WATCHED[1]
-    if not listed.folders or listed.folders[0] != top:
-        return
-    key = _untracked_key(root)
-    if key is None:
-        return
-    others = _git(root, "--literal-pathspecs", "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--", top)
-    if others.exit_code != 0 or _untracked_key(root) != key:
-        return
-    spoiled = {p.rstrip("/").rpartition("/")[0] for p in _paths(others)}  # an untracked folder is named with its /
-    spoiled |= {p.rstrip("/") for p in _paths(others) if p.endswith("/")}
-    kept: list[int] = []
-    for i in sorted(range(len(listed.folders)), key=lambda j: -listed.folders[j].count("/")):  # the deepest first
-        rel = listed.folders[i]
-        if rel == top:
-            continue
-        if not listed.ok[i] or rel in spoiled:
-            spoiled.add(rel.rpartition("/")[0])
-        else:
-            kept.append(i)
-    kept.sort()
-    stats = array("q", (v for i in kept for v in listed.stats[3 * i:3 * i + 3]))
-    file_index.shared(root).summarise(UNTRACKED_FOLDER, UNTRACKED_KIND, {
-        "dev": listed.dev, "names": [listed.folders[i] for i in kept],  # each under evidence/, as the walk named it
-        "stats": stats.tobytes().hex(), "order": sys.byteorder}, key)
-
-
-def untracked(root: Path) -> Callable[[], Answer]:
-    """``git ls-files --others --exclude-standard`` over the whole tree under ``root`` (every untracked file no
-    ignore rule excludes), begun: the root is listed now, and git asked at once about each of its entries but
-    evidence/ (and git's own ``.git``), in a thread of its own; evidence/ in another, only about the paths
-    :func:`_asked` names, or the whole of it. :func:`_asked` (100,000 ``lstat`` at fleet scale) runs in the runner's
-    forked helper (``runner.forked``), begun first: in a thread it would hold this process's interpreter lock as long
-    as git's walk would take on the other CPU. Without a real evidence/ folder, git lists the whole tree. The callable
-    returned waits for both and gives their paths as one answer."""
-    root = Path(root)
-    top = WATCHED[1]
-    try:
-        with os.scandir(root) as listing:
-            found = {e.name: e.is_dir(follow_symlinks=False) for e in listing}
-    except OSError:
-        found = {}
-    if not found.get(top):
-        return _later(root, *_OTHERS)
-    helper = ForkedHelper(True)
-    planned = helper.submit(_planned, str(root))
-    rest = [name for name in found if name not in (top, ".git")]
-    outside = _later(root, "--literal-pathspecs", *_OTHERS, "--", *rest) if rest else None
-    inside = _in_thread(lambda: _evidence_untracked(root, planned, helper))
-
-    def answer() -> Answer:
-        mine, ignored = inside()
-        if ignored:  # a kept row that failed its check: said as the command's own index says its own
-            file_index.shared(root).ignored += ignored
-        other = outside() if outside is not None else None
-        if other is None or mine.exit_code != 0:
-            return mine
-        if other.exit_code != 0:
-            return other
-        return Answer(other.argv, 0, other.stdout + mine.stdout, other.stderr + mine.stderr)
-    return answer
-
-
-def _planned(root: str) -> tuple[list[str] | None, int]:
-    """:func:`_asked`, and how many kept rows failed their check digest (the forked helper's job)."""
-    ignored: list[int] = []
-    return _asked(Path(root), ignored), sum(ignored)
-
-
-def _evidence_untracked(root: Path, planned: Callable[[], tuple[list[str] | None, int]], helper: ForkedHelper
-                        ) -> tuple[Answer, int]:
-    """The untracked files under evidence/ (git asked about what ``planned`` names: :func:`_planned`'s answer), and
-    how many kept rows failed their check digest. A helper that failed is no answer: git lists all of evidence/."""
-    try:
-        asked, ignored = planned()
-    except Exception:  # the helper died or raised: any doubt is git's whole walk
-        asked, ignored = None, 0
-    finally:
-        helper.close()
-    if asked is None:
-        return _git(root, "--literal-pathspecs", *_OTHERS, "--", WATCHED[1]), ignored
-    if not asked:  # no folder of it changed, and it holds nothing else
-        return Answer(("git", *_OTHERS, "--"), 0, b"", b""), ignored
-    return _git(root, "--literal-pathspecs", *_OTHERS, "--", *asked), ignored
-
-
-def _asked(root: Path, ignored: list[int] | None = None) -> list[str] | None:
-    """The paths under evidence/ that may hold an untracked file, given the folders :func:`seed_untracked` kept:
-    every entry of evidence/ that is not a folder, and each folder of it (at any depth) that is new or whose
-    ``lstat`` is not the one kept. None (ask git about the whole of evidence/) when nothing is kept under this
-    moment's :func:`_cache_key`, when evidence/ is not a real folder on the device kept, when its listing fails, or
-    past :data:`UNTRACKED_ASKED_MAX` paths. ``ignored``: given the number of kept rows that failed their check (read
-    through a connection of its own: this runs in a thread, and the command's connection is the main thread's)."""
-    key = _untracked_key(root)
-    if key is None:
-        return None
-    index = file_index.open_index(root)
-    try:
-        kept: Any = index.summary(UNTRACKED_FOLDER, UNTRACKED_KIND, key)
-    finally:
-        index.close()
-    if ignored is not None:
-        ignored.append(index.ignored)
-    top = WATCHED[1]
-    try:
-        dev, names = int(kept["dev"]), list(kept["names"])
-        stats = array("q", bytes.fromhex(kept["stats"]))
-        if len(stats) != 3 * len(names) or kept["order"] != sys.byteorder:
-            return None
-        at = {name[len(top) + 1:]: 3 * i for i, name in enumerate(names) if name.startswith(f"{top}/")}
-        if len(at) != len(names):
-            return None
-        fd = os.open(os.path.join(root, top), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except (TypeError, KeyError, ValueError, AttributeError, OSError):  # nothing kept (None), or not as kept
-        return None
-    below: dict[str, list[str]] = {}
-    for name in at:
-        if "/" in name:
-            below.setdefault(name.split("/", 1)[0], []).append(name)
-    asked: list[str] = []
-    try:
-        if os.fstat(fd).st_dev != dev:
-            return None
-        with os.scandir(fd) as listing:
-            for entry in listing:
-                name = entry.name
-                if not entry.is_dir(follow_symlinks=False) or not _same(fd, name, at, stats, dev):
-                    asked.append(f"{top}/{name}")
-                else:
-                    asked += [f"{top}/{n}" for n in below.get(name, ()) if not _same(fd, n, at, stats, dev)]
-                if len(asked) > UNTRACKED_ASKED_MAX:
-                    return None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return asked
-
-
-def _same(fd: int, name: str, at: dict[str, int], stats: array, dev: int) -> bool:
-    """Whether the folder ``name`` (under the folder ``fd``) was kept, and its ``lstat`` is the one kept."""
-    i = at.get(name)
-    if i is None:
-        return False
-    try:
-        st = os.lstat(name, dir_fd=fd)
-    except OSError:
-        return False
-    return (st.st_ino == stats[i] and st.st_mtime_ns == stats[i + 1] and st.st_ctime_ns == stats[i + 2]
-            and st.st_dev == dev and stat.S_ISDIR(st.st_mode))
-
-
-def _untracked_key(root: Path) -> str | None:
-    """What the kept folders are kept under: :func:`_cache_key` (git's index file among it); None (nothing kept or
-    used) when the root is no checkout with a commit."""
-    fmt = _repository(root)
-    if isinstance(fmt, NoHistory):
-        return None
-    head = _git(root, "rev-parse", "--verify", "-q", "HEAD")
-    if head.exit_code != 0:
-        return None
-    return _cache_key(root, fmt, head.stdout.decode(errors="replace").strip())
