@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from audit_tree import synthetic_tree  # tests/data/audit, on sys.path (conftest)
+from audit_tree import aged, synthetic_tree  # tests/data/audit, on sys.path (conftest)
 
 from tileproof.__main__ import main
 from tileproof.gather import audit_read, audit_scan
@@ -32,11 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 def tree(tmp_path) -> Path:
     root = tmp_path / "t"
     synthetic_tree(root, 60)
-    old = time.time() - 10
-    for folder, _dirs, names in os.walk(root):
-        for name in names:
-            os.utime(Path(folder) / name, (old, old))
-    time.sleep(file_index.RACY_NS / 1e9 + 0.1)  # the ctime utime just set must age too
+    aged(Path(folder) / name for folder, _dirs, names in os.walk(root) for name in names)
     return root
 
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from audit_tree import synthetic_tree  # tests/data/audit, on sys.path (conftest)
+from audit_tree import aged, synthetic_tree  # tests/data/audit, on sys.path (conftest)
 
 from tileproof.__main__ import main
 from tileproof.gather import indexed
@@ -30,10 +30,7 @@ from tileproof.records import file_index, runner_keys, store
 def tree(tmp_path) -> Path:
     root = tmp_path / "t"
     synthetic_tree(root, 60)
-    old = time.time() - 10
-    for path in (root / "runs").iterdir():
-        os.utime(path, (old, old))
-    time.sleep(file_index.RACY_NS / 1e9 + 0.1)  # the ctime utime just set must age too
+    aged((root / "runs").iterdir())
     return root
 
 

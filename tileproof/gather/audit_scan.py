@@ -179,18 +179,13 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
 
 
 def _indexed_record(root: str, name: str, index: file_index.Index) -> str | None:
-    """:func:`indexed_sha` of the record file ``runs/<name>`` by its ``lstat`` now."""
+    """The sha256 the index gives the record file ``runs/<name>`` by its ``lstat`` (one that :func:`vouches`, its stat
+    the one a row was made from: ``file_index.Index.known``), or None (then it is read). Only below a real runs/
+    (:func:`real_folders`) does a stat vouch for the file."""
     try:
         st = os.lstat(os.path.join(root, store.RUNS, name))
     except OSError:
         return None
-    return indexed_sha(name, st, index)
-
-
-def indexed_sha(name: str, st: os.stat_result, index: file_index.Index) -> str | None:
-    """The sha256 the index gives the record file ``runs/<name>`` whose ``lstat`` is ``st`` (a regular file within
-    the record cap, its stat the one a row was made from: ``file_index.Index.known``), or None (then it is read).
-    Only below a real runs/ (:func:`real_folders`) does a stat vouch for the file."""
     if not vouches(st):
         return None
     known = index.known(f"{store.RUNS}/{name}", st)

@@ -9,6 +9,8 @@ write them. The transcripts are real captures from an H200 host, trimmed.
 from __future__ import annotations
 
 import json
+import os
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -374,3 +376,14 @@ def synthetic_tree(root: Path, n_records: int, runs_per_session: int = 49, commi
         s += 1
         when += timedelta(minutes=3)
     return evidence
+
+
+def aged(files) -> None:
+    """Every file of ``files`` made ten seconds old, then the racy window waited out (the ctime ``utime`` sets must
+    age too), as time does: a first read may index them (``records.file_index``)."""
+    from tileproof.records import file_index
+
+    old = time.time() - 10
+    for path in files:
+        os.utime(path, (old, old))
+    time.sleep(file_index.RACY_NS / 1e9 + 0.1)
