@@ -135,12 +135,59 @@ def test_an_edited_entry_is_ignored_with_one_line(checkout, table):
     with sqlite3.connect(db) as con:  # a hand edit: another digest, its check digest left as it was
         column = "sha256" if table == "files" else "value"
         value = "'0000'" if table == "files" else "'{\"seal\": \"intact\"}'"
-        con.execute(f"UPDATE {table} SET {column} = {value} WHERE rowid = (SELECT min(rowid) FROM {table})")
+        key = "path" if table == "files" else "code, scope, kind, sha256"  # the table's key: one row edited
+        con.execute(f"UPDATE {table} SET {column} = {value} WHERE ({key}) = (SELECT {key} FROM {table} LIMIT 1)")
     code, text, err = run("audit", "--root", str(checkout), "--json", str(checkout.parent / "a.json"))
     assert (code, text) == clean["audit"]
     lines = [ln for ln in err.splitlines() if ln.startswith("index:")]
     assert len(lines) == 1, err
     assert "1 entries did not match their check digest" in lines[0], err
+
+
+LAYOUT_1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER,
+    mtime_ns INTEGER, ctime_ns INTEGER, sha256 TEXT, blob TEXT, check_ TEXT);
+CREATE TABLE facts (sha256 TEXT, kind TEXT, scope TEXT, code TEXT, value TEXT, check_ TEXT,
+    PRIMARY KEY (sha256, kind, scope, code));
+CREATE INDEX facts_of_code ON facts (code, scope);
+CREATE TABLE summaries (folder TEXT, kind TEXT, scope TEXT, code TEXT, value TEXT, check_ TEXT,
+    PRIMARY KEY (folder, kind));
+INSERT INTO meta VALUES ('schema', '1');
+INSERT INTO files VALUES ('runs/x.json', 1, 2, 3, 4, 5, 'ab', 'cd', 'ef');
+"""
+"""The index as the previous layout made it (tileproof before layout 2), with one row of its own."""
+
+
+def test_an_index_of_the_older_layout_is_made_anew(checkout):
+    clean = outputs(checkout)
+    db = checkout / file_index.FOLDER / file_index.DATABASE
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    with sqlite3.connect(db) as con:
+        con.executescript(LAYOUT_1)
+    code, text, err = run("audit", "--root", str(checkout), "--json", str(checkout.parent / "a.json"))
+    assert (code, text, [ln for ln in err.splitlines() if ln.startswith("index:")]) == (*clean["audit"], [])
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchall() == [(str(file_index.SCHEMA),)]
+        assert con.execute("SELECT count(*) FROM files WHERE path = 'runs/x.json'").fetchall() == [(0,)]
+        assert con.execute("SELECT count(*) FROM facts").fetchall()[0][0] > 100
+        assert con.execute("SELECT name FROM sqlite_master WHERE name = 'facts_of_code'").fetchall() == []
+    assert outputs(checkout) == clean
+
+
+def test_an_index_of_a_newer_layout_is_left_alone_with_one_line(checkout):
+    """A newer tileproof's index is not this one's to remake: not used, and said."""
+    clean = outputs(checkout)
+    db = checkout / file_index.FOLDER / file_index.DATABASE
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(file_index.SCHEMA + 1),))
+        rows = con.execute("SELECT count(*) FROM facts").fetchall()
+    code, text, err = run("audit", "--root", str(checkout), "--json", str(checkout.parent / "a.json"))
+    assert (code, text) == clean["audit"]
+    assert f"has layout {file_index.SCHEMA + 1}; this tileproof writes {file_index.SCHEMA}" in err, err
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT count(*) FROM facts").fetchall() == rows
 
 
 def test_a_row_whose_digest_is_not_lowercase_hex_is_not_used(checkout):

@@ -163,12 +163,13 @@ def test_the_forked_refused_walk_finds_what_the_inline_one_finds(committed, tmp_
     (root / transcript).unlink()
     (root / transcript).symlink_to(tmp_path / "elsewhere.txt")
     pools = []
-    real_init = forked.ForkedHelper.__init__
+    real_helper = audit_scan.helper
 
-    def init(self, wanted):
-        real_init(self, wanted)
-        pools.append(self.pool is not None)
-    monkeypatch.setattr(forked.ForkedHelper, "__init__", init)
+    def helper(jobs: int) -> forked.ForkedHelper:  # the walk's helper (a cold read of runs/ may fork its own)
+        made = real_helper(jobs)
+        pools.append(made.pool is not None)
+        return made
+    monkeypatch.setattr(audit_scan, "helper", helper)
     inline = Tree.load(root).refused()
     assert pools and not any(pools)
     pools.clear()

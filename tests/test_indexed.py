@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import multiprocessing
 import os
 import sqlite3
 import subprocess
@@ -256,3 +257,37 @@ def test_an_audit_of_a_tree_with_a_broken_record_makes_no_summary(tree):
     file_index.release()
     with database(tree) as con:
         assert con.execute("SELECT count(*) FROM summaries").fetchone()[0] == 0
+
+
+needs_fork = pytest.mark.skipif((os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods(),
+                                reason="needs fork and 2+ CPUs (the second process of a cold read)")
+
+
+@needs_fork
+def test_a_cold_read_in_two_processes_gives_what_one_gives(tree, monkeypatch):
+    """Past PARALLEL_MIN records to look up, the later half is read by the forked helper, with its own index: the
+    facts, and the index both processes leave (a warm read from the summary alone), are those of one process."""
+    clean = unindexed(tree, monkeypatch)
+    monkeypatch.setattr(indexed, "PARALLEL_MIN", 4)
+    assert read(tree) == clean
+    with database(tree) as con:  # each half's rows saved: both processes wrote
+        assert con.execute("SELECT count(*) FROM files WHERE path LIKE 'runs/%'").fetchone()[0] == len(clean)
+    with monkeypatch.context() as m:
+        nothing_else_read(m)
+        assert read(tree) == clean
+
+
+@needs_fork
+@pytest.mark.parametrize("broken", [["late"], ["early", "late"]])
+def test_a_cold_read_in_two_processes_raises_the_first_broken_record(tree, monkeypatch, broken):
+    """A record that does not validate raises its one line as a read in order would: the first half's first, else
+    the second half's (read by the helper), whichever process found it."""
+    names = sorted(p.name for p in (tree / "runs").glob("*.json"))
+    at = {"early": names[2], "late": names[-3]}
+    for which in broken:
+        path = tree / "runs" / at[which]
+        path.write_text(path.read_text().replace('"kind"', '"kinds"', 1))
+    monkeypatch.setattr(indexed, "PARALLEL_MIN", 4)
+    with pytest.raises(store.RecordError) as err:
+        read(tree)
+    assert at[broken[0]] in str(err.value)

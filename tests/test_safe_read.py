@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -229,6 +230,16 @@ def test_json_nested_past_the_cap_is_refused_without_recursion():
     with pytest.raises(InputRefused, match="nests more than 64 levels"):
         safe_read.parse_json(text, "x.json")
     assert safe_read.parse_json("[" * safe_read.MAX_DEPTH + "]" * safe_read.MAX_DEPTH, "x.json")
+
+
+def test_json_with_more_brackets_than_the_cap_but_shallow_is_read():
+    """Past MAX_DEPTH brackets in all, the nesting is walked (below it, none can be that deep): wide is fine."""
+    text = '{"a": [' + ", ".join(['{"b": "[[{{"}'] * safe_read.MAX_DEPTH) + "]}"
+    assert len(safe_read.parse_json(text, "x.json")["a"]) == safe_read.MAX_DEPTH
+    deep = '{"s": "' + "[" * safe_read.MAX_DEPTH + '", "d": ' + "[" * (safe_read.MAX_DEPTH + 1) + "]" * (
+        safe_read.MAX_DEPTH + 1) + "}"
+    with pytest.raises(InputRefused, match="nests more than 64 levels"):
+        safe_read.parse_json(deep, "x.json")
 
 
 def lesson_text(program_path: str) -> str:
@@ -464,3 +475,13 @@ def test_only_the_most_recent_yaml_texts_are_kept(monkeypatch):
     before = safe_read._kept.cache_info()
     assert safe_read.parse_yaml(big, "big.yaml") == {"k": "x" * 100}
     assert safe_read._kept.cache_info() == before  # never asked for, never kept
+
+
+def test_refusals_cross_a_process_boundary_whole():
+    """A forked helper's refusal is raised in the main process: pickled, it keeps its line and its kind."""
+    refused = InputRefused("runs/a.json", "too-deep", "nests more than 64 levels deep", "flatten it", "x")
+    again = pickle.loads(pickle.dumps(refused))
+    assert (type(again), str(again), again.kind, again.field) == (InputRefused, str(refused), "too-deep", "x")
+    error = RecordError("runs/b.json", "kind", "expected a kind", "restore it from git")
+    back = pickle.loads(pickle.dumps(error))
+    assert (type(back), str(back)) == (RecordError, str(error))

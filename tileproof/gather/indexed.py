@@ -42,6 +42,7 @@ from tileproof.records import file_index, signing, store
 from tileproof.records.runner_keys import RunnerRegistry, Verification
 from tileproof.records.safe_read import read_bytes
 from tileproof.records.store import Examined
+from tileproof.runner.forked import ForkedHelper
 
 KIND = "examined"
 
@@ -128,18 +129,51 @@ ONE_BY_ONE = 2_000
 def _fill(root: Path, registry: RunnerRegistry, index: file_index.Index, scope: str, out: list,
           stats: list[os.stat_result | None], misses: list[int]) -> set[int]:
     """The records at ``misses`` (in ``out``, replaced there), from their ``files`` and ``facts`` rows when their stat
-    is the one indexed, else read in full (:func:`_learn`); returns those now indexed by that stat (the summary's
-    new entries)."""
-    many = len(misses) >= ONE_BY_ONE
+    is the one indexed, else read in full (:func:`_looked_up`); returns those now indexed by that stat (the summary's
+    new entries). Over :data:`PARALLEL_MIN` misses (a cold ``status``: 100,000 records read and validated), the
+    later half is looked up by the runner's forked helper meanwhile, with an index of its own, saved before its
+    result comes back; a record that does not read or validate raises its line as one process reading in order
+    would: the first half's first, else the second's."""
+    now = file_index.now_ns()
+    todo = [(i, out[i][0], stats[i]) for i in misses]
+    half = len(todo) // 2 if len(todo) >= PARALLEL_MIN else len(todo)
+    helper = ForkedHelper(half < len(todo))
+    try:
+        later = helper.submit(_looked_up_saved, str(root), registry, scope, todo[half:], now) if todo[half:] else None
+        found = _looked_up(root, registry, index, scope, todo[:half], now)
+        found += later() if later is not None else []
+    finally:
+        helper.close()
+    for i, item, _indexed in found:
+        out[i] = (out[i][0], item)
+    return {i for i, _item, indexed in found if indexed}
+
+
+PARALLEL_MIN = 2_000
+"""From this many records to look up (:func:`_fill`), half of them are looked up in a second process."""
+
+
+def _looked_up_saved(root: str, registry: RunnerRegistry, scope: str, todo: list, now: int) -> list:
+    """:func:`_looked_up` in the forked helper, through this process's own index, saved before the result goes."""
+    index = file_index.shared(root)
+    found = _looked_up(Path(root), registry, index, scope, todo, now)
+    index.save()
+    return found
+
+
+def _looked_up(root: Path, registry: RunnerRegistry, index: file_index.Index, scope: str,
+               todo: list[tuple[int, str, os.stat_result | None]], now: int
+               ) -> list[tuple[int, Examined[Facts], bool]]:
+    """(i, facts examined, whether now indexed by its stat) of each record (i, name, ``lstat``) of ``todo``: from
+    its ``files`` and ``facts`` rows when its stat is the one indexed, else read in full (:func:`_learn`)."""
+    many = len(todo) >= ONE_BY_ONE
     if many:
         index.load_files(FOLDER)
         index.load_facts(scope)
-    now = file_index.now_ns()
     runs = root / store.RUNS
-    indexed: set[int] = set()
+    found: list[tuple[int, Examined[Facts], bool]] = []
     with contextlib.nullcontext() if many else index.one_by_one():
-        for i in misses:
-            name, st = out[i][0], stats[i]
+        for i, name, st in todo:
             rel = f"{store.RUNS}/{name}"
             regular = st is not None and stat.S_ISREG(st.st_mode)
             known = index.known(rel, st) if st is not None and regular else None
@@ -150,10 +184,8 @@ def _fill(root: Path, registry: RunnerRegistry, index: file_index.Index, scope: 
                 known = index.known(rel, st) if st is not None and regular else None
                 if known != read:
                     known = None  # not learned (racy, or changed while read): not summarised
-            out[i] = (name, item)
-            if known is not None:
-                indexed.add(i)
-    return indexed
+            found.append((i, item, known is not None))
+    return found
 
 
 class _Summary:

@@ -63,6 +63,9 @@ class RecordError(TileproofError):
         self.path, self.field, self.problem, self.fix = str(path), field, problem, fix
         super().__init__(str(self))
 
+    def __reduce__(self):  # pickled as its fields (a forked helper's error raised in the main process)
+        return type(self), (self.path, self.field, self.problem, self.fix)
+
     def __str__(self) -> str:
         where = f"{self.path}: {self.field}: " if self.field else f"{self.path}: "
         return one_line(f"{where}{self.problem} (fix: {self.fix})")
@@ -83,3 +86,6 @@ class InputRefused(RecordError):
     def __init__(self, path: Path | str, kind: InputProblem, problem: str, fix: str, field: str = ""):
         self.kind: InputProblem = kind
         super().__init__(path, field, problem, fix)
+
+    def __reduce__(self):
+        return type(self), (self.path, self.kind, self.problem, self.fix, self.field)
