@@ -469,7 +469,7 @@ def test_the_forked_byte_helper_ends_once_its_result_is_taken(audit_copy, monkey
     helper = forked.ForkedHelper(True)
     if helper.pool is None:
         pytest.skip("no fork here, or one CPU: the job runs inline")
-    names = audit_run.record_names(root)
+    names = store.runs_listing(root).files
     done = helper.submit(audit_scan.byte_pass, str(root), names)
     first = done()
     assert helper.pool is None and multiprocessing.active_children() == []

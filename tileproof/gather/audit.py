@@ -45,7 +45,7 @@ from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
 from tileproof.records import file_index, lessons, lock, runner_keys, store
-from tileproof.records.errors import InputRefused, RecordError, TileproofError, encodable, utf8_problem
+from tileproof.records.errors import InputRefused, RecordError, TileproofError, encodable
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import REGENERATED, GitHistory, NoHistory
 from tileproof.records.history_check import check as check_history
@@ -77,13 +77,14 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
     make each of its passes longer, which tripled the audit's time.
     """
     with paused_gc():
-        names = record_names(Path(root))
+        listing = store.runs_listing(Path(root))  # one listing of runs/ for every reader of this audit
+        names = listing.files
         runners, facts, scope, history = runner_keys.load_registry(Path(root)), None, None, None
         if since is not None:  # git finds what changed since REV, and reads the history, while every record's
             checked = git_history.stat_check(Path(root))  # facts are read (_since_tree); one stat check for both
             scoped = audit_since.begin(Path(root), since, names, checked)
             history = git_history.start(Path(root), checked)
-            facts = indexed.read_facts(Path(root), runners)
+            facts = indexed.read_facts(Path(root), runners, listing)
             scope = scoped()
         widened = None
         if scope is not None and scope.loose_evidence:  # fail closed: the whole tree (gather.audit_since)
@@ -97,7 +98,7 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
             history = lambda: read  # noqa: E731
         helper = byte_helper(jobs)
         try:
-            result = _audit(Path(root), names, outputs, helper, trust_root, expect_ancestor, scope, runners, facts,
+            result = _audit(Path(root), listing, outputs, helper, trust_root, expect_ancestor, scope, runners, facts,
                             history)
         finally:
             helper.close()
@@ -108,28 +109,18 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
         return result
 
 
-def record_names(root: Path) -> list[str]:
-    """Every entry of runs/ named ``*.json`` that is not a folder, sorted: links, FIFOs and the
-    like included (``safe_read`` refuses them by what they are; ``os.scandir`` follows nothing). A name
-    that is not valid UTF-8 is no record's: ``store.stray_files`` lists it."""
-    runs_dir = root / store.RUNS
-    if not runs_dir.is_dir():
-        return []
-    with os.scandir(runs_dir) as entries:
-        return sorted(e.name for e in entries if e.name.endswith(".json") and not e.is_dir(follow_symlinks=False)
-                      and utf8_problem(e.name) is None)
-
-
-def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: ForkedHelper, trust_root: str | None,
-           expect_ancestor: str | None, scope: audit_since.Scope | None, runners: RunnerRegistry,
-           facts: list[tuple[str, Examined[preselect.Facts]]] | None,
+def _audit(root: Path, listing: store.RunsListing, outputs: Iterable[Path], helper: ForkedHelper,
+           trust_root: str | None, expect_ancestor: str | None, scope: audit_since.Scope | None,
+           runners: RunnerRegistry, facts: list[tuple[str, Examined[preselect.Facts]]] | None,
            history: Callable[[], GitHistory | NoHistory] | None) -> AuditResult:
-    """The audit under the registry ``runners`` (read once, before anything examined under it); ``facts``: every
+    """The audit under the registry ``runners`` (read once, before anything examined under it) of the records of
+    ``listing`` (``store.runs_listing``: every record file, and the strays of runs/); ``facts``: every
     record's, for ``audit --since`` (read while git found its scope); ``history``: the history read begun
     (``git_history.start``), when the caller began it."""
     findings: list[Finding] = []
     add = findings.append
     flagged: set[str] = set()
+    every_name = listing.files
     names = every_name if scope is None else list(scope.names)
     bytes_done = helper.submit(audit_scan.byte_pass, str(root), names, None if scope is None else scope.folders)
     if history is None:  # started after the fork: git reads the history while the records are validated
@@ -157,7 +148,7 @@ def _audit(root: Path, every_name: list[str], outputs: Iterable[Path], helper: F
     if scope is not None:
         _outside_folders(root, refs_of, disk, refused)
     findings += [Finding(rel, rule_id, reason) for rel, (rule_id, reason) in refused.items()]
-    findings += [Finding(f"{store.RUNS}/{name}", *inputs.stray_issue(name)) for name in store.stray_files(root)]
+    findings += [Finding(f"{store.RUNS}/{name}", *inputs.stray_issue(name)) for name in listing.strays]
     examined: list[Examined[preselect.Facts]] = []
     for read in kept:
         name, file = read.name, f"{store.RUNS}/{read.name}"

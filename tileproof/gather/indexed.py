@@ -52,10 +52,12 @@ def registry_scope(registry: RunnerRegistry) -> str:
     return hashlib.sha256(registry.model_dump_json().encode()).hexdigest()
 
 
-def _opened(root: Path, registry: RunnerRegistry) -> tuple[file_index.Index, str, list[str]]:
-    """The tree's index, the registry's scope and the record files' names (``store.record_names``), once runs/
-    holds nothing that cannot be a record (else its one line is raised, as ``store.read_records`` raises it)."""
-    names, stray = store.runs_listing(root)
+def _opened(root: Path, registry: RunnerRegistry, listing: store.RunsListing | None = None
+            ) -> tuple[file_index.Index, str, list[str]]:
+    """The tree's index, the registry's scope and the record files' names (``store.record_names``; of ``listing``,
+    when the caller listed runs/ already), once runs/ holds nothing that cannot be a record (else its one line is
+    raised, as ``store.read_records`` raises it)."""
+    names, stray = listing or store.runs_listing(root)
     if stray:
         raise store.stray_error(stray[0])
     return file_index.shared(root), registry_scope(registry), names
@@ -84,12 +86,13 @@ def read_chosen(root: Path, registry: RunnerRegistry, names: Iterable[str]) -> l
     return out
 
 
-def read_facts(root: Path, registry: RunnerRegistry) -> list[tuple[str, Examined[Facts]]]:
-    """Every record file under runs/ (its name, as ``store.record_names`` lists them), with its facts examined (seal and
-    signature outcome; its standing is the caller's to judge): see the module docstring. Raises as
-    :func:`read_records` does, for the first record that does not read or validate."""
+def read_facts(root: Path, registry: RunnerRegistry, listing: store.RunsListing | None = None
+               ) -> list[tuple[str, Examined[Facts]]]:
+    """Every record file under runs/ (its name, as ``store.record_names`` lists them; ``listing``: the caller's listing
+    of runs/), with its facts examined (seal and signature outcome; its standing is the caller's to judge): see the
+    module docstring. Raises as :func:`read_records` does, for the first record that does not read or validate."""
     root = Path(root)
-    index, scope, names = _opened(root, registry)
+    index, scope, names = _opened(root, registry, listing)
     runs = root / store.RUNS
     plain_folder = runs.is_dir() and stat.S_ISDIR(os.lstat(runs).st_mode)  # a link in its place is read in full
     summary = _Summary.of(index.summary(FOLDER, KIND, scope), names, registry) if plain_folder else None

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Literal, NamedTuple, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -374,12 +374,26 @@ def stray_files(root: Path) -> list[str]:
     return runs_listing(root)[1]
 
 
-def runs_listing(root: Path) -> tuple[list[str], list[str]]:
-    """(:func:`record_names`, :func:`stray_files`) from one listing of ``runs/`` (a reader that needs both lists
-    100,000 names once)."""
+class RunsListing(NamedTuple):
+    """One listing of ``runs/``: :func:`record_names` and :func:`stray_files` (a reader that needs both, or
+    several readers of one command, list 100,000 names once)."""
+
+    names: list[str]
+    strays: list[str]
+
+    @property
+    def files(self) -> list[str]:
+        """The names that are not folders (what the audit reads as records: a folder named ``*.json`` is only a
+        stray), sorted."""
+        folders = {n for n in self.strays if n.endswith(".json")}  # the only json-named strays are folders
+        return [n for n in self.names if n not in folders] if folders else self.names
+
+
+def runs_listing(root: Path) -> RunsListing:
+    """(:func:`record_names`, :func:`stray_files`) from one listing of ``runs/``."""
     folder = Path(root) / RUNS
     if not folder.is_dir():
-        return [], []
+        return RunsListing([], [])
     names: list[str] = []
     strays: list[str] = []
     with os.scandir(folder) as entries:
@@ -390,7 +404,7 @@ def runs_listing(root: Path) -> tuple[list[str], list[str]]:
                 names.append(name)
             if name not in KEEP and (not json_named or not readable or e.is_dir(follow_symlinks=False)):
                 strays.append(name)
-    return sorted(names), sorted(strays)
+    return RunsListing(sorted(names), sorted(strays))
 
 
 def stray_error(name: str) -> RecordError:
