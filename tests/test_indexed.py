@@ -291,3 +291,20 @@ def test_a_cold_read_in_two_processes_raises_the_first_broken_record(tree, monke
     with pytest.raises(store.RecordError) as err:
         read(tree)
     assert at[broken[0]] in str(err.value)
+
+
+def test_records_the_rows_give_are_not_read_in_a_second_process(tree, monkeypatch):
+    """A summary made anew where every record's rows are there (after a cold audit, whose process holds every
+    record) forks nothing: only records read in full are worth a second process."""
+    clean = read(tree)
+    with database(tree) as con:
+        con.execute("DELETE FROM summaries")
+    monkeypatch.setattr(indexed, "PARALLEL_MIN", 4)
+    wanted = []
+    real = indexed.ForkedHelper
+
+    def helper(want: bool):
+        wanted.append(want)
+        return real(want)
+    monkeypatch.setattr(indexed, "ForkedHelper", helper)
+    assert read(tree) == clean and wanted == [False]

@@ -132,18 +132,35 @@ ONE_BY_ONE = 2_000
 def _fill(root: Path, registry: RunnerRegistry, index: file_index.Index, scope: str, out: list,
           stats: list[os.stat_result | None], misses: list[int]) -> set[int]:
     """The records at ``misses`` (in ``out``, replaced there), from their ``files`` and ``facts`` rows when their stat
-    is the one indexed, else read in full (:func:`_looked_up`); returns those now indexed by that stat (the summary's
-    new entries). Over :data:`PARALLEL_MIN` misses (a cold ``status``: 100,000 records read and validated), the
-    later half is looked up by the runner's forked helper meanwhile, with an index of its own, saved before its
-    result comes back; a record that does not read or validate raises its line as one process reading in order
-    would: the first half's first, else the second's."""
+    is the one indexed, else read in full (:func:`_read_in_full`); returns those now indexed by that stat (the
+    summary's new entries). Past :data:`PARALLEL_MIN` records to read in full (a cold ``status``: 100,000 read and
+    validated), the later half is read by the runner's forked helper meanwhile, with an index of its own, saved
+    before its result comes back; a record that does not read or validate raises its line as one process reading in
+    order would: the first half's first, else the second's. (Those the rows give fork nothing: a summary made after
+    a cold audit, whose process holds every record, looks up 100,000 rows in this process alone.)"""
+    many = len(misses) >= ONE_BY_ONE
+    if many:
+        index.load_files(FOLDER)
+        index.load_facts(scope)
+    found: list[tuple[int, Examined[Facts], bool]] = []
+    unread: list[tuple[int, str, os.stat_result | None]] = []
+    with contextlib.nullcontext() if many else index.one_by_one():
+        for i in misses:
+            name, st = out[i][0], stats[i]
+            known = index.known(f"{store.RUNS}/{name}", st) if st is not None and stat.S_ISREG(st.st_mode) else None
+            fact = index.fact(known.sha256, KIND, scope) if known is not None else None
+            item = _from_fact(fact, registry) if fact is not None else None
+            if item is not None:
+                found.append((i, item, True))
+            else:
+                unread.append((i, name, st))
     now = file_index.now_ns()
-    todo = [(i, out[i][0], stats[i]) for i in misses]
-    half = len(todo) // 2 if len(todo) >= PARALLEL_MIN else len(todo)
-    helper = ForkedHelper(half < len(todo))
+    half = len(unread) // 2 if len(unread) >= PARALLEL_MIN else len(unread)
+    helper = ForkedHelper(half < len(unread))
     try:
-        later = helper.submit(_looked_up_saved, str(root), registry, scope, todo[half:], now) if todo[half:] else None
-        found = _looked_up(root, registry, index, scope, todo[:half], now)
+        later = helper.submit(_read_saved, str(root), registry, scope, unread[half:], now) if unread[half:] else None
+        with contextlib.nullcontext() if many else index.one_by_one():
+            found += _read_in_full(root, registry, index, scope, unread[:half], now)
         found += later() if later is not None else []
     finally:
         helper.close()
@@ -153,42 +170,32 @@ def _fill(root: Path, registry: RunnerRegistry, index: file_index.Index, scope: 
 
 
 PARALLEL_MIN = 2_000
-"""From this many records to look up (:func:`_fill`), half of them are looked up in a second process."""
+"""From this many records to read in full (:func:`_fill`), half of them are read in a second process."""
 
 
-def _looked_up_saved(root: str, registry: RunnerRegistry, scope: str, todo: list, now: int) -> list:
-    """:func:`_looked_up` in the forked helper, through this process's own index, saved before the result goes."""
+def _read_saved(root: str, registry: RunnerRegistry, scope: str, todo: list, now: int) -> list:
+    """:func:`_read_in_full` in the forked helper, through this process's own index (its rows asked for one by one:
+    none of the 100,000 loaded), saved before the result goes."""
     index = file_index.shared(root)
-    found = _looked_up(Path(root), registry, index, scope, todo, now)
+    with index.one_by_one():
+        found = _read_in_full(Path(root), registry, index, scope, todo, now)
     index.save()
     return found
 
 
-def _looked_up(root: Path, registry: RunnerRegistry, index: file_index.Index, scope: str,
-               todo: list[tuple[int, str, os.stat_result | None]], now: int
-               ) -> list[tuple[int, Examined[Facts], bool]]:
-    """(i, facts examined, whether now indexed by its stat) of each record (i, name, ``lstat``) of ``todo``: from
-    its ``files`` and ``facts`` rows when its stat is the one indexed, else read in full (:func:`_learn`)."""
-    many = len(todo) >= ONE_BY_ONE
-    if many:
-        index.load_files(FOLDER)
-        index.load_facts(scope)
+def _read_in_full(root: Path, registry: RunnerRegistry, index: file_index.Index, scope: str,
+                  todo: list[tuple[int, str, os.stat_result | None]], now: int
+                  ) -> list[tuple[int, Examined[Facts], bool]]:
+    """(i, facts examined, whether now indexed by its stat) of each record (i, name, ``lstat``) of ``todo``, read in
+    full (:func:`_learn`)."""
     runs = root / store.RUNS
     found: list[tuple[int, Examined[Facts], bool]] = []
-    with contextlib.nullcontext() if many else index.one_by_one():
-        for i, name, st in todo:
-            rel = f"{store.RUNS}/{name}"
-            regular = st is not None and stat.S_ISREG(st.st_mode)
-            known = index.known(rel, st) if st is not None and regular else None
-            fact = index.fact(known.sha256, KIND, scope) if known is not None else None
-            item = _from_fact(fact, registry) if fact is not None else None
-            if item is None:
-                item, read = _learn(root, runs / name, registry, index, scope, st, now)
-                known = index.known(rel, st) if st is not None and regular else None
-                if known != read:
-                    known = None  # not learned (racy, or changed while read): not summarised
-            found.append((i, item, known is not None))
-    return found
+    for i, name, st in todo:
+        item, read = _learn(root, runs / name, registry, index, scope, st, now)
+        regular = st is not None and stat.S_ISREG(st.st_mode)
+        known = index.known(f"{store.RUNS}/{name}", st) if st is not None and regular else None
+        found.append((i, item, known is not None and known == read))  # else not learned (racy, or changed while
+    return found                                                        # read): not summarised
 
 
 class _Summary:
