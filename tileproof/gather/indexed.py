@@ -194,8 +194,9 @@ def _read_in_full(root: Path, registry: RunnerRegistry, index: file_index.Index,
         item, read = _learn(root, runs / name, registry, index, scope, st, now)
         regular = st is not None and stat.S_ISREG(st.st_mode)
         known = index.known(f"{store.RUNS}/{name}", st) if st is not None and regular else None
-        found.append((i, item, known is not None and known == read))  # else not learned (racy, or changed while
-    return found                                                        # read): not summarised
+        # indexed only when learned by this stat (not racy, unchanged while read): else not summarised
+        found.append((i, item, known is not None and known == read))
+    return found
 
 
 class _Summary:

@@ -397,7 +397,7 @@ class Index:
 
         code = code_key()
 
-        def fact_rows() -> Iterator[tuple]:  # in the table's order: appended to its B-tree, not scattered over it
+        def fact_rows() -> Iterator[tuple]:  # by kind and scope, then content: appended to the table, not scattered
             for sha, key in sorted(self._new_facts, key=lambda k: (k[1], k[0])):
                 value = self._new_facts[(sha, key)]
                 kind, scope = key.split("\0", 1)
@@ -452,6 +452,7 @@ CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, dev INTEGER, ino INTEGE
     mtime_ns INTEGER, ctime_ns INTEGER, sha256 TEXT, blob TEXT, check_ TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS facts (sha256 TEXT, kind TEXT, scope TEXT, code TEXT, value TEXT, check_ TEXT,
     PRIMARY KEY (code, scope, kind, sha256)) WITHOUT ROWID;
+DROP INDEX IF EXISTS facts_of_code;  -- layout 1's, which a tileproof before layout 2 makes before it refuses this one
 CREATE TABLE IF NOT EXISTS summaries (folder TEXT, kind TEXT, scope TEXT, code TEXT, value TEXT, check_ TEXT,
     PRIMARY KEY (folder, kind));
 """
@@ -560,6 +561,10 @@ def _set_up(db: sqlite3.Connection) -> str | None:
     if rows and _older(rows[0][0]):  # fetchall: no statement left open, which would hold a read transaction
         db.execute("BEGIN IMMEDIATE")  # a cache of an older layout: made anew, in one transaction
         try:
+            rows = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchall()
+            if not _older(rows[0][0]):  # another command made it anew while this one waited: used as it is
+                db.execute("COMMIT")
+                return rows[0][0]
             for table in ("files", "facts", "summaries"):
                 db.execute(f"DROP TABLE IF EXISTS {table}")
             for statement in _TABLES.split(";"):
