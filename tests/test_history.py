@@ -357,6 +357,27 @@ def test_a_hand_edited_comparison_is_ignored(repo, monkeypatch):
     assert report.files == 2
 
 
+def test_a_comparison_of_another_shape_is_read_in_full(repo, monkeypatch):
+    """A kept comparison whose row checks but which this code cannot read (another shape) reads the history in full,
+    the stat check having listed nothing (so no read was begun early)."""
+    import sqlite3
+
+    from tileproof.records import file_index
+
+    git_history.read(repo)
+    db = sqlite3.connect(repo / file_index.FOLDER / file_index.DATABASE)
+    with db:
+        (folder, kind, scope, code), = db.execute("SELECT folder, kind, scope, code FROM summaries WHERE kind = ?",
+                                                  (git_history.CACHE_KIND,)).fetchall()
+        value = '{"shape": "another"}'
+        db.execute("UPDATE summaries SET value = ?, check_ = ? WHERE kind = ?",
+                   (value, file_index._check(folder, kind, scope, code, value), kind))
+    db.close()
+    assert git_history.read(repo).vouched == 0  # read in full, not answered from the row
+    _again, report = both_ways(repo, monkeypatch)
+    assert report.files == 2 and report.findings == ()
+
+
 def test_a_tree_in_a_subfolder_of_a_repository_finds_an_uncommitted_edit(repo, monkeypatch):
     """The stat check names paths from the tree's root, as the log and the index listing do: a tree kept in a
     subfolder of a larger repository found no edited file (git named it from the repository's top)."""

@@ -115,7 +115,12 @@ def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callabl
     key = _cache_key(root, fmt, head.stdout.decode(errors="replace").strip())
     index = file_index.shared(root)
     kept = index.summary(CACHE_FOLDER, CACHE_KIND, key) if key is not None else None
-    reads = None if kept is not None else [_later(root, *args) for args in (_LOG, _LISTED)]
+    # Without a kept comparison both reads begin now. With one, the log begins as soon as the stat check lists a file
+    # under runs/ or evidence/ (then the comparison cannot serve), and the listing once the log is read: the two gits
+    # (300 MiB between them at 400,000 files) and their answers are not all held at once, nor beside an audit's peak.
+    log_read: Callable[[], Answer | None] | None = _later(root, *_LOG) if kept is None else _later_if(
+        root, _LOG, dirty, lambda checked: checked.exit_code != 0 or bool(_watched_paths(checked)))
+    listing_read: Callable[[], Answer] | None = _later(root, *_LISTED) if kept is None else None
     done: list[GitHistory | NoHistory] = []
 
     def result() -> GitHistory | NoHistory:
@@ -124,22 +129,24 @@ def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callabl
         return done[0]
 
     def read_answers() -> GitHistory | NoHistory:
-        nonlocal reads
+        nonlocal log_read, listing_read
         if kept is not None:
             found = _cached(root, fmt, kept, dirty())
             if found is not None:
                 return found
-            reads = [_later(root, *args) for args in (_LOG, _LISTED)]  # the stat check found files
-        assert reads is not None
-        (log, listed), reads = reads, None
+        assert log_read is not None
+        log, log_read = log_read, None
         answer = log()
+        if answer is None:  # the stat check listed nothing, and the kept comparison is one this code cannot read
+            answer = _git(root, *_LOG)
         if answer.exit_code != 0:
             return NoHistory(f"git log failed: {answer.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
         first = _first_versions(answer.stdout)
         del answer, log  # the log's bytes (60 MiB at 400,000 files), read: let go before the listing is
         if isinstance(first, NoHistory):
             return first
-        listing, checked = listed(), dirty()
+        listed, listing_read = listing_read, None
+        listing, checked = listed() if listed is not None else _git(root, *_LISTED), dirty()
         vouched = _listed_ids(listing, first) if listing.exit_code == 0 and checked.exit_code == 0 else {}
         del listing, listed  # the same
         changed = set(_watched_paths(checked))
@@ -177,6 +184,29 @@ def _later(root: Path, *args: str) -> Callable[[], Answer]:
     worker.start()
 
     def answer() -> Answer:
+        worker.join()
+        got = box[0]
+        if isinstance(got, BaseException):
+            raise got
+        return got
+    return answer
+
+
+def _later_if(root: Path, args: tuple[str, ...], first: Callable[[], Answer], wanted: Callable[[Answer], bool]
+              ) -> Callable[[], Answer | None]:
+    """``_git(root, *args)`` in a thread of its own, begun once ``first`` answers and only if ``wanted`` of its answer;
+    the callable returned waits, and gives None when it was not wanted (or raises what ``_git`` or ``first`` raised)."""
+    box: list[Answer | BaseException | None] = []
+
+    def run() -> None:
+        try:
+            box.append(_git(root, *args) if wanted(first()) else None)
+        except Exception as e:  # raised again where the answer is asked for
+            box.append(e)
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+
+    def answer() -> Answer | None:
         worker.join()
         got = box[0]
         if isinstance(got, BaseException):
