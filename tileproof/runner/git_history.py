@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any, TypeVar, cast, get_args
 
 from tileproof.records import file_index
 from tileproof.records.errors import InputRefused
@@ -179,47 +179,39 @@ def _watched_paths(checked: Answer) -> list[str]:
 def _later(root: Path, *args: str) -> Callable[[], Answer]:
     """``_git(root, *args)`` started in a thread of its own (it waits on git's output, so the caller's work goes
     on); the callable returned waits for the answer, or raises what ``_git`` raised (git could not start)."""
-    box: list[Answer | BaseException] = []
-    worker = threading.Thread(target=lambda: box.append(_safely(root, args)), daemon=True)
-    worker.start()
-
-    def answer() -> Answer:
-        worker.join()
-        got = box[0]
-        if isinstance(got, BaseException):
-            raise got
-        return got
-    return answer
+    return _in_thread(lambda: _git(root, *args))
 
 
 def _later_if(root: Path, args: tuple[str, ...], first: Callable[[], Answer], wanted: Callable[[Answer], bool]
               ) -> Callable[[], Answer | None]:
     """``_git(root, *args)`` in a thread of its own, begun once ``first`` answers and only if ``wanted`` of its answer;
     the callable returned waits, and gives None when it was not wanted (or raises what ``_git`` or ``first`` raised)."""
-    box: list[Answer | BaseException | None] = []
+    return _in_thread(lambda: _git(root, *args) if wanted(first()) else None)
+
+
+T = TypeVar("T")
+
+
+def _in_thread(work: Callable[[], T]) -> Callable[[], T]:
+    """``work()`` in a daemon thread begun now; the callable returned waits for it and gives its result, or raises
+    what it raised, there."""
+    box: list[T | BaseException] = []
 
     def run() -> None:
         try:
-            box.append(_git(root, *args) if wanted(first()) else None)
+            box.append(work())
         except Exception as e:  # raised again where the answer is asked for
             box.append(e)
     worker = threading.Thread(target=run, daemon=True)
     worker.start()
 
-    def answer() -> Answer | None:
+    def answer() -> T:
         worker.join()
         got = box[0]
         if isinstance(got, BaseException):
             raise got
         return got
     return answer
-
-
-def _safely(root: Path, args: tuple[str, ...]) -> Answer | BaseException:
-    try:
-        return _git(root, *args)
-    except Exception as e:  # raised again where the answer is asked for
-        return e
 
 
 CACHE_FOLDER, CACHE_KIND = "", "git-history"
