@@ -159,6 +159,17 @@ def each_containment(*kinds: str):
     return pytest.mark.parametrize("contained", kinds or CONTAINMENTS, indirect=True)
 
 
+@pytest.fixture
+def index_released():
+    """Every verified-file index this process opened closed before the test and after it, as a command ends: a test
+    that reads as commands read opens each afresh (``pytestmark = pytest.mark.usefixtures("index_released")``)."""
+    from tileproof.records import file_index
+
+    file_index.release()
+    yield
+    file_index.release()
+
+
 @pytest.fixture(scope="module")
 def audit_template(tmp_path_factory):
     """The clean audit tree (tests/data/audit/audit_tree.py), written once per test module, and what it holds."""

@@ -28,19 +28,15 @@ from tileproof.records import file_index
 REPO = Path(__file__).resolve().parents[1]
 
 
+pytestmark = pytest.mark.usefixtures("index_released")
+
+
 @pytest.fixture
 def tree(tmp_path) -> Path:
     root = tmp_path / "t"
     synthetic_tree(root, 60)
     aged(Path(folder) / name for folder, _dirs, names in os.walk(root) for name in names)
     return root
-
-
-@pytest.fixture(autouse=True)
-def closed():
-    file_index.release()
-    yield
-    file_index.release()
 
 
 def audit(root: Path, index: str | None = None) -> tuple[int, str, str]:

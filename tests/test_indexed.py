@@ -26,6 +26,8 @@ from tileproof.__main__ import main
 from tileproof.gather import indexed
 from tileproof.records import file_index, runner_keys, store
 
+pytestmark = pytest.mark.usefixtures("index_released")
+
 
 @pytest.fixture
 def tree(tmp_path) -> Path:
@@ -33,13 +35,6 @@ def tree(tmp_path) -> Path:
     synthetic_tree(root, 60)
     aged((root / "runs").iterdir())
     return root
-
-
-@pytest.fixture(autouse=True)
-def closed():
-    file_index.release()
-    yield
-    file_index.release()
 
 
 def read(root: Path) -> list:
