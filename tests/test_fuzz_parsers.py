@@ -356,7 +356,20 @@ def test_safe_read(rel, entry, kind, data):
 @FUZZ
 @given(st.one_of(st.text(), json_values.map(json.dumps), deep("[", "]"), deep('{"a":', "}")))
 def test_safe_parse_json(text):
-    own_errors_only("safe_read.parse_json", safe_read.parse_json, text, "x.json")
+    got = own_errors_only("safe_read.parse_json", safe_read.parse_json, text, "x.json")
+    if not isinstance(got, BaseException):  # read: never nested past the cap (the walk may be spared, never wrong)
+        assert nesting(got) <= safe_read.MAX_DEPTH
+
+
+def nesting(value) -> int:
+    """How deep lists and mappings nest in ``value`` (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            stack.extend((c, depth + 1) for c in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 @FUZZ
