@@ -44,8 +44,9 @@ def thief(**kw):
 
 
 def history(versions: list[bytes | None], parents: dict[int, tuple[int, ...]] | None = None,
-            pins: dict[int, bytes] | None = None) -> TrustHistory:
-    """Commits c0..cN (a chain unless ``parents`` says otherwise), the registry of commit i = versions[i]."""
+            pins: dict[int, bytes] | None = None, added: dict[int, list[SignedChange]] | None = None) -> TrustHistory:
+    """Commits c0..cN (a chain unless ``parents`` says otherwise), the registry of commit i = versions[i];
+    ``added``: commit i → the endorsements it added (an endorsement no commit added is the working tree's)."""
     commits = tuple(c(i) for i in range(len(versions)))
     links = {i: (i - 1,) if i else () for i in range(len(versions))} | (parents or {})
     shas = [digest(v) if v is not None else None for v in versions]
@@ -56,7 +57,16 @@ def history(versions: list[bytes | None], parents: dict[int, tuple[int, ...]] | 
                         registry={c: shas[i] for i, c in enumerate(commits)},
                         pin={c: pin_shas.get(i) for i, c in enumerate(commits)},
                         texts={**{s: v for s, v in zip(shas, versions, strict=True) if s and v},
-                               **{pin_shas[i]: b for i, b in pin_bytes.items()}})
+                               **{pin_shas[i]: b for i, b in pin_bytes.items()}},
+                        endorsements=_added_in(added or {}))
+
+
+def _added_in(added: dict[int, list[SignedChange]]) -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    for i, changes in added.items():
+        for change in changes:
+            out[change.sha256] = out.get(change.sha256, frozenset()) | {c(i)}
+    return out
 
 
 def endorse(previous: bytes, new: bytes, *signers: signing.Signer) -> SignedChange:
@@ -64,7 +74,8 @@ def endorse(previous: bytes, new: bytes, *signers: signing.Signer) -> SignedChan
     env = signing.envelope_of(statement, signers[0])
     for s in signers[1:]:
         env = env.model_copy(update={"signatures": [*env.signatures, *signing.envelope_of(statement, s).signatures]})
-    return SignedChange(registry_change.file_for(statement).as_posix(), statement, env)
+    return SignedChange(registry_change.file_for(statement).as_posix(), statement, env,
+                        digest(env.model_dump_json().encode()))
 
 
 def rules(state) -> list[str]:
@@ -185,8 +196,7 @@ def test_revocations_are_permanent_from_the_first_commit_that_lists_them():
     facts = state.keys[RUNNER.keyid]
     assert facts.revoked_in == c(1)
     assert facts.revoked_since == T0
-    assert facts.after_revocation == {c(1), c(2), c(3), WORKTREE}
-    assert c(0) not in facts.after_revocation
+    assert facts.before_revocation == {c(0)}
 
 
 def test_a_merge_of_an_old_branch_is_not_a_change_and_a_merged_self_addition_still_is():

@@ -74,6 +74,9 @@ class SignedChange:
     path: str
     statement: ChangeStatement
     envelope: signing.Envelope
+    sha256: str
+    """The sha256 of the file's bytes: how git history names the commits that added it
+    (``records.trust_history.TrustHistory.endorsements``)."""
 
     def signed_by(self, keyid: str, public: Ed25519PublicKey) -> bool:
         """Whether a signature of ``keyid`` in the envelope verifies with ``public`` over the statement."""
@@ -122,7 +125,8 @@ def read_change(root: Path, rel: str) -> SignedChange:
     if not rel.endswith(".json"):
         raise RecordError(rel, "", "is not an endorsement (lessons/registry-signatures/ holds only .json files "
                                    "tileproof sign-registry writes)", "move it out of lessons/registry-signatures/")
-    raw = parse_json(decode(read_bytes(root, rel, "lesson"), rel), rel)
+    data = read_bytes(root, rel, "lesson")
+    raw = parse_json(decode(data, rel), rel)
     fix = "write it again with tileproof sign-registry; endorsements are never edited"
     try:
         envelope = signing.Envelope.model_validate(raw)
@@ -130,4 +134,4 @@ def read_change(root: Path, rel: str) -> SignedChange:
     except (ValidationError, ValueError) as e:
         msg = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
         raise RecordError(rel, "payload", f"not a DSSE envelope of a {PREDICATE_TYPE} statement ({msg})", fix) from None
-    return SignedChange(rel, statement, envelope)
+    return SignedChange(rel, statement, envelope, digest(data))
