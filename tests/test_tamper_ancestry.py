@@ -16,16 +16,15 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+import test_tamper
 import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from signing_keys import entry, write_registry
-from test_tamper import (  # noqa: F401 (signed_template, signed_tree: fixtures)
+from test_tamper import (
     LATER,
     RUNNER,
     SOFTMAX,
     _pin,
-    _signed_registry,
     add_key,
     audit_cmd,
     cli,
@@ -34,12 +33,13 @@ from test_tamper import (  # noqa: F401 (signed_template, signed_tree: fixtures)
     git,
     head_of,
     publish_cmd,
-    signed_template,
-    signed_tree,
 )
 
 from tileproof.records import lessons, signing
 from tileproof.records.runner_keys import REGISTRY
+
+signed_template, signed_tree = test_tamper.signed_template, test_tamper.signed_tree
+"""The signed tree of the tamper suite (its fixtures, shared)."""
 
 BACKDATED = LATER + timedelta(minutes=5)
 """The side branch's commit dates: before every commit of the main line (which are made now)."""
