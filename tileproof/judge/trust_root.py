@@ -397,6 +397,10 @@ def evaluate(history: TrustHistory, worktree: bytes | None, signatures: Sequence
             untrusted[n], lost[n] = set(), {}
             continue
         ups = [p for p in parents.get(n, ()) if state.get(p) is not None]
+        if len(ups) == 1 and len(parents.get(n, ())) == 1 and shas.get(ups[0]) == shas.get(n):
+            p = ups[0]  # the same registry as its one parent (most commits): all of the parent's, unchanged
+            state[n], lost[n], untrusted[n] = state[p], lost[p], untrusted[p]
+            continue
         lost_in = _lost_in([lost[p] for p in ups])
         # A pair a parent trusts although another parent lost it stays trusted only when that parent descends
         # from every commit that took it away (it was granted again there); else that parent predates the loss.
@@ -420,8 +424,9 @@ def evaluate(history: TrustHistory, worktree: bytes | None, signatures: Sequence
         granted = _pairs(_grants(version(n).content))
         now_lost = {x: took for x, took in lost_in.items() if x not in cleared}
         for p in ups:
-            for x in _pairs(state[p] or {}) - granted:
-                now_lost.setdefault(x, frozenset({n}))
+            if shas.get(p) != shas.get(n):  # a parent's trusted grants are its registry's: none lost without a change
+                for x in _pairs(state[p] or {}) - granted:
+                    now_lost.setdefault(x, frozenset({n}))
         lost[n] = now_lost
         joined = state[n] = _without(_join(results), now_lost)
         untrusted[n] = granted - _pairs(joined)
@@ -571,10 +576,12 @@ def _revocations(nodes: list[str], parents: Mapping[str, tuple[str, ...]], shas:
             content = version(n).content
             here[sha] = {r.keyid: r.revoked_since for r in content.runners if r.revoked_since is not None} \
                 if content else {}
+        above = parents.get(n, ())
+        changed = not above or any(shas.get(p) != sha for p in above)  # else every parent revoked the same
         for k, when in here[sha].items():
             first.setdefault(k, n)
             since[k] = min(when, since.get(k, when))
-            if not any(k in here.get(shas.get(p), {}) for p in parents.get(n, ())):
+            if changed and not any(k in here.get(shas.get(p), {}) for p in above):
                 origins.setdefault(k, []).append(n)
     every = frozenset(history.commits)
 
