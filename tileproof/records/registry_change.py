@@ -13,9 +13,11 @@ registry's bytes and whose predicate names the previous registry's bytes::
 
 committed beside the change as ``lessons/registry-signatures/<new[:16]>-<previous[:16]>.json``
 (``tileproof sign-registry`` writes it). Binding both digests makes each endorsement
-one step of the chain: it cannot be replayed onto another version, nor undo a later one.
-Which change needs one and whose key counts is ``judge.trust_root``'s; this module only
-builds, reads and checks the envelopes.
+one step of the chain: it cannot be replayed onto another version. That the same two versions
+coming round again grant nothing a later change took away, and that a revoked key's endorsement
+counts only where history added it before the revocation, are ``judge.trust_root``'s rules (by
+the commits that added the file's bytes, ``SignedChange.sha256``), as are which change needs an
+endorsement and whose key counts; this module only builds, reads and checks the envelopes.
 """
 
 from __future__ import annotations
