@@ -583,10 +583,12 @@ def _revocations(nodes: list[str], parents: Mapping[str, tuple[str, ...]], shas:
             since[k] = min(when, since.get(k, when))
             if changed and not any(k in here.get(shas.get(p), {}) for p in above):
                 origins.setdefault(k, []).append(n)
-    every = frozenset(history.commits)
+    walked: dict[str, frozenset[str]] = {}
 
-    def strictly_before(o: str) -> frozenset[str]:
-        return every if o == WORKTREE else history.ancestors(o) - {o}
+    def strictly_before(o: str) -> frozenset[str]:  # one walk per commit (keys revoked together share it)
+        if o not in walked:
+            walked[o] = frozenset(history.commits) if o == WORKTREE else history.ancestors(o) - {o}
+        return walked[o]
     return {k: _Revocation(since[k], first[k], frozenset.intersection(*(strictly_before(o) for o in origins[k])))
             for k in first}
 
