@@ -14,8 +14,9 @@ working tree's object ids come from git's own index where git vouches for the fi
 
 :func:`at_commits` reads, for the commits records name (``git.commit``), whether
 each is in this repository's history and the sha256 of each attested path's blob
-there (one ``git cat-file --batch`` for all of them). :func:`trust_history` reads the commit graph and
-every version of the runner registry and of the CI's pin along it (``judge.trust_root`` walks them);
+there (one ``git cat-file --batch`` for all of them). :func:`trust_history` reads the commit graph,
+every version of the runner registry and of the CI's pin along it, and the commits that added each
+registry endorsement's bytes (``judge.trust_root`` walks them);
 :func:`resolve_commit` names the commit a reviewer's ``--trust-root`` or ``--expect-ancestor`` gives.
 """
 
