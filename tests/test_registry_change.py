@@ -149,3 +149,41 @@ def test_the_trust_root_comes_from_the_command_line_then_the_environment_then_th
     bad.write_text("pin_version: 1\ncommit: HEAD\nwhy: x\n")
     with pytest.raises(RecordError, match="commit"):
         trust_state.choose_root(root, str(bad), graph)
+
+
+def test_history_names_every_commit_that_added_an_endorsements_bytes(repo):
+    """``git_history.trust_history``'s endorsements: a file under lessons/registry-signatures/ by the sha256 of
+    its bytes → the commits that added them: on a side branch (and the merge that brought them, against the
+    other parent), re-added after a deletion, and brought in by a merge that neither parent had (an evil merge)."""
+    root = repo[0]
+    folder = root / registry_change.SIGNATURES
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text("first\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "a")
+    first = git(root, "rev-parse", "HEAD").strip()
+    trunk = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    git(root, "checkout", "-q", "-b", "side")
+    (folder / "b.json").write_text("second\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "b, on a branch")
+    side = git(root, "rev-parse", "HEAD").strip()
+    git(root, "checkout", "-q", trunk)
+    git(root, "rm", "-q", str(folder / "a.json"))
+    git(root, "commit", "-q", "-m", "a removed")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a.json").write_text("first\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "a again")
+    again = git(root, "rev-parse", "HEAD").strip()
+    git(root, "merge", "-q", "--no-ff", "--no-commit", "side")
+    (folder / "c.json").write_text("third\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "merge side, and c")
+    merge = git(root, "rev-parse", "HEAD").strip()
+    found = trust_state.git_history.trust_history(root).endorsements
+    sha = {name: registry_change.digest(text.encode()) for name, text in (("a", "first\n"), ("b", "second\n"),
+                                                                           ("c", "third\n"))}
+    assert found[sha["a"]] == {first, again}
+    assert found[sha["b"]] == {side, merge}
+    assert found[sha["c"]] == {merge}

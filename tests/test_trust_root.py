@@ -14,7 +14,7 @@ import yaml
 from signing_keys import entry, new_signer
 
 from tileproof.judge import trust_root
-from tileproof.judge.trust_root import WORKTREE, Expect, Root
+from tileproof.judge.trust_root import Expect, Root
 from tileproof.records import registry_change, signing
 from tileproof.records.registry_change import SignedChange, digest
 from tileproof.records.trust_history import TrustHistory
@@ -44,8 +44,9 @@ def thief(**kw):
 
 
 def history(versions: list[bytes | None], parents: dict[int, tuple[int, ...]] | None = None,
-            pins: dict[int, bytes] | None = None) -> TrustHistory:
-    """Commits c0..cN (a chain unless ``parents`` says otherwise), the registry of commit i = versions[i]."""
+            pins: dict[int, bytes] | None = None, added: dict[int, list[SignedChange]] | None = None) -> TrustHistory:
+    """Commits c0..cN (a chain unless ``parents`` says otherwise), the registry of commit i = versions[i];
+    ``added``: commit i → the endorsements it added (an endorsement no commit added is the working tree's)."""
     commits = tuple(c(i) for i in range(len(versions)))
     links = {i: (i - 1,) if i else () for i in range(len(versions))} | (parents or {})
     shas = [digest(v) if v is not None else None for v in versions]
@@ -56,7 +57,16 @@ def history(versions: list[bytes | None], parents: dict[int, tuple[int, ...]] | 
                         registry={c: shas[i] for i, c in enumerate(commits)},
                         pin={c: pin_shas.get(i) for i, c in enumerate(commits)},
                         texts={**{s: v for s, v in zip(shas, versions, strict=True) if s and v},
-                               **{pin_shas[i]: b for i, b in pin_bytes.items()}})
+                               **{pin_shas[i]: b for i, b in pin_bytes.items()}},
+                        endorsements=_added_in(added or {}))
+
+
+def _added_in(added: dict[int, list[SignedChange]]) -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    for i, changes in added.items():
+        for change in changes:
+            out[change.sha256] = out.get(change.sha256, frozenset()) | {c(i)}
+    return out
 
 
 def endorse(previous: bytes, new: bytes, *signers: signing.Signer) -> SignedChange:
@@ -64,7 +74,8 @@ def endorse(previous: bytes, new: bytes, *signers: signing.Signer) -> SignedChan
     env = signing.envelope_of(statement, signers[0])
     for s in signers[1:]:
         env = env.model_copy(update={"signatures": [*env.signatures, *signing.envelope_of(statement, s).signatures]})
-    return SignedChange(registry_change.file_for(statement).as_posix(), statement, env)
+    return SignedChange(registry_change.file_for(statement).as_posix(), statement, env,
+                        digest(env.model_dump_json().encode()))
 
 
 def rules(state) -> list[str]:
@@ -185,8 +196,7 @@ def test_revocations_are_permanent_from_the_first_commit_that_lists_them():
     facts = state.keys[RUNNER.keyid]
     assert facts.revoked_in == c(1)
     assert facts.revoked_since == T0
-    assert facts.after_revocation == {c(1), c(2), c(3), WORKTREE}
-    assert c(0) not in facts.after_revocation
+    assert facts.before_revocation == {c(0)}
 
 
 def test_a_merge_of_an_old_branch_is_not_a_change_and_a_merged_self_addition_still_is():
@@ -296,3 +306,99 @@ def test_without_history_nothing_of_history_is_checked():
     assert rules(state) == ["history-rewritten"]
     assert state.keys[RUNNER.keyid].added == date(2025, 1, 1)
     assert "NOT CHECKED" in state.report.root
+
+
+# --- revocation by ancestry, and narrowings that stay: the graph shapes a merge or a replay takes ---------
+
+SECOND = new_signer()
+"""A second key with 'registry' (K2 of the narrowing cases)."""
+
+
+def second(kinds=("run", "session", "registry")):
+    return entry(SECOND, owner="second lead key", may_sign=list(kinds))
+
+
+def test_a_revocation_counts_back_only_to_the_ancestors_of_each_commit_that_revoked_it():
+    """c1 revokes on the main line, c2 (from c0) revokes on a branch, c3 merges them: only c0, an ancestor of
+    both, is before the revocation; c1, c2 and the merge are not, whatever their dates."""
+    revoked = registry_text(admin(), runner(revoked_since=T0))
+    state = trust_root.evaluate(history([GENESIS, revoked, revoked, revoked], parents={2: (0,), 3: (1, 2)}),
+                                revoked, [])
+    facts = state.keys[RUNNER.keyid]
+    assert facts.revoked_in == c(1)
+    assert facts.before_revocation == {c(0)}
+
+
+def test_a_revoked_keys_endorsement_on_a_branch_older_than_its_revocation_counts_for_nothing():
+    """c1 revokes the admin key; c2, on a branch from c0, adds the thief's key endorsed by the admin key (added
+    there, where the key was not revoked yet); c3 merges both. c2 is not an ancestor of c1: a finding at c2."""
+    revoked = registry_text(admin(revoked_since=T0), runner())
+    merged = registry_text(admin(revoked_since=T0), runner(), thief())
+    sig = endorse(GENESIS, PLUS_THIEF, ADMIN)
+    h = history([GENESIS, revoked, PLUS_THIEF, merged], parents={2: (0,), 3: (1, 2)}, added={2: [sig]})
+    state = trust_root.evaluate(h, merged, [sig])
+    assert rules(state) == ["registry-change-unsigned"]
+    assert f"commit {c(2)[:12]} grants" in state.findings[0].reason
+    assert f"revoked in commit {c(1)[:12]}" in state.findings[0].reason
+    assert state.keys[THIEF.keyid].trusted_kinds == frozenset()
+    before = trust_root.evaluate(history([GENESIS, PLUS_THIEF, merged], added={1: [sig]}), merged, [sig])
+    assert rules(before) == []  # endorsed before the revocation, in an ancestor of it: it stands
+    assert before.keys[THIEF.keyid].trusted_kinds == {"run", "session"}
+
+
+def test_an_endorsement_a_revoked_key_signed_after_its_revocation_counts_for_nothing():
+    """c1 adds the thief's key unendorsed (a finding); c2 revokes the admin key; an endorsement of c1's change by
+    the admin key committed only after that (c3) does not make c1's grant count. Added in c1: it does."""
+    revoked = registry_text(admin(revoked_since=T0), runner(), thief())
+    sig = endorse(GENESIS, PLUS_THIEF, ADMIN)
+    late = trust_root.evaluate(history([GENESIS, PLUS_THIEF, revoked, revoked], added={3: [sig]}), revoked, [sig])
+    assert rules(late) == ["registry-change-unsigned"]
+    assert late.keys[THIEF.keyid].trusted_kinds == frozenset()
+    beside = trust_root.evaluate(history([GENESIS, PLUS_THIEF, revoked, revoked], added={1: [sig]}), revoked, [sig])
+    assert rules(beside) == []
+
+
+V0 = GENESIS
+V1 = registry_text(admin(), runner(), second())
+V2 = registry_text(admin(), runner(), second(["run"]))
+
+
+def test_an_old_endorsement_replayed_after_a_narrowing_grants_nothing_back():
+    """V0 -> V1 (endorsed, added in c1), V2 narrows K2 to run, V3 = V0's bytes (K2 removed), V4 = V1's bytes:
+    the V0 -> V1 endorsement matches again, and grants nothing back."""
+    sig = endorse(V0, V1, ADMIN)
+    state = trust_root.evaluate(history([V0, V1, V2, V0, V1], added={1: [sig]}), V1, [sig])
+    assert rules(state) == ["registry-change-unsigned"]
+    assert f"commit {c(4)[:12]} grants back" in state.findings[0].reason
+    assert f"which commit {c(2)[:12]}, {c(3)[:12]} took away" in state.findings[0].reason
+    assert state.keys[SECOND.keyid].trusted_kinds == frozenset()
+    assert "took" in state.keys[SECOND.keyid].untrusted_why
+    assert [ch.status for ch in state.report.changes] == ["signed", "tightens-only", "tightens-only", "replayed"]
+
+
+def test_a_branch_older_than_a_narrowing_merged_after_it_grants_nothing_back():
+    """c2 narrows K2; c3, a branch from c1 (where K2 had every kind), merges into c2 keeping V1's bytes: the
+    merge's side parent trusts K2 with all its kinds, but it predates the narrowing."""
+    sig = endorse(V0, V1, ADMIN)
+    state = trust_root.evaluate(history([V0, V1, V2, V1, V1], parents={3: (1,), 4: (2, 3)}, added={1: [sig]}),
+                                V1, [sig])
+    assert rules(state) == ["registry-change-unsigned"]
+    assert f"commit {c(4)[:12]} grants back" in state.findings[0].reason
+    assert state.keys[SECOND.keyid].trusted_kinds == {"run"}
+    kept = trust_root.evaluate(history([V0, V1, V2, V1, V2], parents={3: (1,), 4: (2, 3)}, added={1: [sig]}),
+                               V2, [sig])
+    assert rules(kept) == []  # the merge keeps the narrowing: nothing to say
+    assert kept.keys[SECOND.keyid].trusted_kinds == {"run"}
+
+
+def test_an_endorsement_added_after_a_narrowing_grants_it_back_and_a_merge_keeps_that():
+    """c3 grants K2's kinds back with a new endorsement (V2 -> V1, added in c3); c4, a branch from c2 (the
+    narrowing) with V2 reworded, merges with c3: c3 descends from the narrowing, so what it grants stands."""
+    sig, again = endorse(V0, V1, ADMIN), endorse(V2, V1, ADMIN)
+    reworded = b"# reworded\n" + V2
+    h = history([V0, V1, V2, V1, reworded, V1], parents={4: (2,), 5: (3, 4)}, added={1: [sig], 3: [again]})
+    state = trust_root.evaluate(h, V1, [sig, again])
+    assert rules(state) == []
+    assert state.keys[SECOND.keyid].trusted_kinds == {"run", "session", "registry"}
+    uncommitted = trust_root.evaluate(history([V0, V1, V2], added={1: [sig]}), V1, [sig, again])
+    assert rules(uncommitted) == []  # an endorsement in the working tree is added after every commit

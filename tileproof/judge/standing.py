@@ -2,7 +2,8 @@
 
 A signer chooses the ``created`` it signs; git history, which every clone carries, says when a record entered
 the tree. :func:`standing` (the one decision the publish decision and the audit use) refuses a record whose key
-history does not vouch for at that time; :func:`age` orders records for "the newest". The rules (each refusal,
+history does not vouch for at that time (a revoked key's record counts only when that commit is an ancestor of the
+revocation, whatever the dates and merges); :func:`age` orders records for "the newest". The rules (each refusal,
 the clock skew allowed, the order): docs/threat-model.md, "Which records count".
 """
 
@@ -41,9 +42,10 @@ def standing(verification: Verification, record, first: FirstCommit | None, keys
         return refused("unendorsed-key", f"counts for nothing: {key.untrusted_why}")
     if record.kind not in key.trusted_kinds:
         return refused("kind-not-allowed", f"may not sign {record.kind} records: {key.untrusted_why}")
-    if key.revoked_in is not None and (first is None or first.commit in key.after_revocation):
+    if key.revoked_in is not None and (first is None or first.commit not in key.before_revocation):
         where = f"first committed in {first.commit[:12]}" if first else "not committed"
-        return refused("revoked", f"revoked in {key.revoked_in[:12]}; the record is {where}, after that")
+        return refused("revoked", f"revoked in {key.revoked_in[:12]}; the record is {where}, after that or beside "
+                                  f"it (not an ancestor of it: only records committed before a revocation stay)")
     if key.revoked_since is not None and record.created >= key.revoked_since:
         return refused("revoked", f"revoked since {key.revoked_since.isoformat()}; the record is dated "
                                   f"{record.created.isoformat()}")

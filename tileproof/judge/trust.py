@@ -47,7 +47,7 @@ RULES: dict[str, str] = {
     "record-unknown-key": "a record is signed by a key that is not in lessons/runners.yaml",
     "record-bad-signature": "a record's signature does not verify: its content changed after signing",
     "record-revoked-key": "a record is signed by a key revoked at or before the record's time, or first "
-                          "committed in a commit that descends from the key's revocation",
+                          "committed in a commit that is not an ancestor of the key's revocation",
     "record-kind-not-allowed": "a record is signed by a key that may not sign records of its kind (or was "
                                "allowed it only by an unsigned registry change)",
     "record-subject-mismatch": "a signed statement's subjects (and materials) are not the file digests its record "

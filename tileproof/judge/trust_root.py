@@ -5,7 +5,7 @@
 and the root (``Root``), and gives each key the kinds history trusts it with, the findings (``registry-*``,
 ``trust-root-not-in-history``, ``history-rewritten``) and the ``TrustReport`` the audit prints. As in TUF's root
 rotation, each version after the root is trusted only as far as the version before it signed it. The rules (the
-root, the walk over parents, permanent revocations, a policy that only tightens):
+root, the walk over parents, revocations and narrowings that stay, a policy that only tightens):
 docs/threat-model.md, "How the registry's history is walked".
 """
 
@@ -33,11 +33,14 @@ RootSource = Literal["--trust-root", "$TILEPROOF_TRUST_ROOT", ".ci/trust-root", 
 """Where the trust root came from: the command line or CI's environment (outside the tree), the tree's
 own pin (a committer can move it; the audit lists each move), or none (the first registry with a key)."""
 
-ChangeStatus = Literal["signed", "tightens-only", "text-only", "unsigned-grants-nothing", "unsigned", "root-reset"]
+ChangeStatus = Literal["signed", "tightens-only", "text-only", "unsigned-grants-nothing", "unsigned", "root-reset",
+                       "replayed"]
 """How a step of the registry was taken: endorsed; needing no endorsement (it only tightens, or is the same
 content written differently); unendorsed, but granting nothing its commit does not trust otherwise (a merge
 whose other parent trusts it, or a grant already refused earlier; a dropped revocation is ``registry-loosened``);
-``unsigned`` and ``root-reset`` grant what nothing trusted (a finding at the commit that first grants it)."""
+``unsigned`` and ``root-reset`` grant what nothing trusted (a finding at the commit that first grants it);
+``replayed``: an endorsement matches, but it entered history before a change that took away a kind it grants
+(a narrowing), so it grants none of that back (a finding, as ``unsigned``)."""
 
 RULES: dict[str, str] = {
     "registry-change-unsigned": "a registry change grants a key or kind that no key the registry held before "
@@ -93,8 +96,9 @@ class KeyFacts:
     """The earliest ``revoked_since`` any version gives it."""
     revoked_in: str | None = None
     """The first commit (or ``WORKTREE``) listing it revoked."""
-    after_revocation: frozenset[str] = frozenset()
-    """That commit and every commit descending from it: a record first added there is refused."""
+    before_revocation: frozenset[str] = frozenset()
+    """The commits that are ancestors of the revocation (of each commit that revoked it where no parent had:
+    branches that revoked it apart, all of them): only a record first added in one of them can count."""
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,10 @@ class TrustState:
 Grants = dict[str, frozenset[str]]
 """keyid → the kinds trusted for it."""
 
+Lost = dict[tuple[str, str], frozenset[str]]
+"""(keyid, kind) a change took away → the commits that took it (a narrowing; a merge of lines that each took it
+names each): lost from there on until an endorsement that entered history after all of them grants it again."""
+
 
 def _short(commit: str | None) -> str:
     return "none" if commit is None else commit if commit == WORKTREE else commit[:12]
@@ -196,6 +204,21 @@ def _grants(content: RunnerRegistry | None) -> Grants:
 
 def _pairs(grants: Grants) -> set[tuple[str, str]]:
     return {(k, kind) for k, kinds in grants.items() for kind in kinds}
+
+
+def _without(grants: Grants, pairs: Iterable[tuple[str, str]]) -> Grants:
+    gone = set(pairs)
+    if not gone:
+        return grants
+    out = {k: frozenset(kind for kind in kinds if (k, kind) not in gone) for k, kinds in grants.items()}
+    return {k: v for k, v in out.items() if v}
+
+
+def _words(pairs: Iterable[tuple[str, str]], owners: Mapping[str, str]) -> str:
+    """``<keyid>… (<owner>): kind, kind; ...`` for the pairs, a key at a time."""
+    pairs = set(pairs)
+    return "; ".join(f"{k[:16]}… ({owners.get(k, '?')}): {', '.join(sorted(kind for kk, kind in pairs if kk == k))}"
+                     for k in sorted({k for k, _ in pairs}))
 
 
 def _meet(trusted: Grants, content: RunnerRegistry | None) -> Grants:
@@ -324,21 +347,45 @@ def evaluate(history: TrustHistory, worktree: bytes | None, signatures: Sequence
     findings: list[Finding] = []
     origin, root_line = _root_node(nodes, version, root, findings)
     descend = _descendants(nodes, parents, origin)
-    revoked = _revocations(nodes, version, history)
+    revoked = _revocations(nodes, parents, shas, version, history)
     by_change: dict[tuple[str, str], list[SignedChange]] = {}
     for s in signatures:
         by_change.setdefault((s.statement.previous, s.statement.new), []).append(s)
+    later: dict[str, frozenset[str]] = {}
 
-    def endorser(p: str, n: str, trusted: Grants) -> str | None:
-        """The key whose endorsement of the step p -> n verifies, if any."""
-        candidates = _endorsers(version(p).content, p, trusted, revoked)
+    def after(commit: str) -> frozenset[str]:
+        """``commit`` and every node descending from it (the working tree too), computed once per commit."""
+        if commit not in later:
+            later[commit] = history.descendants(commit) | {WORKTREE} if commit != WORKTREE else frozenset({WORKTREE})
+        return later[commit]
+
+    def added_in(change: SignedChange) -> frozenset[str]:
+        """The commits that added the endorsement's bytes; the working tree alone when none did yet."""
+        return history.endorsements.get(change.sha256) or frozenset({WORKTREE})
+
+    late: dict[str, tuple[str, SignedChange, str]] = {}
+    """node → (a key, its endorsement, the commit that revoked it) that verifies but came after the revocation."""
+
+    def endorser(p: str, n: str, trusted: Grants) -> tuple[str, SignedChange] | None:
+        """The key whose endorsement of the step p -> n verifies, and that endorsement, if any. A key revoked in
+        history endorses only a step to an ancestor of its revocation, by an endorsement one of them added."""
         for change in by_change.get((shas.get(p) or "", shas.get(n) or ""), []):
-            for k, public in candidates:
-                if change.signed_by(k, public):
-                    return k
+            for k, public in _endorsers(version(p).content, trusted):
+                if not change.signed_by(k, public):
+                    continue
+                rev = revoked.get(k)
+                if rev is not None and (n not in rev.before or not added_in(change) & rev.before):
+                    late.setdefault(n, (k, change, rev.commit))
+                    continue
+                return k, change
         return None
 
+    def postdates(change: SignedChange, took: frozenset[str]) -> bool:
+        """Whether every commit that added the endorsement descends from every commit in ``took``."""
+        return all(c in after(t) for c in added_in(change) for t in took)
+
     state: dict[str, Grants | None] = {}
+    lost: dict[str, Lost] = {}
     untrusted: dict[str, set[tuple[str, str]]] = {}
     changes: list[RegistryChange] = []
     for n in nodes:
@@ -347,21 +394,42 @@ def evaluate(history: TrustHistory, worktree: bytes | None, signatures: Sequence
             continue
         if n == origin:
             state[n] = _grants(version(n).content)
-            untrusted[n] = set()
+            untrusted[n], lost[n] = set(), {}
             continue
+        ups = [p for p in parents.get(n, ()) if state.get(p) is not None]
+        if len(ups) == 1 and len(parents.get(n, ())) == 1 and shas.get(ups[0]) == shas.get(n):
+            p = ups[0]  # the same registry as its one parent (most commits): all of the parent's, unchanged
+            state[n], lost[n], untrusted[n] = state[p], lost[p], untrusted[p]
+            continue
+        lost_in = _lost_in([lost[p] for p in ups])
+        # A pair a parent trusts although another parent lost it stays trusted only when that parent descends
+        # from every commit that took it away (it was granted again there); else that parent predates the loss.
+        cleared = {x for x, took in lost_in.items()
+                   if any(x[1] in (state[q] or {}).get(x[0], ()) and all(q in after(t) for t in took) for q in ups)}
         results: list[Grants] = []
         could_sign = False
         steps: list[tuple[str, ChangeStatus | None, str | None]] = []
-        for p in parents.get(n, ()):
-            trusted = state.get(p)
-            if trusted is None:
-                continue
-            could_sign = could_sign or bool(_endorsers(version(p).content, p, trusted, revoked))
-            got, status, by = _step(p, n, trusted, version, shas, endorser)
+        for p in ups:
+            trusted = state[p] or {}
+            could_sign = could_sign or bool(_endorsers(version(p).content, trusted))
+            got, status, by, change = _step(p, n, trusted, version, shas, endorser)
+            if change is not None:  # endorsed: it grants back what was taken only if it entered history later
+                back = {x for x in _pairs(got) if x in lost_in and x not in cleared}
+                stale = {x for x in back if not postdates(change, lost_in[x])}
+                if stale:
+                    got, status = _without(got, stale), "replayed"
+                cleared |= back - stale
             results.append(got)
             steps.append((p, status, by))
-        joined = state[n] = _join(results)
-        untrusted[n] = _pairs(_grants(version(n).content)) - _pairs(joined)
+        granted = _pairs(_grants(version(n).content))
+        now_lost = {x: took for x, took in lost_in.items() if x not in cleared}
+        for p in ups:
+            if shas.get(p) != shas.get(n):  # a parent's trusted grants are its registry's: none lost without a change
+                for x in _pairs(state[p] or {}) - granted:
+                    now_lost.setdefault(x, frozenset({n}))
+        lost[n] = now_lost
+        joined = state[n] = _without(_join(results), now_lost)
+        untrusted[n] = granted - _pairs(joined)
         fresh = untrusted[n] - set().union(*(untrusted.get(p, set()) for p in parents.get(n, ()) if p in descend))
         for p, status, by in steps:
             if status is None:
@@ -373,24 +441,9 @@ def evaluate(history: TrustHistory, worktree: bytes | None, signatures: Sequence
                 status = "unsigned-grants-nothing"
             changes.append(RegistryChange(n, p, tuple(what), status, by))
         if fresh:
-            owners = {r.keyid: r.owner for r in (version(n).content or reg.EMPTY).runners}
-            granted_words = "; ".join(f"{k[:16]}… ({owners.get(k, '?')}): "
-                                      f"{', '.join(sorted(kind for kk, kind in fresh if kk == k))}"
-                                      for k in sorted({k for k, _ in fresh}))
-            where = f"{REGISTRY.as_posix()}" + (" (working tree)" if n == WORKTREE else "")
-            step = f"commit {_short(n)}" if n != WORKTREE else "the working tree's change"
-            if could_sign:
-                findings.append(Finding(where, "registry-change-unsigned",
-                                        f"{step} grants {granted_words} with no endorsement by a key the "
-                                        f"registry held before; what it grants counts for nothing (fix: tileproof "
-                                        f"sign-registry --key <a key with 'registry'>, committed beside the change)"))
-            else:
-                findings.append(Finding(where, "registry-root-reset",
-                                        f"{step} grants {granted_words}, and no key held before it could sign "
-                                        f"it (a root reset); what it grants counts for nothing until a reviewer moves "
-                                        f"the trust root to it (fix: docs/keys.md, 'Every key lost')"))
+            findings.append(_unendorsed(n, fresh, now_lost, could_sign, version(n).content, late.get(n)))
 
-    keys = _key_facts(nodes, version, state.get(WORKTREE) or {}, untrusted, revoked, history, descend)
+    keys = _key_facts(nodes, version, state.get(WORKTREE) or {}, untrusted, lost.get(WORKTREE, {}), revoked, descend)
     ever = any(version(n).keyed for n in history.commits)
     wt = version(WORKTREE)
     policy: TreePolicy | None = "signed-only" if ever or wt.keyed else (wt.content.in_force if wt.content else None)
@@ -407,18 +460,61 @@ def evaluate(history: TrustHistory, worktree: bytes | None, signatures: Sequence
     return TrustState(keys, policy, legacy, True, report, tuple(findings))
 
 
-def _step(p, n, trusted: Grants, version, shas, endorser) -> tuple[Grants, ChangeStatus | None, str | None]:
-    """What stays trusted across the step from parent ``p`` to ``n``; its status (None: no change)."""
+def _step(p, n, trusted: Grants, version, shas, endorser
+          ) -> tuple[Grants, ChangeStatus | None, str | None, SignedChange | None]:
+    """What stays trusted across the step from parent ``p`` to ``n``; its status (None: no change); the key and
+    the endorsement that endorsed it, if one did."""
     before, after = version(p), version(n)
     if shas.get(p) == shas.get(n):
-        return trusted, None, None
+        return trusted, None, None, None
     if before.content is not None and after.content is not None and before.content == after.content:
-        return trusted, "text-only", None
-    by = endorser(p, n, trusted)
-    if by is not None:
-        return _grants(after.content), "signed", by
+        return trusted, "text-only", None, None
+    found = endorser(p, n, trusted)
+    if found is not None:
+        return _grants(after.content), "signed", found[0], found[1]
     _lines, tight = _describe(before, after)
-    return _meet(trusted, after.content), "tightens-only" if tight else "unsigned", None
+    return _meet(trusted, after.content), "tightens-only" if tight else "unsigned", None, None
+
+
+def _lost_in(parents: Sequence[Lost]) -> Lost:
+    """What any parent lost, with every commit that took it on any line (one parent's own map, when alone)."""
+    if len(parents) == 1:
+        return dict(parents[0])
+    out: Lost = {}
+    for one in parents:
+        for x, took in one.items():
+            out[x] = out.get(x, frozenset()) | took
+    return out
+
+
+def _unendorsed(n: str, fresh: set[tuple[str, str]], lost: Lost, could_sign: bool, content: RunnerRegistry | None,
+                late: tuple[str, SignedChange, str] | None) -> Finding:
+    """The finding at the commit that first grants ``fresh`` without an endorsement that counts (``late``: one
+    that verifies, by a key revoked in a commit this change, or the endorsement's commit, is no ancestor of)."""
+    owners = {r.keyid: r.owner for r in (content or reg.EMPTY).runners}
+    back = {x for x in fresh if x in lost}
+    new = fresh - back
+    where = f"{REGISTRY.as_posix()}" + (" (working tree)" if n == WORKTREE else "")
+    step = f"commit {_short(n)}" if n != WORKTREE else "the working tree's change"
+    if not could_sign:
+        return Finding(where, "registry-root-reset",
+                       f"{step} grants {_words(fresh, owners)}, and no key held before it could sign it (a root "
+                       f"reset); what it grants counts for nothing until a reviewer moves the trust root to it (fix: "
+                       f"docs/keys.md, 'Every key lost')")
+    said = [f"{step} grants {_words(new, owners)} with no endorsement by a key the registry held before"] if new else []
+    if back:
+        took = ", ".join(_short(c) for c in sorted({c for x in back for c in lost[x]}))
+        said.append(f"{'it' if new else step} grants back {_words(back, owners)}, which commit {took} took away, "
+                    f"with no endorsement that entered history after that (a kind a key lost stays lost: an older "
+                    f"endorsement that matches again grants nothing back)")
+    if late is not None:
+        k, change, revoked_in = late
+        said.append(f"the endorsement {change.path} by {k[:16]}… does not count: that key was revoked in commit "
+                    f"{_short(revoked_in)}, and this change or the endorsement's commit is not an ancestor of it")
+    fix = "tileproof sign-registry --key <a key with 'registry'>, committed beside the change" + (
+        "; bytes endorsed before need new ones (a comment) for a new endorsement" if back else "")
+    return Finding(where, "registry-change-unsigned",
+                   f"{'; '.join(said)}; what it grants counts for nothing (fix: {fix})")
 
 
 def _root_node(nodes: list[str], version, root: Root | None, findings: list[Finding]) -> tuple[str | None, str]:
@@ -458,43 +554,58 @@ def _descendants(nodes: list[str], parents: Mapping[str, tuple[str, ...]], origi
 @dataclass(frozen=True)
 class _Revocation:
     since: datetime
+    """The earliest ``revoked_since`` any version gives."""
     commit: str
-    after: frozenset[str]
+    """The first node (topological order) listing it revoked."""
+    before: frozenset[str]
+    """The strict ancestors of every node that lists it revoked while no parent does (usually one: the commit
+    that revoked it)."""
 
 
-def _revocations(nodes: list[str], version, history: TrustHistory) -> dict[str, _Revocation]:
-    """keyid → the first node listing it revoked, the earliest instant any version gives, the nodes after."""
-    out: dict[str, _Revocation] = {}
+def _revocations(nodes: list[str], parents: Mapping[str, tuple[str, ...]], shas: Mapping[str, str | None], version,
+                 history: TrustHistory) -> dict[str, _Revocation]:
+    """keyid → its revocation (``_Revocation``). The commits before it are one ancestor walk per commit that
+    revoked it (``TrustHistory.ancestors``), whatever the number of records judged by them."""
+    here: dict[str | None, dict[str, datetime]] = {}  # registry sha256 → the keys revoked there, since when
+    since: dict[str, datetime] = {}
+    first: dict[str, str] = {}
+    origins: dict[str, list[str]] = {}
     for n in nodes:
-        content = version(n).content
-        for r in content.runners if content else ():
-            if r.revoked_since is None:
-                continue
-            found = out.get(r.keyid)
-            if found is None:
-                after = history.descendants(n) | {WORKTREE} if n != WORKTREE else frozenset({WORKTREE})
-                out[r.keyid] = _Revocation(r.revoked_since, n, frozenset(after))
-            elif r.revoked_since < found.since:
-                out[r.keyid] = _Revocation(r.revoked_since, found.commit, found.after)
-    return out
+        sha = shas.get(n)
+        if sha not in here:
+            content = version(n).content
+            here[sha] = {r.keyid: r.revoked_since for r in content.runners if r.revoked_since is not None} \
+                if content else {}
+        above = parents.get(n, ())
+        changed = not above or any(shas.get(p) != sha for p in above)  # else every parent revoked the same
+        for k, when in here[sha].items():
+            first.setdefault(k, n)
+            since[k] = min(when, since.get(k, when))
+            if changed and not any(k in here.get(shas.get(p), {}) for p in above):
+                origins.setdefault(k, []).append(n)
+    walked: dict[str, frozenset[str]] = {}
+
+    def strictly_before(o: str) -> frozenset[str]:  # one walk per commit (keys revoked together share it)
+        if o not in walked:
+            walked[o] = frozenset(history.commits) if o == WORKTREE else history.ancestors(o) - {o}
+        return walked[o]
+    return {k: _Revocation(since[k], first[k], frozenset.intersection(*(strictly_before(o) for o in origins[k])))
+            for k in first}
 
 
-def _endorsers(before: RunnerRegistry | None, node: str, trusted: Grants,
-               revoked: Mapping[str, _Revocation]) -> list[tuple[str, Ed25519PublicKey]]:
-    """(keyid, public key) of every key that may endorse the next version after ``node``: trusted there with
-    ``registry``, listed in its registry and not revoked there (by that version, or by history)."""
+def _endorsers(before: RunnerRegistry | None, trusted: Grants) -> list[tuple[str, Ed25519PublicKey]]:
+    """(keyid, public key) of every key that may endorse the version after the registry ``before``: trusted there
+    with ``registry``, listed in it and not revoked there (a key revoked elsewhere in history endorses only what
+    is an ancestor of that revocation: ``evaluate``'s ``endorser``)."""
     out = []
     for k, kinds in sorted(trusted.items()):
         entry = before.keys.get(k) if before is not None else None
-        found = revoked.get(k)
-        if REGISTRY_KIND in kinds and entry is not None and entry[0].revoked_since is None and not (
-                found is not None and node in found.after):
+        if REGISTRY_KIND in kinds and entry is not None and entry[0].revoked_since is None:
             out.append((k, entry[1]))
     return out
 
 
-def _key_facts(nodes, version, trusted: Grants, untrusted, revoked, history: TrustHistory,
-               descend) -> dict[str, KeyFacts]:
+def _key_facts(nodes, version, trusted: Grants, untrusted, lost: Lost, revoked, descend) -> dict[str, KeyFacts]:
     wt = version(WORKTREE).content
     out: dict[str, KeyFacts] = {}
     for r in wt.runners if wt else ():
@@ -502,7 +613,13 @@ def _key_facts(nodes, version, trusted: Grants, untrusted, revoked, history: Tru
         added = max((e.added for e in listed), default=r.added)
         kinds = trusted.get(r.keyid, frozenset())
         why = ""
-        if set(r.may_sign) - kinds:
+        missing = set(r.may_sign) - kinds
+        taken = {kind: cs for (k, kind), cs in lost.items() if k == r.keyid and kind in missing}
+        if taken:
+            took = sorted(frozenset().union(*taken.values()))
+            why = (f"commit {', '.join(_short(c) for c in took)} took {', '.join(sorted(taken))} away, and no "
+                   f"endorsement that entered history after that grants it again")
+        elif missing:
             granted_in = next((n for n in nodes if n in descend and any(k == r.keyid for k, _ in untrusted.get(n, ()))),
                               None)
             why = (f"commit {_short(granted_in)} granted it without an endorsement by a key held before"
@@ -510,7 +627,7 @@ def _key_facts(nodes, version, trusted: Grants, untrusted, revoked, history: Tru
         rev = revoked.get(r.keyid)
         out[r.keyid] = KeyFacts(r.keyid, r.owner, kinds, why, added,
                                 rev.since if rev else None, rev.commit if rev else None,
-                                rev.after if rev else frozenset())
+                                rev.before if rev else frozenset())
     return out
 
 

@@ -13,9 +13,11 @@ registry's bytes and whose predicate names the previous registry's bytes::
 
 committed beside the change as ``lessons/registry-signatures/<new[:16]>-<previous[:16]>.json``
 (``tileproof sign-registry`` writes it). Binding both digests makes each endorsement
-one step of the chain: it cannot be replayed onto another version, nor undo a later one.
-Which change needs one and whose key counts is ``judge.trust_root``'s; this module only
-builds, reads and checks the envelopes.
+one step of the chain: it cannot be replayed onto another version. That the same two versions
+coming round again grant nothing a later change took away, and that a revoked key's endorsement
+counts only where history added it before the revocation, are ``judge.trust_root``'s rules (by
+the commits that added the file's bytes, ``SignedChange.sha256``), as are which change needs an
+endorsement and whose key counts; this module only builds, reads and checks the envelopes.
 """
 
 from __future__ import annotations
@@ -74,6 +76,9 @@ class SignedChange:
     path: str
     statement: ChangeStatement
     envelope: signing.Envelope
+    sha256: str
+    """The sha256 of the file's bytes: how git history names the commits that added it
+    (``records.trust_history.TrustHistory.endorsements``)."""
 
     def signed_by(self, keyid: str, public: Ed25519PublicKey) -> bool:
         """Whether a signature of ``keyid`` in the envelope verifies with ``public`` over the statement."""
@@ -122,7 +127,8 @@ def read_change(root: Path, rel: str) -> SignedChange:
     if not rel.endswith(".json"):
         raise RecordError(rel, "", "is not an endorsement (lessons/registry-signatures/ holds only .json files "
                                    "tileproof sign-registry writes)", "move it out of lessons/registry-signatures/")
-    raw = parse_json(decode(read_bytes(root, rel, "lesson"), rel), rel)
+    data = read_bytes(root, rel, "lesson")
+    raw = parse_json(decode(data, rel), rel)
     fix = "write it again with tileproof sign-registry; endorsements are never edited"
     try:
         envelope = signing.Envelope.model_validate(raw)
@@ -130,4 +136,4 @@ def read_change(root: Path, rel: str) -> SignedChange:
     except (ValidationError, ValueError) as e:
         msg = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
         raise RecordError(rel, "payload", f"not a DSSE envelope of a {PREDICATE_TYPE} statement ({msg})", fix) from None
-    return SignedChange(rel, statement, envelope)
+    return SignedChange(rel, statement, envelope, digest(data))

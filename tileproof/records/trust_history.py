@@ -5,8 +5,9 @@ record's file is a fact every clone carries. ``TrustHistory`` holds the commit g
 reachable from HEAD, oldest first in topological order (a parent always before its
 children, so an index in it orders "earlier" without trusting any date), each commit's
 committer time, and the content digest of the runner registry and of the CI's pin
-(``records.trust_pin``) at every commit, with each version's bytes. ``judge.trust_root``
-walks it; ``judge.standing`` judges a record by its ``FirstCommit``.
+(``records.trust_pin``) at every commit, with each version's bytes, and the commits that added each
+endorsement of a registry change (``records.registry_change``). ``judge.trust_root`` walks it;
+``judge.standing`` judges a record by its ``FirstCommit``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ class TrustHistory:
     """Commit → sha256 of the CI's pin file (``records.trust_pin.PIN``) there; None where it has none."""
     texts: Mapping[str, bytes] = field(default_factory=dict)
     """sha256 → the bytes of every registry and pin version named above."""
+    endorsements: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """sha256 of an endorsement file's bytes → every commit that adds or changes a file under
+    ``lessons/registry-signatures/`` to those bytes, against any one of its parents (a merge against each, a
+    root commit against nothing): where that endorsement entered history. Bytes no commit added are absent."""
 
     @property
     def head(self) -> str | None:

@@ -14,8 +14,9 @@ working tree's object ids come from git's own index where git vouches for the fi
 
 :func:`at_commits` reads, for the commits records name (``git.commit``), whether
 each is in this repository's history and the sha256 of each attested path's blob
-there (one ``git cat-file --batch`` for all of them). :func:`trust_history` reads the commit graph and
-every version of the runner registry and of the CI's pin along it (``judge.trust_root`` walks them);
+there (one ``git cat-file --batch`` for all of them). :func:`trust_history` reads the commit graph,
+every version of the runner registry and of the CI's pin along it, and the commits that added each
+registry endorsement's bytes (``judge.trust_root`` walks them);
 :func:`resolve_commit` names the commit a reviewer's ``--trust-root`` or ``--expect-ancestor`` gives.
 """
 
@@ -47,6 +48,7 @@ from tileproof.records.history_check import (
     blob_hasher,
     check,
 )
+from tileproof.records.registry_change import SIGNATURES
 from tileproof.records.runner_keys import REGISTRY
 from tileproof.records.safe_read import InputKind, stream
 from tileproof.records.trust_history import TrustHistory
@@ -465,7 +467,8 @@ def trust_history(root: Path, paths: tuple[str, str] = (REGISTRY.as_posix(), PIN
                   ) -> TrustHistory | NoHistory:
     """The commit graph reachable from HEAD (one ``git log --topo-order --reverse``), with the sha256 of
     the registry and the pin file (``paths``) at every commit and each version's bytes (``git cat-file``:
-    one ``--batch-check`` for every commit's object ids, one ``--batch`` for the distinct versions)."""
+    one ``--batch-check`` for every commit's object ids, one ``--batch`` for the distinct versions), and
+    the commits that added each endorsement's bytes (:func:`_endorsements`)."""
     root = Path(root)
     missing = _no_history(root)
     if missing is not None:
@@ -490,9 +493,52 @@ def trust_history(root: Path, paths: tuple[str, str] = (REGISTRY.as_posix(), PIN
     texts = {sha[i]: data for i, data in blobs.items() if data is not None}
     at = iter(ids)
     versions = [{p: sha.get(next(at) or "") for p in paths} for _c in commits]
+    endorsements = _endorsements(root)
+    if isinstance(endorsements, NoHistory):
+        return endorsements
     return TrustHistory(commits=tuple(commits), parents=parents, times=times,
                         registry={c: v[paths[0]] for c, v in zip(commits, versions, strict=True)},
-                        pin={c: v[paths[1]] for c, v in zip(commits, versions, strict=True)}, texts=texts)
+                        pin={c: v[paths[1]] for c, v in zip(commits, versions, strict=True)}, texts=texts,
+                        endorsements=endorsements)
+
+
+_ENDORSEMENTS_LOG = ("-c", "core.quotePath=false", "-c", "log.showRoot=true", "log", "--full-history", "-m",
+                     "--no-renames", "--raw", "--no-abbrev", "-z", "--format=%x01%H", "HEAD", "--",
+                     SIGNATURES.as_posix())
+"""Every commit reachable from HEAD that touches the endorsements' folder, none simplified away
+(``--full-history``), a merge compared with each of its parents (``-m``: one that brings in a file neither
+parent had is listed too), a root commit with nothing."""
+
+
+def _endorsements(root: Path) -> dict[str, frozenset[str]] | NoHistory:
+    """sha256 of each version of a file under ``lessons/registry-signatures/`` → the commits that added or
+    changed a file to it (``records.trust_history.TrustHistory.endorsements``): one ``git log`` (its raw diff
+    against each parent) and one ``git cat-file --batch`` for the distinct blobs. A log this code cannot read
+    is NoHistory, never a partial map (an endorsement missing from it would pass as one not committed yet)."""
+    log = _git(root, *_ENDORSEMENTS_LOG)
+    if log.exit_code != 0:
+        return NoHistory(f"git log failed: {log.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+    added: dict[str, set[str]] = {}
+    commit, end = "", 0
+    for m in _LOG_ENTRY.finditer(log.stdout):
+        if m.start() != end:
+            break
+        end = m.end()
+        named, new, status, _path = m.groups()
+        if named is not None:
+            commit = named.decode()
+        elif status != b"D" and new.strip(b"0"):
+            added.setdefault(new.decode(), set()).add(commit)
+    if log.stdout[end:].strip(b"\n\0"):
+        return NoHistory(f"git log printed what tileproof cannot read, at byte {end}: {log.stdout[end:end + 60]!r}")
+    blobs = sorted(added)
+    out: dict[str, set[str]] = {}
+    for blob, data in zip(blobs, _cat_file(root, blobs), strict=True):
+        if data is None:
+            return NoHistory(f"git cat-file could not read {blob}, an endorsement some commit added (a partial "
+                             f"clone? fix: git fetch --refetch)")
+        out.setdefault(hashlib.sha256(data).hexdigest(), set()).update(added[blob])
+    return {sha: frozenset(commits) for sha, commits in out.items()}
 
 
 def resolve_commit(root: Path, rev: str) -> str | None:
