@@ -62,6 +62,7 @@ class GivenFile:
     option: Option
     given: str
     path: Path
+    """Absolute, links resolved."""
 
 
 class Refused(TileproofError):
@@ -118,18 +119,16 @@ def _outside(root: Path, value: str, option: Option) -> GivenFile:
                       f"(fix: keep the file outside the repository, and pass file:<that path>)")
     if not resolved.is_file():
         raise Refused(f"{option} {value}: no such file (fix: file:PATH, a file you keep outside the repository)")
-    return GivenFile(option, value, path)
+    return GivenFile(option, value, resolved)
 
 
 def _refusal(root: Path, value: str, option: Option) -> str:
     """The one line refusing ``value`` (not a full id, not ``file:``): what it is, and what to pass instead."""
-    what_file = f"; for the file of that name, pass {FILE_PREFIX}{value} (kept outside the repository)" \
-        if value and Path(value).expanduser().is_file() else ""
     if HEX.fullmatch(value):
         commits = git_history.commits_by_prefix(root, value.lower())
         refs = git_history.refs_named(root, value)
         shadow = "; " + ", ".join(f"{r} names {c}" for r, c in sorted(refs.items())) + \
-            (" (a ref shadows the abbreviation)" if refs else "") if refs else ""
+            " (a ref shadows the abbreviation)" if refs else ""
         if len(commits) == 1:
             fix = f"pass the full id: {commits[0]}"
         elif commits:
@@ -137,9 +136,12 @@ def _refusal(root: Path, value: str, option: Option) -> str:
         else:
             fix = "pass a full commit id: git rev-parse <commit>"
         return (f"{option} {value}: an abbreviated commit id, which a branch or tag of that name would shadow (git "
-                f"takes the ref first){shadow}{what_file} (fix: {fix})")
-    named = git_history.resolve_commit(root, value)
-    now = f"it names {named} now (git rev-parse); pass that id, once checked" if named else \
-        "it names no commit here; pass a full commit id"
-    return (f"{option} {value}: not a full commit id; a ref (a branch, a tag, HEAD) is a name a committer can move, "
-            f"and a path is read only as file:PATH{what_file} (fix: {now})")
+                f"takes the ref first){shadow} (fix: {fix})")
+    if value and Path(value).expanduser().is_file():
+        fix = f"for that file, pass {FILE_PREFIX}{value} (it must lie outside the repository)"
+    elif named := git_history.resolve_commit(root, value):
+        fix = f"pass the full id it names now, once checked: {named} (git rev-parse {value})"
+    else:
+        fix = f"pass a full commit id (git rev-parse <commit>), or {FILE_PREFIX}PATH"
+    return (f"{option} {value}: neither a full commit id nor {FILE_PREFIX}PATH; a ref (a branch, a tag, HEAD) is a "
+            f"name a committer can move, and a path is read as a file only when it says {FILE_PREFIX} (fix: {fix})")
