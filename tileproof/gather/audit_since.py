@@ -21,6 +21,10 @@ When a file directly under evidence/ (in no run's folder) was added, changed or 
 whole tree, and its scope line says why: any record may reference such a file, so its being an orphan, or a link
 in a record's place, is a question only a full audit answers.
 
+REV is a full commit id (``gather.given_commit``): HEAD or an ancestor of it. One that is not is a finding
+(``since-not-ancestor``) and the whole tree is audited; an audit that judged no record and no lesson is a finding
+too (``since-judged-nothing``): its scope line counts both.
+
 What it does not: re-check the records outside that scope (their files are unchanged since REV, which
 the history check confirms for every committed one). A full ``audit`` checks everything.
 """
