@@ -1289,11 +1289,11 @@ def test_cli_a_committed_file_named_like_the_root_does_not_replace_it(signed_tre
         assert f"runs/{path.name}: record-unendorsed-key:" in out, out
         assert publish_code == 1, publish_out
         return
-    for code, out in ((code, out), (publish_code, publish_out)):
-        assert code == 2, out
-        assert len(out.strip().splitlines()) == 1, out
-        assert f"{via} {trusted[:length]}: an abbreviated commit id" in out, out
-        assert f"(fix: pass the full id: {trusted})" in out, out
+    for status, said in ((code, out), (publish_code, publish_out)):
+        assert status == 2, said
+        assert len(said.strip().splitlines()) == 1, said
+        assert f"{via} {trusted[:length]}: an abbreviated commit id" in said, said
+        assert f"(fix: pass the full id: {trusted})" in said, said
 
 
 def test_cli_a_file_root_is_named_as_a_file_and_kept_outside_the_tree(signed_tree, capsys, tmp_path):
