@@ -28,9 +28,9 @@ from tileproof.records.trust_pin import PIN
 EXPLAINED = rule("plausibility-explained", "a plausibility signal settled only by a lesson's front matter "
                                            "(plausibility:, a committer's words); a finding under --strict, a "
                                            "notice otherwise")
-PIN_MOVED = rule("trust-pin-moved", f"a commit in the trust range moved the tree's pin ({PIN.as_posix()}) to "
-                                    "another commit than the reviewer's own root names; a finding under --strict, a "
-                                    "notice otherwise")
+PIN_MOVED = rule("trust-pin-moved", f"a commit in the trust range moved the tree's pin ({PIN.as_posix()}), "
+                                    "other than to the commit the reviewer's own root names; a finding under "
+                                    "--strict, a notice otherwise")
 SINCE_NOT_ANCESTOR = rule("since-not-ancestor", "audit --since REV where REV is not an ancestor of HEAD (history "
                                                 "rewritten, or another branch): the whole tree is audited instead")
 SINCE_NOTHING = rule("since-judged-nothing", "audit --since REV that judged no record and no lesson (nothing "
@@ -61,8 +61,12 @@ def pin_issues(moves: Iterable[PinMove], root: Root | None) -> list[Issue]:
     for m in moves:
         if not m.moved or not m.in_range or (theirs is not None and m.after == theirs):
             continue
-        whose = f"the root you pass ({root.source}) names {theirs[:12]}" if theirs is not None and root else \
-            f"the root in force is the tree's own pin ({root.source if root else 'none: trust on first use'})"
+        if theirs is not None and root is not None:
+            whose = f"the root you pass ({root.source}) names {theirs[:12]}"
+        elif root is not None:
+            whose = f"the root in force is the tree's own pin ({root.source})"
+        else:
+            whose = "no root is pinned (trust on first use)"
         out.append((PIN_MOVED, f"pin moved in {m}; {whose} (a root the tree gives itself is a committer's word: pass "
                                f"your own, --trust-root COMMIT)"))
     return out
