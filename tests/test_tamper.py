@@ -1404,25 +1404,32 @@ def test_cli_since_a_tag_moved_to_head_judges_nothing_and_says_so(signed_tree, c
 
 def test_cli_a_signal_explained_in_front_matter_is_a_notice_and_a_finding_under_strict(signed_tree, capsys,
                                                                                        tmp_path):
-    """(8) A fake GPU's shim PATH on a run signed by the registered runner, explained in the lesson's front matter
-    by the committer: on 6e3bf99 no line at all said so. Now a notice in the printed audit and both reports, and a
+    """(8) A fake GPU's shim PATH and PYTHONPATH on a run signed by the registered runner, both explained in the
+    lesson's front matter by the committer: on 6e3bf99 no line at all said so. Now a notice in the printed audit and both reports, and a
     finding under --strict (the reviewer's mode)."""
     root, _ = signed_tree
-    path = fake_h200_softmax(root, RUNNER, env=SHIM)
+    path = fake_h200_softmax(root, RUNNER, env={**SHIM, "PYTHONPATH": "/tmp/site"})  # a fake cupy's folder too
     explain(root, SOFTMAX)
+    lesson = root / "lessons" / f"{SOFTMAX}.md"
+    lesson.write_text(lesson.read_text().replace(EXPLANATION, EXPLANATION + "- signal: shim-path\n  subject: "
+                                                 "PYTHONPATH=/tmp/site\n  explanation: the runner's own site "
+                                                 "packages, installed there by its owner\n", 1))
     commit(root, "an H200 run of softmax")
     md, html = tmp_path / "a.md", tmp_path / "a.html"
     code, out = cli(capsys, "audit", "--root", str(root), "--md", str(md), "--html", str(html))
     assert code == 0, out
-    said = (f"runs/{path.name}: plausibility-explained: shim-path {SHIM_SUBJECT}: settled only by "
-            f"lessons/{SOFTMAX}.md's front matter, which says: the runner's CUDA 13 tools")
-    assert f"notice: {said}" in out, out
-    assert "0 findings, 1 notice (findings under --strict)" in out, out
+    said = [f"runs/{path.name}: plausibility-explained: shim-path {subject}: settled only by lessons/{SOFTMAX}.md's "
+            f"front matter, which says: the runner's {words}"
+            for subject, words in ((SHIM_SUBJECT, "CUDA 13 tools"), ("PYTHONPATH=/tmp/site", "own site packages"))]
+    for line in said:
+        assert f"notice: {line}" in out, out
+    assert "0 findings, 2 notices (findings under --strict)" in out, out
     assert "## Notices" in md.read_text() and f"| `runs/{path.name}` | plausibility-explained |" in md.read_text()
     assert 'id="notices"' in html.read_text() and "settled only by" in html.read_text()
     code, out = cli(capsys, "audit", "--root", str(root), "--strict")
     assert code == 1, out
-    assert said in out and f"notice: {said}" not in out, out
+    for line in said:
+        assert line in out and f"notice: {line}" not in out, out
 
 
 def test_cli_a_moved_pin_is_a_notice_and_a_finding_under_strict_unless_the_reviewer_roots_there(signed_tree, capsys):

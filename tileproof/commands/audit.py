@@ -16,6 +16,7 @@ from typing import Literal
 from tileproof.gather.audit import REPORT_HTML, REPORT_MD, audit, paused_gc
 from tileproof.judge.audit.result import AuditResult
 from tileproof.records import store
+from tileproof.records.errors import one_line
 from tileproof.records.trust_pin import PIN, PIN_ENV
 from tileproof.report import junit, render, summary
 
@@ -85,7 +86,7 @@ def run(args) -> int:
         result = audit(args.root, outputs=[p for p, _ in wanted], trust_root=args.trust_root,
                        expect_ancestor=args.expect_ancestor, since=args.since, strict=args.strict)
         if result.scope is not None:
-            print(f"audit scope: {result.scope}")
+            print(one_line(f"audit scope: {result.scope}"))
         for f in result.findings:
             print(f)
         for f in result.notices if not result.strict else ():
