@@ -40,7 +40,7 @@ Option = Literal["--trust-root", "$TILEPROOF_TRUST_ROOT", "--expect-ancestor", "
 
 FILE_PREFIX = "file:"
 HEX = re.compile(r"[0-9a-fA-F]+")
-ANY_FULL_ID = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+ANY_FULL_ID = re.compile("|".join(f"[0-9a-fA-F]{{{n}}}" for n in git_history.ID_LENGTH.values()))
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def resolve(root: Path, value: str, option: Option) -> GivenId | GivenFile:
         full = value.lower()
         if not isinstance(fmt, NoHistory) and not re.fullmatch(git_history.FULL_ID[fmt], full):
             raise Refused(f"{option} {value}: {len(value)} hex digits, and a full commit id of this ({fmt}) "
-                          f"repository has {_FULL_LENGTH[fmt]} (fix: pass the commit's full id: git rev-parse "
+                          f"repository has {git_history.ID_LENGTH[fmt]} (fix: pass the commit's full id: git rev-parse "
                           f"<commit>)")
         return GivenId(option, value, full, git_history.commit_by_id(root, full))
     raise Refused(_refusal(root, value, option))
@@ -96,9 +96,6 @@ def commit_of(root: Path, value: str, option: Option) -> GivenId:
     inner = resolve(root, text, option)
     assert isinstance(inner, GivenId)
     return GivenId(option, value, inner.full, inner.commit)
-
-
-_FULL_LENGTH = {"sha1": 40, "sha256": 64}
 
 
 def _shown(text: str) -> str:

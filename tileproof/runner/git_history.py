@@ -524,7 +524,9 @@ def commit_by_id(root: Path, full: str) -> str | None:
     return full if out.exit_code == 0 and out.stdout.decode(errors="replace").split() == [full, "commit"] else None
 
 
-FULL_ID: dict[ObjectFormat, str] = {"sha1": "[0-9a-f]{40}", "sha256": "[0-9a-f]{64}"}
+ID_LENGTH: dict[ObjectFormat, int] = {"sha1": 40, "sha256": 64}
+"""How many hex digits a full object id of each format has."""
+FULL_ID: dict[ObjectFormat, str] = {fmt: f"[0-9a-f]{{{n}}}" for fmt, n in ID_LENGTH.items()}
 """A full object id of each format, as git prints it."""
 
 
