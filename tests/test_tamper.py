@@ -1405,8 +1405,8 @@ def test_cli_since_a_tag_moved_to_head_judges_nothing_and_says_so(signed_tree, c
 def test_cli_a_signal_explained_in_front_matter_is_a_notice_and_a_finding_under_strict(signed_tree, capsys,
                                                                                        tmp_path):
     """(8) A fake GPU's shim PATH and PYTHONPATH on a run signed by the registered runner, both explained in the
-    lesson's front matter by the committer: on 6e3bf99 no line at all said so. Now a notice in the printed audit and both reports, and a
-    finding under --strict (the reviewer's mode)."""
+    lesson's front matter by the committer: on 6e3bf99 no line at all said so. Now a notice each in the printed
+    audit and both reports, and a finding under --strict (the reviewer's mode)."""
     root, _ = signed_tree
     path = fake_h200_softmax(root, RUNNER, env={**SHIM, "PYTHONPATH": "/tmp/site"})  # a fake cupy's folder too
     explain(root, SOFTMAX)
