@@ -329,7 +329,7 @@ def test_audit_since_audits_the_whole_tree_when_a_file_directly_under_evidence_c
 def test_audit_since_a_commit_that_is_not_there_is_one_line(checkout):
     code, _text, err = run("audit", "--root", str(checkout), "--since", "no-such-rev")
     assert code == 2
-    assert "audit --since no-such-rev" in err
+    assert "--since no-such-rev: neither a full commit id nor file:PATH" in err
 
 
 def test_a_moved_evidence_folder_behind_a_link_is_refused_warm_as_cold(checkout, tmp_path):

@@ -11,6 +11,7 @@ escaped (``\\xff``) in every line and report; in runs/ it is a stray entry, neve
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -176,3 +177,37 @@ def test_a_non_utf8_name_is_written_as_its_bytes_everywhere():
     assert Finding(name, rule="r", reason=f"why {name}", fix=name) == Finding(
         "evidence/a\\xff\\xc3b.txt", rule="r", reason="why evidence/a\\xff\\xc3b.txt", fix="evidence/a\\xff\\xc3b.txt")
     assert encodable("plain évidence") == "plain évidence"
+
+
+def test_a_line_break_in_a_name_is_escaped_in_every_line_and_report_never_cut(checkout):
+    """A record file and a transcript named with a line break, committed, then the record deleted and the
+    transcript edited: the printed audit, the Markdown and the HTML report name each as ``a\\nb`` (before, the
+    reports wrote a space or a raw line break in its place: ``runs/a`` on one line, ``b.json`` on the next)."""
+    (checkout / "runs" / "a\nb.json").write_text("{}\n")
+    (checkout / "evidence" / "c\nd.txt").write_text("x\n")
+    git_commit_all(checkout, "odd names")
+    (checkout / "runs" / "a\nb.json").unlink()
+    (checkout / "evidence" / "c\nd.txt").write_text("y\n")
+    md, html = checkout.parent / "a.md", checkout.parent / "a.html"
+    code, text = run("audit", "--root", str(checkout), "--md", str(md), "--html", str(html))
+    assert code == 1, text
+    assert "runs/a\\nb.json: history-missing: " in text and "evidence/c\\nd.txt: history-changed: " in text, text
+    for report in (md.read_text(), html.read_text()):
+        assert "runs/a\\nb.json" in report and "evidence/c\\nd.txt" in report
+        assert "runs/a\n" not in report and "runs/a b.json" not in report and "evidence/c d.txt" not in report
+    assert "| `runs/a\\nb.json` | history-missing |" in md.read_text()
+    assert ">runs/a\\nb.json</a>" in html.read_text()
+
+
+def test_a_name_with_a_line_break_is_never_sent_to_gits_batch_reader(checkout):
+    """git's ``cat-file --batch`` reads one query per line: a path with a line break (from a record's JSON) was
+    cut there and read as two queries, and every answer after it went to the wrong question. Such a path is
+    missing now, and the others keep their own answers."""
+    commit = head(checkout)
+    other, real = [p.relative_to(checkout) for p in sorted((checkout / "kernels").iterdir()) if p.suffix == ".py"][:2]
+    pairs = [(commit, f"evidence/a\n{commit}:{other.as_posix()}"), (commit, real.as_posix())]
+    assert (checkout / other).read_bytes() != (checkout / real).read_bytes()
+    found = git_history.at_commits(checkout, [commit], pairs)
+    assert not isinstance(found, git_history.NoHistory)
+    assert found.sha256[pairs[0]] is None
+    assert found.sha256[pairs[1]] == hashlib.sha256((checkout / real).read_bytes()).hexdigest()

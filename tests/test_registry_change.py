@@ -17,7 +17,7 @@ from signing_keys import entry, registry_of, write_registry
 from tileproof.__main__ import main
 from tileproof.gather import trust_state
 from tileproof.records import registry_change, runner_keys, signing
-from tileproof.records.errors import RecordError
+from tileproof.records.errors import RecordError, TileproofError
 
 
 def git(root: Path, *args: str) -> str:
@@ -135,20 +135,24 @@ def test_the_trust_root_comes_from_the_command_line_then_the_environment_then_th
     graph = trust_state.git_history.trust_history(root)
     pinned = trust_state.choose_root(root, None, graph)
     assert (pinned.source, pinned.commit, pinned.why) == (".ci/trust-root", head, "reviewed")
-    monkeypatch.setenv("TILEPROOF_TRUST_ROOT", "HEAD")
+    monkeypatch.setenv("TILEPROOF_TRUST_ROOT", head)
     assert trust_state.choose_root(root, None, graph).source == "$TILEPROOF_TRUST_ROOT"
     kept = tmp_path / "kept-runners.yaml"
     kept.write_bytes((root / runner_keys.REGISTRY).read_bytes())
-    given = trust_state.choose_root(root, str(kept), graph)
+    given = trust_state.choose_root(root, f"file:{kept}", graph)
     assert given.source == "--trust-root"
     assert given.registry_sha256 == registry_change.digest(kept.read_bytes())
     pin_file = tmp_path / "my-pin"
     pin_file.write_text(f"pin_version: 1\ncommit: '{head}'\nwhy: mine\n")
-    assert trust_state.choose_root(root, str(pin_file), graph).commit == head
+    assert trust_state.choose_root(root, f"file:{pin_file}", graph).commit == head
     bad = tmp_path / "bad-pin"
     bad.write_text("pin_version: 1\ncommit: HEAD\nwhy: x\n")
     with pytest.raises(RecordError, match="commit"):
-        trust_state.choose_root(root, str(bad), graph)
+        trust_state.choose_root(root, f"file:{bad}", graph)
+    for name in ("HEAD", "main", head[:12], str(kept)):  # a ref, an abbreviation, a bare path: one line each
+        monkeypatch.setenv("TILEPROOF_TRUST_ROOT", name)
+        with pytest.raises(TileproofError, match=r"^\$TILEPROOF_TRUST_ROOT .*\(fix: (pass|for that file)"):
+            trust_state.choose_root(root, None, graph)
 
 
 def test_history_names_every_commit_that_added_an_endorsements_bytes(repo):

@@ -120,12 +120,13 @@ def test_markdown_links_relative(clean):
     assert "None." in md
 
 
-def test_markdown_cells_escape_pipes(clean):
+def test_markdown_cells_escape_pipes_and_line_breaks(clean):
+    """A line break is escaped as every printed line escapes it (a space would make ``a\nb`` read as ``a b``)."""
     root, result = clean
     odd = AuditResult(root=root, findings=[Finding("runs/x.json", "record-seal", "a | b\nc")],
                             records=[], lessons=[], evidence_files=0, evidence_bytes=0, record_files=1)
     md = report.render_markdown(odd, root / "evidence")
-    assert "| `runs/x.json` | record-seal | a \\| b c |" in md
+    assert "| `runs/x.json` | record-seal | a \\| b\\nc |" in md
 
 
 def test_reports_for_an_empty_tree(tmp_path):

@@ -894,7 +894,7 @@ def test_cli_trust_root_from_the_command_line_outranks_the_trees_pin(signed_tree
     code, out = audit_cmd(root, capsys)
     assert code == 0, "the tree's own pin accepts the reset, and says it moved"
     assert "pin moved in" in out, "the tree's own pin accepts the reset, and says it moved"
-    for given in (trusted, str(kept)):
+    for given in (trusted, f"file:{kept}"):
         code, out = cli(capsys, "audit", "--root", str(root), "--trust-root", given)
         assert code == 1, out
         assert "registry-root-reset" in out, out
@@ -1235,3 +1235,219 @@ def test_newer_evidence_is_a_note_and_a_newer_failure_blocks_republishing(signed
     assert code == 1, out
     assert "not republished" in out, out
     assert path.read_text() == before, out
+
+
+# --- a root nobody can shadow; --since that says what it judged; what rests on a committer's word --------
+#
+# Each attack below got a forged record counted, or a hand-edited lesson passed, with the audit at exit 0 on
+# 6e3bf99. The reviewer's values (--trust-root, $TILEPROOF_TRUST_ROOT, --expect-ancestor, --since) are now full
+# commit ids or file:PATH outside the tree (gather.given_commit); what only a committer's word settles is a
+# notice, and a finding under --strict.
+
+
+def self_rooted(root: Path) -> tuple[str, str, Path]:
+    """The committer's own key added to the registry unendorsed, and a fake-GPU softmax record signed with it,
+    committed: (the root the reviewer trusts, the committer's commit, the record)."""
+    trusted = head_of(root)
+    mine = new_signer()
+    add_key(root, mine)
+    path = fake_h200_softmax(root, mine, board="H200-second")  # a board of its own: no plausibility signal
+    commit(root, "H200 session 20251129T130000Z (6/6 passed)")
+    return trusted, head_of(root), path
+
+
+def cli_at(root: Path, *argv: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """The command as nox and CI run it: its own process, in the repository root (``--root .``)."""
+    import os
+
+    done = subprocess.run([sys.executable, "-m", "tileproof", *argv, "--root", "."], cwd=root, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, timeout=600)
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("length", [40, 12, 7])
+@pytest.mark.parametrize("via", ["--trust-root", "$TILEPROOF_TRUST_ROOT"])
+def test_cli_a_committed_file_named_like_the_root_does_not_replace_it(signed_tree, length, via):
+    """(1) A file at the top of the tree named like the reviewer's root (in full, or as the audit's 12-character
+    and git's 7-character ids) holding a pin to the committer's own registry commit. The reviewer runs from the
+    repository root, as nox and CI do: on 6e3bf99 the file was read first and became the root (audit and
+    publish --dry-run exit 0, the committer's "why" printed). A full id is now the commit; an abbreviated one is
+    refused in one line giving the full id."""
+    root, _ = signed_tree
+    trusted, theirs, path = self_rooted(root)
+    (root / trusted[:length]).write_text(f"pin_version: 1\ncommit: '{theirs}'\nwhy: reviewed by the lead\n")
+    commit(root, "notes")
+    argv: tuple[str, ...] = ("--trust-root", trusted[:length]) if via == "--trust-root" else ()
+    env = {"TILEPROOF_TRUST_ROOT": trusted[:length]} if via != "--trust-root" else None
+    code, out = cli_at(root, "audit", *argv, env=env)
+    publish_code, publish_out = cli_at(root, "publish", "02-softmax", "--dry-run", *argv, env=env)
+    assert "reviewed by the lead" not in out + publish_out
+    if length == 40:
+        assert code == 1, out
+        assert f"trust root: commit {trusted[:12]}, from {via}" in out, out
+        assert "lessons/runners.yaml: registry-root-reset:" in out, out
+        assert f"runs/{path.name}: record-unendorsed-key:" in out, out
+        assert publish_code == 1, publish_out
+        return
+    for status, said in ((code, out), (publish_code, publish_out)):
+        assert status == 2, said
+        assert len(said.strip().splitlines()) == 1, said
+        assert f"{via} {trusted[:length]}: an abbreviated commit id" in said, said
+        assert f"(fix: pass the full id: {trusted})" in said, said
+
+
+def test_cli_a_file_root_is_named_as_a_file_and_kept_outside_the_tree(signed_tree, capsys, tmp_path):
+    """(1) The reviewer's own pin file is read only when named file:PATH, and only outside the audited tree: the
+    committer's file in the tree is refused in one line, a bare path too."""
+    root, _ = signed_tree
+    trusted, theirs, path = self_rooted(root)
+    (root / "pin.yaml").write_text(f"pin_version: 1\ncommit: '{theirs}'\nwhy: reviewed by the lead\n")
+    commit(root, "notes")
+    for given, said in (("file:pin.yaml", f"{root.resolve() / 'pin.yaml'} is inside the audited tree"),
+                        ("pin.yaml", "(fix: for that file, pass file:pin.yaml (it must lie outside the repository))")):
+        code, out = cli_at(root, "audit", "--trust-root", given)
+        assert code == 2, out
+        assert len(out.strip().splitlines()) == 1 and said in out, out
+    kept = tmp_path / "my-pin.yaml"
+    kept.write_text(f"pin_version: 1\ncommit: '{trusted}'\nwhy: the registry I reviewed\n")
+    code, out = cli(capsys, "audit", "--root", str(root), "--trust-root", f"file:{kept}")
+    assert code == 1, out
+    assert f"runs/{path.name}: record-unendorsed-key:" in out, out
+
+
+def clone(root: Path, tmp_path: Path) -> Path:
+    """The reviewer's clone, with every tag the committer pushed."""
+    copy = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(copy)], check=True, capture_output=True)
+    return copy
+
+
+@pytest.mark.parametrize("length", [12, 7])
+def test_cli_a_pushed_tag_named_like_an_abbreviated_root_does_not_shadow_it(signed_tree, capsys, tmp_path, length):
+    """(2) A tag named like the root's abbreviated id (the audit prints 12 characters, reviewers copy them),
+    pointing at the committer's commit, pushed: git takes a ref before an abbreviation, so on 6e3bf99 the root
+    was the committer's (audit and publish --dry-run exit 0). Refused now, in one line naming the full id and
+    the tag; a tag named like the full id does not shadow it."""
+    root, _ = signed_tree
+    trusted, theirs, path = self_rooted(root)
+    git(root, "tag", trusted[:length], theirs)
+    git(root, "tag", trusted, theirs)
+    reviewer = clone(root, tmp_path)
+    for argv in (("audit",), ("publish", "02-softmax", "--dry-run")):
+        code, out = cli(capsys, *argv, "--root", str(reviewer), "--trust-root", trusted[:length])
+        assert code == 2, out
+        assert len(out.strip().splitlines()) == 1, out
+        assert f"refs/tags/{trusted[:length]} names {theirs} (a ref shadows the abbreviation)" in out, out
+        assert f"(fix: pass the full id: {trusted})" in out, out
+    code, out = cli(capsys, "audit", "--root", str(reviewer), "--trust-root", trusted)
+    assert code == 1, out
+    assert f"trust root: commit {trusted[:12]}, from --trust-root" in out, out
+    assert f"runs/{path.name}: record-unendorsed-key:" in out, out
+
+
+def test_cli_a_tag_named_like_an_abbreviated_audited_head_hides_no_rewrite(signed_tree, capsys):
+    """(2) History rewritten to drop a refuting record, and a tag named like the abbreviated head the reviewer
+    audited put on the new HEAD: on 6e3bf99 ``--expect-ancestor`` and ``--since`` took the tag (exit 0). Both
+    refuse an abbreviation now; with the full id the rewrite is history-rewritten, and --since, whose commit is
+    no ancestor of HEAD, audits the whole tree and says so (since-not-ancestor)."""
+    root, _ = signed_tree
+    refute_a_claim(root)
+    commit(root, "a refuted claim")
+    audited = head_of(root)
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    git(root, "tag", audited[:12], "HEAD")
+    for option in ("--expect-ancestor", "--since"):
+        code, out = cli(capsys, "audit", "--root", str(root), option, audited[:12])
+        assert code == 2, out
+        assert f"{option} {audited[:12]}: an abbreviated commit id" in out, out
+        assert f"refs/tags/{audited[:12]} names {head_of(root)}" in out, out
+    code, out = cli(capsys, "audit", "--root", str(root), "--expect-ancestor", audited)
+    assert code == 1, out
+    assert "HEAD: history-rewritten:" in out, out
+    code, out = cli(capsys, "audit", "--root", str(root), "--since", audited)
+    assert code == 1, out
+    assert f"HEAD: since-not-ancestor: --since {audited} ({audited[:12]}) is not an ancestor of HEAD" in out, out
+    assert "not an ancestor of HEAD: the whole tree audited" in out, out
+
+
+def test_cli_since_a_tag_moved_to_head_judges_nothing_and_says_so(signed_tree, capsys, tmp_path):
+    """(3) A hand-edited published lesson committed, and the tag CI audits from moved to HEAD after it: on
+    6e3bf99 ``audit --since last-audited`` judged 0 records and 0 lessons and exited 0. A tag is refused now (the
+    line gives the id it names, to pass once checked); that id, HEAD, judges nothing: since-judged-nothing. From
+    the head really audited, the lesson is judged and the edit found. A file holding the id is read as the id."""
+    root, _ = signed_tree
+    audited = head_of(root)
+    git(root, "tag", "last-audited")
+    lesson = root / "lessons" / "01-vector-add.md"
+    lesson.write_text(lesson.read_text().replace("gpu: NVIDIA H200", "gpu: NVIDIA B200"))
+    commit(root, "it ran on a B200")
+    git(root, "tag", "-f", "last-audited", "HEAD")
+    for name in ("last-audited", "refs/tags/last-audited", "HEAD"):
+        code, out = cli(capsys, "audit", "--root", str(root), "--since", name)
+        assert code == 2, out
+        assert len(out.strip().splitlines()) == 1, out
+        assert f"--since {name}: neither a full commit id nor file:PATH" in out, out
+        assert f"pass the full id it names now, once checked: {head_of(root)}" in out, out
+    code, out = cli(capsys, "audit", "--root", str(root), "--since", head_of(root))
+    assert code == 1, out
+    assert "records and their evidence, 0 lessons judged" in out, out
+    assert f"HEAD: since-judged-nothing: --since {head_of(root)} ({head_of(root)[:12]}) judged 0 records and 0 " \
+           "lessons: it is HEAD, and the working tree holds no change" in out, out
+    kept = tmp_path / "audited-head"
+    kept.write_text(audited + "\n")
+    for given in (audited, f"file:{kept}"):
+        code, out = cli(capsys, "audit", "--root", str(root), "--since", given)
+        assert code == 1, out
+        assert "lessons/01-vector-add.md: lesson-rederive: hardware.gpu" in out, out
+        assert f"audit scope: since {given} ({audited[:12]}): 0 records and their evidence, 2 lessons judged" in out
+
+
+def test_cli_a_signal_explained_in_front_matter_is_a_notice_and_a_finding_under_strict(signed_tree, capsys,
+                                                                                       tmp_path):
+    """(8) A fake GPU's shim PATH and PYTHONPATH on a run signed by the registered runner, both explained in the
+    lesson's front matter by the committer: on 6e3bf99 no line at all said so. Now a notice each in the printed
+    audit and both reports, and a finding under --strict (the reviewer's mode)."""
+    root, _ = signed_tree
+    path = fake_h200_softmax(root, RUNNER, env={**SHIM, "PYTHONPATH": "/tmp/site"})  # a fake cupy's folder too
+    explain(root, SOFTMAX)
+    lesson = root / "lessons" / f"{SOFTMAX}.md"
+    lesson.write_text(lesson.read_text().replace(EXPLANATION, EXPLANATION + "- signal: shim-path\n  subject: "
+                                                 "PYTHONPATH=/tmp/site\n  explanation: the runner's own site "
+                                                 "packages, installed there by its owner\n", 1))
+    commit(root, "an H200 run of softmax")
+    md, html = tmp_path / "a.md", tmp_path / "a.html"
+    code, out = cli(capsys, "audit", "--root", str(root), "--md", str(md), "--html", str(html))
+    assert code == 0, out
+    said = [f"runs/{path.name}: plausibility-explained: shim-path {subject}: settled only by lessons/{SOFTMAX}.md's "
+            f"front matter, which says: the runner's {words}"
+            for subject, words in ((SHIM_SUBJECT, "CUDA 13 tools"), ("PYTHONPATH=/tmp/site", "own site packages"))]
+    for line in said:
+        assert f"notice: {line}" in out, out
+    assert "0 findings, 2 notices (findings under --strict)" in out, out
+    assert "## Notices" in md.read_text() and f"| `runs/{path.name}` | plausibility-explained |" in md.read_text()
+    assert 'id="notices"' in html.read_text() and "settled only by" in html.read_text()
+    code, out = cli(capsys, "audit", "--root", str(root), "--strict")
+    assert code == 1, out
+    for line in said:
+        assert line in out and f"notice: {line}" not in out, out
+
+
+def test_cli_a_moved_pin_is_a_notice_and_a_finding_under_strict_unless_the_reviewer_roots_there(signed_tree, capsys):
+    """(8) A root reset accepted by moving the tree's pin (docs/keys.md): on 6e3bf99 one informational line. Now
+    a notice, and a finding under --strict, unless the reviewer's own root names the commit the pin moved to."""
+    root, _ = signed_tree
+    add_key(root, new_signer(), may_sign=["compile", "claims", "registry"], owner="lead's new CPU build key")
+    commit(root, "runner registry: root reset (every key lost)", "lessons/runners.yaml")
+    reset = head_of(root)
+    _pin(root, reset)
+    commit(root, "move the trust root to the reset", ".ci")
+    code, out = audit_cmd(root, capsys)
+    assert code == 0, out
+    assert f"notice: .ci/trust-root: trust-pin-moved: pin moved in {head_of(root)[:12]}: .ci/trust-root absent -> " \
+           f"{reset[:12]}" in out, out
+    code, out = cli(capsys, "audit", "--root", str(root), "--strict")
+    assert code == 1, out
+    assert ".ci/trust-root: trust-pin-moved:" in out and "the root in force is the tree's own pin" in out, out
+    code, out = cli(capsys, "audit", "--root", str(root), "--strict", "--trust-root", reset)
+    assert code == 0, out
+    assert f"pin moved in {head_of(root)[:12]}" in out and "trust-pin-moved" not in out, out

@@ -16,6 +16,7 @@ from typing import Literal
 from tileproof.gather.audit import REPORT_HTML, REPORT_MD, audit, paused_gc
 from tileproof.judge.audit.result import AuditResult
 from tileproof.records import store
+from tileproof.records.errors import one_line
 from tileproof.records.trust_pin import PIN, PIN_ENV
 from tileproof.report import junit, render, summary
 
@@ -44,15 +45,21 @@ def add_arguments(parser) -> None:
     parser.add_argument("--allow-no-history", action="store_true",
                         help="exit 0 on no findings even when git history could not be checked "
                              "(still printed as NOT CHECKED); for trees without history on purpose")
-    parser.add_argument("--trust-root", default=None, metavar="COMMIT|FILE",
-                        help="the trust root: a commit whose lessons/runners.yaml you trust, or a pin or registry "
-                             f"file you keep (default: ${PIN_ENV}, else the tree's {PIN.as_posix()})")
-    parser.add_argument("--expect-ancestor", default=None, metavar="REV",
-                        help="a head audited before: fail (history-rewritten) unless it is an ancestor of HEAD")
-    parser.add_argument("--since", default=None, metavar="REV",
-                        help="audit only the records and evidence added or changed since the commit REV, and the "
+    parser.add_argument("--trust-root", default=None, metavar="COMMIT|file:PATH",
+                        help="the trust root: the full id of a commit whose lessons/runners.yaml you trust, or "
+                             "file:PATH, a pin or registry file you keep outside the tree (default: "
+                             f"${PIN_ENV}, read the same way, else the tree's {PIN.as_posix()})")
+    parser.add_argument("--expect-ancestor", default=None, metavar="COMMIT|file:PATH",
+                        help="the full id of a head audited before (or file:PATH holding it): fail "
+                             "(history-rewritten) unless it is an ancestor of HEAD")
+    parser.add_argument("--since", default=None, metavar="COMMIT|file:PATH",
+                        help="audit only the records and evidence added or changed since the commit (its full id, "
+                             "or file:PATH holding it; an ancestor of HEAD), and the "
                              "lessons they touch (the whole tree's history and trust still checked); for CI on "
                              "every push; docs/records-and-staleness.md says exactly what it covers")
+    parser.add_argument("--strict", action="store_true",
+                        help="the reviewer's mode: every notice is a finding too (a plausibility signal only a "
+                             "lesson's front matter settles, a move of the tree's pin in the trust range); CI uses it")
     parser.add_argument("--no-write", action="store_true", help="write no report (the default; kept for scripts)")
 
 
@@ -77,11 +84,13 @@ def run(args) -> int:
     wanted = outputs(args)
     with paused_gc():  # rendering 10,000 records' tables with the collector on costs it 3x
         result = audit(args.root, outputs=[p for p, _ in wanted], trust_root=args.trust_root,
-                       expect_ancestor=args.expect_ancestor, since=args.since)
+                       expect_ancestor=args.expect_ancestor, since=args.since, strict=args.strict)
         if result.scope is not None:
-            print(f"audit scope: {result.scope}")
+            print(one_line(f"audit scope: {result.scope}"))
         for f in result.findings:
             print(f)
+        for f in result.notices if not result.strict else ():
+            print(f"notice: {f}")
         for line in result.trust.lines() if result.trust is not None else ():
             print(line)
         for lesson in result.lessons:

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rewrite an already published lesson from the records the decision accepts now "
                              "(after a re-run; refused unless the decision holds)")
     parser.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
-    parser.add_argument("--trust-root", default=None, metavar="COMMIT|FILE",
+    parser.add_argument("--trust-root", default=None, metavar="COMMIT|file:PATH",
                         help="the trust root (as for tileproof audit; default: $TILEPROOF_TRUST_ROOT, "
                              "else the tree's .ci/trust-root)")
 

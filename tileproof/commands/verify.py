@@ -29,7 +29,7 @@ from tileproof.runner import git_history
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
-    parser.add_argument("--trust-root", default=None, metavar="COMMIT|FILE",
+    parser.add_argument("--trust-root", default=None, metavar="COMMIT|file:PATH",
                         help="the trust root (as for tileproof audit)")
 
 

@@ -40,7 +40,7 @@ from tileproof.gather.tree import Tree, smi_clocks
 from tileproof.judge import plausibility, preselect, releases
 from tileproof.judge.audit import audit_rules, rules
 from tileproof.judge.audit.result import AuditResult, Issue, LessonAudit, RunTable
-from tileproof.judge.audit.rules import commits, evidence, files, inputs, sessions
+from tileproof.judge.audit.rules import commits, evidence, files, inputs, reviewer, sessions
 from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
@@ -49,9 +49,10 @@ from tileproof.records.errors import InputRefused, RecordError, TileproofError, 
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import REGENERATED, GitHistory, NoHistory
 from tileproof.records.history_check import check as check_history
-from tileproof.records.models import LessonFront, RunRecord, SessionRecord
+from tileproof.records.models import LessonFront, PlausibilityNote, RunRecord, SessionRecord
 from tileproof.records.runner_keys import UNSIGNED, RunnerRegistry
 from tileproof.records.store import Examined
+from tileproof.records.trust_pin import PIN
 from tileproof.runner import git_history
 from tileproof.runner.forked import ForkedHelper
 
@@ -66,13 +67,16 @@ KEEP_FILES = frozenset({".gitkeep"})
 """Names in evidence/ that are never orphans."""
 
 def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = None,
-          expect_ancestor: str | None = None, since: str | None = None) -> AuditResult:
+          expect_ancestor: str | None = None, since: str | None = None, strict: bool = False) -> AuditResult:
     """Read runs/, evidence/ and lessons/ under ``root`` and apply every rule.
 
     ``outputs``: report files being written (skipped by the orphan rule). ``trust_root`` and
     ``expect_ancestor``: what the reviewer pins (``gather.trust_state``; ``--trust-root``,
     ``--expect-ancestor``). ``since``: audit only what changed since that commit, and the lessons it
-    touches (``gather.audit_since``; ``--since``).
+    touches (``gather.audit_since``; ``--since``): its full id, or ``file:PATH`` holding one
+    (``gather.given_commit``); not an ancestor of HEAD, the whole tree is audited and that is a finding, as is
+    an audit that judged no record and no lesson. ``strict``: every notice (``judge.audit.rules.reviewer``:
+    what rests on a committer's word) is a finding too (``--strict``, the reviewer's mode).
     The cyclic garbage collector is paused meanwhile: 10,000 records kept alive
     make each of its passes longer, which tripled the audit's time.
     """
@@ -81,13 +85,17 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
         names = listing.files
         runners, facts, scope, history = runner_keys.load_registry(Path(root)), None, None, None
         if since is not None:  # git finds what changed since REV, and reads the history, while every record's
-            checked = git_history.stat_check(Path(root))  # facts are read (_since_tree); one stat check for both
-            scoped = audit_since.begin(Path(root), since, names, checked)
+            since_id = audit_since.since_commit(Path(root), since)  # facts are read (_since_tree)
+            checked = git_history.stat_check(Path(root))  # one stat check for both
+            scoped = audit_since.begin(Path(root), since_id, names, checked, shown=since)
             history = git_history.start(Path(root), checked)
             facts = indexed.read_facts(Path(root), runners, listing)
             scope = scoped()
-        widened = None
-        if scope is not None and scope.loose_evidence:  # fail closed: the whole tree (gather.audit_since)
+        widened, asked = None, scope
+        if scope is not None and not scope.ancestor:  # fail closed: the whole tree, and a finding (below)
+            widened = (f"since {scope.rev} ({scope.commit[:12]}): not an ancestor of HEAD: the whole tree audited")
+            scope = None
+        elif scope is not None and scope.loose_evidence:  # fail closed: the whole tree (gather.audit_since)
             loose = encodable(scope.loose_evidence[0])
             widened = (f"since {scope.rev} ({scope.commit[:12]}): {loose} changed, directly under {store.EVIDENCE}/ "
                        "(any record may reference it): the whole tree audited")
@@ -106,7 +114,22 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
             _summarise(Path(root), runners)
         if widened is not None:
             result.scope = widened
+        if asked is not None:
+            _since_findings(asked, scope, result)
+        if strict:
+            result.findings = sorted(result.findings + result.notices)
+        result.strict = strict
         return result
+
+
+def _since_findings(asked: audit_since.Scope, scope: audit_since.Scope | None, result: AuditResult) -> None:
+    """``--since REV``: not an ancestor of HEAD (the whole tree was audited), or nothing judged: each a finding."""
+    found: list[Issue] = []
+    if not asked.ancestor:
+        found.append(reviewer.since_not_ancestor(asked.rev, asked.commit, asked.head))
+    elif scope is not None and not scope.names and not result.lessons:
+        found.append(reviewer.since_nothing(asked.rev, asked.commit, asked.at_head))
+    result.findings = sorted(result.findings + [Finding("HEAD", rule_id, reason) for rule_id, reason in found])
 
 
 def _audit(root: Path, listing: store.RunsListing, outputs: Iterable[Path], helper: ForkedHelper,
@@ -212,7 +235,11 @@ def _audit(root: Path, listing: store.RunsListing, outputs: Iterable[Path], help
     untouched: list = []  # the plausibility notes of the lessons --since does not re-judge still explain
     lesson_audits = _lessons(root, tree, findings, None if scope is None else (
         lambda front: scope.touches(front, in_scope)), untouched)
-    _plausibility(seen, signals, {read.facts.run_id: read.name for read in kept}, lesson_audits, add, untouched)
+    notices: list[Finding] = []
+    _plausibility(seen, signals, {read.facts.run_id: read.name for read in kept}, lesson_audits, add, untouched,
+                  notices.append)
+    notices += [Finding(PIN.as_posix(), rule_id, reason)
+                for rule_id, reason in reviewer.pin_issues(trusting.state.report.pin_moves, trusting.root)]
     findings += trusting.state.findings
     findings += checked.findings
     if checked.status == "checked":
@@ -226,7 +253,8 @@ def _audit(root: Path, listing: store.RunsListing, outputs: Iterable[Path], help
                        claims_files=claims_files_today(root), trust=trusting.state.report,
                        cuda_tile_lock=releases.lock_key(lock.cuda_tile_pin(root)),
                        index_notes=tuple(dict.fromkeys((*index_notes, *file_index.open_notes()))),
-                       scope=None if scope is None else scope.line(), runs=table, validated=len(kept))
+                       scope=None if scope is None else scope.line(len(lesson_audits)), runs=table,
+                       validated=len(kept), notices=sorted(notices))
 
 
 def _summarise(root: Path, runners: RunnerRegistry) -> None:
@@ -277,15 +305,21 @@ def _outside_folders(root: Path, refs_of, disk: MutableMapping[str, tuple[int, s
 
 
 def _plausibility(items: list[Examined], flagged: dict[str, tuple[plausibility.Signal, ...]], names: dict[str, str],
-                  lesson_audits: list[LessonAudit], add, more_notes: Iterable = ()) -> None:
+                  lesson_audits: list[LessonAudit], add, more_notes: Iterable[tuple[str, PlausibilityNote]] = (),
+                  notice=None) -> None:
     """Each audited record's (``names``: run id → file name) plausibility signals (``flagged``, over ``items``: the
     records, or what they were seen as) that no lesson explains and no second runner key settles
-    (``judge.audit.rules.plausibility``); ``more_notes``: the notes of lessons not judged here."""
-    notes = [n for la in lesson_audits for n in la.notes] + list(more_notes)
+    (``judge.audit.rules.plausibility``), to ``add``; those a lesson's note alone settles, to ``notice``
+    (``judge.audit.rules.reviewer``); ``more_notes``: (lesson file, note) of the lessons not judged here."""
+    located = [(la.file, n) for la in lesson_audits for n in la.notes] + list(more_notes)
+    notes = [n for _file, n in located]
     for item in items:
         if item.record.run_id in flagged and item.record.run_id in names:  # names: the records audited
+            file = f"{store.RUNS}/{names[item.record.run_id]}"
             for rule_id, reason in plausibility_rules.plausibility_issues(item, items, flagged, notes):
-                add(Finding(f"{store.RUNS}/{names[item.record.run_id]}", rule_id, reason))
+                add(Finding(file, rule_id, reason))
+            for rule_id, reason in reviewer.explained_issues(item, items, flagged, located) if notice else ():
+                notice(Finding(file, rule_id, reason))
 
 
 def _commit_claims(root: Path, kept: list[audit_read.Kept], add) -> None:
@@ -348,7 +382,7 @@ def _claims_files(root: Path, add) -> None:
 def _lessons(root: Path, tree: Tree, findings: list[Finding], touched: Callable[[LessonFront], bool] | None = None,
              untouched_notes: list | None = None) -> list[LessonAudit]:
     """Each lesson's findings and audit; ``touched``: which lessons to judge (``audit --since``), default all;
-    the plausibility notes of the others go to ``untouched_notes``."""
+    the plausibility notes of the others go to ``untouched_notes``, as (lesson file, note)."""
     add = findings.append
     out = []
     for path in lesson_files(root):
@@ -366,7 +400,7 @@ def _lessons(root: Path, tree: Tree, findings: list[Finding], touched: Callable[
             continue
         if touched is not None and not touched(front):
             if untouched_notes is not None:
-                untouched_notes += front.plausibility
+                untouched_notes += [(file, n) for n in front.plausibility]
             continue
         try:
             judged = tree.verdict(lesson)

@@ -21,6 +21,10 @@ When a file directly under evidence/ (in no run's folder) was added, changed or 
 whole tree, and its scope line says why: any record may reference such a file, so its being an orphan, or a link
 in a record's place, is a question only a full audit answers.
 
+REV is a full commit id (``gather.given_commit``): HEAD or an ancestor of it. One that is not is a finding
+(``since-not-ancestor``) and the whole tree is audited; an audit that judged no record and no lesson is a finding
+too (``since-judged-nothing``): its scope line counts both.
+
 What it does not: re-check the records outside that scope (their files are unchanged since REV, which
 the history check confirms for every committed one). A full ``audit`` checks everything.
 """
@@ -32,6 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tileproof.gather import given_commit
 from tileproof.records import store
 from tileproof.records.errors import InputRefused, TileproofError
 from tileproof.records.history_check import NoHistory
@@ -51,6 +56,16 @@ class Scope:
     """Every path added, changed or deleted since ``commit``."""
     names: tuple[str, ...]
     """The record files (names in runs/) in scope, sorted."""
+    head: str | None = None
+    """HEAD's full id (None: no commit)."""
+    ancestor: bool = True
+    """Whether ``commit`` is HEAD or an ancestor of it (when it is not, the whole tree is audited, and it is a
+    finding: ``judge.audit.rules.reviewer``)."""
+
+    @property
+    def at_head(self) -> bool:
+        """Whether ``commit`` is HEAD: only what the working tree changed is in scope."""
+        return self.commit == self.head
 
     @property
     def folders(self) -> tuple[str, ...]:
@@ -83,31 +98,48 @@ class Scope:
                 return True
         return False
 
-    def line(self) -> str:
-        return (f"since {self.rev} ({self.commit[:12]}): {len(self.names)} records and their evidence "
-                f"({len(self.changed)} paths changed)")
+    def line(self, lessons: int) -> str:
+        """What was judged: every record and lesson counted, so that an audit of nothing reads as one."""
+        head = "; it is HEAD: only the working tree's uncommitted changes are in scope" if self.at_head else ""
+        return (f"since {self.rev} ({self.commit[:12]}): {len(self.names)} records and their evidence, {lessons} "
+                f"lesson{'s' * (lessons != 1)} judged ({len(self.changed)} paths changed){head}")
+
+
+def since_commit(root: Path, given: str) -> str:
+    """The commit ``--since`` names (``gather.given_commit``'s rule: a full id, or ``file:PATH`` holding one);
+    one line when it names none here."""
+    named = given_commit.commit_of(root, given, "--since")
+    if named.commit is None:
+        fmt = git_history.object_format(root)
+        why = fmt.reason if isinstance(fmt, NoHistory) else "names no commit of this repository"
+        raise TileproofError(f"--since {given}: {why} (fix: pass the full id of the head you audited last, or audit "
+                             f"the whole tree without --since)")
+    return named.commit
 
 
 def scope(root: Path, rev: str, names: Iterable[str]) -> Scope:
     """The scope of ``audit --since rev`` over the record files ``names`` of runs/; one line when ``rev``
-    cannot be resolved (no git history, no such commit)."""
-    return begin(root, rev, names)()
+    is not a commit's full id here (:func:`since_commit`)."""
+    return begin(root, since_commit(root, rev), names, shown=rev)()
 
 
-def begin(root: Path, rev: str, names: Iterable[str], checked: Callable[[], Answer] | None = None
-          ) -> Callable[[], Scope]:
-    """:func:`scope` begun: ``rev`` resolved (one line here when it names no commit), git's diff and listing of
-    untracked files started (``checked``: the working tree's stat check, when the caller started it:
-    ``git_history.stat_check``); the callable returned waits for them (once) and closes the scope."""
+def begin(root: Path, commit: str, names: Iterable[str], checked: Callable[[], Answer] | None = None,
+          shown: str | None = None) -> Callable[[], Scope]:
+    """:func:`scope` begun for the full id ``commit`` (:func:`since_commit`; ``shown``: as the reviewer gave it),
+    git's diff and listing of untracked files started (``checked``: the working tree's stat check, when the
+    caller started it: ``git_history.stat_check``); the callable returned waits for them (once) and closes the
+    scope."""
     names = list(names)
-    pending = git_history.changes_since(root, rev, (), checked)
-    return lambda: _closed(root, rev, names, pending())
+    pending = git_history.changes_since(root, commit, (), checked)
+    return lambda: _closed(root, shown or commit, names, pending())
 
 
 def _closed(root: Path, rev: str, names: list[str], found: tuple[str, frozenset[str]] | NoHistory) -> Scope:
     if isinstance(found, NoHistory):
-        raise TileproofError(f"audit --since {rev}: {found.reason} (fix: audit the whole tree without --since)")
+        raise TileproofError(f"--since {rev}: {found.reason} (fix: audit the whole tree without --since)")
     commit, changed = found
+    head = git_history.resolve_commit(root, "HEAD")
+    ancestor = head is not None and git_history.is_ancestor(root, commit, head)
     present = set(names)
     chosen: set[str] = set()
     for path in changed:
@@ -122,7 +154,7 @@ def _closed(root: Path, rev: str, names: list[str], found: tuple[str, frozenset[
             if linked in present and linked not in chosen:
                 chosen.add(linked)
                 todo.append(linked)
-    return Scope(rev, commit, changed, tuple(sorted(chosen)))
+    return Scope(rev, commit, changed, tuple(sorted(chosen)), head, ancestor)
 
 
 def _linked(root: Path, name: str) -> list[str]:

@@ -6,8 +6,9 @@ pin version along it (``runner.git_history.trust_history``), the endorsements un
 ``lessons/registry-signatures/``, the first commit of every record (``runner.git_history.read``)
 and the trust root: ``--trust-root`` (the caller's ``trust_root``), else
 ``$TILEPROOF_TRUST_ROOT``, else the tree's own ``.ci/trust-root``, else none (trust on first
-use). A root is a commit (any name ``git rev-parse`` knows), or a path to a pin file
-(``records.trust_pin``) or to a registry file (its bytes name the root). It asks
+use). The first two, and ``--expect-ancestor``, are read by ``gather.given_commit``'s one rule: a
+full commit id, or ``file:PATH`` outside the tree naming a pin file (``records.trust_pin``) or a
+registry file (its bytes name the root); anything else is refused in one line. It asks
 ``judge.trust_root.evaluate`` and returns a ``Trusted``, whose ``examine`` gives every
 record its standing through ``judge.standing.standing``, the one decision ``status``,
 ``publish`` and the audit share, and whose ``issues`` says which records' signatures are
@@ -22,7 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
+from tileproof.gather import given_commit
 from tileproof.judge import standing, trust
 from tileproof.judge.trust_root import Expect, Root, RootSource, TrustState, evaluate, without_history
 from tileproof.records import registry_change, runner_keys, store
@@ -47,6 +50,8 @@ class Trusted:
     first: Mapping[str, FirstCommit]
     """``runs/<name>.json`` → the commit that first added it."""
     now: datetime
+    root: Root | None = None
+    """The trust root in force (``choose_root``): where it came from, the commit it names."""
 
     def first_of(self, record) -> FirstCommit | None:
         """The commit that first added ``runs/<run id>.json``; None when not committed (or no history)."""
@@ -82,22 +87,24 @@ def load(root: Path, trust_root: str | None = None, expect_ancestor: str | None 
     runners = runners if runners is not None else runner_keys.load_registry(root)
     graph = git_history.trust_history(root)
     chosen = choose_root(root, trust_root, graph)
-    expect = None if expect_ancestor is None else Expect(expect_ancestor,
-                                                         git_history.resolve_commit(root, expect_ancestor))
+    expect = None
+    if expect_ancestor is not None:
+        expected = given_commit.commit_of(root, expect_ancestor, "--expect-ancestor")
+        expect = Expect(expect_ancestor, expected.commit)
     now = datetime.now(timezone.utc)
     if isinstance(graph, NoHistory):
-        return Trusted(without_history(runners, graph.reason, chosen, expect), runners, {}, now)
+        return Trusted(without_history(runners, graph.reason, chosen, expect), runners, {}, now, chosen)
     signatures, unreadable = registry_change.load_changes(root)
     state = evaluate(graph, runner_keys.read_optional(root, runner_keys.REGISTRY), signatures, chosen, expect)
     bad = tuple(Finding(file, "registry-signature-invalid", f"{why} (an endorsement must verify; it is never edited)")
                 for file, why in unreadable)
     state = dataclasses.replace(state, findings=state.findings + bad)
-    return Trusted(state, runners, _first_commits(root, graph, history_read), now)
+    return Trusted(state, runners, _first_commits(root, graph, history_read), now, chosen)
 
 
 def choose_root(root: Path, given: str | None, graph: TrustHistory | NoHistory) -> Root | None:
     """The trust root: the caller's, CI's environment's, the tree's pin, or None (see the module docstring)."""
-    source: RootSource
+    source: Literal["--trust-root", "$TILEPROOF_TRUST_ROOT"]
     if given:
         source, value = "--trust-root", given
     elif os.environ.get(PIN_ENV):
@@ -107,14 +114,15 @@ def choose_root(root: Path, given: str | None, graph: TrustHistory | NoHistory) 
         if pin is None:
             return None
         return _commit_root(root, ".ci/trust-root", pin.commit, pin.why, graph)
-    path = Path(value).expanduser()
-    if path.is_file():
-        return _file_root(root, source, path, graph)
-    return _commit_root(root, source, value, "", graph)
+    named = given_commit.resolve(root, value, source)
+    if isinstance(named, given_commit.GivenFile):
+        return _file_root(root, source, named.path, graph)
+    return Root(source, value, commit=named.commit if not isinstance(graph, NoHistory) else None)
 
 
 def _commit_root(root: Path, source: RootSource, rev: str, why: str, graph: TrustHistory | NoHistory) -> Root:
-    commit = git_history.resolve_commit(root, rev) if not isinstance(graph, NoHistory) else None
+    """A pin's commit (its model holds a full id): looked up as an id alone (``gather.given_commit``)."""
+    commit = git_history.commit_by_id(root, rev) if not isinstance(graph, NoHistory) else None
     return Root(source, rev, commit=commit, why=why)
 
 

@@ -130,6 +130,8 @@ class PinMove:
     after: str | None
     """The commit it names now (None: removed, or unreadable)."""
     why: str
+    in_range: bool = True
+    """Whether the commit is in the trust range (descends from the root); a move before it trusts nothing."""
 
     @property
     def moved(self) -> bool:
@@ -165,7 +167,9 @@ class TrustReport:
         out = [f"trust root: {self.root}", f"trust range: {self.range}"]
         out += [f"expected ancestor: {self.expect}"] if self.expect else []
         out += [f"registry change {c}" for c in self.changes]
-        out += [f"pin {'moved' if m.moved else 'rewritten'} in {m}" for m in self.pin_moves]
+        out += [f"pin {'moved' if m.moved else 'rewritten'} in {m}" + ("" if m.in_range else
+                                                                      ", outside the trust range")
+                for m in self.pin_moves]
         return [one_line(line) for line in out]
 
 
@@ -455,7 +459,7 @@ def evaluate(history: TrustHistory, worktree: bytes | None, signatures: Sequence
     span = (f"{_short(origin)}..{_short(history.head)} ({len(in_range)} commit{'s' * (len(in_range) != 1)}"
             f"{', and the working tree' if WORKTREE in descend else ''})" if origin is not None
             else "nothing (no trust root)")
-    report = TrustReport(True, root_line, span, tuple(changes), _pin_moves(history),
+    report = TrustReport(True, root_line, span, tuple(changes), _pin_moves(history, descend),
                          _expectation(history, expect, findings))
     return TrustState(keys, policy, legacy, True, report, tuple(findings))
 
@@ -656,7 +660,7 @@ def _loosened(ever: bool, wt: _Version, revoked: Mapping[str, _Revocation]) -> l
     return out
 
 
-def _pin_moves(history: TrustHistory) -> tuple[PinMove, ...]:
+def _pin_moves(history: TrustHistory, descend: set[str]) -> tuple[PinMove, ...]:
     out = []
     for c in history.commits:
         now = history.pin.get(c)
@@ -666,7 +670,7 @@ def _pin_moves(history: TrustHistory) -> tuple[PinMove, ...]:
         old = history.pin.get(parents[0]) if parents else None  # the first parent: the branch it was moved on
         pin_now, pin_old = _pin_of(now, history.texts), _pin_of(old, history.texts)
         out.append(PinMove(c, pin_old.commit if pin_old else None, pin_now.commit if pin_now else None,
-                           pin_now.why if pin_now else ("removed" if now is None else "unreadable")))
+                           pin_now.why if pin_now else ("removed" if now is None else "unreadable"), c in descend))
     return tuple(out)
 
 

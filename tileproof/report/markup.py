@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
+from tileproof.records.errors import one_line
+
 
 def link(root: Path, base: Path, path: str) -> str:
     """``path`` (repo-relative) relative to the report's folder ``base``, POSIX separators."""
@@ -18,8 +20,9 @@ def link(root: Path, base: Path, path: str) -> str:
 
 
 def md(text: object) -> str:
-    """Text for a Markdown table cell: pipes escaped, no markup, one line."""
-    return str(text).replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+    """Text for a Markdown table cell: pipes escaped, no markup, one line, its control characters escaped as every
+    printed line's are (``records.errors.one_line``: a name with a line break is written ``\\n``, never cut)."""
+    return one_line(str(text)).replace("|", "\\|").replace("<", "&lt;")
 
 
 def mdlink(label: str, href: str) -> str:
@@ -27,8 +30,9 @@ def mdlink(label: str, href: str) -> str:
 
 
 def e(text: object) -> str:
-    """Text escaped for HTML (attributes included)."""
-    return html.escape(str(text), quote=True)
+    """Text escaped for HTML (attributes included), its control characters escaped as every printed line's are
+    (``records.errors.one_line``)."""
+    return html.escape(one_line(str(text)), quote=True)
 
 
 def a(label: str, href: str) -> str:

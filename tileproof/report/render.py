@@ -158,6 +158,15 @@ def headline(result: AuditResult) -> str:
         f"{plural(len(result.lessons), 'lesson')}; {result.history_line()}")
 
 
+NOTICES_HEAD = ("What rests on a committer's word: no finding, each one a finding under --strict (the reviewer's "
+                "mode).")
+
+
+def notices(result: AuditResult) -> list:
+    """The notices the reports list apart (under ``--strict`` they are among the findings)."""
+    return [] if result.strict else result.notices
+
+
 def trust_lines(result: AuditResult) -> list[str]:
     """The trust root the registry's history was checked from, the range and every change in it
     (``judge.trust_root.TrustReport``)."""
@@ -211,6 +220,10 @@ def render_markdown(result: AuditResult, base: Path) -> str:
         out += [f"| `{_md(f.file)}` | {f.rule} | {_md(f.reason)} |" for f in result.findings]
     else:
         out.append("None.")
+    shown = notices(result)
+    if shown:
+        out += ["", "## Notices", "", NOTICES_HEAD, "", "| File | Rule | Reason |", "|---|---|---|"]
+        out += [f"| `{_md(f.file)}` | {f.rule} | {_md(f.reason)} |" for f in shown]
     out += ["", "## Trust root", ""] + [f"- {_md(line)}" for line in trust_lines(result)]
     out += ["", "## Lessons", ""]
     if not result.lessons:
@@ -325,6 +338,14 @@ def render_html(result: AuditResult, base: Path) -> str:
         p.append("</table>")
     else:
         p.append("<p>None.</p>")
+    shown = notices(result)
+    if shown:
+        p.append(f'<h2 id="notices">Notices</h2><p>{_e(NOTICES_HEAD)}</p>'
+                 "<table><tr><th>File</th><th>Rule</th><th>Reason</th></tr>")
+        p += [f'<tr><td class="mono">{_a(f.file, link(result, base, f.file))}</td>'
+              f'<td class="mono" title="{_e(RULES.get(f.rule, ""))}">{_e(f.rule)}</td><td>{_e(f.reason)}</td></tr>'
+              for f in shown]
+        p.append("</table>")
     p.append('<h2 id="trust">Trust root</h2><ul>' + "".join(f"<li>{_e(line)}</li>" for line in trust_lines(result))
              + "</ul>")
 

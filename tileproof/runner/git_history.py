@@ -17,7 +17,8 @@ each is in this repository's history and the sha256 of each attested path's blob
 there (one ``git cat-file --batch`` for all of them). :func:`trust_history` reads the commit graph,
 every version of the runner registry and of the CI's pin along it, and the commits that added each
 registry endorsement's bytes (``judge.trust_root`` walks them);
-:func:`resolve_commit` names the commit a reviewer's ``--trust-root`` or ``--expect-ancestor`` gives.
+:func:`commit_by_id`, :func:`commits_by_prefix` and :func:`refs_named` are what ``gather.given_commit`` asks of
+git about a commit a reviewer names (``--trust-root``, ``--expect-ancestor``, ``--since``).
 """
 
 from __future__ import annotations
@@ -456,7 +457,10 @@ def _cat_file(root: Path, queries: list[str]) -> list[bytes | None]:
 
 def _fs_bytes(text: str) -> bytes | None:
     """``text`` as ``os.fsencode`` encodes a name (UTF-8, ``surrogateescape``); None when no name's bytes
-    decode to it."""
+    decode to it, or when it holds a line break (git's ``--batch`` reads a query per line, and strips a
+    carriage return before the line feed: such a name would be cut short there, or read as two queries)."""
+    if "\n" in text or "\r" in text:
+        return None
     try:
         return text.encode(errors="surrogateescape")
     except UnicodeEncodeError:
@@ -547,6 +551,65 @@ def resolve_commit(root: Path, rev: str) -> str | None:
         return None
     found = _git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}")
     return found.stdout.decode().strip() or None if found.exit_code == 0 else None
+
+
+def object_format(root: Path) -> ObjectFormat | NoHistory:
+    """The object format of the repository at ``root`` (a full commit id is 40 hex digits in ``sha1``, 64 in
+    ``sha256``), or why it has no usable history."""
+    return _repository(Path(root))
+
+
+def commit_by_id(root: Path, full: str) -> str | None:
+    """``full`` when it is the full id of a commit of the repository at ``root``, looked up as an object id alone
+    (``git cat-file --batch-check``: a full id is never read as a ref, a file or an abbreviation); None when no
+    commit has that id, or there is no history."""
+    fmt = _repository(Path(root))
+    if isinstance(fmt, NoHistory) or not re.fullmatch(FULL_ID[fmt], full):
+        return None
+    out = _git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)", stdin=f"{full}\n".encode())
+    return full if out.exit_code == 0 and out.stdout.decode(errors="replace").split() == [full, "commit"] else None
+
+
+ID_LENGTH: dict[ObjectFormat, int] = {"sha1": 40, "sha256": 64}
+"""How many hex digits a full object id of each format has."""
+FULL_ID: dict[ObjectFormat, str] = {fmt: f"[0-9a-f]{{{n}}}" for fmt, n in ID_LENGTH.items()}
+"""A full object id of each format, as git prints it."""
+
+
+def commits_by_prefix(root: Path, prefix: str) -> list[str]:
+    """The full ids of the commits whose id begins with the hex ``prefix`` (``git rev-parse --disambiguate``,
+    which reads no ref; 4 digits at least), sorted; none without history."""
+    if not re.fullmatch("[0-9a-f]{4,64}", prefix) or _no_history(Path(root)) is not None:
+        return []
+    found = _git(root, "rev-parse", f"--disambiguate={prefix}")
+    ids = found.stdout.decode(errors="replace").split() if found.exit_code == 0 else []
+    if not ids:
+        return []
+    out = _git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+               stdin="".join(f"{i}\n" for i in ids).encode()).stdout.decode(errors="replace").splitlines()
+    return sorted(words[0] for line in out if len(words := line.split()) == 2 and words[1] == "commit")
+
+
+def refs_named(root: Path, name: str) -> dict[str, str]:
+    """The refs git would take the bare name ``name`` for (``refs/NAME``, ``refs/tags/NAME``, ``refs/heads/NAME``,
+    ``refs/remotes/NAME``, ``refs/remotes/NAME/HEAD``: ``git rev-parse``'s rules) → the object each names, a tag
+    peeled (one ``git for-each-ref``); none without history."""
+    if not name or _no_history(Path(root)) is not None:
+        return {}
+    wanted = [f"refs/{name}", f"refs/tags/{name}", f"refs/heads/{name}", f"refs/remotes/{name}",
+              f"refs/remotes/{name}/HEAD"]
+    found = _git(root, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)", "--", *wanted)
+    out: dict[str, str] = {}
+    for line in found.stdout.decode(errors="surrogateescape").splitlines() if found.exit_code == 0 else ():
+        ref, obj, peeled = [*line.split("\0"), "", ""][:3]
+        if ref in wanted:
+            out[ref] = peeled or obj
+    return out
+
+
+def is_ancestor(root: Path, commit: str, of: str = "HEAD") -> bool:
+    """Whether ``commit`` (a full id) is ``of`` or an ancestor of it (``git merge-base --is-ancestor``)."""
+    return _git(root, "merge-base", "--is-ancestor", "--end-of-options", commit, of).exit_code == 0
 
 
 def _object_ids(root: Path, queries: list[str]) -> list[str | None]:

@@ -159,6 +159,12 @@ class AuditResult:
     """The run records that validated, as the report shows them."""
     validated: int = 0
     """How many records validated (run records included)."""
+    notices: list[Finding] = field(default_factory=list)
+    """What rests on a committer's word (``judge.audit.rules.reviewer``: a plausibility signal a lesson's front
+    matter alone settles, a move of the tree's pin in the trust range): a line of the printed audit and a section
+    of both reports, no finding; under ``strict`` each is among ``findings`` too."""
+    strict: bool = False
+    """``audit --strict``, the reviewer's mode: the notices are findings."""
 
     @property
     def ok(self) -> bool:
@@ -182,7 +188,10 @@ class AuditResult:
         """The audit's last line: what was read, what was found, what was written."""
         n = len(self.findings)
         wrote = f"; wrote {' and '.join(map(str, written))}" if written else "; wrote no report"
+        k = len(self.notices)
+        noted = "" if self.strict or not k else f", {k} notice{'s' * (k != 1)} (findings under --strict)"
         return one_line(f"audit: {self.validated} records, {self.evidence_files} evidence files, "
-                        f"{len(self.lessons)} lessons: {n} finding{'s' * (n != 1)}{wrote}; {self.history_line()}"
+                        f"{len(self.lessons)} lessons: {n} finding{'s' * (n != 1)}{noted}{wrote}; "
+                        f"{self.history_line()}"
                         + (f"; trust range {self.trust.range}" if self.trust is not None and self.trust.checked
                            else ""))
