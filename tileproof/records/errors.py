@@ -91,6 +91,10 @@ class DiskFull(NotKept):
                         f"that holds it, then run again)")
 
 
+class KeyExposed(NotKept):
+    """A record is not signed: the key that would sign it was in what a program printed or left."""
+
+
 class ToolchainError(TileproofError):
     """The tile toolchain is missing, mixed, or unsafe to use."""
 

@@ -331,7 +331,9 @@ def write_record(root: Path, record, signer: signing.Signer | None = None) -> Pa
     else:
         if signer.path is not None:
             signing.refuse_inside(signer.path, root)
-        body = json.loads(record.model_dump_json())  # the bytes a plain record file would parse to
+        plain = record.model_dump_json()
+        signing.refuse_exposed(signer, path, plain.encode())
+        body = json.loads(plain)  # the bytes a plain record file would parse to
         data = signing.envelope_of(signing.record_statement(body, record), signer).model_dump_json(indent=2)
     write_once(path, (data + "\n").encode())
     return path
