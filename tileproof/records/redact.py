@@ -125,8 +125,6 @@ MARKER = b"[REDACTED:"
 Rule = tuple[RedactionRule, re.Pattern[bytes], int, Callable[[bytes], bool] | None]
 """(rule, pattern, group to replace (0: the whole match), a test the group's bytes must pass or None)."""
 
-_B64 = rb"A-Za-z0-9+/"
-"""Characters of base64 (the standard alphabet; ``=`` pads)."""
 _PEM_BODY = rb"(?:[A-Za-z0-9+/=\s:,.-]|\\[nr/])"
 r"""A character of a PEM block's body or headers, or a ``\n``/``\r``/``\/`` escape of JSON (a service-account
 key file holds its PEM as one JSON string)."""
@@ -198,8 +196,10 @@ r"""What may stand between two base64 characters of a key: line breaks of any le
 and the quotes and commas of a string split over several literals."""
 _DEC_GAP = rb"[\s,;:\[\]()]{1,8}"
 """What separates the decimal bytes of a key (``list(seed)``, ``[154, 1, ...]``)."""
-_TOKEN = re.compile(rb"[A-Za-z0-9+/=_-]")
-"""A character a match is widened over, on both sides: the rest of the base64 or hex token it sits in."""
+_TOKEN_AFTER, _TOKEN_BEFORE = re.compile(rb"[A-Za-z0-9+/=_-]*"), re.compile(rb"[A-Za-z0-9+/=_-]*\Z")
+"""What a match is widened over, on both sides: the rest of the base64 or hex token it sits in, at most
+:data:`WIDEN` bytes each way."""
+WIDEN = 4096
 
 
 def _b64_needles(seed: bytes) -> list[bytes]:
@@ -258,7 +258,7 @@ class KeyWatch:
         return (
             re.compile(re.escape(seed)),
             re.compile(_spread(hex_digits, _HEX_GAP, ignore_case=True)),
-            re.compile(rb"(?<![0-9])" + _DEC_GAP.join(str(b).encode() for b in seed) + rb"(?![0-9])"),
+            re.compile(_DEC_GAP.join(str(b).encode() for b in seed) + rb"(?![0-9])"),  # a literal start: fast
             re.compile(b"".join(_repr_byte(b) for b in seed)),
             *(re.compile(_spread(n, _B64_GAP)) for n in _b64_needles(seed)),
         )
@@ -268,12 +268,10 @@ class KeyWatch:
         found = []
         for pattern in self.patterns:
             for m in pattern.finditer(data):
-                start, end = m.start(), m.end()
-                while start > 0 and _TOKEN.match(data, start - 1):
-                    start -= 1
-                while end < len(data) and _TOKEN.match(data, end):
-                    end += 1
-                found.append((start, end))
+                before = _TOKEN_BEFORE.search(data, max(0, m.start() - WIDEN), m.start())
+                after = _TOKEN_AFTER.match(data, m.end(), m.end() + WIDEN)
+                found.append((m.start() - len(before.group()) if before else m.start(),
+                              after.end() if after else m.end()))
         merged: list[tuple[int, int]] = []
         for start, end in sorted(found):
             if merged and start <= merged[-1][1]:
