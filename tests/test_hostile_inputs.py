@@ -303,7 +303,7 @@ json.dump({"report_version": 1, "program": "kernels/quiet.py", "seed": 1, "devic
 
 
 def test_a_program_printing_the_signing_key_stores_none_of_it_and_signs_nothing(tmp_path):
-    """The issue's attack, its content half (that the program cannot read the key at all is the wall's):
+    """The attack on the key, its content half (that the program cannot read the key at all is the wall's):
     a lesson program holding the runner's real key (made by ``tileproof keygen`` in a temp folder)
     prints it as hex, as base64 in 20-character lines and as a PEM headed ``PRIV@TE KEY``, and puts the
     hex in its report. Before, all three were stored verbatim in evidence/<run>/, the record was signed

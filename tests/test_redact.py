@@ -222,7 +222,7 @@ def test_the_check_names_each_transcript_and_rule_todays_rules_would_redact(tmp_
 
 
 def key_forms(private) -> dict[str, str]:
-    """The encodings of an ed25519 key's private material a program could print (issue: hex, base64 in
+    """The encodings of an ed25519 key's private material a program could print (hex, base64 in
     20-character lines, a PEM whose header says ``PRIV@TE KEY``), and the others tileproof looks for."""
     import base64
 
@@ -291,7 +291,7 @@ def test_the_signing_key_is_found_in_every_encoding_and_counted(loaded_key, form
 
 
 def test_a_program_printing_its_signing_key_leaves_none_of_it_and_nothing_is_signed(loaded_key, tmp_path):
-    """The issue's three forms (hex, base64 in 20-character lines, a ``PRIV@TE KEY`` PEM) printed on
+    """The attack's three forms (hex, base64 in 20-character lines, a ``PRIV@TE KEY`` PEM) printed on
     stdout and stderr and put in the check report: before, all were stored verbatim, the report too,
     and the record was signed with the very key (``redactions`` counted one ``private-key``)."""
     from signing_keys import real_run
