@@ -321,3 +321,17 @@ def test_a_program_printing_its_signing_key_leaves_none_of_it_and_nothing_is_sig
     with pytest.raises(KeyExposed, match=r"not signed: the signing key [0-9a-f]{16} was in what a program printed"):
         store.write_record(root, real_run(), signer)
     assert not (root / "runs").exists()
+
+
+def test_no_evidence_is_written_that_holds_the_loaded_key(loaded_key, tmp_path):
+    """The store's own check, behind every redaction: bytes that reach ``write_evidence`` unredacted
+    (a capture that forgot to redact) are refused whole, never written."""
+    from tileproof.records import store
+    from tileproof.records.errors import KeyExposed
+
+    _signer, private = loaded_key
+    for form in ("pem-priv@te", "base64-lines-of-20", "hex-upper-split-20"):
+        with pytest.raises(KeyExposed, match="not written: it holds the material of the signing key"):
+            store.write_evidence(tmp_path, "r4", f"{form}.txt", f"ok\n{key_forms(private)[form]}\n")
+    assert not (tmp_path / "evidence" / "r4").exists() or not list((tmp_path / "evidence" / "r4").iterdir())
+    store.write_evidence(tmp_path, "r4", "clean.txt", "ok\n")

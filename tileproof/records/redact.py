@@ -296,6 +296,13 @@ def watch_key(watch: KeyWatch) -> None:
         _WATCHED.setdefault(watch.keyid, watch)
 
 
+def watched_key_in(data: bytes) -> bool:
+    """Whether a watched key's material is in ``data`` (what ``store.write_evidence`` refuses to store)."""
+    with _WATCH_LOCK:
+        watched = list(_WATCHED.values())
+    return any(w.found_in(data) for w in watched)
+
+
 def _redact_keys(data: bytes) -> tuple[bytes, int]:
     with _WATCH_LOCK:
         watched = list(_WATCHED.values())

@@ -40,7 +40,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from tileproof import __version__
 from tileproof.records import signing
-from tileproof.records.errors import DiskFull, NotKept, RecordError, TileproofError, utf8_problem
+from tileproof.records.errors import DiskFull, KeyExposed, NotKept, RecordError, TileproofError, utf8_problem
 from tileproof.records.models import (
     AS_READ,
     READABLE_VERSIONS,
@@ -49,6 +49,7 @@ from tileproof.records.models import (
     Record,
     Transcript,
 )
+from tileproof.records.redact import watched_key_in
 from tileproof.records.runner_keys import (
     UNSIGNED,
     RunnerRegistry,
@@ -234,10 +235,15 @@ def write_generated(root: Path, rel: Path, text: str) -> Path | None:
 
 
 def write_evidence(root: Path, run_id: str, name: str, data: bytes | str) -> Transcript:
-    """Write ``evidence/<run_id>/<name>`` once and return its reference."""
+    """Write ``evidence/<run_id>/<name>`` once and return its reference. Bytes that hold the material of a
+    signing key this process loaded (``redact.watch_key``) are never stored: one :class:`KeyExposed` line
+    (whatever wrote them should have redacted them first)."""
     if isinstance(data, str):
         data = data.encode()
     path = root / EVIDENCE / run_id / name
+    if watched_key_in(data):
+        raise KeyExposed(f"{path}: not written: it holds the material of the signing key this process loaded "
+                         f"(fix: redact it before it is stored; revoke the key if a program printed it)")
     write_once(path, data)
     return Transcript(path=rel(root, path), sha256=sha256_bytes(data), bytes=len(data))
 
