@@ -14,6 +14,7 @@ failed a pristine clone the audit passed.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
@@ -28,7 +29,7 @@ from signing_keys import entry, new_signer, real_run, registry_of, write_registr
 
 from tileproof.gather import audit as audit_run
 from tileproof.judge import trust
-from tileproof.records import safe_read, store
+from tileproof.records import safe_read, signing, store
 from tileproof.records.errors import one_line
 
 REPO = Path(__file__).resolve().parents[1]
@@ -263,3 +264,92 @@ def test_verify_and_audit_agree_on_a_pristine_clone(tmp_path):
     verify = cli(clone, "verify")
     assert verify.returncode == 1
     assert re.search(rf"^{re.escape(name)}: record-unsigned: ", verify.stdout, re.M)
+
+
+# --- 6. a program that prints the signing key, under a fake GPU ---------------------------------
+
+
+FAKE_SMI_QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
+
+
+def fake_gpu_path(tmp_path: Path) -> str:
+    """A PATH whose ``nvidia-smi`` answers with the real captured H200 query (no GPU is used: the
+    hostile program writes its own passing report)."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat {FAKE_SMI_QUERY} ;; *) echo "FIXTURE nvidia-smi" ;; '
+                   'esac\n')
+    smi.chmod(0o755)
+    return f"{bin_dir}:/usr/bin:/bin"
+
+
+HOSTILE = '''
+import json, sys
+AOT_SIGNATURES = {{}}
+print({hex!r})
+print({b64!r})
+print({pem!r}, file=sys.stderr)
+json.dump({{"report_version": 1, "program": "kernels/evil_lesson.py", "seed": 1, "device": None, "gate": "ok",
+           "gate_message": {hex!r}, "checks": [], "passed": True}},
+          open(sys.argv[sys.argv.index("--report") + 1], "w"))
+'''
+QUIET = '''
+import json, sys
+AOT_SIGNATURES = {}
+json.dump({"report_version": 1, "program": "kernels/quiet.py", "seed": 1, "device": None, "gate": "ok",
+           "gate_message": "GPU 0", "checks": [], "passed": True}, open(sys.argv[sys.argv.index("--report") + 1], "w"))
+'''
+
+
+def test_a_program_printing_the_signing_key_stores_none_of_it_and_signs_nothing(tmp_path):
+    """The attack on the key, its content half (that the program cannot read the key at all is the wall's):
+    a lesson program holding the runner's real key (made by ``tileproof keygen`` in a temp folder)
+    prints it as hex, as base64 in 20-character lines and as a PEM headed ``PRIV@TE KEY``, and puts the
+    hex in its report. Before, all three were stored verbatim in evidence/<run>/, the record was signed
+    by that key with verdict passed and counted one ``private-key`` redaction. Now: one line, exit 2,
+    none of it in evidence/, nothing signed; the same session without the program signs as before."""
+    import base64
+    import textwrap
+
+    from conftest import sources_tree
+    from cryptography.hazmat.primitives import serialization as ser
+
+    tree = sources_tree(tmp_path)
+    key = tmp_path / "keys" / "signing-key.pem"
+    env = dict(os.environ, PYTHONPATH=str(REPO), PATH=fake_gpu_path(tmp_path), TILEPROOF_SIGNING_KEY=str(key))
+    subprocess.run([sys.executable, "-m", "tileproof", "keygen", "--key", str(key), "--root", str(tree)], env=env,
+                   check=True, capture_output=True)
+    private = ser.load_pem_private_key(key.read_bytes(), None)
+    seed = private.private_bytes_raw()
+    pem = private.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.PKCS8, ser.NoEncryption()).decode()
+    b64 = base64.b64encode(seed).decode()
+    (tree / "kernels" / "evil_lesson.py").write_text(HOSTILE.format(
+        hex=seed.hex(), b64="\n".join(textwrap.wrap(b64, 20)), pem=pem.replace("PRIVATE KEY", "PRIV@TE KEY")))
+    (tree / "kernels" / "quiet.py").write_text(QUIET)
+
+    def run(*programs: str) -> subprocess.CompletedProcess:
+        argv = [sys.executable, "-m", "tileproof", "run", *(a for p in programs for a in ("--program", p)),
+                "--root", str(tree)]
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+
+    def stored() -> bytes:
+        return b"".join(p.read_bytes() for p in sorted(tree.rglob("*")) if p.is_file()
+                        and p.relative_to(tree).parts[0] in ("evidence", "runs"))
+
+    attacked = run("quiet", "evil_lesson")
+    out = attacked.stdout + attacked.stderr
+    assert attacked.returncode == 2, out
+    assert "Traceback" not in out
+    (line,) = [ln for ln in out.splitlines() if "not signed" in ln]
+    assert "the signing key" in line and "was in what a program printed or left" in line
+    assert line.endswith("file(s) this session had written were removed")
+    kept = stored()
+    pieces = [t[i:i + 12] for t in (seed.hex(), b64, pem.splitlines()[1]) for i in range(0, len(t) - 12, 4)]
+    assert not [p for p in pieces if p.encode() in kept]
+    keyid = signing.keyid_of(private.public_key())
+    assert keyid.encode() not in kept  # no record signed by it
+    clean = run("quiet")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    records = [json.loads(p.read_text()) for p in (tree / "runs").glob("*.json")]
+    assert len(records) == 2 and all(r["signatures"][0]["keyid"] == keyid for r in records)

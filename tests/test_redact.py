@@ -13,6 +13,7 @@ from tileproof.runner.environment import child_env
 from tileproof.runner.execute import run_program
 
 DATA = Path(__file__).parent / "data"
+REPO = Path(__file__).resolve().parents[1]
 GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 OPENSSH_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAAB\n"
@@ -59,6 +60,69 @@ def test_each_rule_replaces_the_value_and_counts(text, rule, kept):
     secret = text[len(kept):].split("@")[0] if rule == "url-userinfo" else text[len(kept):]
     assert secret.strip("'\"}") not in out.decode()
     assert redact(out) == (out, {})  # what is kept is redacted for good: a second pass finds nothing
+
+
+R40 = "Zq8mW3xR7tY2uK9pL4nBv6Hc1Jd5Fs0Ga3Ek8Tw2"
+"""40 random-looking characters, for the token shapes below (assembled so that no secret scanner takes
+this file for a leak)."""
+JWT = "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiJjaSIsImV4cCI6MTcwMH0" + ".dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+GCP_PEM = "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\nBKcwggSjAgEAAoIBAQC7" + R40 + \
+    "\\n-----END PRIVATE KEY-----\\n"
+PGP = ("-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\n\nlQOYBF" + R40 + "\n=Xk2p\n"
+       "-----END PGP PRIVATE KEY BLOCK-----")
+RANDOM_RUN = "kQ7vX2pL9mZ4tR8wB3nC6yH1jF5dG0sA7eU2iO4qN8rT"
+FORMATS = [  # (text, rule, what stays before the marker, what stays after it): formats stored verbatim before
+    ("id_token " + JWT + " expires", "jwt", "id_token ", " expires"),
+    ("HF_TOKEN is hf_" + R40[:34], "huggingface-token", "HF_TOKEN is ", ""),
+    ("//registry.npmjs.org/:_auth npm_" + R40[:36], "npm-token", "//registry.npmjs.org/:_auth ", ""),
+    ("maps key AIza" + "SyA1" + R40[:31] + " in use", "google-api-key", "maps key ", " in use"),
+    ("oauth ya29." + "a0AfH6SM" + R40, "google-oauth-token", "oauth ", ""),
+    ("OPENAI sk-proj-" + R40 + "_x-" + R40[:10], "openai-key", "OPENAI ", ""),
+    ("claude sk-ant-api03-" + R40 + "-AA", "anthropic-key", "claude ", ""),
+    ("charge with sk_live_" + "51H" + R40[:30], "stripe-key", "charge with ", ""),
+    (PGP, "pgp-private-key", "", ""),
+    ("the key is " + AWS_SECRET + " for prod", "aws-secret-key", "the key is ", " for prod"),
+    ("curl -u deploy:Tr0ub4dor3 https://x", "cli-user-password", "curl -u deploy:", " https://x"),
+    ("curl --user=deploy:Tr0ub4dor3 https://x", "cli-user-password", "curl --user=deploy:", " https://x"),
+    ("sshpass -p 'Tr0ub4dor3' ssh gpu01", "sshpass-password", "sshpass -p '", "' ssh gpu01"),
+    ("sshpass -v -pTr0ub4dor3 rsync", "sshpass-password", "sshpass -v -p", " rsync"),
+    ("machine pypi.example.com login ci password Tr0ub4dor3", "netrc-password",
+     "machine pypi.example.com login ci password ", ""),
+    ("machine h\n  login ci\n  password Tr0ub4dor3\n", "netrc-password", "machine h\n  login ci\n  password ", "\n"),
+    ("REDIS_URL=redis://:Tr0ub4dor3@cache:6379/0", "url-userinfo", "REDIS_URL=redis://", "@cache:6379/0"),
+    ("post to https://hooks.slack.com/services/T0123ABCD/B0456EFGH/" + R40[:24], "webhook-url",
+     "post to https://hooks.slack.com/services/", ""),
+    ("https://discord.com/api/webhooks/112233445566778899/" + R40 + "-Ab_9", "webhook-url",
+     "https://discord.com/api/webhooks/", ""),
+    ('{"type": "service_account", "private_key": "' + GCP_PEM + '", "client_email": "ci@p.iam.gserviceaccount.com"}',
+     "private-key", '{"type": "service_account", "private_key": "',
+     '\\n", "client_email": "ci@p.iam.gserviceaccount.com"}'),
+    ("blob " + RANDOM_RUN + " end", "random-run", "blob ", " end"),
+]
+
+
+@pytest.mark.parametrize("text, rule, before, after", FORMATS, ids=[f"{f[1]}-{i}" for i, f in enumerate(FORMATS)])
+def test_each_new_format_is_replaced_whole_and_counted(text, rule, before, after):
+    """One case per format: the value goes whole (nothing of a key's body stays: the GCP key's PEM with
+    ``\\n`` escapes goes up to its END line), what is around it stays, the count names the rule."""
+    out, counts = redact(text.encode())
+    assert counts == {rule: 1}, out
+    assert out.decode() == before + f"[REDACTED:{rule}]" + after
+    assert redact(out) == (out, {})
+
+
+@pytest.mark.parametrize("text", [
+    "docker run -u 1000:1000 img; python -u train.py; git push -u origin main",
+    "sshpass is not installed; use -p for the port",
+    "the login prompt asks for a password next",
+    "redis://cache:6379/0 and https://hooks.slack.com/ and https://discord.com/api/webhooks/",
+    "commit 0123456789abcdef0123456789abcdef01234567 GPU-e38677bf-980e-e26f-594b-2c9764385f1a",
+    "sha256:" + "ab12CD34" * 8 + " eyJhbGciOiJIUzI1NiJ9 alone, sk-learn, hf_hub, npm_config_cache",
+    "_ZN4cuda5tiles3__16detail3bidILj0EEEjv evidence/FIXTURE-session-h200/pip-freeze.txt",
+    "20261201T092413Z-bench-env-bbc58257 nvidia_cuda_runtime_cu12-12.4.127 test_a_full_disk_is_one_line",
+], ids=lambda t: t[:24])
+def test_near_misses_of_the_new_formats_are_left_alone(text):
+    assert redact(text.encode()) == (text.encode(), {})
 
 
 @pytest.mark.parametrize("text", [
@@ -152,3 +216,122 @@ def test_the_check_names_each_transcript_and_rule_todays_rules_would_redact(tmp_
                      (old.relative_to(tmp_path).as_posix(), "private-key")}
     assert all(slack not in str(p) and "b3BlbnNz" not in str(p) for p in evidence_secrets(tmp_path))
     assert old.read_bytes() == before
+
+
+# --- the signing key's own material ------------------------------------------------------------
+
+
+def key_forms(private) -> dict[str, str]:
+    """The encodings of an ed25519 key's private material a program could print (hex, base64 in
+    20-character lines, a PEM whose header says ``PRIV@TE KEY``), and the others tileproof looks for."""
+    import base64
+
+    from cryptography.hazmat.primitives import serialization as ser
+
+    seed, public = private.private_bytes_raw(), private.public_key().public_bytes_raw()
+    pem = private.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.PKCS8, ser.NoEncryption()).decode()
+    b64 = base64.b64encode(seed).decode()
+    return {
+        "hex": seed.hex(), "hex-upper-split-20": "\n".join(textwrap.wrap(seed.hex().upper(), 20)),
+        "hex-colons": seed.hex(":"), "c-array": ", ".join(f"0x{b:02x}" for b in seed),
+        "base64": b64, "base64-lines-of-20": "\n".join(textwrap.wrap(b64, 20)),
+        "base64-lines-of-3": "\n".join(textwrap.wrap(b64, 3)), "base64url": base64.urlsafe_b64encode(seed).decode(),
+        "pem-priv@te": pem.replace("PRIVATE KEY", "PRIV@TE KEY"),
+        "pem-der-lines-of-20": "\n".join(textwrap.wrap(pem.splitlines()[1], 20)),
+        "pem-json-escaped": pem.replace("\n", "\\n"),
+        "openssh": private.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.OpenSSH, ser.NoEncryption()).decode(),
+        "seed-and-public-base64": base64.b64encode(seed + public).decode(),
+        "seed-and-public-hex": (seed + public).hex(),
+        "bytes-literal": repr(seed), "decimal-list": str(list(seed)),
+    }
+
+
+def secret_pieces(private) -> list[str]:
+    """Substrings no stored byte may hold: every 12-character window of the seed's hex and base64."""
+    import base64
+
+    seed = private.private_bytes_raw()
+    texts = [seed.hex(), base64.b64encode(seed).decode(), base64.urlsafe_b64encode(seed).decode()]
+    return [t[i:i + 12] for t in texts for i in range(0, len(t) - 12, 4)]
+
+
+FORMS = ("hex", "hex-upper-split-20", "hex-colons", "c-array", "base64", "base64-lines-of-20", "base64-lines-of-3",
+         "base64url", "pem-priv@te", "pem-der-lines-of-20", "pem-json-escaped", "openssh", "seed-and-public-base64",
+         "seed-and-public-hex", "bytes-literal", "decimal-list")
+
+
+@pytest.fixture(scope="module")
+def loaded_key(tmp_path_factory):
+    """A real key file made by ``tileproof keygen`` outside any repository, loaded as ``tileproof run``
+    loads it (``signing.load_signer``: from then on this process looks for it in all it redacts)."""
+    import subprocess
+
+    from cryptography.hazmat.primitives import serialization as ser
+
+    from tileproof.records import signing
+
+    home = tmp_path_factory.mktemp("keys")
+    key, repo = home / "keys" / "signing-key.pem", home / "repo"
+    repo.mkdir()
+    subprocess.run([sys.executable, "-m", "tileproof", "keygen", "--key", str(key), "--root", str(repo)],
+                   check=True, capture_output=True, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    private = ser.load_pem_private_key(key.read_bytes(), None)
+    assert tuple(key_forms(private)) == FORMS
+    return signing.load_signer(key, repo), private
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_the_signing_key_is_found_in_every_encoding_and_counted(loaded_key, form):
+    _signer, private = loaded_key
+    text = f"leaked:\n{key_forms(private)[form]}\ndone\n"
+    out, counts = redact(text.encode())
+    assert counts.get("signing-key", 0) >= 1, out
+    assert not [p for p in secret_pieces(private) if p.encode() in out], out
+    assert out.startswith(b"leaked:") and out.endswith(b"done\n")
+
+
+def test_a_program_printing_its_signing_key_leaves_none_of_it_and_nothing_is_signed(loaded_key, tmp_path):
+    """The attack's three forms (hex, base64 in 20-character lines, a ``PRIV@TE KEY`` PEM) printed on
+    stdout and stderr and put in the check report: before, all were stored verbatim, the report too,
+    and the record was signed with the very key (``redactions`` counted one ``private-key``)."""
+    from signing_keys import real_run
+
+    from tileproof.records import store
+    from tileproof.records.errors import KeyExposed
+
+    signer, private = loaded_key
+    forms = key_forms(private)
+    rep = {"report_version": 1, "program": "evil.py", "seed": 1, "device": None, "gate": "ok",
+           "gate_message": forms["hex"], "checks": [], "passed": True}
+    prog = tmp_path / "evil.py"
+    prog.write_text(textwrap.dedent(f"""
+        import json, sys
+        print({forms["hex"]!r})
+        print({forms["base64-lines-of-20"]!r})
+        print({forms["pem-priv@te"]!r}, file=sys.stderr)
+        json.dump({rep!r}, open(sys.argv[sys.argv.index("--report") + 1], "w"))
+    """))
+    root = tmp_path / "repo"
+    root.mkdir()
+    out = run_program(root, "r3", "evil", [sys.executable, str(prog)], child_env(), timeout=60)
+    stored = b"".join(p.read_bytes() for p in (root / "evidence").rglob("*") if p.is_file())
+    assert b"[REDACTED:signing-key]" in stored
+    assert not [p for p in secret_pieces(private) if p.encode() in stored]
+    assert out.step.redactions["signing-key"] >= 4
+    with pytest.raises(KeyExposed, match=r"not signed: the signing key [0-9a-f]{16} was in what a program printed"):
+        store.write_record(root, real_run(), signer)
+    assert not (root / "runs").exists()
+
+
+def test_no_evidence_is_written_that_holds_the_loaded_key(loaded_key, tmp_path):
+    """The store's own check, behind every redaction: bytes that reach ``write_evidence`` unredacted
+    (a capture that forgot to redact) are refused whole, never written."""
+    from tileproof.records import store
+    from tileproof.records.errors import KeyExposed
+
+    _signer, private = loaded_key
+    for form in ("pem-priv@te", "base64-lines-of-20", "hex-upper-split-20"):
+        with pytest.raises(KeyExposed, match="not written: it holds the material of the signing key"):
+            store.write_evidence(tmp_path, "r4", f"{form}.txt", f"ok\n{key_forms(private)[form]}\n")
+    assert not (tmp_path / "evidence" / "r4").exists() or not list((tmp_path / "evidence" / "r4").iterdir())
+    store.write_evidence(tmp_path, "r4", "clean.txt", "ok\n")

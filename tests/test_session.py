@@ -124,3 +124,67 @@ def test_a_fan_out_child_has_its_session_s_deadline_and_the_options_passed_on(tr
     assert said[-1] == "run: --devices all: 2/2 GPUs passed every program"
     with pytest.raises(TileproofError, match="--program nope: no such program"):
         devices.fan_out("all", session.Request(tree, (), ("nope",), 0, 60.0, None, False), say=said.append)
+
+
+# --- a full disk ------------------------------------------------------------------------------
+
+
+PASSED_REPORT = """
+import json, sys
+AOT_SIGNATURES = {}  # what makes a kernels/*.py file a program
+json.dump({"report_version": 1, "program": sys.argv[0], "seed": 1, "device": None, "gate": "ok",
+           "gate_message": "GPU 0", "checks": [], "passed": True},
+          open(sys.argv[sys.argv.index("--report") + 1], "w"))
+"""
+
+
+@pytest.fixture
+def small_evidence(tree):
+    """``tree/evidence`` on its own 1 MiB tmpfs (root only: mount(2)), unmounted afterwards."""
+    import os
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a size-capped tmpfs over evidence/ needs root and mount(8)")
+    evidence = tree / "evidence"
+    evidence.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(evidence)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield evidence
+    finally:
+        subprocess.run(["umount", "-l", str(evidence)], check=True)
+
+
+def tileproof(tree: Path, *argv: str):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "tileproof", "run", *argv, "--root", str(tree)], capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+
+@no_gpu
+def test_a_full_disk_is_one_line_leaves_nothing_and_the_next_run_works(tree, small_evidence, tmp_path, monkeypatch):
+    """A program whose output fills the file system evidence/ is on: before, the run ended in an
+    ``OSError: [Errno 28]`` traceback from ``store.write_once`` and left the session's transcripts and
+    the records written so far behind."""
+    fake_nvidia_smi(tmp_path, monkeypatch, LISTS_ONE_H200)
+    (tree / "kernels" / "a_quiet.py").write_text(PASSED_REPORT + "print('quiet')\n")
+    (tree / "kernels" / "b_flood.py").write_text(PASSED_REPORT + "sys.stdout.write('x' * (2 << 20))\n")
+    full = tileproof(tree, "--program", "a_quiet", "--program", "b_flood", "--output-cap", str(4 << 20))
+    out = full.stdout + full.stderr
+    assert full.returncode == 2, out
+    assert "Traceback" not in out, out
+    (line,) = [ln for ln in out.splitlines() if "cannot be written" in ln]
+    assert "b_flood-stdout.txt: cannot be written (No space left on device) (fix: free space" in line
+    assert line.endswith("file(s) this session had written were removed")
+    assert list(small_evidence.iterdir()) == []
+    assert not (tree / "runs").exists() or list((tree / "runs").iterdir()) == []
+    again = tileproof(tree, "--program", "a_quiet")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.strip().splitlines()[-1].startswith("run: 1 passed;")
+    assert sorted(r.kind for r in load_records(tree)) == ["run", "session"]

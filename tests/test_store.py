@@ -188,3 +188,27 @@ def test_a_writer_that_names_no_version_writes_the_current_one(tmp_path):
     assert Step.model_validate(fields, context=AS_READ).step_version == 1
     assert Step.model_validate({**fields, "step_version": 2, "containment": "cgroup"},
                                context=AS_READ).step_version == 2  # a counter the file names is read as named
+
+
+def test_only_an_error_that_keeps_nothing_removes_what_the_session_wrote(tmp_path):
+    """``store.whole``: a full disk (``DiskFull``, a ``NotKept``) removes the session's records and
+    evidence folders, and only those; any other error (an interruption) leaves what was written."""
+    from signing_keys import real_run
+
+    from tileproof.records.errors import DiskFull, NotKept
+
+    earlier = store.write_evidence(tmp_path, "20261101T000000Z-run-00000000", "kept.txt", "from before\n")
+    with pytest.raises(TileproofError, match="interrupted"), store.whole(tmp_path):
+        store.write_evidence(tmp_path, "20261101T000000Z-run-00000001", "a.txt", "x\n")
+        raise TileproofError("interrupted")
+    assert (tmp_path / "evidence" / "20261101T000000Z-run-00000001" / "a.txt").is_file()
+    run = real_run()
+    with pytest.raises(NotKept, match=r"\(No space left on device\).*; the 3 file\(s\) this session had written "
+                                      r"were removed$"), store.whole(tmp_path):
+        store.write_evidence(tmp_path, run.run_id, "a.txt", "x\n")
+        store.write_evidence(tmp_path, run.run_id, "b.txt", "y\n")
+        store.write_record(tmp_path, run)
+        raise DiskFull(tmp_path / "evidence" / run.run_id / "c.txt", "No space left on device")
+    assert not (tmp_path / "evidence" / run.run_id).exists()
+    assert not (tmp_path / "runs" / f"{run.run_id}.json").exists()
+    assert (tmp_path / earlier.path).read_text() == "from before\n"

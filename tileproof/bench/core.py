@@ -11,6 +11,7 @@ docs/benchmarks.md, "Timing the course kernels".
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -40,6 +41,7 @@ from tileproof.records.models import (
     Transcript,
     Verdict,
 )
+from tileproof.records.redact import merge
 from tileproof.records.safe_read import read_evidence
 from tileproof.records.signing import Signer
 from tileproof.records.store import (
@@ -50,7 +52,7 @@ from tileproof.records.store import (
     write_record,
 )
 from tileproof.runner.capture import probe
-from tileproof.runner.execute import Outcome, run_program
+from tileproof.runner.execute import Outcome, read_left, run_program
 from tileproof.runner.process import scratch_dir
 
 BENCH_DIR = Path("kernels") / "bench"
@@ -448,14 +450,15 @@ class Session:
     signer: Signer | None = None
 
 
-def _read_results(raw: bytes | None, outcome: Outcome) -> tuple[Verdict, str, tuple]:
+def _read_results(raw: bytes | None, outcome: Outcome, why_not: str = "") -> tuple[Verdict, str, tuple]:
     """Verdict, reason and (cases, ceilings, repeat spread, head to head, why some case has no load) from a
     results file."""
     verdict: Verdict = outcome.verdict
     reason = outcome.reason
     empty: tuple = ([], {}, {}, {}, None)
     if raw is None:
-        return ("error", reason + "; wrote no results file", empty) if verdict == "passed" else (verdict, reason, empty)
+        return ("error", reason + f"; wrote no results file{why_not}", empty) if verdict == "passed" \
+            else (verdict, reason, empty)
     try:
         results = json.loads(raw)
         cases, ceilings, repeat_spread = build_cases(results, outcome.report)
@@ -482,10 +485,14 @@ def bench_one(s: Session, program: Path) -> BenchRecord:
         results_path = tmp / "results.json"
         argv = [sys.executable, str(program), "--results", str(results_path), *(["--quick"] if s.quick else [])]
         outcome = run_program(s.root, run_id, program.stem, argv, s.env, s.timeout, s.cap)
-        raw = results_path.read_bytes() if results_path.is_file() else None
+        left = read_left(tmp, results_path.name)
+    raw = left.data
+    if left.redactions:
+        outcome = dataclasses.replace(outcome, step=outcome.step.model_copy(
+            update={"redactions": merge(outcome.step.redactions, left.redactions)}))
     after = gpu_state(s.root, run_id, "after", s.env)
     print(f"  gpu after:  {_state_line(s.root, after)}", flush=True)
-    verdict, reason, (cases, ceilings, repeat_spread, paired, no_load) = _read_results(raw, outcome)
+    verdict, reason, (cases, ceilings, repeat_spread, paired, no_load) = _read_results(raw, outcome, left.why_not)
     if s.gpu and s.gpu.runtime_compute_capability not in (None, s.gpu.compute_capability):
         verdict, reason = "error", (f"nvidia-smi says compute capability {s.gpu.compute_capability}, "
                                     f"the CUDA runtime says {s.gpu.runtime_compute_capability}")

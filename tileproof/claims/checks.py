@@ -36,7 +36,7 @@ from tileproof.claims.outcomes import ProbeOutcome, ProbeResult
 from tileproof.claims.spec import Check, Expected, FlagChange
 from tileproof.records import store
 from tileproof.records.capability import cc_tuple, sm_of
-from tileproof.records.errors import TileproofError, ToolchainError
+from tileproof.records.errors import NotKept, TileproofError, ToolchainError
 from tileproof.records.models import GpuFacts, ProbeRole, Step, Toolchain, Transcript
 from tileproof.records.safe_read import decode, parse_json, read_bytes, read_evidence
 from tileproof.records.store import sha256_file
@@ -340,6 +340,8 @@ def run_probe(here: Here, name: str, role: ProbeRole, check: Check, expected: Ex
     }[check.kind]
     try:
         outcome, why, steps, chain = runner(here, name, check, expected, folder)
+    except NotKept:
+        raise  # a full disk ends the claims run (store.whole), never one probe's error
     except TileproofError as e:
         outcome, why, steps, chain = "error", str(e), [], None
     return ProbeResult(role=role, kind=check.kind, outcome=outcome, why=why, steps=tuple(steps), toolchain=chain)

@@ -13,7 +13,7 @@ from pathlib import Path
 from tileproof.bench.core import BENCH_DIR, Session, bench_one, select
 from tileproof.records.errors import TileproofError
 from tileproof.records.signing import signer_from_env
-from tileproof.records.store import new_run_id
+from tileproof.records.store import new_run_id, whole
 from tileproof.runner.capture import (
     environment,
     git_state,
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         if "CUDA_TILE_CACHE_DIR" not in env:  # a fresh JIT cache, so that compile times are real
             env["CUDA_TILE_CACHE_DIR"] = str(stack.enter_context(scratch_dir()))
+        stack.enter_context(whole(root))  # a full disk: one line, and nothing of the bench left behind
         gpu, frozen = session_start(root, env_id, args.device)
         if gpu.no_gpu:
             print(f"bench: no usable GPU: {gpu.no_gpu}; each program's own gate is recorded and the bench fails")

@@ -37,7 +37,7 @@ from tileproof.records.models import (
     ProbeRole,
 )
 from tileproof.records.signing import signer_from_env
-from tileproof.records.store import digest, header, new_run_id, rel, write_record
+from tileproof.records.store import digest, header, new_run_id, rel, whole, write_record
 from tileproof.runner.capture import git_state, host_facts
 
 Task = tuple[Loaded, Claim, ProbeRole, Probe]
@@ -75,21 +75,23 @@ def run(args: argparse.Namespace) -> int:
     chosen = selected(files, args.gpu_only)
     if not chosen:
         raise TileproofError("no claims selected (--gpu-only keeps only claims with a gpu probe)")
-    run_id = new_run_id("claims")
-    tasks: list[Task] = [(f, c, role, p) for f, c in chosen for role, p in c.probes()]
-    here = checks.survey(root, run_id, device=args.device, need_gpu=any(t[3].check.kind == "gpu" for t in tasks),
-                         gpu_arch=args.gpu_arch, timeout=args.timeout)
-    for line in here.notes():
-        print(f"claims: {line}")
-    print(f"claims: {len(chosen)} claims, {len(tasks)} probes on {max(1, args.jobs)} workers (record {run_id})",
-          flush=True)
-    outcomes = _run_probes(here, tasks, max(1, args.jobs))
-    results = []
-    for f, c in chosen:
-        result = claim_result(f, c, [outcomes[id(t)] for t in tasks if t[0] is f and t[1] is c])
-        results.append(result)
-        print(f"{result.verdict:17}  {f.spec.document}/{c.id}  {result.why}", flush=True)
-    path = write_record(root, _record(root, run_id, here, files, results), signer)
+    with whole(root):  # a full disk: one line, and nothing of the claims run left behind
+        run_id = new_run_id("claims")
+        tasks: list[Task] = [(f, c, role, p) for f, c in chosen for role, p in c.probes()]
+        here = checks.survey(root, run_id, device=args.device,
+                             need_gpu=any(t[3].check.kind == "gpu" for t in tasks), gpu_arch=args.gpu_arch,
+                             timeout=args.timeout)
+        for line in here.notes():
+            print(f"claims: {line}")
+        print(f"claims: {len(chosen)} claims, {len(tasks)} probes on {max(1, args.jobs)} workers "
+              f"(record {run_id})", flush=True)
+        outcomes = _run_probes(here, tasks, max(1, args.jobs))
+        results = []
+        for f, c in chosen:
+            result = claim_result(f, c, [outcomes[id(t)] for t in tasks if t[0] is f and t[1] is c])
+            results.append(result)
+            print(f"{result.verdict:17}  {f.spec.document}/{c.id}  {result.why}", flush=True)
+        path = write_record(root, _record(root, run_id, here, files, results), signer)
     return _summary(root, path, results)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from tileproof.authoring.generated import COMMAND, make_current
 from tileproof.records.safe_read import check_build_dir
 from tileproof.records.signing import signer_from_env
+from tileproof.records.store import whole
 from tileproof.runner.builds import compile_programs, kernel_index
 from tileproof.runner.capture import tools as find_tools
 from tileproof.runner.process import install_signal_handlers
@@ -61,5 +62,6 @@ def run(args: argparse.Namespace) -> int:
     for jl in julia_programs(root):  # named, never silently left out: julia compiles them when they run
         print(f"{jl.relative_to(root).as_posix()}: a cuTile.jl program, compiled by julia when tileproof run runs it "
               f"(toolchain-absent where no julia with cuTile.jl is found)")
-    record = compile_programs(root, tools, targets, cpp, py, args.jobs, signer, release)
+    with whole(root):  # a full disk, or the key in a build's output: one line, no partial record or transcripts
+        record = compile_programs(root, tools, targets, cpp, py, args.jobs, signer, release)
     return 0 if record is None or record.passed else 1

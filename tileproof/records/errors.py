@@ -71,6 +71,30 @@ class RecordError(TileproofError):
         return one_line(f"{where}{self.problem} (fix: {self.fix})")
 
 
+class NotKept(TileproofError):
+    """An error after which nothing a session wrote is kept: ``store.whole`` removes its records and
+    transcripts, and the line says so."""
+
+
+class DiskFull(NotKept):
+    """A record or transcript could not be written: no space (or quota) left where it goes."""
+
+    def __init__(self, path: Path | str, strerror: str):
+        self.path, self.strerror = str(path), strerror
+        super().__init__(str(self))
+
+    def __reduce__(self):
+        return type(self), (self.path, self.strerror)
+
+    def __str__(self) -> str:
+        return one_line(f"{self.path}: cannot be written ({self.strerror}) (fix: free space on the file system "
+                        f"that holds it, then run again)")
+
+
+class KeyExposed(NotKept):
+    """A record is not signed: the key that would sign it was in what a program printed or left."""
+
+
 class ToolchainError(TileproofError):
     """The tile toolchain is missing, mixed, or unsafe to use."""
 

@@ -25,8 +25,9 @@ import yaml
 
 from tileproof.records.errors import InputProblem, InputRefused, RecordError
 
-InputKind = Literal["record", "evidence", "lesson", "claims", "tolerances", "build", "lock"]
-"""What an input file is; it sets the size cap and whether links are allowed."""
+InputKind = Literal["record", "evidence", "lesson", "claims", "tolerances", "build", "lock", "left"]
+"""What an input file is; it sets the size cap and whether links are allowed. ``left``: a file a program
+left in its scratch folder (its check report, the exception its launcher wrote, a bench results file)."""
 
 MIB = 1 << 20
 LIMITS: dict[InputKind, int] = {
@@ -37,14 +38,20 @@ LIMITS: dict[InputKind, int] = {
     "tolerances": 1 * MIB,
     "build": 16 * MIB,
     "lock": 1 * MIB,
+    "left": 16 * MIB,
 }
 """Largest file of each kind tileproof reads (the largest committed record is 0.2 MiB)."""
 
 CHUNK = 1 * MIB
 """Most bytes read at once (:func:`stream` hands them out one chunk at a time)."""
 
-NO_LINKS: frozenset[InputKind] = frozenset({"record", "evidence"})
-"""Kinds that may not be a symbolic link nor sit under one: runs/ and evidence/ hold plain files."""
+NO_LINKS: frozenset[InputKind] = frozenset({"record", "evidence", "left"})
+"""Kinds that may not be a symbolic link nor sit under one: runs/ and evidence/ hold plain files, and a
+program leaves plain files."""
+
+ONE_NAME: frozenset[InputKind] = frozenset({"left"})
+"""Kinds that may not be a hard link either: a file a program leaves is one it wrote, never a second name of
+another file (``/etc/shadow`` linked into its scratch folder)."""
 
 MAX_DEPTH = 64
 """Deepest nesting of lists and mappings accepted in JSON or YAML input."""
@@ -166,6 +173,9 @@ def _open(root: str, rel: str, kind: InputKind, shown: str) -> tuple[int, os.sta
         kind_text = _kind_of(st.st_mode) or "not a regular file"
         raise InputRefused(shown, "special-file", f"is {kind_text}, not a regular file",
                            "replace it with a regular file")
+    if kind in ONE_NAME and st.st_nlink != 1:
+        raise InputRefused(shown, "special-file", f"is a hard link ({st.st_nlink} names for one file), "
+                           "not a file of its own", "write the file itself, never a link to another")
     cap = LIMITS[kind]
     if st.st_size > cap:
         raise InputRefused(shown, "too-large", f"is {st.st_size} bytes; a {kind} file may have at most {cap}",
@@ -182,7 +192,8 @@ def _open(root: str, rel: str, kind: InputKind, shown: str) -> tuple[int, os.sta
     except OSError as e:
         os.close(fd)
         raise InputRefused(shown, "unreadable", f"cannot be read ({e.strerror})", "check the file system") from None
-    if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+    if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or (
+            kind in ONE_NAME and now.st_nlink != 1):
         os.close(fd)
         raise InputRefused(shown, "unreadable", "was replaced while being opened", "read it again when it is stable")
     return fd, now

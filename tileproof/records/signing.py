@@ -30,8 +30,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tileproof.records.errors import RecordError, TileproofError
+from tileproof.records.errors import KeyExposed, RecordError, TileproofError
 from tileproof.records.models import BuildResult, FileDigest, Transcript
+from tileproof.records.redact import KeyWatch, watch_key
 from tileproof.records.schemas import schema
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
@@ -253,6 +254,24 @@ class Signer:
     def sign(self, data: bytes) -> str:
         return base64.b64encode(self._private.sign(data)).decode()
 
+    @functools.cached_property
+    def watch(self) -> KeyWatch:
+        """The key's private material as redaction finds it (``redact.KeyWatch``)."""
+        return KeyWatch(self._private.private_bytes_raw())
+
+
+def refuse_exposed(signer: Signer, path: Path | str, data: bytes) -> None:
+    """One :class:`KeyExposed` line instead of a signature, when the key's material was in anything this
+    process redacted (a program printed or left it) or is in ``data``, the record about to be signed: a
+    key a program could read signs nothing more."""
+    seen = signer.watch.seen + (1 if signer.watch.found_in(data) else 0)
+    if seen:
+        raise KeyExposed(
+            f"{path}: not signed: the signing key {signer.keyid[:16]} was in what a program printed or left "
+            f"({seen} time(s); redacted, never stored); a key a program could read is exposed (fix: revoke it in "
+            f"lessons/runners.yaml, make a new one with tileproof keygen, keep it out of the programs' reach, "
+            f"and run again)")
+
 
 def load_signer(path: Path, root: Path) -> Signer:
     """The key at ``path``; refused inside ``root``, readable by others, or not ed25519."""
@@ -274,7 +293,9 @@ def load_signer(path: Path, root: Path) -> Signer:
     if not isinstance(key, Ed25519PrivateKey):
         raise RecordError(path, "", "not an unencrypted PEM ed25519 private key",
                           f"make one with tileproof keygen --key {path}")
-    return Signer(key, path)
+    signer = Signer(key, path)
+    watch_key(signer.watch)  # everything this process redacts from now on is searched for the key
+    return signer
 
 
 def signer_from_env(root: Path) -> Signer | None:

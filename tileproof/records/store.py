@@ -20,13 +20,17 @@ status and its signature's verification, computed once, from which the judge's
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
 import secrets
+import shutil
 import tempfile
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,7 +40,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from tileproof import __version__
 from tileproof.records import signing
-from tileproof.records.errors import RecordError, TileproofError, utf8_problem
+from tileproof.records.errors import DiskFull, KeyExposed, NotKept, RecordError, TileproofError, utf8_problem
 from tileproof.records.models import (
     AS_READ,
     READABLE_VERSIONS,
@@ -45,6 +49,7 @@ from tileproof.records.models import (
     Record,
     Transcript,
 )
+from tileproof.records.redact import watched_key_in
 from tileproof.records.runner_keys import (
     UNSIGNED,
     RunnerRegistry,
@@ -109,11 +114,29 @@ def rel(root: Path, path: Path) -> str:
         return path.as_posix()
 
 
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""What a full file system (or an exhausted quota) answers a write with."""
+
+_WRITTEN: list[list[Path]] = []
+"""The records and transcripts written inside each open :func:`whole`, innermost last (a process-wide
+stack, not a context variable: a session's worker threads write for it too)."""
+_WRITTEN_LOCK = threading.Lock()
+
+
+def _no_space(path: Path, e: OSError) -> DiskFull:
+    return DiskFull(path, e.strerror or os.strerror(e.errno or 0))
+
+
 def write_once(path: Path, data: bytes) -> None:
-    """Create ``path`` with ``data`` atomically; refuse if it already exists."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Create ``path`` with ``data`` atomically; refuse if it already exists. A full file system is one
+    :class:`DiskFull` line, and no temp file is left."""
+    with _WRITTEN_LOCK:
+        if _WRITTEN:
+            _WRITTEN[-1].append(path)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -123,8 +146,56 @@ def write_once(path: Path, data: bytes) -> None:
             os.link(tmp, path)
         except FileExistsError:
             raise TileproofError(f"{path}: already exists; records and evidence are never overwritten") from None
+    except OSError as e:
+        if e.errno in NO_SPACE:
+            raise _no_space(path, e) from None
+        raise
     finally:
-        os.unlink(tmp)
+        if tmp is not None:
+            os.unlink(tmp)
+
+
+@contextmanager
+def whole(root: Path) -> Iterator[None]:
+    """A session's records and transcripts are kept whole or not at all: on a :class:`NotKept` error (a
+    full disk, a signing key a program printed) every record under ``runs/`` and every ``evidence/<id>/``
+    folder written inside is removed, and the error's line says so. They are this process's own, never
+    committed. Any other error (an interrupt) leaves them as they are: a session without its session
+    record was interrupted."""
+    written: list[Path] = []
+    with _WRITTEN_LOCK:
+        _WRITTEN.append(written)
+    try:
+        yield
+    except NotKept as e:
+        removed = discard(root, written)
+        raise NotKept(f"{e}; the {removed} file(s) this session had written were removed") from None
+    finally:
+        with _WRITTEN_LOCK:
+            _WRITTEN.remove(written)
+
+
+def discard(root: Path, written: Iterable[Path]) -> int:
+    """Remove the records and ``evidence/<id>/`` folders of ``written`` (paths :func:`write_once` was given);
+    how many files were removed. Nothing outside ``runs/`` and ``evidence/`` is touched, and no link is
+    followed."""
+    runs, evidence = Path(root) / RUNS, Path(root) / EVIDENCE
+    files, folders = [], []
+    for path in map(Path, written):
+        if path.parent == runs:
+            files.append(path)
+        elif path.is_relative_to(evidence) and len(path.relative_to(evidence).parts) >= 2:
+            folders.append(evidence / path.relative_to(evidence).parts[0])
+    removed = 0
+    for file in dict.fromkeys(files):
+        with suppress(FileNotFoundError):
+            file.unlink()
+            removed += 1
+    for folder in dict.fromkeys(folders):
+        if folder.is_dir() and not folder.is_symlink():
+            removed += sum(1 for p in folder.rglob("*") if not p.is_dir())
+            shutil.rmtree(folder, ignore_errors=True)
+    return removed
 
 
 def write_atomic(path: Path, data: bytes | str, mode: int = 0o644) -> None:
@@ -134,17 +205,21 @@ def write_atomic(path: Path, data: bytes | str, mode: int = 0o644) -> None:
     if isinstance(data, str):
         data = data.encode("utf-8")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)  # mkstemp makes it 0600
         os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
+    except BaseException as e:
+        if tmp is not None:
+            os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno in NO_SPACE:
+            raise _no_space(path, e) from None
         raise
 
 
@@ -160,10 +235,15 @@ def write_generated(root: Path, rel: Path, text: str) -> Path | None:
 
 
 def write_evidence(root: Path, run_id: str, name: str, data: bytes | str) -> Transcript:
-    """Write ``evidence/<run_id>/<name>`` once and return its reference."""
+    """Write ``evidence/<run_id>/<name>`` once and return its reference. Bytes that hold the material of a
+    signing key this process loaded (``redact.watch_key``) are never stored: one :class:`KeyExposed` line
+    (whatever wrote them should have redacted them first)."""
     if isinstance(data, str):
         data = data.encode()
     path = root / EVIDENCE / run_id / name
+    if watched_key_in(data):
+        raise KeyExposed(f"{path}: not written: it holds the material of the signing key this process loaded "
+                         f"(fix: redact it before it is stored; revoke the key if a program printed it)")
     write_once(path, data)
     return Transcript(path=rel(root, path), sha256=sha256_bytes(data), bytes=len(data))
 
@@ -257,7 +337,9 @@ def write_record(root: Path, record, signer: signing.Signer | None = None) -> Pa
     else:
         if signer.path is not None:
             signing.refuse_inside(signer.path, root)
-        body = json.loads(record.model_dump_json())  # the bytes a plain record file would parse to
+        plain = record.model_dump_json()
+        signing.refuse_exposed(signer, path, plain.encode())
+        body = json.loads(plain)  # the bytes a plain record file would parse to
         data = signing.envelope_of(signing.record_statement(body, record), signer).model_dump_json(indent=2)
     write_once(path, (data + "\n").encode())
     return path

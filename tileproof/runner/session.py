@@ -31,7 +31,16 @@ from tileproof.records.models import (
     Step,
 )
 from tileproof.records.signing import Signer, signer_from_env
-from tileproof.records.store import EVIDENCE, digest, header, new_run_id, record_path, sha256_file, write_record
+from tileproof.records.store import (
+    EVIDENCE,
+    digest,
+    header,
+    new_run_id,
+    record_path,
+    sha256_file,
+    whole,
+    write_record,
+)
 from tileproof.runner.capture import (
     GpuProbe,
     GpuQuery,
@@ -319,14 +328,15 @@ def run(request: Request, say: Callable[[str], None] = _say) -> Ended | NoGpu:
         if absent:
             return NoGpu(absent)
     release = python_release(selection.programs, request.outside_range)
-    s = _open(request, selection, query, signer, cap, say, release)
-    done = []
-    for program in selection.programs:
-        one = _run_one(s, program)
-        say(one.line())
-        done.append(one)
-    counts: Counter[str] = Counter(r.verdict for r in done)
-    write_record(request.root, SessionRecord(**header(s.session_id, s.git, s.host), kind="session",
-                                             session_id=s.session_id, runs=[r.run_id for r in done],
-                                             verdict_counts=dict(counts)), s.signer)
+    with whole(request.root):  # a full disk: one line, and nothing of the session left behind
+        s = _open(request, selection, query, signer, cap, say, release)
+        done = []
+        for program in selection.programs:
+            one = _run_one(s, program)
+            say(one.line())
+            done.append(one)
+        counts: Counter[str] = Counter(r.verdict for r in done)
+        write_record(request.root, SessionRecord(**header(s.session_id, s.git, s.host), kind="session",
+                                                 session_id=s.session_id, runs=[r.run_id for r in done],
+                                                 verdict_counts=dict(counts)), s.signer)
     return Ended(s.session_id, tuple(done), cap)
