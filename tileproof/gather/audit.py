@@ -201,7 +201,7 @@ def _audit(root: Path, listing: store.RunsListing, outputs: Iterable[Path], help
                            refused | lesson_refused)
         seen = [Examined(read.seen, item.seal, item.verification, item.policy, item.first)
                 for read, item in evidence_items]
-        signals = plausibility.signals(seen, smi_clocks(root, (s.record.smi for s in seen)))
+        signals = plausibility.signals(seen, smi_clocks(root, (s.record.smi for s in seen)), lock.wheel_hashes(root))
     else:  # every record counts for the lessons re-judged: the rest chosen by their facts, through the index
         assert facts is not None
         full = [Examined(read.record, item.seal, item.verification, item.policy, item.first)
