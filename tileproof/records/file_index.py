@@ -165,9 +165,21 @@ def _key_at(path: Path) -> bytes:
     return data
 
 
+_KEY: list[bytes] = []
+"""The key as :func:`load_key` last read it: every row's check asks for it, 100,000 times a command."""
+
+
+def load_key() -> bytes:
+    """This user's index key, read from its place now (:func:`key_path`; see the module docstring), and kept for
+    :func:`key`: each opening of an index reads it (:func:`open_index`). Raises as :func:`_key_at`."""
+    found = _key_at(key_path())
+    _KEY[:] = [found]
+    return found
+
+
 def key() -> bytes:
-    """This user's index key (:func:`key_path`; see the module docstring). Raises as :func:`_key_at`."""
-    return _key_at(key_path())
+    """The index key :func:`load_key` read last (read now when it read none)."""
+    return _KEY[0] if _KEY else load_key()
 
 
 def _check(*fields: Any) -> str:
@@ -652,7 +664,7 @@ def open_index(root: Path, tracked: Tracked | None = None) -> Index:
         return Index(where, None, problem=refused)
     try:
         kept = key_path()
-        key()
+        load_key()
         if kept.resolve().is_relative_to(Path(root).resolve()):
             raise ValueError("it lies inside the tree, where anyone who commits could write it")
     except (OSError, ValueError, RuntimeError) as e:
