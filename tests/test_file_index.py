@@ -346,3 +346,35 @@ def test_a_moved_evidence_folder_behind_a_link_is_refused_warm_as_cold(checkout,
     assert warm[:2] == cold[:2]
     assert warm[0] == 1
     assert "input-" in warm[1]
+
+
+def test_the_key_is_this_users_own_and_outside_the_tree(tmp_path, monkeypatch):
+    """Every row's check is keyed with 32 random bytes made once under the cache home, mode 0600. A key others may
+    read, or one that lies inside the tree (where a committer could write it), is refused: the index is not used,
+    one line. Rows made with another key (another user's, a committed index's) are ignored, each counted."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "mine"))
+    index = file_index.open_index(tmp_path / "tree")
+    assert index.problem is None, index.problem
+    index.remember("a" * 64, "raw-record", {"seal": "s"})
+    index.save()
+    index.close()
+    kept = tmp_path / "mine" / file_index.KEY_FILE
+    assert kept.stat().st_mode & 0o777 == 0o600 and len(kept.read_bytes()) == file_index.KEY_BYTES
+    assert file_index.open_index(tmp_path / "tree").fact("a" * 64, "raw-record") == {"seal": "s"}
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "another user"))
+    other = file_index.open_index(tmp_path / "tree")
+    assert other.fact("a" * 64, "raw-record") is None and other.ignored == 1
+    other.close()
+
+    kept.chmod(0o644)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "mine"))
+    file_index._key_at.cache_clear()
+    refused = file_index.open_index(tmp_path / "tree")
+    assert refused.db is None and "mode 0600" in refused.notes()[0], refused.notes()
+    kept.chmod(0o600)
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "tree" / "cache"))
+    inside = file_index.open_index(tmp_path / "tree")
+    assert inside.db is None and "inside the tree" in inside.notes()[0], inside.notes()
+    file_index._key_at.cache_clear()

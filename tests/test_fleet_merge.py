@@ -379,6 +379,20 @@ def test_a_name_made_meanwhile_by_another_writer_is_never_overwritten(tmp_path, 
     assert batch_write.copy_once(repo, [(rel, record)], lambda x, y: x.read_bytes() == y.read_bytes()) == 0
 
 
+def test_merge_never_stages_through_a_linked_cache_folder(tmp_path):
+    """``.tileproof-cache`` committed as a link to a folder outside the tree: the merge refuses in one line before
+    it stages anything, and writes nothing there nor under runs/."""
+    root, outside = tmp_path / "tree", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / ".tileproof-cache").symlink_to(outside)
+    source = tmp_path / "record.json"
+    source.write_text("{}")
+    with pytest.raises(TileproofError, match="is a link"):
+        batch_write.copy_once(root, [("runs/x.json", source)], lambda x, y: True)
+    assert list(outside.iterdir()) == [] and not (root / "runs").exists()
+
+
 def test_merge_leaves_a_lesson_without_programs_out_of_the_matrix_and_says_so(tmp_path, repo):
     """A note whose numbers are all bench claims (``programs: []``) has no task, so no cell: before, its empty
     program list reached the matrix (``min`` of no outcomes) and the merge stopped with a traceback."""

@@ -25,6 +25,7 @@ from audit_tree import aged, synthetic_tree  # tests/data/audit, on sys.path (co
 from tileproof.__main__ import main
 from tileproof.gather import indexed
 from tileproof.records import file_index, runner_keys, store
+from tileproof.runner import git_history
 
 pytestmark = pytest.mark.usefixtures("index_released")
 
@@ -110,7 +111,7 @@ def test_an_edited_summary_is_not_used(tree, monkeypatch, capsys, edit):
             con.execute("UPDATE summaries SET value = replace(value, '\"passed\"', '\"failed\"')")
         else:
             con.execute(f"UPDATE summaries SET {edit} = 'x' || {edit}")
-    index = file_index.shared(tree)
+    index = git_history.opened_index(tree)
     assert read(tree) == clean
     assert index.ignored == (1 if edit in ("value", "check_") else 0)
     with monkeypatch.context() as m:  # replaced: the next read takes it all from the summary again
@@ -154,7 +155,7 @@ def read_past(tree: Path, monkeypatch, damage) -> None:
     clean = unindexed(tree, monkeypatch)
     read(tree)
     scope = indexed.registry_scope(runner_keys.load_registry(tree))
-    index = file_index.shared(tree)
+    index = git_history.opened_index(tree)
     value = index.summary(indexed.FOLDER, indexed.KIND, scope)
     damage(value)
     index.summarise(indexed.FOLDER, indexed.KIND, value, scope)
@@ -219,7 +220,7 @@ def test_concurrent_reads_leave_one_whole_summary(tree, monkeypatch):
     results = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
     assert results[0][0] == results[1][0] == shown(clean) + "\n"
-    index = file_index.shared(tree)
+    index = git_history.opened_index(tree)
     with monkeypatch.context() as m:
         nothing_else_read(m)
         assert read(tree) == clean

@@ -11,7 +11,7 @@ from own_processes import left, named_sleep
 
 from tileproof.commands import run as run_cmd
 from tileproof.records.errors import TileproofError
-from tileproof.records.models import RunRecord, SessionRecord
+from tileproof.records.models import RUN_VERSION, RunRecord, SessionRecord
 from tileproof.records.store import load_records, seal_of
 from tileproof.runner.process import containment
 
@@ -60,7 +60,7 @@ def test_no_gpu_run_is_recorded_and_fails(tree, capsys):
     # run_version 3 and up: the program and the helper it imports, whole; the tolerance table per entry, never
     # whole; 4: the cuda-tile release it imported, and no failure (the gate refused, nothing raised)
     assert {s.path for s in rec.sources} >= {"kernels/vector_add.py", "kernels/harness.py"}
-    assert rec.run_version == 4
+    assert rec.run_version == RUN_VERSION
     assert "kernels/tolerances.py" not in {s.path for s in rec.sources}
     assert rec.cuda_tile is not None
     assert rec.cuda_tile.in_range

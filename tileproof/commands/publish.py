@@ -18,7 +18,7 @@ from pathlib import Path
 from tileproof import lesson_text
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate
-from tileproof.records import lessons
+from tileproof.records import file_index, lessons
 from tileproof.records.errors import RecordError, one_line
 
 
@@ -132,4 +132,6 @@ def _write(lesson: lessons.Lesson, decision: gate.Decision, dry_run: bool, note:
 def run(args: argparse.Namespace) -> int:
     code, lines = publish(args.root, args.lesson, args.dry_run, args.republish, args.trust_root)
     print("\n".join(map(one_line, lines)), file=sys.stdout)
+    for note in file_index.open_notes():  # the index changes no verdict: said aside
+        print(note, file=sys.stderr)
     return code

@@ -160,7 +160,7 @@ def _audit(root: Path, listing: store.RunsListing, outputs: Iterable[Path], help
             audit_read.add_all(add, f"{store.RUNS}/{read.name}", audit_rules.run_checks(read.record, ctx))
     history_read = history()
     trusting = trust_state.load(root, trust_root, expect_ancestor, history_read, runners)
-    index, scope_key = file_index.shared(root), indexed.registry_scope(runners)
+    index, scope_key = git_history.opened_index(root), indexed.registry_scope(runners)
     to_keep: list = []
     kept.sort(key=lambda r: (r.facts.created, r.facts.run_id))
     findings += sessions.session_findings((r.session for r in kept if r.session is not None),
@@ -224,7 +224,7 @@ def _audit(root: Path, listing: store.RunsListing, outputs: Iterable[Path], help
                            refused | lesson_refused)
         seen = [Examined(read.seen, item.seal, item.verification, item.policy, item.first)
                 for read, item in evidence_items]
-        signals = plausibility.signals(seen, smi_clocks(root, (s.record.smi for s in seen)))
+        signals = plausibility.signals(seen, smi_clocks(root, (s.record.smi for s in seen)), lock.wheel_hashes(root))
     else:  # every record counts for the lessons re-judged: the rest chosen by their facts, through the index
         assert facts is not None
         full = [Examined(read.record, item.seal, item.verification, item.policy, item.first)
@@ -262,7 +262,7 @@ def _summarise(root: Path, runners: RunnerRegistry) -> None:
     deleted), so the next ``status`` or ``audit --since`` takes every record from it: ``indexed.read_facts``, from
     the entries this audit kept. A tree it refuses (a stray under runs/, a record that does not validate: both
     findings here) is left without one: the summary only saves time."""
-    if file_index.shared(root).has_summary(indexed.FOLDER, indexed.KIND, indexed.registry_scope(runners)):
+    if git_history.opened_index(root).has_summary(indexed.FOLDER, indexed.KIND, indexed.registry_scope(runners)):
         return
     with contextlib.suppress(TileproofError):
         indexed.read_facts(root, runners)

@@ -43,6 +43,7 @@ from tileproof.records.models import SHARED_MAX, RunRecord, TranscriptRef, share
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
 from tileproof.records.runner_keys import RunnerRegistry, Verification
 from tileproof.records.safe_read import read_evidence
+from tileproof.runner import git_history
 
 KIND = "audited"
 """The index's kind of a run record's kept values and issues (scope: :data:`SCOPE`)."""
@@ -194,7 +195,7 @@ def validate(root: Path, names: list[str], add, runners: RunnerRegistry, ctx: au
     kept: list[Kept] = []
     raw_refs: set[str] = set()
     sroot = str(root)
-    index, now = file_index.shared(root), file_index.now_ns()
+    index, now = git_history.opened_index(root), file_index.now_ns()
     if few:
         index.few = True  # audit --since: a few records' rows, asked for one by one
     entries = index.entries(KIND, SCOPE, f"{store.RUNS}/")  # with their files rows
@@ -323,7 +324,7 @@ def _from_entry(name: str, sha: str, value: dict, transcripts: Transcripts, add,
         read.session = sessions.SessionRun(name, row.run_id, session_id, share(row.verdict))
         issues = list(map(tuple, value["issues"]))
     except (KeyError, TypeError, ValueError, IndexError):
-        file_index.shared(transcripts.root).ignored += 1
+        git_history.opened_index(transcripts.root).ignored += 1
         return None
     file = f"{store.RUNS}/{name}"
     add_all(add, file, files.name_issues(name, facts.run_id))

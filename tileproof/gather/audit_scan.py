@@ -29,6 +29,7 @@ from tileproof.judge.audit.rules.verdicts import report_diff
 from tileproof.records import file_index, store
 from tileproof.records.errors import InputRefused, utf8_problem
 from tileproof.records.safe_read import LIMITS, read_bytes, read_evidence
+from tileproof.runner import git_history
 from tileproof.runner.forked import ForkedHelper
 
 NAME_FIX = "give it a UTF-8 name"
@@ -133,7 +134,7 @@ def byte_pass(root: str, record_names: list[str], folders: tuple[str, ...] | Non
     ``lstat`` is the one indexed (below a real runs/) is not read here when its facts are known: the main
     process reads and validates every record file, and compares its seal with the one given here.
     ``folders``: the folders under evidence/ to read (``audit --since``); default all of evidence/."""
-    index = file_index.shared(root)
+    index = git_history.opened_index(root)
     index.few = folders is not None  # audit --since: a few folders' rows, asked for one by one
     now = file_index.now_ns()
     seals: dict[str, str | None] = {}

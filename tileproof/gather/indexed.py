@@ -42,6 +42,7 @@ from tileproof.records import file_index, signing, store
 from tileproof.records.runner_keys import RunnerRegistry, Verification
 from tileproof.records.safe_read import read_bytes
 from tileproof.records.store import Examined
+from tileproof.runner import git_history
 from tileproof.runner.forked import ForkedHelper
 
 KIND = "examined"
@@ -60,7 +61,7 @@ def _opened(root: Path, registry: RunnerRegistry, listing: store.RunsListing | N
     names, stray = listing or store.runs_listing(root)
     if stray:
         raise store.stray_error(stray[0])
-    return file_index.shared(root), registry_scope(registry), names
+    return git_history.opened_index(root), registry_scope(registry), names
 
 
 def read_records(root: Path, registry: RunnerRegistry) -> list[Examined]:
@@ -76,7 +77,7 @@ def read_records(root: Path, registry: RunnerRegistry) -> list[Examined]:
 def read_chosen(root: Path, registry: RunnerRegistry, names: Iterable[str]) -> list[Examined]:
     """The records named ``names`` (in runs/), each read and validated in full, through the index as
     :func:`read_records` reads every one (a few: their entries asked for one by one)."""
-    index = file_index.shared(root)
+    index = git_history.opened_index(root)
     scope = registry_scope(registry)
     runs = Path(root) / store.RUNS
     names = list(names)
@@ -176,7 +177,7 @@ PARALLEL_MIN = 2_000
 def _read_saved(root: str, registry: RunnerRegistry, scope: str, todo: list, now: int) -> list:
     """:func:`_read_in_full` in the forked helper, through this process's own index (its rows asked for one by one:
     none of the 100,000 loaded), saved before the result goes."""
-    index = file_index.shared(root)
+    index = git_history.opened_index(root)
     with index.one_by_one():
         found = _read_in_full(Path(root), registry, index, scope, todo, now)
     index.save()

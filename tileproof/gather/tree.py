@@ -200,7 +200,7 @@ class Tree:
         """The tree's plausibility signals by run id (``judge.plausibility.signals``), read once."""
         if self._signals is None:
             smi = (plausibility.smi_transcript(e.record) for e in self.records)
-            self._signals = plausibility.signals(self.records, smi_clocks(self.root, smi))
+            self._signals = plausibility.signals(self.records, smi_clocks(self.root, smi), lock.wheel_hashes(self.root))
         return self._signals
 
     def refused(self) -> dict[str, Issue]:

@@ -121,14 +121,35 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
+Release = tuple[str, str, str]
+"""(folder, sha256, cuda-tile version) of a run record's ``release_folder``: the digest-named folder it says its
+cuda-tile release was imported from, and that release."""
+
+
+def own_release(release: Release | None, wheels: frozenset[tuple[str, str]]) -> tuple[str, bool] | None:
+    """(the folder, whether it is the release axis's own) of a record's :data:`Release`: its own when the folder's
+    name is the digest of a wheel of that cuda-tile version the lock pins with its hash (``wheels``:
+    ``records.lock.wheel_hashes``). None when the record names no such folder."""
+    if release is None:
+        return None
+    folder, sha, version = release
+    return folder, posixpath.basename(folder) == sha and (version, sha) in wheels
+
+
 @functools.lru_cache(maxsize=1024)
 def _shims(entries: tuple[tuple[str, str], ...], checkout: str | None, baseline: frozenset[tuple[str, str]],
-           first: str) -> tuple[Signal, ...]:
-    """The shim-path signals of one environment's entries (kept: a session's records share one)."""
+           first: str, release: tuple[str, bool] | None = None) -> tuple[Signal, ...]:
+    """The shim-path signals of one environment's entries (kept: a session's records share one). ``release``: the
+    record's digest-named release folder (:func:`own_release`); under a scratch folder it is no signal when it is
+    the release axis's own, and its signal says why it is not when it is not."""
     out = []
     for var, entry in entries:
         norm = posixpath.normpath(entry) if entry.startswith("/") else entry
         scratch = next((s for s in SCRATCH if _under(norm, s)), None)
+        ours = release is not None and var == "PYTHONPATH" and entry.startswith("/") and norm == release[0]
+        if ours and release is not None and release[1] and scratch is not None and not (
+                checkout is not None and _under(norm, checkout)):
+            continue  # the release axis's own folder: a wheel the lock pins, unpacked by its digest
         if not entry.startswith("/"):
             why = (f"{var} entry {entry!r} is relative: the working directory answers there, so a file in the "
                    f"checkout named nvidia-smi (or a cupy folder) is the one found")
@@ -138,6 +159,9 @@ def _shims(entries: tuple[tuple[str, str], ...], checkout: str | None, baseline:
         elif scratch is not None and (var, entry) not in baseline:
             why = (f"{var} entry {entry} is under {scratch}, which anyone on the host may write, and the first "
                    f"record of its runner ({first}) had no such entry")
+            if ours:
+                why += ("; its name is the digest of no cuda-tile wheel the lock pins with a hash "
+                        "(constraints.txt, locks/: nox -s lock -- --generate-hashes)")
         else:
             continue
         out.append(Signal("shim-path", f"{var}={entry}", why))
@@ -219,6 +243,8 @@ class Seen:
     """(name, value) of each of :data:`HOST_FACTS`."""
     agreement: tuple | None
     """:func:`agreement`."""
+    release: Release | None = None
+    """Its ``release_folder`` (:data:`Release`), None: none."""
 
     def to_rows(self) -> tuple[list, list]:
         """Its values as JSON values, in two rows (datetimes in ISO form, a signal as its three values): what the
@@ -226,7 +252,7 @@ class Seen:
         its own (run id, date, ``fast``, ``agreement``). What the audit's verified entries keep
         (``gather.audit_read``), and :meth:`from_rows` reads back."""
         return ([self.kind, self.gpu_uuid, self.smi, self.started.isoformat() if self.started is not None else None,
-                 self.entries, self.checkout, self.host],
+                 self.entries, self.checkout, self.host, self.release],
                 [self.run_id, self.created.isoformat(), [(s.kind, s.subject, s.detail) for s in self.fast],
                  self.agreement])
 
@@ -234,10 +260,11 @@ class Seen:
     def shared_of_row(cls, row: list) -> Seen:
         """The first row :meth:`to_rows` wrote, as a :class:`Seen` whose own values are placeholders: what
         :meth:`from_rows` completes (one for all the records of a session)."""
-        kind, gpu_uuid, smi, started, entries, checkout, host = row
+        kind, gpu_uuid, smi, started, entries, checkout, host, release = row
         return cls(kind, "", _EPOCH, gpu_uuid, share(TranscriptRef(*smi)) if smi is not None else None,
                    datetime.fromisoformat(started) if started is not None else None,
-                   share(tuple(map(tuple, entries))), share(checkout), (), share(tuple(map(tuple, host))), None)
+                   share(tuple(map(tuple, entries))), share(checkout), (), share(tuple(map(tuple, host))), None,
+                   share(tuple(release)) if release is not None else None)
 
     def from_rows(self, own: list) -> Seen:
         """``self`` (:meth:`shared_of_row`) with the second row :meth:`to_rows` wrote: equal to the value both were
@@ -245,7 +272,7 @@ class Seen:
         run_id, created, fast, agreement = own
         return Seen(self.kind, run_id, datetime.fromisoformat(created), self.gpu_uuid, self.smi, self.started,
                     self.entries, self.checkout, tuple(Signal(k, subject, detail) for k, subject, detail in fast),
-                    self.host, share(tuple(agreement)) if agreement is not None else None)
+                    self.host, share(tuple(agreement)) if agreement is not None else None, self.release)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -260,14 +287,24 @@ def seen(rec) -> Seen:
                 share(smi.ref()) if smi is not None else None,
                 _id_time(env.session_id if env is not None else rec.run_id),
                 share(tuple(_entries(rec))), share(checkout_of(rec)), tuple(too_fast(rec)),
-                share(tuple((name, getattr(rec.host, name)) for name in HOST_FACTS)), share(agreement(rec)))
+                share(tuple((name, getattr(rec.host, name)) for name in HOST_FACTS)), share(agreement(rec)),
+                share(_release(rec)))
 
 
-def signals(items: Iterable[Examined], clocks: Mapping[str, datetime | None]) -> dict[str, tuple[Signal, ...]]:
+def _release(rec) -> Release | None:
+    folder = rec.release_folder if isinstance(rec, RunRecord) else None
+    if folder is None or rec.cuda_tile is None:
+        return None
+    return posixpath.normpath(folder.path), folder.sha256, rec.cuda_tile.version
+
+
+def signals(items: Iterable[Examined], clocks: Mapping[str, datetime | None],
+            wheels: frozenset[tuple[str, str]] = frozenset()) -> dict[str, tuple[Signal, ...]]:
     """Run id → its signals, for every record that counts and names a GPU (only those with one); ``items``: the
     records, or what they are :func:`seen` as.
     ``clocks``: transcript path → the header time of each nvidia-smi transcript whose digest matched
-    its record (``parsers.smi_clock``); a path missing or None is not compared."""
+    its record (``parsers.smi_clock``); a path missing or None is not compared. ``wheels``: (version, sha256) of
+    the cuda-tile wheels the lock pins with hashes (``records.lock.wheel_hashes``; :func:`own_release`)."""
     chosen = sorted(((i, seen(i.record)) for i in items if trust.admits(i)), key=lambda pair: standing.age(pair[0]))
     first: dict[Runner, Seen] = {}
     baselines: dict[Runner, frozenset[tuple[str, str]]] = {}
@@ -281,7 +318,7 @@ def signals(items: Iterable[Examined], clocks: Mapping[str, datetime | None]) ->
         if runner not in baselines:
             baselines[runner] = frozenset(base.entries)
         t = rec.smi
-        found = [*_shims(rec.entries, rec.checkout, baselines[runner], base.run_id),
+        found = [*_shims(rec.entries, rec.checkout, baselines[runner], base.run_id, own_release(rec.release, wheels)),
                  *smi_clock(rec, clocks.get(t.path) if t else None), *rec.fast, *host_facts(rec, base, runner)]
         uuid = rec.gpu_uuid
         owner, seen_in = boards.setdefault(uuid, (runner, rec.run_id))

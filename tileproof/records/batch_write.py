@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from tileproof.records.errors import TileproofError
-from tileproof.records.file_index import FOLDER, ignored_folder
+from tileproof.records.file_index import FOLDER, ignored_folder, refusal
 
 STAGING = "merge"
 FILE_MODE = 0o644
@@ -47,6 +47,9 @@ def copy_once(root: Path, pairs: Iterable[tuple[str, Path | str]], same: Callabl
     pairs = list(pairs)
     if not pairs:
         return 0
+    refused = refusal(Path(root), Path(root) / FOLDER, None)  # a committed link would stage outside the tree
+    if refused is not None:
+        raise TileproofError(f"merge staging: {refused}")
     staging = ignored_folder(Path(root) / FOLDER) / STAGING / secrets.token_hex(8)
     staging.mkdir(parents=True)
     base, stage = os.fspath(root), os.fspath(staging)

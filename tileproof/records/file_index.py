@@ -25,11 +25,25 @@ folder holds a ``.gitignore`` of ``*``, so git never shows or commits it):
     ``lstat`` is that one; an entry is made only of a file whose ``files`` row has that stat (settled,
     unchanged while read) and whose facts are this code's.
 
-Every row carries a check digest over its fields and the schema version; a row whose check does not
-match (a corrupted or hand-edited entry) is ignored and counted (:attr:`Index.ignored`; commands print
-one line), and the file is read afresh (for a summary: each file is looked up in ``files`` and
-``facts``, and read when they do not know it). A database that cannot be opened or read is not used at
-all (one line), and nothing is lost: deleting the folder changes no output, only the time taken.
+Every row carries a check digest over its fields and the schema version, keyed (BLAKE2b's MAC) with a
+secret that never lies in a tree: :func:`key`, 32 random bytes made once per user under the cache home
+(``$XDG_CACHE_HOME/tileproof/index.key``, else ``~/.cache/...``), mode 0600. A row whose check does not
+match (a corrupted or hand-edited entry, or one made elsewhere: a committed index) is ignored and counted
+(:attr:`Index.ignored`; commands print one line), and the file is read afresh (for a summary: each file is
+looked up in ``files`` and ``facts``, and read when they do not know it). A database that cannot be opened
+or read is not used at all (one line), and nothing is lost: deleting the folder changes no output, only
+the time taken.
+
+Why a key rather than re-verifying what a row says: a row of ``facts`` says more than a signature's
+outcome (the audit's per-record issues, the history comparison, a file's digest), and a warm read of
+100,000 records is one ``lstat`` each; re-verifying every signature alone would cost ~0.1 ms a record
+(10 s at 100,000: tests/benchmarks/verify_bench.txt) and leave the other facts open. The keyed check costs
+what the unkeyed one did, and nobody who cannot read the user's cache home can make a row this user's
+tileproof accepts.
+
+An index folder in the tree that is a link (or below one), holds a link or another non-regular file in
+a database file's place, or that git tracks (:func:`open_index`'s ``tracked``) is refused in one line,
+before anything is made or written there, and the command goes on without it.
 
 Why SQLite (stdlib ``sqlite3``) in WAL mode rather than files of our own: concurrent commands (two
 audits, a merge and a status) each read one consistent snapshot while another writes, writes are
@@ -38,23 +52,24 @@ in one query. ``synchronous=NORMAL``: a power cut may lose the last transaction,
 re-read. ``TILEPROOF_INDEX=off`` turns the index off (a reviewer's from-scratch run);
 ``TILEPROOF_INDEX=<folder>`` keeps it elsewhere.
 
-What it does not defend against: a writer who can edit this folder consistently (row and check
-digest together) on the reviewer's own machine could equally edit the installed tileproof. A
-reviewer who does not trust the machine's cache runs with ``TILEPROOF_INDEX=off`` or on a fresh
-clone (stat data never matches across clones: inode and ctime differ).
+What it does not defend against: someone who can read the key (the user's own account) could equally
+edit the installed tileproof. A reviewer who does not trust the machine's cache runs with
+``TILEPROOF_INDEX=off``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import secrets
 import sqlite3
 import stat
 import struct
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -63,18 +78,32 @@ from typing import Any
 
 from tileproof.records.safe_read import LIMITS, InputKind, stream
 
-SCHEMA = 2
+SCHEMA = 3
 """The index's layout. A database of an older layout is started afresh (its tables dropped and made anew: it only
 ever saved time); one of a newer layout, a newer tileproof's, is not used (one line). Layout 2 keeps ``files`` and
 ``facts`` as tables clustered by their keys (``WITHOUT ROWID``; facts by code, scope, kind, then content): one
-B-tree each where layout 1 kept three for facts, so writing 100,000 records' rows costs 2.5 times less."""
+B-tree each where layout 1 kept three for facts, so writing 100,000 records' rows costs 2.5 times less. Layout 3
+keys every row's check digest (:func:`key`)."""
 FOLDER = ".tileproof-cache"
 DATABASE = "index.sqlite"
 ENV = "TILEPROOF_INDEX"
 RACY_NS = 2_000_000_000
 """A file modified less than this long before it was read is not cached (git's "racy" entries)."""
-BUSY_MS = 60_000
-"""How long a command waits for another one's write transaction."""
+READ_WAIT_MS = 2_000
+"""How long a command waits to read the index while another holds a lock that keeps readers out (then it goes on
+without the index, one line)."""
+WRITE_WAIT_MS = 10_000
+"""How long a command waits to write what it learned while another holds the write lock (then it writes nothing,
+one line: the next command reads those files again)."""
+KEY_FILE = "tileproof/index.key"
+"""The key of every row's check digest, under the user's cache home (:func:`key_path`)."""
+KEY_BYTES = 32
+DATABASE_FILES = (DATABASE, f"{DATABASE}-wal", f"{DATABASE}-shm", f"{DATABASE}-journal", ".gitignore")
+"""The files the index folder holds (SQLite's own beside the database): each a regular file, or absent."""
+
+Tracked = Callable[[Path, str], "str | None"]
+"""What git tracks under a folder of the tree at a root (the folder relative to it): the first such path, or None
+(``runner.git_history.tracked_under``)."""
 
 StatKey = tuple[int, int, int, int, int]
 """(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)."""
@@ -101,9 +130,62 @@ def code_key() -> str:
     return h.hexdigest()
 
 
+def key_path() -> Path:
+    """Where this user's index key lives: ``$XDG_CACHE_HOME/tileproof/index.key``, else ``~/.cache/...``."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / KEY_FILE
+
+
+@lru_cache(maxsize=4)
+def _key_at(path: Path) -> bytes:
+    """The key kept at ``path``, made there the first time (random, mode 0600, placed whole by a link, so two commands
+    making it at once agree on one). Raises ``OSError`` or ``ValueError`` (its text the reason) for a key that cannot
+    be made or read, or that is not a regular file of this user's, unreadable to others, of :data:`KEY_BYTES`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        draft = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(KEY_BYTES))
+            with contextlib.suppress(FileExistsError):  # another command made it meanwhile: that one is the key
+                os.link(draft, path)
+        finally:
+            os.unlink(draft)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise ValueError("not a regular file of this user's with mode 0600")
+        data = f.read(KEY_BYTES + 1)
+    if len(data) != KEY_BYTES:
+        raise ValueError(f"holds {len(data)} bytes, not {KEY_BYTES}")
+    return data
+
+
+_KEY: list[bytes] = []
+"""The key as :func:`load_key` last read it: every row's check asks for it, 100,000 times a command."""
+
+
+def load_key() -> bytes:
+    """This user's index key, read from its place now (:func:`key_path`; see the module docstring), and kept for
+    :func:`key`: each opening of an index reads it (:func:`open_index`). Raises as :func:`_key_at`."""
+    found = _key_at(key_path())
+    _KEY[:] = [found]
+    return found
+
+
+def key() -> bytes:
+    """The index key :func:`load_key` read last (read now when it read none)."""
+    return _KEY[0] if _KEY else load_key()
+
+
 def _check(*fields: Any) -> str:
-    """A row's check digest: BLAKE2b over the schema and its fields (a torn or hand-edited row fails it)."""
-    return hashlib.blake2b("\x1f".join(map(str, (SCHEMA, *fields))).encode(), digest_size=16).hexdigest()
+    """A row's check digest: BLAKE2b keyed with :func:`key` over the schema and its fields (a torn or hand-edited
+    row fails it, and so does one made with another key: a committed or copied index)."""
+    return hashlib.blake2b("\x1f".join(map(str, (SCHEMA, *fields))).encode(), key=key(), digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +255,9 @@ class Index:
     _asked: set[str] = field(default_factory=set)
     """Paths whose ``files`` row was asked for by itself (:attr:`few`)."""
     _new_summaries: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    unsaved: bool = False
+    """Set when a save failed (the write lock held past :data:`WRITE_WAIT_MS`, a full disk): nothing more is written
+    by this command."""
     few: bool = False
     """Set by a reader of a few files (``audit --since``, :meth:`one_by_one`): their rows are read one by one,
     not all at once."""
@@ -387,7 +472,7 @@ class Index:
     def save(self) -> None:
         """Write what was learned, in one transaction (readers see the old index or the new one). The rows are
         made as SQLite takes them, not listed first (300,000 learned rows listed are a transient 100 MiB)."""
-        if self.db is None or not (self._new_files or self._new_facts or self._new_summaries):
+        if self.db is None or self.unsaved or not (self._new_files or self._new_facts or self._new_summaries):
             return
 
         def file_rows() -> Iterator[tuple]:
@@ -405,15 +490,25 @@ class Index:
         summary_rows = [(folder, kind, scope, code, value, _check(folder, kind, scope, code, value))
                         for (folder, kind), (scope, value) in self._new_summaries.items()]
         try:
+            self.db.execute(f"PRAGMA busy_timeout = {WRITE_WAIT_MS}")
             with self.db:
                 self.db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)", file_rows())
                 if self._new_facts:  # facts of other code are never used again: dropped, so the index stays its size
                     self.db.execute("DELETE FROM facts WHERE code != ?", (code,))
                 self.db.executemany("INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?,?)", fact_rows())
                 self.db.executemany("INSERT OR REPLACE INTO summaries VALUES (?,?,?,?,?,?)", summary_rows)
-        except sqlite3.DatabaseError as e:  # locked past BUSY_MS, disk full, corrupted: nothing is lost
-            self.problem = self.problem or f"{self.where}: not updated ({e})"
+        except sqlite3.DatabaseError as e:  # locked past WRITE_WAIT_MS, disk full, corrupted: nothing is lost
+            why = (f"locked by another command for {WRITE_WAIT_MS // 1000} s" if "locked" in str(e) else str(e))
+            self.problem = self.problem or f"{self.where}: not updated ({why}); what this command learned is not kept"
+            self.unsaved = True  # the command's later saves are not tried (each would wait as long again)
+            self._new_files.clear()
+            self._new_facts.clear()
+            self._new_summaries.clear()
             return
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                if self.db is not None:
+                    self.db.execute(f"PRAGMA busy_timeout = {READ_WAIT_MS}")
         self._new_files.clear()
         self._new_facts.clear()
         self._new_summaries.clear()
@@ -424,7 +519,11 @@ class Index:
             self.db = None
 
     def _fail(self, why: str) -> None:
-        self.problem = f"{self.where}: {why}; not used (fix: delete {self.where.parent if self.where else ''})"
+        if "locked" in why:  # another command holds it: nothing to fix, only to wait for
+            self.problem = (f"{self.where}: locked by another command for {READ_WAIT_MS // 1000} s; not used, "
+                            "its files read afresh")
+        else:
+            self.problem = f"{self.where}: {why}; not used (fix: delete {self.where.parent if self.where else ''})"
         self.files.clear()
         self._facts.clear()
         self.close()
@@ -513,19 +612,71 @@ def ignored_folder(folder: Path) -> Path:
     return folder
 
 
-def open_index(root: Path) -> Index:
-    """The tree's index, opened (and made, the first time); an index that cannot be used is an empty
-    one with its ``problem`` said, and the command goes on without it."""
+def refusal(root: Path, folder: Path, tracked: Tracked | None) -> str | None:
+    """Why the index folder ``folder`` of the tree at ``root`` is not used (one line), or None. Inside the tree it
+    must be a plain folder below plain folders (a committed link would have the index read and written elsewhere)
+    that git tracks nothing under (``tracked``; None: not asked); anywhere, the files it holds
+    (:data:`DATABASE_FILES`) are regular files or absent. Nothing is made before this is asked."""
+    root, folder = Path(os.path.abspath(root)), Path(os.path.abspath(folder))
+    inside = folder == root or root in folder.parents
+    if inside:
+        rel = folder.relative_to(root)
+        for depth in range(1, len(rel.parts) + 1):
+            part = Path(*rel.parts[:depth])
+            try:
+                st = os.lstat(root / part)
+            except FileNotFoundError:
+                break
+            except OSError as e:
+                return f"{root / part}: cannot be examined ({e.strerror}); not used"
+            if stat.S_ISLNK(st.st_mode):
+                return (f"{root / part}: is a link (to {os.readlink(root / part)}), not a folder; nothing is read or "
+                        "written through it (fix: remove the link, and `git rm` it if committed)")
+            if not stat.S_ISDIR(st.st_mode):
+                return f"{root / part}: is not a folder; not used (fix: remove it)"
+    for name in DATABASE_FILES:
+        try:
+            st = os.lstat(folder / name)
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            return f"{folder / name}: cannot be examined ({e.strerror}); not used"
+        if not stat.S_ISREG(st.st_mode):
+            return (f"{folder / name}: is not a regular file (a link or another kind); nothing is read or written "
+                    f"through it (fix: delete {folder})")
+    if inside and tracked is not None:
+        found = tracked(root, folder.relative_to(root).as_posix())
+        if found is not None:
+            return (f"{found}: tracked by git (an index is never committed: one made elsewhere is never used); not "
+                    f"used (fix: git rm -r --cached {folder.relative_to(root).as_posix()}, and commit)")
+    return None
+
+
+def open_index(root: Path, tracked: Tracked | None = None) -> Index:
+    """The tree's index, opened (and made, the first time); an index that cannot be used (:func:`refusal`, no key,
+    a database that does not open or read) is an empty one with its ``problem`` said, and the command goes on
+    without it. ``tracked``: asked whether git tracks anything under the folder (None: not asked)."""
     where = location(root)
     if where is None:
         return Index(None, None)
+    refused = refusal(root, where.parent, tracked)
+    if refused is not None:
+        return Index(where, None, problem=refused)
+    try:
+        kept = key_path()
+        load_key()
+        if kept.resolve().is_relative_to(Path(root).resolve()):
+            raise ValueError("it lies inside the tree, where anyone who commits could write it")
+    except (OSError, ValueError, RuntimeError) as e:
+        return Index(where, None, problem=f"its key ({e}): the index is not used (fix: set XDG_CACHE_HOME to a "
+                                          "folder of your own, outside the tree)")
     try:
         ignored_folder(where.parent)
-        db = sqlite3.connect(where, timeout=BUSY_MS / 1000, isolation_level=None)
+        db = sqlite3.connect(where, timeout=READ_WAIT_MS / 1000, isolation_level=None)
     except (OSError, sqlite3.Error) as e:
         return Index(where, None, problem=f"{where}: cannot be opened ({e}); not used")
     index = Index(where, db)
-    deadline = time.monotonic() + BUSY_MS / 1000
+    deadline = time.monotonic() + READ_WAIT_MS / 1000
     while True:
         try:
             found = _set_up(db)
@@ -553,7 +704,7 @@ def _older(found: str) -> bool:
 def _set_up(db: sqlite3.Connection) -> str | None:
     """WAL mode, the tables and the schema row (each step a no-op when done already); the layout found, or
     None for a database this call made."""
-    db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+    db.execute(f"PRAGMA busy_timeout = {READ_WAIT_MS}")
     if db.execute("PRAGMA journal_mode").fetchall()[0][0] != "wal":
         db.execute("PRAGMA journal_mode = WAL").fetchall()
     db.execute("PRAGMA synchronous = NORMAL")
@@ -589,9 +740,10 @@ def _has_meta(db: sqlite3.Connection) -> bool:
 _SHARED: dict[tuple[int, Path | None], tuple[int | None, Index]] = {}
 
 
-def shared(root: Path | str) -> Index:
+def shared(root: Path | str, tracked: Tracked | None) -> Index:
     """This process's open index of the tree at ``root`` (opened once, and again when its file was deleted or
-    replaced meanwhile): every reader of one command shares what it learns, and each saves its part."""
+    replaced meanwhile): every reader of one command shares what it learns, and each saves its part. ``tracked``:
+    as :func:`open_index` asks it (``runner.git_history.index`` passes git's answer)."""
     where = location(Path(root))
     key = (os.getpid(), where)
     try:
@@ -599,11 +751,11 @@ def shared(root: Path | str) -> Index:
     except OSError:
         ino = None
     found = _SHARED.get(key)
-    if found is not None and found[0] == ino and ino is not None:
-        return found[1]
+    if found is not None and found[0] == ino and (ino is not None or found[1].db is None):
+        return found[1]  # (one not used is not asked again: its refusal, said once, stands for the command)
     if found is not None:
         found[1].close()
-    index = open_index(Path(root))
+    index = open_index(Path(root), tracked)
     try:
         ino = os.stat(where).st_ino if where is not None else None
     except OSError:

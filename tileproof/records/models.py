@@ -66,11 +66,16 @@ CUDA_TILE_RUN_VERSION: Final = 4
 records name only ``environment.versions['cuda-tile']``: they were all made from the lock
 (``judge.releases.release_of``)."""
 
-RUN_VERSION: Final = 4
-"""``RunRecord.run_version`` of the run records written now: 4 names the cuda-tile release and the program's
+RELEASE_FOLDER_RUN_VERSION: Final = 5
+"""The first ``RunRecord.run_version`` that names the folder its cuda-tile release was imported from when that
+folder is named by the release wheel's sha256 (``RunRecord.release_folder``)."""
+
+RUN_VERSION: Final = 5
+"""``RunRecord.run_version`` of the run records written now: 5 may name the digest-named folder its cuda-tile
+release was unpacked into (``RELEASE_FOLDER_RUN_VERSION``); 4 names the cuda-tile release and the program's
 uncaught exception (``CUDA_TILE_RUN_VERSION``); 3 attests tolerance entries (``ENTRY_RUN_VERSION``); 2 may
 hold the verdict ``toolchain-absent``; 1 (records written before, field absent; still read) predates all
-three."""
+four."""
 
 BlockerKind = Literal["row", "perf-claim", "refuted-claim", "claims-unchecked", "res-usage", "no-tolerance-entry",
                       "plausibility"]
@@ -372,6 +377,18 @@ class Step(Versioned):
         if (self.step_version >= 2) != (self.containment is not None):
             raise ValueError("step_version 2, and only it, says how the step was contained (containment)")
         return self
+
+
+class ReleaseFolder(Model):
+    """The folder a run's cuda-tile release was imported from, when its name is a sha256: the release axis's way of
+    running another release without network (docs/install.md) unpacks the release's wheel into a folder named by
+    the wheel's digest and puts it first on ``PYTHONPATH``. What the record says; the judge checks the digest
+    against the lock's hashes (``records.lock.wheel_hashes``) before it takes the folder for its own."""
+
+    path: str
+    """The folder, absolute, as the distribution's metadata locates it (``importlib.metadata``)."""
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    """Its name: the digest of the wheel unpacked there."""
 
 
 class CudaTileRelease(Model):
@@ -693,8 +710,9 @@ class RunRecord(RecordBase, Versioned):
 
     VERSION_FIELD = "run_version"
     kind: Literal["run"]
-    run_version: Literal[1, 2, 3, 4] = counter(RUN_VERSION)
-    """4 (``RUN_VERSION``) for records written now: the cuda-tile release and the program's uncaught exception
+    run_version: Literal[1, 2, 3, 4, 5] = counter(RUN_VERSION)
+    """5 (``RUN_VERSION``) for records written now: the digest-named folder of its cuda-tile release named, when
+    there is one (``release_folder``); 4 and up: the cuda-tile release and the program's uncaught exception
     named (``cuda_tile``, ``failure``); 3 and up: tolerance entries attested one by one
     (``ENTRY_RUN_VERSION``); 2 and up: the verdict may be
     ``toolchain-absent``; 1 (records written before, field absent): the verdicts of ``Verdict`` only, the
@@ -726,6 +744,9 @@ class RunRecord(RecordBase, Versioned):
     failure: ProgramFailure | None = ADDED_FIELD
     """From run_version 4, for a Python program: the uncaught exception that ended it (tileproof starts it
     through ``toolchain.launch``, which writes it down), None when none did. A failed check is no failure."""
+    release_folder: ReleaseFolder | None = ADDED_FIELD
+    """From run_version 5, for a Python program: the folder its cuda-tile release was imported from, when that
+    folder's name is a sha256 (a release wheel unpacked by its digest); None otherwise."""
 
     @property
     def attests_table_whole(self) -> bool:
@@ -750,6 +771,10 @@ class RunRecord(RecordBase, Versioned):
         if self.run_version < CUDA_TILE_RUN_VERSION and (self.cuda_tile is not None or self.failure is not None):
             raise ValueError(f"run records before run_version {CUDA_TILE_RUN_VERSION} name no cuda_tile release "
                              "and no failure")
+        if self.run_version < RELEASE_FOLDER_RUN_VERSION and self.release_folder is not None:
+            raise ValueError(f"run records before run_version {RELEASE_FOLDER_RUN_VERSION} name no release_folder")
+        if self.release_folder is not None and self.cuda_tile is None:
+            raise ValueError("a release_folder is the folder of the cuda_tile release it names: cuda_tile is missing")
         if self.run_version >= ENTRY_RUN_VERSION and set(TABLE_PATHS) & {s.path for s in self.sources}:
             raise ValueError(f"run records of run_version {ENTRY_RUN_VERSION} attest tolerance entries, not the "
                              "table file (list them in tolerances)")

@@ -54,7 +54,7 @@ from tileproof.records.runner_keys import REGISTRY
 from tileproof.records.safe_read import InputKind, stream
 from tileproof.records.trust_history import TrustHistory
 from tileproof.records.trust_pin import PIN
-from tileproof.runner.query import Answer, ask
+from tileproof.runner.query import Answer, QueryError, ask
 
 GIT_TIMEOUT_S = 300.0
 """A git read over the whole history of runs/ and evidence/ that takes longer is stopped."""
@@ -62,6 +62,25 @@ GIT_TIMEOUT_S = 300.0
 
 def _git(root: Path, *args: str, stdin: bytes | None = None) -> Answer:
     return ask(["git", "-C", str(root), *args], stdin=stdin, timeout=GIT_TIMEOUT_S, fix="install git")
+
+
+def tracked_under(root: Path, folder: str) -> str | None:
+    """The first path git tracks under ``folder`` (relative to ``root``, or ``folder`` itself), or None: nothing, or
+    no repository (or no git) at ``root``. Reads git's index only; a committed index folder is refused with it
+    (``records.file_index.refusal``)."""
+    try:
+        listed = ask(["git", "-C", str(root), "ls-files", "-z", "--", folder], timeout=GIT_TIMEOUT_S)
+    except QueryError:
+        return None
+    if listed.exit_code != 0 or not listed.stdout:
+        return None
+    return listed.stdout.split(b"\0", 1)[0].decode(errors="replace")
+
+
+def opened_index(root: Path | str) -> file_index.Index:
+    """The verified-file index of the tree at ``root`` (``file_index.shared``), not used when git tracks anything
+    under its folder (:func:`tracked_under`): the one way every command opens it."""
+    return file_index.shared(root, tracked_under)
 
 
 def _repository(root: Path) -> ObjectFormat | NoHistory:
@@ -116,7 +135,7 @@ def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callabl
         return lambda: GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
     dirty = stat_check or _later(root, *_DIRTY, "--", *WATCHED)
     key = _cache_key(root, fmt, head.stdout.decode(errors="replace").strip())
-    index = file_index.shared(root)
+    index = opened_index(root)
     kept = index.summary(CACHE_FOLDER, CACHE_KIND, key) if key is not None else None
     # Without a kept comparison both reads begin now. With one, the log begins as soon as the stat check lists a file
     # under runs/ or evidence/ (then the comparison cannot serve), and the listing once the log is read: the two gits

@@ -15,7 +15,10 @@ No process is started here: the tileiras version comes in from the caller (``run
 from __future__ import annotations
 
 import importlib.metadata as md
+import os
+import re
 from collections.abc import Iterable
+from pathlib import Path
 
 from packaging.markers import UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
@@ -23,7 +26,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from tileproof.records.errors import ToolchainError
-from tileproof.records.models import CudaTileRelease
+from tileproof.records.models import CudaTileRelease, ReleaseFolder
 from tileproof.records.release import major_minor
 
 CUDA_TILE = "cuda-tile"
@@ -79,6 +82,19 @@ def installed() -> tuple[str, list[str]] | None:
         return md.version(CUDA_TILE), list(md.requires(CUDA_TILE) or [])
     except md.PackageNotFoundError:
         return None
+
+
+def unpacked_folder() -> ReleaseFolder | None:
+    """The folder the cuda-tile distribution Python would import lives in (``importlib.metadata``: where its
+    ``.dist-info`` is), when the folder's name is a sha256: a release wheel unpacked into a folder named by its
+    digest (docs/install.md, the release axis without network). None otherwise, or with no cuda-tile."""
+    try:
+        where = Path(str(md.distribution(CUDA_TILE).locate_file(""))).absolute()
+    except md.PackageNotFoundError:
+        return None
+    if not re.fullmatch(r"[0-9a-f]{64}", where.name):
+        return None
+    return ReleaseFolder(path=os.path.normpath(where), sha256=where.name)
 
 
 def release(tileiras: str | None, allow_outside: bool,
