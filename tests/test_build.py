@@ -10,7 +10,8 @@ import pytest
 
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import COMPILE_VERSION, CompileRecord
-from tileproof.runner.builds import compile_programs
+from tileproof.records.tolerances import load_table
+from tileproof.runner.builds import compile_programs, make_header_current
 from tileproof.runner.capture import tools as discover
 from tileproof.toolchain import build
 
@@ -121,11 +122,54 @@ def test_real_compile_then_warm_rerun(tree, capsys):
     again, out = _compile(tree, capsys)
     assert again is None
     assert "0 compiler calls" in out
-    # Touching a helper header changes the key of the C++ builds only.
-    (tree / "cpp" / "tolerances.h").write_text((tree / "cpp" / "tolerances.h").read_text() + "\n")
-    cpp_jobs, _ = build.plan(tree, discover(), ["sm_90"], build.programs(tree, "cpp"), {})
-    assert cpp_jobs
-    assert all(build.cached_cpp(tree, j) is None for j in cpp_jobs)
+
+
+def _plan(root, py):
+    """Today's build plan of ``root`` for sm_90 (cache keys over each program's own inputs), no compiler call."""
+    table = load_table(root)
+    cpp = build.programs(root, "cpp")
+    owns = {p: build.own_inputs(root, p, table) for p in [*cpp, *py]}
+    return build.plan(root, discover(), ["sm_90"], cpp, py, owns)
+
+
+def test_only_the_programs_a_change_reaches_are_built_again(tree, capsys, tmp_path):
+    """A real nvcc call for the one program that reads the new entry: that the others are reused, and what the
+    record then says of both, is what the compile output and the record attest (no fake build can show it)."""
+    _compile(tree, capsys)  # the module's tree, built by the test above (or now, run alone)
+    work = tmp_path / "repo"
+    shutil.copytree(tree, work)
+    # A helper no program includes, and a new tolerance entry no program names: nothing is built again.
+    (work / "cpp" / "harness.h").write_text((work / "cpp" / "harness.h").read_text() + "// reworded\n")
+    table = work / "kernels" / "tolerances.py"
+    table.write_text(table.read_text().replace("TOLERANCES = {", 'TOLERANCES = {\n    "brand_new": '
+                                               "Tolerance(rtol=1e-3, atol=1e-3),", 1))
+    again, out = _compile(work, capsys)
+    assert again is None, out
+    assert "compile: regenerated cpp/tolerances.h" in out  # the header changed too, and reaches no program
+    assert "up to date: 0 built, 3 reused of 3 artifacts (0 compiler calls)" in out
+    # The C++ program now reads the new entry: it alone is built again.
+    small = work / "cpp" / "small.cu"
+    small.write_text('#include "tolerances.h"\nstatic_assert(tileproof::tolerances::get("brand_new").rtol > 0);\n'
+                     + small.read_text())
+    built, out = _compile(work, capsys)
+    assert built is not None and built.passed, out
+    assert {b.program for b in built.builds if b.reused_from is None} == {"cpp/small.cu"}, out
+    assert {b.program for b in built.builds if b.reused_from is not None} == {"kernels/vector_add.py"}, out
+    assert "compile: 2 built, 1 reused, 0 failed or refused of 3 artifacts" in out
+    assert built.inputs["cpp/small.cu"].tolerances.keys() == {"brand_new"}  # what the record attests
+    assert "cpp/tolerances.h" not in built.inputs["cpp/small.cu"].uses
+    # The Python program's own entry changes: its export alone is due; a hand edit of the header (compile
+    # would rewrite it) keys the header whole, so the program including it is due too (fail closed).
+    table.write_text(table.read_text().replace('"vector_add": Tolerance(rtol=1.1920928955078125e-07',
+                                               '"vector_add": Tolerance(rtol=2.384185791015625e-07'))
+    make_header_current(work)  # as compile does first
+    capsys.readouterr()
+    cpp_jobs, py_jobs = _plan(work, {work / "kernels" / "vector_add.py": ["vector_add"]})
+    assert [build.cached(work, j) for j in py_jobs] == [None]
+    assert all(build.cached_cpp(work, j) is not None for j in cpp_jobs)
+    (work / "cpp" / "tolerances.h").write_text(build.render_cpp_header(load_table(work)) + "// edited\n")
+    cpp_jobs, _ = _plan(work, {})
+    assert [build.cached_cpp(work, j) for j in cpp_jobs] == [None]
 
 
 def test_failing_source_gives_failed_result_not_a_crash(tree, capsys):
@@ -328,9 +372,11 @@ def test_a_changed_exporter_builds_every_cubin_again_and_nothing_else(tmp_path, 
     export = build.export_argv(src, [("k", "sm_90", Path("OUT"))])[:-1]
     nvcc = build.nvcc_argv(Path("/x/nvcc"), src, "sm_90", Path("/OUT"))[:-2]
 
+    own = build.own_inputs(tmp_path, src, None)
+
     def keys():
-        return (build.cache_key(tmp_path, [src], export, "sm_90", "cubin", {}),
-                build.cache_key(tmp_path, [src], nvcc, "sm_90", "executable", {}))
+        return (build.cache_key(tmp_path, own, export, "sm_90", "cubin", {}),
+                build.cache_key(tmp_path, own, nvcc, "sm_90", "executable", {}))
 
     before = keys()
     other = tmp_path / "aot.py"
