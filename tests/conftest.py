@@ -68,10 +68,17 @@ the rest in collection order: under pytest-xdist (``nox -s tests``: ``--dist loa
 --no-loadscope-reorder``) a worker is never left alone with one of them at the end."""
 
 
+SLOW_S = 3.0
+"""A test whose call takes longer than this (seconds) says why it must: ``@pytest.mark.slow(reason=...)``."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist, with this tree's bytecode not cached yet (a fresh clone), the controller collects the
-    suite once in a process of its own before its workers start: every worker imports every test module, and
-    three of them compiling the same 850 modules at once took 6 s of a fresh clone's start instead of 2 s."""
+    """Register the ``slow`` marker; then, under pytest-xdist, with this tree's bytecode not cached yet (a fresh
+    clone), the controller collects the suite once in a process of its own before its workers start: every worker
+    imports every test module, and three of them compiling the same 850 modules at once took 6 s of a fresh
+    clone's start instead of 2 s."""
+    config.addinivalue_line("markers", "slow(reason): a test that takes seconds, and why no faster test proves what "
+                                       "it proves (a real compiler, a cluster, a process boundary, a deadline)")
     argv = warm_up_argv(config)
     if argv is not None:
         subprocess.run(argv, cwd=REPO, capture_output=True, check=False)
@@ -91,6 +98,23 @@ def warm_up_argv(config: pytest.Config) -> list[str] | None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: a file's tests keep their order
+
+
+_UNEXPLAINED: list[tuple[float, str]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Note a test call slower than SLOW_S that carries no ``slow`` marker (in the controller under xdist too)."""
+    if report.when == "call" and report.duration > SLOW_S and "slow" not in report.keywords:
+        _UNEXPLAINED.append((report.duration, report.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Name the slow tests that do not say why they are slow (a list, never a failure: times vary by machine)."""
+    if _UNEXPLAINED:
+        terminalreporter.section(f"tests slower than {SLOW_S:g} s without a slow(reason=...) marker")
+        for seconds, nodeid in sorted(_UNEXPLAINED, reverse=True):
+            terminalreporter.write_line(f"{seconds:6.1f}s {nodeid}")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -100,6 +100,7 @@ def _compile(root, capsys):
     return record, capsys.readouterr().out
 
 
+@pytest.mark.slow(reason="a real nvcc call and a real cuTile export, then the warm rerun that reuses them")
 def test_real_compile_then_warm_rerun(tree, capsys):
     record, out = _compile(tree, capsys)
     assert record is not None, out
@@ -132,6 +133,7 @@ def _plan(root, py):
     return build.plan(root, discover(), ["sm_90"], cpp, py, owns)
 
 
+@pytest.mark.slow(reason="a real nvcc call for the one program a new entry reaches, the rest reused")
 def test_only_the_programs_a_change_reaches_are_built_again(tree, capsys, tmp_path):
     """A real nvcc call for the one program that reads the new entry: that the others are reused, and what the
     record then says of both, is what the compile output and the record attest (no fake build can show it)."""
@@ -201,6 +203,7 @@ def _evidence(root, result):
             for t in (s.stdout, s.stderr)]
 
 
+@pytest.mark.slow(reason="real nvcc calls: the kept tile fatbin compared byte for byte with --tilefatbin's")
 def test_one_nvcc_call_builds_every_target_and_keeps_the_tile_fatbin(small, capsys):
     src = small / "cpp" / "small.cu"
     src.write_text(src.read_text().replace("__CUDA_ARCH__ == 800", "__CUDA_ARCH__ == 1"))  # refuses nothing
@@ -229,6 +232,7 @@ def test_one_nvcc_call_builds_every_target_and_keeps_the_tile_fatbin(small, caps
     assert build.sha256_file(direct) == tfb.artifact.sha256
 
 
+@pytest.mark.slow(reason="real nvcc calls: which target breaks the one call only the compiler says")
 def test_a_target_that_breaks_the_one_call_is_found_by_building_each_alone(small, capsys):
     src = small / "cpp" / "small.cu"
     record = compile_programs(small, discover(), ["sm_80", "sm_90"], [src], {}, 1)

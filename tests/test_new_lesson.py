@@ -9,6 +9,8 @@ own lesson or kernel is called ``row-ops``, ``scaled_add`` or ``row_max`` change
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tileproof import lesson_text
+from tileproof.__main__ import main
 from tileproof.authoring import check
 from tileproof.authoring.check import bound_text, problems
 from tileproof.authoring.scaffold import ScaffoldError, scaffold, with_entries
@@ -31,8 +34,17 @@ COPIED = ("kernels", "cpp", "lessons", "schema", "tests", "AUTHORING.md", "pypro
 
 
 def tileproof(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tileproof", *args], cwd=root, capture_output=True, text=True,
-                          timeout=600)
+    """``tileproof ARGS`` run from ``root`` as the command line runs it (``tileproof.__main__.main``), in this
+    process: what the author sees (exit code, stdout, stderr); no process boundary is in question here."""
+    out, err = io.StringIO(), io.StringIO()
+    here = Path.cwd()
+    os.chdir(root)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(["tileproof", *args], code, out.getvalue(), err.getvalue())
 
 
 @dataclass(frozen=True)
@@ -108,6 +120,7 @@ def _changed(before: dict[str, bytes], root: Path) -> set[str]:
     return {p for p in set(before) | set(now) if before.get(p) != now.get(p)}
 
 
+@pytest.mark.slow(reason="the author's path end to end; the copy's own tests run by its own pytest")
 def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy, names):
     before = {p.relative_to(copy).as_posix(): p.read_bytes() for p in copy.rglob("*") if p.is_file()}
     made = tileproof(copy, "new-lesson", names.lesson, "--python", names.python, "--cpp", names.cpp)
@@ -127,7 +140,8 @@ def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy, name
     assert _changed(before, copy) == {f"lessons/{names.lesson}.md", f"kernels/{names.python}.py",
                                       f"cpp/{names.cpp}.cu", "kernels/tolerances.py",
                                       "cpp/tolerances.h"}  # the header: generated
-    # the discovered tests pick the new programs and lesson up; none of them was edited
+    # the discovered tests pick the new programs and lesson up; none of them was edited (pytest in the copy, in a
+    # process of its own: its tests/ and conftest are the copy's, which this process has imported from the checkout)
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             "-p", "no:hypothesispytest", "-p", "no:xdist",  # unused here; 0.8 s of imports
@@ -142,6 +156,7 @@ def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy, name
 
 
 @pytest.mark.parametrize("filled", [False, True], ids=["skeleton", "filled-in"])
+@pytest.mark.slow(reason="real nvcc and cuTile export of the scaffold's programs: only the compilers say they build")
 def test_scaffolded_programs_compile_for_sm_90(copy, names, filled):
     """compile (the one nvcc command and the AOT export) on the lesson's two programs, as the scaffold
     wrote them and as filled in."""
