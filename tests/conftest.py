@@ -101,20 +101,69 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 _UNEXPLAINED: list[tuple[float, str]] = []
+CPU_PROPERTY = "cpu_s"
+"""``--cpu-per-file``: each phase's CPU seconds (this process and the children it waited for), kept on the test's
+report (``user_properties``) so the controller can add them up under xdist too."""
+_CPU: dict[str, list[float]] = {}
+"""Test file → [CPU seconds, wall seconds, tests]."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cpu-per-file", action="store_true",
+                     help="print the CPU time each test file took (its tests' setup, call and teardown, with the "
+                          "processes they started), the costliest first")
+
+
+def _cpu_now() -> float:
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    """With ``--cpu-per-file``: the CPU time of the phase that just ended, on its report."""
+    if item.config.getoption("--cpu-per-file"):
+        start = getattr(item, "_cpu_mark", None)
+        now = _cpu_now()
+        item.user_properties.append((CPU_PROPERTY, now - start if start is not None else 0.0))
+        item._cpu_mark = now  # type: ignore[attr-defined]  # the next phase starts here
+    yield
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.config.getoption("--cpu-per-file"):
+        item._cpu_mark = _cpu_now()  # type: ignore[attr-defined]
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Note a test call slower than SLOW_S that carries no ``slow`` marker (in the controller under xdist too)."""
+    """Note a test call slower than SLOW_S that carries no ``slow`` marker (in the controller under xdist too), and
+    with ``--cpu-per-file`` add the phase's CPU time to its file's."""
     if report.when == "call" and report.duration > SLOW_S and "slow" not in report.keywords:
         _UNEXPLAINED.append((report.duration, report.nodeid))
+    cpu = [v for k, v in report.user_properties if k == CPU_PROPERTY]
+    if cpu:
+        entry = _CPU.setdefault(report.nodeid.split("::")[0], [0.0, 0.0, 0])
+        entry[0] += cpu[-1]
+        entry[1] += report.duration
+        entry[2] += report.when == "call"
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    """Name the slow tests that do not say why they are slow (a list, never a failure: times vary by machine)."""
+    """Name the slow tests that do not say why they are slow (a list, never a failure: times vary by machine); with
+    ``--cpu-per-file``, every file's CPU and wall time."""
     if _UNEXPLAINED:
         terminalreporter.section(f"tests slower than {SLOW_S:g} s without a slow(reason=...) marker")
         for seconds, nodeid in sorted(_UNEXPLAINED, reverse=True):
             terminalreporter.write_line(f"{seconds:6.1f}s {nodeid}")
+    if _CPU:
+        terminalreporter.section("CPU per test file (setup, call, teardown and their processes)")
+        total = sum(c for c, _w, _n in _CPU.values())
+        for path, (cpu, wall, n) in sorted(_CPU.items(), key=lambda kv: -kv[1][0]):
+            terminalreporter.write_line(f"{cpu:7.1f}s CPU {wall:7.1f}s wall {n:4} tests  {path}")
+        terminalreporter.write_line(f"{total:7.1f}s CPU in tests, every file together")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
