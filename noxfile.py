@@ -368,7 +368,7 @@ def tests(session):
     posargs = list(session.posargs)
 
     def pytest():
-        session.run(python, "-m", "pytest", *pytest_parallel(posargs), *posargs, external=True, env=env)
+        session.run(python, "-m", "pytest", *pytest_options(posargs), *posargs, external=True, env=env)
 
     if selects(posargs):
         session.log("a selection: pytest alone (nox -s lint and nox -s docs run the checks beside it)")
@@ -473,17 +473,24 @@ class Beside:
             self.session.error(f"failed beside pytest: {', '.join(failed)}")
 
 
-def pytest_parallel(posargs: list[str] = ()) -> list[str]:
+def pytest_options(posargs: list[str]) -> list[str]:
+    """What ``nox -s tests -- ARGS`` gives pytest before ARGS: for a selection within one file (``one_file``), one
+    process, with hypothesis' pytest plugin left out unless the file names hypothesis (the plugin imports all of
+    hypothesis as the run ends: a quarter of a small file's 0.7 s of CPU); else ``pytest_parallel``."""
+    if one_file(posargs):
+        path = Path(test_paths(posargs)[0].split("::")[0])
+        uses = not path.is_file() or "hypothesis" in path.read_text(encoding="utf-8", errors="replace")
+        return [] if uses else ["-p", "no:hypothesispytest"]
+    return pytest_parallel()
+
+
+def pytest_parallel() -> list[str]:
     """pytest-xdist's options: a worker per core plus one, each test file on one worker (a module's fixtures
-    are built once), the files in the order tests/conftest.py gives them (the longest first); for a selection
-    of one test file (``one_file``), none: one process (the workers' start costs more than they save there).
+    are built once), the files in the order tests/conftest.py gives them (the longest first).
 
     The extra worker fills the time tests spend waiting (deadlines, a Slurm cluster, a browser): on two
-    cores the suite took 40 s with three workers, 45 s with two. Arguments after ``--`` come after these:
-    ``nox -s tests -- -n 2 tests/test_lock.py`` runs two workers after all.
+    cores the suite took 40 s with three workers, 45 s with two. Arguments after ``--`` come after these.
     """
-    if one_file(list(posargs)):
-        return []
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return ["-n", str(cores + 1), "--dist", "loadfile", "--no-loadscope-reorder"]
 

@@ -225,7 +225,15 @@ def test_a_selection_runs_pytest_alone_and_one_file_in_one_process(posargs, sele
     nf = _noxfile()
     assert nf.selects(posargs) == selects
     assert nf.one_file(posargs) == one_file
-    assert (nf.pytest_parallel(posargs) == []) == one_file
+    assert ("-n" in nf.pytest_options(posargs)) == (not one_file)
+
+
+def test_one_file_leaves_hypothesis_plugin_out_unless_the_file_names_hypothesis(monkeypatch):
+    nf = _noxfile()
+    monkeypatch.chdir(REPO)
+    assert nf.pytest_options(["tests/test_lock.py"]) == ["-p", "no:hypothesispytest"]
+    assert nf.pytest_options(["tests/test_fuzz_parsers.py::test_parse_pip_freeze"]) == []
+    assert nf.pytest_options(["tests/test_not_there.py"]) == []  # pytest says what is missing, with every plugin
 
 
 class _Run(_Session):
