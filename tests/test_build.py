@@ -389,3 +389,35 @@ def test_a_changed_exporter_builds_every_cubin_again_and_nothing_else(tmp_path, 
     after = keys()
     assert after[0] != before[0]
     assert after[1] == before[1]
+
+
+def test_the_kernel_index_imports_only_the_programs_a_change_reaches(tmp_path, monkeypatch):
+    """A new tolerance entry, or an entry another program names, re-imports no program for its kernel names; a
+    change to an entry the program names, or to a helper it imports, does (``builds.kernel_index``)."""
+    from tileproof.runner import builds
+
+    (tmp_path / "kernels").mkdir()
+    for name in ("vector_add.py", "harness.py", "tolerances.py"):
+        shutil.copy(REPO / "kernels" / name, tmp_path / "kernels" / name)
+    (tmp_path / "kernels" / "other.py").write_text('AOT_SIGNATURES = {}\nCHECK = "other_check"\n')
+    imported: list[str] = []
+    monkeypatch.setattr(builds, "declared_kernels", lambda src: imported.append(src.name) or ["k"])
+    sources = build.programs(tmp_path, "kernels")
+    table = tmp_path / "kernels" / "tolerances.py"
+
+    def index() -> list[str]:
+        imported.clear()
+        builds.kernel_index(tmp_path, sources)
+        return sorted(imported)
+
+    assert index() == ["other.py", "vector_add.py"]
+    assert index() == []
+    table.write_text(table.read_text().replace("TOLERANCES = {", 'TOLERANCES = {\n    "other_check": '
+                                               "Tolerance(rtol=0.0, atol=0.0),", 1))
+    assert index() == ["other.py"]  # the entry its file names; vector_add.py names none of it
+    table.write_text(table.read_text().replace("TOLERANCES = {", 'TOLERANCES = {\n    "nobody_s": '
+                                               "Tolerance(rtol=0.0, atol=0.0),", 1))
+    assert index() == []
+    harness = tmp_path / "kernels" / "harness.py"
+    harness.write_text(harness.read_text() + "\n# reworded\n")
+    assert index() == ["vector_add.py"]  # other.py imports no harness
