@@ -174,6 +174,7 @@ def test_only_the_programs_a_change_reaches_are_built_again(tree, capsys, tmp_pa
     assert [build.cached_cpp(work, j) for j in cpp_jobs] == [None]
 
 
+@pytest.mark.slow(reason="a real nvcc failure, read back from its transcript")
 def test_failing_source_gives_failed_result_not_a_crash(tree, capsys):
     bad = tree / "cpp" / "broken.cu"
     bad.write_text("#include <cuda_tile.h>\nint main() { return undefined_name; }\n")
@@ -264,6 +265,7 @@ def two_kernels(tmp_path):
     return tmp_path, tmp_path / "kernels" / "two_kernels.py"
 
 
+@pytest.mark.slow(reason="real cuTile exports, every one a real tileiras run")
 def test_one_process_exports_every_kernel_and_target_of_a_program_with_cutile_s_cache_off(
         two_kernels, monkeypatch, tmp_path_factory, capsys):
     root, src = two_kernels
@@ -291,6 +293,7 @@ def test_one_process_exports_every_kernel_and_target_of_a_program_with_cutile_s_
     assert "0 compiler calls" in capsys.readouterr().out
 
 
+@pytest.mark.slow(reason="real cuTile exports: which kernel breaks the one call only the compiler says")
 def test_a_kernel_that_breaks_the_one_export_call_is_found_by_exporting_each_alone(two_kernels, capsys):
     root, src = two_kernels
     record = compile_programs(root, discover(), ["sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
