@@ -356,15 +356,72 @@ def slurm_node(session):
 @nox.session(python=False, requires=["toolchain"])
 def tests(session):
     """Run the test suite (CPU only; GPU tests skip with a reason) on every core, with mypy, ruff, lint-kernels,
-    the lesson check and the docs build beside it; fails when any of them fails.
+    the lesson check and the docs build beside it; fails when any of them fails. With a selection (``-- FILE``,
+    a test id or ``-k``/``-m``: ``selects``) it runs that part of the suite alone, in one process for one file;
+    the checks then run in ``nox -s lint`` and ``nox -s docs``.
 
     The import contract (pyproject.toml [tool.importlinter]) runs inside the suite,
     in tests/test_architecture.py. mypy and ruff read their settings from pyproject.toml.
     """
     python = shared_python(session, TOOLCHAIN_PYTHON)
     env = bytecode_cache(session)
-    Beside(session, [[python, "-m", *argv] for argv in BESIDE_PYTEST], env).around(
-        lambda: session.run(python, "-m", "pytest", *pytest_parallel(), *session.posargs, external=True, env=env))
+    posargs = list(session.posargs)
+
+    def pytest():
+        session.run(python, "-m", "pytest", *pytest_options(posargs), *posargs, external=True, env=env)
+
+    if selects(posargs):
+        session.log("a selection: pytest alone (nox -s lint and nox -s docs run the checks beside it)")
+        pytest()
+        return
+    Beside(session, [[python, "-m", *argv] for argv in BESIDE_PYTEST], env).around(pytest)
+
+
+@nox.session(python=False, requires=["toolchain"])
+def lint(session):
+    """What ``nox -s tests`` runs beside the whole suite but the docs build (``nox -s docs``): mypy, ruff,
+    lint-kernels and the lesson check, one after another; fails when any of them fails."""
+    python = shared_python(session, TOOLCHAIN_PYTHON)
+    env = bytecode_cache(session)
+    failed = []
+    for argv in BESIDE_PYTEST:
+        if argv != DOCS_BUILD:
+            try:
+                session.run(python, "-m", *argv, external=True, env=env)
+            except nox.command.CommandFailed:
+                failed.append(" ".join(argv))
+    if failed:
+        session.error(f"failed: {', '.join(failed)}")
+
+
+SELECTING = ("-k", "-m", "--deselect", "--lf", "--last-failed", "--sw", "--stepwise")
+"""pytest options that choose part of the suite."""
+TAKES_VALUE = ("-k", "-m", "-n", "-p", "-o", "-c", "-W", "--deselect", "--durations", "--maxfail", "--dist", "--tb",
+               "--basetemp", "--rootdir", "--confcutdir", "--ignore", "--ignore-glob")
+"""pytest options whose value is the next argument (it is no test path)."""
+
+
+def test_paths(posargs: list[str]) -> list[str]:
+    """The positional arguments of ``nox -s tests -- ARGS``: test files, folders or ids (``tests/test_x.py::t``)."""
+    out, value = [], False
+    for a in posargs:
+        if not value and not a.startswith("-"):
+            out.append(a)
+        value = a in TAKES_VALUE
+    return out
+
+
+def selects(posargs: list[str]) -> bool:
+    """Whether ``nox -s tests -- ARGS`` chooses part of the suite: a test file, folder or id, or an option of
+    ``SELECTING`` (``-k EXPR``, also written ``-kEXPR``)."""
+    chosen = [a for a in posargs if a in SELECTING or a[:2] in ("-k", "-m") and len(a) > 2]
+    return bool(chosen or test_paths(posargs))
+
+
+def one_file(posargs: list[str]) -> bool:
+    """Whether the selection's test paths all lie in one ``.py`` file."""
+    files = {a.split("::")[0] for a in test_paths(posargs)}
+    return len(files) == 1 and next(iter(files)).endswith(".py")
 
 
 class Beside:
@@ -416,13 +473,23 @@ class Beside:
             self.session.error(f"failed beside pytest: {', '.join(failed)}")
 
 
+def pytest_options(posargs: list[str]) -> list[str]:
+    """What ``nox -s tests -- ARGS`` gives pytest before ARGS: for a selection within one file (``one_file``), one
+    process, with hypothesis' pytest plugin left out unless the file names hypothesis (the plugin imports all of
+    hypothesis as the run ends: a quarter of a small file's 0.7 s of CPU); else ``pytest_parallel``."""
+    if one_file(posargs):
+        path = Path(test_paths(posargs)[0].split("::")[0])
+        uses = not path.is_file() or "hypothesis" in path.read_text(encoding="utf-8", errors="replace")
+        return [] if uses else ["-p", "no:hypothesispytest"]
+    return pytest_parallel()
+
+
 def pytest_parallel() -> list[str]:
     """pytest-xdist's options: a worker per core plus one, each test file on one worker (a module's fixtures
     are built once), the files in the order tests/conftest.py gives them (the longest first).
 
     The extra worker fills the time tests spend waiting (deadlines, a Slurm cluster, a browser): on two
-    cores the suite took 40 s with three workers, 45 s with two. Arguments after ``--`` come after these:
-    ``nox -s tests -- -n 0 tests/test_lock.py`` runs one process.
+    cores the suite took 40 s with three workers, 45 s with two. Arguments after ``--`` come after these.
     """
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return ["-n", str(cores + 1), "--dist", "loadfile", "--no-loadscope-reorder"]

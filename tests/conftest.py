@@ -60,18 +60,27 @@ if _ram is not None:  # before any temporary folder exists; xdist's workers and 
     tempfile.tempdir = str(_ram)
 
 
-FIRST = ("test_new_lesson.py", "test_fleet_slurm.py", "test_fleet_merge.py", "test_build.py", "test_fuzz_parsers.py",
-         "test_claims.py", "test_containment.py", "test_run_cmd.py", "test_runner.py", "test_browser_report.py",
+FIRST = ("test_new_lesson.py", "test_fleet_slurm.py", "test_fleet_merge.py", "test_file_index.py", "test_build.py",
+         "test_indexed.py", "test_fuzz_parsers.py", "test_claims.py", "test_containment.py", "test_bench.py",
+         "test_growing_course.py", "test_run_cmd.py", "test_runner.py", "test_audit_read.py", "test_browser_report.py",
          "test_kernels_import.py")
-"""The test files that take longest (compiles, a Slurm cluster, deadlines), longest first. They run first,
-the rest in collection order: under pytest-xdist (``nox -s tests``: ``--dist loadfile
---no-loadscope-reorder``) a worker is never left alone with one of them at the end."""
+"""The test files that take longest (compiles, a Slurm cluster, deadlines, the verified-file index's racy window
+waited out for every tree), longest first. They run first, the rest in collection order: under pytest-xdist
+(``nox -s tests``: ``--dist loadfile --no-loadscope-reorder``) a worker is never left alone with one of them at
+the end."""
+
+
+SLOW_S = 3.0
+"""A test whose call takes longer than this (seconds) says why it must: ``@pytest.mark.slow(reason=...)``."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist, with this tree's bytecode not cached yet (a fresh clone), the controller collects the
-    suite once in a process of its own before its workers start: every worker imports every test module, and
-    three of them compiling the same 850 modules at once took 6 s of a fresh clone's start instead of 2 s."""
+    """Register the ``slow`` marker; then, under pytest-xdist, with this tree's bytecode not cached yet (a fresh
+    clone), the controller collects the suite once in a process of its own before its workers start: every worker
+    imports every test module, and three of them compiling the same 850 modules at once took 6 s of a fresh
+    clone's start instead of 2 s."""
+    config.addinivalue_line("markers", "slow(reason): a test that takes seconds, and why no faster test proves what "
+                                       "it proves (a real compiler, a cluster, a process boundary, a deadline)")
     argv = warm_up_argv(config)
     if argv is not None:
         subprocess.run(argv, cwd=REPO, capture_output=True, check=False)
@@ -91,6 +100,72 @@ def warm_up_argv(config: pytest.Config) -> list[str] | None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: a file's tests keep their order
+
+
+_UNEXPLAINED: list[tuple[float, str]] = []
+CPU_PROPERTY = "cpu_s"
+"""``--cpu-per-file``: each phase's CPU seconds (this process and the children it waited for), kept on the test's
+report (``user_properties``) so the controller can add them up under xdist too."""
+_CPU: dict[str, list[float]] = {}
+"""Test file → [CPU seconds, wall seconds, tests]."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cpu-per-file", action="store_true",
+                     help="print the CPU time each test file took (its tests' setup, call and teardown, with the "
+                          "processes they started), the costliest first")
+
+
+def _cpu_now() -> float:
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    """With ``--cpu-per-file``: the CPU time of the phase that just ended, on its report."""
+    if item.config.getoption("--cpu-per-file"):
+        start = getattr(item, "_cpu_mark", None)
+        now = _cpu_now()
+        item.user_properties.append((CPU_PROPERTY, now - start if start is not None else 0.0))
+        item._cpu_mark = now  # type: ignore[attr-defined]  # the next phase starts here
+    yield
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.config.getoption("--cpu-per-file"):
+        item._cpu_mark = _cpu_now()  # type: ignore[attr-defined]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Note a test call slower than SLOW_S that carries no ``slow`` marker (in the controller under xdist too), and
+    with ``--cpu-per-file`` add the phase's CPU time to its file's."""
+    if report.when == "call" and report.duration > SLOW_S and "slow" not in report.keywords:
+        _UNEXPLAINED.append((report.duration, report.nodeid))
+    cpu = [v for k, v in report.user_properties if k == CPU_PROPERTY]
+    if cpu:
+        entry = _CPU.setdefault(report.nodeid.split("::")[0], [0.0, 0.0, 0])
+        entry[0] += cpu[-1]
+        entry[1] += report.duration
+        entry[2] += report.when == "call"
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Name the slow tests that do not say why they are slow (a list, never a failure: times vary by machine); with
+    ``--cpu-per-file``, every file's CPU and wall time."""
+    if _UNEXPLAINED:
+        terminalreporter.section(f"tests slower than {SLOW_S:g} s without a slow(reason=...) marker")
+        for seconds, nodeid in sorted(_UNEXPLAINED, reverse=True):
+            terminalreporter.write_line(f"{seconds:6.1f}s {nodeid}")
+    if _CPU:
+        terminalreporter.section("CPU per test file (setup, call, teardown and their processes)")
+        total = sum(c for c, _w, _n in _CPU.values())
+        for path, (cpu, wall, n) in sorted(_CPU.items(), key=lambda kv: -kv[1][0]):
+            terminalreporter.write_line(f"{cpu:7.1f}s CPU {wall:7.1f}s wall {n:4} tests  {path}")
+        terminalreporter.write_line(f"{total:7.1f}s CPU in tests, every file together")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -903,6 +903,7 @@ EXPORTED = {"softmax_bench.py": ["softmax/persistent/64x128+occ2+stg", "online_s
 sweep plans, 94 softmax and 58 matmul exports, compile for sm_90 on a CPU machine: ``--export DIR --sweep``)."""
 
 
+@pytest.mark.slow(reason="real tileiras exports of bench configurations: only the compiler says a config exports")
 def test_bench_configs_export_for_sm90_without_a_gpu(tmp_path):
     """Configs of each program go through the same export workers ``PROGRAM --export DIR`` runs for
     every config of a plan (tileiras, no GPU), with the constraints a launch would give cuTile's JIT."""

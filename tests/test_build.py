@@ -10,7 +10,8 @@ import pytest
 
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import COMPILE_VERSION, CompileRecord
-from tileproof.runner.builds import compile_programs
+from tileproof.records.tolerances import load_table
+from tileproof.runner.builds import compile_programs, make_header_current
 from tileproof.runner.capture import tools as discover
 from tileproof.toolchain import build
 
@@ -99,6 +100,7 @@ def _compile(root, capsys):
     return record, capsys.readouterr().out
 
 
+@pytest.mark.slow(reason="a real nvcc call and a real cuTile export, then the warm rerun that reuses them")
 def test_real_compile_then_warm_rerun(tree, capsys):
     record, out = _compile(tree, capsys)
     assert record is not None, out
@@ -121,13 +123,58 @@ def test_real_compile_then_warm_rerun(tree, capsys):
     again, out = _compile(tree, capsys)
     assert again is None
     assert "0 compiler calls" in out
-    # Touching a helper header changes the key of the C++ builds only.
-    (tree / "cpp" / "tolerances.h").write_text((tree / "cpp" / "tolerances.h").read_text() + "\n")
-    cpp_jobs, _ = build.plan(tree, discover(), ["sm_90"], build.programs(tree, "cpp"), {})
-    assert cpp_jobs
-    assert all(build.cached_cpp(tree, j) is None for j in cpp_jobs)
 
 
+def _plan(root, py):
+    """Today's build plan of ``root`` for sm_90 (cache keys over each program's own inputs), no compiler call."""
+    table = load_table(root)
+    cpp = build.programs(root, "cpp")
+    owns = {p: build.own_inputs(root, p, table) for p in [*cpp, *py]}
+    return build.plan(root, discover(), ["sm_90"], cpp, py, owns)
+
+
+@pytest.mark.slow(reason="a real nvcc call for the one program a new entry reaches, the rest reused")
+def test_only_the_programs_a_change_reaches_are_built_again(tree, capsys, tmp_path):
+    """A real nvcc call for the one program that reads the new entry: that the others are reused, and what the
+    record then says of both, is what the compile output and the record attest (no fake build can show it)."""
+    _compile(tree, capsys)  # the module's tree, built by the test above (or now, run alone)
+    work = tmp_path / "repo"
+    shutil.copytree(tree, work)
+    # A helper no program includes, and a new tolerance entry no program names: nothing is built again.
+    (work / "cpp" / "harness.h").write_text((work / "cpp" / "harness.h").read_text() + "// reworded\n")
+    table = work / "kernels" / "tolerances.py"
+    table.write_text(table.read_text().replace("TOLERANCES = {", 'TOLERANCES = {\n    "brand_new": '
+                                               "Tolerance(rtol=1e-3, atol=1e-3),", 1))
+    again, out = _compile(work, capsys)
+    assert again is None, out
+    assert "compile: regenerated cpp/tolerances.h" in out  # the header changed too, and reaches no program
+    assert "up to date: 0 built, 3 reused of 3 artifacts (0 compiler calls)" in out
+    # The C++ program now reads the new entry: it alone is built again.
+    small = work / "cpp" / "small.cu"
+    small.write_text('#include "tolerances.h"\nstatic_assert(tileproof::tolerances::get("brand_new").rtol > 0);\n'
+                     + small.read_text())
+    built, out = _compile(work, capsys)
+    assert built is not None and built.passed, out
+    assert {b.program for b in built.builds if b.reused_from is None} == {"cpp/small.cu"}, out
+    assert {b.program for b in built.builds if b.reused_from is not None} == {"kernels/vector_add.py"}, out
+    assert "compile: 2 built, 1 reused, 0 failed or refused of 3 artifacts" in out
+    assert built.inputs["cpp/small.cu"].tolerances.keys() == {"brand_new"}  # what the record attests
+    assert "cpp/tolerances.h" not in built.inputs["cpp/small.cu"].uses
+    # The Python program's own entry changes: its export alone is due; a hand edit of the header (compile
+    # would rewrite it) keys the header whole, so the program including it is due too (fail closed).
+    table.write_text(table.read_text().replace('"vector_add": Tolerance(rtol=1.1920928955078125e-07',
+                                               '"vector_add": Tolerance(rtol=2.384185791015625e-07'))
+    make_header_current(work)  # as compile does first
+    capsys.readouterr()
+    cpp_jobs, py_jobs = _plan(work, {work / "kernels" / "vector_add.py": ["vector_add"]})
+    assert [build.cached(work, j) for j in py_jobs] == [None]
+    assert all(build.cached_cpp(work, j) is not None for j in cpp_jobs)
+    (work / "cpp" / "tolerances.h").write_text(build.render_cpp_header(load_table(work)) + "// edited\n")
+    cpp_jobs, _ = _plan(work, {})
+    assert [build.cached_cpp(work, j) for j in cpp_jobs] == [None]
+
+
+@pytest.mark.slow(reason="a real nvcc failure, read back from its transcript")
 def test_failing_source_gives_failed_result_not_a_crash(tree, capsys):
     bad = tree / "cpp" / "broken.cu"
     bad.write_text("#include <cuda_tile.h>\nint main() { return undefined_name; }\n")
@@ -157,6 +204,7 @@ def _evidence(root, result):
             for t in (s.stdout, s.stderr)]
 
 
+@pytest.mark.slow(reason="real nvcc calls: the kept tile fatbin compared byte for byte with --tilefatbin's")
 def test_one_nvcc_call_builds_every_target_and_keeps_the_tile_fatbin(small, capsys):
     src = small / "cpp" / "small.cu"
     src.write_text(src.read_text().replace("__CUDA_ARCH__ == 800", "__CUDA_ARCH__ == 1"))  # refuses nothing
@@ -185,6 +233,7 @@ def test_one_nvcc_call_builds_every_target_and_keeps_the_tile_fatbin(small, caps
     assert build.sha256_file(direct) == tfb.artifact.sha256
 
 
+@pytest.mark.slow(reason="real nvcc calls: which target breaks the one call only the compiler says")
 def test_a_target_that_breaks_the_one_call_is_found_by_building_each_alone(small, capsys):
     src = small / "cpp" / "small.cu"
     record = compile_programs(small, discover(), ["sm_80", "sm_90"], [src], {}, 1)
@@ -216,6 +265,7 @@ def two_kernels(tmp_path):
     return tmp_path, tmp_path / "kernels" / "two_kernels.py"
 
 
+@pytest.mark.slow(reason="real cuTile exports, every one a real tileiras run")
 def test_one_process_exports_every_kernel_and_target_of_a_program_with_cutile_s_cache_off(
         two_kernels, monkeypatch, tmp_path_factory, capsys):
     root, src = two_kernels
@@ -243,6 +293,7 @@ def test_one_process_exports_every_kernel_and_target_of_a_program_with_cutile_s_
     assert "0 compiler calls" in capsys.readouterr().out
 
 
+@pytest.mark.slow(reason="real cuTile exports: which kernel breaks the one call only the compiler says")
 def test_a_kernel_that_breaks_the_one_export_call_is_found_by_exporting_each_alone(two_kernels, capsys):
     root, src = two_kernels
     record = compile_programs(root, discover(), ["sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
@@ -328,9 +379,11 @@ def test_a_changed_exporter_builds_every_cubin_again_and_nothing_else(tmp_path, 
     export = build.export_argv(src, [("k", "sm_90", Path("OUT"))])[:-1]
     nvcc = build.nvcc_argv(Path("/x/nvcc"), src, "sm_90", Path("/OUT"))[:-2]
 
+    own = build.own_inputs(tmp_path, src, None)
+
     def keys():
-        return (build.cache_key(tmp_path, [src], export, "sm_90", "cubin", {}),
-                build.cache_key(tmp_path, [src], nvcc, "sm_90", "executable", {}))
+        return (build.cache_key(tmp_path, own, export, "sm_90", "cubin", {}),
+                build.cache_key(tmp_path, own, nvcc, "sm_90", "executable", {}))
 
     before = keys()
     other = tmp_path / "aot.py"
@@ -339,3 +392,35 @@ def test_a_changed_exporter_builds_every_cubin_again_and_nothing_else(tmp_path, 
     after = keys()
     assert after[0] != before[0]
     assert after[1] == before[1]
+
+
+def test_the_kernel_index_imports_only_the_programs_a_change_reaches(tmp_path, monkeypatch):
+    """A new tolerance entry, or an entry another program names, re-imports no program for its kernel names; a
+    change to an entry the program names, or to a helper it imports, does (``builds.kernel_index``)."""
+    from tileproof.runner import builds
+
+    (tmp_path / "kernels").mkdir()
+    for name in ("vector_add.py", "harness.py", "tolerances.py"):
+        shutil.copy(REPO / "kernels" / name, tmp_path / "kernels" / name)
+    (tmp_path / "kernels" / "other.py").write_text('AOT_SIGNATURES = {}\nCHECK = "other_check"\n')
+    imported: list[str] = []
+    monkeypatch.setattr(builds, "declared_kernels", lambda src: imported.append(src.name) or ["k"])
+    sources = build.programs(tmp_path, "kernels")
+    table = tmp_path / "kernels" / "tolerances.py"
+
+    def index() -> list[str]:
+        imported.clear()
+        builds.kernel_index(tmp_path, sources)
+        return sorted(imported)
+
+    assert index() == ["other.py", "vector_add.py"]
+    assert index() == []
+    table.write_text(table.read_text().replace("TOLERANCES = {", 'TOLERANCES = {\n    "other_check": '
+                                               "Tolerance(rtol=0.0, atol=0.0),", 1))
+    assert index() == ["other.py"]  # the entry its file names; vector_add.py names none of it
+    table.write_text(table.read_text().replace("TOLERANCES = {", 'TOLERANCES = {\n    "nobody_s": '
+                                               "Tolerance(rtol=0.0, atol=0.0),", 1))
+    assert index() == []
+    harness = tmp_path / "kernels" / "harness.py"
+    harness.write_text(harness.read_text() + "\n# reworded\n")
+    assert index() == ["vector_add.py"]  # other.py imports no harness

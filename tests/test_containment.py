@@ -128,6 +128,7 @@ def tileproof_running(tmp_path: Path, *program: str) -> tuple[subprocess.Popen, 
 
 @each_containment(*SCOPES)
 @pytest.mark.parametrize("how", ["normal-exit", "timeout"])
+@pytest.mark.slow(reason="real escaping processes under each containment, waited out at a real timeout")
 def test_env_i_setsid_sleep_ends_with_the_step(tmp_path, contained, how):
     """After the program's normal exit, and at its --timeout."""
     sleep = named_sleep(tmp_path)

@@ -129,6 +129,7 @@ def tileiras_here() -> str:
 
 
 @no_gpu
+@pytest.mark.slow(reason="real tileproof processes on a fake cuda-tile release installed beside the real one")
 def test_a_release_outside_its_range_is_refused_then_recorded_as_asked(tree, tmp_path):
     tileiras = tileiras_here()
     below = f"nvidia-cuda-tileiras<{tileiras.split('.')[0]}.0"  # a range the tileiras here is outside of

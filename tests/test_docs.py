@@ -23,6 +23,7 @@ def test_the_tests_session_builds_the_docs_strictly_beside_pytest():
     assert "-E" in nf.DOCS_BUILD  # every page read again: a saved environment never hides a warning
 
 
+@pytest.mark.slow(reason="real Sphinx builds: only the builder says which breakage fails it")
 def test_the_docs_build_fails_on_each_kind_of_breakage(tmp_path):
     pytest.importorskip("sphinx", reason="the docs extra is not installed (nox -s tests installs it)")
     shutil.copytree(REPO / "docs", tmp_path / "docs")

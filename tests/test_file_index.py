@@ -243,6 +243,7 @@ def test_a_corrupted_database_is_not_used_and_changes_nothing(checkout):
     assert "not used" in err
 
 
+@pytest.mark.slow(reason="two real audit processes writing one index at once: the process boundary is the point")
 def test_concurrent_audits_leave_a_consistent_index(checkout):
     argv = [sys.executable, "-m", "tileproof", "audit", "--root", str(checkout)]
     procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]

@@ -117,6 +117,7 @@ def _by_device(repo: Path) -> dict[int, list[RunRecord]]:
     return out
 
 
+@pytest.mark.slow(reason="real child sessions, one killed mid-run: what a dying process leaves is the point")
 def test_two_gpus_one_session_each_and_a_session_that_dies_is_a_named_gap(tmp_path, monkeypatch):
     query = fake_host(tmp_path, monkeypatch, 2)
     repo, killer = _course(tmp_path)
@@ -151,6 +152,7 @@ def test_two_gpus_one_session_each_and_a_session_that_dies_is_a_named_gap(tmp_pa
     assert said[-1] == "run: --devices all: 0/2 GPUs passed every program; not GPU 0, 1 (1 a gap: GPU 1)"
 
 
+@pytest.mark.slow(reason="four real child sessions (one killed mid-run): what a dying process leaves is the point")
 def test_four_gpus_one_reported_broken_and_one_dying_leave_the_other_two_complete(tmp_path, monkeypatch):
     """GPU 2 answers nvidia-smi with ``[Unknown Error]`` (fallen off the bus): its session records each program's
     gate without a GPU and closes; GPU 1's session dies mid-run; GPUs 0 and 3 run the whole course."""

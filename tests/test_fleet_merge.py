@@ -257,6 +257,7 @@ def test_finish_merges_what_tasks_wrote_and_shows_a_dead_task_as_a_gap(tmp_path,
     assert "fleet-online-softmax x sm_90: gap" in table
 
 
+@pytest.mark.slow(reason="a real worktree of the plan's commit and a real tileproof run in it")
 def test_a_task_runs_its_lesson_in_its_own_worktree_and_a_requeued_task_adds_to_it(tmp_path, repo):
     """What an array task does, without Slurm: a real worktree of the plan's commit, a real ``tileproof run``."""
     cluster = Cluster(cluster_version=1, name="t", kinds={"cpu": GpuKind()})
@@ -287,6 +288,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
 
 
+@pytest.mark.slow(reason="real runner checkouts, fleet collect in each, one merge: the CI path")
 def test_ci_runners_collect_then_merge_prints_the_matrix(tmp_path, repo):
     """The workflow's path: each runner's checkout -> ``fleet collect`` -> artifact; ``fleet merge`` of them all."""
     artifacts = tmp_path / "artifacts"

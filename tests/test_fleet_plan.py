@@ -117,6 +117,7 @@ def test_devices_all_is_every_gpu_nvidia_smi_lists():
         "l1", "--program", "vector_add", "--timeout", "60.0", "--root", "/r", "--device", "2"]
 
 
+@pytest.mark.slow(reason="real child tileproof processes, one per device: the fan-out across processes is the point")
 def test_devices_fan_out_leaves_one_record_per_program_and_gpu(tmp_path):
     """Real child runs on this machine (no GPU): each device's session records its programs' gates."""
     repo = course.course_repo(tmp_path / "course")

@@ -57,6 +57,7 @@ def add_lesson(root) -> None:
 
 
 @pytest.mark.parametrize("committed", [False, True], ids=["uncommitted", "committed"])
+@pytest.mark.slow(reason="the committed tree's real records audited before and after a new lesson (committed and not)")
 def test_a_new_lesson_and_its_entries_stale_no_other_lesson(repo, capsys, committed):
     assert audit.audit(repo).findings == []  # the control: the committed tree audits clean
     add_lesson(repo)
@@ -86,6 +87,7 @@ def test_a_new_lesson_and_its_entries_stale_no_other_lesson(repo, capsys, commit
     assert "stays draft" in out  # the new lesson waits for its GPU runs, and says so
 
 
+@pytest.mark.slow(reason="the committed tree's real records and history audited with a newer run added")
 def test_a_newer_passing_run_leaves_a_published_lesson_true(repo, capsys):
     published_then = subprocess.run(["git", "-C", str(repo), "show", f"{E8C4EBF}:lessons/{DAY79}.md"],
                                     capture_output=True, check=True).stdout

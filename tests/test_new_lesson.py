@@ -2,19 +2,26 @@
 with one Python and one C++ program; the skeleton passes check and lint-kernels; the author then
 fills in real kernels (tests/data/authoring: a scaled vector add with a runtime float alpha, and a
 row max) and their tolerance entries, and only those files and the table change; check, lint-kernels,
-compile (sm_90, pip toolchain) and the discovered tests pass with no test edited."""
+compile (sm_90, pip toolchain) and the discovered tests pass with no test edited.
+
+The lesson and its programs get names the copied tree does not hold yet (``Names``): an author whose
+own lesson or kernel is called ``row-ops``, ``scaled_add`` or ``row_max`` changes nothing here."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tileproof import lesson_text
+from tileproof.__main__ import main
 from tileproof.authoring import check
 from tileproof.authoring.check import bound_text, problems
 from tileproof.authoring.scaffold import ScaffoldError, scaffold, with_entries
@@ -27,8 +34,47 @@ COPIED = ("kernels", "cpp", "lessons", "schema", "tests", "AUTHORING.md", "pypro
 
 
 def tileproof(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tileproof", *args], cwd=root, capture_output=True, text=True,
-                          timeout=600)
+    """``tileproof ARGS`` run from ``root`` as the command line runs it (``tileproof.__main__.main``), in this
+    process: what the author sees (exit code, stdout, stderr); no process boundary is in question here."""
+    out, err = io.StringIO(), io.StringIO()
+    here = Path.cwd()
+    os.chdir(root)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(["tileproof", *args], code, out.getvalue(), err.getvalue())
+
+
+@dataclass(frozen=True)
+class Names:
+    """The new lesson's id and its two programs' names (each program's check has its name)."""
+
+    lesson: str
+    python: str
+    cpp: str
+
+    def render(self, text: str) -> str:
+        """Text of tests/data/authoring with the data's names replaced by these."""
+        return text.replace("scaled_add", self.python).replace("row_max", self.cpp).replace("row-ops", self.lesson)
+
+
+def unused(word: str, taken: set[str]) -> str:
+    """``word``, or ``word`` with the first number appended that nothing in ``taken`` is called."""
+    n = 2
+    name = word
+    while name in taken:
+        name, n = f"{word}{'-' if '-' in word else '_'}{n}", n + 1
+    return name
+
+
+def fresh_names(root: Path) -> Names:
+    """Names no lesson, program, helper or tolerance entry of the tree at ``root`` has."""
+    taken = set(load_table(root)) | {p.stem for folder in ("kernels", "cpp") for p in (root / folder).iterdir()}
+    taken |= {p.stem for p in (root / "lessons").glob("*.md")}
+    python = unused("scaled_add", taken)
+    return Names(unused("row-ops", taken), python, unused("row_max", taken | {python}))
 
 
 @pytest.fixture
@@ -44,20 +90,25 @@ def copy(tmp_path) -> Path:
     return root
 
 
-def _fill_in(root: Path) -> None:
+@pytest.fixture
+def names(copy) -> Names:
+    return fresh_names(copy)
+
+
+def _fill_in(root: Path, names: Names) -> None:
     """What the author edits: the two programs, their two table entries, the lesson's bounds."""
-    shutil.copy(DATA / "scaled_add.py", root / "kernels" / "scaled_add.py")
-    shutil.copy(DATA / "row_max.cu", root / "cpp" / "row_max.cu")
+    (root / "kernels" / f"{names.python}.py").write_text(names.render((DATA / "scaled_add.py").read_text()))
+    (root / "cpp" / f"{names.cpp}.cu").write_text(names.render((DATA / "row_max.cu").read_text()))
     table = root / TABLE_FILE
     text = table.read_text()
-    start = text.index("    # scaled_add: doubling")
-    last = '"row_max": Tolerance(rtol=0.0, atol=0.0),\n'
+    start = text.index(f"    # {names.python}: doubling")
+    last = f'"{names.cpp}": Tolerance(rtol=0.0, atol=0.0),\n'
     stop = text.index(last) + len(last)
-    table.write_text(text[:start] + (DATA / "entries.txt").read_text() + text[stop:])
+    table.write_text(text[:start] + names.render((DATA / "entries.txt").read_text()) + text[stop:])
     found = {str(p) for p in problems(root)}
     fix = f"write bound: '{bound_text(0.0, 2.384185791015625e-07)}'"
     assert any("results.0.bound" in p and fix in p for p in found), found  # the check says what to write
-    lesson = lessons.load(root, "row-ops")
+    lesson = lessons.load(root, names.lesson)
     entries = load_table(root)
     rows = [r.model_copy(update={"bound": bound_text(*entries[r.check])}) if not r.optional else r
             for r in lesson.front.results]
@@ -69,14 +120,15 @@ def _changed(before: dict[str, bytes], root: Path) -> set[str]:
     return {p for p in set(before) | set(now) if before.get(p) != now.get(p)}
 
 
-def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy):
+@pytest.mark.slow(reason="the author's path end to end; the copy's own tests run by its own pytest")
+def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy, names):
     before = {p.relative_to(copy).as_posix(): p.read_bytes() for p in copy.rglob("*") if p.is_file()}
-    made = tileproof(copy, "new-lesson", "row-ops", "--python", "scaled_add", "--cpp", "row_max")
+    made = tileproof(copy, "new-lesson", names.lesson, "--python", names.python, "--cpp", names.cpp)
     assert made.returncode == 0, made.stderr
     # the skeleton as written: canonical, listed, in the table, generated files current
     assert tileproof(copy, "check").returncode == 0
     assert tileproof(copy, "lint-kernels").returncode == 0
-    _fill_in(copy)
+    _fill_in(copy, names)
     checked = tileproof(copy, "check")  # the table changed by hand: the check names the generated header
     assert checked.stdout.splitlines()[0] == "cpp/tolerances.h: generated-stale: differs from what its source " \
                                              "renders (fix: nox -s schema)", checked.stdout
@@ -85,15 +137,17 @@ def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy):
     assert checked.returncode == 0, checked.stdout
     linted = tileproof(copy, "lint-kernels")
     assert linted.returncode == 0, linted.stdout + linted.stderr
-    assert _changed(before, copy) == {"lessons/row-ops.md", "kernels/scaled_add.py", "cpp/row_max.cu",
-                                      "kernels/tolerances.py", "cpp/tolerances.h"}  # the header: generated
-    # the discovered tests pick the new programs and lesson up; none of them was edited
+    assert _changed(before, copy) == {f"lessons/{names.lesson}.md", f"kernels/{names.python}.py",
+                                      f"cpp/{names.cpp}.cu", "kernels/tolerances.py",
+                                      "cpp/tolerances.h"}  # the header: generated
+    # the discovered tests pick the new programs and lesson up; none of them was edited (pytest in the copy, in a
+    # process of its own: its tests/ and conftest are the copy's, which this process has imported from the checkout)
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                             "-p", "no:hypothesispytest", "-p", "no:xdist",  # unused here; 0.8 s of imports
                             "tests/test_kernels_import.py", "tests/test_lessons.py",
                             "tests/test_discovered_programs.py",
-                            "-k", "scaled_add or row_max or row-ops or finds_nothing or complete"],
+                            "-k", f"{names.python} or {names.cpp} or {names.lesson} or finds_nothing or complete"],
                            cwd=copy, capture_output=True, text=True, timeout=600, env=env)
     assert tests.returncode == 0, tests.stdout[-3000:]
     ran = tests.stdout
@@ -102,7 +156,8 @@ def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy):
 
 
 @pytest.mark.parametrize("filled", [False, True], ids=["skeleton", "filled-in"])
-def test_scaffolded_programs_compile_for_sm_90(copy, filled):
+@pytest.mark.slow(reason="real nvcc and cuTile export of the scaffold's programs: only the compilers say they build")
+def test_scaffolded_programs_compile_for_sm_90(copy, names, filled):
     """compile (the one nvcc command and the AOT export) on the lesson's two programs, as the scaffold
     wrote them and as filled in."""
     from tileproof.records.errors import TileproofError
@@ -114,58 +169,75 @@ def test_scaffolded_programs_compile_for_sm_90(copy, filled):
         tools = discover()
     except TileproofError as e:
         pytest.skip(f"no tile toolchain here: {e}")
-    scaffold(copy, "row-ops", "scaled_add", "row_max")
+    scaffold(copy, names.lesson, names.python, names.cpp)
     if filled:
-        _fill_in(copy)
-    py = copy / "kernels" / "scaled_add.py"
-    record = compile_programs(copy, tools, ["sm_90"], [copy / "cpp" / "row_max.cu"],
+        _fill_in(copy, names)
+    py = copy / "kernels" / f"{names.python}.py"
+    record = compile_programs(copy, tools, ["sm_90"], [copy / "cpp" / f"{names.cpp}.cu"],
                               {py: list(declared_kernels(py))}, 2)
     assert record is not None, [b.verdict for b in record.builds]
     assert record.passed, [b.verdict for b in record.builds]
-    assert {(b.program, b.artifact_kind) for b in record.builds} == {
-        ("cpp/row_max.cu", "executable"), ("cpp/row_max.cu", "tilefatbin"), ("kernels/scaled_add.py", "cubin")}
+    assert {(b.program, b.artifact_kind) for b in record.builds if b.reused_from is None} == {
+        (f"cpp/{names.cpp}.cu", "executable"), (f"cpp/{names.cpp}.cu", "tilefatbin"),
+        (f"kernels/{names.python}.py", "cubin")}
 
 
-def test_scaffold_refuses_taken_names_and_writes_nothing(copy):
-    with pytest.raises(ScaffoldError, match="check 'matmul' has an entry already"):
-        scaffold(copy, "again", "matmul", None)
-    with pytest.raises(ScaffoldError, match="kernels/vector_add.py: exists already"):
-        scaffold(copy, "again", "vector_add", None)
+def test_scaffold_refuses_taken_names_and_writes_nothing(copy, names):
+    # whatever the tree's table, programs and lessons are called: an entry no program file is named after
+    entry = next(n for n in load_table(copy) if not any((copy / d / f"{n}{x}").exists()
+                                                        for d, x in (("kernels", ".py"), ("cpp", ".cu"))))
+    program = next(p.stem for p in sorted((copy / "kernels").glob("*.py")) if p.stem != "tolerances")
+    lesson = next(iter(sorted((copy / "lessons").glob("*.md")))).stem
+    free = names.python
+    with pytest.raises(ScaffoldError, match=f"check '{entry}' has an entry already"):
+        scaffold(copy, names.lesson, entry, None)
+    with pytest.raises(ScaffoldError, match=f"kernels/{program}.py: exists already"):
+        scaffold(copy, names.lesson, program, None)
     with pytest.raises(ScaffoldError, match="exists already"):
-        scaffold(copy, "day79-cutile", "fresh_name", None)
+        scaffold(copy, lesson, free, None)
     with pytest.raises(ScaffoldError, match="not a lower-case identifier"):
-        scaffold(copy, "fine-id", "Bad-Name", None)
-    assert not (copy / "kernels" / "fresh_name.py").exists()
+        scaffold(copy, names.lesson, "Bad-Name", None)
+    assert not (copy / "kernels" / f"{free}.py").exists()
+    assert not (copy / "lessons" / f"{names.lesson}.md").exists()
     assert problems(copy) == []
 
 
-def test_the_lesson_check_names_each_problem_with_its_fix(copy):
-    scaffold(copy, "row-ops", "scaled_add", None)
-    path = copy / "lessons" / "row-ops.md"
+def test_fresh_names_avoid_every_name_the_tree_holds(copy):
+    """A tree whose author took the data's names (a lesson, a program, an entry) gets others."""
+    scaffold(copy, "row-ops", "scaled_add", "row_max")
+    names = fresh_names(copy)
+    assert names == Names("row-ops-2", "scaled_add_2", "row_max_2")
+    assert names.render('tol::get("row_max") scaled_add row-ops') == 'tol::get("row_max_2") scaled_add_2 row-ops-2'
+
+
+def test_the_lesson_check_names_each_problem_with_its_fix(copy, names):
+    scaffold(copy, names.lesson, names.python, None)
+    path = copy / "lessons" / f"{names.lesson}.md"
     text = path.read_text()
     path.write_text(text.replace("rtol 0, atol 0 | ?", "rtol 1, atol 0 | ?"))  # the body table drifts
-    (copy / "kernels" / "scaled_add.py").unlink()
+    (copy / "kernels" / f"{names.python}.py").unlink()
     (copy / "cpp" / "tolerances.h").write_text("// stale\n")
     table = copy / "kernels" / "tolerances.py"
-    table.write_text(table.read_text().replace('"scaled_add": Tolerance(rtol=0.0, atol=0.0)',
-                                               '"scaled_add": Tolerance(rtol=1e-6, atol=0.0)'))
+    table.write_text(table.read_text().replace(f'"{names.python}": Tolerance(rtol=0.0, atol=0.0)',
+                                               f'"{names.python}": Tolerance(rtol=1e-6, atol=0.0)'))
     found = [str(p) for p in problems(copy)]
     assert {p.rule for p in problems(copy)} <= set(check.RULES)  # every finding by a rule the check lists
-    assert any(p.startswith("lessons/row-ops.md: lesson-not-canonical: not in canonical form") for p in found), found
-    assert any("kernels/scaled_add.py does not exist" in p for p in found)
+    assert any(p.startswith(f"lessons/{names.lesson}.md: lesson-not-canonical: not in canonical form")
+               for p in found), found
+    assert any(f"kernels/{names.python}.py does not exist" in p for p in found)
     assert any("results.0.bound" in p and "write bound: 'float64 reference, rtol 1e-06, atol 0'" in p for p in found)
     assert any(p.startswith("cpp/tolerances.h: generated-stale: differs") and "nox -s schema" in p for p in found)
 
 
-def test_a_check_without_an_entry_is_named(copy):
-    scaffold(copy, "row-ops", "scaled_add", None)
+def test_a_check_without_an_entry_is_named(copy, names):
+    scaffold(copy, names.lesson, names.python, None)
     table = copy / "kernels" / "tolerances.py"
     text = table.read_text()
-    table.write_text(text.replace('    "scaled_add": Tolerance(rtol=0.0, atol=0.0),\n', ""))
+    table.write_text(text.replace(f'    "{names.python}": Tolerance(rtol=0.0, atol=0.0),\n', ""))
     found = [str(p) for p in problems(copy)]
-    assert "lessons/row-ops.md: tolerance-entry-missing: check 'scaled_add' has no entry in " \
-           "kernels/tolerances.py (fix: add \"scaled_add\": Tolerance(rtol=..., atol=...) with its derivation to " \
-           "kernels/tolerances.py)" in found
+    assert f"lessons/{names.lesson}.md: tolerance-entry-missing: check '{names.python}' has no entry in " \
+           f"kernels/tolerances.py (fix: add \"{names.python}\": Tolerance(rtol=..., atol=...) with its derivation " \
+           "to kernels/tolerances.py)" in found
 
 
 def test_new_entries_go_into_the_table_load_table_reads_after_a_declared_annotation():

@@ -123,6 +123,7 @@ PID namespace would mean nothing outside it, and other tests' steps sleep beside
 
 @pytest.mark.skipif(shutil.which("setsid") is None or not Path("/proc/self/stat").exists(),
                     reason="needs setsid(1) and /proc (Linux)")
+@pytest.mark.slow(reason="waits out a real 3 s --timeout on a program that escaped into its own session")
 def test_setsid_sleep_infinity_under_timeout_3_ends_and_leaves_nothing(tree, capsys):
     sleep = named_sleep(tree)
     (tree / "kernels" / "hang.py").write_text(HANG.replace("SLEEP", str(sleep)))

