@@ -44,10 +44,14 @@ LESSON_VERSION: Final = 1
 Verdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout"]
 """Closed set of verdicts of a program that was started. Only ``passed`` counts as passing."""
 
-RunVerdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout", "toolchain-absent"]
+RunVerdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout", "toolchain-absent",
+                     "checker-disagrees", "unverified"]
 """A run record's verdict: ``Verdict``, or ``toolchain-absent`` (run records of ``run_version`` 2): the
 program's toolchain is not on this machine (a ``kernels/*.jl`` program where no ``julia`` with
-cuTile.jl is found), so it could not be started; never a pass."""
+cuTile.jl is found), so it could not be started; never a pass. From run_version 5 (``OUTSIDE_RUN_VERSION``)
+also ``checker-disagrees`` (tileproof's own check of the handed-over outputs and the program's report
+disagree: a failure) and ``unverified`` (the program passed, but a check handed over nothing tileproof
+could recompute: never a pass; a check it did recompute may still decide its row)."""
 
 TOOLCHAIN_ABSENT_FIX = "install Julia + cuTile.jl on a GPU runner"
 """The fix a ``toolchain-absent`` run record and the publish decision name (one wording)."""
@@ -66,8 +70,14 @@ CUDA_TILE_RUN_VERSION: Final = 4
 records name only ``environment.versions['cuda-tile']``: they were all made from the lock
 (``judge.releases.release_of``)."""
 
-RUN_VERSION: Final = 4
-"""``RunRecord.run_version`` of the run records written now: 4 names the cuda-tile release and the program's
+OUTSIDE_RUN_VERSION: Final = 5
+"""The first ``RunRecord.run_version`` whose verdict is not the program's word alone: tileproof checked the outputs
+the program handed over itself (``RunRecord.outside``). An older record's verdict is the program's own
+(``RunRecord.verdict_by``)."""
+
+RUN_VERSION: Final = 5
+"""``RunRecord.run_version`` of the run records written now: 5 checks the handed-over outputs outside the program
+(``OUTSIDE_RUN_VERSION``); 4 names the cuda-tile release and the program's
 uncaught exception (``CUDA_TILE_RUN_VERSION``); 3 attests tolerance entries (``ENTRY_RUN_VERSION``); 2 may
 hold the verdict ``toolchain-absent``; 1 (records written before, field absent; still read) predates all
 three."""
@@ -183,6 +193,49 @@ class CheckReport(Model):
     gate_message: str
     checks: list[Check]
     passed: bool
+
+
+OutsideStatus = Literal["passed", "failed", "unverified"]
+"""tileproof's own verdict on one check: ``passed`` and ``failed`` from its own float64 reference,
+``unverified`` when the program handed over nothing it could recompute."""
+
+OutsideProblem = Literal["mismatch", "non-finite", "all-equal", "refused", "reference-error", "no-outputs",
+                         "no-reference", "withheld-input", "checker-error"]
+"""Why a check is not ``passed`` outside: elements beyond the bound, a NaN or Inf output, an all-equal output
+where the reference is not, handed-over files refused as input (a link, over the cap, not what the manifest
+says), the lesson's reference raising, nothing handed over, no reference declared, an input not handed over,
+the checker itself failing."""
+
+
+class OutsideCheck(Model):
+    """One check as tileproof checked it, outside the program (``runner.outside_check``)."""
+
+    name: str
+    status: OutsideStatus
+    problem: OutsideProblem | None
+    """None when ``passed``."""
+    why: str
+    """One line: what was found."""
+    checked: int = 0
+    """Elements compared (the sampled rows' elements for a sampled output)."""
+    mismatches: int = 0
+    max_abs_err: Number | None = None
+    max_rel_err: Number | None = None
+    sampled_stride: int | None = None
+    """The row stride of a sampled output (``handover.RowSample``); None: the whole output was checked."""
+    output_sha256: str | None = None
+    """sha256 of the whole output's C-order bytes (as handed over, or as the sample names it)."""
+
+
+class OutsideVerdict(Model):
+    """tileproof's own check of what a program handed over (``records.handover``), beside the program's report."""
+
+    checks: list[OutsideCheck]
+    """One per check of the program's report, and per handed-over check the report lacks."""
+    manifest: Transcript | None
+    """``handover.json`` as kept under ``evidence/``; None when the program handed over none."""
+    wall_s: float
+    """Seconds the checker's process took, start to end."""
 
 
 class ProgramFailure(Model):
@@ -693,8 +746,9 @@ class RunRecord(RecordBase, Versioned):
 
     VERSION_FIELD = "run_version"
     kind: Literal["run"]
-    run_version: Literal[1, 2, 3, 4] = counter(RUN_VERSION)
-    """4 (``RUN_VERSION``) for records written now: the cuda-tile release and the program's uncaught exception
+    run_version: Literal[1, 2, 3, 4, 5] = counter(RUN_VERSION)
+    """5 (``RUN_VERSION``) for records written now: the outputs checked outside the program (``outside``);
+    4 and up: the cuda-tile release and the program's uncaught exception
     named (``cuda_tile``, ``failure``); 3 and up: tolerance entries attested one by one
     (``ENTRY_RUN_VERSION``); 2 and up: the verdict may be
     ``toolchain-absent``; 1 (records written before, field absent): the verdicts of ``Verdict`` only, the
@@ -726,6 +780,30 @@ class RunRecord(RecordBase, Versioned):
     failure: ProgramFailure | None = ADDED_FIELD
     """From run_version 4, for a Python program: the uncaught exception that ended it (tileproof starts it
     through ``toolchain.launch``, which writes it down), None when none did. A failed check is no failure."""
+    outside: OutsideVerdict | None = ADDED_FIELD
+    """From run_version 5: tileproof's own check of the outputs the program handed over; None when the program
+    ran no check (gated, no GPU, crashed before its report). The verdict is ``passed`` only when it and the
+    program's report agree."""
+
+    @property
+    def verdict_by(self) -> Literal["program", "program-and-checker"]:
+        """Whose word the verdict is: the program's own report alone (records before ``OUTSIDE_RUN_VERSION``),
+        or the program's report and tileproof's check of its handed-over outputs, agreeing."""
+        return "program-and-checker" if self.run_version >= OUTSIDE_RUN_VERSION else "program"
+
+    def unverified(self, check: str) -> bool:
+        """Whether this record leaves ``check`` unverified, so that it decides nothing about it: tileproof's own
+        check found nothing to recompute it from. Never for a record before ``OUTSIDE_RUN_VERSION`` (its
+        verdict is the program's, as it always was) nor for a run that checked nothing (gated, no GPU)."""
+        if self.outside is None:
+            return self.verdict == "unverified"
+        found = next((c for c in self.outside.checks if c.name == check), None)
+        return (found is None and self.verdict == "unverified") or (found is not None and found.status == "unverified")
+
+    def outside_failed(self, check: str) -> OutsideCheck | None:
+        """tileproof's own check of ``check`` when it failed, None otherwise (or before ``OUTSIDE_RUN_VERSION``)."""
+        found = next((c for c in self.outside.checks if c.name == check), None) if self.outside else None
+        return found if found is not None and found.status == "failed" else None
 
     @property
     def attests_table_whole(self) -> bool:
@@ -747,6 +825,10 @@ class RunRecord(RecordBase, Versioned):
             raise ValueError(f"verdict toolchain-absent needs run_version {TOOLCHAIN_ABSENT_RUN_VERSION}")
         if self.run_version < ENTRY_RUN_VERSION and self.tolerances:
             raise ValueError(f"run records before run_version {ENTRY_RUN_VERSION} attest no tolerance entries")
+        if self.run_version < OUTSIDE_RUN_VERSION and (self.outside is not None
+                                                       or self.verdict in ("checker-disagrees", "unverified")):
+            raise ValueError(f"run records before run_version {OUTSIDE_RUN_VERSION} hold the program's verdict only "
+                             "(no outside check, no verdict checker-disagrees or unverified)")
         if self.run_version < CUDA_TILE_RUN_VERSION and (self.cuda_tile is not None or self.failure is not None):
             raise ValueError(f"run records before run_version {CUDA_TILE_RUN_VERSION} name no cuda_tile release "
                              "and no failure")

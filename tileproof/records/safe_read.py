@@ -25,7 +25,7 @@ import yaml
 
 from tileproof.records.errors import InputProblem, InputRefused, RecordError
 
-InputKind = Literal["record", "evidence", "lesson", "claims", "tolerances", "build", "lock"]
+InputKind = Literal["record", "evidence", "lesson", "claims", "tolerances", "build", "lock", "handover"]
 """What an input file is; it sets the size cap and whether links are allowed."""
 
 MIB = 1 << 20
@@ -37,14 +37,17 @@ LIMITS: dict[InputKind, int] = {
     "tolerances": 1 * MIB,
     "build": 16 * MIB,
     "lock": 1 * MIB,
+    "handover": 65 * MIB,
 }
-"""Largest file of each kind tileproof reads (the largest committed record is 0.2 MiB)."""
+"""Largest file of each kind tileproof reads (the largest committed record is 0.2 MiB; a handed-over array is at
+most ``records.handover.CAP_BYTES``, 64 MiB, plus its ``.npy`` header)."""
 
 CHUNK = 1 * MIB
 """Most bytes read at once (:func:`stream` hands them out one chunk at a time)."""
 
-NO_LINKS: frozenset[InputKind] = frozenset({"record", "evidence"})
-"""Kinds that may not be a symbolic link nor sit under one: runs/ and evidence/ hold plain files."""
+NO_LINKS: frozenset[InputKind] = frozenset({"record", "evidence", "handover"})
+"""Kinds that may not be a symbolic link nor sit under one: runs/ and evidence/ hold plain files, and so does
+what a program hands over (``records.handover``)."""
 
 MAX_DEPTH = 64
 """Deepest nesting of lists and mappings accepted in JSON or YAML input."""

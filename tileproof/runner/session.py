@@ -276,6 +276,7 @@ def _run_one(s: _Session, program: Path) -> ProgramRun:
         step=outcome.step, report=report, report_file=report_file, verdict=verdict, reason=reason,
         cuda_tile=s.cuda_tile if program.suffix == ".py" else None,
         failure=None if isinstance(outcome, Absent) else outcome.failure,
+        outside=None if isinstance(outcome, Absent) else outcome.outside,
     ), s.signer)
     return ProgramRun(run_id, rel, verdict, reason, outcome.step)
 

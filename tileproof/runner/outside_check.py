@@ -1,0 +1,123 @@
+"""A verdict that does not take the program's word: tileproof checks the outputs a program handed over.
+
+After a program's step, while its report folder still exists (``execute.run_program``), :func:`check` starts
+``runner.outside_worker`` in a process of its own (``process.start_and_wait``: the same containment as a
+program's step) with no GPU visible, and reads back its one JSON line as ``OutsideCheck`` models. The
+manifest the program wrote is kept under ``evidence/`` (redacted, like every transcript).
+
+:func:`combine` then makes the record's verdict from both words: ``passed`` only when the program's report and
+tileproof's own check agree on every check; a check on which they disagree is ``checker-disagrees`` (NaN, Inf
+or an all-equal output is a failure outside whatever the report says); a passing run with a check tileproof
+could not recompute (nothing handed over, no reference) is ``unverified``, which never decides that check's row
+(``RunRecord.unverified``, ``judge.gate``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+import tileproof
+from tileproof.records.errors import InputRefused
+from tileproof.records.handover import MANIFEST
+from tileproof.records.models import CheckReport, OutsideCheck, OutsideVerdict, RunVerdict
+from tileproof.records.redact import redact
+from tileproof.records.safe_read import read_bytes
+from tileproof.records.store import write_evidence
+from tileproof.runner.environment import child_env
+from tileproof.runner.process import start_and_wait
+
+CHECKER_CAP = 4 << 20
+"""Bytes kept of the checker's output (one JSON line: a few hundred bytes per check)."""
+
+_PACKAGE_ROOT = Path(tileproof.__file__).resolve().parent.parent
+"""The folder holding the ``tileproof`` package: the checker's only import path beside the interpreter's own."""
+
+
+class _Answer(BaseModel):
+    """What ``outside_worker`` prints."""
+
+    model_config = ConfigDict(extra="forbid")
+    checks: list[OutsideCheck]
+    refused: str | None = None
+
+
+def checker_env() -> dict[str, str]:
+    """The allowlisted environment with no GPU visible and only tileproof's own package on the import path."""
+    env = child_env()
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    env["PYTHONPATH"] = str(_PACKAGE_ROOT)
+    env["PYTHONNOUSERSITE"] = "1"
+    return env
+
+
+def _failed_all(names: list[str], why: str) -> list[OutsideCheck]:
+    return [OutsideCheck(name=n, status="failed", problem="checker-error", why=why) for n in names]
+
+
+def check(root: Path, run_id: str, folder: Path, report: CheckReport, timeout: float) -> OutsideVerdict:
+    """tileproof's own check of what the program left in ``folder``: one ``OutsideCheck`` per check of
+    ``report`` (``unverified``/``no-outputs`` for one it handed nothing over for) and per handed-over check the
+    report lacks; the manifest kept as evidence of ``run_id``."""
+    names = [c.name for c in report.checks]
+    try:
+        raw: bytes | None = read_bytes(folder, MANIFEST, "handover", MANIFEST)
+    except InputRefused:
+        raw = None
+    manifest = write_evidence(root, run_id, MANIFEST, redact(raw)[0]) if raw is not None else None
+    started = time.perf_counter()
+    done = start_and_wait([sys.executable, "-m", "tileproof.runner.outside_worker", str(folder), str(root)],
+                          env=checker_env(), cwd=folder, timeout=timeout, cap=CHECKER_CAP)
+    wall = time.perf_counter() - started
+    found: list[OutsideCheck]
+    if done.timed_out or done.exit_code != 0:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+        why = "timed out" if done.timed_out else f"exit code {done.exit_code}: {tail[0][:300]}"
+        found = _failed_all(names, f"tileproof's checker failed: {why}")
+    else:
+        try:
+            answer = _Answer.model_validate_json(done.stdout)
+        except ValidationError as e:
+            found = _failed_all(names, f"tileproof's checker printed no verdict ({e.errors()[0]['msg']})")
+        else:
+            found = answer.checks
+            if answer.refused:
+                found = [OutsideCheck(name=n, status="failed", problem="refused", why=answer.refused) for n in names]
+    seen = {c.name for c in found}
+    missing = [OutsideCheck(name=n, status="unverified", problem="no-outputs",
+                            why=f"the program handed over no outputs for check {n}")
+               for n in names if n not in seen]
+    return OutsideVerdict(checks=[*found, *missing], manifest=manifest, wall_s=round(wall, 6))
+
+
+def combine(verdict: RunVerdict, reason: str, report: CheckReport | None,
+            outside: OutsideVerdict | None) -> tuple[RunVerdict, str]:
+    """The record's verdict from the program's (``execute.verdict_of``) and tileproof's own check."""
+    if outside is None or report is None or verdict not in ("passed", "failed"):
+        return verdict, reason
+    said = {c.name: c.passed for c in report.checks}
+    by_name = {c.name: c for c in outside.checks}
+    for name, passed in said.items():
+        mine = by_name.get(name)
+        if mine is None or mine.status == "unverified":
+            continue
+        if passed != (mine.status == "passed"):
+            program = "passed" if passed else "failed"
+            return "checker-disagrees", (f"check {name}: the program's report says {program}, tileproof's own "
+                                         f"check says {mine.status} ({mine.problem or 'agrees'}): {mine.why}")
+    failed = [c for c in outside.checks if c.status == "failed"]
+    if verdict == "passed" and failed:
+        c = failed[0]
+        return "checker-disagrees", f"check {c.name}: tileproof's own check failed ({c.problem}): {c.why}"
+    unverified = [c for c in outside.checks if c.status == "unverified" and c.name in said]
+    if verdict == "passed" and unverified:
+        c = unverified[0]
+        return "unverified", (f"{reason}, by the program's word only for check {c.name}: {c.why} "
+                              "(an unverified check decides nothing)")
+    if verdict == "passed":
+        return verdict, f"{reason}; tileproof's own check agrees"
+    return verdict, reason
+

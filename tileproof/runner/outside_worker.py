@@ -1,0 +1,210 @@
+"""tileproof's own check of what a program handed over, run in a process of its own (``runner.outside_check``
+starts it): ``python -m tileproof.runner.outside_worker FOLDER ROOT``.
+
+It sees no GPU (``CUDA_VISIBLE_DEVICES`` empty, ``cupy`` unimportable) and none of the program's code: it reads
+``handover.json`` and the ``.npy`` files it names from FOLDER through ``records.safe_read`` (no links, capped,
+``numpy.load`` with ``allow_pickle=False``), loads the lesson's reference table ``kernels/references.py`` from
+ROOT by path after checking that it imports nothing but numpy and math, recomputes each check's reference in
+float64, applies the check's entry of ``kernels/tolerances.py``, and prints one JSON object, ``{"checks":
+[...]}``, each an ``OutsideCheck``. Whatever it cannot read, it refuses by name; it never trusts the program's
+report (it does not read it).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import json
+import math
+import os
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from tileproof.records import tolerances
+from tileproof.records.errors import InputRefused, TileproofError
+from tileproof.records.handover import MANIFEST, MANIFEST_CAP_BYTES, HandedArray, HandedCheck, Handover
+from tileproof.records.safe_read import read_bytes
+
+REFERENCES_FILE = "kernels/references.py"
+"""The lesson's reference table, relative to the repository root."""
+
+REFERENCE_IMPORTS = frozenset({"numpy", "math", "__future__"})
+"""What a reference module may import: nothing of a program, the harness or a GPU library."""
+
+
+class Refused(Exception):
+    """A handed-over file or the reference table is not what it must be; the text is the one line."""
+
+
+def _number(value: float) -> float | str:
+    """A float as records hold it: non-finite values as the strings ``nan``, ``inf``, ``-inf``."""
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def references(root: Path) -> dict[str, Callable[..., Any]]:
+    """``REFERENCES`` of ``kernels/references.py``: its imports checked before any line of it runs."""
+    try:
+        text = read_bytes(root, REFERENCES_FILE, "tolerances").decode("utf-8")
+    except InputRefused as e:
+        if e.kind == "missing":
+            return {}
+        raise Refused(str(e)) from None
+    except UnicodeDecodeError:
+        raise Refused(f"{REFERENCES_FILE}: not UTF-8") from None
+    tree = ast.parse(text, REFERENCES_FILE)
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        if isinstance(node, ast.ImportFrom) and node.level:
+            names = ["." + (node.module or "")]
+        bad = [n for n in names if n.split(".")[0] not in REFERENCE_IMPORTS]
+        if bad:
+            raise Refused(f"{REFERENCES_FILE}:{node.lineno}: imports {bad[0]}; a reference module imports only "
+                          "numpy and math (fix: compute the reference here, from the handed-over inputs)")
+    module = types.ModuleType("tileproof_references")
+    module.__file__ = str(root / REFERENCES_FILE)
+    exec(compile(tree, str(root / REFERENCES_FILE), "exec"), module.__dict__)  # noqa: S102 (the lesson's own table)
+    table = getattr(module, "REFERENCES", None)
+    if not isinstance(table, dict) or not all(isinstance(k, str) and callable(v) for k, v in table.items()):
+        raise Refused(f"{REFERENCES_FILE}: REFERENCES must be a dict of check name -> function")
+    return table
+
+
+def _load(folder: Path, entry: HandedArray, name: str) -> np.ndarray:
+    """One handed-over array, as the manifest says it is (dtype, shape, rows kept), or ``Refused``."""
+    try:
+        data = read_bytes(folder, entry.file, "handover", entry.file)
+    except InputRefused as e:
+        raise Refused(str(e)) from None
+    try:
+        array = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
+        raise Refused(f"{entry.file}: not a .npy array ({e})") from None
+    if not isinstance(array, np.ndarray) or array.dtype.str != entry.dtype:
+        raise Refused(f"{entry.file}: dtype {getattr(array, 'dtype', None)}, the manifest says {entry.dtype}")
+    shape = list(entry.shape)
+    if entry.sample is not None:
+        if not shape:
+            raise Refused(f"{entry.file}: a sampled array needs a first axis")
+        shape[0] = -(-shape[0] // entry.sample.stride)
+    if list(array.shape) != shape:
+        raise Refused(f"{entry.file}: shape {list(array.shape)}, the manifest says {shape} "
+                      f"({'sampled' if entry.sample else 'whole'}) for check {name}")
+    return array
+
+
+def _digest(array: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
+
+
+def _result(name: str, status: str, problem: str | None, why: str, **more: Any) -> dict[str, Any]:
+    return {"name": name, "status": status, "problem": problem, "why": why, **more}
+
+
+def check_one(folder: Path, check: HandedCheck, refs: dict[str, Callable[..., Any]],
+              table: tolerances.Table) -> dict[str, Any]:
+    """One check's outside verdict (an ``OutsideCheck`` as a dict)."""
+    name = check.name
+    out_entry = check.output
+    stride = out_entry.sample.stride if out_entry.sample else None
+    try:
+        got = _load(folder, out_entry, name)
+        inputs = {k: _load(folder, v, name) for k, v in check.inputs.items()}
+    except Refused as e:
+        return _result(name, "failed", "refused", str(e))
+    whole = out_entry.sample.whole_sha256 if out_entry.sample else _digest(got)
+    more: dict[str, Any] = {"sampled_stride": stride, "output_sha256": whole}
+    g = got.astype(np.float64)
+    if g.size and not bool(np.isfinite(g).all()):
+        bad = int(g.size - np.count_nonzero(np.isfinite(g)))
+        return _result(name, "failed", "non-finite", f"{bad} of {g.size} output elements are NaN or Inf", **more)
+    if check.withheld:
+        return _result(name, "unverified", "withheld-input",
+                       f"input {check.withheld[0]} was not handed over (above the cap, not row-aligned)", **more)
+    fn = refs.get(name)
+    if fn is None:
+        return _result(name, "unverified", "no-reference",
+                       f"{REFERENCES_FILE} declares no reference for {name}", **more)
+    entry = table.get(name)
+    if entry is None:
+        return _result(name, "unverified", "no-reference", f"kernels/tolerances.py has no entry for {name}", **more)
+    try:
+        with np.errstate(all="ignore"):
+            want = np.asarray(fn(**{k: v.astype(np.float64) for k, v in inputs.items()}), dtype=np.float64)
+    except Exception as e:  # noqa: BLE001 (the lesson's function: any exception is its failure, named)
+        return _result(name, "failed", "reference-error",
+                       f"{REFERENCES_FILE} {name}(): {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                       **more)
+    if want.shape != g.shape:
+        return _result(name, "failed", "reference-error",
+                       f"the reference has shape {list(want.shape)}, the handed-over output {list(g.shape)}", **more)
+    if g.size > 1 and bool((g == g.flat[0]).all()) and not bool((want == want.flat[0]).all()):
+        return _result(name, "failed", "all-equal",
+                       f"every output element is {g.flat[0]!r}, the reference's are not all equal", **more)
+    rtol, atol = entry
+    with np.errstate(all="ignore"):
+        err = np.abs(g - want)
+        ok = (err <= atol + rtol * np.abs(want)) & np.isfinite(want)
+        nonzero = want != 0
+        rel = float(np.max(err[nonzero] / np.abs(want[nonzero]))) if bool(nonzero.any()) else 0.0
+    mismatches = int(ok.size - np.count_nonzero(ok))
+    more.update(checked=int(ok.size), mismatches=mismatches,
+                max_abs_err=_number(float(err.max())) if err.size else 0.0, max_rel_err=_number(rel))
+    sampled = f" (every {stride}th row)" if stride else ""
+    if mismatches or not ok.size:
+        first = np.unravel_index(int(np.argmin(ok)), ok.shape) if ok.size else ()
+        where = f" first at {tuple(int(i) for i in first)}: got {g[first]!r}, want {want[first]!r}" if ok.size else ""
+        return _result(name, "failed", "mismatch", f"{mismatches} of {ok.size} elements{sampled} beyond rtol "
+                       f"{rtol:g}, atol {atol:g};{where}", **more)
+    return _result(name, "passed", None, f"{ok.size} elements{sampled} within rtol {rtol:g}, "
+                   f"atol {atol:g} of tileproof's float64 reference", **more)
+
+
+def check_folder(folder: Path, root: Path) -> dict[str, Any]:
+    """Every handed-over check of ``folder`` (the step's report folder), as ``{"checks": [...]}``; a folder
+    without ``handover.json`` hands over nothing: no checks."""
+    try:
+        raw = read_bytes(folder, MANIFEST, "handover", MANIFEST)
+    except InputRefused as e:
+        if e.kind == "missing":
+            return {"checks": []}
+        return {"checks": [], "refused": str(e)}
+    if len(raw) > MANIFEST_CAP_BYTES:
+        return {"checks": [], "refused": f"{MANIFEST}: {len(raw)} bytes, more than {MANIFEST_CAP_BYTES}"}
+    try:
+        manifest = Handover.model_validate_json(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(root)"
+        return {"checks": [], "refused": f"{MANIFEST}: {where}: {err['msg']}"}
+    try:
+        refs = references(root)
+        table = tolerances.load_table(root)
+    except (Refused, TileproofError, SyntaxError) as e:
+        return {"checks": [], "refused": str(e).splitlines()[0]}
+    return {"checks": [check_one(folder, c, refs, table) for c in manifest.checks]}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m tileproof.runner.outside_worker FOLDER ROOT", file=sys.stderr)
+        return 2
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    sys.modules["cupy"] = None  # type: ignore[assignment]  (import cupy now raises ImportError)
+    print(json.dumps(check_folder(Path(argv[0]), Path(argv[1])), allow_nan=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
