@@ -10,6 +10,8 @@ hands over outputs that are wrong; one hands over NaN, Inf or all-equal outputs.
 
 import importlib.util
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -321,3 +323,43 @@ def test_an_unverified_check_decides_no_row(tmp_path):
     assert (decided.outcome, decided.record.run_id) == ("failed", disagrees.run_id)
     old = _record(tmp_path, 4, "passed", None)  # run_version 1: the program's word decides, as it always did
     assert gate.decide_row(FRONT, row, [old], TODAY, TABLE, read).outcome == "passed"
+
+
+CPP_HANDOVER = r'''
+#include "harness.h"
+int main(int, char** argv) {
+    tp::report().report_path = std::string(argv[1]) + "/check-report.json";
+    tp::report().program = "cpp/handover_test.cu";
+    std::vector<float> x(6 * 4);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(i);
+    const std::vector<std::uint16_t> bits = {0x3c00, 0xc000, 0x0001};  // 1, -2, the smallest subnormal
+    tp::hand_over("tile_sum_native", tp::input("output", {6}, std::vector<float>{1.5f, 5.5f, 9.5f, 13.5f, 17.5f, 21.5f}),
+                  {tp::input("x", {6, 4}, x)});
+    tp::hand_over("matmul", tp::input("output", {3}, std::vector<double>{1.0, 2.0, 3.5}), {tp::input("a", {3}, bits)});
+}
+'''
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ to build the C++ harness's host half")
+def test_the_cpp_harness_hands_over_npy_files_numpy_and_the_checker_read(tmp_path):
+    """cpp/harness.h writes the .npy header by hand: numpy reads each file, the manifest validates, and
+    tileproof's checker recomputes the reference from them."""
+    include = next(Path(sys.prefix).glob("lib/python3*/site-packages/nvidia/cu*/include"), None)
+    if include is None or not (include / "cuda_runtime.h").is_file():
+        pytest.skip("no cuda_runtime.h in this environment")
+    (tmp_path / "t.cpp").write_text(CPP_HANDOVER)
+    subprocess.run(["g++", "-std=c++20", f"-I{REPO / 'cpp'}", f"-I{include}", str(tmp_path / "t.cpp"), "-o",
+                    str(tmp_path / "t")], check=True, timeout=300)
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run([str(tmp_path / "t"), str(out)], check=True, timeout=60)
+    manifest = handover.Handover.model_validate_json((out / handover.MANIFEST).read_bytes())
+    assert [(c.name, c.output.dtype, c.output.shape) for c in manifest.checks] == \
+        [("tile_sum_native", "<f4", [6]), ("matmul", "<f8", [3])]
+    assert np.load(out / "tile_sum_native.input.x.npy", allow_pickle=False).reshape(-1).tolist() == \
+        [0.25 * i for i in range(24)]
+    assert np.load(out / "matmul.input.a.npy", allow_pickle=False).tolist() == [1.0, -2.0, 2.0 ** -24]
+    answers = {a["name"]: a for a in outside_worker.check_folder(out, REPO)["checks"]}
+    assert answers["tile_sum_native"]["status"] == "passed", answers["tile_sum_native"]["why"]
+    assert answers["matmul"]["status"] == "failed"  # a 1-D "a" and no "b": the reference raises, named
+    assert answers["matmul"]["problem"] == "reference-error"
