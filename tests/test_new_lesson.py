@@ -54,6 +54,10 @@ def _fill_in(root: Path) -> None:
     last = '"row_max": Tolerance(rtol=0.0, atol=0.0),\n'
     stop = text.index(last) + len(last)
     table.write_text(text[:start] + (DATA / "entries.txt").read_text() + text[stop:])
+    refs = root / "kernels" / "references.py"
+    text = refs.read_text()
+    start, stop = text.index("def scaled_add(x):"), text.index("REFERENCES = {")
+    refs.write_text(text[:start] + (DATA / "references.txt").read_text() + "\n\n" + text[stop:])
     found = {str(p) for p in problems(root)}
     fix = f"write bound: '{bound_text(0.0, 2.384185791015625e-07)}'"
     assert any("results.0.bound" in p and fix in p for p in found), found  # the check says what to write
@@ -86,7 +90,8 @@ def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy):
     linted = tileproof(copy, "lint-kernels")
     assert linted.returncode == 0, linted.stdout + linted.stderr
     assert _changed(before, copy) == {"lessons/row-ops.md", "kernels/scaled_add.py", "cpp/row_max.cu",
-                                      "kernels/tolerances.py", "cpp/tolerances.h"}  # the header: generated
+                                      "kernels/tolerances.py", "kernels/references.py",
+                                      "cpp/tolerances.h"}  # the header: generated
     # the discovered tests pick the new programs and lesson up; none of them was edited
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
