@@ -852,8 +852,10 @@ class SessionRecord(RecordBase):
 # --- bench -------------------------------------------------------------------
 
 
-BENCH_VERSION: Final = 3
-"""``BenchRecord.bench_version`` of the bench records written now: 3 gives every timed case the GPU's
+BENCH_VERSION: Final = 4
+"""``BenchRecord.bench_version`` of the bench records written now: 4 keeps, beside the CUDA-event timings, the
+wall-clock time of each case's timed region as the program reported it and whether tileproof's own bracket of
+the step holds it (``BenchCase.wall_s``, ``wall_in_step``); 3 gives every timed case the GPU's
 SM clock and power draw while it ran (``load``), against the card's maximum SM clock and power limit;
 2 (still read) gives every timed case its ``roofline`` (what bounds it, against which ceiling of the
 same run) and flags results too good to believe unseen (``second_look``); 1 (records written before,
@@ -863,6 +865,8 @@ ROOFLINE_BENCH_VERSION: Final = 2
 """The first bench_version whose cases carry ``roofline`` and ``second_look``."""
 LOAD_BENCH_VERSION: Final = 3
 """The first bench_version whose cases carry ``load``."""
+WALL_BENCH_VERSION: Final = 4
+"""The first bench_version whose cases carry ``wall_s`` and ``wall_in_step``."""
 
 SECOND_LOOK_COPY_PCT: Final = 95.0
 """A bytes-bound case above this % of the device copy measured in the same run is flagged for a second look."""
@@ -1038,6 +1042,16 @@ class BenchCase(Model):
     load: GpuLoad | None = None
     """From bench_version 3: the GPU's SM clock and power draw during this case's batches; None where the
     program could not read them (the record's ``load_unavailable`` says why)."""
+    events_ms: float | None = ADDED_FIELD
+    """From bench_version 4: the sum of the case's CUDA-event samples (ms), what the timed launches took by the
+    program's own clock."""
+    wall_s: float | None = ADDED_FIELD
+    """From bench_version 4: the wall-clock seconds of the regions in which the case's samples were timed (the
+    program's ``time.time()`` around each timed batch, summed); None when the program reported none."""
+    wall_in_step: bool | None = ADDED_FIELD
+    """From bench_version 4: whether every timed region the program reported lies inside the step as tileproof
+    bracketed it (its own start and end times); None when the program reported none. The audit
+    (``bench-wall-clock``) finds a case whose wall clock cannot hold the rate its events claim."""
 
     # The metrics a performance claim can name beyond the fields above (``PerfMetric``), derived here so
     # that the claim rule reads each from one place.
@@ -1085,7 +1099,7 @@ class PairedRatio(Model):
 class BenchRecord(RecordBase, Versioned):
     VERSION_FIELD = "bench_version"
     kind: Literal["bench"]
-    bench_version: Literal[1, 2, 3] = counter(BENCH_VERSION)
+    bench_version: Literal[1, 2, 3, 4] = counter(BENCH_VERSION)
     """3 (``BENCH_VERSION``) for records written now: cases carry ``load`` besides what 2 has; 2: cases carry
     ``roofline`` and ``second_look``, and ``ceilings`` may hold ``peak_tflops``; 1 (records written before,
     field absent): none of these."""
@@ -1139,6 +1153,9 @@ class BenchRecord(RecordBase, Versioned):
         elif any(c.load is None for c in rated) and not self.load_unavailable:
             raise ValueError(f"bench records of bench_version {LOAD_BENCH_VERSION} give every case with a rate its "
                              "load, or say in load_unavailable why not")
+        if self.bench_version < WALL_BENCH_VERSION and any(
+                c.wall_s is not None or c.wall_in_step is not None or c.events_ms is not None for c in self.cases):
+            raise ValueError(f"bench records before bench_version {WALL_BENCH_VERSION} hold no wall-clock times")
         return self
 
 

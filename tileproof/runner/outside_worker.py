@@ -64,6 +64,8 @@ def references(root: Path) -> dict[str, Callable[..., Any]]:
         raise Refused(f"{REFERENCES_FILE}: not UTF-8") from None
     tree = ast.parse(text, REFERENCES_FILE)
     for node in ast.walk(tree):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
         names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                  else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
         if isinstance(node, ast.ImportFrom) and node.level:
@@ -201,7 +203,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m tileproof.runner.outside_worker FOLDER ROOT", file=sys.stderr)
         return 2
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
-    sys.modules["cupy"] = None  # type: ignore[assignment]  (import cupy now raises ImportError)
+    sys.modules["cupy"] = None  # type: ignore[assignment]  # import cupy now raises ImportError
     print(json.dumps(check_folder(Path(argv[0]), Path(argv[1])), allow_nan=False))
     return 0
 
