@@ -68,17 +68,22 @@ print("check vector_add: PASS")
 '''
 
 HANDS_OVER = '''
-import sys
 from pathlib import Path
 import numpy as np
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness
 rng = np.random.default_rng(1)
 a = rng.uniform(-1, 1, 98765).astype(np.float32)
 b = rng.uniform(-1, 1, 98765).astype(np.float32)
 out = OUTPUT
-harness.Handover(Path(report).parent, "kernels/liar.py").add("vector_add", out, {"a": a, "b": b})
+folder = Path(report).parent
+files = {}
+for key, array in (("output", out), ("a", a), ("b", b)):
+    np.save(folder / f"vector_add.{key}.npy", array, allow_pickle=False)
+    files[key] = {"file": f"vector_add.{key}.npy", "dtype": array.dtype.str, "shape": list(array.shape)}
+output = files.pop("output")
+(folder / "handover.json").write_text(json.dumps({"handover_version": 1, "program": "kernels/liar.py",
+    "checks": [{"name": "vector_add", "output": output, "inputs": files}]}))
 '''
+"""Hands over by hand (no harness): the files and manifest the harness would write."""
 
 
 def write_liar(root: Path, body: str = "") -> None:
@@ -363,3 +368,16 @@ def test_the_cpp_harness_hands_over_npy_files_numpy_and_the_checker_read(tmp_pat
     assert answers["tile_sum_native"]["status"] == "passed", answers["tile_sum_native"]["why"]
     assert answers["matmul"]["status"] == "failed"  # a 1-D "a" and no "b": the reference raises, named
     assert answers["matmul"]["problem"] == "reference-error"
+
+
+def test_the_audit_finds_a_passed_verdict_without_tileproof_s_own_pass(tmp_path):
+    """A record resealed to say passed over an outside check that did not pass (or none) is a finding; an old
+    record's verdict, the program's own, is not held to it."""
+    from tileproof.judge.audit.rules import outside as rules  # noqa: PLC0415
+
+    assert rules.outside_issues(_record(tmp_path, 1, "passed", _outside("passed"))) == []
+    forged = _record(tmp_path, 2, "passed", _outside("unverified", "no-outputs"))
+    assert [r for r, _ in rules.outside_issues(forged)] == [rules.OUTSIDE]
+    assert [r for r, _ in rules.outside_issues(_record(tmp_path, 3, "passed", _outside("failed", "non-finite")))] \
+        == [rules.OUTSIDE]
+    assert rules.outside_issues(_record(tmp_path, 4, "passed", None)) == []

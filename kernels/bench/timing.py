@@ -59,8 +59,9 @@ class Case:
     round_medians_ms: list[float] = field(default_factory=list)
     warmup_launches: list[int] = field(default_factory=list)
     wall_unix: list[list[float]] = field(default_factory=list)
-    """[start, end] wall-clock seconds (time.time()) of each timed region holding this case's samples:
-    tileproof holds them against its own bracket of the step and against the rate the events claim."""
+    """[start, end] wall-clock seconds (time.time()) of each region holding this case's timed samples (a
+    batch with its warm-up; a head-to-head chunk): tileproof holds them against its own bracket of the
+    step and against the rate the events claim."""
 
     @property
     def median_ms(self) -> float:
@@ -163,9 +164,8 @@ def interleave(timer: Timer, cases: list[Case], rounds: int, launches: int,
             this_round = [cases[(i + r) % n] for i in range(n)]
         for case in this_round:
             with watch(case.key) if watch is not None else contextlib.nullcontext():
-                warmed = timer.warm(case.launch, warmup_ms)
-                start = time.time()
-                ms = timer.timed(case.launch, launches)
+                start = time.time()  # the batch: its warm-up, then its timed launches, synchronised
+                ms, warmed = timer.batch(case.launch, launches, warmup_ms)
                 case.wall_unix.append([start, time.time()])
             case.samples_ms.extend(ms)
             case.round_medians_ms.append(statistics.median(ms))

@@ -207,7 +207,8 @@ def build_cases(results: dict[str, Any], report: CheckReport | None,
             tiles_per_sm=_finite(c.get("tiles_per_sm")), resources=_resources(c.get("resources")),
             roofline=roof, load=gpu_load(c.get("load"), results.get("load"), results.get("peak"),
                                          tflops if roof is not None and roof.bound == "flops" else None),
-            events_ms=float(sum(c["samples_ms"])), wall_s=wall_s, wall_in_step=in_step,
+            events_ms=float(sum(c["samples_ms"])) if wall_s is not None else None, wall_s=wall_s,
+            wall_in_step=in_step,
         ))
 
     repeat_spread = {}
