@@ -338,8 +338,8 @@ int main(int, char** argv) {
     std::vector<float> x(6 * 4);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * static_cast<float>(i);
     const std::vector<std::uint16_t> bits = {0x3c00, 0xc000, 0x0001};  // 1, -2, the smallest subnormal
-    tp::hand_over("tile_sum_native", tp::input("output", {6}, std::vector<float>{1.5f, 5.5f, 9.5f, 13.5f, 17.5f, 21.5f}),
-                  {tp::input("x", {6, 4}, x)});
+    const std::vector<float> sums = {1.5f, 5.5f, 9.5f, 13.5f, 17.5f, 21.5f};
+    tp::hand_over("tile_sum_native", tp::input("output", {6}, sums), {tp::input("x", {6, 4}, x)});
     tp::hand_over("matmul", tp::input("output", {3}, std::vector<double>{1.0, 2.0, 3.5}), {tp::input("a", {3}, bits)});
 }
 '''

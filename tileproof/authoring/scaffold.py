@@ -4,8 +4,9 @@ What it writes passes ``tileproof check``, ``lint-kernels``, ``compile`` and the
 the lesson is exactly what publish would render back (a draft, every result ``?``), the programs
 are ``templates.PYTHON`` / ``templates.CPP`` (each hands its check's output and input over), each
 check gets an entry in ``kernels/tolerances.py`` with its derivation written above it, and a
-reference function in ``kernels/references.py``, from which tileproof recomputes the check itself. Nothing existing is overwritten:
-a program, lesson or check name that exists already is one line naming it.
+reference function in ``kernels/references.py``, from which tileproof recomputes the check itself.
+Nothing existing is overwritten: a program, lesson or check name that exists already is one line
+naming it.
 """
 
 from __future__ import annotations

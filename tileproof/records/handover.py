@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from tileproof.records.models import Model
+from tileproof.records.base import Model
 from tileproof.records.schemas import schema
 
 HANDOVER_VERSION = 1

@@ -12,8 +12,6 @@ from datetime import datetime
 from typing import Annotated, Any, ClassVar, Final, Literal, NamedTuple, TypeVar
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ModelWrapValidatorHandler,
     StringConstraints,
@@ -21,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from tileproof.records.base import Model
 from tileproof.records.redact import RedactionRule
 from tileproof.records.schemas import schema
 from tileproof.records.tolerances import TABLE_PATHS
@@ -107,12 +106,6 @@ def _none(value: object) -> bool:
 ADDED_FIELD = Field(default=None, exclude_if=_none)
 """A field a record kind gained in a later version (default None): left out of the record's JSON while None, so a
 record written before the field existed dumps exactly as it was written and signed."""
-
-
-class Model(BaseModel):
-    """Base for every on-disk model: unknown fields are errors."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
 
 def counter(current: int) -> Any:

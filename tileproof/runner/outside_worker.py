@@ -166,7 +166,8 @@ def check_one(folder: Path, check: HandedCheck, refs: dict[str, Callable[..., An
                        f"every output element is {float(g.flat[0])!r}, the reference's are not all equal", **more)
     if mismatches or not ok.size:
         first = np.unravel_index(int(np.argmin(ok)), ok.shape) if ok.size else ()
-        where = f" first at {tuple(int(i) for i in first)}: got {float(g[first])!r}, want {float(want[first])!r}" if ok.size else ""
+        where = (f" first at {tuple(int(i) for i in first)}: got {float(g[first])!r}, want {float(want[first])!r}"
+                 if ok.size else "")
         return _result(name, "failed", "mismatch", f"{mismatches} of {ok.size} elements{sampled} beyond rtol "
                        f"{rtol:g}, atol {atol:g};{where}", **more)
     return _result(name, "passed", None, f"{ok.size} elements{sampled} within rtol {rtol:g}, "
