@@ -184,14 +184,14 @@ def test_an_output_over_the_cap_is_a_documented_sample_that_round_trips(harness,
     assert check.output.sample.whole_sha256 == harness.whole_sha256(y)
     assert np.load(tmp_path / check.output.file).shape == (125, 64)
     assert check.inputs["x"].sample is not None and check.inputs["x"].sample.stride == stride
-    (answer,) = outside_worker.check_folder(tmp_path, REPO)["checks"]
+    (answer,) = checked(tmp_path)["checks"]
     assert (answer["status"], answer["sampled_stride"], answer["checked"]) == ("passed", 8, 125 * 64)
     assert answer["output_sha256"] == harness.whole_sha256(y)
     # One sampled row altered: the sample no longer holds.
     kept = np.load(tmp_path / check.output.file)
     kept[40] = kept[40][::-1]
     np.save(tmp_path / check.output.file, kept)
-    (answer,) = outside_worker.check_folder(tmp_path, REPO)["checks"]
+    (answer,) = checked(tmp_path)["checks"]
     assert (answer["status"], answer["problem"]) == ("failed", "mismatch")
 
 
@@ -199,8 +199,18 @@ def test_an_input_over_the_cap_that_is_not_row_aligned_is_withheld_and_unverifie
     b = np.ones((400, 100), np.float32)
     harness.Handover(tmp_path, "kernels/x.py", cap=64 * 1024).add("matmul", np.zeros((2, 100), np.float32),
                                                                     {"a": np.ones((2, 400), np.float32), "b": b})
-    (answer,) = outside_worker.check_folder(tmp_path, REPO)["checks"]
+    (answer,) = checked(tmp_path)["checks"]
     assert (answer["status"], answer["problem"]) == ("unverified", "withheld-input")
+
+
+def checked(folder: Path) -> dict:
+    """What the checker's process prints for ``folder`` (its plan as ``outside_check.plan`` makes it), or the
+    reason the manifest was refused."""
+    raw, refused = outside_check.read_manifest(folder)
+    planned = refused or outside_check.plan(REPO, raw)
+    if isinstance(planned, str):
+        return {"checks": [], "refused": planned}
+    return outside_worker.check_plan(folder, REPO, planned or {})
 
 
 def outside_worker_softmax(x):
@@ -220,7 +230,7 @@ def test_handed_over_files_are_hostile_input(harness, tmp_path, tamper, problem,
     x = np.random.default_rng(1).standard_normal((256, 128)).astype(np.float32)
     harness.Handover(tmp_path, "kernels/x.py").add("softmax", outside_worker_softmax(x).astype(np.float32), {"x": x})
     tamper(tmp_path)
-    (answer,) = outside_worker.check_folder(tmp_path, REPO)["checks"]
+    (answer,) = checked(tmp_path)["checks"]
     assert (answer["status"], answer["problem"]) == ("failed", problem)
     assert words in answer["why"]
 
@@ -228,7 +238,7 @@ def test_handed_over_files_are_hostile_input(harness, tmp_path, tamper, problem,
 def test_a_manifest_naming_a_file_outside_its_folder_is_refused(tmp_path):
     (tmp_path / handover.MANIFEST).write_text(json.dumps({"handover_version": 1, "program": "kernels/x.py", "checks": [
         {"name": "softmax", "output": {"file": "../../etc/passwd", "dtype": "<f4", "shape": [1]}}]}))
-    answer = outside_worker.check_folder(tmp_path, REPO)
+    answer = checked(tmp_path)
     assert answer["checks"] == [] and "output.file" in answer["refused"]
 
 
@@ -364,7 +374,7 @@ def test_the_cpp_harness_hands_over_npy_files_numpy_and_the_checker_read(tmp_pat
     assert np.load(out / "tile_sum_native.input.x.npy", allow_pickle=False).reshape(-1).tolist() == \
         [0.25 * i for i in range(24)]
     assert np.load(out / "matmul.input.a.npy", allow_pickle=False).tolist() == [1.0, -2.0, 2.0 ** -24]
-    answers = {a["name"]: a for a in outside_worker.check_folder(out, REPO)["checks"]}
+    answers = {a["name"]: a for a in checked(out)["checks"]}
     assert answers["tile_sum_native"]["status"] == "passed", answers["tile_sum_native"]["why"]
     assert answers["matmul"]["status"] == "failed"  # a 1-D "a" and no "b": the reference raises, named
     assert answers["matmul"]["problem"] == "reference-error"
@@ -381,3 +391,13 @@ def test_the_audit_finds_a_passed_verdict_without_tileproof_s_own_pass(tmp_path)
     assert [r for r, _ in rules.outside_issues(_record(tmp_path, 3, "passed", _outside("failed", "non-finite")))] \
         == [rules.OUTSIDE]
     assert rules.outside_issues(_record(tmp_path, 4, "passed", None)) == []
+
+
+def test_a_manifest_that_is_a_link_is_refused_unread(tmp_path):
+    target = tmp_path / "elsewhere.json"
+    target.write_text('{"handover_version": 1, "program": "kernels/x.py", "checks": []}')
+    folder = tmp_path / "step"
+    folder.mkdir()
+    (folder / handover.MANIFEST).symlink_to(target)
+    raw, refused = outside_check.read_manifest(folder)
+    assert raw is None and refused is not None and "symbolic link" in refused

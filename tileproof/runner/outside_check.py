@@ -1,9 +1,11 @@
 """A verdict that does not take the program's word: tileproof checks the outputs a program handed over.
 
-After a program's step, while its report folder still exists (``execute.run_program``), :func:`check` starts
-``runner.outside_worker`` in a process of its own (``process.start_and_wait``: the same containment as a
-program's step) with no GPU visible, and reads back its one JSON line as ``OutsideCheck`` models. The
-manifest the program wrote is kept under ``evidence/`` (redacted, like every transcript).
+After a program's step, while its report folder still exists (``execute.run_program``), :func:`check` reads the
+manifest the program wrote (``handover.json``, through ``records.safe_read``), validates it
+(``records.handover.Handover``) and keeps it under ``evidence/`` (redacted, like every transcript); then
+:func:`plan` (the validated checks and their tolerance entries) goes to ``runner.outside_worker``, started in a
+process of its own (``process.start_and_wait``: the same containment as a program's step) with no GPU visible,
+whose one JSON line is read back as ``OutsideCheck`` models.
 
 :func:`combine` then makes the record's verdict from both words: ``passed`` only when the program's report and
 tileproof's own check agree on every check; a check on which they disagree is ``checker-disagrees`` (NaN, Inf
@@ -14,21 +16,24 @@ could not recompute (nothing handed over, no reference) is ``unverified``, which
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 import tileproof
-from tileproof.records.errors import InputRefused
-from tileproof.records.handover import MANIFEST
+from tileproof.records import tolerances
+from tileproof.records.errors import InputRefused, TileproofError
+from tileproof.records.handover import MANIFEST, MANIFEST_CAP_BYTES, Handover
 from tileproof.records.models import CheckReport, OutsideCheck, OutsideVerdict, RunVerdict
 from tileproof.records.redact import redact
 from tileproof.records.safe_read import read_bytes
 from tileproof.records.store import write_evidence
 from tileproof.runner.environment import child_env
-from tileproof.runner.process import start_and_wait
+from tileproof.runner.process import scratch_dir, start_and_wait
 
 CHECKER_CAP = 4 << 20
 """Bytes kept of the checker's output (one JSON line: a few hundred bytes per check)."""
@@ -54,8 +59,59 @@ def checker_env() -> dict[str, str]:
     return env
 
 
-def _failed_all(names: list[str], why: str) -> list[OutsideCheck]:
-    return [OutsideCheck(name=n, status="failed", problem="checker-error", why=why) for n in names]
+def _failed_all(names: list[str], why: str, problem: str = "checker-error") -> list[OutsideCheck]:
+    return [OutsideCheck.model_validate({"name": n, "status": "failed", "problem": problem, "why": why})
+            for n in names]
+
+
+def plan(root: Path, raw: bytes | None) -> dict[str, Any] | str | None:
+    """What the worker checks: ``{"checks": [...], "table": {check: [rtol, atol]}}`` from the manifest's bytes
+    ``raw`` validated as ``Handover``; None when the program handed nothing over; a one-line reason when the
+    manifest or the tolerance table cannot be used (every check then fails, ``refused``)."""
+    if raw is None:
+        return None
+    if len(raw) > MANIFEST_CAP_BYTES:
+        return f"{MANIFEST}: {len(raw)} bytes, more than {MANIFEST_CAP_BYTES}"
+    try:
+        manifest = Handover.model_validate_json(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        return f"{MANIFEST}: {'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+    try:
+        table = tolerances.load_table(root)
+    except TileproofError as e:
+        return str(e).splitlines()[0]
+    return {"checks": [c.model_dump(mode="json") for c in manifest.checks],
+            "table": {c.name: list(table[c.name]) for c in manifest.checks if c.name in table}}
+
+
+def read_manifest(folder: Path) -> tuple[bytes | None, str | None]:
+    """(``handover.json`` as the program left it in ``folder``, None when there is none; why it was refused: a
+    link, a special file, one over the cap, ``records.safe_read``)."""
+    try:
+        return read_bytes(folder, MANIFEST, "handover", MANIFEST), None
+    except InputRefused as e:
+        return None, None if e.kind == "missing" else str(e)
+
+
+def _run_worker(root: Path, folder: Path, planned: dict[str, Any], names: list[str],
+                timeout: float) -> list[OutsideCheck]:
+    with scratch_dir() as mine:
+        (mine / "plan.json").write_text(json.dumps(planned), encoding="utf-8")
+        done = start_and_wait([sys.executable, "-m", "tileproof.runner.outside_worker", str(folder), str(root),
+                               str(mine / "plan.json")], env=checker_env(), cwd=mine, timeout=timeout,
+                              cap=CHECKER_CAP, scratch=mine)
+    if done.timed_out or done.exit_code != 0:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+        why = "timed out" if done.timed_out else f"exit code {done.exit_code}: {tail[0][:300]}"
+        return _failed_all(names, f"tileproof's checker failed: {why}")
+    try:
+        answer = _Answer.model_validate_json(done.stdout)
+    except ValidationError as e:
+        return _failed_all(names, f"tileproof's checker printed no verdict ({e.errors()[0]['msg']})")
+    if answer.refused:
+        return _failed_all(names, answer.refused, "refused")
+    return answer.checks
 
 
 def check(root: Path, run_id: str, folder: Path, report: CheckReport, timeout: float) -> OutsideVerdict:
@@ -63,29 +119,16 @@ def check(root: Path, run_id: str, folder: Path, report: CheckReport, timeout: f
     ``report`` (``unverified``/``no-outputs`` for one it handed nothing over for) and per handed-over check the
     report lacks; the manifest kept as evidence of ``run_id``."""
     names = [c.name for c in report.checks]
-    try:
-        raw: bytes | None = read_bytes(folder, MANIFEST, "handover", MANIFEST)
-    except InputRefused:
-        raw = None
-    manifest = write_evidence(root, run_id, MANIFEST, redact(raw)[0]) if raw is not None else None
     started = time.perf_counter()
-    done = start_and_wait([sys.executable, "-m", "tileproof.runner.outside_worker", str(folder), str(root)],
-                          env=checker_env(), cwd=folder, timeout=timeout, cap=CHECKER_CAP)
+    raw, refused = read_manifest(folder)
+    manifest = write_evidence(root, run_id, MANIFEST, redact(raw)[0]) if raw is not None else None
+    planned = refused or plan(root, raw)
+    found: list[OutsideCheck] = []
+    if isinstance(planned, str):
+        found = _failed_all(names, planned, "refused")
+    elif planned is not None and planned["checks"]:
+        found = _run_worker(root, folder, planned, names or [c["name"] for c in planned["checks"]], timeout)
     wall = time.perf_counter() - started
-    found: list[OutsideCheck]
-    if done.timed_out or done.exit_code != 0:
-        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-        why = "timed out" if done.timed_out else f"exit code {done.exit_code}: {tail[0][:300]}"
-        found = _failed_all(names, f"tileproof's checker failed: {why}")
-    else:
-        try:
-            answer = _Answer.model_validate_json(done.stdout)
-        except ValidationError as e:
-            found = _failed_all(names, f"tileproof's checker printed no verdict ({e.errors()[0]['msg']})")
-        else:
-            found = answer.checks
-            if answer.refused:
-                found = [OutsideCheck(name=n, status="failed", problem="refused", why=answer.refused) for n in names]
     seen = {c.name for c in found}
     missing = [OutsideCheck(name=n, status="unverified", problem="no-outputs",
                             why=f"the program handed over no outputs for check {n}")

@@ -1,13 +1,16 @@
 """tileproof's own check of what a program handed over, run in a process of its own (``runner.outside_check``
-starts it): ``python -m tileproof.runner.outside_worker FOLDER ROOT``.
+starts it): ``python -m tileproof.runner.outside_worker FOLDER ROOT PLAN``.
 
-It sees no GPU (``CUDA_VISIBLE_DEVICES`` empty, ``cupy`` unimportable) and none of the program's code: it reads
-``handover.json`` and the ``.npy`` files it names from FOLDER through ``records.safe_read`` (no links, capped,
-``numpy.load`` with ``allow_pickle=False``), loads the lesson's reference table ``kernels/references.py`` from
-ROOT by path after checking that it imports nothing but numpy and math, recomputes each check's reference in
-float64, applies the check's entry of ``kernels/tolerances.py``, and prints one JSON object, ``{"checks":
-[...]}``, each an ``OutsideCheck``. Whatever it cannot read, it refuses by name; it never trusts the program's
-report (it does not read it).
+PLAN is tileproof's own file: the checks of the program's ``handover.json`` as ``outside_check.plan`` validated
+them (``records.handover.Handover``) and each one's tolerance entry. The worker sees no GPU
+(``CUDA_VISIBLE_DEVICES`` empty, ``cupy`` unimportable) and none of the program's code: it reads the ``.npy``
+files the plan names from FOLDER through ``records.safe_read`` (no links, capped, ``numpy.load`` with
+``allow_pickle=False``), holds each to the dtype and shape the manifest says, loads the lesson's reference
+table ``kernels/references.py`` from ROOT by path after checking that it imports nothing but numpy and math,
+recomputes each check's reference in float64, applies the check's tolerance entry, and prints one JSON object,
+``{"checks": [...]}``, each an ``OutsideCheck``. Whatever it cannot read, it refuses by name; it never reads the
+program's report. It imports numpy and the safe reader only (no pydantic, no record model): its start is most of
+its cost.
 """
 
 from __future__ import annotations
@@ -25,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import ValidationError
 
-from tileproof.records import tolerances
-from tileproof.records.errors import InputRefused, TileproofError
-from tileproof.records.handover import MANIFEST, MANIFEST_CAP_BYTES, HandedArray, HandedCheck, Handover
+from tileproof.records.errors import InputRefused
 from tileproof.records.safe_read import read_bytes
+
+Entry = dict[str, Any]
+"""One ``records.handover.HandedArray`` as the plan holds it (validated by ``outside_check.plan``)."""
 
 REFERENCES_FILE = "kernels/references.py"
 """The lesson's reference table, relative to the repository root."""
@@ -83,26 +86,27 @@ def references(root: Path) -> dict[str, Callable[..., Any]]:
     return table
 
 
-def _load(folder: Path, entry: HandedArray, name: str) -> np.ndarray:
+def _load(folder: Path, entry: Entry, name: str) -> np.ndarray:
     """One handed-over array, as the manifest says it is (dtype, shape, rows kept), or ``Refused``."""
+    file, sample = entry["file"], entry.get("sample")
     try:
-        data = read_bytes(folder, entry.file, "handover", entry.file)
+        data = read_bytes(folder, file, "handover", file)
     except InputRefused as e:
         raise Refused(str(e)) from None
     try:
         array = np.load(io.BytesIO(data), allow_pickle=False)
     except (ValueError, OSError, EOFError) as e:
-        raise Refused(f"{entry.file}: not a .npy array ({e})") from None
-    if not isinstance(array, np.ndarray) or array.dtype.str != entry.dtype:
-        raise Refused(f"{entry.file}: dtype {getattr(array, 'dtype', None)}, the manifest says {entry.dtype}")
-    shape = list(entry.shape)
-    if entry.sample is not None:
+        raise Refused(f"{file}: not a .npy array ({e})") from None
+    if not isinstance(array, np.ndarray) or array.dtype.str != entry["dtype"]:
+        raise Refused(f"{file}: dtype {getattr(array, 'dtype', None)}, the manifest says {entry['dtype']}")
+    shape = list(entry["shape"])
+    if sample is not None:
         if not shape:
-            raise Refused(f"{entry.file}: a sampled array needs a first axis")
-        shape[0] = -(-shape[0] // entry.sample.stride)
+            raise Refused(f"{file}: a sampled array needs a first axis")
+        shape[0] = -(-shape[0] // sample["stride"])
     if list(array.shape) != shape:
-        raise Refused(f"{entry.file}: shape {list(array.shape)}, the manifest says {shape} "
-                      f"({'sampled' if entry.sample else 'whole'}) for check {name}")
+        raise Refused(f"{file}: shape {list(array.shape)}, the manifest says {shape} "
+                      f"({'sampled' if sample else 'whole'}) for check {name}")
     return array
 
 
@@ -114,26 +118,29 @@ def _result(name: str, status: str, problem: str | None, why: str, **more: Any) 
     return {"name": name, "status": status, "problem": problem, "why": why, **more}
 
 
-def check_one(folder: Path, check: HandedCheck, refs: dict[str, Callable[..., Any]],
-              table: tolerances.Table) -> dict[str, Any]:
-    """One check's outside verdict (an ``OutsideCheck`` as a dict)."""
-    name = check.name
-    out_entry = check.output
-    stride = out_entry.sample.stride if out_entry.sample else None
+def check_one(folder: Path, check: dict[str, Any], refs: dict[str, Callable[..., Any]],
+              table: dict[str, list[float]]) -> dict[str, Any]:
+    """One check's outside verdict (an ``OutsideCheck`` as a dict); ``check``: a ``HandedCheck`` as the plan
+    holds it, ``table``: check name -> [rtol, atol]."""
+    name = check["name"]
+    out_entry = check["output"]
+    sample = out_entry.get("sample")
+    stride = sample["stride"] if sample else None
     try:
         got = _load(folder, out_entry, name)
-        inputs = {k: _load(folder, v, name) for k, v in check.inputs.items()}
+        inputs = {k: _load(folder, v, name) for k, v in check.get("inputs", {}).items()}
     except Refused as e:
         return _result(name, "failed", "refused", str(e))
-    whole = out_entry.sample.whole_sha256 if out_entry.sample else _digest(got)
+    whole = sample["whole_sha256"] if sample else _digest(got)
     more: dict[str, Any] = {"sampled_stride": stride, "output_sha256": whole}
     g = got.astype(np.float64)
     if g.size and not bool(np.isfinite(g).all()):
         bad = int(g.size - np.count_nonzero(np.isfinite(g)))
         return _result(name, "failed", "non-finite", f"{bad} of {g.size} output elements are NaN or Inf", **more)
-    if check.withheld:
+    withheld = check.get("withheld") or []
+    if withheld:
         return _result(name, "unverified", "withheld-input",
-                       f"input {check.withheld[0]} was not handed over (above the cap, not row-aligned)", **more)
+                       f"input {withheld[0]} was not handed over (above the cap, not row-aligned)", **more)
     fn = refs.get(name)
     if fn is None:
         return _result(name, "unverified", "no-reference",
@@ -174,38 +181,25 @@ def check_one(folder: Path, check: HandedCheck, refs: dict[str, Callable[..., An
                    f"atol {atol:g} of tileproof's float64 reference", **more)
 
 
-def check_folder(folder: Path, root: Path) -> dict[str, Any]:
-    """Every handed-over check of ``folder`` (the step's report folder), as ``{"checks": [...]}``; a folder
-    without ``handover.json`` hands over nothing: no checks."""
-    try:
-        raw = read_bytes(folder, MANIFEST, "handover", MANIFEST)
-    except InputRefused as e:
-        if e.kind == "missing":
-            return {"checks": []}
-        return {"checks": [], "refused": str(e)}
-    if len(raw) > MANIFEST_CAP_BYTES:
-        return {"checks": [], "refused": f"{MANIFEST}: {len(raw)} bytes, more than {MANIFEST_CAP_BYTES}"}
-    try:
-        manifest = Handover.model_validate_json(raw)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(root)"
-        return {"checks": [], "refused": f"{MANIFEST}: {where}: {err['msg']}"}
+def check_plan(folder: Path, root: Path, plan: dict[str, Any]) -> dict[str, Any]:
+    """Every planned check of ``folder`` (the step's report folder), as ``{"checks": [...]}``; a reference table
+    that cannot be used fails every check by name (``refused``)."""
     try:
         refs = references(root)
-        table = tolerances.load_table(root)
-    except (Refused, TileproofError, SyntaxError) as e:
+    except (Refused, SyntaxError) as e:
         return {"checks": [], "refused": str(e).splitlines()[0]}
-    return {"checks": [check_one(folder, c, refs, table) for c in manifest.checks]}
+    table = plan.get("table", {})
+    return {"checks": [check_one(folder, c, refs, table) for c in plan.get("checks", [])]}
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m tileproof.runner.outside_worker FOLDER ROOT", file=sys.stderr)
+    if len(argv) != 3:
+        print("usage: python -m tileproof.runner.outside_worker FOLDER ROOT PLAN", file=sys.stderr)
         return 2
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
     sys.modules["cupy"] = None  # type: ignore[assignment]  # import cupy now raises ImportError
-    print(json.dumps(check_folder(Path(argv[0]), Path(argv[1])), allow_nan=False))
+    plan = json.loads(Path(argv[2]).read_text(encoding="utf-8"))  # tileproof's own file (outside_check.plan)
+    print(json.dumps(check_plan(Path(argv[0]), Path(argv[1]), plan), allow_nan=False))
     return 0
 
 
