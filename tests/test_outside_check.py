@@ -8,6 +8,7 @@ in the tree's ``kernels/``: one prints a well-formed passing report and exits 0 
 hands over outputs that are wrong; one hands over NaN, Inf or all-equal outputs.
 """
 
+import hashlib
 import importlib.util
 import json
 import shutil
@@ -140,6 +141,8 @@ def test_a_course_program_under_the_fake_gpu_passes_both_checks(gpu_tree):
     assert rec.verdict == "passed", rec.reason
     assert [(c.name, c.status) for c in rec.outside.checks] == [("matmul", "passed"), ("softmax", "passed")]
     assert all(c.checked == 256 * 128 for c in rec.outside.checks)
+    table = (gpu_tree / "kernels" / "references.py").read_bytes()
+    assert rec.outside.references_sha256 == hashlib.sha256(table).hexdigest()
     manifest = handover.Handover.model_validate_json((gpu_tree / rec.outside.manifest.path).read_bytes())
     assert [c.name for c in manifest.checks] == ["matmul", "softmax"]
 
@@ -210,7 +213,7 @@ def checked(folder: Path) -> dict:
     planned = refused or outside_check.plan(REPO, raw)
     if isinstance(planned, str):
         return {"checks": [], "refused": planned}
-    return outside_worker.check_plan(folder, REPO, planned or {})
+    return outside_worker.check_plan(folder, planned or {})
 
 
 def outside_worker_softmax(x):
@@ -242,11 +245,21 @@ def test_a_manifest_naming_a_file_outside_its_folder_is_refused(tmp_path):
     assert answer["checks"] == [] and "output.file" in answer["refused"]
 
 
-def test_a_reference_module_importing_the_program_is_refused(tmp_path):
-    (tmp_path / "kernels").mkdir()
-    (tmp_path / "kernels" / "references.py").write_text("import numpy as np\nimport harness\nREFERENCES = {}\n")
+def test_a_reference_module_importing_the_program_is_refused(harness, tmp_path):
+    """The reference table is refused before a line of it runs, and every check it would decide fails."""
+    text = "import numpy as np\nimport harness\nREFERENCES = {}\n"
     with pytest.raises(outside_worker.Refused, match=r"references.py:2: imports harness"):
-        outside_worker.references(tmp_path)
+        outside_worker.references(text, "kernels/references.py")
+    root = tmp_path / "repo"
+    (root / "kernels").mkdir(parents=True)
+    shutil.copy(REPO / "kernels" / "tolerances.py", root / "kernels" / "tolerances.py")
+    (root / "kernels" / "references.py").write_text("from os import system\nREFERENCES = {}\n")
+    folder = tmp_path / "step"
+    a = np.ones(4, np.float32)
+    harness.Handover(folder, "kernels/x.py").add("vector_add", a + a, {"a": a, "b": a})
+    raw, _ = outside_check.read_manifest(folder)
+    answer = outside_worker.check_plan(folder, outside_check.plan(root, raw))
+    assert answer["checks"] == [] and "imports os" in answer["refused"]
 
 
 def test_the_checker_runs_without_a_gpu_or_the_program_s_path():

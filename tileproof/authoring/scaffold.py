@@ -19,7 +19,7 @@ from pathlib import Path
 from tileproof.authoring import templates
 from tileproof.authoring.check import bound_text
 from tileproof.lesson_text import dump_key, front_values, render_results_table
-from tileproof.records import lessons, store
+from tileproof.records import handover, lessons, store
 from tileproof.records.errors import TileproofError
 from tileproof.records.lessons import GATE_CHECK
 from tileproof.records.models import (
@@ -87,8 +87,7 @@ def with_entries(table_text: str, checks: list[str]) -> str:
     return "".join(lines[:close]) + new + "".join(lines[close:])
 
 
-REFERENCES_FILE = Path("kernels/references.py")
-"""The lesson's reference table (``runner.outside_worker`` reads it)."""
+REFERENCES_FILE = Path(handover.REFERENCES_FILE)
 
 
 def with_references(text: str, checks: list[str]) -> str:

@@ -28,6 +28,10 @@ HANDOVER_VERSION = 1
 MANIFEST = "handover.json"
 """The manifest's file name, in the folder of the check report."""
 
+REFERENCES_FILE = "kernels/references.py"
+"""The lesson's reference table, relative to the repository root: ``REFERENCES``, check name -> the function
+tileproof recomputes the check's float64 reference with (docs/authoring.md, "The reference module")."""
+
 CAP_BYTES = 64 << 20
 """Largest array a harness writes whole; above it, strided rows (``RowSample``). Keep in step with
 ``HANDOVER_CAP_BYTES`` in kernels/harness.py and ``kHandoverCapBytes`` in cpp/harness.h."""

@@ -227,6 +227,8 @@ class OutsideVerdict(Model):
     """One per check of the program's report, and per handed-over check the report lacks."""
     manifest: Transcript | None
     """``handover.json`` as kept under ``evidence/``; None when the program handed over none."""
+    references_sha256: str | None = None
+    """sha256 of ``kernels/references.py`` as the checker ran it (UTF-8); None when nothing was recomputed."""
     wall_s: float
     """Seconds the checker's process took, start to end."""
 

@@ -27,11 +27,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 import tileproof
 from tileproof.records import tolerances
 from tileproof.records.errors import InputRefused, TileproofError
-from tileproof.records.handover import MANIFEST, MANIFEST_CAP_BYTES, Handover
+from tileproof.records.handover import MANIFEST, MANIFEST_CAP_BYTES, REFERENCES_FILE, Handover
 from tileproof.records.models import CheckReport, OutsideCheck, OutsideVerdict, RunVerdict
 from tileproof.records.redact import redact
-from tileproof.records.safe_read import read_bytes
-from tileproof.records.store import write_evidence
+from tileproof.records.safe_read import read_bytes, read_text
+from tileproof.records.store import sha256_bytes, write_evidence
 from tileproof.runner.environment import child_env
 from tileproof.runner.process import scratch_dir, start_and_wait
 
@@ -65,9 +65,11 @@ def _failed_all(names: list[str], why: str, problem: str = "checker-error") -> l
 
 
 def plan(root: Path, raw: bytes | None) -> dict[str, Any] | str | None:
-    """What the worker checks: ``{"checks": [...], "table": {check: [rtol, atol]}}`` from the manifest's bytes
-    ``raw`` validated as ``Handover``; None when the program handed nothing over; a one-line reason when the
-    manifest or the tolerance table cannot be used (every check then fails, ``refused``)."""
+    """What the worker checks: ``{"checks": [...], "table": {check: [rtol, atol]}, "references": text,
+    "references_file": path}`` from the manifest's bytes ``raw`` validated as ``Handover``, today's tolerance
+    entries and reference table (``references`` None without one); None when the program handed nothing over; a
+    one-line reason when the manifest, the tolerance table or the reference table cannot be read (every check then
+    fails, ``refused``)."""
     if raw is None:
         return None
     if len(raw) > MANIFEST_CAP_BYTES:
@@ -79,10 +81,16 @@ def plan(root: Path, raw: bytes | None) -> dict[str, Any] | str | None:
         return f"{MANIFEST}: {'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
     try:
         table = tolerances.load_table(root)
+        text: str | None = read_text(root, REFERENCES_FILE, "tolerances")
+    except InputRefused as e:
+        if e.kind != "missing":
+            return str(e).splitlines()[0]
+        text = None
     except TileproofError as e:
         return str(e).splitlines()[0]
     return {"checks": [c.model_dump(mode="json") for c in manifest.checks],
-            "table": {c.name: list(table[c.name]) for c in manifest.checks if c.name in table}}
+            "table": {c.name: list(table[c.name]) for c in manifest.checks if c.name in table},
+            "references": text, "references_file": REFERENCES_FILE}
 
 
 def read_manifest(folder: Path) -> tuple[bytes | None, str | None]:
@@ -94,11 +102,11 @@ def read_manifest(folder: Path) -> tuple[bytes | None, str | None]:
         return None, None if e.kind == "missing" else str(e)
 
 
-def _run_worker(root: Path, folder: Path, planned: dict[str, Any], names: list[str],
+def _run_worker(folder: Path, planned: dict[str, Any], names: list[str],
                 timeout: float) -> list[OutsideCheck]:
     with scratch_dir() as mine:
         (mine / "plan.json").write_text(json.dumps(planned), encoding="utf-8")
-        done = start_and_wait([sys.executable, "-m", "tileproof.runner.outside_worker", str(folder), str(root),
+        done = start_and_wait([sys.executable, "-m", "tileproof.runner.outside_worker", str(folder),
                                str(mine / "plan.json")], env=checker_env(), cwd=mine, timeout=timeout,
                               cap=CHECKER_CAP, scratch=mine)
     if done.timed_out or done.exit_code != 0:
@@ -124,16 +132,18 @@ def check(root: Path, run_id: str, folder: Path, report: CheckReport, timeout: f
     manifest = write_evidence(root, run_id, MANIFEST, redact(raw)[0]) if raw is not None else None
     planned = refused or plan(root, raw)
     found: list[OutsideCheck] = []
+    text = planned.get("references") if isinstance(planned, dict) and planned["checks"] else None
     if isinstance(planned, str):
         found = _failed_all(names, planned, "refused")
     elif planned is not None and planned["checks"]:
-        found = _run_worker(root, folder, planned, names or [c["name"] for c in planned["checks"]], timeout)
+        found = _run_worker(folder, planned, names or [c["name"] for c in planned["checks"]], timeout)
     wall = time.perf_counter() - started
     seen = {c.name for c in found}
     missing = [OutsideCheck(name=n, status="unverified", problem="no-outputs",
                             why=f"the program handed over no outputs for check {n}")
                for n in names if n not in seen]
-    return OutsideVerdict(checks=[*found, *missing], manifest=manifest, wall_s=round(wall, 6))
+    return OutsideVerdict(checks=[*found, *missing], manifest=manifest, wall_s=round(wall, 6),
+                          references_sha256=sha256_bytes(text.encode()) if text is not None else None)
 
 
 def combine(verdict: RunVerdict, reason: str, report: CheckReport | None,

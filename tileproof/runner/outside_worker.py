@@ -1,12 +1,13 @@
 """tileproof's own check of what a program handed over, run in a process of its own (``runner.outside_check``
-starts it): ``python -m tileproof.runner.outside_worker FOLDER ROOT PLAN``.
+starts it): ``python -m tileproof.runner.outside_worker FOLDER PLAN``.
 
 PLAN is tileproof's own file: the checks of the program's ``handover.json`` as ``outside_check.plan`` validated
-them (``records.handover.Handover``) and each one's tolerance entry. The worker sees no GPU
+them (``records.handover.Handover``), each one's tolerance entry, and the text of the lesson's reference table
+``kernels/references.py`` as tileproof read it. The worker sees no GPU
 (``CUDA_VISIBLE_DEVICES`` empty, ``cupy`` unimportable) and none of the program's code: it reads the ``.npy``
 files the plan names from FOLDER through ``records.safe_read`` (no links, capped, ``numpy.load`` with
-``allow_pickle=False``), holds each to the dtype and shape the manifest says, loads the lesson's reference
-table ``kernels/references.py`` from ROOT by path after checking that it imports nothing but numpy and math,
+``allow_pickle=False``), holds each to the dtype and shape the manifest says, runs the reference table's text
+after checking that it imports nothing but numpy and math,
 recomputes each check's reference in float64, applies the check's tolerance entry, and prints one JSON object,
 ``{"checks": [...]}``, each an ``OutsideCheck``. Whatever it cannot read, it refuses by name; it never reads the
 program's report. It imports numpy and the safe reader only (no pydantic, no record model): its start is most of
@@ -35,9 +36,6 @@ from tileproof.records.safe_read import read_bytes
 Entry = dict[str, Any]
 """One ``records.handover.HandedArray`` as the plan holds it (validated by ``outside_check.plan``)."""
 
-REFERENCES_FILE = "kernels/references.py"
-"""The lesson's reference table, relative to the repository root."""
-
 REFERENCE_IMPORTS = frozenset({"numpy", "math", "__future__"})
 """What a reference module may import: nothing of a program, the harness or a GPU library."""
 
@@ -55,17 +53,12 @@ def _number(value: float) -> float | str:
     return value
 
 
-def references(root: Path) -> dict[str, Callable[..., Any]]:
-    """``REFERENCES`` of ``kernels/references.py``: its imports checked before any line of it runs."""
-    try:
-        text = read_bytes(root, REFERENCES_FILE, "tolerances").decode("utf-8")
-    except InputRefused as e:
-        if e.kind == "missing":
-            return {}
-        raise Refused(str(e)) from None
-    except UnicodeDecodeError:
-        raise Refused(f"{REFERENCES_FILE}: not UTF-8") from None
-    tree = ast.parse(text, REFERENCES_FILE)
+def references(text: str | None, shown: str) -> dict[str, Callable[..., Any]]:
+    """``REFERENCES`` of the reference table's ``text`` (None: there is none; ``shown``: its path in messages):
+    its imports checked before any line of it runs."""
+    if text is None:
+        return {}
+    tree = ast.parse(text, shown)
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
@@ -75,14 +68,14 @@ def references(root: Path) -> dict[str, Callable[..., Any]]:
             names = ["." + (node.module or "")]
         bad = [n for n in names if n.split(".")[0] not in REFERENCE_IMPORTS]
         if bad:
-            raise Refused(f"{REFERENCES_FILE}:{node.lineno}: imports {bad[0]}; a reference module imports only "
+            raise Refused(f"{shown}:{node.lineno}: imports {bad[0]}; a reference module imports only "
                           "numpy and math (fix: compute the reference here, from the handed-over inputs)")
     module = types.ModuleType("tileproof_references")
-    module.__file__ = str(root / REFERENCES_FILE)
-    exec(compile(tree, str(root / REFERENCES_FILE), "exec"), module.__dict__)  # noqa: S102 (the lesson's own table)
+    module.__file__ = shown
+    exec(compile(tree, shown, "exec"), module.__dict__)  # noqa: S102 (the lesson's own table)
     table = getattr(module, "REFERENCES", None)
     if not isinstance(table, dict) or not all(isinstance(k, str) and callable(v) for k, v in table.items()):
-        raise Refused(f"{REFERENCES_FILE}: REFERENCES must be a dict of check name -> function")
+        raise Refused(f"{shown}: REFERENCES must be a dict of check name -> function")
     return table
 
 
@@ -119,9 +112,9 @@ def _result(name: str, status: str, problem: str | None, why: str, **more: Any) 
 
 
 def check_one(folder: Path, check: dict[str, Any], refs: dict[str, Callable[..., Any]],
-              table: dict[str, list[float]]) -> dict[str, Any]:
+              table: dict[str, list[float]], shown: str) -> dict[str, Any]:
     """One check's outside verdict (an ``OutsideCheck`` as a dict); ``check``: a ``HandedCheck`` as the plan
-    holds it, ``table``: check name -> [rtol, atol]."""
+    holds it, ``table``: check name -> [rtol, atol], ``shown``: the reference table's path in messages."""
     name = check["name"]
     out_entry = check["output"]
     sample = out_entry.get("sample")
@@ -144,7 +137,7 @@ def check_one(folder: Path, check: dict[str, Any], refs: dict[str, Callable[...,
     fn = refs.get(name)
     if fn is None:
         return _result(name, "unverified", "no-reference",
-                       f"{REFERENCES_FILE} declares no reference for {name}", **more)
+                       f"{shown} declares no reference for {name}", **more)
     entry = table.get(name)
     if entry is None:
         return _result(name, "unverified", "no-reference", f"kernels/tolerances.py has no entry for {name}", **more)
@@ -153,7 +146,7 @@ def check_one(folder: Path, check: dict[str, Any], refs: dict[str, Callable[...,
             want = np.asarray(fn(**{k: v.astype(np.float64) for k, v in inputs.items()}), dtype=np.float64)
     except Exception as e:  # noqa: BLE001 (the lesson's function: any exception is its failure, named)
         return _result(name, "failed", "reference-error",
-                       f"{REFERENCES_FILE} {name}(): {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                       f"{shown} {name}(): {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
                        **more)
     if want.shape != g.shape:
         return _result(name, "failed", "reference-error",
@@ -181,25 +174,26 @@ def check_one(folder: Path, check: dict[str, Any], refs: dict[str, Callable[...,
                    f"atol {atol:g} of tileproof's float64 reference", **more)
 
 
-def check_plan(folder: Path, root: Path, plan: dict[str, Any]) -> dict[str, Any]:
+def check_plan(folder: Path, plan: dict[str, Any]) -> dict[str, Any]:
     """Every planned check of ``folder`` (the step's report folder), as ``{"checks": [...]}``; a reference table
     that cannot be used fails every check by name (``refused``)."""
+    shown = plan.get("references_file", "references")
     try:
-        refs = references(root)
+        refs = references(plan.get("references"), shown)
     except (Refused, SyntaxError) as e:
         return {"checks": [], "refused": str(e).splitlines()[0]}
     table = plan.get("table", {})
-    return {"checks": [check_one(folder, c, refs, table) for c in plan.get("checks", [])]}
+    return {"checks": [check_one(folder, c, refs, table, shown) for c in plan.get("checks", [])]}
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        print("usage: python -m tileproof.runner.outside_worker FOLDER ROOT PLAN", file=sys.stderr)
+    if len(argv) != 2:
+        print("usage: python -m tileproof.runner.outside_worker FOLDER PLAN", file=sys.stderr)
         return 2
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
     sys.modules["cupy"] = None  # type: ignore[assignment]  # import cupy now raises ImportError
-    plan = json.loads(Path(argv[2]).read_text(encoding="utf-8"))  # tileproof's own file (outside_check.plan)
-    print(json.dumps(check_plan(Path(argv[0]), Path(argv[1]), plan), allow_nan=False))
+    plan = json.loads(Path(argv[1]).read_text(encoding="utf-8"))  # tileproof's own file (outside_check.plan)
+    print(json.dumps(check_plan(Path(argv[0]), plan), allow_nan=False))
     return 0
 
 
