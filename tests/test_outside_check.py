@@ -414,3 +414,9 @@ def test_a_manifest_that_is_a_link_is_refused_unread(tmp_path):
     (folder / handover.MANIFEST).symlink_to(target)
     raw, refused = outside_check.read_manifest(folder)
     assert raw is None and refused is not None and "symbolic link" in refused
+
+
+def test_a_manifest_over_its_cap_is_refused_and_not_kept(tmp_path):
+    (tmp_path / handover.MANIFEST).write_bytes(b" " * (handover.MANIFEST_CAP_BYTES + 1))
+    raw, refused = outside_check.read_manifest(tmp_path)
+    assert raw is None and refused is not None and "more than the" in refused

@@ -72,8 +72,6 @@ def plan(root: Path, raw: bytes | None) -> dict[str, Any] | str | None:
     fails, ``refused``)."""
     if raw is None:
         return None
-    if len(raw) > MANIFEST_CAP_BYTES:
-        return f"{MANIFEST}: {len(raw)} bytes, more than {MANIFEST_CAP_BYTES}"
     try:
         manifest = Handover.model_validate_json(raw)
     except ValidationError as e:
@@ -95,11 +93,14 @@ def plan(root: Path, raw: bytes | None) -> dict[str, Any] | str | None:
 
 def read_manifest(folder: Path) -> tuple[bytes | None, str | None]:
     """(``handover.json`` as the program left it in ``folder``, None when there is none; why it was refused: a
-    link, a special file, one over the cap, ``records.safe_read``)."""
+    link, a special file, ``records.safe_read``; larger than ``MANIFEST_CAP_BYTES``)."""
     try:
-        return read_bytes(folder, MANIFEST, "handover", MANIFEST), None
+        raw = read_bytes(folder, MANIFEST, "handover", MANIFEST)
     except InputRefused as e:
         return None, None if e.kind == "missing" else str(e)
+    if len(raw) > MANIFEST_CAP_BYTES:
+        return None, f"{MANIFEST}: {len(raw)} bytes, more than the {MANIFEST_CAP_BYTES} a manifest may hold"
+    return raw, None
 
 
 def _run_worker(folder: Path, planned: dict[str, Any], names: list[str],
