@@ -420,3 +420,33 @@ def test_a_manifest_over_its_cap_is_refused_and_not_kept(tmp_path):
     (tmp_path / handover.MANIFEST).write_bytes(b" " * (handover.MANIFEST_CAP_BYTES + 1))
     raw, refused = outside_check.read_manifest(tmp_path)
     assert raw is None and refused is not None and "more than the" in refused
+
+
+def test_a_check_tileproof_verified_decides_its_row_though_another_was_unverified(tmp_path):
+    """Per check, not per record: a run left unverified by another check still passes the row whose check
+    tileproof recomputed and passed."""
+    def read(rel):
+        path = tmp_path / rel
+        return path.read_bytes() if path.is_file() else None
+
+    outside = OutsideVerdict(checks=[OutsideCheck(name="fused", status="passed", problem=None, why="w"),
+                                     OutsideCheck(name="other", status="unverified", problem="no-reference", why="w")],
+                             manifest=None, wall_s=0.1)
+    rec = _record(tmp_path, 1, "unverified", outside)
+    assert not rec.unverified("fused") and rec.unverified("other")
+    decided = gate.decide_row(FRONT, FRONT.results[0], [rec], TODAY, TABLE, read)
+    assert (decided.outcome, decided.record.run_id) == ("passed", rec.run_id)
+
+
+def test_a_failed_run_decides_its_rows_whichever_check_it_left_unverified(tmp_path):
+    """Fail closed: a program that failed at its first check never ran (nor handed over) the next; that run still
+    fails the next check's row rather than let an older pass decide it."""
+    def read(rel):
+        path = tmp_path / rel
+        return path.read_bytes() if path.is_file() else None
+
+    verified = _record(tmp_path, 1, "passed", _outside("passed"))
+    failed = _record(tmp_path, 2, "failed", _outside("unverified", "no-outputs"))
+    assert not failed.unverified("fused")
+    decided = gate.decide_row(FRONT, FRONT.results[0], [verified, failed], TODAY, TABLE, read)
+    assert (decided.outcome, decided.record.run_id) == ("failed", failed.run_id)

@@ -787,13 +787,14 @@ class RunRecord(RecordBase, Versioned):
         return "program-and-checker" if self.run_version >= OUTSIDE_RUN_VERSION else "program"
 
     def unverified(self, check: str) -> bool:
-        """Whether this record leaves ``check`` unverified, so that it decides nothing about it: tileproof's own
-        check found nothing to recompute it from. Never for a record before ``OUTSIDE_RUN_VERSION`` (its
-        verdict is the program's, as it always was) nor for a run that checked nothing (gated, no GPU)."""
-        if self.outside is None:
-            return self.verdict == "unverified"
-        found = next((c for c in self.outside.checks if c.name == check), None)
-        return (found is None and self.verdict == "unverified") or (found is not None and found.status == "unverified")
+        """Whether this record leaves ``check`` unverified, so that it decides nothing about it: its verdict is
+        ``unverified`` (the program passed) and tileproof's own check found nothing to recompute ``check`` from.
+        Never for a record before ``OUTSIDE_RUN_VERSION`` (its verdict is the program's, as it always was), nor for
+        one that failed in any way (a failure decides its rows, whichever check was left unverified)."""
+        if self.verdict != "unverified":
+            return False
+        found = next((c for c in self.outside.checks if c.name == check), None) if self.outside else None
+        return found is None or found.status == "unverified"
 
     def outside_failed(self, check: str) -> OutsideCheck | None:
         """tileproof's own check of ``check`` when it failed, None otherwise (or before ``OUTSIDE_RUN_VERSION``)."""
