@@ -14,7 +14,8 @@ decision is the one judged over all records; the reason, per rule that picks rec
   cuda-tile release (``releases.decides_rows``, for the lock or, on the release axis, for each release): the
   newest of each (program, below 8.0, GPU, release) group is kept, and any newest the rule picks is the newest of
   one such group; past a newest whose verdict is ``unverified`` (a check tileproof could not recompute decides
-  nothing, ``RunRecord.unverified``), every older one of its group down to the first that is not. A record that does not count is named in the row's reason: all of them are kept.
+  nothing, ``RunRecord.unverified``), every older one of its group down to the first that is not. A record
+  that does not count is named in the row's reason: all of them are kept.
 - a published lesson's cited records, and every counted record of its programs newer than the oldest of them
   (``gate.newer_failure`` looks at each newer one until one fails).
 - bench, claims and compile records are all kept (performance claims, claims verdicts and the REG/SHARED table
