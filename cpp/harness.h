@@ -7,7 +7,12 @@
 //   * the CLI: --report PATH / TILEPROOF_REPORT, --seed N / TILEPROOF_SEED;
 //   * the element check |got - want| <= atol + rtol * |want| (and got finite),
 //     with the statistics each check records;
-//   * the JSON check report, written (PATH.tmp, then rename) on every exit.
+//   * the JSON check report, written (PATH.tmp, then rename) on every exit;
+//   * the handover: each check's output and the inputs its reference is computed
+//     from, as .npy files beside the report, listed in handover.json, so that
+//     tileproof recomputes the reference itself, outside this process
+//     (kernels/references.py). An array above kHandoverCapBytes is not written
+//     (the C++ harness does not sample): its check stays unverified.
 // Exit status: 0 only when every check passed; 1 for a failed check, a CUDA
 // error, or a gate refusal; 2 for a usage error (no report: the caller's bug).
 //
@@ -27,6 +32,8 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tolerances.h"
@@ -357,6 +364,122 @@ struct DeviceBuffer {
     }
 };
 
+// --- the handover ----------------------------------------------------------
+
+/// Largest array written (tileproof/records/handover.py CAP_BYTES; Python samples above it, C++ withholds).
+inline constexpr std::size_t kHandoverCapBytes = std::size_t{64} << 20;
+
+/// One array a check hands over: its name, numpy type string, shape and raw little-endian bytes.
+struct Handed {
+    std::string key;                    ///< the reference function's keyword argument
+    const char* descr;                  ///< numpy dtype.str: "<f2", "<f4", "<f8"
+    std::vector<std::int64_t> shape;
+    std::vector<unsigned char> bytes;
+};
+
+template <typename T>
+inline const char* npy_descr() {
+    if constexpr (std::is_same_v<T, float>) return "<f4";
+    else if constexpr (std::is_same_v<T, double>) return "<f8";
+    else if constexpr (std::is_same_v<T, std::uint16_t>) return "<f2";  // binary16 bits
+    else static_assert(sizeof(T) == 0, "hand over float, double or binary16 bits (std::uint16_t)");
+}
+
+/// An input to hand over (a std::uint16_t vector is binary16 bits, as the device holds them).
+template <typename T>
+inline Handed input(std::string key, std::vector<std::int64_t> shape, const std::vector<T>& values) {
+    const auto* p = reinterpret_cast<const unsigned char*>(values.data());
+    return Handed{std::move(key), npy_descr<T>(), std::move(shape),
+                  std::vector<unsigned char>(p, p + values.size() * sizeof(T))};
+}
+
+/// The .npy format, version 1.0: magic, header length, a Python dict literal padded to 64 bytes, the data.
+inline std::string npy_header(const char* descr, const std::vector<std::int64_t>& shape) {
+    std::string dims;
+    for (std::size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
+    if (shape.size() == 1) dims += ",";  // (3,) for one axis, (3, 4) for more
+    std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
+    const std::size_t unpadded = 10 + dict.size() + 1;
+    dict.append((64 - unpadded % 64) % 64, ' ');
+    dict += '\n';
+    std::string out = "\x93NUMPY";
+    out += '\x01';
+    out += '\x00';
+    out += static_cast<char>(dict.size() & 0xff);
+    out += static_cast<char>((dict.size() >> 8) & 0xff);
+    return out + dict;
+}
+
+/// The folder of the report ("" when no report was asked for).
+inline std::string handover_folder() {
+    const std::string& path = report().report_path;
+    if (path.empty()) return "";
+    const auto slash = path.rfind('/');
+    return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+/// Write bytes to folder/name through name.tmp and a rename. False on any failure.
+inline bool write_file(const std::string& folder, const std::string& name, const std::string& head,
+                       const unsigned char* data, std::size_t n) {
+    const std::string path = folder + "/" + name, tmp = path + ".tmp";
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) return false;
+    const bool wrote = std::fwrite(head.data(), 1, head.size(), f) == head.size() &&
+                       (n == 0 || std::fwrite(data, 1, n, f) == n);
+    const bool closed = std::fclose(f) == 0;
+    if (!wrote || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        return false;
+    }
+    return true;
+}
+
+inline std::string json_array_entry(const std::string& file, const char* descr, const std::vector<std::int64_t>& shape) {
+    return "{\"file\": " + json_string(file) + ", \"dtype\": " + json_string(descr) + ", \"shape\": " +
+           json_ints(shape) + "}";
+}
+
+/// Hand over check `name`'s output and inputs, then rewrite handover.json. A write failure is printed and
+/// leaves the check unverified; it never changes the program's own verdict.
+inline void hand_over(const char* name, const Handed& output, const std::vector<Handed>& inputs) {
+    static std::vector<std::string> checks;
+    const std::string folder = handover_folder();
+    if (folder.empty()) return;
+    if (output.bytes.size() > kHandoverCapBytes) {
+        std::printf("handover: check %s's output is above %zu bytes: not handed over (unverified)\n", name,
+                    kHandoverCapBytes);
+        return;
+    }
+    const std::string out_file = std::string(name) + ".output.npy";
+    bool ok = write_file(folder, out_file, npy_header(output.descr, output.shape), output.bytes.data(),
+                         output.bytes.size());
+    std::string in_json, withheld;
+    for (const auto& in : inputs) {
+        if (in.bytes.size() > kHandoverCapBytes) {
+            withheld += (withheld.empty() ? "" : ", ") + json_string(in.key);
+            continue;
+        }
+        const std::string file = std::string(name) + ".input." + in.key + ".npy";
+        ok = ok && write_file(folder, file, npy_header(in.descr, in.shape), in.bytes.data(), in.bytes.size());
+        in_json += (in_json.empty() ? "" : ", ") + json_string(in.key) + ": " + json_array_entry(file, in.descr, in.shape);
+    }
+    if (!ok) {
+        std::fprintf(stderr, "handover: cannot write check %s's arrays in %s: %s\n", name, folder.c_str(),
+                     std::strerror(errno));
+        return;
+    }
+    checks.push_back("{\"name\": " + json_string(name) + ", \"output\": " +
+                     json_array_entry(out_file, output.descr, output.shape) + ", \"inputs\": {" + in_json +
+                     "}, \"withheld\": [" + withheld + "]}");
+    std::string manifest = "{\"handover_version\": 1, \"program\": " + json_string(report().program) +
+                           ", \"checks\": [";
+    for (std::size_t i = 0; i < checks.size(); ++i) manifest += (i ? ",\n  " : "\n  ") + checks[i];
+    manifest += "]}\n";
+    if (!write_file(folder, "handover.json", manifest, nullptr, 0)) {
+        std::fprintf(stderr, "handover: cannot write %s/handover.json: %s\n", folder.c_str(), std::strerror(errno));
+    }
+}
+
 // --- the check -------------------------------------------------------------
 
 /// The mixed bound: finite, and |got - want| <= atol + rtol * |want|.
@@ -379,9 +502,12 @@ inline void track_max(std::optional<double>& m, double v) {
     if (!m || std::isnan(v) || (!std::isnan(*m) && v > *m)) m = v;
 }
 
-/// Compare every element of got against want; record, print, and exit 1 on failure.
+/// Hand over got and inputs (``hand_over``), then compare every element of got against want; record,
+/// print, and exit 1 on failure. `inputs`: what kernels/references.py computes the check's reference from.
 template <typename G>
-inline void compare(const CheckSpec& spec, const std::vector<G>& got, const std::vector<double>& want) {
+inline void compare(const CheckSpec& spec, const std::vector<G>& got, const std::vector<double>& want,
+                    const std::vector<Handed>& inputs = {}) {
+    hand_over(spec.tolerance.name, input("output", spec.shape, got), inputs);
     CheckResult c{spec};
     std::int64_t expected = 1;
     for (auto e : spec.shape) expected *= e;

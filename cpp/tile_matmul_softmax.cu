@@ -181,14 +181,15 @@ int main(int argc, char** argv) {
                                           reinterpret_cast<const __half*>(b.ptr), c.ptr, kM, kN, kK);
     TP_LAUNCHED("gemm");
     const std::vector<float> c_gpu = c.download();
-    tp::compare(matmul_spec, c_gpu, matmul_reference(a_values, b_values));
+    tp::compare(matmul_spec, c_gpu, matmul_reference(a_values, b_values),
+                {tp::input("a", {kM, kK}, a_bits), tp::input("b", {kK, kN}, b_bits)});
 
     // softmax over the GPU's C: 32 tile blocks of 8 whole rows.
     tp::begin_check(softmax_spec);
     y.poison();
     softmaxRows<<<dim3(kM / kRowsPerTile), 1>>>(c.ptr, y.ptr, kM);
     TP_LAUNCHED("softmaxRows");
-    tp::compare(softmax_spec, y.download(), softmax_reference(c_gpu));
+    tp::compare(softmax_spec, y.download(), softmax_reference(c_gpu), {tp::input("x", {kM, kN}, c_gpu)});
 
     tp::done();
 }

@@ -98,12 +98,12 @@ std::vector<double> reference(const std::vector<float>& x, bool is_max) {
 
 /// Poison the output, launch one kernel over kTiles blocks, and check its totals.
 void run_check(const tp::CheckSpec& spec, Kernel kernel, const tp::DeviceBuffer<float>& in,
-               tp::DeviceBuffer<float>& out, const std::vector<double>& want) {
+               tp::DeviceBuffer<float>& out, const std::vector<double>& want, const std::vector<float>& x) {
     tp::begin_check(spec);
     out.poison();
     kernel<<<dim3(kTiles), 1>>>(in.ptr, out.ptr, kTiles);  // tile kernels: block size must be 1
     TP_LAUNCHED("tile kernel");
-    tp::compare(spec, out.download(), want);
+    tp::compare(spec, out.download(), want, {tp::input("x", {kTiles, kSide, kSide}, x)});
 }
 
 }  // namespace
@@ -122,8 +122,8 @@ int main(int argc, char** argv) {
 
     const std::vector<double> want_max = reference(x, true);
     const std::vector<double> want_sum = reference(x, false);
-    run_check(max_spec, tile_max_native, in, out, want_max);
-    run_check(scan_spec, tile_sum_via_scan, in, out, want_sum);
-    run_check(sum_spec, tile_sum_native, in, out, want_sum);
+    run_check(max_spec, tile_max_native, in, out, want_max, x);
+    run_check(scan_spec, tile_sum_via_scan, in, out, want_sum, x);
+    run_check(sum_spec, tile_sum_native, in, out, want_sum, x);
     tp::done();
 }

@@ -75,7 +75,7 @@ def _body(s: harness.Session) -> None:
     ct.launch(cp.cuda.get_current_stream(), (ct.cdiv(M, TILE_M), 1, 1), fused_matmul_softmax,
               (cp.asarray(a_host), cp.asarray(b_host), p, TILE_M, N, TILE_K))
     want = harness.softmax_rows_f64(harness.matmul_f64(a_host, b_host))
-    s.check("fused", cp.asnumpy(p), want)
+    s.check("fused", cp.asnumpy(p), want, inputs={"a": a_host, "b": b_host})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,9 @@ One concern: decide whether a program's GPU output is right and record that deci
 * the device gate (cupy imported lazily, compute capability >= 8.0, driver r580+),
 * the element check against a float64 reference (mixed rtol/atol bound),
 * the JSON check report, written atomically at exit in every case,
+* the handover: each check's output and inputs as .npy files beside the report, with the
+  manifest handover.json, so that tileproof can recompute the reference itself, outside
+  this process (strided rows and a sha256 of the whole above HANDOVER_CAP_BYTES),
 * run_program(), which strings these together so that a program's main() is only
   "make inputs, launch, call check()".
 
@@ -15,6 +18,7 @@ imports it from its own directory, so `python kernels/fused.py` works from any c
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -33,6 +37,13 @@ ENV_SEED = "TILEPROOF_SEED"
 MIN_COMPUTE_CAPABILITY = (8, 0)
 # cuTile needs NVIDIA driver r580 or later, the first driver of CUDA 13.0.
 MIN_DRIVER_CUDA_VERSION = 13000
+
+HANDOVER_VERSION = 1
+HANDOVER_MANIFEST = "handover.json"
+# Largest array written whole; above it, every stride-th row and the sha256 of the whole
+# (keep in step with tileproof/records/handover.py CAP_BYTES and cpp/harness.h).
+HANDOVER_CAP_BYTES = 64 << 20
+HANDOVER_DTYPES = ("<f2", "<f4", "<f8", "<i4", "<i8", "|u1", "|b1")
 
 GATE_OK = "ok"
 GATE_BELOW_SM80 = "below-sm80"
@@ -314,6 +325,73 @@ def program_name(program_file: str | os.PathLike) -> str:
     return f"{p.resolve().parent.name}/{p.name}"
 
 
+# --------------------------------------------------------------------------- handover
+
+
+def host_array(array: Any) -> np.ndarray:
+    """A C-contiguous numpy copy of a numpy or cupy array, in a dtype a handover may hold."""
+    xp = array_module(array)
+    host = array.get() if xp is not np else np.asarray(array)
+    host = np.ascontiguousarray(host)
+    if host.dtype.str not in HANDOVER_DTYPES:
+        host = host.astype(np.float64)
+    return host
+
+
+def whole_sha256(host: np.ndarray) -> str:
+    """sha256 of the array's C-order bytes."""
+    return hashlib.sha256(memoryview(host).cast("B")).hexdigest() if host.size else hashlib.sha256(b"").hexdigest()
+
+
+def sample_stride(host: np.ndarray, cap: int) -> int:
+    """1 when the array fits the cap, else the row stride that brings it under."""
+    if host.nbytes <= cap or host.ndim == 0 or host.shape[0] < 2:
+        return 1
+    return max(2, -(-host.nbytes // cap))
+
+
+class Handover:
+    """The arrays each check hands over: .npy files in the report's folder, listed in handover.json."""
+
+    def __init__(self, folder: str | os.PathLike | None, program: str, cap: int = HANDOVER_CAP_BYTES):
+        self.folder = None if folder is None else Path(folder)
+        self.program = program
+        self.cap = cap
+        self.checks: list[dict[str, Any]] = []
+
+    def _write(self, file: str, host: np.ndarray, stride: int) -> dict[str, Any]:
+        assert self.folder is not None
+        entry: dict[str, Any] = {"file": file, "dtype": host.dtype.str, "shape": [int(d) for d in host.shape]}
+        kept = host
+        if stride > 1:
+            entry["sample"] = {"stride": stride, "whole_sha256": whole_sha256(host)}
+            kept = np.ascontiguousarray(host[::stride])
+        np.save(self.folder / file, kept, allow_pickle=False)
+        return entry
+
+    def add(self, name: str, got: Any, inputs: Mapping[str, Any]) -> None:
+        """Write check `name`'s output and inputs, then the manifest (rewritten after every check)."""
+        if self.folder is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        out = host_array(got)
+        stride = sample_stride(out, self.cap)
+        check: dict[str, Any] = {"name": name, "output": self._write(f"{name}.output.npy", out, stride),
+                                 "inputs": {}, "withheld": []}
+        del out
+        for key, value in inputs.items():
+            host = host_array(value)
+            aligned = host.ndim >= 1 and host.shape[0] == check["output"]["shape"][0]
+            own = stride if aligned and stride > 1 else 1
+            if own == 1 and host.nbytes > self.cap:
+                check["withheld"].append(key)
+                continue
+            check["inputs"][key] = self._write(f"{name}.input.{key}.npy", host, own)
+        self.checks = [c for c in self.checks if c["name"] != name] + [check]
+        write_atomically(self.folder / HANDOVER_MANIFEST, json.dumps(
+            {"handover_version": HANDOVER_VERSION, "program": self.program, "checks": self.checks}, indent=1) + "\n")
+
+
 # --------------------------------------------------------------------------- gate
 
 
@@ -392,12 +470,20 @@ class Session:
     args: argparse.Namespace
     report: Report
     tolerances: Mapping[str, Any]
+    handover: Handover = field(default_factory=lambda: Handover(None, ""))
 
-    def check(self, name: str, got: Any, want: Any) -> CheckResult:
-        """Compare with the table's bound for `name`; record it; raise CheckFailed if it fails."""
+    def check(self, name: str, got: Any, want: Any,
+              inputs: Mapping[str, Any] | None = None) -> CheckResult:
+        """Compare with the table's bound for `name`; record it; raise CheckFailed if it fails.
+
+        `inputs`: the arrays the check's reference in kernels/references.py is computed from,
+        by its keyword names; they and `got` are handed over to tileproof (Handover), which
+        recomputes the reference itself. Without them the check stays unverified.
+        """
         if name not in self.tolerances:
             raise KeyError(f"check {name!r} has no entry in kernels/tolerances.py "
                            f"(known: {', '.join(sorted(self.tolerances))})")
+        self.handover.add(name, got, inputs or {})
         tol = self.tolerances[name]
         result = compare(name, got, want, tol.rtol, tol.atol)
         self.report.checks.append(result)
@@ -455,8 +541,10 @@ def run_program(program_file: str, body: Callable[[Session], None], *,
         if found.gate != GATE_OK:
             return 1
         print(f"seed: {seed} (rerun with --seed {seed})", flush=True)
+        folder = Path(args.report).resolve().parent if args.report else None
         session = Session(cp=found.cupy, rng=np.random.default_rng(seed), args=args,
-                          report=report, tolerances=tolerances)
+                          report=report, tolerances=tolerances,
+                          handover=Handover(folder, report.program))
         try:
             body(session)
         except CheckFailed as failed:

@@ -101,11 +101,11 @@ def _body(s: harness.Session) -> None:
     grid = (ct.cdiv(M, TILE_M), ct.cdiv(N, TILE_N), 1)
     ct.launch(stream, grid, tile_matmul, (a, b, c, TILE_M, TILE_N, TILE_K))
     c_host = cp.asnumpy(c)
-    s.check("matmul", c_host, harness.matmul_f64(a_host, b_host))
+    s.check("matmul", c_host, harness.matmul_f64(a_host, b_host), inputs={"a": a_host, "b": b_host})
 
     y = s.nan_filled((M, N), np.float32)
     ct.launch(stream, (ct.cdiv(M, SOFTMAX_ROWS), 1, 1), row_softmax, (c, y, SOFTMAX_ROWS, N))
-    s.check("softmax", cp.asnumpy(y), harness.softmax_rows_f64(c_host))
+    s.check("softmax", cp.asnumpy(y), harness.softmax_rows_f64(c_host), inputs={"x": c_host})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,7 +57,7 @@ def _body(s: harness.Session) -> None:
     ct.launch(cp.cuda.get_current_stream(), (ct.cdiv(LENGTH, TILE), 1, 1), vector_add,
               (cp.asarray(a_host), cp.asarray(b_host), c, TILE))
     want = a_host.astype(np.float64) + b_host.astype(np.float64)
-    s.check("vector_add", cp.asnumpy(c), want)
+    s.check("vector_add", cp.asnumpy(c), want, inputs={"a": a_host, "b": b_host})
 
 
 def main(argv: list[str] | None = None) -> int:

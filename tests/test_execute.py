@@ -70,7 +70,9 @@ def test_run_program_reads_report_and_keeps_streams(tmp_path):
         print("to stderr", file=sys.stderr)
     """)
     out = run_program(tmp_path, "r1", "prog", argv, {}, timeout=60)
-    assert out.verdict == "passed"
+    # The program's report passes, but it handed no outputs over: its word alone is not a pass.
+    assert out.verdict == "unverified", out.reason
+    assert out.outside is not None and {c.problem for c in out.outside.checks} == {"no-outputs"}
     assert out.step.exit_code == 0
     assert (tmp_path / out.step.stdout.path).read_text().startswith("GPU 0")
     assert (tmp_path / out.step.stderr.path).read_text() == "to stderr\n"

@@ -26,7 +26,7 @@ KERNELS = REPO / "kernels"
 import discovered  # noqa: E402
 
 PROGRAMS = discovered.python_programs()  # every kernels/*.py declaring AOT_SIGNATURES
-HELPERS = {"harness.py", "tolerances.py"}
+HELPERS = {"harness.py", "tolerances.py", "references.py"}
 
 
 def load(name: str):

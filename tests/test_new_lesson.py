@@ -105,6 +105,10 @@ def _fill_in(root: Path, names: Names) -> None:
     last = f'"{names.cpp}": Tolerance(rtol=0.0, atol=0.0),\n'
     stop = text.index(last) + len(last)
     table.write_text(text[:start] + names.render((DATA / "entries.txt").read_text()) + text[stop:])
+    refs = root / "kernels" / "references.py"
+    text = refs.read_text()
+    start, stop = text.index(f"def {names.python}(x):"), text.index("REFERENCES = {")
+    refs.write_text(text[:start] + names.render((DATA / "references.txt").read_text()) + "\n\n" + text[stop:])
     found = {str(p) for p in problems(root)}
     fix = f"write bound: '{bound_text(0.0, 2.384185791015625e-07)}'"
     assert any("results.0.bound" in p and fix in p for p in found), found  # the check says what to write
@@ -138,7 +142,7 @@ def test_scaffold_then_real_kernels_pass_check_lint_compile_and_tests(copy, name
     linted = tileproof(copy, "lint-kernels")
     assert linted.returncode == 0, linted.stdout + linted.stderr
     assert _changed(before, copy) == {f"lessons/{names.lesson}.md", f"kernels/{names.python}.py",
-                                      f"cpp/{names.cpp}.cu", "kernels/tolerances.py",
+                                      f"cpp/{names.cpp}.cu", "kernels/tolerances.py", "kernels/references.py",
                                       "cpp/tolerances.h"}  # the header: generated
     # the discovered tests pick the new programs and lesson up; none of them was edited (pytest in the copy, in a
     # process of its own: its tests/ and conftest are the copy's, which this process has imported from the checkout)

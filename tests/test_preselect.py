@@ -30,10 +30,10 @@ PROGRAM = "kernels/p.py"
 
 def item(n: int, program: str = PROGRAM, cc: str | None = "9.0", release: str | None = "1.7.0",
          seal: str = "intact", verification: Verification = UNSIGNED, uuid: str | None = None,
-         kind: str = "run") -> Examined:
+         kind: str = "run", verdict: str = "passed") -> Examined:
     facts = preselect.Facts(kind=kind, run_id=f"r{n:02d}", created=T0 + timedelta(minutes=n), program=program,
                             gpu_uuid=(uuid or f"GPU-{cc}") if cc else None, gpu_cc=cc,
-                            release=ReleaseKey(release, True) if release else None, verdict="passed",
+                            release=ReleaseKey(release, True) if release else None, verdict=verdict,
                             program_digest="d")
     return Examined(facts, seal, verification)
 
@@ -67,6 +67,13 @@ def test_newest_of_each_group_and_every_record_that_does_not_count():
     # r00: the first GPU record (of the unsigned records' runner and of its GPU)
     assert preselect.baselines(items) == {"r00", "r03"}
     assert got == {"r00", "r02", "r03", "r04", "r05", "r06", "r07"}  # not r01 (older in its group), nor r08
+
+
+def test_past_an_unverified_newest_the_group_is_kept_to_the_first_that_is_not():
+    """An unverified check decides no row (gate.decide_row looks past it): the records it may look at stay."""
+    items = [item(1), item(2, verdict="failed"), item(3), item(4, verdict="unverified"), item(5, verdict="unverified")]
+    got = preselect.needed(items, [front(None)])
+    assert got == {"r03", "r04", "r05"} | preselect.baselines(items)
 
 
 def test_a_published_row_keeps_its_cited_record_and_every_newer_one():

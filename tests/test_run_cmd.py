@@ -58,9 +58,11 @@ def test_no_gpu_run_is_recorded_and_fails(tree, capsys):
     assert rec.report
     assert rec.report.gate == "no-gpu"
     # run_version 3 and up: the program and the helper it imports, whole; the tolerance table per entry, never
-    # whole; 4: the cuda-tile release it imported, and no failure (the gate refused, nothing raised)
+    # whole; 4: the cuda-tile release it imported, and no failure (the gate refused, nothing raised); 5: no outside
+    # check (the gate refused: nothing was computed, nothing handed over)
     assert {s.path for s in rec.sources} >= {"kernels/vector_add.py", "kernels/harness.py"}
     assert rec.run_version == RUN_VERSION
+    assert rec.outside is None
     assert "kernels/tolerances.py" not in {s.path for s in rec.sources}
     assert rec.cuda_tile is not None
     assert rec.cuda_tile.in_range

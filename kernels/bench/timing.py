@@ -34,6 +34,7 @@ import contextlib
 import math
 import random
 import statistics
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager
 
@@ -57,6 +58,10 @@ class Case:
     samples_ms: list[float] = field(default_factory=list)
     round_medians_ms: list[float] = field(default_factory=list)
     warmup_launches: list[int] = field(default_factory=list)
+    wall_unix: list[list[float]] = field(default_factory=list)
+    """[start, end] wall-clock seconds (time.time()) of each region holding this case's timed samples (a
+    batch with its warm-up; a head-to-head chunk): tileproof holds them against its own bracket of the
+    step and against the rate the events claim."""
 
     @property
     def median_ms(self) -> float:
@@ -65,7 +70,7 @@ class Case:
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, **self.info, "samples_ms": list(self.samples_ms),
                 "round_medians_ms": list(self.round_medians_ms),
-                "warmup_launches": list(self.warmup_launches)}
+                "warmup_launches": list(self.warmup_launches), "wall_unix": [list(w) for w in self.wall_unix]}
 
 
 class Timer:
@@ -159,7 +164,9 @@ def interleave(timer: Timer, cases: list[Case], rounds: int, launches: int,
             this_round = [cases[(i + r) % n] for i in range(n)]
         for case in this_round:
             with watch(case.key) if watch is not None else contextlib.nullcontext():
+                start = time.time()  # the batch: its warm-up, then its timed launches, synchronised
                 ms, warmed = timer.batch(case.launch, launches, warmup_ms)
+                case.wall_unix.append([start, time.time()])
             case.samples_ms.extend(ms)
             case.round_medians_ms.append(statistics.median(ms))
             case.warmup_launches.append(warmed)
@@ -183,7 +190,11 @@ def alternate(timer: Timer, cases: list[Case], cycles: int, warmup_ms: float = W
     warmed = timer.warm(cycle, warmup_ms)
     for first in range(0, cycles, PAIRED_CHUNK):
         n = min(PAIRED_CHUNK, cycles - first)
+        start = time.time()
         ms = timer.timed_sequence([case.launch for case in cases] * n)
+        region = [start, time.time()]  # shared by the cases launched in turn: each case's samples lie in it
+        for case in cases:
+            case.wall_unix.append(list(region))
         for j, case in enumerate(cases):
             mine = ms[j::len(cases)]
             case.samples_ms.extend(mine)

@@ -22,7 +22,8 @@ from tileproof.records.tolerances import HEADER_FILE, REGENERATE, cpp_header, ha
 SCHEMA_DIR = Path("schema")
 SCHEMA_MODULES = ("tileproof.records.models", "tileproof.records.runner_keys", "tileproof.records.signing",
                   "tileproof.records.registry_change", "tileproof.records.trust_pin",
-                  "tileproof.records.cluster", "tileproof.records.audit_summary")
+                  "tileproof.records.cluster", "tileproof.records.audit_summary",
+                  "tileproof.records.handover")
 """Every module whose models join ``records.schemas`` (tests/test_schema.py finds each ``@schema`` in the
 package and checks its module is here). Imported when the schemas are rendered, not with this module, which
 ``compile`` imports."""

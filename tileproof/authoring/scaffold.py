@@ -2,9 +2,11 @@
 
 What it writes passes ``tileproof check``, ``lint-kernels``, ``compile`` and the tests unchanged:
 the lesson is exactly what publish would render back (a draft, every result ``?``), the programs
-are ``templates.PYTHON`` / ``templates.CPP`` and each check gets an entry in
-``kernels/tolerances.py`` with its derivation written above it. Nothing existing is overwritten:
-a program, lesson or check name that exists already is one line naming it.
+are ``templates.PYTHON`` / ``templates.CPP`` (each hands its check's output and input over), each
+check gets an entry in ``kernels/tolerances.py`` with its derivation written above it, and a
+reference function in ``kernels/references.py``, from which tileproof recomputes the check itself.
+Nothing existing is overwritten: a program, lesson or check name that exists already is one line
+naming it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from tileproof.authoring import templates
 from tileproof.authoring.check import bound_text
 from tileproof.lesson_text import dump_key, front_values, render_results_table
-from tileproof.records import lessons, store
+from tileproof.records import handover, lessons, store
 from tileproof.records.errors import TileproofError
 from tileproof.records.lessons import GATE_CHECK
 from tileproof.records.models import (
@@ -85,6 +87,29 @@ def with_entries(table_text: str, checks: list[str]) -> str:
     return "".join(lines[:close]) + new + "".join(lines[close:])
 
 
+REFERENCES_FILE = Path(handover.REFERENCES_FILE)
+
+
+def with_references(text: str, checks: list[str]) -> str:
+    """``kernels/references.py``'s text with a reference function per check (before ``REFERENCES``) and its
+    entry (last in ``REFERENCES``)."""
+    tree = ast.parse(text)
+    node = next((n for n in tree.body if isinstance(n, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == "REFERENCES" for t in n.targets) and isinstance(n.value, ast.Dict)), None)
+    if node is None or node.end_lineno is None:
+        raise ScaffoldError(f"{REFERENCES_FILE}: no REFERENCES = {{...}} dict (fix: restore it from git)")
+    lines = text.splitlines(keepends=True)
+    close = node.end_lineno - 1
+    if lines[close].strip() != "}":
+        raise ScaffoldError(f"{REFERENCES_FILE}:{node.end_lineno}: REFERENCES does not end with a '}}' line "
+                            "(fix: put the closing brace on its own line)")
+    functions = "".join(templates.REFERENCE_FUNCTION.format(check=c) for c in checks) + "\n\n"
+    entries = "".join(templates.REFERENCE_ENTRY.format(check=c) for c in checks)
+    start = node.lineno - 1
+    return "".join(lines[:start]).rstrip("\n") + "\n" + functions + "".join(lines[start:close]) + entries + \
+        "".join(lines[close:])
+
+
 def scaffold(root: Path, lesson_id: str, python: str | None, cpp: str | None, title: str | None = None) -> list[str]:
     """Write the lesson, its programs and their tolerance entries; the paths written, in order."""
     root = Path(root)
@@ -108,9 +133,13 @@ def scaffold(root: Path, lesson_id: str, python: str | None, cpp: str | None, ti
     text = lesson_text(lesson_id, title, [p for p, _t in files])
     table_path = root / TABLE_FILE
     table_text = with_entries(table_path.read_text(encoding="utf-8"), checks)
+    refs_path = root / REFERENCES_FILE
+    refs_text = with_references(refs_path.read_text(encoding="utf-8") if refs_path.is_file() else templates.REFERENCES,
+                                checks)
     for rel, template in files:
         name = Path(rel).stem
         store.write_atomic(root / rel, template.format(name=name, check=name, title=title, length=98_765, tile=1024))
     store.write_atomic(table_path, table_text)
+    store.write_atomic(refs_path, refs_text)
     store.write_atomic(root / lesson_path, text)
-    return [p for p, _t in files] + [TABLE_FILE.as_posix(), lesson_path]
+    return [p for p, _t in files] + [TABLE_FILE.as_posix(), REFERENCES_FILE.as_posix(), lesson_path]

@@ -61,7 +61,9 @@ def _body(s: harness.Session) -> None:
     y = s.nan_filled((LENGTH,), np.float32)
     ct.launch(cp.cuda.get_current_stream(), (ct.cdiv(LENGTH, TILE), 1, 1), {name}, (cp.asarray(x_host), y, TILE))
     want = 2.0 * x_host.astype(np.float64)
-    s.check("{check}", cp.asnumpy(y), want)
+    # The output and its input are handed over: tileproof recomputes {check}(x) from
+    # kernels/references.py itself, outside this program.
+    s.check("{check}", cp.asnumpy(y), want, inputs={{"x": x_host}})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +124,9 @@ int main(int argc, char** argv) {{
     out.poison();
     {name}<<<dim3(kTiles), 1>>>(in.ptr, out.ptr, kTiles);  // tile kernels: block size must be 1
     TP_LAUNCHED("tile kernel");
-    tp::compare(spec, out.download(), want);
+    // The output and its input are handed over: tileproof recomputes {check}(x) from
+    // kernels/references.py itself, outside this program.
+    tp::compare(spec, out.download(), want, {{tp::input("x", {{kTiles * kSide, kSide}}, x)}});
     tp::done();
 }}
 '''
@@ -132,3 +136,30 @@ ENTRY = '''\
     # reference: rtol 0, atol 0. Replace this derivation with your kernel's error bound.
     "{check}": Tolerance(rtol=0.0, atol=0.0),
 '''
+
+REFERENCE_FUNCTION = '''
+
+def {check}(x):
+    """{check}: y = 2 * x, row by row (replace it with what your kernel computes, in float64 numpy)."""
+    return 2.0 * x
+'''
+"""A check's reference function in kernels/references.py (``scaffold.with_references`` adds it)."""
+
+REFERENCE_ENTRY = '''\
+    "{check}": {check},
+'''
+"""Its entry in ``REFERENCES``."""
+
+REFERENCES = '''\
+"""The float64 reference of every program check, as tileproof recomputes it outside the program.
+
+tileproof loads this file by path, with no GPU, and calls REFERENCES[check](**inputs) with the
+arrays the check handed over (float64); import only numpy and math here (docs/authoring.md).
+"""
+
+import numpy as np
+
+REFERENCES = {
+}
+'''
+"""kernels/references.py for a repository that has none yet."""

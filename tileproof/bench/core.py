@@ -136,9 +136,29 @@ def _finite(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-def build_cases(results: dict[str, Any], report: CheckReport | None
+WALL_SLACK_S = 1.0
+"""Seconds a reported timed region may stick out of tileproof's bracket of the step (clock reads, rounding)."""
+
+
+def wall_of(case: dict[str, Any], window: tuple[float, float] | None) -> tuple[float | None, bool | None]:
+    """(wall-clock seconds of the case's timed regions, whether all lie inside ``window``: tileproof's own start
+    and end of the step, Unix seconds); (None, None) when the program reported no regions."""
+    regions = case.get("wall_unix")
+    if not regions:
+        return None, None
+    spans = [(float(a), float(b)) for a, b in regions]
+    if any(not (math.isfinite(a) and math.isfinite(b)) or b < a for a, b in spans):
+        raise ValueError(f"case {case['key']}: wall_unix holds a region that ends before it starts")
+    inside = None if window is None else all(
+        window[0] - WALL_SLACK_S <= a and b <= window[1] + WALL_SLACK_S for a, b in spans)
+    return sum(b - a for a, b in spans), inside
+
+
+def build_cases(results: dict[str, Any], report: CheckReport | None,
+                window: tuple[float, float] | None = None
                 ) -> tuple[list[BenchCase], dict[str, float], dict[str, float]]:
-    """BenchCases, ceilings and repeat spreads from a program's results JSON.
+    """BenchCases, ceilings and repeat spreads from a program's results JSON; ``window``: the step's start and
+    end as tileproof saw them (Unix seconds), which each case's reported timed regions must lie in.
 
     Raises KeyError/TypeError/ValueError on a malformed results file (the caller
     turns that into an ``error`` verdict)."""
@@ -177,6 +197,7 @@ def build_cases(results: dict[str, Any], report: CheckReport | None
             check = report.checks[index]
         s = st[key]
         roof = roofline(c, s["median_ms"], tflops, gbps, ceilings, ceiling_keys)
+        wall_s, in_step = wall_of(c, window)
         cases.append(BenchCase(
             key=key, name=c["name"], variant=c["variant"], shape=list(c["shape"]), dtype=c["dtype"],
             tiles=c.get("tiles"), repeats=s["repeats"], first_launch_ms=_finite(c.get("first_launch_ms")),
@@ -188,6 +209,8 @@ def build_cases(results: dict[str, Any], report: CheckReport | None
             tiles_per_sm=_finite(c.get("tiles_per_sm")), resources=_resources(c.get("resources")),
             roofline=roof, load=gpu_load(c.get("load"), results.get("load"), results.get("peak"),
                                          tflops if roof is not None and roof.bound == "flops" else None),
+            events_ms=float(sum(c["samples_ms"])) if wall_s is not None else None, wall_s=wall_s,
+            wall_in_step=in_step,
         ))
 
     repeat_spread = {}
@@ -450,10 +473,24 @@ class Session:
     signer: Signer | None = None
 
 
+def bench_verdict(outcome: Outcome) -> Verdict:
+    """A bench record's verdict (the program's, ``Verdict``) from the run's: tileproof's own check disagreeing is
+    ``failed``; ``unverified`` (a bench program hands its full-size checks' outputs over only as far as the cap
+    allows) stays the program's ``passed``, as every bench record's verdict always was (its reason says so)."""
+    verdict = outcome.verdict
+    if verdict == "checker-disagrees":
+        return "failed"
+    if verdict in ("unverified", "passed"):
+        return "passed"
+    if verdict in ("failed", "gated", "no-gpu", "error", "timeout"):
+        return verdict
+    return "error"  # toolchain-absent: run_program never says so (only a session does)
+
+
 def _read_results(raw: bytes | None, outcome: Outcome, why_not: str = "") -> tuple[Verdict, str, tuple]:
     """Verdict, reason and (cases, ceilings, repeat spread, head to head, why some case has no load) from a
     results file."""
-    verdict: Verdict = outcome.verdict
+    verdict: Verdict = bench_verdict(outcome)
     reason = outcome.reason
     empty: tuple = ([], {}, {}, {}, None)
     if raw is None:
@@ -461,7 +498,8 @@ def _read_results(raw: bytes | None, outcome: Outcome, why_not: str = "") -> tup
             else (verdict, reason, empty)
     try:
         results = json.loads(raw)
-        cases, ceilings, repeat_spread = build_cases(results, outcome.report)
+        window = (outcome.step.started.timestamp(), outcome.step.ended.timestamp())
+        cases, ceilings, repeat_spread = build_cases(results, outcome.report, window)
         paired = head_to_head(results)
         cases = second_looks(results, cases, paired)
         skipped = results.get("skipped") or []

@@ -20,14 +20,15 @@ from tileproof.records.models import Model, RunRecord, SessionRecord
 from tileproof.runner.slurm import CUT_SHORT, JobState
 
 CellOutcome = Literal["passed", "failed", "gated", "no-gpu", "toolchain-absent", "wrong-gpu", "gap", "refused",
-                      "bad-record"]
+                      "bad-record", "unverified"]
 """``refused``: the engine would not run this kind (e.g. no node has the feature);
 ``gap``: the task left fewer records than the lesson has programs, or no closing
 session record (it died or never started); ``bad-record``: a record did not load;
-``toolchain-absent``: a program's toolchain was not on the node (the run verdict of that name)."""
+``toolchain-absent``: a program's toolchain was not on the node (the run verdict of that name); ``unverified``: a
+program passed by its own word only (tileproof could not recompute a check from what it handed over)."""
 
-_ORDER: tuple[CellOutcome, ...] = ("refused", "bad-record", "gap", "wrong-gpu", "failed", "toolchain-absent", "gated",
-                                   "no-gpu", "passed")
+_ORDER: tuple[CellOutcome, ...] = ("refused", "bad-record", "gap", "wrong-gpu", "failed", "toolchain-absent",
+                                   "unverified", "gated", "no-gpu", "passed")
 """Worst first: a cell shows the worst of its programs."""
 
 
@@ -123,9 +124,9 @@ def _outcome(r: RunRecord, compute_capability: str | None) -> CellOutcome:
         return "wrong-gpu"
     verdict = r.verdict
     match verdict:  # every run verdict is named: mypy reports a missing return when a new one is not
-        case "failed" | "error" | "timeout":
+        case "failed" | "error" | "timeout" | "checker-disagrees":
             return "failed"
-        case "passed" | "gated" | "no-gpu" | "toolchain-absent":
+        case "passed" | "gated" | "no-gpu" | "toolchain-absent" | "unverified":
             return verdict
 
 

@@ -396,10 +396,16 @@ def _command(front: LessonFront, row: ResultRow, outcome: Outcome, rec: RunRecor
     return run
 
 
+def _passes(rec: RunRecord, check: str) -> bool:
+    """Whether ``rec``'s verdict passes ``check``: ``passed``, or ``unverified`` where tileproof's own check did
+    verify this check (another check of the run was left unverified)."""
+    return rec.verdict == "passed" or (rec.verdict == "unverified" and not rec.unverified(check))
+
+
 def _required(rec: RunRecord, front: LessonFront, row: ResultRow, today, table, read_evidence):
     if rec.verdict == "toolchain-absent":
         return "toolchain-absent", f"run {rec.run_id}: {rec.reason}"
-    if rec.verdict != "passed":
+    if not _passes(rec, row.check):
         outcome: Outcome = "gated" if rec.verdict == "gated" else "failed"
         return outcome, f"verdict {rec.verdict} in run {rec.run_id}: {rec.reason}"
     cc, problem = verify_capability(rec, read_evidence)
@@ -498,7 +504,9 @@ def newer_failure(cited: RunRecord, front: LessonFront, row: ResultRow, records:
             continue
         if staleness(rec, front, row.program, today, table, row.check) or toolchain_problem(rec):
             continue
-        if rec.verdict != "passed":
+        if rec.unverified(row.check):  # tileproof could not check it: it says nothing about the program
+            continue
+        if not _passes(rec, row.check):
             return rec, f"verdict {rec.verdict} in run {rec.run_id}: {rec.reason}"
         bad = _bounds(rec, row.check, table)
         if bad:
@@ -557,6 +565,13 @@ def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Map
                                  f"run {rec.run_id}, verdict {rec.verdict}")
         return done("no-record", f"no run record for {row.program}" + (" on a GPU below cc 8.0"
                                                                         if klass.below_tile else ""))
+    if not klass.below_tile:  # a check tileproof could not verify outside the program decides nothing
+        verified = [r for r in fitting if not r.unverified(row.check)]
+        if not verified:
+            rec = fitting[-1]
+            return done("no-record", f"run {rec.run_id} left check '{row.check}' unverified, which decides no row: "
+                                     f"{rec.reason}")
+        fitting = verified
     rec = fitting[-1]
     outcome, reason = judge(rec, front, row, today, table, read_evidence)
     return done(outcome, reason, rec)

@@ -13,7 +13,9 @@ decision is the one judged over all records; the reason, per rule that picks rec
   not (``RowClass.admits``), a GPU or none (a run without one decides only when nothing ran on a GPU), the
   cuda-tile release (``releases.decides_rows``, for the lock or, on the release axis, for each release): the
   newest of each (program, below 8.0, GPU, release) group is kept, and any newest the rule picks is the newest of
-  one such group. A record that does not count is named in the row's reason: all of them are kept.
+  one such group; past a newest whose verdict is ``unverified`` (a check tileproof could not recompute decides
+  nothing, ``RunRecord.unverified``), every older one of its group down to the first that is not. A record
+  that does not count is named in the row's reason: all of them are kept.
 - a published lesson's cited records, and every counted record of its programs newer than the oldest of them
   (``gate.newer_failure`` looks at each newer one until one fails).
 - bench, claims and compile records are all kept (performance claims, claims verdicts and the REG/SHARED table
@@ -116,7 +118,7 @@ def needed(items: Sequence[Examined[Facts]], fronts: Iterable[LessonFront]) -> s
         keep |= cited
         for program in {row.program for row in front.results}:
             mine = by_program.get(program, [])
-            newest: dict[tuple, Examined[Facts]] = {}
+            groups: dict[tuple, list[Examined[Facts]]] = {}
             oldest_cited: tuple | None = None
             for e in mine:
                 if not trust.admits(e):
@@ -125,11 +127,14 @@ def needed(items: Sequence[Examined[Facts]], fronts: Iterable[LessonFront]) -> s
                 f = e.record
                 gpu = f.gpu_cc is not None  # GpuFacts always names both uuid and compute capability
                 group = (below_tile(f.gpu_cc) if gpu else False, gpu, f.release)
-                if group not in newest or standing.age(newest[group]) < standing.age(e):
-                    newest[group] = e
+                groups.setdefault(group, []).append(e)
                 if f.run_id in cited and (oldest_cited is None or standing.age(e) < oldest_cited):
                     oldest_cited = standing.age(e)
-            keep |= {e.record.run_id for e in newest.values()}
+            for members in groups.values():  # the newest, and past it while the newer ones are unverified
+                for e in sorted(members, key=standing.age, reverse=True):
+                    keep.add(e.record.run_id)
+                    if e.record.verdict != "unverified":
+                        break
             if oldest_cited is not None:
                 keep |= {e.record.run_id for e in mine if trust.admits(e) and standing.age(e) > oldest_cited}
     keep |= baselines(items)

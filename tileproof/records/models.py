@@ -12,8 +12,6 @@ from datetime import datetime
 from typing import Annotated, Any, ClassVar, Final, Literal, NamedTuple, TypeVar
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ModelWrapValidatorHandler,
     StringConstraints,
@@ -21,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from tileproof.records.base import Model
 from tileproof.records.redact import RedactionRule
 from tileproof.records.schemas import schema
 from tileproof.records.tolerances import TABLE_PATHS
@@ -44,10 +43,14 @@ LESSON_VERSION: Final = 1
 Verdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout"]
 """Closed set of verdicts of a program that was started. Only ``passed`` counts as passing."""
 
-RunVerdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout", "toolchain-absent"]
+RunVerdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout", "toolchain-absent",
+                     "checker-disagrees", "unverified"]
 """A run record's verdict: ``Verdict``, or ``toolchain-absent`` (run records of ``run_version`` 2): the
 program's toolchain is not on this machine (a ``kernels/*.jl`` program where no ``julia`` with
-cuTile.jl is found), so it could not be started; never a pass."""
+cuTile.jl is found), so it could not be started; never a pass. From run_version 5 (``OUTSIDE_RUN_VERSION``)
+also ``checker-disagrees`` (tileproof's own check of the handed-over outputs and the program's report
+disagree: a failure) and ``unverified`` (the program passed, but a check handed over nothing tileproof
+could recompute: never a pass; a check it did recompute may still decide its row)."""
 
 TOOLCHAIN_ABSENT_FIX = "install Julia + cuTile.jl on a GPU runner"
 """The fix a ``toolchain-absent`` run record and the publish decision name (one wording)."""
@@ -70,9 +73,15 @@ RELEASE_FOLDER_RUN_VERSION: Final = 5
 """The first ``RunRecord.run_version`` that names the folder its cuda-tile release was imported from when that
 folder is named by the release wheel's sha256 (``RunRecord.release_folder``)."""
 
+OUTSIDE_RUN_VERSION: Final = 5
+"""The first ``RunRecord.run_version`` whose verdict is not the program's word alone: tileproof checked the outputs
+the program handed over itself (``RunRecord.outside``). An older record's verdict is the program's own
+(``RunRecord.verdict_by``)."""
+
 RUN_VERSION: Final = 5
-"""``RunRecord.run_version`` of the run records written now: 5 may name the digest-named folder its cuda-tile
-release was unpacked into (``RELEASE_FOLDER_RUN_VERSION``); 4 names the cuda-tile release and the program's
+"""``RunRecord.run_version`` of the run records written now: 5 checks the handed-over outputs outside the program
+(``OUTSIDE_RUN_VERSION``) and may name the digest-named folder its cuda-tile release was unpacked into
+(``RELEASE_FOLDER_RUN_VERSION``); 4 names the cuda-tile release and the program's
 uncaught exception (``CUDA_TILE_RUN_VERSION``); 3 attests tolerance entries (``ENTRY_RUN_VERSION``); 2 may
 hold the verdict ``toolchain-absent``; 1 (records written before, field absent; still read) predates all
 four."""
@@ -102,12 +111,6 @@ def _none(value: object) -> bool:
 ADDED_FIELD = Field(default=None, exclude_if=_none)
 """A field a record kind gained in a later version (default None): left out of the record's JSON while None, so a
 record written before the field existed dumps exactly as it was written and signed."""
-
-
-class Model(BaseModel):
-    """Base for every on-disk model: unknown fields are errors."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
 
 def counter(current: int) -> Any:
@@ -188,6 +191,51 @@ class CheckReport(Model):
     gate_message: str
     checks: list[Check]
     passed: bool
+
+
+OutsideStatus = Literal["passed", "failed", "unverified"]
+"""tileproof's own verdict on one check: ``passed`` and ``failed`` from its own float64 reference,
+``unverified`` when the program handed over nothing it could recompute."""
+
+OutsideProblem = Literal["mismatch", "non-finite", "all-equal", "refused", "reference-error", "no-outputs",
+                         "no-reference", "withheld-input", "checker-error"]
+"""Why a check is not ``passed`` outside: elements beyond the bound, a NaN or Inf output, an all-equal output
+where the reference is not, handed-over files refused as input (a link, over the cap, not what the manifest
+says), the lesson's reference raising, nothing handed over, no reference declared, an input not handed over,
+the checker itself failing."""
+
+
+class OutsideCheck(Model):
+    """One check as tileproof checked it, outside the program (``runner.outside_check``)."""
+
+    name: str
+    status: OutsideStatus
+    problem: OutsideProblem | None
+    """None when ``passed``."""
+    why: str
+    """One line: what was found."""
+    checked: int = 0
+    """Elements compared (the sampled rows' elements for a sampled output)."""
+    mismatches: int = 0
+    max_abs_err: Number | None = None
+    max_rel_err: Number | None = None
+    sampled_stride: int | None = None
+    """The row stride of a sampled output (``handover.RowSample``); None: the whole output was checked."""
+    output_sha256: str | None = None
+    """sha256 of the whole output's C-order bytes (as handed over, or as the sample names it)."""
+
+
+class OutsideVerdict(Model):
+    """tileproof's own check of what a program handed over (``records.handover``), beside the program's report."""
+
+    checks: list[OutsideCheck]
+    """One per check of the program's report, and per handed-over check the report lacks."""
+    manifest: Transcript | None
+    """``handover.json`` as kept under ``evidence/``; None when the program handed over none."""
+    references_sha256: str | None = None
+    """sha256 of ``kernels/references.py`` as the checker ran it (UTF-8); None when nothing was recomputed."""
+    wall_s: float
+    """Seconds the checker's process took, start to end."""
 
 
 class ProgramFailure(Model):
@@ -711,8 +759,9 @@ class RunRecord(RecordBase, Versioned):
     VERSION_FIELD = "run_version"
     kind: Literal["run"]
     run_version: Literal[1, 2, 3, 4, 5] = counter(RUN_VERSION)
-    """5 (``RUN_VERSION``) for records written now: the digest-named folder of its cuda-tile release named, when
-    there is one (``release_folder``); 4 and up: the cuda-tile release and the program's uncaught exception
+    """5 (``RUN_VERSION``) for records written now: the outputs checked outside the program (``outside``), and
+    the digest-named folder of its cuda-tile release, when there is one (``release_folder``); 4 and up: the
+    cuda-tile release and the program's uncaught exception
     named (``cuda_tile``, ``failure``); 3 and up: tolerance entries attested one by one
     (``ENTRY_RUN_VERSION``); 2 and up: the verdict may be
     ``toolchain-absent``; 1 (records written before, field absent): the verdicts of ``Verdict`` only, the
@@ -747,6 +796,31 @@ class RunRecord(RecordBase, Versioned):
     release_folder: ReleaseFolder | None = ADDED_FIELD
     """From run_version 5, for a Python program: the folder its cuda-tile release was imported from, when that
     folder's name is a sha256 (a release wheel unpacked by its digest); None otherwise."""
+    outside: OutsideVerdict | None = ADDED_FIELD
+    """From run_version 5: tileproof's own check of the outputs the program handed over; None when the program
+    ran no check (gated, no GPU, crashed before its report). The verdict is ``passed`` only when it and the
+    program's report agree."""
+
+    @property
+    def verdict_by(self) -> Literal["program", "program-and-checker"]:
+        """Whose word the verdict is: the program's own report alone (records before ``OUTSIDE_RUN_VERSION``),
+        or the program's report and tileproof's check of its handed-over outputs, agreeing."""
+        return "program-and-checker" if self.run_version >= OUTSIDE_RUN_VERSION else "program"
+
+    def unverified(self, check: str) -> bool:
+        """Whether this record leaves ``check`` unverified, so that it decides nothing about it: its verdict is
+        ``unverified`` (the program passed) and tileproof's own check found nothing to recompute ``check`` from.
+        Never for a record before ``OUTSIDE_RUN_VERSION`` (its verdict is the program's, as it always was), nor for
+        one that failed in any way (a failure decides its rows, whichever check was left unverified)."""
+        if self.verdict != "unverified":
+            return False
+        found = next((c for c in self.outside.checks if c.name == check), None) if self.outside else None
+        return found is None or found.status == "unverified"
+
+    def outside_failed(self, check: str) -> OutsideCheck | None:
+        """tileproof's own check of ``check`` when it failed, None otherwise (or before ``OUTSIDE_RUN_VERSION``)."""
+        found = next((c for c in self.outside.checks if c.name == check), None) if self.outside else None
+        return found if found is not None and found.status == "failed" else None
 
     @property
     def attests_table_whole(self) -> bool:
@@ -768,6 +842,10 @@ class RunRecord(RecordBase, Versioned):
             raise ValueError(f"verdict toolchain-absent needs run_version {TOOLCHAIN_ABSENT_RUN_VERSION}")
         if self.run_version < ENTRY_RUN_VERSION and self.tolerances:
             raise ValueError(f"run records before run_version {ENTRY_RUN_VERSION} attest no tolerance entries")
+        if self.run_version < OUTSIDE_RUN_VERSION and (self.outside is not None
+                                                       or self.verdict in ("checker-disagrees", "unverified")):
+            raise ValueError(f"run records before run_version {OUTSIDE_RUN_VERSION} hold the program's verdict only "
+                             "(no outside check, no verdict checker-disagrees or unverified)")
         if self.run_version < CUDA_TILE_RUN_VERSION and (self.cuda_tile is not None or self.failure is not None):
             raise ValueError(f"run records before run_version {CUDA_TILE_RUN_VERSION} name no cuda_tile release "
                              "and no failure")
@@ -795,8 +873,10 @@ class SessionRecord(RecordBase):
 # --- bench -------------------------------------------------------------------
 
 
-BENCH_VERSION: Final = 3
-"""``BenchRecord.bench_version`` of the bench records written now: 3 gives every timed case the GPU's
+BENCH_VERSION: Final = 4
+"""``BenchRecord.bench_version`` of the bench records written now: 4 keeps, beside the CUDA-event timings, the
+wall-clock time of each case's timed region as the program reported it and whether tileproof's own bracket of
+the step holds it (``BenchCase.wall_s``, ``wall_in_step``); 3 gives every timed case the GPU's
 SM clock and power draw while it ran (``load``), against the card's maximum SM clock and power limit;
 2 (still read) gives every timed case its ``roofline`` (what bounds it, against which ceiling of the
 same run) and flags results too good to believe unseen (``second_look``); 1 (records written before,
@@ -806,6 +886,8 @@ ROOFLINE_BENCH_VERSION: Final = 2
 """The first bench_version whose cases carry ``roofline`` and ``second_look``."""
 LOAD_BENCH_VERSION: Final = 3
 """The first bench_version whose cases carry ``load``."""
+WALL_BENCH_VERSION: Final = 4
+"""The first bench_version whose cases carry ``wall_s`` and ``wall_in_step``."""
 
 SECOND_LOOK_COPY_PCT: Final = 95.0
 """A bytes-bound case above this % of the device copy measured in the same run is flagged for a second look."""
@@ -981,6 +1063,16 @@ class BenchCase(Model):
     load: GpuLoad | None = None
     """From bench_version 3: the GPU's SM clock and power draw during this case's batches; None where the
     program could not read them (the record's ``load_unavailable`` says why)."""
+    events_ms: float | None = ADDED_FIELD
+    """From bench_version 4: the sum of the case's CUDA-event samples (ms), what the timed launches took by the
+    program's own clock."""
+    wall_s: float | None = ADDED_FIELD
+    """From bench_version 4: the wall-clock seconds of the regions in which the case's samples were timed (the
+    program's ``time.time()`` around each timed batch, summed); None when the program reported none."""
+    wall_in_step: bool | None = ADDED_FIELD
+    """From bench_version 4: whether every timed region the program reported lies inside the step as tileproof
+    bracketed it (its own start and end times); None when the program reported none. The audit
+    (``bench-wall-clock``) finds a case whose wall clock cannot hold the rate its events claim."""
 
     # The metrics a performance claim can name beyond the fields above (``PerfMetric``), derived here so
     # that the claim rule reads each from one place.
@@ -1028,7 +1120,7 @@ class PairedRatio(Model):
 class BenchRecord(RecordBase, Versioned):
     VERSION_FIELD = "bench_version"
     kind: Literal["bench"]
-    bench_version: Literal[1, 2, 3] = counter(BENCH_VERSION)
+    bench_version: Literal[1, 2, 3, 4] = counter(BENCH_VERSION)
     """3 (``BENCH_VERSION``) for records written now: cases carry ``load`` besides what 2 has; 2: cases carry
     ``roofline`` and ``second_look``, and ``ceilings`` may hold ``peak_tflops``; 1 (records written before,
     field absent): none of these."""
@@ -1082,6 +1174,9 @@ class BenchRecord(RecordBase, Versioned):
         elif any(c.load is None for c in rated) and not self.load_unavailable:
             raise ValueError(f"bench records of bench_version {LOAD_BENCH_VERSION} give every case with a rate its "
                              "load, or say in load_unavailable why not")
+        if self.bench_version < WALL_BENCH_VERSION and any(
+                c.wall_s is not None or c.wall_in_step is not None or c.events_ms is not None for c in self.cases):
+            raise ValueError(f"bench records before bench_version {WALL_BENCH_VERSION} hold no wall-clock times")
         return self
 
 

@@ -25,9 +25,10 @@ import yaml
 
 from tileproof.records.errors import InputProblem, InputRefused, RecordError
 
-InputKind = Literal["record", "evidence", "lesson", "claims", "tolerances", "build", "lock", "left"]
+InputKind = Literal["record", "evidence", "lesson", "claims", "tolerances", "build", "lock", "left", "handover"]
 """What an input file is; it sets the size cap and whether links are allowed. ``left``: a file a program
-left in its scratch folder (its check report, the exception its launcher wrote, a bench results file)."""
+left in its scratch folder (its check report, the exception its launcher wrote, a bench results file);
+``handover``: an output or input array it handed over (``records.handover``)."""
 
 MIB = 1 << 20
 LIMITS: dict[InputKind, int] = {
@@ -39,17 +40,19 @@ LIMITS: dict[InputKind, int] = {
     "build": 16 * MIB,
     "lock": 1 * MIB,
     "left": 16 * MIB,
+    "handover": 65 * MIB,
 }
-"""Largest file of each kind tileproof reads (the largest committed record is 0.2 MiB)."""
+"""Largest file of each kind tileproof reads (the largest committed record is 0.2 MiB; a handed-over array is at
+most ``records.handover.CAP_BYTES``, 64 MiB, plus its ``.npy`` header)."""
 
 CHUNK = 1 * MIB
 """Most bytes read at once (:func:`stream` hands them out one chunk at a time)."""
 
-NO_LINKS: frozenset[InputKind] = frozenset({"record", "evidence", "left"})
+NO_LINKS: frozenset[InputKind] = frozenset({"record", "evidence", "left", "handover"})
 """Kinds that may not be a symbolic link nor sit under one: runs/ and evidence/ hold plain files, and a
-program leaves plain files."""
+program leaves and hands over plain files."""
 
-ONE_NAME: frozenset[InputKind] = frozenset({"left"})
+ONE_NAME: frozenset[InputKind] = frozenset({"left", "handover"})
 """Kinds that may not be a hard link either: a file a program leaves is one it wrote, never a second name of
 another file (``/etc/shadow`` linked into its scratch folder)."""
 

@@ -19,10 +19,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from tileproof.records.errors import InputProblem, InputRefused
-from tileproof.records.models import CheckReport, ProgramFailure, Step, Transcript, Verdict
+from tileproof.records.models import CheckReport, OutsideVerdict, ProgramFailure, RunVerdict, Step, Transcript, Verdict
 from tileproof.records.redact import RedactionRule, merge, redact
 from tileproof.records.safe_read import read_bytes
 from tileproof.records.store import write_evidence
+from tileproof.runner import outside_check
 from tileproof.runner.process import scratch_dir, start_and_wait
 from tileproof.runner.step import to_step
 from tileproof.toolchain import launch
@@ -40,13 +41,15 @@ class Outcome:
     step: Step
     report: CheckReport | None
     report_file: Transcript | None
-    verdict: Verdict
+    verdict: RunVerdict
     reason: str
     failure: ProgramFailure | None = None
     """The exception that ended a Python program (``toolchain.launch``), None when none did."""
     report_refused: InputProblem | None = None
     """Why a report the program left was not read (``read_left``): it counts as no report; None when it was
     read, or there was none."""
+    outside: OutsideVerdict | None = None
+    """tileproof's own check of the outputs the program handed over (``outside_check``), None when it ran no check."""
 
 
 def verdict_of(exit_code: int | None, timed_out: bool, report: CheckReport | None,
@@ -146,7 +149,10 @@ def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[s
         done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap, scratch=tmp)
         report, left, problem = _read_report(tmp)
         failure, failure_redactions = _read_failure(tmp)
-    verdict, reason = verdict_of(done.exit_code, done.timed_out, report, problem, failure)
+        outside = outside_check.check(root, run_id, tmp, report, timeout) \
+            if report is not None and report.gate == "ok" and not done.timed_out else None
+    program_verdict, reason = verdict_of(done.exit_code, done.timed_out, report, problem, failure)
+    verdict, reason = outside_check.combine(program_verdict, reason, report, outside)
     found = diagnose((done.stdout + done.stderr).decode(errors="replace"), done.exit_code)
     if found and verdict not in ("passed",):
         reason += "; " + "; ".join(f"{d.title} (fix: {d.fix})" for d in found)
@@ -158,4 +164,4 @@ def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[s
         step = step.model_copy(update={"redactions": merge(step.redactions, left.redactions, failure_redactions)})
     report_file = write_evidence(root, run_id, REPORT, left.data) if left.data is not None else None
     return Outcome(step=step, report=report, report_file=report_file, verdict=verdict, reason=reason,
-                   failure=failure, report_refused=left.refused.kind if left.refused else None)
+                   failure=failure, report_refused=left.refused.kind if left.refused else None, outside=outside)

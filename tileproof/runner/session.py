@@ -286,6 +286,7 @@ def _run_one(s: _Session, program: Path) -> ProgramRun:
         cuda_tile=s.cuda_tile if program.suffix == ".py" else None,
         failure=None if isinstance(outcome, Absent) else outcome.failure,
         release_folder=cuda_tile.unpacked_folder() if program.suffix == ".py" and s.cuda_tile is not None else None,
+        outside=None if isinstance(outcome, Absent) else outcome.outside,
     ), s.signer)
     return ProgramRun(run_id, rel, verdict, reason, outcome.step)
 

@@ -50,6 +50,6 @@ int main(int argc, char** argv) {
     out.poison();
     row_max<<<dim3(kTiles), 1>>>(in.ptr, out.ptr, kTiles);  // tile kernels: block size must be 1
     TP_LAUNCHED("tile kernel");
-    tp::compare(spec, out.download(), want);
+    tp::compare(spec, out.download(), want, {tp::input("x", {kTiles * kSide, kSide}, x)});
     tp::done();
 }

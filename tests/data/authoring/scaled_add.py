@@ -54,7 +54,7 @@ def _body(s: harness.Session) -> None:
     ct.launch(cp.cuda.get_current_stream(), (ct.cdiv(LENGTH, TILE), 1, 1), scaled_add,
               (cp.asarray(a_host), cp.asarray(b_host), c, np.float32(ALPHA), TILE))
     want = np.float64(np.float32(ALPHA)) * a_host.astype(np.float64) + b_host.astype(np.float64)
-    s.check("scaled_add", cp.asnumpy(c), want)
+    s.check("scaled_add", cp.asnumpy(c), want, inputs={"a": a_host, "b": b_host})
 
 
 def main(argv: list[str] | None = None) -> int:

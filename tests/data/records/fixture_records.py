@@ -26,6 +26,7 @@ from tileproof.records.models import (
     GpuFacts,
     HostFacts,
     LessonFront,
+    OutsideVerdict,
     ProbeKind,
     ProgramFailure,
     RunRecord,
@@ -96,10 +97,12 @@ def run_record(*, n: int, program: str, front: LessonFront | None, sources: dict
                exit_code: int | None = None, tc: Toolchain | None = None, toolchain_env: str = "clean",
                lesson_programs: dict[str, str] | None = None, binary: FileDigest | None = None,
                seal: bool = True, tolerances: dict[str, str] | None = None,
-               cuda_tile: CudaTileRelease | None = None, failure: ProgramFailure | None = None) -> RunRecord:
+               cuda_tile: CudaTileRelease | None = None, failure: ProgramFailure | None = None,
+               outside: OutsideVerdict | None = None) -> RunRecord:
     """One sealed FIXTURE run record (n orders records in time: larger is newer); run_version 4 (a cuda-tile
     release and a failure named) when ``cuda_tile`` or ``failure`` is given, else 3 (entries attested one by
-    one) when ``tolerances`` is given, else run_version 1."""
+    one) when ``tolerances`` is given, else run_version 1; run_version 5 (checked outside the program) when
+    ``outside`` is given."""
     run_id = f"{PREFIX}{(T0 + timedelta(minutes=n)).strftime('%Y%m%dT%H%M%SZ')}-run-{n:08x}"
     created = T0 + timedelta(minutes=n)
     facts = None
@@ -121,7 +124,8 @@ def run_record(*, n: int, program: str, front: LessonFront | None, sources: dict
     if exit_code is None:
         exit_code = 0 if verdict == "passed" else 1
     out = transcript(f"evidence/{run_id}/run.stdout.txt", "FIXTURE\n")
-    version = 4 if cuda_tile is not None or failure is not None else 1 if tolerances is None else 3
+    version = 5 if outside is not None else 4 if cuda_tile is not None or failure is not None \
+        else 1 if tolerances is None else 3
     installed = cuda_tile.version if cuda_tile is not None else "1.7.0"
     rec = RunRecord(
         schema_version=1, run_version=version, kind="run", run_id=run_id, created=created,
@@ -146,7 +150,7 @@ def run_record(*, n: int, program: str, front: LessonFront | None, sources: dict
                   name="run", argv=["python", program], started=created, ended=created + timedelta(seconds=3),
                   duration_s=3.0, exit_code=exit_code, stdout=out, stderr=out),
         report=report, report_file=None, verdict=verdict,
-        reason="FIXTURE: hand-made test record, never produced by a GPU",
+        reason="FIXTURE: hand-made test record, never produced by a GPU", outside=outside,
     )
     return rec.model_copy(update={"seal": seal_of(rec)}) if seal else rec
 
