@@ -100,6 +100,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+@pytest.fixture
+def tmp_path(tmp_path: Path) -> Path:
+    """pytest's own ``tmp_path``, open to others (0755, as a checkout is): a program behind the separate-user
+    wall (tileproof as root) runs as another uid and reads its checkout and program there."""
+    tmp_path.chmod(0o755)
+    return tmp_path
+
+
 @functools.cache
 def noxfile():
     """The noxfile as a module, loaded once per process (nox refuses a session registered twice)."""

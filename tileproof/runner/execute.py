@@ -22,6 +22,7 @@ from tileproof.records.redact import RedactionRule, merge, redact
 from tileproof.records.store import write_evidence
 from tileproof.runner.process import scratch_dir, start_and_wait
 from tileproof.runner.step import to_step
+from tileproof.runner.wall import Wall
 from tileproof.toolchain import launch
 from tileproof.toolchain.diagnose import diagnose
 
@@ -95,16 +96,18 @@ def _read_failure(path: Path) -> tuple[ProgramFailure | None, dict[RedactionRule
 
 
 def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float,
-                cap: int | None = None, python: bool = False) -> Outcome:
-    """Run argv with ``--report`` appended (a path in the step's ``scratch_dir``); its whole process tree dies
-    at ``timeout``. ``python``: argv is ``[interpreter, program]``, started through ``toolchain.launch`` to keep
-    the exception that ends it."""
+                cap: int | None = None, python: bool = False, writable: tuple[Path, ...] = ()) -> Outcome:
+    """Run argv with ``--report`` appended (a path in the step's ``scratch_dir``) behind the wall
+    (``runner.wall``); its whole process tree dies at ``timeout``. ``python``: argv is ``[interpreter, program]``,
+    started through ``toolchain.launch`` to keep the exception that ends it. ``writable``: folders besides its
+    report folder it writes (a bench's results folder)."""
     with scratch_dir() as tmp:
         report_path, failure_path = tmp / "check-report.json", tmp / "failure.json"
         launched = [argv[0], str(LAUNCHER), str(failure_path), *argv[1:]] if python else argv
         full = [*launched, "--report", str(report_path)]
         started = datetime.now(timezone.utc)
-        done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap, scratch=tmp)
+        done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap, scratch=tmp,
+                              wall=Wall(root, (tmp, *writable)))
         report, raw, problem, report_redactions = _read_report(report_path)
         failure, failure_redactions = _read_failure(failure_path)
     verdict, reason = verdict_of(done.exit_code, done.timed_out, report, problem, failure)
