@@ -249,8 +249,9 @@ def _wall_refused(level: Isolation) -> str | None:
     true = shutil.which("true", path=os.defpath) or "/bin/true"
     with scratch_dir() as tmp:
         try:
-            done = _start_and_wait([true], kind="pid-namespace", env={"PATH": os.defpath}, cwd=tmp, timeout=20.0,
-                                   cap=4096, echo=False, scratch=None, wall=Wall(tmp, (tmp,)), level=level)
+            done = _start_and_wait([true], kind="pid-namespace", env={"PATH": os.defpath}, cwd=Path("/"),
+                                   timeout=20.0, cap=4096, echo=False, scratch=None, wall=Wall(Path("/"), (tmp,)),
+                                   level=level)
         except TileproofError as e:
             return str(e)
     if done.exit_code == 0:

@@ -102,8 +102,8 @@ def _closed(path: str, hidden: list[str]) -> str | None:
     ``path``), where the wall shows it as it is (a hidden folder's stand-in is open); None when none is."""
     current = os.path.realpath(path)
     need = 0o005
-    while True:
-        if not any(_under(current, h) and current != h for h in hidden) and current not in hidden:
+    while True:  # the folder itself is bound back as it is; above it, a hidden folder's stand-ins are open
+        if need == 0o005 or not any(_under(current, h) for h in hidden):
             try:
                 mode = os.stat(current).st_mode
             except OSError:
