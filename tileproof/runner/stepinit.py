@@ -323,8 +323,11 @@ def _build_wall(spec: str) -> tuple[str, int, int, list[int]]:
         _bind(held[path], path)
     for path in write:
         _bind(held[path], path, recursive=False)
-        if uid:
+        if uid:  # the folder and what tileproof made in it (an output's own folders) become the program's
             os.chown(path, uid, gid)
+            for below, folders, files in os.walk(path):
+                for name in folders + files:
+                    os.lchown(os.path.join(below, name), uid, gid)
     for fd in held.values():
         os.close(fd)
     _readonly("/", True, True)
