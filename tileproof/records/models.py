@@ -8,6 +8,9 @@ carries ``schema_version``; readers check it before anything else (see
 
 from __future__ import annotations
 
+import functools
+import typing
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Final, Literal, NamedTuple, TypeVar
 
@@ -376,8 +379,8 @@ class Step(Versioned):
     containment: Containment | None = None
     """From step_version 2: how its processes were kept together and ended (``Containment``)."""
     isolation: Isolation | None = None
-    """From step_version 3: the wall its program ran behind (``Isolation``); ``none`` also for tileproof's own
-    tools (a capture, git), which run on the signer's side."""
+    """From step_version 3: the wall its program ran behind (``Isolation``; every step of a record is a program,
+    a compiler or a probe reading untrusted input, and runs behind the wall where one can be built)."""
 
     @model_validator(mode="after")
     def _fits_version(self) -> Step:
@@ -386,6 +389,41 @@ class Step(Versioned):
         if (self.step_version >= 3) != (self.isolation is not None):
             raise ValueError("step_version 3, and only it, says which wall the step ran behind (isolation)")
         return self
+
+
+def _holds_steps(annotation) -> bool:
+    """Whether a field of this type can hold a ``Step`` (at any depth)."""
+    if annotation is Step:
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return bool(_step_fields(annotation))
+    return any(_holds_steps(a) for a in typing.get_args(annotation))
+
+
+@functools.cache
+def _step_fields(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of a model class that can hold steps; computed once per class."""
+    return tuple(name for name, f in cls.model_fields.items() if _holds_steps(f.annotation))
+
+
+def steps_of(value) -> Iterator[Step]:
+    """Every step a record (or any part of one) holds."""
+    if isinstance(value, Step):
+        yield value
+    elif isinstance(value, BaseModel):
+        for name in _step_fields(type(value)):
+            yield from steps_of(getattr(value, name))
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from steps_of(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from steps_of(item)
+
+
+def unisolated(record) -> bool:
+    """Whether a program step of the record ran without a wall (``Step.isolation`` ``none``)."""
+    return any(step.isolation == "none" for step in steps_of(record))
 
 
 class CudaTileRelease(Model):

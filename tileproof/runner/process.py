@@ -284,6 +284,13 @@ def isolation() -> Isolation:
 
 
 _why_not: dict[Isolation, str] = {}
+_granted: set[Path] = set()
+
+
+def granted() -> tuple[Path, ...]:
+    """Every folder a walled step of this process was given to write (its outputs: ``runner.integrity``)."""
+    with _lock:
+        return tuple(_granted)
 
 
 def _load_uvm() -> None:
@@ -594,6 +601,9 @@ def start_and_wait(argv: list[str], *, env: dict[str, str], cwd: Path | None = N
     if _stopping.is_set():
         raise Interrupted("interrupted: no new process is started")
     level = isolation() if wall is not None else "none"
+    if wall is not None:
+        with _lock:
+            _granted.update(Path(w).resolve() for w in wall.writable)
     kind = "pid-namespace" if level != "none" else containment()
     return _start_and_wait(argv, kind=kind, env=env, cwd=cwd, timeout=timeout, cap=output_cap(cap),
                            echo=echo, scratch=scratch, wall=wall if level != "none" else None, level=level)

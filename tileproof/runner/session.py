@@ -32,6 +32,7 @@ from tileproof.records.models import (
 )
 from tileproof.records.signing import Signer, signer_from_env
 from tileproof.records.store import EVIDENCE, digest, header, new_run_id, record_path, sha256_file, write_record
+from tileproof.runner import integrity
 from tileproof.runner.capture import (
     GpuProbe,
     GpuQuery,
@@ -319,6 +320,7 @@ def run(request: Request, say: Callable[[str], None] = _say) -> Ended | NoGpu:
         if absent:
             return NoGpu(absent)
     release = python_release(selection.programs, request.outside_range)
+    signer = integrity.start(request.root, signer, lambda line: say(f"run: {line}"))  # refused here, or guarded
     s = _open(request, selection, query, signer, cap, say, release)
     done = []
     for program in selection.programs:

@@ -123,6 +123,8 @@ def _needed(env: Mapping[str, str], wall: Wall, argv: list[str]) -> list[str]:
         reads += [d for d in env.get(name, "").split(os.pathsep) if d]
     if env.get("VIRTUAL_ENV"):
         reads.append(env["VIRTUAL_ENV"])
+    depots = env.get("JULIA_DEPOT_PATH", "").split(os.pathsep) if env.get("JULIA_DEPOT_PATH") else ["~/.julia"]
+    reads += [os.path.expanduser(d) for d in depots if d]  # a cuTile.jl program's packages
     found = []
     for entry in reads:
         path = os.path.abspath(os.fspath(entry))
