@@ -304,8 +304,6 @@ def _build_wall(spec: str) -> tuple[str, int, int, list[int]]:
     _mount("tileproof-scratch", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size},mode=1777")
     own = {"/var/tmp": 0o1777, "/dev/shm": 0o1777, home: 0o700}
     for folder in hidden:
-        if folder == "/tmp":
-            continue
         if folder in own:
             stand_in = "/tmp/.tileproof-" + folder.strip("/").replace("/", "-")
             os.mkdir(stand_in, own[folder])
@@ -314,13 +312,19 @@ def _build_wall(spec: str) -> tuple[str, int, int, list[int]]:
             fd = os.open(stand_in, os.O_PATH | os.O_DIRECTORY)
             _bind(fd, folder, recursive=False)
             os.close(fd)
-        else:  # the signing key's folder: empty
-            _mount("tileproof-hidden", folder, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=64k,mode=755")
+    # the signing key's folders (empty) and the folders bound back, outermost first: a key folder inside a kept
+    # one is hidden again on top of it, a kept folder inside a key folder is bound back on top of that
+    keys = [f for f in hidden if f not in own and f != "/tmp"]
+    for _depth, is_key, path in sorted([(p.rstrip("/").count("/"), 1, p) for p in keys]
+                                       + [(p.rstrip("/").count("/"), 0, p) for p in keep]):
+        if is_key:
+            if os.path.isdir(path):  # else not in this view at all
+                _mount("tileproof-hidden", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=64k,mode=755")
+        else:
+            _bind(held[path], path)
     for path in directives.get("mask", []):
         if os.path.lexists(path):
             _mount("/dev/null", path, None, _MS_BIND)
-    for path in keep:
-        _bind(held[path], path)
     for path in write:
         _bind(held[path], path, recursive=False)
         if uid:  # the folder and what tileproof made in it (an output's own folders) become the program's

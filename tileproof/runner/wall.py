@@ -159,13 +159,14 @@ def plan(level: Isolation, wall: Wall, env: Mapping[str, str], argv: list[str]) 
     hidden = [*TEMP_DIRS]
     if home != "/":
         hidden.append(home)
-    for folder in key_folders():
+    for folder in key_folders():  # hidden even inside a folder hidden anyway: one bound back may hold it
         path = str(folder)
-        if path != "/" and not any(_under(path, h) for h in hidden):
+        if path != "/" and path not in hidden:
             hidden.append(path)
     writable = [os.path.abspath(w) for w in wall.writable]
+    shared = [*TEMP_DIRS, home]  # replaced by the private scratch: a folder holding one is not bound back whole
     keep = [p for p in _outermost(_needed(env, wall, argv))
-            if any(_under(p, h) for h in hidden) and not any(_under(h, p) for h in hidden)
+            if any(_under(p, h) for h in hidden) and not any(_under(h, p) for h in shared)
             and not any(_under(p, w) for w in writable)]
     if level == "separate-user":
         for path in _required(wall, argv):
