@@ -321,17 +321,20 @@ def test_compile_never_runs_the_program_s_code_in_its_own_process(tree, tmp_path
     for p in (tree / "kernels").glob("*.py"):
         if p.name not in ("harness.py", "tolerances.py"):
             p.unlink()
-    (tree / "kernels" / "evil_compile.py").write_text(COMPILE_EVIL.replace("KEY_PATH", repr(str(key))) + vector_add)
+    (tree / "kernels" / "evil_compile.py").write_text(vector_add + COMPILE_EVIL.replace("KEY_PATH", repr(str(key))))
     _git(tree, "add", "-A")
     _git(tree, "commit", "-q", "-m", "evil")
     done = _cli(tmp_path, tree, "compile", "--python-only", "--arch", "sm_90", key=key)
     out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert _signed(tree), out  # it compiled, and signed the compile record
     assert "MODULE-LEVEL-RAN" not in out, out  # its print is not in compile's own output
     assert "KEY:" not in out
     kept = _squeezed(_evidence_bytes(tree))
     for form in _forms(key, private):
         assert _squeezed(form) not in kept
-    assert b"KEY REFUSED" in kept or not kept, out  # where an export ran it, behind the wall: refused
+    # the export imported it, behind the wall: its print is in that step's transcript, the key refused there
+    assert b"MODULE-LEVEL-RAN" in kept and b"KEYREFUSED:" in kept, out
 
 
 # --- (e) where no wall can be built ---------------------------------------------------------------------------
