@@ -374,6 +374,12 @@ def test_without_a_wall_only_a_key_allowed_unisolated_runs_signs(tree, tmp_path,
     refused = store.read_record(path, stricter)
     assert refused.trust == "unisolated-not-allowed"  # the audit's record-unisolated-not-allowed
     assert "unisolated: true" in refused.verification.reason
+    audit = _cli(tmp_path, tree, "audit", "--no-write")
+    (listed,) = [ln for ln in audit.stdout.splitlines() if ln.startswith("unisolated: ")]
+    assert listed.endswith(f": {read.record.run_id}"), audit.stdout
+    write_registry(tree, stricter)  # the same record, its key's entry without unisolated: true
+    audit = _cli(tmp_path, tree, "audit", "--no-write")
+    assert f"runs/{path.name}: record-unisolated-not-allowed: " in audit.stdout, audit.stdout
 
 
 def test_the_registry_field_defaults_to_false_and_old_registries_read(tmp_path):

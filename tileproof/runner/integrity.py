@@ -8,9 +8,9 @@ digest, and tileproof's own bookkeeping there), ``.git/hooks``, ``.git/config``,
 Python environments' ``site-packages`` (``.pth`` files included) and the interpreter's standard library folder.
 A file is the same while its inode, size, mode, modification and change time are (a change time cannot be set
 back; in an environment, whose files an installer hard-links from its cache, the change time is left out and the
-files at its top, ``.pth`` among them, are compared by content); in the hooks, ``site-packages`` and ``build/`` a new file is a change too. Bytecode caches
-(``__pycache__``) are left out: Python itself writes them as tileproof imports. On a change: one line naming
-the path, and nothing is signed (``Changed``).
+files at its top, ``.pth`` among them, are compared by content); in the hooks, ``site-packages`` and ``build/`` a
+new file is a change too. Bytecode caches (``__pycache__``) are left out: Python itself writes them as tileproof
+imports. On a change: one line naming the path, and nothing is signed (``Changed``).
 
 The wall (``runner.wall``) makes all of these read-only to a program; this check is what holds where a program
 ran without one (``none``), or anything else wrote them during the session.
