@@ -37,7 +37,7 @@ from tileproof.runner.wall import PACKAGE
 
 Fingerprint = tuple[int, int, int, int, int]
 """(inode, size, mode, modification time, change time) of one file, in ns."""
-OWN = frozenset({"kernel-index.json", "meta.json", ".lock"})
+OWN = frozenset({"kernel-index.json", "meta.json", "tool-versions.json", ".lock"})
 """Files tileproof itself rewrites under ``build/`` during a session."""
 SKIPPED_DIRS = frozenset({"__pycache__"})
 

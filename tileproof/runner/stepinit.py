@@ -335,7 +335,9 @@ def _build_wall(spec: str) -> tuple[str, int, int, list[int]]:
     for fd in held.values():
         os.close(fd)
     _readonly("/", True, True)
-    for folder in ["/tmp", *[f for f in hidden if f in own]]:
+    # the step's own /proc as procfs has it (a process writes its own entries, e.g. /proc/self/comm; what it may
+    # not write, it may not by the files' own permissions), the scratch and the report folders writable again
+    for folder in ["/proc", "/tmp", *[f for f in hidden if f in own]]:
         _readonly(folder, False, False)
     for path in write:
         _readonly(path, False, False)
