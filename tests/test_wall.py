@@ -209,6 +209,43 @@ def test_a_walled_program_sees_neither_tileproof_nor_the_key_folder(tmp_path, mo
     assert done.isolation in ("separate-user", "user-namespace")
 
 
+def test_the_scratch_is_private_and_size_capped(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEPROOF_SCRATCH_MB", "16")
+    prog = tmp_path / "fill.py"
+    prog.write_text(textwrap.dedent("""
+        import os
+        for where in ("/tmp", "/dev/shm", "/var/tmp", os.path.expanduser("~")):
+            open(os.path.join(where, "small"), "w").write("ok")  # writable: its own scratch
+        try:
+            with open("/tmp/big", "wb") as f:
+                for _ in range(32):
+                    f.write(b"z" * (1 << 20))
+            print("filled 32 MiB")
+        except OSError as e:
+            print("stopped:", e.strerror)
+    """))
+    done = process.start_and_wait([sys.executable, str(prog)], env=child_env(), cwd=tmp_path, timeout=60,
+                                  wall=Wall(tmp_path))
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.decode().strip() == "stopped: No space left on device"  # its /tmp: 16 MiB, its own
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the separate-user wall needs tileproof as root")
+def test_a_checkout_others_may_not_read_is_refused_in_one_line_under_separate_user(tmp_path, monkeypatch):
+    monkeypatch.setenv(process.ISOLATE_VAR, "separate-user")
+    process.isolation.cache_clear()
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    try:
+        with pytest.raises(TileproofError) as refused:
+            process.start_and_wait(["/bin/true"], env=child_env(), cwd=closed, timeout=60, wall=Wall(closed))
+    finally:
+        process.isolation.cache_clear()
+    line = str(refused.value)
+    assert line.startswith(f"{closed}: others may not read it (mode 700)") and "\n" not in line
+    assert f"chmod o+rX {closed}" in line
+
+
 # --- (b) nothing outside the scratch is writable; a change during the session is refused ---------------------
 
 

@@ -19,7 +19,7 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from tileproof.records.errors import TileproofError
@@ -47,8 +47,6 @@ class Wall:
     """The checkout: visible, read-only."""
     writable: tuple[Path, ...] = ()
     """Folders the program writes (its report folder, a build's output folder): bound in read-write."""
-    keep: tuple[Path, ...] = field(default=())
-    """More folders it reads (a toolchain outside the environments), bound back read-only where hidden."""
 
 
 def scratch_bytes() -> int:
@@ -90,7 +88,7 @@ def device_groups() -> list[int]:
 def _required(wall: Wall, argv: list[str]) -> list[str]:
     """The folders a walled program cannot do without: the checkout, the environment and its interpreter,
     tileproof's launcher, the program's own folder."""
-    reads: list[str | os.PathLike[str]] = [wall.root, *wall.keep, sys.prefix, sys.base_prefix, sys.exec_prefix,
+    reads: list[str | os.PathLike[str]] = [wall.root, sys.prefix, sys.base_prefix, sys.exec_prefix,
                                            os.path.dirname(sys.executable), PACKAGE]
     if argv and os.sep in argv[0]:
         reads.append(os.path.dirname(argv[0]))
@@ -186,10 +184,8 @@ def plan(level: Isolation, wall: Wall, env: Mapping[str, str], argv: list[str]) 
     for named in (os.environ.get(KEY_ENV, ""),):
         if named and os.path.dirname(os.path.abspath(os.path.expanduser(named))) == "/":
             lines.append(f"mask {os.path.abspath(os.path.expanduser(named))}")
-    text = "\n".join(lines)
-    if "\0" in text or any(len(ln.split(" ", 1)) < 2 for ln in lines):
-        raise TileproofError("a path the wall binds holds a NUL byte: refused, nothing started")
-    for path in [*hidden, *keep, *writable]:
-        if "\n" in path:
-            raise TileproofError(f"{path!r}: a path with a line break cannot be walled (fix: rename it)")
-    return text
+    for path in [home, *hidden, *keep, *writable]:
+        if "\n" in path or "\0" in path:
+            raise TileproofError(f"{path!r}: a path with a line break cannot be walled: nothing started "
+                                 f"(fix: rename it)")
+    return "\n".join(lines)
