@@ -14,6 +14,7 @@ init, which builds it before it starts the program (docs/containment.md, "The wa
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import stat
@@ -119,6 +120,8 @@ def _needed(env: Mapping[str, str], wall: Wall, argv: list[str]) -> list[str]:
     reads: list[str | os.PathLike[str]] = list(_required(wall, argv))
     for name in ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH"):
         reads += [d for d in env.get(name, "").split(os.pathsep) if d]
+    for folder in env.get("PATH", "").split(os.pathsep):
+        reads += _linked_prefixes(folder)
     if env.get("VIRTUAL_ENV"):
         reads.append(env["VIRTUAL_ENV"])
     depots = env.get("JULIA_DEPOT_PATH", "").split(os.pathsep) if env.get("JULIA_DEPOT_PATH") else ["~/.julia"]
@@ -128,8 +131,31 @@ def _needed(env: Mapping[str, str], wall: Wall, argv: list[str]) -> list[str]:
         path = os.path.abspath(os.fspath(entry))
         for one in (path, os.path.realpath(path)):
             if os.path.isdir(one):
-                found.append(one)
+                found.append(_prefix(one))
     return found
+
+
+def _prefix(folder: str) -> str:
+    """A ``bin`` folder's installation (its parent: the ``lib`` beside it too, e.g. tileiras' libnvvm)."""
+    parent = os.path.dirname(folder)
+    return parent if os.path.basename(folder) == "bin" and parent != "/" else folder
+
+
+@functools.cache
+def _linked_prefixes(folder: str) -> tuple[str, ...]:
+    """The installations that the tools linked into a ``PATH`` folder live in (a toolchain under ``/tmp``
+    linked from ``/usr/local/bin``); read once per process."""
+    found: set[str] = set()
+    try:
+        entries = list(os.scandir(folder)) if folder else []
+    except OSError:
+        return ()
+    for entry in entries:
+        if entry.is_symlink():
+            target = os.path.realpath(entry.path)
+            if os.path.isfile(target):
+                found.add(_prefix(os.path.dirname(target)))
+    return tuple(sorted(found))
 
 
 def _under(path: str, folder: str) -> bool:
@@ -163,9 +189,9 @@ def plan(level: Isolation, wall: Wall, env: Mapping[str, str], argv: list[str]) 
             hidden.append(path)
     writable = [os.path.abspath(w) for w in wall.writable]
     shared = [*TEMP_DIRS, home]  # replaced by the private scratch: a folder holding one is not bound back whole
-    keep = [p for p in _outermost(_needed(env, wall, argv))
-            if any(_under(p, h) for h in hidden) and not any(_under(h, p) for h in shared)
-            and not any(_under(p, w) for w in writable)]
+    keep = _outermost(p for p in _needed(env, wall, argv)
+                      if any(_under(p, h) for h in hidden) and not any(_under(h, p) for h in shared)
+                      and not any(_under(p, w) for w in writable))
     if level == "separate-user":
         for path in _required(wall, argv):
             closed = _closed(path, hidden)
