@@ -36,6 +36,8 @@ DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*")
 """The GPU device files whose groups a ``separate-user`` program joins (where a file is group-accessible)."""
 TEMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 """Shared temp folders: each replaced by the program's private scratch."""
+PRIVATE = ("/run/user",)
+"""Folders hidden like the key's: the users' runtime folders (an ssh or gpg agent's socket, a session bus)."""
 PACKAGE = Path(__file__).resolve().parents[1]
 """tileproof's own sources (the launcher a Python program starts through is among them)."""
 
@@ -183,6 +185,7 @@ def plan(level: Isolation, wall: Wall, env: Mapping[str, str], argv: list[str]) 
     hidden = [*TEMP_DIRS]
     if home != "/":
         hidden.append(home)
+    hidden += [f for f in PRIVATE if os.path.isdir(f)]
     for folder in key_folders():  # hidden even inside a folder hidden anyway: one bound back may hold it
         path = str(folder)
         if path != "/" and path not in hidden:
