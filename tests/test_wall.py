@@ -374,6 +374,27 @@ def test_compile_never_runs_the_program_s_code_in_its_own_process(tree, tmp_path
     assert b"MODULE-LEVEL-RAN" in kept and b"KEYREFUSED:" in kept, out
 
 
+def test_a_declaration_compile_refuses_is_still_one_line_from_behind_the_wall(tmp_path):
+    """The kernels a program declares come back from the walled reader; a refused declaration is the same one
+    line as before (``aot.declared_kernels``' own), the program's prints nowhere in it."""
+    from tileproof.runner.builds import declared_behind_wall
+
+    pytest.importorskip("cuda.tile", reason="needs cuda-tile to read a program's kernels")
+    (tmp_path / "kernels").mkdir()
+    bad = tmp_path / "kernels" / "bad.py"
+    bad.write_text("print('MODULE-LEVEL-RAN')\nAOT_SIGNATURES = 5\n")
+    with pytest.raises(TileproofError) as refused:
+        declared_behind_wall(tmp_path, bad)
+    line = str(refused.value)
+    assert "\n" not in line and "MODULE-LEVEL-RAN" not in line
+    assert "AOT_SIGNATURES" in line and "expected a dict, found int" in line
+    good = tmp_path / "kernels" / "vector_add.py"
+    good.write_text((REPO / "kernels" / "vector_add.py").read_text())
+    for helper in ("harness.py", "tolerances.py"):
+        shutil.copy(REPO / "kernels" / helper, tmp_path / "kernels" / helper)
+    assert declared_behind_wall(tmp_path, good) == ["vector_add"]
+
+
 # --- (e) where no wall can be built ---------------------------------------------------------------------------
 
 
