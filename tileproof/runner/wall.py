@@ -210,9 +210,10 @@ def plan(level: Isolation, wall: Wall, env: Mapping[str, str], argv: list[str]) 
     lines += [f"hide {h}" for h in hidden if os.path.isdir(h)]
     lines += [f"keep {k}" for k in keep]
     lines += [f"write {w}" for w in writable]
-    for named in (os.environ.get(KEY_ENV, ""),):
-        if named and os.path.dirname(os.path.abspath(os.path.expanduser(named))) == "/":
-            lines.append(f"mask {os.path.abspath(os.path.expanduser(named))}")
+    named = os.environ.get(KEY_ENV, "")
+    key = os.path.abspath(os.path.expanduser(named)) if named else None
+    if key is not None and os.path.dirname(key) == "/":  # a key whose folder is / itself: the file covered
+        lines.append(f"mask {key}")
     for path in [home, *hidden, *keep, *writable]:
         if "\n" in path or "\0" in path:
             raise TileproofError(f"{path!r}: a path with a line break cannot be walled: nothing started "
