@@ -175,6 +175,24 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def open_temp_folders(tmp_path_factory):
+    """Every temporary folder pytest makes (``tmp_path``, ``tmp_path_factory.mktemp``) open to others (0755, as a
+    checkout is): a program behind the separate-user wall (tileproof as root) runs as another uid and reads its
+    checkout and program there."""
+    factory = type(tmp_path_factory)
+    made_by = factory.mktemp
+
+    def mktemp(self, basename: str, numbered: bool = True) -> Path:
+        made = made_by(self, basename, numbered)
+        made.chmod(0o755)
+        return made
+
+    factory.mktemp = mktemp
+    yield
+    factory.mktemp = made_by
+
+
 @functools.cache
 def noxfile():
     """The noxfile as a module, loaded once per process (nox refuses a session registered twice)."""

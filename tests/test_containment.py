@@ -350,7 +350,7 @@ def test_where_unshare_is_refused_the_next_that_holds_is_used_and_recorded(tmp_p
     assert containment() == fallback
     step = run_step(tmp_path, "r1", "echo", ["echo", "hi"], child_env(), timeout=60)
     assert step.containment == fallback
-    assert step.step_version == STEP_VERSION == 2
+    assert step.step_version == STEP_VERSION == 3
     process.containment.cache_clear()
     choose_again.setattr(process, "_own_cgroup", lambda: None)  # no writable cgroup v2 either
     assert containment() == "marker"
@@ -404,10 +404,14 @@ def test_an_older_step_reads_as_written():
     step = Step.model_validate(old, context=AS_READ)  # as a record file holds it
     assert (step.step_version, step.containment) == (1, None)
     assert not {"step_version", "containment"} & set(step.model_dump(exclude_unset=True))
-    with pytest.raises(ValidationError, match="only it, says how the step was contained"):
+    with pytest.raises(ValidationError, match="only they, say how the step was contained"):
         Step.model_validate({**old, "containment": "marker"}, context=AS_READ)
-    with pytest.raises(ValidationError, match="only it, says how the step was contained"):
+    with pytest.raises(ValidationError, match="only they, say how the step was contained"):
         Step.model_validate({**old, "step_version": 2}, context=AS_READ)
+    two = Step.model_validate({**old, "step_version": 2, "containment": "marker"}, context=AS_READ)
+    assert (two.step_version, two.isolation) == (2, None)  # before the wall: no isolation field
+    with pytest.raises(ValidationError, match="only it, says which wall"):
+        Step.model_validate({**old, "step_version": 3, "containment": "marker"}, context=AS_READ)
 
 
 # --- scratch folders ------------------------------------------------------------------------------------------

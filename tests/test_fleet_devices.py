@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from own_processes import fresh_name, in_proc
 
 from tileproof.fleet import devices
 from tileproof.records.models import RunRecord, SessionRecord
@@ -35,19 +36,20 @@ DIES_BODY = """AOT_SIGNATURES = {{}}  # a program (toolchain.build.is_program)
 import os, signal, sys
 
 if os.environ.get("CUDA_VISIBLE_DEVICES") == "1":
-    open({request!r}, "w").close()  # contained, it cannot see its session: the test kills it
-    signal.pause()  # this program dies with it (its step ends with the session's)
+    open("/proc/self/comm", "w").write({request!r})  # behind the wall it can neither see its session nor write
+    signal.pause()  # outside: it asks by its name, and the test kills the session; it dies with it
 sys.exit(3)  # elsewhere: no report, an error record
 """
 
 
 class SessionKiller:
-    """Watches for the program's request; then SIGKILLs the ``tileproof run`` pinned to GPU 1 under ``root``.
+    """Watches for the program's request (a process of the name ``request``); then SIGKILLs the ``tileproof run``
+    pinned to GPU 1 under ``root``.
 
-    The program runs contained (its own PID namespace, or cgroup), so it cannot name its session's process;
-    this process can: every process of the machine is in its ``/proc``."""
+    The program runs behind the wall (its own PID namespace, nothing outside its scratch writable), so it cannot
+    name its session's process; this process can: every process of the machine is in its ``/proc``."""
 
-    def __init__(self, request: Path, root: Path):
+    def __init__(self, request: str, root: Path):
         self.request, self.root = request, root
         self.killed: list[int] = []
         """The pid it killed (one at most)."""
@@ -68,7 +70,7 @@ class SessionKiller:
 
     def _watch(self) -> None:
         while not self.stop.wait(0.05):
-            if self.request.exists() and (pid := self._session()) is not None:
+            if in_proc(self.request) and (pid := self._session()) is not None:
                 os.kill(pid, signal.SIGKILL)
                 self.killed.append(pid)
                 return
@@ -100,8 +102,8 @@ def fake_host(tmp_path: Path, monkeypatch, gpus: int) -> Path:
 
 def _course(tmp_path: Path) -> tuple[Path, SessionKiller]:
     repo = course.course_repo(tmp_path / "course")
-    request = tmp_path / "kill-gpu-1-session"
-    (repo / DIES).write_text(DIES_BODY.format(request=str(request)))
+    request = fresh_name()
+    (repo / DIES).write_text(DIES_BODY.format(request=request))
     return repo, SessionKiller(request, repo)
 
 

@@ -13,7 +13,7 @@ from tileproof.commands import run as run_cmd
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import RUN_VERSION, RunRecord, SessionRecord
 from tileproof.records.store import load_records, seal_of
-from tileproof.runner.process import containment
+from tileproof.runner.process import containment, isolation
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -137,8 +137,9 @@ def test_setsid_sleep_infinity_under_timeout_3_ends_and_leaves_nothing(tree, cap
     assert 3.0 <= rec.step.duration_s < 5.0
     assert rec.step.strays_killed == 1
     assert "left running were killed" in rec.reason
-    assert rec.step.step_version == 2
-    assert rec.step.containment == containment()
+    assert rec.step.step_version == 3
+    assert rec.step.containment == ("pid-namespace" if isolation() != "none" else containment())
+    assert rec.step.isolation == isolation()
     assert not left(sleep.name), "killed and reaped"
     marker = b"TILEPROOF_STEP="
     for proc in Path("/proc").iterdir():  # nothing of the step is left anywhere (its sleeps: their name)

@@ -180,8 +180,8 @@ def test_a_writer_that_names_no_version_writes_the_current_one(tmp_path):
     t = {"path": "evidence/r/a.txt", "sha256": "0" * 64, "bytes": 0}
     fields = dict(name="echo", argv=["echo"], started=datetime(2026, 1, 1, tzinfo=timezone.utc),
                   ended=datetime(2026, 1, 1, tzinfo=timezone.utc), duration_s=0.0, exit_code=0, stdout=t, stderr=t)
-    step = Step(**fields, containment="pid-namespace")
-    assert step.step_version == STEP_VERSION == 2
+    step = Step(**fields, containment="pid-namespace", isolation="separate-user")
+    assert step.step_version == STEP_VERSION == 3
     assert json.loads(step.model_dump_json())["step_version"] == STEP_VERSION
     chain = Toolchain(source="pip", tools=[], packages={}, major_minor=None, coherent=False, problems=[])
     assert chain.version == TOOLCHAIN_VERSION

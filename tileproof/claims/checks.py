@@ -45,6 +45,7 @@ from tileproof.runner.capture import tools as find_tools
 from tileproof.runner.environment import child_env
 from tileproof.runner.process import scratch_dir
 from tileproof.runner.step import run_step
+from tileproof.runner.wall import Wall
 from tileproof.toolchain.build import (
     _DECL,
     export_argv,
@@ -352,8 +353,11 @@ def _not_checkable(here, name, check, expected, folder):
 
 
 def _step(here: Here, name: str, argv: list[str], env: dict[str, str] | None = None,
-          timeout: float | None = None) -> tuple[Step, str]:
-    step = run_step(here.root, here.run_id, name, argv, env or here.env, timeout or here.timeout)
+          timeout: float | None = None, writes: tuple[Path, ...] = ()) -> tuple[Step, str]:
+    """One probe, behind the wall (a claims file's snippet is a program like any other), writing only
+    ``writes``."""
+    step = run_step(here.root, here.run_id, name, argv, env or here.env, timeout or here.timeout,
+                    wall=Wall(here.root, writes))
     return step, _text(here.root, step)
 
 
@@ -364,7 +368,7 @@ def _compile(here: Here, name, check, expected, folder):
             raise TileproofError(f"{check.snippet}: a Python compile check needs kernel:")
         with scratch_dir() as tmp:
             argv = export_argv(src, [(check.kernel, check.target, tmp / "k.cubin")])
-            step, text = _step(here, f"{name}.aot", argv)
+            step, text = _step(here, f"{name}.aot", argv, writes=(tmp,))
         outcome, why = judge_compile(step, text, expected, "python")
         return outcome, why, [step], here.python_chain()
     if here.tools is None:
@@ -372,7 +376,7 @@ def _compile(here: Here, name, check, expected, folder):
     with scratch_dir() as tmp:
         out = tmp / (src.stem + (".tilefatbin" if check.tilefatbin else ""))
         argv = varied_nvcc_argv(here.tools.tool("nvcc"), src, check.target, out, check.tilefatbin, check.flags)
-        step, text = _step(here, f"{name}.nvcc", argv)
+        step, text = _step(here, f"{name}.nvcc", argv, writes=(tmp,))
     outcome, why = judge_compile(step, text, expected, "cpp")
     return outcome, why, [step], here.nvcc_chain()
 
@@ -447,7 +451,7 @@ def _res_usage(here: Here, name, check, expected, folder):
     with scratch_dir() as tmp:
         out = tmp / (src.stem + (".tilefatbin" if check.tilefatbin else ".out"))
         argv = varied_nvcc_argv(here.tools.tool("nvcc"), src, check.target, out, check.tilefatbin, check.flags)
-        build, text = _step(here, f"{name}.nvcc", argv)
+        build, text = _step(here, f"{name}.nvcc", argv, writes=(tmp,))
         if build.exit_code != 0 or not out.exists():
             why = _ran(build, text, nvcc=True) or f"the build failed: {first_error(text, 'cpp')}"
             return "error", why, [build], here.nvcc_chain()
@@ -519,7 +523,7 @@ def _cpp_binary(here: Here, name: str, src: Path,
                                           f"{target}; carry build/claims)"), None
     out.parent.mkdir(parents=True, exist_ok=True)
     argv = varied_nvcc_argv(here.tools.tool("nvcc"), src, target, out)
-    step, text = _step(here, f"{name}.nvcc", argv)
+    step, text = _step(here, f"{name}.nvcc", argv, writes=(out.parent,))
     if step.exit_code != 0 or not out.is_file():
         why = _ran(step, text, nvcc=True) or first_error(text, "cpp")
         return None, [step], ("error", f"the build failed: {why}"), None

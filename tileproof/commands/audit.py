@@ -93,6 +93,8 @@ def run(args) -> int:
             print(f"notice: {f}")
         for line in result.trust.lines() if result.trust is not None else ():
             print(line)
+        if (unisolated := result.unisolated_line()) is not None:
+            print(unisolated)
         for lesson in result.lessons:
             if lesson.status == "draft":
                 print(lesson.summary())

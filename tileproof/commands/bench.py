@@ -14,6 +14,7 @@ from tileproof.bench.core import BENCH_DIR, Session, bench_one, select
 from tileproof.records.errors import TileproofError
 from tileproof.records.signing import signer_from_env
 from tileproof.records.store import new_run_id, whole
+from tileproof.runner import integrity
 from tileproof.runner.capture import (
     environment,
     git_state,
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     signer = signer_from_env(root)
     cap = output_cap(args.output_cap)
+    signer = integrity.start(root, signer, lambda line: print(f"bench: {line}"))
     chosen = select(root, args.program)
     if not chosen:
         raise TileproofError(f"no bench programs under {BENCH_DIR.as_posix()}/ (fix: restore kernels/bench/)")

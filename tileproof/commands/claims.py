@@ -38,6 +38,7 @@ from tileproof.records.models import (
 )
 from tileproof.records.signing import signer_from_env
 from tileproof.records.store import digest, header, new_run_id, rel, whole, write_record
+from tileproof.runner import integrity
 from tileproof.runner.capture import git_state, host_facts
 
 Task = tuple[Loaded, Claim, ProbeRole, Probe]
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = selected(files, args.gpu_only)
     if not chosen:
         raise TileproofError("no claims selected (--gpu-only keeps only claims with a gpu probe)")
+    signer = integrity.start(root, signer, lambda line: print(f"claims: {line}"))
     with whole(root):  # a full disk: one line, and nothing of the claims run left behind
         run_id = new_run_id("claims")
         tasks: list[Task] = [(f, c, role, p) for f, c in chosen for role, p in c.probes()]

@@ -10,6 +10,7 @@ from tileproof.authoring.generated import COMMAND, make_current
 from tileproof.records.safe_read import check_build_dir
 from tileproof.records.signing import signer_from_env
 from tileproof.records.store import whole
+from tileproof.runner import integrity
 from tileproof.runner.builds import compile_programs, kernel_index
 from tileproof.runner.capture import tools as find_tools
 from tileproof.runner.process import install_signal_handlers
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     tileiras = next((t.version for t in tools.facts.tools if t.name == "tileiras"), None)
     # before any program is imported (kernel_index): an out-of-range release is refused first, in one line
     release = cuda_tile.release(tileiras, args.tileiras_outside_range) if kernels else None
+    signer = integrity.start(root, signer, lambda line: print(f"compile: {line}"))  # before any program is read
     py = kernel_index(root, kernels)
     for jl in julia_programs(root):  # named, never silently left out: julia compiles them when they run
         print(f"{jl.relative_to(root).as_posix()}: a cuTile.jl program, compiled by julia when tileproof run runs it "

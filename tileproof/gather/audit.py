@@ -254,7 +254,8 @@ def _audit(root: Path, listing: store.RunsListing, outputs: Iterable[Path], help
                        cuda_tile_lock=releases.lock_key(lock.cuda_tile_pin(root)),
                        index_notes=tuple(dict.fromkeys((*index_notes, *file_index.open_notes()))),
                        scope=None if scope is None else scope.line(len(lesson_audits)), runs=table,
-                       validated=len(kept), notices=sorted(notices))
+                       validated=len(kept), notices=sorted(notices),
+                       unisolated=tuple(read.facts.run_id for read in kept if read.unisolated))
 
 
 def _summarise(root: Path, runners: RunnerRegistry) -> None:

@@ -36,7 +36,7 @@ from tileproof.judge.audit import audit_rules
 from tileproof.judge.audit.result import Issue, RunTable, TableRow, table_row
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, sessions
 from tileproof.judge.audit.rules.packages import freeze_names
-from tileproof.records import file_index, store
+from tileproof.records import file_index, models, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.records.findings import Finding
 from tileproof.records.models import SHARED_MAX, RunRecord, TranscriptRef, share
@@ -85,6 +85,8 @@ class Kept:
     """A run record's ``report_file`` and whether it carries a ``report``; None for other kinds."""
     session: sessions.SessionRun | None = None
     record: Any = None
+    unisolated: bool = False
+    """A step of it ran without a wall (``models.unisolated``): the audit lists such records."""
 
 
 def parse(root: Path, name: str, data: bytes, runners: RunnerRegistry) -> tuple[Any, Verification | None]:
@@ -233,7 +235,7 @@ def validate(root: Path, names: list[str], add, runners: RunnerRegistry, ctx: au
             continue
         add_all(add, file, files.name_issues(name, rec.run_id))
         read = Kept(name, sha, rec.seal, preselect.facts_of(rec), plausibility.seen(rec), evidence.refs(rec),
-                    commits.claim_of(rec), verification)
+                    commits.claim_of(rec), verification, unisolated=models.unisolated(rec))
         if isinstance(rec, RunRecord):
             deps = transcripts.trust(Transcripts.of(rec))
             issues = audit_rules.run_checks(rec, ctx)
@@ -297,7 +299,7 @@ def _entry(read: Kept, row: TableRow, issues: list[Issue], deps: list[Dep]) -> d
     return {"seal": read.seal, "facts": read.facts.to_row(), "seen": [_text(shared_seen), own_seen],
             "refs": [_text((where, *t)) if where.startswith(SESSION_WIDE) else (where, *t) for where, t in read.refs],
             "claim": _text(read.claim), "report": [refs.index(report) if report is not None else None, has_report],
-            "place": _text([row.column, row.session_id]), "issues": issues,
+            "place": _text([row.column, row.session_id]), "issues": issues, "unisolated": read.unisolated,
             "deps": [(at[path, sha], 1 if found == sha else found) for path, sha, found in deps]}
 
 
@@ -319,7 +321,8 @@ def _from_entry(name: str, sha: str, value: dict, transcripts: Transcripts, add,
         shared_seen, own_seen = value["seen"]
         column, session_id = _PLACE(value["place"])
         read = Kept(name, sha, value["seal"], facts, _SEEN(shared_seen).from_rows(own_seen), refs,
-                    _CLAIM(value["claim"]), None, (refs[report][1] if report is not None else None, has_report))
+                    _CLAIM(value["claim"]), None, (refs[report][1] if report is not None else None, has_report),
+                    unisolated=bool(value["unisolated"]))
         row = TableRow(name, facts.program, column, facts.created, facts.run_id, facts.verdict, session_id)
         read.session = sessions.SessionRun(name, row.run_id, session_id, share(row.verdict))
         issues = list(map(tuple, value["issues"]))

@@ -36,6 +36,7 @@ FINDING: dict[Trust, str] = {
     "revoked": "record-revoked-key",
     "kind-not-allowed": "record-kind-not-allowed",
     "subject-mismatch": "record-subject-mismatch",
+    "unisolated-not-allowed": "record-unisolated-not-allowed",
     "unendorsed-key": "record-unendorsed-key",
     "dated-before-key": "record-dated-before-key",
     "dated-after-commit": "record-dated-after-commit",
@@ -52,6 +53,8 @@ RULES: dict[str, str] = {
                                "allowed it only by an unsigned registry change)",
     "record-subject-mismatch": "a signed statement's subjects (and materials) are not the file digests its record "
                                "holds",
+    "record-unisolated-not-allowed": "a record whose programs ran without a wall (isolation none) is signed by a "
+                                     "key whose registry entry does not allow unisolated runs",
     "record-unendorsed-key": "a record is signed by a key that an unsigned registry change added: it counts for "
                              "nothing",
     "record-dated-before-key": "a record is dated before its key was added to lessons/runners.yaml",

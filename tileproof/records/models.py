@@ -8,10 +8,14 @@ carries ``schema_version``; readers check it before anything else (see
 
 from __future__ import annotations
 
+import functools
+import typing
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Final, Literal, NamedTuple, TypeVar
 
 from pydantic import (
+    BaseModel,
     Field,
     ModelWrapValidatorHandler,
     StringConstraints,
@@ -386,18 +390,27 @@ Containment = Literal["pid-namespace", "cgroup", "marker"]
 variable and the parent chain (a descendant that clears its environment and leaves the session escapes
 it, and after ``kill -9`` of tileproof only the direct child dies)."""
 
-STEP_VERSION: Final = 2
-"""``Step.step_version`` of the steps written now: 2 records the step's ``containment``; 1 (steps written
-before, field absent; still read) was always contained by the marker."""
+Isolation = Literal["separate-user", "user-namespace", "none"]
+"""The wall a step's program ran behind (``runner.wall``; docs/containment.md, "The wall"): ``separate-user``:
+tileproof is root and the program ran as a separate unprivileged user in its own PID and mount namespace;
+``user-namespace``: in a user namespace without host root (and its own PID and mount namespace); both with
+``no_new_privs``, an empty capability bounding set, a read-only view without the signing key's folder and a
+private scratch. ``none``: this host could build neither, and the program ran as tileproof's own user with the
+whole filesystem in view (a record of it is signed only by a key whose registry entry allows unisolated runs)."""
+
+STEP_VERSION: Final = 3
+"""``Step.step_version`` of the steps written now: 3 records the step's ``isolation``; 2 records the step's
+``containment``; 1 (steps written before, field absent; still read) was always contained by the marker."""
 
 
 class Step(Versioned):
     """One subprocess: argv as a list, never a shell string."""
 
     VERSION_FIELD = "step_version"
-    step_version: Literal[1, 2] = counter(STEP_VERSION)
-    """2 (``STEP_VERSION``) for steps written now: ``containment`` says how its processes were contained; 1
-    (written before, field absent): no ``containment`` (the marker was the only one then)."""
+    step_version: Literal[1, 2, 3] = counter(STEP_VERSION)
+    """3 (``STEP_VERSION``) for steps written now: ``isolation`` says which wall its program ran behind; 2:
+    ``containment`` says how its processes were contained; 1 (written before, field absent): no ``containment``
+    (the marker was the only one then)."""
     name: str
     argv: list[str]
     started: datetime
@@ -419,11 +432,16 @@ class Step(Versioned):
     grandchildren: ``setsid``, ``setpgid``), killed with it."""
     containment: Containment | None = None
     """From step_version 2: how its processes were kept together and ended (``Containment``)."""
+    isolation: Isolation | None = None
+    """From step_version 3: the wall its program ran behind (``Isolation``; every step of a record is a program,
+    a compiler or a probe reading untrusted input, and runs behind the wall where one can be built)."""
 
     @model_validator(mode="after")
     def _fits_version(self) -> Step:
         if (self.step_version >= 2) != (self.containment is not None):
-            raise ValueError("step_version 2, and only it, says how the step was contained (containment)")
+            raise ValueError("step_version 2 and later, and only they, say how the step was contained (containment)")
+        if (self.step_version >= 3) != (self.isolation is not None):
+            raise ValueError("step_version 3, and only it, says which wall the step ran behind (isolation)")
         return self
 
 
@@ -437,6 +455,41 @@ class ReleaseFolder(Model):
     """The folder, absolute, as the distribution's metadata locates it (``importlib.metadata``)."""
     sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
     """Its name: the digest of the wheel unpacked there."""
+
+
+def _holds_steps(annotation) -> bool:
+    """Whether a field of this type can hold a ``Step`` (at any depth)."""
+    if annotation is Step:
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return bool(_step_fields(annotation))
+    return any(_holds_steps(a) for a in typing.get_args(annotation))
+
+
+@functools.cache
+def _step_fields(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of a model class that can hold steps; computed once per class."""
+    return tuple(name for name, f in cls.model_fields.items() if _holds_steps(f.annotation))
+
+
+def steps_of(value) -> Iterator[Step]:
+    """Every step a record (or any part of one) holds."""
+    if isinstance(value, Step):
+        yield value
+    elif isinstance(value, BaseModel):
+        for name in _step_fields(type(value)):
+            yield from steps_of(getattr(value, name))
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from steps_of(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from steps_of(item)
+
+
+def unisolated(record) -> bool:
+    """Whether a program step of the record ran without a wall (``Step.isolation`` ``none``)."""
+    return any(step.isolation == "none" for step in steps_of(record))
 
 
 class CudaTileRelease(Model):

@@ -63,7 +63,8 @@ else:
 SIGN_KINDS: tuple[str, ...] = typing.get_args(SignKind)
 
 Trust = Literal["verified", "unsigned", "unknown-key", "bad-signature", "revoked", "kind-not-allowed",
-                "subject-mismatch", "unendorsed-key", "dated-before-key", "dated-after-commit"]
+                "subject-mismatch", "unisolated-not-allowed", "unendorsed-key", "dated-before-key",
+                "dated-after-commit"]
 """A record's standing against the registry. Only ``verified`` means a registered runner,
 allowed to sign this kind and not revoked at the record's time, signed exactly these bytes
 and these subjects are the record's own digests. ``unsigned``: a plain (legacy) record or
@@ -89,6 +90,9 @@ class RunnerKey(models.Model):
     """When the key was registered (the reviewed commit's date)."""
     revoked_since: AwareDatetime | None = None
     """Records this key signed with ``created`` at or after this instant are refused."""
+    unisolated: bool = False
+    """Whether this key may sign records whose programs ran without a wall (``Step.isolation`` ``none``: a host
+    without user namespaces where tileproof is not root); false: such a record is ``unisolated-not-allowed``."""
 
     @model_validator(mode="after")
     def _keyid_is_the_key_digest(self):
@@ -231,7 +235,8 @@ class Verification:
 
 UNSIGNED = Verification("unsigned", None, "no signature (written without a signing key, or before signing existed)")
 
-_ORDER: tuple[Trust, ...] = ("bad-signature", "subject-mismatch", "revoked", "kind-not-allowed", "unknown-key")
+_ORDER: tuple[Trust, ...] = ("bad-signature", "subject-mismatch", "revoked", "kind-not-allowed",
+                             "unisolated-not-allowed", "unknown-key")
 """When no signature verifies, the first of these found is reported."""
 
 
@@ -269,4 +274,8 @@ def _verify_signature(sig: signing.Signature, message: bytes, statement: signing
     if not signing.subjects_match(statement, record):
         return Verification("subject-mismatch", sig.keyid,
                             f"{who} signed subjects that are not the record's own file digests")
+    if not runner.unisolated and models.unisolated(record):
+        return Verification("unisolated-not-allowed", sig.keyid,
+                            f"{who} may not sign unisolated runs (a step ran without a wall: isolation none), and "
+                            "its registry entry does not say unisolated: true")
     return Verification("verified", sig.keyid, f"signed by {who}")

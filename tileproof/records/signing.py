@@ -18,7 +18,7 @@ import hashlib
 import os
 import stat
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final, Literal
 
@@ -244,20 +244,28 @@ def refuse_inside(path: Path, root: Path) -> None:
 class Signer:
     """An ed25519 private key loaded once, with its keyid."""
 
-    def __init__(self, private: Ed25519PrivateKey, path: Path | None = None):
+    def __init__(self, private: Ed25519PrivateKey, path: Path | None = None,
+                 before: Callable[[], None] | None = None):
         self._private = private
         self.path = path
         """The key file it was read from (checked again against the root it signs for)."""
         self.public = private.public_key()
         self.keyid = keyid_of(self.public)
+        self._before = before
 
     def sign(self, data: bytes) -> str:
+        if self._before is not None:
+            self._before()  # raises (one line) when this signature must not be made
         return base64.b64encode(self._private.sign(data)).decode()
 
     @functools.cached_property
     def watch(self) -> KeyWatch:
         """The key's private material as redaction finds it (``redact.KeyWatch``)."""
         return KeyWatch(self._private.private_bytes_raw())
+
+    def guarded(self, before: Callable[[], None]) -> Signer:
+        """The same key, calling ``before`` ahead of every signature (``runner.integrity.guard``)."""
+        return Signer(self._private, self.path, before)
 
 
 def refuse_exposed(signer: Signer, path: Path | str, data: bytes) -> None:

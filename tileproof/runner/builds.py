@@ -8,6 +8,7 @@ per artifact and one summary line, and returns the record.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -16,7 +17,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from tileproof.records import store
+from tileproof.records import safe_read, store
+from tileproof.records.errors import InputRefused, TileproofError, one_line
 from tileproof.records.models import (
     COMPILE_VERSION,
     BuildResult,
@@ -44,8 +46,10 @@ from tileproof.records.tolerances import (
 )
 from tileproof.runner.capture import git_state, host_facts
 from tileproof.runner.environment import child_env
+from tileproof.runner.process import scratch_dir, start_and_wait
 from tileproof.runner.step import run_step
-from tileproof.toolchain.aot import declared_kernels
+from tileproof.runner.wall import Wall
+from tileproof.toolchain.aot import KERNELS
 from tileproof.toolchain.build import (
     BUILD_DIR,
     CPP_KINDS,
@@ -147,8 +151,8 @@ def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path
     run_id = new_run_id("compile")
     env = child_env(path_dirs=tools.path_dirs())
 
-    def step(name: str, argv: list[str]) -> Step:
-        return run_step(root, run_id, name, argv, env)
+    def step(name: str, argv: list[str], writes: tuple[Path, ...]) -> Step:
+        return run_step(root, run_id, name, argv, env, wall=Wall(root, writes))
 
     done: list[BuildResult] = []
     todo: list[Callable[[], list[BuildResult]]] = []
@@ -225,6 +229,36 @@ def program_inputs(root: Path, owns: dict[Path, OwnInputs]) -> tuple[dict[str, P
     return inputs, [digest(root, files[p]) for p in sorted(files)]
 
 
+KERNELS_TIMEOUT_S = 600.0
+"""How long reading one program's declared kernels may take (an import of the program and of cuda.tile)."""
+
+
+def declared_behind_wall(root: Path, program: Path) -> list[str]:
+    """The kernels ``program`` declares (``aot.declared_kernels``), read by importing it in a process behind the
+    wall (``python -m tileproof.toolchain.aot --kernels``), never in this one, which may hold a signing key.
+    A declaration it refuses, or an import that fails, is one ``TileproofError`` line."""
+    rel = program.relative_to(root).as_posix()
+    with scratch_dir() as tmp:
+        env = {**child_env(), "CUDA_TILE_CACHE_DIR": "off"}
+        argv = [sys.executable, "-m", "tileproof.toolchain.aot", KERNELS, str(program), str(tmp / "kernels.json")]
+        done = start_and_wait(argv, env=env, cwd=root, timeout=KERNELS_TIMEOUT_S, scratch=tmp,
+                              wall=Wall(root, (tmp,)))
+        said = [ln for ln in done.stderr.decode(errors="replace").splitlines() if ln.strip()]
+        if done.exit_code == 2 and said:
+            raise TileproofError(said[-1][:2000])
+        if done.exit_code != 0:
+            why = "timed out" if done.timed_out else f"exit {done.exit_code}"
+            raise TileproofError(f"{rel}: importing it to read its kernels failed ({why}): "
+                                 f"{said[-1][:500] if said else 'no message'} (fix: python {rel} shows the error)")
+        try:
+            names = json.loads(safe_read.read_bytes(tmp, "kernels.json", "build"))
+        except (InputRefused, ValueError) as e:
+            raise TileproofError(f"{rel}: its kernels could not be read back ({one_line(str(e))})") from None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise TileproofError(f"{rel}: its kernels came back as something other than a list of names")
+    return names
+
+
 def kernel_index(root: Path, sources: list[Path]) -> dict[Path, list[str]]:
     """Kernel names each Python program declares, importing only changed programs.
 
@@ -244,7 +278,7 @@ def kernel_index(root: Path, sources: list[Path]) -> dict[Path, list[str]]:
         deps = {**own.files, **{f"tolerance:{n}": d for n, d in own.inputs.tolerances.items()}}
         entry = index.get(rel)
         if not isinstance(entry, dict) or entry.get("deps") != deps or not isinstance(entry.get("kernels"), list):
-            entry = {"deps": deps, "kernels": list(declared_kernels(src))}
+            entry = {"deps": deps, "kernels": declared_behind_wall(root, src)}
         fresh[rel] = entry
         out[src] = entry["kernels"]
     if fresh != index:

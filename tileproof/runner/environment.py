@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
+from tileproof.records.signing import KEY_ENV
 from tileproof.toolchain.find import HAZARD_VARS
 
 CHILD_ENV = (
@@ -32,7 +33,7 @@ def child_env(*, extra: Iterable[str] = (), path_dirs: Iterable[str] = (), devic
     """The allowlisted environment: ``path_dirs`` first on PATH, one GPU visible when ``device`` is set (GPU
     ``device`` in nvidia-smi's numbering)."""
     source = os.environ if base is None else base
-    names = set(CHILD_ENV) | set(extra)
+    names = (set(CHILD_ENV) | set(extra)) - {KEY_ENV}  # a lesson's env: list never hands a program the key's path
     env = {k: v for k, v in source.items() if k in names and k not in HAZARD_VARS}
     dirs = [str(d) for d in path_dirs]
     if dirs:

@@ -26,6 +26,7 @@ from tileproof.records.store import write_evidence
 from tileproof.runner import outside_check
 from tileproof.runner.process import scratch_dir, start_and_wait
 from tileproof.runner.step import to_step
+from tileproof.runner.wall import Wall
 from tileproof.toolchain import launch
 from tileproof.toolchain.diagnose import diagnose
 
@@ -137,16 +138,18 @@ def _read_failure(folder: Path) -> tuple[ProgramFailure | None, dict[RedactionRu
 
 
 def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float,
-                cap: int | None = None, python: bool = False) -> Outcome:
-    """Run argv with ``--report`` appended (a path in the step's ``scratch_dir``); its whole process tree dies
-    at ``timeout``. ``python``: argv is ``[interpreter, program]``, started through ``toolchain.launch`` to keep
-    the exception that ends it."""
+                cap: int | None = None, python: bool = False, writable: tuple[Path, ...] = ()) -> Outcome:
+    """Run argv with ``--report`` appended (a path in the step's ``scratch_dir``) behind the wall
+    (``runner.wall``); its whole process tree dies at ``timeout``. ``python``: argv is ``[interpreter, program]``,
+    started through ``toolchain.launch`` to keep the exception that ends it. ``writable``: folders besides its
+    report folder it writes (a bench's results folder)."""
     with scratch_dir() as tmp:
         report_path, failure_path = tmp / REPORT, tmp / FAILURE
         launched = [argv[0], str(LAUNCHER), str(failure_path), *argv[1:]] if python else argv
         full = [*launched, "--report", str(report_path)]
         started = datetime.now(timezone.utc)
-        done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap, scratch=tmp)
+        done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap, scratch=tmp,
+                              wall=Wall(root, (tmp, *writable)))
         report, left, problem = _read_report(tmp)
         failure, failure_redactions = _read_failure(tmp)
         outside = outside_check.check(root, run_id, tmp, report, timeout) \

@@ -17,6 +17,7 @@ from pathlib import Path
 from tileproof.records.models import TOOLCHAIN_ABSENT_FIX, Step
 from tileproof.runner.execute import Outcome, run_program
 from tileproof.runner.step import run_step
+from tileproof.runner.wall import Wall
 
 JULIA = "julia"
 PROBE = "using CuTile"
@@ -40,7 +41,7 @@ def run_julia_program(root: Path, run_id: str, program: Path, env: dict[str, str
                       cap: int | None = None) -> Outcome | Absent:
     """Probe for julia + cuTile.jl, then run ``program`` (repo-relative argv) or record why not."""
     probe = run_step(root, run_id, f"{program.stem}-julia-probe", julia_argv("-e", PROBE), env,
-                     min(timeout, 300.0), cap)
+                     min(timeout, 300.0), cap, wall=Wall(root))
     if probe.exit_code != 0 or probe.timed_out:
         what = ("no julia on PATH" if probe.exit_code == 127 else
                 f"julia cannot load cuTile.jl ('{PROBE}' exited {probe.exit_code}"

@@ -35,9 +35,11 @@ from pathlib import Path
 from typing import BinaryIO, get_args
 
 from tileproof.records.errors import TileproofError
-from tileproof.records.models import Containment
+from tileproof.records.models import Containment, Isolation
+from tileproof.runner import wall as walls
 from tileproof.runner.query import QueryError, ask
 from tileproof.runner.stepinit import CGROUP, CGROUP_NAME, PID_NAMESPACE, STARTED, end_cgroup, proc_stat
+from tileproof.runner.wall import Wall
 
 DEFAULT_CAP = 16 * 1024 * 1024
 """Bytes kept per output stream unless ``--output-cap``/``TILEPROOF_OUTPUT_CAP`` says otherwise."""
@@ -48,6 +50,13 @@ CONTAIN_VAR = "TILEPROOF_CONTAINMENT"
 """Names the one containment to use (it must hold here, or nothing starts); unset: the best that holds."""
 CONTAINMENTS: tuple[Containment, ...] = get_args(Containment)
 """Every containment, best first: the order in which they are tried."""
+ISOLATE_VAR = "TILEPROOF_ISOLATION"
+"""Names the one wall to build (it must hold here, or nothing starts); unset: the best that holds."""
+ISOLATIONS: tuple[Isolation, ...] = get_args(Isolation)
+"""Every wall, best first (``none`` last: the program on the signer's side)."""
+RESTORED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE, signal.SIGXFSZ)
+"""Signals every program starts with at their default action, whatever tileproof had (``nohup`` ignores SIGHUP,
+a shell's background job SIGINT and SIGQUIT)."""
 DRAIN_S = 1.0
 """How long output is still read after the process tree is dead (buffered bytes)."""
 END_GRACE_S = 2.0
@@ -102,6 +111,8 @@ class Finished:
     strays_killed: int
     containment: Containment
     """How its processes were kept together and ended (``containment()``)."""
+    isolation: Isolation = "none"
+    """The wall it ran behind (``isolation()``); ``none`` for tileproof's own tools, started without one."""
 
 
 # --- the live-children registry ------------------------------------------------------------
@@ -162,14 +173,28 @@ def _executable(name: str, env: dict[str, str], cwd: Path | None) -> str:
 def _child_setup(sig: int = signal.SIGKILL) -> None:  # runs in the child between fork and exec: no locks, no imports
     if _libc is not None:
         _libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+    for restored in RESTORED:
+        signal.signal(restored, signal.SIG_DFL)
+
+
+def _ignored() -> bool:
+    """Whether tileproof ignores a signal a program must start with at its default (``RESTORED``): an exec keeps
+    an ignored signal ignored, so such a child is forked with ``_child_setup`` (no vfork)."""
+    return any(signal.getsignal(s) == signal.SIG_IGN for s in RESTORED if s not in (signal.SIGPIPE, signal.SIGXFSZ))
 
 
 # --- choosing the containment ---------------------------------------------------------------
 
 
-def _unshare() -> tuple[str, ...] | None:
+def _unshare(isolation: Isolation = "none") -> tuple[str, ...] | None:
+    """The ``unshare`` launcher of a PID namespace; behind a wall also a mount and IPC namespace, and for
+    ``user-namespace`` a user namespace whose root is this user (no host root)."""
     found = shutil.which("unshare") if _LINUX else None
-    return None if found is None else (found, "--pid", "--fork", "--kill-child=TERM", "--mount-proc", "--")
+    if found is None:
+        return None
+    wall = {"none": (), "separate-user": ("--mount", "--ipc"),
+            "user-namespace": ("--user", "--map-root-user", "--mount", "--ipc")}[isolation]
+    return (found, *wall, "--pid", "--fork", "--kill-child=TERM", "--mount-proc", "--")
 
 
 def _own_cgroup() -> Path | None:
@@ -211,6 +236,81 @@ def _refused(kind: Containment) -> str | None:
         return None
     said = [ln for ln in done.stderr.decode(errors="replace").splitlines() if ln.strip()]
     return said[-1] if said else f"exit {done.exit_code}"
+
+
+def _wall_refused(level: Isolation) -> str | None:
+    """Why the wall ``level`` cannot be built here (tried once: ``true`` behind it), or None."""
+    if level == "none":
+        return None
+    if level == "separate-user" and os.geteuid() != 0:
+        return "tileproof is not root"
+    if _unshare(level) is None:
+        return "no unshare (util-linux) on PATH"
+    true = shutil.which("true", path=os.defpath) or "/bin/true"
+    with scratch_dir() as tmp:
+        try:
+            done = _start_and_wait([true], kind="pid-namespace", env={"PATH": os.defpath}, cwd=Path("/"),
+                                   timeout=20.0, cap=4096, echo=False, scratch=None, wall=Wall(Path("/"), (tmp,)),
+                                   level=level)
+        except TileproofError as e:
+            return str(e)
+    if done.exit_code == 0:
+        return None
+    said = [ln for ln in done.stderr.decode(errors="replace").splitlines() if ln.strip()]
+    return said[-1] if said else f"exit {done.exit_code}"
+
+
+@functools.cache
+def isolation() -> Isolation:
+    """The wall every program of this process runs behind: ``TILEPROOF_ISOLATION`` when set (and it must hold),
+    else the first of ``ISOLATIONS`` that holds here. Chosen once per process; ``none`` only where neither wall
+    can be built (``unisolated_reason`` says why)."""
+    wanted = os.environ.get(ISOLATE_VAR, "")
+    if wanted and wanted not in ISOLATIONS:
+        raise TileproofError(f"{ISOLATE_VAR}={wanted!r}: expected one of {', '.join(ISOLATIONS)} "
+                             f"(fix: unset it to use the best that holds here)")
+    _load_uvm()
+    for level in ISOLATIONS:
+        if wanted and level != wanted:
+            continue
+        why = _wall_refused(level)
+        if why is None:
+            return level
+        _why_not[level] = why
+        if wanted:
+            raise TileproofError(f"{ISOLATE_VAR}={wanted}: it does not hold here: {why} "
+                                 f"(fix: unset it to fall back to the best that holds)")
+    return "none"  # never reached: none always holds
+
+
+_why_not: dict[Isolation, str] = {}
+_granted: set[Path] = set()
+
+
+def granted() -> tuple[Path, ...]:
+    """Every folder a walled step of this process was given to write (its outputs: ``runner.integrity``)."""
+    with _lock:
+        return tuple(_granted)
+
+
+def _load_uvm() -> None:
+    """Make the NVIDIA driver's device files before any walled program needs them: the CUDA driver makes a
+    missing ``/dev/nvidia-uvm`` through the setuid ``nvidia-modprobe``, which ``no_new_privs`` and a read-only
+    ``/dev`` refuse behind the wall."""
+    modprobe = shutil.which("nvidia-modprobe")
+    if modprobe is None or not os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia-uvm"):
+        return
+    with contextlib.suppress(QueryError):
+        ask([modprobe, "-u", "-c=0"], timeout=20)
+
+
+def unisolated_reason() -> str:
+    """One line: why this host runs programs without a wall (``isolation()`` is ``none``)."""
+    told = os.environ.get(ISOLATE_VAR, "")
+    if told == "none":
+        return f"{ISOLATE_VAR}=none"
+    why = _why_not.get("user-namespace") or _why_not.get("separate-user") or "no wall was tried"
+    return f"neither wall holds here (user namespace: {why})"
 
 
 @functools.cache
@@ -429,12 +529,13 @@ class _Started:
 
 
 def _launch(kind: Containment, argv: list[str], path: str, env: dict[str, str], cwd: Path | None,
-            token: str, scratch: Path | None) -> _Started:
-    """Start ``argv`` (its file: ``path``) under ``kind``."""
+            token: str, scratch: Path | None, plan: str | None = None, level: Isolation = "none") -> _Started:
+    """Start ``argv`` (its file: ``path``) under ``kind``; behind the wall ``plan`` (``level``) when one is given
+    (always in a PID namespace, its init building the view first)."""
     common: dict = dict(cwd=cwd, env={**env, MARKER_VAR: token}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, start_new_session=True)
     if kind == "marker":
-        launcher = _pdeathsig_launcher()
+        launcher = None if _ignored() else _pdeathsig_launcher()
         spawn = [*launcher, path, *argv[1:]] if launcher else argv
         proc = subprocess.Popen(spawn, preexec_fn=_child_setup if _LINUX and not launcher else None, **common)
         return _Started(proc, None, None)
@@ -446,8 +547,8 @@ def _launch(kind: Containment, argv: list[str], path: str, env: dict[str, str], 
     cgroup = None
     try:
         if kind == "pid-namespace":
-            unshare = _unshare()
-            assert unshare is not None  # containment() chose it
+            unshare = _unshare(level if plan is not None else "none")
+            assert unshare is not None  # containment() or isolation() chose it
             scope = [*unshare, sys.executable, "-I", "-S", str(STEP_INIT), PID_NAMESPACE]
         else:
             own = _own_cgroup()
@@ -455,7 +556,7 @@ def _launch(kind: Containment, argv: list[str], path: str, env: dict[str, str], 
             cgroup = own / f"{CGROUP_NAME}{os.getpid()}-{token}"
             cgroup.mkdir()
             scope = [sys.executable, "-I", "-S", str(STEP_INIT), f"{CGROUP}{cgroup}"]
-        spawn = [*(launcher or ()), *scope, str(write), str(scratch or "-"), path, *argv]
+        spawn = [*(launcher or ()), *scope, str(write), str(scratch or "-"), plan or "-", path, *argv]
         setup = functools.partial(_child_setup, getattr(signal, f"SIG{sig}"))
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # the init starts with it blocked,
         try:  # so that a death signal sent before it can handle one waits for it (stepinit's docstring)
@@ -488,32 +589,42 @@ def _status(fd: int) -> tuple[bool, list[str]]:
 
 def start_and_wait(argv: list[str], *, env: dict[str, str], cwd: Path | None = None,
                    timeout: float | None = None, cap: int | None = None, echo: bool = False,
-                   scratch: Path | None = None) -> Finished:
+                   scratch: Path | None = None, wall: Wall | None = None) -> Finished:
     """Run ``argv`` (never through a shell) to its end or ``timeout``; its whole tree dies with it.
 
     ``echo``: its streams are also copied to this process's own stdout and stderr as they arrive (a child
     someone watches, e.g. a fleet task's ``run`` in its Slurm log). ``scratch``: the step's ``scratch_dir``,
-    removed by its init should tileproof be killed while it runs."""
+    removed by its init should tileproof be killed while it runs. ``wall``: untrusted work (a program, an export
+    of its kernels): it runs behind the wall ``isolation()`` builds here, reading ``wall.root`` and writing only
+    its private scratch and ``wall.writable``; without a wall where none can be built (``isolation()`` is
+    ``none``, and the step says so)."""
     if _stopping.is_set():
         raise Interrupted("interrupted: no new process is started")
-    return _start_and_wait(argv, kind=containment(), env=env, cwd=cwd, timeout=timeout, cap=output_cap(cap),
-                           echo=echo, scratch=scratch)
+    level = isolation() if wall is not None else "none"
+    if wall is not None:
+        with _lock:
+            _granted.update(Path(w).resolve() for w in wall.writable)
+    kind = "pid-namespace" if level != "none" else containment()
+    return _start_and_wait(argv, kind=kind, env=env, cwd=cwd, timeout=timeout, cap=output_cap(cap),
+                           echo=echo, scratch=scratch, wall=wall if level != "none" else None, level=level)
 
 
 def _start_and_wait(argv: list[str], *, kind: Containment, env: dict[str, str], cwd: Path | None,
-                    timeout: float | None, cap: int, echo: bool, scratch: Path | None) -> Finished:
+                    timeout: float | None, cap: int, echo: bool, scratch: Path | None,
+                    wall: Wall | None = None, level: Isolation = "none") -> Finished:
     if kind == "marker":
         _become_subreaper()
     token = secrets.token_hex(8)
     t0 = time.perf_counter()
+    plan = None if wall is None else walls.plan(level, wall, env, argv)
     try:
         path = _executable(argv[0], env, cwd)
         with _lock:
-            started = _launch(kind, argv, path, env, cwd, token, scratch)
+            started = _launch(kind, argv, path, env, cwd, token, scratch, plan, level)
             _live[started.proc.pid] = _Live(token, started.cgroup)
     except OSError as e:
         return Finished(tuple(argv), 127, False, time.perf_counter() - t0, b"",
-                        f"{argv[0]}: {e.strerror}\n".encode(), 0, 0, 0, kind)
+                        f"{argv[0]}: {e.strerror}\n".encode(), 0, 0, 0, kind, level)
     proc = started.proc
     assert proc.stdout is not None and proc.stderr is not None  # both are pipes
     out_echo, err_echo = (sys.stdout.buffer, sys.stderr.buffer) if echo else (None, None)
@@ -544,6 +655,11 @@ def _start_and_wait(argv: list[str], *, kind: Containment, env: dict[str, str], 
     if status:
         what, value, count = status
         strays = int(count)
+        if what == "wall":  # its init could not build the wall: nothing of the program ran
+            said = [ln for ln in stderr.decode(errors="replace").splitlines() if ln.strip()]
+            raise TileproofError(f"{argv[0]}: not started: the {level} wall could not be built here "
+                                 f"({said[-1] if said else 'no reason given'}); fix: {ISOLATE_VAR}=none runs "
+                                 f"programs unisolated (only a key allowed to sign unisolated runs signs them)")
         if what == "exit":
             exit_code = os.waitstatus_to_exitcode(int(value))
         elif what == "ended":  # still running when its scope was killed (SIGKILL, like every process of it)
@@ -555,7 +671,7 @@ def _start_and_wait(argv: list[str], *, kind: Containment, env: dict[str, str], 
     elif started.status_fd is not None and exit_code is not None and exit_code > 0:
         exit_code = 127  # its launcher (unshare) failed before the init started: its stderr says why
     return Finished(tuple(argv), None if timed_out else exit_code, timed_out, time.perf_counter() - t0,
-                    out.value(), stderr, out.total, err.total, strays, kind)
+                    out.value(), stderr, out.total, err.total, strays, kind, level)
 
 
 def _end_scope(started: _Started) -> None:

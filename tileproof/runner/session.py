@@ -41,6 +41,7 @@ from tileproof.records.store import (
     whole,
     write_record,
 )
+from tileproof.runner import integrity
 from tileproof.runner.capture import (
     GpuProbe,
     GpuQuery,
@@ -330,6 +331,7 @@ def run(request: Request, say: Callable[[str], None] = _say) -> Ended | NoGpu:
         if absent:
             return NoGpu(absent)
     release = python_release(selection.programs, request.outside_range)
+    signer = integrity.start(request.root, signer, lambda line: say(f"run: {line}"))  # refused here, or guarded
     with whole(request.root):  # a full disk: one line, and nothing of the session left behind
         s = _open(request, selection, query, signer, cap, say, release)
         done = []

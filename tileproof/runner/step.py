@@ -16,6 +16,7 @@ from tileproof.records.models import STEP_VERSION, Step, StreamCut
 from tileproof.records.redact import merge, redact
 from tileproof.records.store import write_evidence
 from tileproof.runner.process import Finished, start_and_wait
+from tileproof.runner.wall import Wall
 
 
 def cut_marker(kept: int, total: int) -> bytes:
@@ -52,12 +53,14 @@ def to_step(root: Path, run_id: str, name: str, started: datetime, done: Finishe
         redactions=merge(out_n, err_n),
         strays_killed=done.strays_killed,
         containment=done.containment,
+        isolation=done.isolation,
     )
 
 
 def run_step(root: Path, run_id: str, name: str, argv: list[str], env: dict[str, str],
-             timeout: float | None = None, cap: int | None = None) -> Step:
-    """Run argv in ``root`` and keep ``<name>.stdout.txt``/``<name>.stderr.txt`` as evidence."""
+             timeout: float | None = None, cap: int | None = None, wall: Wall | None = None) -> Step:
+    """Run argv in ``root`` and keep ``<name>.stdout.txt``/``<name>.stderr.txt`` as evidence; behind ``wall``
+    when given (untrusted work: ``process.start_and_wait``)."""
     started = datetime.now(timezone.utc)
-    done = start_and_wait(argv, env=env, cwd=root, timeout=timeout, cap=cap)
+    done = start_and_wait(argv, env=env, cwd=root, timeout=timeout, cap=cap, wall=wall)
     return to_step(root, run_id, name, started, done, f"{name}.stdout.txt", f"{name}.stderr.txt")

@@ -1,6 +1,7 @@
 """Ahead-of-time export of cuTile Python kernels: ``python -m tileproof.toolchain.aot``.
 
-Usage: ``python -m tileproof.toolchain.aot PROGRAM KERNEL TARGET OUT [KERNEL TARGET OUT ...]``: every
+Usage: ``python -m tileproof.toolchain.aot PROGRAM KERNEL TARGET OUT [KERNEL TARGET OUT ...]``, or ``--kernels
+PROGRAM OUT`` (the names of the kernels it declares, ``list_kernels``): every
 export of one program in one process (``build`` makes one such call per program; when it fails,
 each export runs alone, so that each has its own transcript and exit code). Each export is a real
 tileiras run: cuTile's own disk cache (``CUDA_TILE_CACHE_DIR``, ~/.cache/cutile-python by default) is
@@ -195,7 +196,27 @@ def failure_file(out: Path) -> Path:
     return out.with_name(out.name + FAILURE_SUFFIX)
 
 
+KERNELS = "--kernels"
+"""``python -m tileproof.toolchain.aot --kernels PROGRAM OUT``: the names of the kernels ``PROGRAM`` declares
+(``declared_kernels``), written to ``OUT`` as a JSON list; a declaration it refuses is one line on stderr, exit 2.
+``runner.builds`` runs it behind the wall: a program is imported only there, never in a process that signs."""
+
+
+def list_kernels(path: Path, out: Path) -> int:
+    """``--kernels``: the declared kernels' names to ``out``; a refused declaration one line (exit 2)."""
+    try:
+        names = list(declared_kernels(path))
+    except RecordError as e:
+        print(e, file=sys.stderr)
+        return 2
+    out.write_text(json.dumps(names))
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 3 and argv[0] == KERNELS:
+        os.environ["CUDA_TILE_CACHE_DIR"] = "off"
+        return list_kernels(Path(argv[1]), Path(argv[2]))
     if len(argv) < 4 or (len(argv) - 1) % 3:
         print(__doc__, file=sys.stderr)
         return 2

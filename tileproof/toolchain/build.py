@@ -48,7 +48,8 @@ from tileproof.toolchain.diagnose import NO_TILE_CODE, diagnose
 from tileproof.toolchain.find import Tools, read_build_json
 from tileproof.toolchain.uses import program_uses
 
-StepRunner = Callable[[str, list[str]], Step]
+StepRunner = Callable[[str, list[str], tuple[Path, ...]], Step]
+"""Runs one build step behind the wall: its name, argv, and the only folders it may write (its outputs')."""
 """Runs one named argv as a step of the current run (its streams kept as evidence)."""
 
 DEFAULT_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
@@ -352,7 +353,7 @@ def _inspected(root: Path, program: Path, kernel: str | None, target: str, kind:
     failure = export_failure(out) if kind == "cubin" and step.exit_code != 0 else None
     if step.exit_code == 0 and out.exists():
         only = [] if kind == "cubin" else ["-arch", target]
-        inspect = run_step(f"{name}.res-usage", [str(tools.tool("cuobjdump")), *only, "-res-usage", str(out)])
+        inspect = run_step(f"{name}.res-usage", [str(tools.tool("cuobjdump")), *only, "-res-usage", str(out)], ())
         listing = (root / inspect.stdout.path).read_text(errors="replace")
         res = parse_res_usage(listing)
         artifact = FileDigest(path=out.relative_to(root).as_posix(), sha256=sha256_file(out))
@@ -405,7 +406,7 @@ def _remember(folder: Path, run_id: str, results: list[BuildResult]) -> None:
 def execute(root: Path, run_id: str, job: Job, tools: Tools, run_step: StepRunner) -> BuildResult:
     """Export one kernel, inspect it, and cache it under build/<key>/."""
     _exporting([job])
-    step = run_step(job.name, list(job.argv))
+    step = run_step(job.name, list(job.argv), (job.out.parent,))
     result = _inspected(root, job.program, job.kernel, job.target, job.kind, job.key, step, _diagnosed(root, step),
                         job.out, tools, run_step, job.name)
     _remember(job.out.parent, run_id, [result])
@@ -428,7 +429,8 @@ def execute_exports(root: Path, run_id: str, jobs: Sequence[Job], tools: Tools,
         return [execute(root, run_id, jobs[0], tools, run_step)]
     program = jobs[0].program
     _exporting(jobs)
-    step = run_step(f"{program.stem}.cubins", export_argv(program, [(j.kernel or "", j.target, j.out) for j in jobs]))
+    step = run_step(f"{program.stem}.cubins", export_argv(program, [(j.kernel or "", j.target, j.out) for j in jobs]),
+                    tuple(dict.fromkeys(j.out.parent for j in jobs)))
     if step.exit_code != 0:
         return _each_alone(step, ([execute(root, run_id, j, tools, run_step)] for j in jobs))
     diagnosed = _diagnosed(root, step)
@@ -446,7 +448,7 @@ def execute_cpp(root: Path, run_id: str, job: CppJob, tools: Tools, run_step: St
     cache them under build/<key>/. When that call fails for several targets, each target is built alone
     (the failed call kept in ``all_targets_step``), so that each target's verdict is its own."""
     job.keep_dir.mkdir(parents=True, exist_ok=True)
-    step = run_step(job.name, list(job.argv))
+    step = run_step(job.name, list(job.argv), (job.folder,))
     kept = job.keep_dir / f"{job.program.stem}.tile.fatbin"
     if step.exit_code == 0 and kept.is_file():
         kept.replace(job.out("tilefatbin"))

@@ -165,6 +165,16 @@ class AuditResult:
     of both reports, no finding; under ``strict`` each is among ``findings`` too."""
     strict: bool = False
     """``audit --strict``, the reviewer's mode: the notices are findings."""
+    unisolated: tuple[str, ...] = ()
+    """Run ids of the records a step of which ran without a wall (``Step.isolation`` ``none``)."""
+
+    def unisolated_line(self) -> str | None:
+        """One line listing the records whose programs ran without a wall; None when none did."""
+        if not self.unisolated:
+            return None
+        n = len(self.unisolated)
+        return one_line(f"unisolated: {n} record{'s' * (n != 1)} ran programs without a wall (isolation none; each "
+                        f"counts only when signed by a key allowed unisolated runs): {', '.join(self.unisolated)}")
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,490 @@
+"""The wall between the program and the signer, attacked by real hostile programs.
+
+Each program below is a lesson program a contributor could submit, run by ``tileproof run`` (or ``compile``)
+on a machine with a fake GPU (a fake ``nvidia-smi`` answering with the captured H200 query) and a signing key
+outside the repository. Before the wall a program ran as tileproof's own user (root, in a PID namespace it could
+undo): it unmounted ``/proc``, read ``TILEPROOF_SIGNING_KEY`` from tileproof's environment and the key itself,
+and printed it into signed evidence; it left a git hook and a ``.pth`` file that ran outside containment; and
+``compile`` imported it in the process holding the build key.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from datetime import date
+from pathlib import Path
+
+import pytest
+from conftest import sources_tree
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from signing_keys import write_registry
+
+from tileproof.commands import run as run_cmd
+from tileproof.records import runner_keys, signing, store
+from tileproof.records.errors import TileproofError
+from tileproof.records.models import RunRecord
+from tileproof.runner import integrity, process
+from tileproof.runner.environment import child_env
+from tileproof.runner.wall import Wall
+
+REPO = Path(__file__).resolve().parents[1]
+QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("git") is None,
+                                reason="needs Linux and git")
+
+REPORT = {"report_version": 1, "program": "kernels/evil.py", "seed": 1,
+          "device": {"name": "NVIDIA H200", "compute_capability": "9.0"}, "gate": "ok",
+          "gate_message": "GPU 0: NVIDIA H200, compute capability 9.0",
+          "checks": [{"name": "evil", "shape": [1], "dtype": "float32", "rtol": 1e-4, "atol": 1e-3, "checked": 1,
+                      "mismatches": 0, "max_abs_err": 0.0, "max_rel_err": 0.0, "first_failure": None,
+                      "passed": True}],
+          "passed": True}
+"""A passing check report: a record signed ``passed`` is what the attacker wants."""
+
+PASS = f"""
+import json, sys
+json.dump({REPORT!r}, open(sys.argv[sys.argv.index("--report") + 1], "w"))
+print("GPU 0: NVIDIA H200, compute capability 9.0")
+"""
+
+STEAL = """
+import base64, glob, os, subprocess, sys
+AOT_SIGNATURES = {}
+print("ATTACK: umount", subprocess.run(["umount", "-l", "/proc"], capture_output=True, text=True).returncode)
+paths = [KEY_PATH, os.path.expanduser("~/.config/tileproof/signing-key.pem")]
+for env in glob.glob("/proc/*/environ"):
+    try:
+        data = open(env, "rb").read()
+    except OSError as e:
+        print("ATTACK: environ refused", env, e.strerror)
+        continue
+    for item in data.split(b"\\0"):
+        if item.startswith(b"TILEPROOF_SIGNING_KEY="):
+            print("ATTACK: found the key's path in", env)
+            paths.append(item.split(b"=", 1)[1].decode())
+for path in paths:
+    try:
+        key = open(path, "rb").read()
+    except OSError as e:
+        print("ATTACK: key refused", e.strerror)
+        continue
+    print(key.hex())
+    text = base64.b64encode(key).decode()
+    print("\\n".join(text[i:i + 20] for i in range(0, len(text), 20)))
+    print(key.decode().replace("PRIVATE KEY", "PRIV@TE KEY"), file=sys.stderr)
+"""
+
+
+def _key(tmp_path: Path) -> tuple[Path, Ed25519PrivateKey]:
+    private = Ed25519PrivateKey.generate()
+    folder = tmp_path / "keys"
+    folder.mkdir()
+    path = folder / "signing-key.pem"
+    path.write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    path.chmod(0o600)
+    return path, private
+
+
+def _forms(path: Path, private: Ed25519PrivateKey) -> list[bytes]:
+    """The key's material in every encoding the attack uses (whitespace taken out)."""
+    pem = path.read_bytes()
+    seed = private.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+                                 serialization.NoEncryption())
+    body = b"".join(ln for ln in pem.splitlines() if not ln.startswith(b"-----"))
+    return [pem.hex().encode(), base64.b64encode(pem), body, seed.hex().encode(), base64.b64encode(seed)]
+
+
+def _fake_gpu(tmp_path: Path) -> Path:
+    """A folder with ``nvidia-smi`` answering as the H200 did (the captured query)."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir(exist_ok=True)
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat {QUERY} ;; *) echo "FIXTURE nvidia-smi" ;; esac\n')
+    smi.chmod(0o755)
+    return bin_dir
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), "-c", "user.email=t@example.invalid", "-c", "user.name=t",
+                    "-c", "commit.gpgsign=false", *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = sources_tree(tmp_path)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "sources")
+    return root
+
+
+def _cli(tmp_path: Path, root: Path, *args: str, key: Path | None = None, env: dict | None = None,
+         pythonpath: Path = REPO) -> subprocess.CompletedProcess:
+    """``python -m tileproof ARGS --root ROOT`` as its own process, started with the key in its environment
+    (as a runner starts it: the variable is in the process's initial environment block)."""
+    base = {k: v for k, v in os.environ.items() if k != signing.KEY_ENV}
+    full = {**base, "PATH": f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}", "PYTHONPATH": str(pythonpath),
+            **({signing.KEY_ENV: str(key)} if key else {}), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "tileproof", *args, "--root", str(root)], env=full, cwd=root,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _evidence_bytes(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for folder in ("evidence", "runs") for p in (root / folder).rglob("*")
+                    if p.is_file())
+
+
+def _squeezed(data: bytes) -> bytes:
+    return re.sub(rb"\s+", b"", data)
+
+
+def _signed(root: Path) -> list[Path]:
+    return [p for p in (root / "runs").glob("*.json")
+            if signing.is_envelope(json.loads(p.read_text())) and json.loads(p.read_text())["signatures"]]
+
+
+# --- (a) the key stays out of the program's reach; (d) the record names the wall ------------------------------
+
+
+def test_a_program_cannot_read_the_signing_key_in_any_encoding(tree, tmp_path):
+    key, private = _key(tmp_path)
+    (tree / "kernels" / "evil.py").write_text(STEAL.replace("KEY_PATH", repr(str(key))) + PASS)
+    done = _cli(tmp_path, tree, "run", "--program", "evil", "--timeout", "120", key=key)
+    out = done.stdout + done.stderr
+    signed = _signed(tree)
+    assert signed, out  # the session ran and signed: what it signed must not hold the key
+    kept = _squeezed(_evidence_bytes(tree))
+    for form in _forms(key, private):
+        assert _squeezed(form) not in kept, f"the key reached the evidence: {out}"
+    (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord)]
+    stdout = (tree / rec.step.stdout.path).read_text()
+    assert "ATTACK: umount 32" in stdout or "ATTACK: umount 1" in stdout  # refused: no capability to unmount
+    assert "ATTACK: found the key's path" not in stdout
+    assert stdout.count("ATTACK: key refused") == 2
+    assert rec.verdict == "passed"
+    assert rec.step.step_version == 3
+    assert rec.step.isolation in ("separate-user", "user-namespace")  # (d): the wall it ran behind
+
+
+def test_the_key_is_not_in_a_walled_program_s_environment_even_when_a_lesson_names_it(tmp_path):
+    """A lesson's ``env:`` list may name any variable; the key's never reaches a program."""
+    env = child_env(extra=[signing.KEY_ENV], base={signing.KEY_ENV: "/somewhere/key.pem", "PATH": os.defpath})
+    assert signing.KEY_ENV not in env
+
+
+def test_a_walled_program_sees_neither_tileproof_nor_the_key_folder(tmp_path, monkeypatch):
+    key, _ = _key(tmp_path)
+    monkeypatch.setenv(signing.KEY_ENV, str(key))
+    prog = tmp_path / "look.py"
+    prog.write_text(textwrap.dedent(f"""
+        import os
+        print("keys:", sorted(os.listdir({str(key.parent)!r})))
+        print("pids:", sorted(p for p in os.listdir("/proc") if p.isdigit()))
+        try:
+            os.kill({os.getpid()}, 0)
+            print("signal: reached")
+        except OSError as e:
+            print("signal:", e.strerror)
+        print("status:", [ln for ln in open("/proc/self/status") if ln.startswith(("CapEff", "CapBnd", "NoNewPrivs"))])
+    """))
+    done = process.start_and_wait([sys.executable, str(prog)], env=child_env(), cwd=tmp_path, timeout=60,
+                                  wall=Wall(tmp_path))
+    out = done.stdout.decode()
+    assert done.exit_code == 0, done.stderr
+    assert "keys: []" in out  # the folder is there, empty
+    assert re.search(r"pids: \['1', '\d+'\]", out), out  # its init and itself: no process of the host
+    assert "signal: reached" not in out
+    assert "CapEff:\\t0000000000000000" in out and "CapBnd:\\t0000000000000000" in out
+    assert "NoNewPrivs:\\t1" in out
+    assert done.isolation in ("separate-user", "user-namespace")
+
+
+def test_the_scratch_is_private_and_size_capped(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEPROOF_SCRATCH_MB", "16")
+    prog = tmp_path / "fill.py"
+    prog.write_text(textwrap.dedent("""
+        import os
+        for where in ("/tmp", "/dev/shm", "/var/tmp", os.path.expanduser("~")):
+            open(os.path.join(where, "small"), "w").write("ok")  # writable: its own scratch
+        try:
+            with open("/tmp/big", "wb") as f:
+                for _ in range(32):
+                    f.write(b"z" * (1 << 20))
+            print("filled 32 MiB")
+        except OSError as e:
+            print("stopped:", e.strerror)
+    """))
+    done = process.start_and_wait([sys.executable, str(prog)], env=child_env(), cwd=tmp_path, timeout=60,
+                                  wall=Wall(tmp_path))
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.decode().strip() == "stopped: No space left on device"  # its /tmp: 16 MiB, its own
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the separate-user wall needs tileproof as root")
+def test_a_checkout_others_may_not_read_is_refused_in_one_line_under_separate_user(tmp_path, monkeypatch):
+    monkeypatch.setenv(process.ISOLATE_VAR, "separate-user")
+    process.isolation.cache_clear()
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    try:
+        with pytest.raises(TileproofError) as refused:
+            process.start_and_wait(["/bin/true"], env=child_env(), cwd=closed, timeout=60, wall=Wall(closed))
+    finally:
+        process.isolation.cache_clear()
+    line = str(refused.value)
+    assert line.startswith(f"{closed}: others may not read it (mode 700)") and "\n" not in line
+    assert f"chmod o+rX {closed}" in line
+
+
+# --- (b) nothing outside the scratch is writable; a change during the session is refused ---------------------
+
+
+PLANT = """
+import os, site, sys
+AOT_SIGNATURES = {}
+for path, text in [(".git/hooks/post-commit", "#!/bin/sh\\ntouch HOOK_RAN\\n"),
+                   (os.path.join(site.getsitepackages()[0], "zz_evil.pth"), "import os\\n"),
+                   (SOURCE, "\\n# planted\\n")]:
+    try:
+        with open(path, "a") as f:
+            f.write(text)
+        print("ATTACK: wrote", path)
+    except OSError as e:
+        print("ATTACK: refused", path, e.strerror)
+"""
+
+
+def test_a_program_cannot_leave_a_hook_a_pth_or_an_edited_source(tree, tmp_path):
+    """Run in an environment and a copy of tileproof of the test's own, so that nothing the program might
+    write (before the wall it could) touches the suite's."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site_packages = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import site; "
+                                         "print(site.getsitepackages()[0])"], capture_output=True, text=True,
+                                        check=True).stdout.strip())
+    (site_packages / "suite.pth").write_text(integrity.environments()[0] + "\n")  # tileproof's libraries
+    copy = tmp_path / "tileproof-copy"
+    shutil.copytree(REPO / "tileproof", copy / "tileproof", ignore=shutil.ignore_patterns("__pycache__"))
+    source = copy / "tileproof" / "records" / "signing.py"
+    before = source.read_bytes()
+    key, _ = _key(tmp_path)
+    (tree / "kernels" / "evil.py").write_text(PLANT.replace("SOURCE", repr(str(source))) + PASS)
+    full = {k: v for k, v in os.environ.items() if k != signing.KEY_ENV}
+    full.update(PATH=f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}", PYTHONPATH=str(copy),
+                **{signing.KEY_ENV: str(key)})
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "tileproof", "run", "--program", "evil",
+                           "--timeout", "120", "--root", str(tree)], env=full, cwd=tree, capture_output=True,
+                          text=True, timeout=300)
+    out = done.stdout + done.stderr
+    assert _signed(tree), out
+    assert not (tree / ".git" / "hooks" / "post-commit").exists(), out
+    assert not (site_packages / "zz_evil.pth").exists(), out
+    assert source.read_bytes() == before, out
+    (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord)]
+    stdout = (tree / rec.step.stdout.path).read_text()
+    assert stdout.count("ATTACK: refused") == 3, stdout
+    assert "Read-only file system" in stdout
+
+
+@pytest.mark.parametrize("what", ["hook", "config", "pth", "tracked"])
+def test_a_change_during_the_session_is_refused_naming_the_path(tree, tmp_path, monkeypatch, what):
+    """A race the wall does not see (something else writes while the program runs): the session refuses to sign,
+    in one line naming the path, and writes no record."""
+    key, _ = _key(tmp_path)
+    monkeypatch.setenv(signing.KEY_ENV, str(key))
+    monkeypatch.setenv("PATH", f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}")
+    (tree / "kernels" / "evil.py").write_text("AOT_SIGNATURES = {}\n" + PASS)
+    site_packages = integrity.environments()[0]
+    target = {"hook": tree / ".git" / "hooks" / "post-commit", "config": tree / ".git" / "config",
+              "pth": Path(site_packages) / "zz_tileproof_test_race.pth",
+              "tracked": tree / "kernels" / "harness.py"}[what]
+    taken = integrity.Snapshot.take
+
+    def take_then_race(root):
+        snapshot = taken(root)
+        with open(target, "a") as f:  # what a racing writer leaves, after the session's snapshot
+            f.write("# raced\n")
+        return snapshot
+
+    monkeypatch.setattr(integrity.Snapshot, "take", take_then_race)
+    try:
+        with pytest.raises(integrity.Changed) as refused:
+            run_cmd.run(run_cmd_args(tree))
+    finally:
+        if what == "pth":
+            target.unlink(missing_ok=True)
+    line = str(refused.value)
+    assert "\n" not in line
+    shown = target.relative_to(tree).as_posix() if what != "pth" else str(target)
+    assert line.startswith(f"{shown}: changed while this session ran; nothing signed"), line
+    assert not list((tree / "runs").glob("*.json")) if (tree / "runs").exists() else True
+
+
+def run_cmd_args(root: Path):
+    from conftest import cli_args
+
+    return cli_args("run", "--root", str(root), "--program", "evil", "--timeout", "120")
+
+
+# --- (c) compile never imports a program ---------------------------------------------------------------------
+
+
+COMPILE_EVIL = """
+import os
+print("MODULE-LEVEL-RAN", flush=True)
+try:
+    print("KEY:", open(KEY_PATH, "rb").read().hex(), flush=True)
+except OSError as e:
+    print("KEY REFUSED:", e.strerror, flush=True)
+"""
+
+
+@pytest.mark.skipif(shutil.which("tileiras") is None and not list(Path(sys.prefix).glob("lib/python*/site-packages/"
+                                                                                         "nvidia/cu13/bin/tileiras")),
+                    reason="needs the tile toolchain (tileiras) for a compile")
+def test_compile_never_runs_the_program_s_code_in_its_own_process(tree, tmp_path):
+    key, private = _key(tmp_path)
+    vector_add = (tree / "kernels" / "vector_add.py").read_text()
+    for p in (tree / "kernels").glob("*.py"):
+        if p.name not in ("harness.py", "tolerances.py"):
+            p.unlink()
+    (tree / "kernels" / "evil_compile.py").write_text(vector_add + COMPILE_EVIL.replace("KEY_PATH", repr(str(key))))
+    _git(tree, "add", "-A")
+    _git(tree, "commit", "-q", "-m", "evil")
+    done = _cli(tmp_path, tree, "compile", "--python-only", "--arch", "sm_90", key=key)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert _signed(tree), out  # it compiled, and signed the compile record
+    assert "MODULE-LEVEL-RAN" not in out, out  # its print is not in compile's own output
+    assert "KEY:" not in out
+    kept = _squeezed(_evidence_bytes(tree))
+    for form in _forms(key, private):
+        assert _squeezed(form) not in kept
+    # the export imported it, behind the wall: its print is in that step's transcript, the key refused there
+    assert b"MODULE-LEVEL-RAN" in kept and b"KEYREFUSED:" in kept, out
+
+
+def test_a_declaration_compile_refuses_is_still_one_line_from_behind_the_wall(tmp_path):
+    """The kernels a program declares come back from the walled reader; a refused declaration is the same one
+    line as before (``aot.declared_kernels``' own), the program's prints nowhere in it."""
+    from tileproof.runner.builds import declared_behind_wall
+
+    pytest.importorskip("cuda.tile", reason="needs cuda-tile to read a program's kernels")
+    (tmp_path / "kernels").mkdir()
+    bad = tmp_path / "kernels" / "bad.py"
+    bad.write_text("print('MODULE-LEVEL-RAN')\nAOT_SIGNATURES = 5\n")
+    with pytest.raises(TileproofError) as refused:
+        declared_behind_wall(tmp_path, bad)
+    line = str(refused.value)
+    assert "\n" not in line and "MODULE-LEVEL-RAN" not in line
+    assert "AOT_SIGNATURES" in line and "expected a dict, found int" in line
+    good = tmp_path / "kernels" / "vector_add.py"
+    good.write_text((REPO / "kernels" / "vector_add.py").read_text())
+    for helper in ("harness.py", "tolerances.py"):
+        shutil.copy(REPO / "kernels" / helper, tmp_path / "kernels" / helper)
+    assert declared_behind_wall(tmp_path, good) == ["vector_add"]
+
+
+# --- (e) where no wall can be built ---------------------------------------------------------------------------
+
+
+def _entry(private: Ed25519PrivateKey, unisolated: bool) -> runner_keys.RunnerKey:
+    signer = signing.Signer(private)
+    return runner_keys.RunnerKey(owner="test runner", keyid=signer.keyid,
+                                 public_key=signing.raw_public(signer.public).hex(),
+                                 may_sign=list(runner_keys.RUNNER_KINDS), added=date(2025, 1, 1),
+                                 unisolated=unisolated)
+
+
+@pytest.mark.parametrize("allowed", [False, True], ids=["key-not-allowed", "key-allowed"])
+def test_without_a_wall_only_a_key_allowed_unisolated_runs_signs(tree, tmp_path, allowed):
+    key, private = _key(tmp_path)
+    write_registry(tree, runner_keys.RunnerRegistry(registry_version=1, runners=[_entry(private, allowed)]))
+    (tree / "kernels" / "evil.py").write_text("AOT_SIGNATURES = {}\n" + PASS)
+    done = _cli(tmp_path, tree, "run", "--program", "evil", "--timeout", "120", key=key,
+                env={process.ISOLATE_VAR: "none"})
+    out = done.stdout + done.stderr
+    if not allowed:
+        assert done.returncode != 0, out
+        assert "Traceback" not in out
+        (line,) = [ln for ln in out.splitlines() if "no wall here" in ln]
+        assert f"{process.ISOLATE_VAR}=none" in line and "may not sign such runs" in line
+        assert "unisolated: true" in line
+        assert not (tree / "runs").exists() or not list((tree / "runs").glob("*.json"))
+        return
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("run: unisolated: no wall here")]
+    assert "allows unisolated runs" in line
+    (path,) = [p for p in (tree / "runs").glob("*-run-*.json")]
+    read = store.read_record(path, runner_keys.load_registry(tree))
+    assert read.record.step.isolation == "none"
+    assert read.trust == "verified"
+    stricter = runner_keys.RunnerRegistry(registry_version=1, runners=[_entry(private, False)])
+    refused = store.read_record(path, stricter)
+    assert refused.trust == "unisolated-not-allowed"  # the audit's record-unisolated-not-allowed
+    assert "unisolated: true" in refused.verification.reason
+    audit = _cli(tmp_path, tree, "audit", "--no-write")
+    (listed,) = [ln for ln in audit.stdout.splitlines() if ln.startswith("unisolated: ")]
+    assert listed.endswith(f": {read.record.run_id}"), audit.stdout
+    write_registry(tree, stricter)  # the same record, its key's entry without unisolated: true
+    audit = _cli(tmp_path, tree, "audit", "--no-write")
+    assert f"runs/{path.name}: record-unisolated-not-allowed: " in audit.stdout, audit.stdout
+
+
+def test_the_registry_field_defaults_to_false_and_old_registries_read(tmp_path):
+    private = Ed25519PrivateKey.generate()
+    entry = _entry(private, False).model_dump(mode="json")
+    del entry["unisolated"]  # as every registry written before the field has it
+    (tmp_path / "lessons").mkdir()
+    import yaml
+
+    (tmp_path / runner_keys.REGISTRY).write_text(yaml.safe_dump({"registry_version": 1, "runners": [entry]}))
+    assert runner_keys.load_registry(tmp_path).runners[0].unisolated is False
+    entry["unisolated"] = True
+    (tmp_path / runner_keys.REGISTRY).write_text(yaml.safe_dump({"registry_version": 1, "runners": [entry]}))
+    assert runner_keys.load_registry(tmp_path).runners[0].unisolated is True
+    entry["unisolated"] = "yes please"
+    (tmp_path / runner_keys.REGISTRY).write_text(yaml.safe_dump({"registry_version": 1, "runners": [entry]}))
+    with pytest.raises(TileproofError, match="unisolated"):
+        runner_keys.load_registry(tmp_path)
+
+
+# --- signal dispositions ---------------------------------------------------------------------------------------
+
+
+SHOW = ("import signal\nprint(*(signal.getsignal(s) != signal.SIG_IGN for s in "  # Python's own SIGINT handler
+        "(signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)))\n")  # stands in for SIG_DFL
+PARENT = """
+import sys
+from tileproof.runner.environment import child_env
+from tileproof.runner.process import start_and_wait
+from tileproof.runner.wall import Wall
+from pathlib import Path
+walled = sys.argv[2] == "wall"
+done = start_and_wait([sys.executable, sys.argv[1]], env=child_env(), cwd=Path(sys.argv[1]).parent, timeout=60,
+                      wall=Wall(Path(sys.argv[1]).parent) if walled else None)
+sys.stdout.write(done.stdout.decode())
+"""
+
+
+@pytest.mark.parametrize("walled", ["wall", "tool"])
+def test_a_program_gets_default_signal_dispositions_under_nohup(tmp_path, walled):
+    prog = tmp_path / "show.py"
+    prog.write_text(SHOW)
+
+    def ignore() -> None:  # as nohup and a shell's background job leave tileproof
+        for s in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
+            signal.signal(s, signal.SIG_IGN)
+
+    done = subprocess.run([sys.executable, "-c", PARENT, str(prog), walled], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, preexec_fn=ignore, timeout=120)
+    assert done.stdout.strip() == "True True True", done.stdout + done.stderr

@@ -1,0 +1,228 @@
+"""Before a session signs: nothing it relies on changed while it ran.
+
+A session (run, bench, claims, compile) takes a ``Snapshot`` when it starts and checks it again before every
+signature (``guard``: the signer it hands on checks first). Watched: the checkout's tracked files (git's list;
+every file outside ``runs/``, ``evidence/`` and ``build/`` where there is no git), the ignored ``build/``
+artifacts it may attest (but for the folders a walled step was given to write, whose files the record attests by
+digest, and tileproof's own bookkeeping there), ``.git/hooks``, ``.git/config``, tileproof's own sources, and the
+Python environments' ``site-packages`` (``.pth`` files included) and the interpreter's standard library folder.
+A file is the same while its inode, size, mode, modification and change time are (a change time cannot be set
+back; in an environment, whose files an installer hard-links from its cache, the change time is left out and the
+files at its top, ``.pth`` among them, are compared by content); in the hooks, ``site-packages`` and ``build/`` a
+new file is a change too. Bytecode caches (``__pycache__``) are left out: Python itself writes them as tileproof
+imports. On a change: one line naming the path, and nothing is signed (``Changed``).
+
+The wall (``runner.wall``) makes all of these read-only to a program; this check is what holds where a program
+ran without one (``none``), or anything else wrote them during the session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import site
+import stat
+import sys
+import sysconfig
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tileproof.records.errors import TileproofError
+from tileproof.records.runner_keys import REGISTRY, load_registry
+from tileproof.records.signing import KEY_ENV, Signer
+from tileproof.runner import process
+from tileproof.runner.query import QueryError, ask
+from tileproof.runner.wall import PACKAGE
+
+Fingerprint = tuple[int, int, int, int, int]
+"""(inode, size, mode, modification time, change time) of one file, in ns."""
+OWN = frozenset({"kernel-index.json", "meta.json", "tool-versions.json", ".lock"})
+"""Files tileproof itself rewrites under ``build/`` during a session."""
+SKIPPED_DIRS = frozenset({"__pycache__"})
+
+
+class Changed(TileproofError):
+    """A file the session relies on changed while it ran: nothing is signed."""
+
+
+def _fingerprint(path: str, loose: bool = False) -> Fingerprint | None:
+    """The file's fingerprint; ``loose`` (inside a Python environment): without its change time, which a new
+    hard link to it elsewhere also moves (an installer linking from its cache), and with its content's digest
+    instead when it lies at the top of the folder (``.pth`` files, ``sitecustomize``)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not loose:
+        return st.st_ino, st.st_size, st.st_mode, st.st_mtime_ns, st.st_ctime_ns
+    if stat.S_ISREG(st.st_mode) and os.path.dirname(path) in _TOP:
+        with open(path, "rb") as f:
+            digest = int.from_bytes(hashlib.sha256(f.read()).digest()[:8], "big")
+        return st.st_ino, st.st_size, st.st_mode, st.st_mtime_ns, digest
+    return st.st_ino, st.st_size, st.st_mode, st.st_mtime_ns, 0
+
+
+_TOP: set[str] = set()
+"""The environments' folders (``environments()``), filled when a snapshot is taken."""
+
+
+def _walk(folder: str, skip: Callable[[str], bool] = lambda _p: False) -> Iterator[str]:
+    """Every file (and link) under ``folder``, never following a link, bytecode caches left out."""
+    for below, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS and not skip(os.path.join(below, d))]
+        for name in files:
+            path = os.path.join(below, name)
+            if not skip(path):
+                yield path
+        for name in dirs:  # a link to a folder is listed with the folders; os.walk does not enter it
+            path = os.path.join(below, name)
+            if os.path.islink(path):
+                yield path
+
+
+def _git(root: Path, *args: str) -> bytes | None:
+    try:
+        answer = ask(["git", "-C", str(root), *args], timeout=60)
+    except QueryError:
+        return None
+    return answer.stdout if answer.exit_code == 0 else None
+
+
+def environments() -> list[str]:
+    """The folders Python reads code from at start: every ``site-packages`` of this interpreter and of its
+    base installation, the user's, and the standard library folder (``sitecustomize``)."""
+    found = [*site.getsitepackages(), site.getusersitepackages()]
+    base = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}
+    found += [sysconfig.get_path(name, vars=base) for name in ("purelib", "platlib")]
+    return [p for p in dict.fromkeys(os.path.abspath(p) for p in found) if os.path.isdir(p)]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a session relies on, as it was when it started."""
+
+    root: Path
+    files: dict[str, Fingerprint]
+    closed: tuple[str, ...]
+    """Folders in which a new file is a change too."""
+
+    @classmethod
+    def take(cls, root: Path) -> Snapshot:
+        root = root.resolve()
+        files: list[str] = []
+        listed = _git(root, "ls-files", "-z")
+        if listed is not None:
+            files += [str(root / name) for name in listed.decode(errors="surrogateescape").split("\0") if name]
+        else:
+            tileproofs = {str(root / d) for d in ("runs", "evidence", "build", ".git")}
+            files += _walk(str(root), lambda p: p in tileproofs)
+        _TOP.update(environments())
+        closed = [str(root / "build"), str(PACKAGE), *environments(), *_git_folders(root)]
+        snapshot = cls(root, {}, tuple(closed))
+        for folder in closed:
+            files += snapshot._listed(folder)
+        stdlib = sysconfig.get_path("stdlib", vars={"installed_base": sys.base_prefix})
+        if os.path.isdir(stdlib):
+            files += [e.path for e in os.scandir(stdlib) if not e.is_dir(follow_symlinks=False)]
+        for config in _git_configs(root):
+            files.append(config)
+        fingerprints = {p: fp for p in dict.fromkeys(files) if (fp := _fingerprint(p, _loose(p))) is not None}
+        return cls(root, fingerprints, tuple(closed))
+
+    def _output(self, path: str) -> bool:
+        """Under ``build/``: tileproof's own bookkeeping, or in a folder a walled step was given to write."""
+        build = str(self.root / "build")
+        if not path.startswith(build + os.sep):
+            return False
+        granted = [str(w) for w in process.granted()]
+        return os.path.basename(path) in OWN or any(path == g or path.startswith(g + os.sep) for g in granted)
+
+    def _listed(self, folder: str) -> list[str]:
+        if os.path.isfile(folder) or os.path.islink(folder):
+            return [folder]
+        if not os.path.isdir(folder):
+            return []
+        return list(_walk(folder, self._output))
+
+    def changed(self) -> str | None:
+        """The first path that changed, went or (in a closed folder) appeared since the snapshot; None."""
+        for path, fingerprint in self.files.items():
+            if _fingerprint(path, _loose(path)) != fingerprint and not self._output(path):
+                return path
+        for folder in self.closed:
+            for path in self._listed(folder):
+                if path not in self.files:
+                    return path
+        return None
+
+    def check(self) -> None:
+        """Raise ``Changed`` (one line naming the path) when anything changed since the snapshot."""
+        path = self.changed()
+        if path is not None:
+            shown = os.path.relpath(path, self.root) if path.startswith(str(self.root) + os.sep) else path
+            raise Changed(f"{shown}: changed while this session ran; nothing signed (fix: find what wrote it, "
+                          f"restore it, and run again; a program behind the wall cannot write it)")
+
+
+def _loose(path: str) -> bool:
+    return any(path.startswith(top + os.sep) for top in _TOP)
+
+
+def _git_dirs(root: Path) -> list[Path]:
+    out = _git(root, "rev-parse", "--absolute-git-dir", "--git-common-dir")
+    if out is None:
+        return []
+    dirs = [Path(line) if os.path.isabs(line) else root / line for line in out.decode().split("\n") if line]
+    return list(dict.fromkeys(d.resolve() for d in dirs))
+
+
+def _git_folders(root: Path) -> list[str]:
+    """``hooks`` of the repository (and of the worktree's common folder)."""
+    return [str(d / "hooks") for d in _git_dirs(root)]
+
+
+def _git_configs(root: Path) -> list[str]:
+    return [str(d / name) for d in _git_dirs(root) for name in ("config", "config.worktree")]
+
+
+def guard(root: Path, signer: Signer | None) -> Signer | None:
+    """``signer``, checking before every signature that nothing changed since now (``Snapshot.check``);
+    None stays None (an unsigned session has nothing to refuse)."""
+    if signer is None:
+        return None
+    snapshot = Snapshot.take(root)
+    return signer.guarded(snapshot.check)
+
+
+def unisolated_line(root: Path, signer: Signer | None) -> str | None:
+    """Where this host cannot build the wall (``process.isolation()`` is ``none``): the one line that says so, or
+    ``Unisolated`` raised when ``signer``'s registry entry does not allow unisolated runs (nothing may start);
+    None where there is a wall."""
+    if process.isolation() != "none":
+        return None
+    why = process.unisolated_reason()
+    if signer is not None:
+        entry = load_registry(root).keys.get(signer.keyid)
+        if entry is None or not entry[0].unisolated:
+            raise Unisolated(f"no wall here ({why}): programs would run unisolated, and key {signer.keyid[:16]}… may "
+                             f"not sign such runs (its entry in {REGISTRY.as_posix()} does not say unisolated: true); "
+                             f"nothing run (fix: run where user namespaces are allowed or as root, or unset "
+                             f"{KEY_ENV} for unsigned records)")
+    return (f"unisolated: no wall here ({why}); programs run as this user with the whole filesystem in view and "
+            f"every record says isolation none" + ("; signed: the key's registry entry allows unisolated runs"
+                                                   if signer is not None else ""))
+
+
+class Unisolated(TileproofError):
+    """No wall can be built here, and the signing key may not sign unisolated runs: nothing starts."""
+
+
+def start(root: Path, signer: Signer | None, say: Callable[[str], None] = print) -> Signer | None:
+    """What every signing session does first: say so in one line where no wall can be built here (refused when
+    the key may not sign unisolated runs: ``unisolated_line``), and hand on ``signer`` guarded by a snapshot
+    taken now (``guard``)."""
+    line = unisolated_line(root, signer)
+    if line is not None:
+        say(line)
+    return guard(root, signer)
