@@ -171,7 +171,7 @@ def test_a_program_cannot_read_the_signing_key_in_any_encoding(tree, tmp_path):
     assert "ATTACK: umount 32" in stdout or "ATTACK: umount 1" in stdout  # refused: no capability to unmount
     assert "ATTACK: found the key's path" not in stdout
     assert stdout.count("ATTACK: key refused") == 2
-    assert rec.verdict == "passed"
+    assert rec.verdict == "unverified"  # a passing report with no outputs handed over (runner.outside_check)
     assert rec.step.step_version == 3
     assert rec.step.isolation in ("separate-user", "user-namespace")  # (d): the wall it ran behind
 

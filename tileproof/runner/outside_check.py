@@ -34,6 +34,7 @@ from tileproof.records.safe_read import read_bytes, read_text
 from tileproof.records.store import sha256_bytes, write_evidence
 from tileproof.runner.environment import child_env
 from tileproof.runner.process import scratch_dir, start_and_wait
+from tileproof.runner.wall import Wall
 
 CHECKER_CAP = 4 << 20
 """Bytes kept of the checker's output (one JSON line: a few hundred bytes per check)."""
@@ -103,13 +104,13 @@ def read_manifest(folder: Path) -> tuple[bytes | None, str | None]:
     return raw, None
 
 
-def _run_worker(folder: Path, planned: dict[str, Any], names: list[str],
+def _run_worker(root: Path, folder: Path, planned: dict[str, Any], names: list[str],
                 timeout: float) -> list[OutsideCheck]:
     with scratch_dir() as mine:
         (mine / "plan.json").write_text(json.dumps(planned), encoding="utf-8")
         done = start_and_wait([sys.executable, "-m", "tileproof.runner.outside_worker", str(folder),
                                str(mine / "plan.json")], env=checker_env(), cwd=mine, timeout=timeout,
-                              cap=CHECKER_CAP, scratch=mine)
+                              cap=CHECKER_CAP, scratch=mine, wall=Wall(root, (mine, folder)))
     if done.timed_out or done.exit_code != 0:
         tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
         why = "timed out" if done.timed_out else f"exit code {done.exit_code}: {tail[0][:300]}"
@@ -137,7 +138,7 @@ def check(root: Path, run_id: str, folder: Path, report: CheckReport, timeout: f
     if isinstance(planned, str):
         found = _failed_all(names, planned, "refused")
     elif planned is not None and planned["checks"]:
-        found = _run_worker(folder, planned, names or [c["name"] for c in planned["checks"]], timeout)
+        found = _run_worker(root, folder, planned, names or [c["name"] for c in planned["checks"]], timeout)
     wall = time.perf_counter() - started
     seen = {c.name for c in found}
     missing = [OutsideCheck(name=n, status="unverified", problem="no-outputs",
