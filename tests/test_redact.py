@@ -303,7 +303,9 @@ def test_a_program_printing_its_signing_key_leaves_none_of_it_and_nothing_is_sig
     forms = key_forms(private)
     rep = {"report_version": 1, "program": "evil.py", "seed": 1, "device": None, "gate": "ok",
            "gate_message": forms["hex"], "checks": [], "passed": True}
-    prog = tmp_path / "evil.py"
+    root = tmp_path / "repo"
+    root.mkdir()
+    prog = root / "evil.py"  # in the checkout: behind the wall a program sees the checkout, not the temp folders
     prog.write_text(textwrap.dedent(f"""
         import json, sys
         print({forms["hex"]!r})
@@ -311,8 +313,6 @@ def test_a_program_printing_its_signing_key_leaves_none_of_it_and_nothing_is_sig
         print({forms["pem-priv@te"]!r}, file=sys.stderr)
         json.dump({rep!r}, open(sys.argv[sys.argv.index("--report") + 1], "w"))
     """))
-    root = tmp_path / "repo"
-    root.mkdir()
     out = run_program(root, "r3", "evil", [sys.executable, str(prog)], child_env(), timeout=60)
     stored = b"".join(p.read_bytes() for p in (root / "evidence").rglob("*") if p.is_file())
     assert b"[REDACTED:signing-key]" in stored
@@ -335,3 +335,14 @@ def test_no_evidence_is_written_that_holds_the_loaded_key(loaded_key, tmp_path):
             store.write_evidence(tmp_path, "r4", f"{form}.txt", f"ok\n{key_forms(private)[form]}\n")
     assert not (tmp_path / "evidence" / "r4").exists() or not list((tmp_path / "evidence" / "r4").iterdir())
     store.write_evidence(tmp_path, "r4", "clean.txt", "ok\n")
+
+
+@pytest.mark.parametrize("seed", [bytes(range(32)), b"'W" + bytes(range(100, 130)), b"\\\"'" + bytes(29),
+                                  bytes(range(200, 232))], ids=["low", "single-quote", "quotes-backslash", "high"])
+def test_a_bytes_literal_of_the_key_is_found_whatever_its_bytes(seed):
+    """Python's ``repr`` of a seed holding a quote writes it unescaped when the other quote delimits the literal;
+    a key whose seed happened to hold one was missed in that form before."""
+    from tileproof.records.redact import KeyWatch
+
+    text = b"leaked: " + repr(seed).encode() + b"\n"
+    assert any(p.search(text) for p in KeyWatch(seed).patterns), text

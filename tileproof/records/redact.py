@@ -226,8 +226,12 @@ def _spread(chars: bytes, gap: bytes, ignore_case: bool = False) -> bytes:
 def _repr_byte(b: int) -> bytes:
     """A regex for byte ``b`` as Python's bytes literal writes it, or as the byte itself where printable."""
     alts = [re.escape(b"\\x%02x" % b)]
-    if 32 <= b < 127:
-        alts.append(re.escape(b"\\" + bytes([b])) if b in b"\\'\"" else re.escape(bytes([b])))
+    if b == 0x5C:  # a backslash is always written escaped
+        alts.append(re.escape(b"\\\\"))
+    elif 32 <= b < 127:
+        alts.append(re.escape(bytes([b])))
+        if b in b"'\"":  # a quote is escaped only when it is the literal's own quote character
+            alts.append(re.escape(b"\\" + bytes([b])))
     named = {9: b"\\t", 10: b"\\n", 13: b"\\r"}
     if b in named:
         alts.append(re.escape(named[b]))
