@@ -209,39 +209,6 @@ says), the lesson's reference raising, nothing handed over, no reference declare
 the checker itself failing."""
 
 
-class OutsideCheck(Model):
-    """One check as tileproof checked it, outside the program (``runner.outside_check``)."""
-
-    name: str
-    status: OutsideStatus
-    problem: OutsideProblem | None
-    """None when ``passed``."""
-    why: str
-    """One line: what was found."""
-    checked: int = 0
-    """Elements compared (the sampled rows' elements for a sampled output)."""
-    mismatches: int = 0
-    max_abs_err: Number | None = None
-    max_rel_err: Number | None = None
-    sampled_stride: int | None = None
-    """The row stride of a sampled output (``handover.RowSample``); None: the whole output was checked."""
-    output_sha256: str | None = None
-    """sha256 of the whole output's C-order bytes (as handed over, or as the sample names it)."""
-
-
-class OutsideVerdict(Model):
-    """tileproof's own check of what a program handed over (``records.handover``), beside the program's report."""
-
-    checks: list[OutsideCheck]
-    """One per check of the program's report, and per handed-over check the report lacks."""
-    manifest: Transcript | None
-    """``handover.json`` as kept under ``evidence/``; None when the program handed over none."""
-    references_sha256: str | None = None
-    """sha256 of ``kernels/references.py`` as the checker ran it (UTF-8); None when nothing was recomputed."""
-    wall_s: float
-    """Seconds the checker's process took, start to end."""
-
-
 class ProgramFailure(Model):
     """The exception that ended a Python program (or an export), as tileproof's launcher caught it
     (``toolchain.launch``): read by type, never parsed back out of the traceback's text."""
@@ -303,6 +270,39 @@ class FileDigest(Model):
 
     path: str
     sha256: str
+
+
+class OutsideCheck(Model):
+    """One check as tileproof checked it, outside the program (``runner.outside_check``)."""
+
+    name: str
+    status: OutsideStatus
+    problem: OutsideProblem | None
+    """None when ``passed``."""
+    why: str
+    """One line: what was found."""
+    checked: int = 0
+    """Elements compared (the sampled rows' elements for a sampled output)."""
+    mismatches: int = 0
+    max_abs_err: Number | None = None
+    max_rel_err: Number | None = None
+    sampled_stride: int | None = None
+    """The row stride of a sampled output (``handover.RowSample``); None: the whole output was checked."""
+    output_sha256: str | None = None
+    """sha256 of the whole output's C-order bytes (as handed over, or as the sample names it)."""
+
+
+class OutsideVerdict(Model):
+    """tileproof's own check of what a program handed over (``records.handover``), beside the program's report."""
+
+    checks: list[OutsideCheck]
+    """One per check of the program's report, and per handed-over check the report lacks."""
+    manifest: Transcript | None
+    """``handover.json`` as kept under ``evidence/``; None when the program handed over none."""
+    references_sha256: str | None = None
+    """sha256 of ``kernels/references.py`` as the checker ran it (UTF-8); None when nothing was recomputed."""
+    wall_s: float
+    """Seconds the checker's process took, start to end."""
 
 
 class GitState(Model):
