@@ -8,14 +8,12 @@ carries ``schema_version``; readers check it before anything else (see
 
 from __future__ import annotations
 
-import functools
 import typing
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Final, Literal, NamedTuple, TypeVar
 
 from pydantic import (
-    BaseModel,
     Field,
     ModelWrapValidatorHandler,
     StringConstraints,
@@ -23,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from tileproof.records.base import Model
+from tileproof.records.base import Model, found_in
 from tileproof.records.redact import RedactionRule
 from tileproof.records.schemas import schema
 from tileproof.records.tolerances import TABLE_PATHS
@@ -457,34 +455,10 @@ class ReleaseFolder(Model):
     """Its name: the digest of the wheel unpacked there."""
 
 
-def _holds_steps(annotation) -> bool:
-    """Whether a field of this type can hold a ``Step`` (at any depth)."""
-    if annotation is Step:
-        return True
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return bool(_step_fields(annotation))
-    return any(_holds_steps(a) for a in typing.get_args(annotation))
-
-
-@functools.cache
-def _step_fields(cls: type[BaseModel]) -> tuple[str, ...]:
-    """The fields of a model class that can hold steps; computed once per class."""
-    return tuple(name for name, f in cls.model_fields.items() if _holds_steps(f.annotation))
-
-
 def steps_of(value) -> Iterator[Step]:
     """Every step a record (or any part of one) holds."""
-    if isinstance(value, Step):
-        yield value
-    elif isinstance(value, BaseModel):
-        for name in _step_fields(type(value)):
-            yield from steps_of(getattr(value, name))
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from steps_of(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from steps_of(item)
+    for step, _trail in found_in(value, (Step,)):
+        yield typing.cast(Step, step)
 
 
 def unisolated(record) -> bool:

@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tileproof.records.base import found_in
 from tileproof.records.errors import KeyExposed, RecordError, TileproofError
 from tileproof.records.models import BuildResult, FileDigest, Transcript
 from tileproof.records.redact import KeyWatch, watch_key
@@ -153,34 +154,12 @@ def raw_public(public: Ed25519PublicKey) -> bytes:
     return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
-def _holds_digests(annotation) -> bool:
-    """Whether a field of this type can hold a FileDigest or Transcript (at any depth)."""
-    if annotation in (FileDigest, Transcript):
-        return True
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return bool(_digest_fields(annotation))
-    return any(_holds_digests(a) for a in typing.get_args(annotation))
-
-
-@functools.cache
-def _digest_fields(cls: type[BaseModel]) -> tuple[str, ...]:
-    """The fields of a model class that can hold file digests; computed once per class."""
-    return tuple(name for name, f in cls.model_fields.items() if _holds_digests(f.annotation))
-
-
-def _walk(value, produced: bool = False) -> Iterator[tuple[FileDigest | Transcript, bool]]:
-    """Every file digest under ``value`` with whether it is a product (``PRODUCED``, or a transcript)."""
-    if isinstance(value, (FileDigest, Transcript)):
-        yield value, produced or isinstance(value, Transcript)
-    elif isinstance(value, BaseModel):
-        for name in _digest_fields(type(value)):
-            yield from _walk(getattr(value, name), (type(value), name) in PRODUCED)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _walk(item, produced)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _walk(item, produced)
+def _walk(record) -> Iterator[tuple[FileDigest | Transcript, bool]]:
+    """Every file digest ``record`` holds, with whether it is a product (a transcript, or reached through a field
+    of ``PRODUCED``)."""
+    for found, trail in found_in(record, (FileDigest, Transcript)):
+        yield typing.cast(FileDigest | Transcript, found), isinstance(found, Transcript) or any(
+            step in PRODUCED for step in trail)
 
 
 def digest_pairs(record) -> set[tuple[str, str]]:
