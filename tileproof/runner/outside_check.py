@@ -151,6 +151,9 @@ class Checker:
         plan_file.write_text(json.dumps(planned), encoding="utf-8")
         os.chmod(plan_file, 0o644)  # the worker reads it as the wall's user
         try:
+            if self.worker is not None and self.worker.started.proc.poll() is not None:
+                self.worker.end()  # it died between jobs (killed from outside): a new one takes over
+                self.worker = None
             if self.worker is None:
                 self.worker = self._start()
             if not self.worker.send(json.dumps({"job": job, "folder": str(folder), "plan": str(plan_file)}).encode()):
