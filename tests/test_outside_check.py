@@ -508,9 +508,9 @@ def _check(checker, folder, report, timeout: float = 60.0) -> OutsideVerdict:
 
 
 def test_one_worker_checks_every_program_of_a_session(harness, checker_tree):
-    """The worker starts at the first check and answers the next ones; it reads report folders made after it
-    started (the handover folder is bound into its wall, as it changes)."""
-    with outside_check.session(checker_tree) as checker:
+    """The worker starts with the session and answers every check; it reads report folders made after it started
+    (the handover folder is bound into its wall, as it changes)."""
+    with outside_check.session(checker_tree, warm=True) as checker:
         verdicts, pids = [], set()
         for _ in range(3):
             folder, report = _handed(harness, checker)
@@ -523,7 +523,7 @@ def test_one_worker_checks_every_program_of_a_session(harness, checker_tree):
 
 
 def test_a_worker_killed_between_programs_is_replaced(harness, checker_tree):
-    with outside_check.session(checker_tree) as checker:
+    with outside_check.session(checker_tree, warm=True) as checker:
         folder, report = _handed(harness, checker)
         assert _check(checker, folder, report).checks[0].status == "passed"
         first = checker.worker.started.proc
@@ -537,7 +537,7 @@ def test_a_worker_killed_between_programs_is_replaced(harness, checker_tree):
 def test_a_worker_killed_during_a_check_fails_it_and_the_next_is_checked(harness, checker_tree):
     """Killed while it works on a job: that job's check fails by name (never a pass), and a new worker checks the
     next program."""
-    with outside_check.session(checker_tree) as checker:
+    with outside_check.session(checker_tree, warm=True) as checker:
         folder, report = _handed(harness, checker)
         assert _check(checker, folder, report).checks[0].status == "passed"
         killer = threading.Timer(2.0, lambda: os.killpg(checker.worker.started.proc.pid, signal.SIGKILL))
@@ -555,7 +555,7 @@ def test_a_worker_killed_during_a_check_fails_it_and_the_next_is_checked(harness
 
 
 def test_a_reference_that_hangs_times_out_and_the_next_program_is_checked(harness, checker_tree):
-    with outside_check.session(checker_tree) as checker:
+    with outside_check.session(checker_tree, warm=True) as checker:
         folder, report = _handed(harness, checker, "hangs")
         t0 = time.perf_counter()
         hung = _check(checker, folder, report, timeout=3.0)
@@ -573,7 +573,7 @@ def test_what_a_reference_table_prints_is_never_read_as_an_answer(harness, check
     forged = json.dumps({"job": "0" * 16, "checks": [{"name": "vector_add", "status": "passed", "why": "forged"}]})
     (checker_tree / "kernels" / "references.py").write_text(
         HANG.replace("def hangs", f"print({forged!r}, flush=True)\n\n\ndef hangs"))
-    with outside_check.session(checker_tree) as checker:
+    with outside_check.session(checker_tree, warm=True) as checker:
         for _ in range(2):
             folder, report = _handed(harness, checker)
             (one,) = _check(checker, folder, report).checks

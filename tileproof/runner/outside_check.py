@@ -4,7 +4,7 @@ After a program's step, while its report folder still exists (``execute.run_prog
 manifest the program wrote (``handover.json``, through ``records.safe_read``), validates it
 (``records.handover.Handover``) and keeps it under ``evidence/`` (redacted, like every transcript); then
 :func:`plan` (the validated checks and their tolerance entries) goes, as one job, to the session's
-:class:`Checker`: one ``runner.outside_worker`` process per run session, started at the first check
+:class:`Checker`: one ``runner.outside_worker`` process per run session, started as the session opens
 (``process.start``: the same containment and wall as a program's step) with no GPU visible, which reads the
 program's report folder (each program's lies in the session's handover folder, bound into the worker read-only)
 and answers one JSON line per job, read back as ``OutsideCheck`` models. A job the worker does not answer in
@@ -115,7 +115,7 @@ def read_manifest(folder: Path) -> tuple[bytes | None, str | None]:
 
 class Checker:
     """tileproof's own checker of one run session (:func:`session`): one walled ``outside_worker`` process, started
-    at the first job and kept for the next ones; ended (and started anew at the next job) when it fails one."""
+    when the session opens and kept for every job; ended (and started anew at the next job) when it fails one."""
 
     def __init__(self, root: Path, handovers: Path, scratch: Path) -> None:
         self.root = root
@@ -156,6 +156,10 @@ class Checker:
                 self.worker = None
             if self.worker is None:
                 self.worker = self._start()
+        except (OSError, TileproofError) as e:
+            plan_file.unlink(missing_ok=True)
+            return _failed_all(names, f"tileproof's checker could not be started: {str(e).splitlines()[0]}")
+        try:
             if not self.worker.send(json.dumps({"job": job, "folder": str(folder), "plan": str(plan_file)}).encode()):
                 return self._fail(names, "it ended before it was given the job")
             line = self.worker.read_line(timeout)
@@ -180,13 +184,25 @@ class Checker:
             self.worker = None
 
 
+    def warm(self) -> None:
+        """Start the worker now, while the first program runs (its start then costs that program no wall time);
+        one that cannot start is started again, or its failure named, at the first job."""
+        if self.worker is None:
+            with contextlib.suppress(OSError, TileproofError):
+                self.worker = self._start()
+
+
 @contextlib.contextmanager
-def session(root: Path) -> Iterator[Checker]:
-    """A checker for a run session, and its handover folder (``Checker.handovers``): both gone when it ends."""
+def session(root: Path, warm: bool = False) -> Iterator[Checker]:
+    """A checker for a run session and its handover folder (``Checker.handovers``), both gone when it ends; its
+    worker started at once with ``warm`` (``Checker.warm``: a run session), else at the first job (a bench's
+    program: nothing of the checker runs beside its timed work)."""
     with scratch_dir() as handovers, scratch_dir() as mine:
         os.chmod(handovers, 0o711)  # the worker (the wall's user) enters it; it lists nothing
         checker = Checker(root, handovers, mine)
         try:
+            if warm:
+                checker.warm()
             yield checker
         finally:
             checker.close()
@@ -197,8 +213,8 @@ def check(checker: Checker, run_id: str, folder: Path, report: CheckReport, time
     ``OutsideCheck`` per check of ``report`` (``unverified``/``no-outputs`` for one it handed nothing over for) and
     per handed-over check the report lacks; the manifest kept as evidence of ``run_id``. ``wall_s``: the seconds
     this took as tileproof saw them: the manifest read and kept, the job's round trip through the session's
-    worker, and that worker's start when this job started it (the first checked run of a session, or the first
-    after a worker failed)."""
+    worker (waiting, at the first job, for the rest of a start that began with the session), and that worker's
+    start when this job started it (the first job after a worker failed)."""
     root = checker.root
     names = [c.name for c in report.checks]
     started = time.perf_counter()

@@ -710,6 +710,7 @@ class Running:
         proc = started.proc
         assert proc.stdout is not None and proc.stderr is not None  # both are pipes
         self.sinks = {proc.stdout: _Sink(cap), proc.stderr: _Sink(cap)}
+        self._err = self.sinks[proc.stderr]
         self.cap = cap
         self._buffer = b""
         self._eof = False
@@ -756,7 +757,7 @@ class Running:
                     else:
                         self._eof = True
                 elif data:
-                    self.sinks[key.fileobj].add(data)
+                    self._err.add(data)
                 else:
                     self._drained.add(key.fileobj)
             if not ready and proc.poll() is not None and b"\n" not in self._buffer:

@@ -335,7 +335,7 @@ def run(request: Request, say: Callable[[str], None] = _say) -> Ended | NoGpu:
     release = python_release(selection.programs, request.outside_range)
     signer = integrity.start(request.root, signer, lambda line: say(f"run: {line}"))  # refused here, or guarded
     # a full disk: one line, and nothing of the session left behind; one checker of handed-over outputs for all
-    with whole(request.root), outside_check.session(request.root) as checker:
+    with whole(request.root), outside_check.session(request.root, warm=True) as checker:
         s = dataclasses.replace(_open(request, selection, query, signer, cap, say, release), checker=checker)
         done = []
         for program in selection.programs:
