@@ -28,7 +28,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from tileproof.records.models import Check, CheckReport, RunRecord  # noqa: E402
+from tileproof.records.models import Check, CheckReport, RunRecord, SessionRecord  # noqa: E402
 from tileproof.records.store import load_records, new_run_id  # noqa: E402
 from tileproof.runner import outside_check  # noqa: E402
 from tileproof.runner.environment import child_env  # noqa: E402
@@ -81,31 +80,28 @@ def main() -> int:
         env = child_env()
         steps: dict[str, list[float]] = collections.defaultdict(list)
         jobs: dict[str, list[float]] = collections.defaultdict(list)
-        first: tuple[str, float] | None = None
         last = {}
-        with outside_check.session(root) as checker:
-            for _ in range(args.repeat + 1):  # the first round's first job starts the checker
+        first_s = 0.0
+        with outside_check.session(root, warm=True) as checker:  # as tileproof run opens it
+            for round_ in range(args.repeat + 1):  # the first round's first job may wait for the checker's start
                 for name, extra in PROGRAMS:
-                    starts = checker.starts
                     out = run_program(root, new_run_id("run"), name,
                                       [sys.executable, str(root / "kernels" / f"{name}.py"), *extra], env, 600.0,
                                       python=True, checker=checker)
                     assert out.outside is not None, out.reason
                     steps[name].append(out.step.duration_s)
-                    if checker.starts > starts:
-                        first = (name, out.outside.wall_s)
-                    else:
+                    if round_ or name != PROGRAMS[0][0]:
                         jobs[name].append(out.outside.wall_s)
+                    else:
+                        first_s = out.outside.wall_s
                     last[name] = out
             fixed_s = statistics.median([_tiny(root, checker) for _ in range(args.repeat)])
             assert checker.starts == 1, checker.starts
         fresh = []
         for _ in range(args.repeat):
-            with outside_check.session(root) as alone:
+            with outside_check.session(root) as alone:  # started at its one job: start + job
                 fresh.append(_tiny(root, alone))
-        fresh_s = statistics.median(fresh)
-        assert first is not None
-        start_s = first[1] - statistics.median(jobs[first[0]])
+        start_s = statistics.median(fresh) - fixed_s
         print(f"{'program':22} {'verdict':9} {'step s':>8} {'check s':>8} {'share':>7}  checks")
         checker_s: dict[str, float] = {}
         shares = []
@@ -119,28 +115,44 @@ def main() -> int:
             what = ", ".join(f"{c.name} {c.status}" + (f" (every {c.sampled_stride}th row)" if c.sampled_stride else "")
                              for c in out.outside.checks)
             print(f"{name:22} {out.verdict:9} {step:8.2f} {check:8.3f} {100 * share:6.1f}%  {what}")
-        print(f"checker's start, once per session (walled process, numpy): {start_s:.2f} s "
-              f"(the first job, {first[0]}, took {first[1]:.2f} s)")
+        print(f"the session's first job ({PROGRAMS[0][0]}, the checker started beside its step): {first_s:.3f} s")
         print(f"a job's fixed cost in a running checker (one 1-element check): {fixed_s:.3f} s")
-        print(f"a fresh checker per check instead (start + the same job): {fresh_s:.2f} s")
-        print(f"median share over the programs here, start not counted: {100 * statistics.median(shares):.1f}% "
+        print(f"the checker's start (a fresh checker's 1-element check less the fixed cost): {start_s:.2f} s, "
+              "once per session, beside the first program's step")
+        print(f"median share over the programs here: {100 * statistics.median(shares):.1f}% of step + check "
               f"(median of {args.repeat} jobs each, all {len(PROGRAMS) * (args.repeat + 1)} in one checker)")
-    steps_h200: dict[str, list[float]] = collections.defaultdict(list)
-    for rec in load_records(ROOT):
-        gpu = rec.environment.gpu if isinstance(rec, RunRecord) else None
-        if isinstance(rec, RunRecord) and rec.verdict == "passed" and gpu and "H200" in gpu.name:
-            steps_h200[rec.program].append(rec.step.duration_s)
+    # Each course program's run in the committed H200 sessions that checked outputs (one checker process per
+    # program then): the step, that checker's time, and the run's wall time in tileproof run (from its step's start
+    # to the next program's); the last program of a session has no next one: its step and check only.
+    records = {r.run_id: r for r in load_records(ROOT)}
+    seen: dict[str, list[tuple[float, float, float | None]]] = collections.defaultdict(list)
+    for rec in records.values():
+        if not isinstance(rec, SessionRecord):
+            continue
+        runs = [records.get(i) for i in rec.runs]
+        ok = [r for r in runs if isinstance(r, RunRecord)]
+        gpu = ok[0].environment.gpu if ok else None
+        if len(ok) != len(runs) or not gpu or "H200" not in gpu.name or any(r.outside is None for r in ok):
+            continue
+        for this, after in zip(ok, [*ok[1:], None], strict=True):
+            assert this.outside is not None
+            span = (after.step.started - this.step.started).total_seconds() if after is not None else None
+            if this.verdict == "passed":
+                seen[this.program].append((this.step.duration_s, this.outside.wall_s, span))
     namesake = {"cpp/tile_matmul_softmax.cu": "tile_matmul_softmax"}
-    share_of_start = start_s / max(1, len(steps_h200))
-    print(f"against the committed H200 runs' steps (this machine's check times; the start shared by the "
-          f"{len(steps_h200)} programs of a session: {share_of_start:.3f} s each):")
-    for program, durations in sorted(steps_h200.items()):
+    print("against the committed H200 sessions (this machine's job times; old: their own checker process per program):")
+    print(f"  {'program':30} {'step s':>6} {'old chk':>7} {'run s':>6} {'new chk':>7} {'new run':>7} "
+          f"{'share':>6} {'of step':>7}")
+    for program, rows in sorted(seen.items()):
         stem = Path(program).stem
-        check = checker_s.get(stem) or checker_s.get(namesake.get(program, ""), fixed_s)
-        cost = check + share_of_start
-        step = statistics.median(durations)
-        print(f"  {program:30} step {step:6.2f} s (median of {len(durations):2})  check {cost:6.3f} s  "
-              f"share {100 * cost / (step + cost):5.1f}%  (a fresh checker: {100 * fresh_s / (step + fresh_s):5.1f}%)")
+        new = checker_s.get(stem) or checker_s.get(namesake.get(program, ""), fixed_s)
+        step = statistics.median(r[0] for r in rows)
+        old = statistics.median(r[1] for r in rows)
+        spans = [r[2] for r in rows if r[2] is not None]
+        span = statistics.median(spans) if spans else step + old
+        run = span - old + new
+        print(f"  {program:30} {step:6.2f} {old:7.3f} {span:6.2f} {new:7.3f} {run:7.2f} {100 * new / run:5.1f}% "
+              f"{100 * new / step:6.1f}%  ({len(rows)} runs)")
     return 0
 
 
