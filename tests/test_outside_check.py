@@ -32,6 +32,7 @@ from tileproof.records import handover, models, tolerances
 from tileproof.records.models import OutsideCheck, OutsideVerdict, RunRecord
 from tileproof.records.store import load_records, new_run_id
 from tileproof.runner import outside_check, outside_worker
+from tileproof.runner.wall import PROGRAM_ID
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
@@ -498,6 +499,9 @@ def _handed(harness, checker, name: str = "vector_add") -> tuple[Path, models.Ch
     a = np.arange(64, dtype=np.float32)
     inputs = {"a": a, "b": a} if name == "vector_add" else {"x": a}
     harness.Handover(folder, "kernels/x.py").add(name, a + a, inputs)
+    if os.geteuid() == 0:  # the separate-user wall: a program's folder and files are the wall user's
+        for path in [folder, *folder.iterdir()]:
+            os.chown(path, PROGRAM_ID, PROGRAM_ID)
     check = models.Check(name=name, shape=[64], dtype="float32", rtol=0.0, atol=0.0, checked=64, mismatches=0,
                          max_abs_err=0.0, max_rel_err=0.0, first_failure=None, passed=True)
     return folder, models.CheckReport(report_version=1, program="kernels/x.py", seed=1, device=None, gate="ok",
@@ -592,3 +596,19 @@ def test_a_session_starts_one_checker_for_its_programs(gpu_tree, monkeypatch):
                                                             ("kernels/vector_add.py", "passed")]
     assert all(c.status == "passed" for r in recs for c in r.outside.checks)
     assert len(started) == 1
+
+
+def test_the_checker_reads_a_program_s_folder_but_cannot_write_it(harness, checker_tree):
+    """The handover folder is bound into the checker's wall read-only: a reference table that tries to rewrite a
+    program's handed-over output fails, and the file is as the program left it."""
+    with outside_check.session(checker_tree, warm=True) as checker:
+        folder, report = _handed(harness, checker)
+        target = folder / "vector_add.output.npy"
+        before = target.read_bytes()
+        (checker_tree / "kernels" / "references.py").write_text(HANG.replace(
+            "    return np.asarray(a, dtype=np.float64) + b",
+            f"    open({str(target)!r}, 'wb').write(b'forged')\n    return np.asarray(a, dtype=np.float64) + b"))
+        (one,) = _check(checker, folder, report).checks
+        assert (one.status, one.problem) == ("failed", "reference-error"), one
+        assert "Read-only file system" in one.why
+        assert target.read_bytes() == before
