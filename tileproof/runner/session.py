@@ -257,7 +257,7 @@ def _start(s: _Session, run_id: str, program: Path, env: dict[str, str]) -> tupl
     """Run one program (a cuTile.jl one through ``runner.julia``: ``Absent`` where julia with cuTile.jl
     is not found), and the executable it attests."""
     if program.suffix == ".jl":
-        return run_julia_program(s.root, run_id, program, env, s.timeout, s.cap), None
+        return run_julia_program(s.root, run_id, program, env, s.timeout, s.cap, s.checker), None
     argv, binary = _program_argv(s, program)
     return run_program(s.root, run_id, program.stem, argv, env, s.timeout, s.cap, python=program.suffix == ".py",
                        checker=s.checker), binary
