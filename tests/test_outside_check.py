@@ -11,9 +11,14 @@ hands over outputs that are wrong; one hands over NaN, Inf or all-equal outputs.
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from pathlib import Path
 
 import fixture_records as fx
@@ -25,8 +30,9 @@ from tileproof.commands import run as run_cmd
 from tileproof.judge import gate
 from tileproof.records import handover, models, tolerances
 from tileproof.records.models import OutsideCheck, OutsideVerdict, RunRecord
-from tileproof.records.store import load_records
+from tileproof.records.store import load_records, new_run_id
 from tileproof.runner import outside_check, outside_worker
+from tileproof.runner.wall import PROGRAM_ID
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
@@ -452,3 +458,158 @@ def test_a_failed_run_decides_its_rows_whichever_check_it_left_unverified(tmp_pa
     assert not failed.unverified("fused")
     decided = gate.decide_row(FRONT, FRONT.results[0], [verified, failed], TODAY, TABLE, read)
     assert (decided.outcome, decided.record.run_id) == ("failed", failed.run_id)
+
+
+# --- one checker per run session -----------------------------------------------------------------------------
+
+
+HANG = '''
+import numpy as np
+
+
+def vector_add(a, b):
+    return np.asarray(a, dtype=np.float64) + b
+
+
+def hangs(x):
+    while True:  # a reference that never returns: only the checker's deadline ends it
+        pass
+
+
+REFERENCES = {"vector_add": vector_add, "hangs": hangs}
+'''
+
+
+@pytest.fixture
+def checker_tree(tmp_path):
+    """A checkout with the course's tolerance table and a reference table whose ``hangs`` never returns."""
+    root = tmp_path / "repo"
+    (root / "kernels").mkdir(parents=True)
+    shutil.copy(REPO / "kernels" / "tolerances.py", root / "kernels" / "tolerances.py")
+    table = (root / "kernels" / "tolerances.py").read_text()
+    (root / "kernels" / "tolerances.py").write_text(table.replace(
+        '    "vector_add":', '    "hangs": Tolerance(rtol=0.0, atol=0.0),\n    "vector_add":', 1))
+    (root / "kernels" / "references.py").write_text(HANG)
+    return root
+
+
+def _handed(harness, checker, name: str = "vector_add") -> tuple[Path, models.CheckReport]:
+    """A program's report folder made in the session's handover folder, holding a correct handover of ``name``."""
+    folder = Path(tempfile.mkdtemp(dir=checker.handovers))
+    folder.chmod(0o755)  # as a walled program's own folder is to the checker (its init gives it to the wall's user)
+    a = np.arange(64, dtype=np.float32)
+    inputs = {"a": a, "b": a} if name == "vector_add" else {"x": a}
+    harness.Handover(folder, "kernels/x.py").add(name, a + a, inputs)
+    if os.geteuid() == 0:  # the separate-user wall: a program's folder and files are the wall user's
+        for path in [folder, *folder.iterdir()]:
+            os.chown(path, PROGRAM_ID, PROGRAM_ID)
+    check = models.Check(name=name, shape=[64], dtype="float32", rtol=0.0, atol=0.0, checked=64, mismatches=0,
+                         max_abs_err=0.0, max_rel_err=0.0, first_failure=None, passed=True)
+    return folder, models.CheckReport(report_version=1, program="kernels/x.py", seed=1, device=None, gate="ok",
+                                      gate_message="ok", checks=[check], passed=True)
+
+
+def _check(checker, folder, report, timeout: float = 60.0) -> OutsideVerdict:
+    return outside_check.check(checker, new_run_id("run"), folder, report, timeout)
+
+
+def test_one_worker_checks_every_program_of_a_session(harness, checker_tree):
+    """The worker starts with the session and answers every check; it reads report folders made after it started
+    (the handover folder is bound into its wall, as it changes)."""
+    with outside_check.session(checker_tree, warm=True) as checker:
+        verdicts, pids = [], set()
+        for _ in range(3):
+            folder, report = _handed(harness, checker)
+            verdicts.append(_check(checker, folder, report))
+            pids.add(checker.worker.started.proc.pid)
+        assert [[(c.name, c.status) for c in v.checks] for v in verdicts] == [[("vector_add", "passed")]] * 3
+        assert (checker.starts, checker.jobs, len(pids)) == (1, 3, 1)
+        worker = checker.worker
+    assert worker.started.proc.poll() is not None  # ended with its session
+
+
+def test_a_worker_killed_between_programs_is_replaced(harness, checker_tree):
+    with outside_check.session(checker_tree, warm=True) as checker:
+        folder, report = _handed(harness, checker)
+        assert _check(checker, folder, report).checks[0].status == "passed"
+        first = checker.worker.started.proc
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(30)
+        folder, report = _handed(harness, checker)
+        assert _check(checker, folder, report).checks[0].status == "passed"
+        assert checker.starts == 2 and checker.worker.started.proc.pid != first.pid
+
+
+def test_a_worker_killed_during_a_check_fails_it_and_the_next_is_checked(harness, checker_tree):
+    """Killed while it works on a job: that job's check fails by name (never a pass), and a new worker checks the
+    next program."""
+    with outside_check.session(checker_tree, warm=True) as checker:
+        folder, report = _handed(harness, checker)
+        assert _check(checker, folder, report).checks[0].status == "passed"
+        killer = threading.Timer(2.0, lambda: os.killpg(checker.worker.started.proc.pid, signal.SIGKILL))
+        killer.start()
+        folder, report = _handed(harness, checker, "hangs")
+        (dead,) = _check(checker, folder, report).checks
+        killer.join()
+        assert (dead.status, dead.problem) == ("failed", "checker-error")
+        assert "ended without answering" in dead.why
+        assert outside_check.combine("passed", "r", report, OutsideVerdict(checks=[dead], manifest=None,
+                                                                          wall_s=0.0))[0] == "checker-disagrees"
+        folder, report = _handed(harness, checker)
+        assert _check(checker, folder, report).checks[0].status == "passed"
+        assert checker.starts == 2
+
+
+def test_a_reference_that_hangs_times_out_and_the_next_program_is_checked(harness, checker_tree):
+    with outside_check.session(checker_tree, warm=True) as checker:
+        folder, report = _handed(harness, checker, "hangs")
+        t0 = time.perf_counter()
+        hung = _check(checker, folder, report, timeout=3.0)
+        assert time.perf_counter() - t0 < 30
+        (one,) = hung.checks
+        assert (one.status, one.problem) == ("failed", "checker-error") and "timed out" in one.why
+        stuck = checker.starts
+        folder, report = _handed(harness, checker)
+        assert _check(checker, folder, report).checks[0].status == "passed"
+        assert (stuck, checker.starts) == (1, 2)
+
+
+def test_what_a_reference_table_prints_is_never_read_as_an_answer(harness, checker_tree):
+    """A table that prints a passing answer line: the answer tileproof reads is the worker's, for this job."""
+    forged = json.dumps({"job": "0" * 16, "checks": [{"name": "vector_add", "status": "passed", "why": "forged"}]})
+    (checker_tree / "kernels" / "references.py").write_text(
+        HANG.replace("def hangs", f"print({forged!r}, flush=True)\n\n\ndef hangs"))
+    with outside_check.session(checker_tree, warm=True) as checker:
+        for _ in range(2):
+            folder, report = _handed(harness, checker)
+            (one,) = _check(checker, folder, report).checks
+            assert one.status == "passed" and one.why != "forged"
+        assert checker.starts == 1
+
+
+def test_a_session_starts_one_checker_for_its_programs(gpu_tree, monkeypatch):
+    started = []
+    real = outside_check.start
+    monkeypatch.setattr(outside_check, "start", lambda *a, **k: started.append(a) or real(*a, **k))
+    run_cmd.run(cli_args("run", "--program", "vector_add", "--program", "fused", "--root", str(gpu_tree)))
+    recs = [r for r in load_records(gpu_tree) if isinstance(r, RunRecord)]
+    assert sorted((r.program, r.verdict) for r in recs) == [("kernels/fused.py", "passed"),
+                                                            ("kernels/vector_add.py", "passed")]
+    assert all(c.status == "passed" for r in recs for c in r.outside.checks)
+    assert len(started) == 1
+
+
+def test_the_checker_reads_a_program_s_folder_but_cannot_write_it(harness, checker_tree):
+    """The handover folder is bound into the checker's wall read-only: a reference table that tries to rewrite a
+    program's handed-over output fails, and the file is as the program left it."""
+    with outside_check.session(checker_tree, warm=True) as checker:
+        folder, report = _handed(harness, checker)
+        target = folder / "vector_add.output.npy"
+        before = target.read_bytes()
+        (checker_tree / "kernels" / "references.py").write_text(HANG.replace(
+            "    return np.asarray(a, dtype=np.float64) + b",
+            f"    open({str(target)!r}, 'wb').write(b'forged')\n    return np.asarray(a, dtype=np.float64) + b"))
+        (one,) = _check(checker, folder, report).checks
+        assert (one.status, one.problem) == ("failed", "reference-error"), one
+        assert "Read-only file system" in one.why
+        assert target.read_bytes() == before

@@ -80,8 +80,14 @@ OUTSIDE_RUN_VERSION: Final = 5
 the program handed over itself (``RunRecord.outside``). An older record's verdict is the program's own
 (``RunRecord.verdict_by``)."""
 
-RUN_VERSION: Final = 5
-"""``RunRecord.run_version`` of the run records written now: 5 checks the handed-over outputs outside the program
+SESSION_CHECKER_RUN_VERSION: Final = 6
+"""The first ``RunRecord.run_version`` whose outputs were checked by the run session's one checker process
+(``runner.outside_check.Checker``), so that ``OutsideVerdict.wall_s`` is this run's job in it, not a process of its
+own."""
+
+RUN_VERSION: Final = 6
+"""``RunRecord.run_version`` of the run records written now: 6 checks the handed-over outputs in the session's one
+checker process (``SESSION_CHECKER_RUN_VERSION``); 5 checks them outside the program, in a process per run
 (``OUTSIDE_RUN_VERSION``) and may name the digest-named folder its cuda-tile release was unpacked into
 (``RELEASE_FOLDER_RUN_VERSION``); 4 names the cuda-tile release and the program's
 uncaught exception (``CUDA_TILE_RUN_VERSION``); 3 attests tolerance entries (``ENTRY_RUN_VERSION``); 2 may
@@ -300,7 +306,11 @@ class OutsideVerdict(Model):
     references_sha256: str | None = None
     """sha256 of ``kernels/references.py`` as the checker ran it (UTF-8); None when nothing was recomputed."""
     wall_s: float
-    """Seconds the checker's process took, start to end."""
+    """Seconds tileproof's own check of this run took, as tileproof saw them. From run_version 6
+    (``SESSION_CHECKER_RUN_VERSION``): reading and keeping the manifest and the job's round trip through the
+    session's one checker process (which starts as the session opens, beside the first program's step: a first
+    job still waiting for it counts that wait, and a job that had to start a new one after a failure counts that
+    start); run_version 5: the checker's own process for this run, start to end."""
 
 
 class GitState(Model):
@@ -785,8 +795,9 @@ class RunRecord(RecordBase, Versioned):
 
     VERSION_FIELD = "run_version"
     kind: Literal["run"]
-    run_version: Literal[1, 2, 3, 4, 5] = counter(RUN_VERSION)
-    """5 (``RUN_VERSION``) for records written now: the outputs checked outside the program (``outside``), and
+    run_version: Literal[1, 2, 3, 4, 5, 6] = counter(RUN_VERSION)
+    """6 (``RUN_VERSION``) for records written now: the outputs checked in the session's one checker process
+    (``outside.wall_s``: this run's job in it); 5 and up: the outputs checked outside the program (``outside``), and
     the digest-named folder of its cuda-tile release, when there is one (``release_folder``); 4 and up: the
     cuda-tile release and the program's uncaught exception
     named (``cuda_tile``, ``failure``); 3 and up: tolerance entries attested one by one

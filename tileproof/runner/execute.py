@@ -12,6 +12,7 @@ reviewer finds the refusal transcript by name.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -138,12 +139,21 @@ def _read_failure(folder: Path) -> tuple[ProgramFailure | None, dict[RedactionRu
 
 
 def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float,
-                cap: int | None = None, python: bool = False, writable: tuple[Path, ...] = ()) -> Outcome:
+                cap: int | None = None, python: bool = False, writable: tuple[Path, ...] = (),
+                checker: outside_check.Checker | None = None) -> Outcome:
     """Run argv with ``--report`` appended (a path in the step's ``scratch_dir``) behind the wall
     (``runner.wall``); its whole process tree dies at ``timeout``. ``python``: argv is ``[interpreter, program]``,
     started through ``toolchain.launch`` to keep the exception that ends it. ``writable``: folders besides its
-    report folder it writes (a bench's results folder)."""
-    with scratch_dir() as tmp:
+    report folder it writes (a bench's results folder). ``checker``: the session's own checker of handed-over
+    outputs (``outside_check.session``); None: one for this program alone."""
+    with contextlib.ExitStack() as stack:
+        mine = checker or stack.enter_context(outside_check.session(root))
+        return _run(root, run_id, stem, argv, env, timeout, cap, python, writable, mine)
+
+
+def _run(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float,
+         cap: int | None, python: bool, writable: tuple[Path, ...], checker: outside_check.Checker) -> Outcome:
+    with scratch_dir(checker.handovers) as tmp:
         report_path, failure_path = tmp / REPORT, tmp / FAILURE
         launched = [argv[0], str(LAUNCHER), str(failure_path), *argv[1:]] if python else argv
         full = [*launched, "--report", str(report_path)]
@@ -152,7 +162,7 @@ def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[s
                               wall=Wall(root, (tmp, *writable)))
         report, left, problem = _read_report(tmp)
         failure, failure_redactions = _read_failure(tmp)
-        outside = outside_check.check(root, run_id, tmp, report, timeout) \
+        outside = outside_check.check(checker, run_id, tmp, report, timeout) \
             if report is not None and report.gate == "ok" and not done.timed_out else None
     program_verdict, reason = verdict_of(done.exit_code, done.timed_out, report, problem, failure)
     verdict, reason = outside_check.combine(program_verdict, reason, report, outside)

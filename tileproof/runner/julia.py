@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tileproof.records.models import TOOLCHAIN_ABSENT_FIX, Step
 from tileproof.runner.execute import Outcome, run_program
+from tileproof.runner.outside_check import Checker
 from tileproof.runner.step import run_step
 from tileproof.runner.wall import Wall
 
@@ -38,8 +39,9 @@ def julia_argv(*args: str) -> list[str]:
 
 
 def run_julia_program(root: Path, run_id: str, program: Path, env: dict[str, str], timeout: float,
-                      cap: int | None = None) -> Outcome | Absent:
-    """Probe for julia + cuTile.jl, then run ``program`` (repo-relative argv) or record why not."""
+                      cap: int | None = None, checker: Checker | None = None) -> Outcome | Absent:
+    """Probe for julia + cuTile.jl, then run ``program`` (repo-relative argv) or record why not; ``checker``: the
+    session's own checker of handed-over outputs (``execute.run_program``)."""
     probe = run_step(root, run_id, f"{program.stem}-julia-probe", julia_argv("-e", PROBE), env,
                      min(timeout, 300.0), cap, wall=Wall(root))
     if probe.exit_code != 0 or probe.timed_out:
@@ -48,4 +50,4 @@ def run_julia_program(root: Path, run_id: str, program: Path, env: dict[str, str
                 f"{', timed out' if probe.timed_out else ''}; see {probe.stderr.path})")
         return Absent(probe, f"{what}: the program was not started (fix: {FIX})")
     rel = program.relative_to(root).as_posix() if program.is_absolute() else program.as_posix()
-    return run_program(root, run_id, program.stem, julia_argv(rel), env, timeout, cap)
+    return run_program(root, run_id, program.stem, julia_argv(rel), env, timeout, cap, checker=checker)

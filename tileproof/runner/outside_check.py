@@ -3,9 +3,13 @@
 After a program's step, while its report folder still exists (``execute.run_program``), :func:`check` reads the
 manifest the program wrote (``handover.json``, through ``records.safe_read``), validates it
 (``records.handover.Handover``) and keeps it under ``evidence/`` (redacted, like every transcript); then
-:func:`plan` (the validated checks and their tolerance entries) goes to ``runner.outside_worker``, started in a
-process of its own (``process.start_and_wait``: the same containment as a program's step) with no GPU visible,
-whose one JSON line is read back as ``OutsideCheck`` models.
+:func:`plan` (the validated checks and their tolerance entries) goes, as one job, to the session's
+:class:`Checker`: one ``runner.outside_worker`` process per run session, started as the session opens
+(``process.start``: the same containment and wall as a program's step) with no GPU visible, which reads the
+program's report folder (each program's lies in the session's handover folder, bound into the worker read-only)
+and answers one JSON line per job, read back as ``OutsideCheck`` models. A job the worker does not answer in
+time, or answers wrongly, fails every check it had by name (``checker-error``: never a pass); the worker is then
+ended, and the next job starts a new one.
 
 :func:`combine` then makes the record's verdict from both words: ``passed`` only when the program's report and
 tileproof's own check agree on every check; a check on which they disagree is ``checker-disagrees`` (NaN, Inf
@@ -16,9 +20,13 @@ could not recompute (nothing handed over, no reference) is ``unverified``, which
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import secrets
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +41,7 @@ from tileproof.records.redact import redact
 from tileproof.records.safe_read import read_bytes, read_text
 from tileproof.records.store import sha256_bytes, write_evidence
 from tileproof.runner.environment import child_env
-from tileproof.runner.process import scratch_dir, start_and_wait
+from tileproof.runner.process import Finished, Running, scratch_dir, start
 from tileproof.runner.wall import Wall
 
 CHECKER_CAP = 4 << 20
@@ -44,9 +52,10 @@ _PACKAGE_ROOT = Path(tileproof.__file__).resolve().parent.parent
 
 
 class _Answer(BaseModel):
-    """What ``outside_worker`` prints."""
+    """What ``outside_worker`` prints for one job."""
 
     model_config = ConfigDict(extra="forbid")
+    job: str
     checks: list[OutsideCheck]
     refused: str | None = None
 
@@ -104,30 +113,109 @@ def read_manifest(folder: Path) -> tuple[bytes | None, str | None]:
     return raw, None
 
 
-def _run_worker(root: Path, folder: Path, planned: dict[str, Any], names: list[str],
-                timeout: float) -> list[OutsideCheck]:
-    with scratch_dir() as mine:
-        (mine / "plan.json").write_text(json.dumps(planned), encoding="utf-8")
-        done = start_and_wait([sys.executable, "-m", "tileproof.runner.outside_worker", str(folder),
-                               str(mine / "plan.json")], env=checker_env(), cwd=mine, timeout=timeout,
-                              cap=CHECKER_CAP, scratch=mine, wall=Wall(root, (mine, folder)))
-    if done.timed_out or done.exit_code != 0:
+class Checker:
+    """tileproof's own checker of one run session (:func:`session`): one walled ``outside_worker`` process, started
+    when the session opens and kept for every job; ended (and started anew at the next job) when it fails one."""
+
+    def __init__(self, root: Path, handovers: Path, scratch: Path) -> None:
+        self.root = root
+        self.handovers = handovers
+        """The folder each program's report folder is made in (``execute.run_program``): bound into the worker
+        read-only, it sees the folders made there after it started."""
+        self.scratch = scratch
+        self.worker: Running | None = None
+        self.starts = 0
+        """How many workers this checker started (1 for a session whose checks all went well)."""
+        self.jobs = 0
+
+    def _start(self) -> Running:
+        self.starts += 1
+        return start([sys.executable, "-m", "tileproof.runner.outside_worker"], env=checker_env(), cwd=self.scratch,
+                     cap=CHECKER_CAP, scratch=self.scratch,
+                     wall=Wall(self.root, (self.scratch,), readable=(self.handovers,)))
+
+    def _fail(self, names: list[str], what: str) -> list[OutsideCheck]:
+        """End the worker and fail every check of the job it had, with what it did in one line."""
+        assert self.worker is not None
+        done: Finished = self.worker.end()
+        self.worker = None
         tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-        why = "timed out" if done.timed_out else f"exit code {done.exit_code}: {tail[0][:300]}"
-        return _failed_all(names, f"tileproof's checker failed: {why}")
-    try:
-        answer = _Answer.model_validate_json(done.stdout)
-    except ValidationError as e:
-        return _failed_all(names, f"tileproof's checker printed no verdict ({e.errors()[0]['msg']})")
-    if answer.refused:
-        return _failed_all(names, answer.refused, "refused")
-    return answer.checks
+        said = f"exit code {done.exit_code}: {tail[0][:300]}" if done.exit_code not in (None, 0) or tail[0] else ""
+        return _failed_all(names, f"tileproof's checker failed: {what}" + (f" ({said})" if said else ""))
+
+    def run(self, folder: Path, planned: dict[str, Any], names: list[str], timeout: float) -> list[OutsideCheck]:
+        """One job: the planned checks of ``folder`` (a folder in ``handovers``), answered within ``timeout``."""
+        self.jobs += 1
+        job = secrets.token_hex(8)
+        plan_file = self.scratch / f"plan-{job}.json"
+        plan_file.write_text(json.dumps(planned), encoding="utf-8")
+        os.chmod(plan_file, 0o644)  # the worker reads it as the wall's user
+        try:
+            if self.worker is not None and self.worker.started.proc.poll() is not None:
+                self.worker.end()  # it died between jobs (killed from outside): a new one takes over
+                self.worker = None
+            if self.worker is None:
+                self.worker = self._start()
+        except (OSError, TileproofError) as e:
+            plan_file.unlink(missing_ok=True)
+            return _failed_all(names, f"tileproof's checker could not be started: {str(e).splitlines()[0]}")
+        try:
+            if not self.worker.send(json.dumps({"job": job, "folder": str(folder), "plan": str(plan_file)}).encode()):
+                return self._fail(names, "it ended before it was given the job")
+            line = self.worker.read_line(timeout)
+            if line is None:
+                return self._fail(names, "timed out" if self.worker.timed_out else "it ended without answering")
+            try:
+                answer = _Answer.model_validate_json(line)
+            except ValidationError as e:
+                return self._fail(names, f"it printed no verdict ({e.errors()[0]['msg']})")
+            if answer.job != job:
+                return self._fail(names, f"it answered job {answer.job[:16]!r}, not this one")
+        finally:
+            plan_file.unlink(missing_ok=True)
+        if answer.refused:
+            return _failed_all(names, answer.refused, "refused")
+        return answer.checks
+
+    def close(self) -> None:
+        """End the worker (its input closed: it ends by itself)."""
+        if self.worker is not None:
+            self.worker.end()
+            self.worker = None
 
 
-def check(root: Path, run_id: str, folder: Path, report: CheckReport, timeout: float) -> OutsideVerdict:
-    """tileproof's own check of what the program left in ``folder``: one ``OutsideCheck`` per check of
-    ``report`` (``unverified``/``no-outputs`` for one it handed nothing over for) and per handed-over check the
-    report lacks; the manifest kept as evidence of ``run_id``."""
+    def warm(self) -> None:
+        """Start the worker now, while the first program runs (its start then costs that program no wall time);
+        one that cannot start is started again, or its failure named, at the first job."""
+        if self.worker is None:
+            with contextlib.suppress(OSError, TileproofError):
+                self.worker = self._start()
+
+
+@contextlib.contextmanager
+def session(root: Path, warm: bool = False) -> Iterator[Checker]:
+    """A checker for a run session and its handover folder (``Checker.handovers``), both gone when it ends; its
+    worker started at once with ``warm`` (``Checker.warm``: a run session), else at the first job (a bench's
+    program: nothing of the checker runs beside its timed work)."""
+    with scratch_dir() as handovers, scratch_dir() as mine:
+        os.chmod(handovers, 0o711)  # the worker (the wall's user) enters it; it lists nothing
+        checker = Checker(root, handovers, mine)
+        try:
+            if warm:
+                checker.warm()
+            yield checker
+        finally:
+            checker.close()
+
+
+def check(checker: Checker, run_id: str, folder: Path, report: CheckReport, timeout: float) -> OutsideVerdict:
+    """tileproof's own check of what the program left in ``folder`` (made in ``checker.handovers``): one
+    ``OutsideCheck`` per check of ``report`` (``unverified``/``no-outputs`` for one it handed nothing over for) and
+    per handed-over check the report lacks; the manifest kept as evidence of ``run_id``. ``wall_s``: the seconds
+    this took as tileproof saw them: the manifest read and kept, the job's round trip through the session's
+    worker (waiting, at the first job, for the rest of a start that began with the session), and that worker's
+    start when this job started it (the first job after a worker failed)."""
+    root = checker.root
     names = [c.name for c in report.checks]
     started = time.perf_counter()
     raw, refused = read_manifest(folder)
@@ -138,7 +226,7 @@ def check(root: Path, run_id: str, folder: Path, report: CheckReport, timeout: f
     if isinstance(planned, str):
         found = _failed_all(names, planned, "refused")
     elif planned is not None and planned["checks"]:
-        found = _run_worker(root, folder, planned, names or [c["name"] for c in planned["checks"]], timeout)
+        found = checker.run(folder, planned, names or [c["name"] for c in planned["checks"]], timeout)
     wall = time.perf_counter() - started
     seen = {c.name for c in found}
     missing = [OutsideCheck(name=n, status="unverified", problem="no-outputs",

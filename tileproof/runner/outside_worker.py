@@ -1,17 +1,20 @@
-"""tileproof's own check of what a program handed over, run in a process of its own (``runner.outside_check``
-starts it): ``python -m tileproof.runner.outside_worker FOLDER PLAN``.
+"""tileproof's own check of what programs handed over, run in a process of its own (``runner.outside_check``
+starts it, once per run session): ``python -m tileproof.runner.outside_worker``.
 
-PLAN is tileproof's own file: the checks of the program's ``handover.json`` as ``outside_check.plan`` validated
+It answers one job per line of its stdin, one JSON line per job on its stdout, and ends at the end of its input.
+A job is ``{"job": ID, "folder": FOLDER, "plan": PLAN}``: FOLDER the program's report folder, PLAN tileproof's own
+file in the worker's scratch: the checks of the program's ``handover.json`` as ``outside_check.plan`` validated
 them (``records.handover.Handover``), each one's tolerance entry, and the text of the lesson's reference table
-``kernels/references.py`` as tileproof read it. The worker sees no GPU
+``kernels/references.py`` as tileproof read it. The answer is ``{"job": ID, "checks": [...]}``, each check an
+``OutsideCheck`` (``"refused"``: one line, when the reference table cannot be used). The worker sees no GPU
 (``CUDA_VISIBLE_DEVICES`` empty, ``cupy`` unimportable) and none of the program's code: it reads the ``.npy``
 files the plan names from FOLDER through ``records.safe_read`` (no links, capped, ``numpy.load`` with
 ``allow_pickle=False``), holds each to the dtype and shape the manifest says, runs the reference table's text
-after checking that it imports nothing but numpy and math,
-recomputes each check's reference in float64, applies the check's tolerance entry, and prints one JSON object,
-``{"checks": [...]}``, each an ``OutsideCheck``. Whatever it cannot read, it refuses by name; it never reads the
+(a fresh module per job) after checking that it imports nothing but numpy and math,
+recomputes each check's reference in float64, applies the check's tolerance entry, and answers. What the table
+prints goes to stderr, never into the answers. Whatever it cannot read, it refuses by name; it never reads the
 program's report. It imports numpy and the safe reader only (no pydantic, no record model): its start is most of
-its cost.
+its cost, paid once per session.
 """
 
 from __future__ import annotations
@@ -186,15 +189,30 @@ def check_plan(folder: Path, plan: dict[str, Any]) -> dict[str, Any]:
     return {"checks": [check_one(folder, c, refs, table, shown) for c in plan.get("checks", [])]}
 
 
+def serve(lines: Any, answer: Any) -> int:
+    """Answer every job of ``lines`` (tileproof's own, one JSON object a line) through ``answer`` (one line)."""
+    for line in lines:
+        job = json.loads(line)
+        plan = json.loads(Path(job["plan"]).read_text(encoding="utf-8"))  # tileproof's own file
+        answer(json.dumps({"job": job["job"], **check_plan(Path(job["folder"]), plan)}, allow_nan=False))
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m tileproof.runner.outside_worker FOLDER PLAN", file=sys.stderr)
+    if argv:
+        print("usage: python -m tileproof.runner.outside_worker (jobs on stdin, one a line)", file=sys.stderr)
         return 2
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
     sys.modules["cupy"] = None  # type: ignore[assignment]  # import cupy now raises ImportError
-    plan = json.loads(Path(argv[1]).read_text(encoding="utf-8"))  # tileproof's own file (outside_check.plan)
-    print(json.dumps(check_plan(Path(argv[0]), plan), allow_nan=False))
-    return 0
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # what a reference table prints goes to stderr, never among the answers
+    sys.stdout = sys.stderr
+
+    def answer(text: str) -> None:
+        answers.write(text + "\n")
+        answers.flush()
+
+    return serve(sys.stdin, answer)
 
 
 if __name__ == "__main__":

@@ -363,12 +363,14 @@ def _sweep_scratch() -> None:
 
 
 @contextlib.contextmanager
-def scratch_dir() -> Iterator[Path]:
+def scratch_dir(parent: Path | None = None) -> Iterator[Path]:
     """A new private temp folder for one step or session (a check report's path, a JIT cache), removed
     when the ``with`` ends. It holds a lock while it lives: once its tileproof is gone, the next tileproof
-    that makes one removes it (``_sweep_scratch``); a step's init removes it at once (``scratch=``)."""
+    that makes one removes it (``_sweep_scratch``); a step's init removes it at once (``scratch=``).
+    ``parent``: a scratch folder to make it in (a session's handover folder: ``runner.outside_check``), removed
+    with it."""
     _sweep_scratch()
-    made = Path(tempfile.mkdtemp(prefix="tileproof-new-"))
+    made = Path(tempfile.mkdtemp(prefix="tileproof-new-", dir=parent))
     fd = os.open(made, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # taken before it has the name a sweep looks for
@@ -529,10 +531,11 @@ class _Started:
 
 
 def _launch(kind: Containment, argv: list[str], path: str, env: dict[str, str], cwd: Path | None,
-            token: str, scratch: Path | None, plan: str | None = None, level: Isolation = "none") -> _Started:
+            token: str, scratch: Path | None, plan: str | None = None, level: Isolation = "none",
+            stdin: int = subprocess.DEVNULL) -> _Started:
     """Start ``argv`` (its file: ``path``) under ``kind``; behind the wall ``plan`` (``level``) when one is given
-    (always in a PID namespace, its init building the view first)."""
-    common: dict = dict(cwd=cwd, env={**env, MARKER_VAR: token}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    (always in a PID namespace, its init building the view first). ``stdin``: closed, or a pipe (``start``)."""
+    common: dict = dict(cwd=cwd, env={**env, MARKER_VAR: token}, stdin=stdin, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, start_new_session=True)
     if kind == "marker":
         launcher = None if _ignored() else _pdeathsig_launcher()
@@ -632,11 +635,21 @@ def _start_and_wait(argv: list[str], *, kind: Containment, env: dict[str, str], 
         sys.stdout.flush()
         sys.stderr.flush()
     sinks = {proc.stdout: _Sink(cap, out_echo), proc.stderr: _Sink(cap, err_echo)}
-    timed_out, strays, init_started = False, 0, False
-    status: list[str] = []
+    timed_out = False
     try:
         timed_out = _pump(proc, sinks, None if timeout is None else t0 + timeout)
     finally:
+        ended = _close(started, token, sinks)
+    return _finished(argv, ended, sinks, started, timed_out, t0, kind, level)
+
+
+def _close(started: _Started, token: str, sinks: dict) -> tuple[int, bool, list[str]]:
+    """End a started child's whole tree and read what is left of its streams: (strays killed, whether its init
+    started, its init's status words)."""
+    proc = started.proc
+    strays, init_started = 0, False
+    status: list[str] = []
+    try:
         if started.status_fd is None:
             strays, signalled = _kill_tree(proc, token)
             proc.wait()
@@ -644,11 +657,23 @@ def _start_and_wait(argv: list[str], *, kind: Containment, env: dict[str, str], 
         else:
             _end_scope(started)
             init_started, status = _status(started.status_fd)
+    finally:
         with _lock:
             _live.pop(proc.pid, None)
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
         _pump(proc, sinks, time.perf_counter() + DRAIN_S, drain=True)
         for stream in sinks:
             stream.close()
+    return strays, init_started, status
+
+
+def _finished(argv: list[str], ended: tuple[int, bool, list[str]], sinks: dict, started: _Started,
+              timed_out: bool, t0: float, kind: Containment, level: Isolation) -> Finished:
+    """What a closed child did (``_close``), as ``Finished``; a wall that could not be built is refused."""
+    strays, init_started, status = ended
+    proc = started.proc
     out, err = sinks[proc.stdout], sinks[proc.stderr]
     exit_code: int | None = proc.returncode
     stderr = err.value()
@@ -672,6 +697,118 @@ def _start_and_wait(argv: list[str], *, kind: Containment, env: dict[str, str], 
         exit_code = 127  # its launcher (unshare) failed before the init started: its stderr says why
     return Finished(tuple(argv), None if timed_out else exit_code, timed_out, time.perf_counter() - t0,
                     out.value(), stderr, out.total, err.total, strays, kind, level)
+
+
+class Running:
+    """A contained child kept running to answer one line per line it is sent (``start``): tileproof's own checker
+    of a run session (``runner.outside_check``). Its stdin is a pipe; its stdout is read line by line; its stderr
+    keeps its first ``cap`` bytes. ``end`` ends its whole tree, as ``start_and_wait`` ends a step's."""
+
+    def __init__(self, argv: list[str], started: _Started, token: str, cap: int, t0: float, kind: Containment,
+                 level: Isolation) -> None:
+        self.argv, self.started, self.token, self.t0, self.kind, self.level = argv, started, token, t0, kind, level
+        proc = started.proc
+        assert proc.stdout is not None and proc.stderr is not None  # both are pipes
+        self.sinks = {proc.stdout: _Sink(cap), proc.stderr: _Sink(cap)}
+        self._err = self.sinks[proc.stderr]
+        self.cap = cap
+        self._buffer = b""
+        self._eof = False
+        self._drained: set[object] = set()
+        self.timed_out = False
+        self._result: Finished | None = None
+
+    def send(self, line: bytes) -> bool:
+        """Write one line (at most ``select.PIPE_BUF`` bytes: never blocks on a child that reads nothing); False
+        when the child is gone."""
+        stdin = self.started.proc.stdin
+        if stdin is None or self._eof or self.started.proc.poll() is not None:
+            return False
+        try:
+            stdin.write(line.rstrip(b"\n") + b"\n")
+            stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+        return True
+
+    def read_line(self, timeout: float) -> bytes | None:
+        """The child's next line of stdout, or None: it ended, closed its stdout, or wrote no whole line within
+        ``timeout`` seconds (``timed_out``) or within ``cap`` bytes."""
+        deadline = time.perf_counter() + timeout
+        proc = self.started.proc
+        while b"\n" not in self._buffer:
+            if self._eof or len(self._buffer) > self.cap:
+                return None
+            now = time.perf_counter()
+            if now >= deadline:
+                self.timed_out = True
+                return None
+            with selectors.DefaultSelector() as sel:
+                for stream in self.sinks:
+                    if not stream.closed and stream not in self._drained:
+                        sel.register(stream, selectors.EVENT_READ)
+                ready = sel.select(min(0.1, deadline - now))
+            for key, _ in ready:
+                data = os.read(key.fd, 1 << 16)
+                if key.fileobj is proc.stdout:
+                    if data:
+                        self._buffer += data
+                        self.sinks[proc.stdout].add(data)
+                    else:
+                        self._eof = True
+                elif data:
+                    self._err.add(data)
+                else:
+                    self._drained.add(key.fileobj)
+            if not ready and proc.poll() is not None and b"\n" not in self._buffer:
+                self._eof = True
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def end(self) -> Finished:
+        """End the child's whole tree (its stdin closed first: a child that ends at end of input ends by itself
+        within ``END_GRACE_S``) and say what it did; once."""
+        if self._result is None:
+            proc = self.started.proc
+            if proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+            if not self.timed_out:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(END_GRACE_S)
+            ended = _close(self.started, self.token, self.sinks)
+            try:
+                self._result = _finished(self.argv, ended, self.sinks, self.started, self.timed_out, self.t0,
+                                         self.kind, self.level)
+            except TileproofError as e:  # the wall could not be built: it never ran
+                self._result = Finished(tuple(self.argv), 127, False, time.perf_counter() - self.t0, b"",
+                                        f"{e}\n".encode(), 0, 0, 0, self.kind, self.level)
+        return self._result
+
+
+def start(argv: list[str], *, env: dict[str, str], cwd: Path | None = None, cap: int | None = None,
+          scratch: Path | None = None, wall: Wall | None = None) -> Running:
+    """Start ``argv`` as ``start_and_wait`` would (its containment, behind ``wall``), but with its stdin a pipe,
+    and return at once: the caller sends it lines and reads its answers (``Running``), and ends it with
+    ``Running.end``. OSError when ``argv[0]`` cannot be run."""
+    if _stopping.is_set():
+        raise Interrupted("interrupted: no new process is started")
+    level = isolation() if wall is not None else "none"
+    kind = "pid-namespace" if level != "none" else containment()
+    if kind == "marker":
+        _become_subreaper()
+    wall = wall if level != "none" else None
+    if wall is not None:
+        with _lock:
+            _granted.update(Path(w).resolve() for w in wall.writable)
+    token = secrets.token_hex(8)
+    t0 = time.perf_counter()
+    plan = None if wall is None else walls.plan(level, wall, env, argv)
+    path = _executable(argv[0], env, cwd)
+    with _lock:
+        started = _launch(kind, argv, path, env, cwd, token, scratch, plan, level, stdin=subprocess.PIPE)
+        _live[started.proc.pid] = _Live(token, started.cgroup)
+    return Running(argv, started, token, output_cap(cap), t0, kind, level)
 
 
 def _end_scope(started: _Started) -> None:

@@ -41,7 +41,7 @@ from tileproof.records.store import (
     whole,
     write_record,
 )
-from tileproof.runner import integrity
+from tileproof.runner import integrity, outside_check
 from tileproof.runner.capture import (
     GpuProbe,
     GpuQuery,
@@ -227,6 +227,8 @@ class _Session:
     signer: Signer | None
     cuda_tile: CudaTileRelease | None = None
     """The cuda-tile release the Python programs import (``python_release``), None without one."""
+    checker: outside_check.Checker | None = None
+    """tileproof's own checker of the outputs the session's programs hand over: one worker for the session."""
 
 
 def python_release(programs: tuple[Path, ...], outside: bool) -> CudaTileRelease | None:
@@ -255,10 +257,10 @@ def _start(s: _Session, run_id: str, program: Path, env: dict[str, str]) -> tupl
     """Run one program (a cuTile.jl one through ``runner.julia``: ``Absent`` where julia with cuTile.jl
     is not found), and the executable it attests."""
     if program.suffix == ".jl":
-        return run_julia_program(s.root, run_id, program, env, s.timeout, s.cap), None
+        return run_julia_program(s.root, run_id, program, env, s.timeout, s.cap, s.checker), None
     argv, binary = _program_argv(s, program)
-    return run_program(s.root, run_id, program.stem, argv, env, s.timeout, s.cap, python=program.suffix == ".py"), \
-        binary
+    return run_program(s.root, run_id, program.stem, argv, env, s.timeout, s.cap, python=program.suffix == ".py",
+                       checker=s.checker), binary
 
 
 def _run_one(s: _Session, program: Path) -> ProgramRun:
@@ -332,8 +334,9 @@ def run(request: Request, say: Callable[[str], None] = _say) -> Ended | NoGpu:
             return NoGpu(absent)
     release = python_release(selection.programs, request.outside_range)
     signer = integrity.start(request.root, signer, lambda line: say(f"run: {line}"))  # refused here, or guarded
-    with whole(request.root):  # a full disk: one line, and nothing of the session left behind
-        s = _open(request, selection, query, signer, cap, say, release)
+    # a full disk: one line, and nothing of the session left behind; one checker of handed-over outputs for all
+    with whole(request.root), outside_check.session(request.root, warm=True) as checker:
+        s = dataclasses.replace(_open(request, selection, query, signer, cap, say, release), checker=checker)
         done = []
         for program in selection.programs:
             one = _run_one(s, program)

@@ -54,6 +54,10 @@ class Wall:
     """The checkout: visible, read-only."""
     writable: tuple[Path, ...] = ()
     """Folders the program writes (its report folder, a build's output folder): bound in read-write."""
+    readable: tuple[Path, ...] = ()
+    """Folders besides the checkout it reads, where the wall would hide them (a temp folder): bound in read-only,
+    as they are then and as they change later (tileproof's own checker of a session reads each program's handover
+    folder, made inside one of them after it started)."""
 
 
 def scratch_bytes() -> int:
@@ -196,7 +200,7 @@ def plan(level: Isolation, wall: Wall, env: Mapping[str, str], argv: list[str]) 
             hidden.append(path)
     writable = [os.path.abspath(w) for w in wall.writable]
     shared = [*TEMP_DIRS, home]  # replaced by the private scratch: a folder holding one is not bound back whole
-    keep = _outermost(p for p in _needed(env, wall, argv)
+    keep = _outermost(p for p in [*_needed(env, wall, argv), *(os.path.abspath(r) for r in wall.readable)]
                       if any(_under(p, h) for h in hidden) and not any(_under(h, p) for h in shared)
                       and not any(_under(p, w) for w in writable))
     if level == "separate-user":
