@@ -79,7 +79,8 @@ def test_spike_note_keeps_its_headline_a_claim(repo_root):
     # Published: the REG/SHARED table is filled from compile records (one pair of columns per release), no '?'.
     assert lesson.front.status == "published"
     assert "?" not in table
-    assert table.count("compile record `") == 3
+    cited = re.findall(r"compile record `([0-9TZ]+-compile-[0-9a-f]{8})`", table)
+    assert cited and all((repo_root / "runs" / f"{run_id}.json").is_file() for run_id in cited), table
     assert "| `tile_sum_native` |" in table
 
 

@@ -299,11 +299,13 @@ def test_the_record_passes_only_when_both_agree(program, outside, want):
 
 
 def test_old_records_keep_reading_and_say_their_verdict_is_the_program_s():
-    """Every committed run record (run_version 4 and older) still reads; its verdict is the program's word, and
+    """Every committed run record older than the outside check still reads; its verdict is the program's word, and
     nothing makes one of its checks unverified."""
-    olds = [r for r in load_records(REPO) if isinstance(r, RunRecord)]
+    runs = [r for r in load_records(REPO) if isinstance(r, RunRecord)]
+    olds = [r for r in runs if r.run_version < models.OUTSIDE_RUN_VERSION]
     assert olds
-    assert all(r.run_version < models.OUTSIDE_RUN_VERSION and r.outside is None for r in olds)
+    assert all(r.outside is None for r in olds)
+    assert {r.verdict_by for r in runs if r.run_version >= models.OUTSIDE_RUN_VERSION} <= {"program-and-checker"}
     assert {r.verdict_by for r in olds} == {"program"}
     assert not any(r.unverified(c.name) for r in olds if r.report for c in r.report.checks)
     old = olds[-1]

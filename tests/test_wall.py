@@ -246,6 +246,30 @@ def test_a_checkout_others_may_not_read_is_refused_in_one_line_under_separate_us
     assert f"chmod o+rX {closed}" in line
 
 
+def test_a_jit_tool_only_its_owner_may_run_is_refused_in_one_line_under_separate_user(tmp_path, monkeypatch):
+    """A toolchain unpacked with tileiras at mode 744 (seen on a GPU node): behind the wall every cuTile Python
+    program failed with "'tileiras' compiler not found"; now nothing starts, and the line says the fix."""
+    monkeypatch.setenv(process.ISOLATE_VAR, "separate-user")
+    process.isolation.cache_clear()
+    tools = tmp_path / "cu13" / "bin"
+    tools.mkdir(parents=True)
+    tool = tools / "tileiras"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o744)
+    env = {**child_env(), "PATH": f"{tools}:{child_env()['PATH']}"}
+    try:
+        with pytest.raises(TileproofError) as refused:
+            process.start_and_wait(["/bin/true"], env=env, cwd=tmp_path, timeout=60, wall=Wall(tmp_path))
+        tool.chmod(0o755)
+        assert process.start_and_wait(["/bin/true"], env=env, cwd=tmp_path, timeout=60,
+                                      wall=Wall(tmp_path)).exit_code == 0
+    finally:
+        process.isolation.cache_clear()
+    line = str(refused.value)
+    assert line.startswith(f"{tool}: others may not execute it (mode 744)") and "\n" not in line
+    assert f"chmod a+rx {tool}" in line
+
+
 # --- (b) nothing outside the scratch is writable; a change during the session is refused ---------------------
 
 

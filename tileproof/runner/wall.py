@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import shutil
 import stat
 import sys
 from collections.abc import Iterable, Mapping
@@ -34,6 +35,9 @@ SCRATCH_VAR = "TILEPROOF_SCRATCH_MB"
 DEFAULT_SCRATCH_MB = 4096
 DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*")
 """The GPU device files whose groups a ``separate-user`` program joins (where a file is group-accessible)."""
+JIT_TOOLS = ("tileiras", "ptxas")
+"""The tools a cuTile Python program runs itself (its JIT, found on its ``PATH``): behind the separate-user wall
+the program's uid must be allowed to execute them."""
 TEMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 """Shared temp folders: each replaced by the program's private scratch."""
 PRIVATE = ("/run/user",)
@@ -203,6 +207,14 @@ def plan(level: Isolation, wall: Wall, env: Mapping[str, str], argv: list[str]) 
                     f"{closed}: others may not read it (mode {stat.S_IMODE(os.stat(closed).st_mode):o}), and a "
                     f"program behind the separate-user wall runs as uid {PROGRAM_ID}: nothing started "
                     f"(fix: chmod o+rX {closed}, or run tileproof as a user other than root)")
+        for tool in JIT_TOOLS:
+            found = shutil.which(tool, mode=os.F_OK, path=env.get("PATH", ""))
+            if found is not None and not os.stat(found).st_mode & 0o001:
+                mode = stat.S_IMODE(os.stat(found).st_mode)
+                raise TileproofError(
+                    f"{found}: others may not execute it (mode {mode:o}), and a program behind the separate-user "
+                    f"wall runs as uid {PROGRAM_ID} and calls {tool} itself: nothing started "
+                    f"(fix: chmod a+rx {found})")
     uid = gid = PROGRAM_ID if level == "separate-user" else 0
     groups = device_groups() if level == "separate-user" else []
     lines = [f"level {level} {uid} {gid} {','.join(map(str, groups)) or '-'}", f"size {scratch_bytes()}",

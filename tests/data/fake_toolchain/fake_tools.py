@@ -23,8 +23,10 @@ if "-keep-dir" in sys.argv:  # nvcc keeps its intermediates there, the tile fatb
 
 CUOBJDUMP = f"""#!{sys.executable}
 import sys
-sys.stdout.write(open({str(LISTING)!r}).read())
+sys.stdout.write({LISTING.read_text()!r})
 """
+"""The listing is in the script itself: behind the wall a tool sees its own folder, not this checkout's tests
+(hidden where the checkout lies under a temp folder)."""
 
 
 def tools(folder: Path) -> Tools:
