@@ -193,6 +193,21 @@ def open_temp_folders(tmp_path_factory):
     factory.mktemp = made_by
 
 
+@pytest.fixture
+def own_temp(monkeypatch, tmp_path_factory):
+    """A temp folder of the test's own as ``TMPDIR`` (for this process's ``tempfile`` and every process it starts),
+    open to others like ``tmp_path``, removed afterwards: tileproof's scratch folders, and the sweep that removes a
+    killed tileproof's (``runner.process.scratch_dir``), then see only what this test made, never another test's
+    or another suite's on this machine."""
+    tmp_path_factory.getbasetemp()  # pytest's own folder chosen first, where the suite's temp folders are
+    folder = Path(tempfile.mkdtemp(prefix="tileproof-test-temp-"))
+    folder.chmod(0o755)
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @functools.cache
 def noxfile():
     """The noxfile as a module, loaded once per process (nox refuses a session registered twice)."""

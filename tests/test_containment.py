@@ -6,7 +6,9 @@ and the scratch folder of a killed tileproof goes too. Under the marker alone (t
 program gets away, which is what these tests are for; the record says which containment held.
 
 Every process a test starts has a fresh name (``own_processes``) and is found by it with /proc and
-``ps``, never by a pattern that could match another suite's processes on this machine.
+``ps``, never by a pattern that could match another suite's processes on this machine; every test has a
+temp folder of its own (``own_temp``), so that the scratch folders it waits for are swept by its own tileproofs
+only.
 """
 
 import contextlib
@@ -32,9 +34,10 @@ from tileproof.runner.environment import child_env
 from tileproof.runner.process import containment, scratch_dir, start_and_wait
 from tileproof.runner.step import run_step
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.skipif(
     not sys.platform.startswith("linux") or not all(shutil.which(t) for t in ("env", "setsid", "sleep", "ps")),
-    reason="needs Linux's /proc and env, setsid, sleep and ps")
+    reason="needs Linux's /proc and env, setsid, sleep and ps"),
+    pytest.mark.usefixtures("own_temp")]  # the scratch folders and their sweep: this test's alone
 
 WAIT_NAMED = """
 def wait_named(*names):
@@ -360,30 +363,102 @@ def test_where_unshare_is_refused_the_next_that_holds_is_used_and_recorded(tmp_p
 NOBODY = 65534
 
 
+def closed_to_others(path: str) -> str | None:
+    """The first folder on the way to ``path`` that others may not enter, with its mode; None when none is."""
+    current = os.path.realpath(path)
+    while True:
+        mode = os.stat(current).st_mode
+        if os.path.isdir(current) and mode & 0o001 == 0:
+            return f"{current} (mode {mode & 0o777:o})"
+        if current == "/":
+            return None
+        current = os.path.dirname(current)
+
+
+def python_for_nobody() -> str | None:
+    """An interpreter of this Python's version that ``nobody`` runs from its own installation (this one's, or
+    the system's of the same version): a Python under a folder only root may enter starts for nobody without
+    its standard library, or not at all."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    probe = "import json, sys; print(json.dumps([sys.prefix, list(sys.version_info[:2])]))"
+    on_path = [os.path.join(d, version) for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    for candidate in dict.fromkeys([sys.executable, *filter(os.path.isfile, on_path)]):
+        candidate = os.path.realpath(candidate)
+        if closed_to_others(candidate) is not None:
+            continue
+        ran = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", candidate,
+                              "-I", "-c", probe], capture_output=True, text=True, cwd="/", timeout=60)
+        own = os.path.dirname(os.path.dirname(os.path.realpath(candidate)))
+        if ran.returncode == 0 and __import__("json").loads(ran.stdout) == [own, list(sys.version_info[:2])]:
+            return candidate
+    return None
+
+
+def readable_copy(folder: Path) -> Path:
+    """tileproof and the libraries it imports, copied into ``folder`` for ``nobody`` to import: the checkout
+    and its environment may be in a folder only their owner may enter."""
+    import site
+
+    tops = set()
+    for name, module in list(sys.modules.items()):
+        origin = getattr(module, "__file__", None) or ""
+        for packages in site.getsitepackages():
+            if origin.startswith(packages + os.sep) and not name.startswith("tileproof"):
+                tops.add(Path(packages) / Path(origin).relative_to(packages).parts[0])
+    shutil.copytree(Path(process.__file__).parents[1], folder / "tileproof",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for top in tops:
+        if top.name.startswith("__editable__"):
+            continue
+        if top.is_dir():
+            shutil.copytree(top, folder / top.name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(top, folder / top.name)
+    for below, dirs, files in os.walk(folder):  # whatever umask this test runs under
+        for name in dirs:
+            os.chmod(os.path.join(below, name), 0o755)
+        for name in files:
+            os.chmod(os.path.join(below, name), 0o644)
+    folder.chmod(0o755)
+    return folder
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
                     reason="runs a tileproof as nobody: needs root and util-linux setpriv")
 def test_an_unprivileged_tileproof_falls_back_and_says_so():
     """unshare refused for real (no CAP_SYS_ADMIN), and no cgroup nobody may write: the marker holds, and the
-    step says so."""
+    step says so. Run from a copy of tileproof and its libraries that nobody may read, in a temp folder of the
+    test's own: the checkout may be in a folder only root may enter."""
     import tempfile
 
-    tmp_path = Path(tempfile.mkdtemp())  # not under pytest's own folder, which only root may enter
-    tmp_path.chmod(0o777)
-    code = ("import json, sys\nfrom pathlib import Path\nfrom tileproof.runner.environment import child_env\n"
-            "from tileproof.runner.process import containment\nfrom tileproof.runner.step import run_step\n"
-            "step = run_step(Path(sys.argv[1]), 'r1', 'echo', ['echo', 'hi'], child_env(), timeout=60)\n"
-            "print(json.dumps([containment(), step.containment, step.exit_code]))\n")
-    env = {k: v for k, v in os.environ.items() if k != process.CONTAIN_VAR}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parents[1]), env.get("PYTHONPATH")]))
-    ran = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", sys.executable,
-                          "-c", code, str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
-    if ran.returncode != 0 and "Permission denied" in ran.stderr:
-        pytest.skip(f"nobody cannot run this Python here: {ran.stderr.strip().splitlines()[-1]}")
-    assert ran.returncode == 0, ran.stderr
-    shutil.rmtree(tmp_path, ignore_errors=True)
-    chosen, recorded, exit_code = __import__("json").loads(ran.stdout)
-    assert chosen == recorded != "pid-namespace"
-    assert exit_code == 0
+    python = python_for_nobody()
+    if python is None:
+        pytest.skip(f"no Python {sys.version_info.major}.{sys.version_info.minor} that nobody may run: "
+                    f"{closed_to_others(sys.executable) or sys.executable} (and no system one of that version)")
+    base = Path(tempfile.mkdtemp())  # not under pytest's own folder, which only root may enter
+    try:
+        base.chmod(0o755)
+        if (closed := closed_to_others(str(base))) is not None:
+            pytest.skip(f"the temp folder is closed to nobody: {closed}")
+        code_dir = readable_copy(base / "lib")
+        tmp_path = base / "work"
+        tmp_path.mkdir()
+        tmp_path.chmod(0o777)
+        code = ("import json, sys\nfrom pathlib import Path\nfrom tileproof.runner.environment import child_env\n"
+                "from tileproof.runner.process import containment\nfrom tileproof.runner.step import run_step\n"
+                "step = run_step(Path(sys.argv[1]), 'r1', 'echo', ['echo', 'hi'], child_env(), timeout=60)\n"
+                "print(json.dumps([containment(), step.containment, step.exit_code]))\n")
+        env = {k: v for k, v in os.environ.items() if k not in (process.CONTAIN_VAR, "PYTHONHOME", "VIRTUAL_ENV")}
+        env.update(PYTHONPATH=str(code_dir), HOME=str(tmp_path), TMPDIR=str(tmp_path))
+        ran = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", python,
+                              "-c", code, str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                             timeout=120)
+        assert ran.returncode == 0, ran.stderr
+        chosen, recorded, exit_code = __import__("json").loads(ran.stdout)
+        assert chosen == recorded != "pid-namespace"
+        assert exit_code == 0
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 # --- the record -----------------------------------------------------------------------------------------------

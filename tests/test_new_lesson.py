@@ -207,11 +207,17 @@ def test_scaffold_refuses_taken_names_and_writes_nothing(copy, names):
 
 
 def test_fresh_names_avoid_every_name_the_tree_holds(copy):
-    """A tree whose author took the data's names (a lesson, a program, an entry) gets others."""
-    scaffold(copy, "row-ops", "scaled_add", "row_max")
+    """A tree whose author took the names this suite would use (a lesson, a program, an entry) gets others: on
+    the course as it is, ``row-ops-2``, ``scaled_add_2`` and ``row_max_2``."""
+    first = fresh_names(copy)
+    scaffold(copy, first.lesson, first.python, first.cpp)
     names = fresh_names(copy)
-    assert names == Names("row-ops-2", "scaled_add_2", "row_max_2")
-    assert names.render('tol::get("row_max") scaled_add row-ops') == 'tol::get("row_max_2") scaled_add_2 row-ops-2'
+    assert not {names.lesson, names.python, names.cpp} & {first.lesson, first.python, first.cpp}
+    held = set(load_table(copy)) | {p.stem for d in ("kernels", "cpp", "lessons") for p in (copy / d).iterdir()}
+    assert not {names.lesson, names.python, names.cpp} & held
+    assert (names.lesson[:7], names.python[:10], names.cpp[:7]) == ("row-ops", "scaled_add", "row_max")
+    assert names.render('tol::get("row_max") scaled_add row-ops') == (f'tol::get("{names.cpp}") {names.python} '
+                                                                      f'{names.lesson}')
 
 
 def test_the_lesson_check_names_each_problem_with_its_fix(copy, names):

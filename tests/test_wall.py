@@ -328,9 +328,15 @@ def test_a_change_during_the_session_is_refused_naming_the_path(tree, tmp_path, 
     monkeypatch.setenv(signing.KEY_ENV, str(key))
     monkeypatch.setenv("PATH", f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}")
     (tree / "kernels" / "evil.py").write_text("AOT_SIGNATURES = {}\n" + PASS)
-    site_packages = integrity.environments()[0]
+    # an environment of the test's own: a file raced into the suite's shared one would be a change in every
+    # session another test runs at the same time
+    site_packages = tmp_path / "site-packages"
+    site_packages.mkdir()
+    shared = integrity.environments
+    monkeypatch.setattr(integrity, "environments", lambda: [str(site_packages), *shared()])
+    monkeypatch.setattr(integrity, "_TOP", set(integrity._TOP))
     target = {"hook": tree / ".git" / "hooks" / "post-commit", "config": tree / ".git" / "config",
-              "pth": Path(site_packages) / "zz_tileproof_test_race.pth",
+              "pth": site_packages / "zz_tileproof_test_race.pth",
               "tracked": tree / "kernels" / "harness.py"}[what]
     taken = integrity.Snapshot.take
 
@@ -341,12 +347,8 @@ def test_a_change_during_the_session_is_refused_naming_the_path(tree, tmp_path, 
         return snapshot
 
     monkeypatch.setattr(integrity.Snapshot, "take", take_then_race)
-    try:
-        with pytest.raises(integrity.Changed) as refused:
-            run_cmd.run(run_cmd_args(tree))
-    finally:
-        if what == "pth":
-            target.unlink(missing_ok=True)
+    with pytest.raises(integrity.Changed) as refused:
+        run_cmd.run(run_cmd_args(tree))
     line = str(refused.value)
     assert "\n" not in line
     shown = target.relative_to(tree).as_posix() if what != "pth" else str(target)
