@@ -72,7 +72,8 @@ def exported(venv: Path) -> tuple[bool | None, float, int, CompileRecord | None,
     fits = subprocess.run([py, "-c", IN_RANGE], env=env, capture_output=True, text=True, check=True).stdout.strip()
     in_range = {"True": True, "False": False}.get(fits)
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
+        root = Path(tmp) / "course"  # mode 755: a walled build step (another uid) reads it; the temp folder is 700
+        root.mkdir()
         shutil.copytree(REPO / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
         argv = [py, "-m", "tileproof", "compile", "--python-only", *(f"--arch={t}" for t in TARGETS)]
         argv += [] if in_range else ["--tileiras-outside-range"]
