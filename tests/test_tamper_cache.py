@@ -33,13 +33,8 @@ pytestmark = pytest.mark.usefixtures("index_released")
 signed_template = test_tamper.signed_template
 """The committed signed tree (tests/test_tamper.py), written once for this module."""
 
-
-@pytest.fixture
-def signed_tree(signed_template, tmp_path):
-    root, info = signed_template
-    copy = tmp_path / "repo"
-    shutil.copytree(root, copy, symlinks=True)
-    return copy, info
+signed_tree = test_tamper.signed_tree
+"""A copy of it per test."""
 
 LESSON = "02-softmax"
 """The draft lesson the attacker's H200 record would publish (its tree has only a T4 run of it)."""

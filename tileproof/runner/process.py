@@ -29,10 +29,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, get_args
+from typing import Any, BinaryIO, cast, get_args
 
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import Containment, Isolation
@@ -265,22 +265,8 @@ def isolation() -> Isolation:
     """The wall every program of this process runs behind: ``TILEPROOF_ISOLATION`` when set (and it must hold),
     else the first of ``ISOLATIONS`` that holds here. Chosen once per process; ``none`` only where neither wall
     can be built (``unisolated_reason`` says why)."""
-    wanted = os.environ.get(ISOLATE_VAR, "")
-    if wanted and wanted not in ISOLATIONS:
-        raise TileproofError(f"{ISOLATE_VAR}={wanted!r}: expected one of {', '.join(ISOLATIONS)} "
-                             f"(fix: unset it to use the best that holds here)")
     _load_uvm()
-    for level in ISOLATIONS:
-        if wanted and level != wanted:
-            continue
-        why = _wall_refused(level)
-        if why is None:
-            return level
-        _why_not[level] = why
-        if wanted:
-            raise TileproofError(f"{ISOLATE_VAR}={wanted}: it does not hold here: {why} "
-                                 f"(fix: unset it to fall back to the best that holds)")
-    return "none"  # never reached: none always holds
+    return cast(Isolation, _first_that_holds(ISOLATE_VAR, ISOLATIONS, _wall_refused, _why_not))
 
 
 _why_not: dict[Isolation, str] = {}
@@ -317,20 +303,30 @@ def unisolated_reason() -> str:
 def containment() -> Containment:
     """How this process contains every child: ``TILEPROOF_CONTAINMENT`` when set (and it must hold), else
     the first of ``CONTAINMENTS`` that holds here. Chosen once per process."""
-    wanted = os.environ.get(CONTAIN_VAR, "")
-    if wanted and wanted not in CONTAINMENTS:
-        raise TileproofError(f"{CONTAIN_VAR}={wanted!r}: expected one of {', '.join(CONTAINMENTS)} "
+    return cast(Containment, _first_that_holds(CONTAIN_VAR, CONTAINMENTS, _refused))
+
+
+def _first_that_holds(var: str, choices: Sequence[str], refused: Callable[[Any], str | None],
+                      reasons: dict[Any, str] | None = None) -> str:
+    """``$var`` when set (one of ``choices``, and it must hold here), else the first of ``choices`` that holds; why
+    each one tried did not go into ``reasons``. One rule for the wall (``isolation``) and the containment: the
+    last choice of each always holds."""
+    wanted = os.environ.get(var, "")
+    if wanted and wanted not in choices:
+        raise TileproofError(f"{var}={wanted!r}: expected one of {', '.join(choices)} "
                              f"(fix: unset it to use the best that holds here)")
-    for kind in CONTAINMENTS:
-        if wanted and kind != wanted:
+    for choice in choices:
+        if wanted and choice != wanted:
             continue
-        why = _refused(kind)
+        why = refused(choice)
         if why is None:
-            return kind
+            return choice
+        if reasons is not None:
+            reasons[choice] = why
         if wanted:
-            raise TileproofError(f"{CONTAIN_VAR}={wanted}: it does not hold here: {why} "
+            raise TileproofError(f"{var}={wanted}: it does not hold here: {why} "
                                  f"(fix: unset it to fall back to the best that holds)")
-    return "marker"  # never reached: the marker always holds
+    raise TileproofError(f"{var}: none of {', '.join(choices)} holds here")
 
 
 # --- scratch folders ----------------------------------------------------------------------------
