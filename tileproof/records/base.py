@@ -16,10 +16,6 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
 
-Trail = tuple[tuple[type, str], ...]
-"""The (model class, field name) pairs on the way from a walked value down to one found inside it."""
-
-
 def _holds(annotation, kinds: tuple[type, ...]) -> bool:
     """Whether a field of this type can hold an instance of ``kinds`` (at any depth)."""
     if isinstance(annotation, type) and issubclass(annotation, kinds):
@@ -38,17 +34,19 @@ def _fields_holding(cls: type[BaseModel], kinds: tuple[type, ...]) -> tuple[str,
     return tuple(name for name, f in cls.model_fields.items() if _holds(f.annotation, kinds))
 
 
-def found_in(value: object, kinds: tuple[type, ...], trail: Trail = ()) -> Iterator[tuple[object, Trail]]:
+def found_in(value: object, kinds: tuple[type, ...], marked: frozenset[tuple[type, str]] = frozenset(),
+             inside: bool = False) -> Iterator[tuple[object, bool]]:
     """Every instance of ``kinds`` a model (or any part of one: a list, a tuple, a mapping's values) holds, each with
-    the fields it was reached through. The one walk over a record's fields (its file digests, its steps)."""
+    whether it was reached through a field of ``marked`` (model class, field name). The one walk over a record's
+    fields (its file digests, its steps)."""
     if isinstance(value, kinds):
-        yield value, trail
+        yield value, inside
     elif isinstance(value, BaseModel):
         for name in _fields_holding(type(value), kinds):
-            yield from found_in(getattr(value, name), kinds, (*trail, (type(value), name)))
+            yield from found_in(getattr(value, name), kinds, marked, inside or (type(value), name) in marked)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from found_in(item, kinds, trail)
+            yield from found_in(item, kinds, marked, inside)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from found_in(item, kinds, trail)
+            yield from found_in(item, kinds, marked, inside)

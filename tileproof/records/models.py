@@ -467,7 +467,7 @@ class ReleaseFolder(Model):
 
 def steps_of(value) -> Iterator[Step]:
     """Every step a record (or any part of one) holds."""
-    for step, _trail in found_in(value, (Step,)):
+    for step, _ in found_in(value, (Step,)):
         yield typing.cast(Step, step)
 
 

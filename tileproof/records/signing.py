@@ -157,9 +157,8 @@ def raw_public(public: Ed25519PublicKey) -> bytes:
 def _walk(record) -> Iterator[tuple[FileDigest | Transcript, bool]]:
     """Every file digest ``record`` holds, with whether it is a product (a transcript, or reached through a field
     of ``PRODUCED``)."""
-    for found, trail in found_in(record, (FileDigest, Transcript)):
-        yield typing.cast(FileDigest | Transcript, found), isinstance(found, Transcript) or any(
-            step in PRODUCED for step in trail)
+    for found, produced in found_in(record, (FileDigest, Transcript), PRODUCED):
+        yield typing.cast(FileDigest | Transcript, found), produced or isinstance(found, Transcript)
 
 
 def digest_pairs(record) -> set[tuple[str, str]]:
