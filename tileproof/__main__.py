@@ -12,6 +12,7 @@ import importlib
 import os
 import sys
 
+from tileproof import __version__
 from tileproof.records import file_index
 from tileproof.records.errors import TileproofError
 
@@ -53,6 +54,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     """The CLI parser; only the chosen command's module is imported to add its options."""
     parser = argparse.ArgumentParser(
         prog="tileproof", description="Evidence-tracking build and run orchestrator for cuTile lessons.")
+    parser.add_argument("--version", action="version", version=f"tileproof {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     name = chosen_command(argv)
     for command, (module, help_text) in COMMANDS.items():
