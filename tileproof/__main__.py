@@ -28,6 +28,7 @@ COMMANDS = {
                "regenerate schema/, cpp/tolerances.h and the guide's front-matter reference"),
     "check": ("tileproof.commands.check", "every lesson canonical, programs present, checks in the tolerance table, "
                                           "claims files valid, generated files current"),
+    "init": ("tileproof.commands.init", "make a git repository a working course: files, sessions, the first key"),
     "new-lesson": ("tileproof.commands.new_lesson", "scaffold a draft lesson, its programs and tolerance entries"),
     "lint-kernels": ("tileproof.commands.lint", "static checks for known cuTile mistakes"),
     "keygen": ("tileproof.commands.keygen",
