@@ -48,6 +48,7 @@ COPIED = {
     "kernels/harness.py": "kernels/harness.py",
     "kernels/tolerances.py": "kernels/tolerances.py",
     "cpp/harness.h": "cpp/harness.h",
+    ".github/actionlint.yaml": "actionlint.yaml",
     ".github/workflows/check.yml": "workflows/check.yml",
     ".github/workflows/gpu-evidence.yml": "workflows/gpu-evidence.yml",
 }
@@ -73,7 +74,7 @@ class InitError(TileproofError):
 
 def template(rel: str) -> str:
     """The text of one template shipped in the package."""
-    return importlib.resources.files("tileproof.authoring").joinpath(TEMPLATES, rel).read_text(encoding="utf-8")
+    return importlib.resources.files("tileproof.authoring").joinpath(f"{TEMPLATES}/{rel}").read_text(encoding="utf-8")
 
 
 def course_files(root: Path) -> dict[str, str]:
@@ -126,14 +127,14 @@ def write_files(root: Path, say: Callable[[str], None]) -> list[str]:
         written.append(rel)
         say(f"wrote {rel}")
     (root / "lessons").mkdir(exist_ok=True)
-    for rel, text in rendered(root).items():  # schema/, cpp/tolerances.h, from the files above
-        if (root / rel).exists():
-            if (root / rel).read_text(encoding="utf-8", errors="replace") != text:
-                say(f"kept {rel.as_posix()} (exists, differs from what tileproof schema renders)")
+    for made, text in rendered(root).items():  # schema/, cpp/tolerances.h, from the files above
+        if (root / made).exists():
+            if (root / made).read_text(encoding="utf-8", errors="replace") != text:
+                say(f"kept {made.as_posix()} (exists, differs from what tileproof schema renders)")
             continue
-        store.write_generated(root, rel, text)
-        written.append(rel.as_posix())
-        say(f"wrote {rel.as_posix()} (generated)")
+        store.write_generated(root, made, text)
+        written.append(made.as_posix())
+        say(f"wrote {made.as_posix()} (generated)")
     return written
 
 
@@ -158,8 +159,9 @@ def first_key(root: Path, key: Path, owner: str, say: Callable[[str], None]) -> 
     else:
         public = signing.make_key(key).public_key()
         say(f"key: {key} (new, mode 600; keep it off the repository)")
-    entry = runner_keys.RunnerKey(owner=owner, keyid=signing.keyid_of(public), public_key=signing.raw_public(public).hex(),
-                                  may_sign=list(runner_keys.SIGN_KINDS), added=datetime.now(timezone.utc).date())
+    entry = runner_keys.RunnerKey(owner=owner, keyid=signing.keyid_of(public),
+                                  public_key=signing.raw_public(public).hex(), may_sign=list(runner_keys.SIGN_KINDS),
+                                  added=datetime.now(timezone.utc).date())
     body = yaml.safe_dump({"registry_version": runner_keys.REGISTRY_VERSION, "policy": "signed-only",
                            "runners": [entry.model_dump(mode="json", exclude_none=True, exclude_defaults=True)]},
                           sort_keys=False)
