@@ -1,40 +1,41 @@
-"""tileproof's sessions. Each is a few lines; the logic lives in the tileproof package.
+"""This course's sessions: tileproof's own (``tileproof.sessions``, the noxfile ``tileproof init`` writes for any
+course), and this repository's extras: ``toolchain`` and ``tests`` with tileproof's own test suite, mypy, ruff and
+the docs build; ``lint``, ``docs``, ``build`` (the wheel), ``lock`` (the lock of tileproof's own extras) and
+``slurm-node``.
 
-Environments: uv builds them where it is installed (``pip install 'nox[uv]'``),
-else venv; they are kept between runs (``nox -R`` also skips the install step).
-Every install uses ``constraints.txt``, the lock (``nox -s lock`` rewrites it
-from pyproject.toml). The light sessions (status, publish, audit, schema, lint-kernels, keygen,
-sign-registry, new-lesson, slurm-node) share ONE small environment, built by the ``light`` session they
-require; compile and tests share the ``toolchain`` one (the toolchain plus the test,
-record and docs extras, so the README's second command installs nothing); docs, claims and the
-GPU sessions each keep their own, hard-linked from uv's cache.
-
-GPU sessions default to on only where nvidia-smi exists; on a machine without a
-GPU they say so in one line and fail within seconds, before installing
-anything (a skipped session would count as success); ``-- --record-no-gpu``
-installs and records each program's gate instead.
+nox runs in an interpreter that has tileproof (the README's Quick start installs this checkout, editable, beside
+nox), so the sessions install this checkout too (``-e .``): what runs here is what a new course gets.
 """
 
-import hashlib
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import nox
 
-nox.needs_version = ">=2024.10.9"
-nox.options.default_venv_backend = "uv|venv"
-nox.options.reuse_venv = "yes"
-nox.options.sessions = ["compile", "tests"]
+try:
+    from tileproof import sessions
+except ImportError as e:  # nox from an environment without tileproof (a .nox-tool made before it had one)
+    raise SystemExit(f"noxfile.py: {e}: nox runs where tileproof is not installed "
+                     "(fix: .nox-tool/bin/pip install -e . beside nox)") from None
 
-HAS_GPU = shutil.which("nvidia-smi") is not None
-LOCK = "constraints.txt"
-LIGHT_PYTHON = "light-python.txt"
-"""In nox's shared cache folder: the interpreter the ``light`` session prepared."""
-TOOLCHAIN_PYTHON = "toolchain-python.txt"
-"""In nox's shared cache folder: the interpreter the ``toolchain`` session prepared."""
+from tileproof.sessions import (  # noqa: E402
+    LIGHT_PYTHON,
+    LOCK,
+    TOOLCHAIN_PYTHON,
+    axis_set,
+    install,
+    release_requirements,
+    shared_env,
+    shared_python,
+)
+
+OWN = ("toolchain", "tests", "lock")
+"""tileproof's sessions this repository defines itself (below)."""
+sessions.register(leave_out=OWN)
+CUDA_TILE_AXIS = sessions.course.load(Path(__file__).parent).cuda_tile_axis
+
 RUFF_PATHS = ["tileproof", "tests", "noxfile.py", "kernels", "scripts"]
 """What ruff checks (kernels/ is checked, never fixed: see pyproject.toml [tool.ruff])."""
 DOCS_BUILD = ["sphinx", "-W", "--keep-going", "-E", "-q", "-b", "html", "docs", "build/docs"]
@@ -45,305 +46,20 @@ BESIDE_PYTEST = [["mypy"], ["ruff", "check", *RUFF_PATHS], ["tileproof", "lint-k
 """What ``nox -s tests`` runs beside pytest (``python -m`` each), one after another."""
 
 
-def passthrough(session) -> bool:
-    """``--no-venv``: use the interpreter as it is, install nothing."""
-    return isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv)
-
-
-def wheelhouse(session) -> list[str]:
-    """``-- --wheelhouse DIR`` (a GPU node without network) → pip's offline options."""
-    args = list(session.posargs)
-    if "--wheelhouse" in args:
-        return ["--no-index", "--find-links", args[args.index("--wheelhouse") + 1]]
-    return []
-
-
-def install(session, *reqs, locked=True, lock=LOCK) -> bool:
-    """Install ``reqs`` (under ``lock``, constraints.txt by default, unless ``locked`` is False) into the
-    session's venv; False when nothing was installed: with --no-venv, or with ``-R`` (``--no-install``) in a
-    reused environment, as nox skips it.
-
-    Under a lock, uv first installs from its cache alone (``from_uv_cache``)."""
-    if passthrough(session) or install_skipped(session):
-        return False
-    args = [*wheelhouse(session), *(["-c", lock] if locked else []), *reqs]
-    if not (locked and from_uv_cache(session, args)):
-        session.install(*args)
-    return True
-
-
-def install_skipped(session) -> bool:
-    """nox's ``--no-install`` in an environment it reused: what makes ``session.install`` return at once (nox
-    keeps both facts on objects of its own: read the same way nox reads them, False where they are absent)."""
-    config = getattr(getattr(session, "_runner", None), "global_config", None)
-    return bool(getattr(config, "no_install", False) and getattr(session.virtualenv, "_reused", False))
-
-
-UV_AIMING = ("UV_PYTHON", "UV_SYSTEM_PYTHON")
-"""uv settings that would aim an install at another interpreter (nox drops them for its own uv calls)."""
-
-
-def from_uv_cache(session, args: list[str]) -> bool:
-    """``uv pip install --offline`` into the session's interpreter: True when uv's cache held everything.
-
-    The lock pins every package installed, so the cache can only give the lock's versions (tileproof itself is
-    built with the setuptools uv has cached). Online, uv asks the index again about every page it has cached
-    (5.3 s of the toolchain's 6.4 s install on a warm cache here; offline 0.8 s). False when something is not
-    cached (nothing is installed then) or uv is not the backend: the normal install fetches it.
-    """
-    if session.venv_backend != "uv":
-        return False
-    python = str(Path(session.bin) / "python")
-    argv = [nox.virtualenv.UV, "pip", "install", "--offline", "-q", "--python", python, *args]
-    env = {k: v for k, v in os.environ.items() if k not in UV_AIMING} | {"VIRTUAL_ENV": session.virtualenv.location}
-    done = subprocess.run(argv, env=env, capture_output=True, text=True)
-    if done.returncode == 0:
-        session.log("installed from uv's cache (uv pip install --offline: the lock's versions, no index request)")
-        return True
-    session.log("not all in uv's cache: installing from the index")
-    return False
-
-
-def own_args(session, *drop: str) -> list[str]:
-    """posargs for tileproof: nox's ``--wheelhouse DIR`` (and ``drop``) left out."""
-    posargs = list(session.posargs)
-    if "--wheelhouse" in posargs:
-        i = posargs.index("--wheelhouse")
-        del posargs[i:i + 2]
-    return [a for a in posargs if a not in drop]
-
-
-def tileproof(session, *args, drop=()):
-    """``python -m tileproof ...`` with the session's interpreter."""
-    python = sys.executable if passthrough(session) else "python"
-    session.run(python, "-m", "tileproof", *args, *own_args(session, *drop))
-
-
-def require_gpu(session):
-    """Fail in seconds, before any install, where ``nvidia-smi -L`` lists no GPU."""
-    if "--record-no-gpu" in session.posargs:
-        return
-    try:
-        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
-        found = listed.returncode == 0 and "GPU " in listed.stdout
-    except (OSError, subprocess.TimeoutExpired):
-        found = False
-    if not found:
-        session.error("no GPU: nvidia-smi -L lists none; nothing installed or recorded "
-                      "(-- --record-no-gpu records each program's gate instead)")
-
-
-def shared_env(session, extras: str, python_file: str):
-    """Install ``-e .[extras]`` into this session's environment only when pyproject or the lock changed
-    since the last install (a stamp in the environment says), and tell the sessions that require this one
-    its interpreter (``python_file`` in nox's shared cache folder)."""
-    if not passthrough(session):
-        stamp = session.env_dir / "tileproof-lock.sha256"
-        inputs = extras.encode() + Path("pyproject.toml").read_bytes() + Path(LOCK).read_bytes()
-        want = hashlib.sha256(inputs).hexdigest()
-        if (not stamp.is_file() or stamp.read_text() != want) and install(session, "-e", f".[{extras}]" if extras
-                                                                              else "."):
-            stamp.write_text(want)  # not under -R: what was skipped is installed on the next run
-    python = sys.executable if passthrough(session) else str(Path(session.bin) / "python")
-    (session.cache_dir / python_file).write_text(python)
-
-
-def shared_python(session, python_file: str) -> str:
-    """The interpreter a required ``light`` or ``toolchain`` session prepared."""
-    return (session.cache_dir / python_file).read_text()
-
-
-@nox.session(default=False)
-def light(session):
-    """The one small environment the light sessions share (required by them; not run alone)."""
-    shared_env(session, "", LIGHT_PYTHON)
-
-
-def light_tileproof(session, *args):
-    """``python -m tileproof ...`` in the environment the ``light`` session prepared."""
-    session.run(shared_python(session, LIGHT_PYTHON), "-m", "tileproof", *args, *own_args(session), external=True)
-
-
 @nox.session(default=False)
 def toolchain(session):
     """The one environment ``compile`` and ``tests`` share: the tile toolchain (~650 MB, hard-linked from
     uv's cache) plus the test, record and docs extras (required by them; not run alone)."""
-    shared_env(session, "toolchain,test,record,docs", TOOLCHAIN_PYTHON)
+    shared_env(session, sessions.tileproof_spec("toolchain,test,record,docs"), TOOLCHAIN_PYTHON)
 
 
-@nox.session(python=False, requires=["toolchain"])
-def compile(session):
-    """Build every program for every target (no GPU needed) and write a compile record."""
-    session.run(shared_python(session, TOOLCHAIN_PYTHON), "-m", "tileproof", "compile", *own_args(session),
-                external=True)
-
-
-@nox.session(name="run-gpu", default=HAS_GPU)
-def run_gpu(session):
-    """Run every lesson program on this machine's GPU and write run records."""
-    require_gpu(session)
-    install(session, "-e", ".[toolchain,record,gpu]" if HAS_GPU else ".[toolchain,record]")
-    tileproof(session, "run")
-
-
-@nox.session(default=HAS_GPU)
-def bench(session):
-    """Time the course kernels against cuBLAS/cupy in the same run and write a bench record."""
-    require_gpu(session)
-    install(session, "-e", ".[toolchain,record,gpu]" if HAS_GPU else ".[toolchain,record]")
-    tileproof(session, "bench", drop=("--record-no-gpu",))  # bench records the gates itself
-
-
-@nox.session
-def claims(session):
-    """Check each document's claims that this machine can check (GPU-level ones where a GPU exists)."""
-    install(session, "-e", ".[toolchain,gpu]" if HAS_GPU else ".[toolchain]")
-    tileproof(session, "claims")
-
-
-CLAIMS_RELEASES = ["13.3", "13.4", "13.5"]
-"""Toolchain releases each claim is checked against (``nox -s "claims-matrix(release='13.3')"``).
-13.2 and older do not work for the claims: their nvcc has no -enable-tile and no
-crt/cuda_tile.h, and tileiras 13.2 refuses cuda-tile 1.7's sm_90 target."""
-
-
-def release_requirements(release):
-    """The ``toolchain`` extra of pyproject.toml with its ``==`` pins moved to ``release``.
-
-    The pinned packages (nvcc, crt, cuobjdump, tileiras, nvvm, runtime) come from the extra,
-    so the package list has one source; extras of the others (cuda-tile's ``tileiras``,
-    which pins a CUDA range of its own) are dropped.
-    """
-    import tomllib
-    from packaging.requirements import Requirement
-
-    with open("pyproject.toml", "rb") as f:
-        extra = tomllib.load(f)["project"]["optional-dependencies"]["toolchain"]
-    reqs = [Requirement(r) for r in extra]
-    pinned = [f"{r.name}=={release}.*" for r in reqs if any(s.operator == "==" for s in r.specifier)]
-    return pinned + [f"{r.name}{r.specifier}" for r in reqs if not any(s.operator == "==" for s in r.specifier)]
-
-
-@nox.session(name="claims-matrix")
-@nox.parametrize("release", CLAIMS_RELEASES)
-def claims_matrix(session, release):
-    """Check every claim against one toolchain release in its own venv: one claims record per release."""
-    install(session, "-e", ".", *release_requirements(release), *(["cupy-cuda13x"] if HAS_GPU else []),
-            locked=False)  # another release than the lock's
-    tileproof(session, "claims")
-
-
-@nox.session(name="compile-matrix")
-@nox.parametrize("release", CLAIMS_RELEASES)
-def compile_matrix(session, release):
-    """Build every program with one toolchain release in its own venv: one compile record per release,
-    so a lesson's REG/SHARED table (``res_usage``) gets one column per release (``-- --arch sm_89``)."""
-    install(session, "-e", ".", *release_requirements(release), locked=False)  # another release than the lock's
-    tileproof(session, "compile")
-
-
-def cuda_tile_axis() -> list[str]:
-    """The cuda-tile releases of the release axis besides the lock's own (pyproject.toml
-    ``[tool.tileproof] cuda-tile-axis``); each has its pinned set ``locks/cuda-tile-<release>.txt``."""
-    import tomllib
-
-    with open(Path(__file__).with_name("pyproject.toml"), "rb") as f:
-        return list(tomllib.load(f)["tool"]["tileproof"]["cuda-tile-axis"])
-
-
-CUDA_TILE_AXIS = cuda_tile_axis()
-
-
-def axis_set(release: str) -> str:
-    """The pinned set of one release of the axis (docs/install.md, "cuda-tile releases (the release axis)")."""
-    return f"locks/cuda-tile-{release}.txt"
-
-
-def axis_requirements() -> list[str]:
-    """What a release's environment installs beside tileproof: the ``toolchain`` extra's packages by name
-    (cuda-tile among them; its set pins each one, to the CUDA release inside that cuda-tile's range)."""
-    import tomllib
-    from packaging.requirements import Requirement
-
-    with open("pyproject.toml", "rb") as f:
-        extra = tomllib.load(f)["project"]["optional-dependencies"]["toolchain"]
-    return [Requirement(r).name for r in extra]
-
-
-@nox.session(name="run-gpu-release", default=False)
-@nox.parametrize("cuda_tile", CUDA_TILE_AXIS)
-def run_gpu_release(session, cuda_tile):
-    """Run the Python programs with one cuda-tile release of the axis, in its own environment from its set."""
-    require_gpu(session)
-    install(session, "-e", ".[record,gpu]" if HAS_GPU else ".[record]", *axis_requirements(),
-            lock=axis_set(cuda_tile))
-    tileproof(session, "run", "--python-only")
-
-
-@nox.session(name="compile-release", default=False)
-@nox.parametrize("cuda_tile", CUDA_TILE_AXIS)
-def compile_release(session, cuda_tile):
-    """Export the Python kernels with one cuda-tile release of the axis (no GPU): a compile record per release."""
-    install(session, "-e", ".", *axis_requirements(), lock=axis_set(cuda_tile))
-    tileproof(session, "compile", "--python-only")
-
-
-@nox.session(python=False, requires=["light"])
-def publish(session):
-    """Flip a lesson to published when its evidence allows (nox -s publish -- LESSON)."""
-    light_tileproof(session, "publish")
-
-
-@nox.session(python=False, requires=["light"])
-def status(session):
-    """Show lesson x program x newest evidence."""
-    light_tileproof(session, "status")
-
-
-@nox.session(python=False, requires=["light"])
-def audit(session):
-    """Check every record, transcript and published lesson.
-
-    Reports are written only when asked: ``-- --report-dir DIR`` or ``--update-committed-report``.
-    """
-    light_tileproof(session, "audit")
-
-
-@nox.session(python=False, requires=["light"])
-def schema(session):
-    """Regenerate schema/, cpp/tolerances.h and AUTHORING.md's front-matter reference from their sources."""
-    light_tileproof(session, "schema")
-
-
-@nox.session(python=False, requires=["light"])
-def keygen(session):
-    """Make this runner's signing key outside the repository (nox -s keygen -- [--key PATH] [--owner NAME])."""
-    light_tileproof(session, "keygen")
-
-
-@nox.session(name="sign-registry", default=False, python=False, requires=["light"])
-def sign_registry(session):
-    """Endorse a change of lessons/runners.yaml with a key the committed registry trusts (docs/keys.md)."""
-    light_tileproof(session, "sign-registry")
-
-
-@nox.session(name="lint-kernels", python=False, requires=["light"])
-def lint_kernels(session):
-    """Static checks over kernels/ for known cuTile mistakes."""
-    light_tileproof(session, "lint-kernels")
-
-
-@nox.session(name="new-lesson", default=False, python=False, requires=["light"])
-def new_lesson(session):
-    """Scaffold a draft lesson: ``nox -s new-lesson -- ID [--python NAME] [--cpp NAME]`` (docs/authoring.md)."""
-    light_tileproof(session, "new-lesson")
-
-
-@nox.session
-def fleet(session):
-    """Lessons x GPU kinds through Slurm or CI runners, merged (nox -s fleet -- submit --cluster FILE --wait)."""
-    install(session, "-e", ".")
-    tileproof(session, "fleet")
+@nox.session(python=False)
+def build(session):
+    """Build tileproof's wheel into dist/ (``uv build``; the version is ``tileproof.__version__``): what
+    ``pip install`` takes to make any git repository a course (``tileproof init``)."""
+    if not nox.virtualenv.HAS_UV:
+        session.error("nox -s build needs uv: pip install 'nox[uv]' (or pipx install uv)")
+    session.run(nox.virtualenv.UV, "build", "--wheel", "-o", "dist", *session.posargs, external=True)
 
 
 @nox.session(name="slurm-node", default=False, python=False, requires=["light"])

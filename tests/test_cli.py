@@ -28,6 +28,7 @@ OPTIONS = {
     "fleet": ["submit", "task", "finish", "show", "collect", "merge"],
     "check": ["--root"],
     "new-lesson": ["--python", "--cpp", "--title", "--root", "ID"],
+    "init": ["--key", "--owner", "DIR"],
 }
 """Options each command's --help must list (a hand-written list, not read from the parsers)."""
 

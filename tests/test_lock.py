@@ -131,7 +131,7 @@ def test_the_release_sessions_install_each_set(monkeypatch):
     monkeypatch.chdir(REPO)
     assert nox_file.CUDA_TILE_AXIS == AXIS
     assert [REPO / nox_file.axis_set(r) for r in AXIS] == list(SETS.values())
-    names = nox_file.axis_requirements()
+    names = nox_file.sessions.axis_requirements()
     assert "cuda-tile" in names
     assert "nvidia-cuda-tileiras" in names
     assert not any("=" in n or "[" in n for n in names)

@@ -86,7 +86,8 @@ def bench_record(n: int, cases: list[BenchCase], gpu: dict | None = H200, verdic
 
 def claim(**kw) -> PerfClaim:
     base = dict(id="matmul-80", statement="tile matmul reaches >= 80% of cuBLAS at 4096³ on sm_90",
-                case=f"{SHAPE}/*", metric="pct_of_reference", at_least=80.0, compute_capability="9.0")
+                case=f"{SHAPE}/*", metric="pct_of_reference", at_least=80.0, compute_capability="9.0",
+                program="kernels/bench/matmul_bench.py")
     return PerfClaim(**{**base, **kw})
 
 
@@ -311,7 +312,7 @@ def perf_yaml(*claims: dict) -> str:
 
 
 CLAIM = dict(id="matmul-80", statement="tile matmul reaches >= 80% of cuBLAS at 4096³ on sm_90", case=f"{SHAPE}/*",
-             metric="pct_of_reference", at_least=80, compute_capability="9.0")
+             metric="pct_of_reference", at_least=80, compute_capability="9.0", program="kernels/bench/matmul_bench.py")
 
 
 def with_claims(path, *claims):
@@ -474,7 +475,7 @@ def test_a_note_of_claims_alone_publishes_once_a_bench_record_supports_them(tree
     while no bench record supports them, published once one does, and it reads back and audits clean."""
     power = dict(id="power", statement="the cluster kernel draws 90% or more of the power limit",
                  case=f"{SHAPE}/256x256x64+ctas2", metric="pct_of_power_limit", at_least=90,
-                 compute_capability="9.0")
+                 compute_capability="9.0", program="kernels/bench/matmul_bench.py")
     path = tree / "lessons" / "perf-note.md"
     path.write_text(NOTE.replace("{claims}", perf_yaml(power)))
     note = lessons.load(tree, "perf-note")

@@ -217,6 +217,7 @@ def test_a_performance_claim_shows_the_record_that_backs_it(committed, tmp_path)
 
     claim = PerfClaim(id="grouped-4096", statement="grouped matmul reaches 80% of cuBLAS at 4096³ on sm_90",
                       case="matmul/grouped/4096x4096x4096/*", metric="pct_of_reference", at_least=80,
+                      program="kernels/bench/matmul_bench.py",
                       compute_capability="9.0")
     decided = perf_claims.decide([claim], committed.records)
     assert decided[0].supported

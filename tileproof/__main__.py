@@ -12,6 +12,7 @@ import importlib
 import os
 import sys
 
+from tileproof import __version__
 from tileproof.records import file_index
 from tileproof.records.errors import TileproofError
 
@@ -27,6 +28,7 @@ COMMANDS = {
                "regenerate schema/, cpp/tolerances.h and the guide's front-matter reference"),
     "check": ("tileproof.commands.check", "every lesson canonical, programs present, checks in the tolerance table, "
                                           "claims files valid, generated files current"),
+    "init": ("tileproof.commands.init", "make a git repository a working course: files, sessions, the first key"),
     "new-lesson": ("tileproof.commands.new_lesson", "scaffold a draft lesson, its programs and tolerance entries"),
     "lint-kernels": ("tileproof.commands.lint", "static checks for known cuTile mistakes"),
     "keygen": ("tileproof.commands.keygen",
@@ -53,6 +55,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     """The CLI parser; only the chosen command's module is imported to add its options."""
     parser = argparse.ArgumentParser(
         prog="tileproof", description="Evidence-tracking build and run orchestrator for cuTile lessons.")
+    parser.add_argument("--version", action="version", version=f"tileproof {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     name = chosen_command(argv)
     for command, (module, help_text) in COMMANDS.items():

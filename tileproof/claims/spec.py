@@ -335,7 +335,7 @@ def load_file(path: Path, shown: str | None = None) -> Loaded:
                           "fix the YAML syntax") from None
     if not isinstance(raw, dict):
         raise RecordError(shown, "", "expected a YAML mapping with claims_version, document, path, claims",
-                          "see lessons/claims/day79-cutile.claims.yaml")
+                          "write the file as a mapping with those keys")
     try:
         spec = ClaimsFile.model_validate(raw)
     except ValidationError as e:

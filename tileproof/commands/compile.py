@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 from tileproof.authoring.generated import COMMAND, make_current
+from tileproof.records import course
+from tileproof.records.errors import TileproofError
 from tileproof.records.safe_read import check_build_dir
 from tileproof.records.signing import signer_from_env
 from tileproof.records.store import whole
@@ -17,7 +19,6 @@ from tileproof.runner.process import install_signal_handlers
 from tileproof.toolchain import cuda_tile
 from tileproof.toolchain.build import (
     BUILD_DIR,
-    DEFAULT_TARGETS,
     julia_programs,
     parse_target,
     programs,
@@ -27,7 +28,8 @@ from tileproof.toolchain.find import require_coherent
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", action="append", default=[], metavar="sm_XX",
-                        help=f"target (repeatable or comma-separated); default {','.join(DEFAULT_TARGETS)}")
+                        help="target (repeatable or comma-separated); default: the course's targets "
+                             "(pyproject.toml [tool.tileproof] targets)")
     parser.add_argument("--system-nvcc", metavar="PATH", help="use this nvcc (>= 13.3) instead of the pip toolchain")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel builds (default: cores)")
     parser.add_argument("--python-only", action="store_true",
@@ -39,9 +41,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
 
 
-def targets_from(args_arch: list[str]) -> list[str]:
+def targets_from(args_arch: list[str], root: Path) -> list[str]:
+    """``--arch`` values, else the course's targets; refused in one line when neither names one."""
     raw = [a for item in args_arch for a in item.split(",") if a.strip()]
-    return list(dict.fromkeys(parse_target(a) for a in raw)) if raw else list(DEFAULT_TARGETS)
+    if not raw:
+        raw = course.load(root).targets
+    if not raw:
+        raise TileproofError(f"{course.PYPROJECT}: {course.TABLE} targets: no target to build for (fix: write "
+                             f"{course.EXAMPLES['targets']} there, or pass --arch sm_90)")
+    return list(dict.fromkeys(parse_target(a) for a in raw))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     check_build_dir(root, BUILD_DIR)  # a build/ link out of the repository: refused before anything is written
     signer = signer_from_env(root)  # before any build: a bad key must not leave builds without a record
-    targets = targets_from(args.arch)
+    targets = targets_from(args.arch, root)
     for rel in make_current(root, present_only=True):  # before the tools: nvcc reads cpp/tolerances.h
         print(f"compile: regenerated {rel} from its source ({COMMAND} does the same)")
     tools = find_tools(args.system_nvcc, cache_file=root / BUILD_DIR / "tool-versions.json")

@@ -17,8 +17,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tileproof.records import registry_change, runner_keys, signing
 from tileproof.records.errors import TileproofError
@@ -38,27 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     path = (args.key or Path(os.environ.get(signing.KEY_ENV) or signing.DEFAULT_KEY)).expanduser()
     signing.refuse_inside(path, args.root)
-    private = Ed25519PrivateKey.generate()
-    public = private.public_key()
     kinds = [k.strip() for k in args.may_sign.split(",") if k.strip()]
     unknown = sorted(set(kinds) - set(runner_keys.SIGN_KINDS))
     if unknown or not kinds:
         raise TileproofError(f"--may-sign: {', '.join(unknown) or 'nothing'} is not a record kind nor registry "
                              f"(fix: a comma-separated subset of {','.join(runner_keys.SIGN_KINDS)})")
+    public = signing.make_key(path).public_key()
     entry = runner_keys.RunnerKey(
         owner=args.owner, keyid=signing.keyid_of(public), public_key=signing.raw_public(public).hex(),
         may_sign=kinds, added=datetime.now(timezone.utc).date(),
     )
-    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise TileproofError(f"{path}: already exists; a key is never overwritten "
-                             f"(fix: choose another --key, or revoke the old key first)") from None
-    with os.fdopen(fd, "wb") as f:
-        f.write(pem)
     print(f"private key: {path} (mode 600; keep it off the repository)")
     print(f"public key:  {entry.public_key}")
     print(f"keyid:       {entry.keyid}")

@@ -1376,8 +1376,8 @@ class PerfClaim(Model):
     """The claimed lower bound, in the metric's units (percent for the ``pct_`` metrics)."""
     compute_capability: str = Field(pattern=r"^[0-9]+\.[0-9]+$")
     """``major.minor``: only bench records from a GPU of exactly this compute capability count."""
-    program: str = "kernels/bench/matmul_bench.py"
-    """The bench program whose records can support the claim."""
+    program: str = Field(min_length=1)
+    """The bench program whose records can support the claim (``kernels/bench/<name>_bench.py``)."""
 
 
 class ResUsageKernel(Model):

@@ -25,10 +25,12 @@ import yaml
 
 from tileproof.records.errors import InputProblem, InputRefused, RecordError
 
-InputKind = Literal["record", "evidence", "lesson", "claims", "tolerances", "build", "lock", "left", "handover"]
+InputKind = Literal["record", "evidence", "lesson", "claims", "tolerances", "build", "lock", "left", "handover",
+                    "settings"]
 """What an input file is; it sets the size cap and whether links are allowed. ``left``: a file a program
 left in its scratch folder (its check report, the exception its launcher wrote, a bench results file);
-``handover``: an output or input array it handed over (``records.handover``)."""
+``handover``: an output or input array it handed over (``records.handover``); ``settings``: the course's
+``pyproject.toml`` (``records.course``)."""
 
 MIB = 1 << 20
 LIMITS: dict[InputKind, int] = {
@@ -41,6 +43,7 @@ LIMITS: dict[InputKind, int] = {
     "lock": 1 * MIB,
     "left": 16 * MIB,
     "handover": 65 * MIB,
+    "settings": 1 * MIB,
 }
 """Largest file of each kind tileproof reads (the largest committed record is 0.2 MiB; a handed-over array is at
 most ``records.handover.CAP_BYTES``, 64 MiB, plus its ``.npy`` header)."""

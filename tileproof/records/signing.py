@@ -284,6 +284,23 @@ def load_signer(path: Path, root: Path) -> Signer:
     return signer
 
 
+def make_key(path: Path) -> Ed25519PrivateKey:
+    """A new ed25519 key, written to ``path`` (PEM, PKCS#8, mode 0600, its folder 0700); never over an existing
+    file. The caller refuses a path inside the repository first (``refuse_inside``)."""
+    private = Ed25519PrivateKey.generate()
+    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise TileproofError(f"{path}: already exists; a key is never overwritten "
+                             f"(fix: choose another --key, or revoke the old key first)") from None
+    with os.fdopen(fd, "wb") as f:
+        f.write(pem)
+    return private
+
+
 def signer_from_env(root: Path) -> Signer | None:
     """The signer ``$TILEPROOF_SIGNING_KEY`` names, or None when it is unset or empty."""
     path = os.environ.get(KEY_ENV, "")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,17 +46,19 @@ class Answer:
 
 
 def ask(argv: Sequence[str | Path], *, cwd: Path | None = None, stdin: bytes | None = None,
-        timeout: float = DEFAULT_TIMEOUT_S, fix: str = "install it, or put it on PATH") -> Answer:
+        timeout: float = DEFAULT_TIMEOUT_S, fix: str = "install it, or put it on PATH",
+        env: Mapping[str, str] | None = None) -> Answer:
     """Run ``argv`` (never through a shell) with ``stdin`` (or none) and wait at most ``timeout`` seconds.
 
-    ``fix`` is what the error says to do when the tool is not there."""
+    ``fix`` is what the error says to do when the tool is not there; ``env``, when given, is its whole
+    environment (else this process's)."""
     args = [str(a) for a in argv]
     shown = shlex.join(args)
     if cwd is not None and not Path(cwd).is_dir():
         raise QueryError(f"{shown}: cannot run in {cwd}: no such folder")
     try:
         done = subprocess.run(args, cwd=cwd, input=stdin, stdin=subprocess.DEVNULL if stdin is None else None,
-                              capture_output=True, timeout=timeout, check=False)
+                              capture_output=True, timeout=timeout, check=False, env=env)
     except subprocess.TimeoutExpired:
         raise QueryError(f"{shown}: no answer in {timeout:g} s, so it was stopped "
                          f"(fix: run it by hand to see why it hangs)") from None

@@ -58,7 +58,7 @@ from tileproof.runner.julia import Absent, run_julia_program
 from tileproof.runner.locate import Binary, compile_records, find_binary
 from tileproof.runner.process import output_cap
 from tileproof.toolchain import cuda_tile
-from tileproof.toolchain.build import DEFAULT_TARGETS, julia_programs, programs
+from tileproof.toolchain.build import TILE_TARGETS, julia_programs, programs
 from tileproof.toolchain.uses import run_sources
 
 SETUP_S = 1800.0
@@ -301,7 +301,7 @@ def _open(request: Request, selection: Selection, query: GpuQuery | None, signer
     session_id = request.session_id or new_run_id("session")
     probe, frozen = session_start(root, session_id, request.device, query)
     gpu = targetable(probe)
-    target = sm_of(gpu.gpu.compute_capability) if gpu.gpu else DEFAULT_TARGETS[0]
+    target = sm_of(gpu.gpu.compute_capability) if gpu.gpu else TILE_TARGETS[0]
     if gpu.no_gpu:
         say(f"run: no usable GPU: {gpu.no_gpu}; each program's own gate is recorded and the run fails")
     records = compile_records(root)

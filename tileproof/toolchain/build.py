@@ -52,7 +52,6 @@ StepRunner = Callable[[str, list[str], tuple[Path, ...]], Step]
 """Runs one build step behind the wall: its name, argv, and the only folders it may write (its outputs')."""
 """Runs one named argv as a step of the current run (its streams kept as evidence)."""
 
-DEFAULT_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 TILE_TARGETS = ("sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121")
 """Targets nvcc builds tile code for (compute capability 8.0 and up)."""
 
