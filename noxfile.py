@@ -513,7 +513,7 @@ def docs(session):
     session.run("python", "-m", *DOCS_BUILD)
 
 
-UV_COMPILE = ["pip", "compile", "-q", "--universal", "--python-version", "3.10", "--custom-compile-command",
+UV_COMPILE = ["pip", "compile", "-q", "--universal", "--generate-hashes", "--python-version", "3.10", "--custom-compile-command",
               "nox -s lock"]
 
 
