@@ -161,7 +161,7 @@ def _shims(entries: tuple[tuple[str, str], ...], checkout: str | None, baseline:
                    f"record of its runner ({first}) had no such entry")
             if ours:
                 why += ("; its name is the digest of no cuda-tile wheel the lock pins with a hash "
-                        "(constraints.txt, locks/: nox -s lock -- --generate-hashes)")
+                        "(constraints.txt, locks/: nox -s lock)")
         else:
             continue
         out.append(Signal("shim-path", f"{var}={entry}", why))
