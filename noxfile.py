@@ -528,8 +528,9 @@ def docs(session):
     session.run("python", "-m", *DOCS_BUILD)
 
 
-UV_COMPILE = ["pip", "compile", "-q", "--universal", "--generate-hashes", "--python-version", "3.10", "--custom-compile-command",
-              "nox -s lock"]
+UV_COMPILE = ["pip", "compile", "-q", "--universal", "--generate-hashes", "--python-version", "3.10",
+              "--custom-compile-command", "nox -s lock"]
+"""``uv pip compile`` as the lock session runs it: every pin with the sha256 of each of its files on the index."""
 
 
 @nox.session(python=False)
