@@ -166,9 +166,8 @@ def test_the_documented_release_axis_run_is_no_signal_and_a_hand_made_folder_is(
     (``release_folder``) and has no signal; the same wheel unpacked by hand into a folder named otherwise is a
     ``shim-path`` signal, and so is the digest-named folder when the lock pins no hash (``TILEPROOF_CUDA_TILE_WHEEL``:
     a wheel from the index, checked against this repository's own lock)."""
-    from test_outside_check import FAKE_GPU, QUERY
-
     from signing_keys import entry, registry_of, write_registry
+    from test_outside_check import FAKE_GPU, QUERY
 
     from tileproof.records import runner_keys, signing, store
     from tileproof.records.models import RunRecord
