@@ -24,6 +24,7 @@ from tileproof.sessions import (  # noqa: E402
     LIGHT_PYTHON,
     LOCK,
     TOOLCHAIN_PYTHON,
+    UV_COMPILE,
     axis_set,
     install,
     release_requirements,
@@ -227,10 +228,6 @@ def docs(session):
     """Build the documentation site (docs/) into build/docs/, warnings as errors."""
     install(session, "-e", ".[docs]")
     session.run("python", "-m", *DOCS_BUILD)
-
-
-UV_COMPILE = ["pip", "compile", "-q", "--universal", "--python-version", "3.10", "--custom-compile-command",
-              "nox -s lock"]
 
 
 @nox.session(python=False)

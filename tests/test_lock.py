@@ -12,6 +12,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from tileproof.records import lock as lock_file
 from tileproof.toolchain.find import PACKAGES
 
 try:
@@ -37,12 +38,7 @@ def declared() -> list[Requirement]:
 
 
 def pins(lock: Path = LOCK) -> dict[str, list[Requirement]]:
-    out: dict[str, list[Requirement]] = {}
-    for line in lock.read_text().splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            req = Requirement(line)
-            out.setdefault(canonicalize_name(req.name), []).append(req)
-    return out
+    return lock_file.pins(lock.read_text(), lock.name)
 
 
 def pinned_version(req: Requirement) -> Version:
@@ -135,3 +131,16 @@ def test_the_release_sessions_install_each_set(monkeypatch):
     assert "cuda-tile" in names
     assert "nvidia-cuda-tileiras" in names
     assert not any("=" in n or "[" in n for n in names)
+
+
+@pytest.mark.parametrize("lock", [LOCK, *SETS.values()], ids=lambda p: p.name)
+def test_every_pin_carries_the_hashes_of_its_files(lock):
+    """``nox -s lock`` writes hashes (uv checks every file it installs against them), and the cuda-tile wheels'
+    are what the release axis's digest-named folders are checked against (``records.lock.wheel_hashes``)."""
+    text = lock.read_text()
+    entries = list(lock_file._entries(text))
+    assert entries
+    for n, body, hashes in entries:
+        assert hashes and all(len(h) == 64 for h in hashes), f"{lock.name}: line {n}: {body} has no sha256 ({FIX})"
+    release = str(pinned_version(pins(lock)["cuda-tile"][0]))
+    assert {v for v, _ in lock_file.wheel_hashes(REPO)} >= {release}

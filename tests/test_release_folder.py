@@ -9,13 +9,16 @@ the committed, signed H200 session tests/test_plausibility.py uses, altered as t
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-from test_plausibility import altered, kinds, real, smi_clocks
+from conftest import sources_tree
+from test_plausibility import REPO, altered, kinds, real, smi_clocks
 
 from tileproof.judge import plausibility
 from tileproof.records import lock
@@ -123,3 +126,91 @@ def test_a_release_folder_is_only_named_by_run_records_that_may_and_with_their_r
     with pytest.raises(ValueError, match="cuda_tile"):
         type(rec).model_validate({**rec.model_dump(), "run_version": 5, "cuda_tile": None,
                                   "release_folder": {"path": "/tmp/x/" + "a" * 64, "sha256": "a" * 64}})
+
+
+# --- end to end: the documented commands, through ``python -m tileproof run`` under the fake GPU -----------------
+
+WHEEL_ENV = "TILEPROOF_CUDA_TILE_WHEEL"
+"""A cuda-tile wheel from an index (``pip download --no-deps cuda-tile==1.3.0``) for the end-to-end test to unpack
+and check against this repository's own lock; without it the test rebuilds the installed cuda-tile as a wheel and
+writes a lock that pins its hash."""
+
+
+def installed_as_wheel(where: Path) -> tuple[Path, str]:
+    """The cuda-tile this interpreter has, zipped back into a wheel (its files and ``.dist-info``), and its version."""
+    import importlib.metadata as md
+
+    dist = md.distribution("cuda-tile")
+    path = where / f"cuda_tile-{dist.version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for f in dist.files or []:
+            if not str(f).startswith("..") and Path(str(dist.locate_file(f))).is_file():
+                z.write(str(dist.locate_file(f)), str(f))
+    return path, dist.version
+
+
+def documented_run(root: Path, pythonpath: str, key: Path) -> None:
+    """``PYTHONPATH=$dir python -m tileproof run --python-only --tileiras-outside-range`` (docs/install.md), one
+    program, from the checkout's root, signed with ``key``."""
+    env = {**os.environ, "PYTHONPATH": pythonpath, "TILEPROOF_SIGNING_KEY": str(key)}
+    done = subprocess.run([sys.executable, "-m", "tileproof", "run", "--python-only", "--tileiras-outside-range",
+                           "--program", "vector_add"], cwd=root, env=env, capture_output=True, text=True)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+
+
+@pytest.mark.slow(reason="three real run sessions (the runner's baseline, the digest-named folder, one by hand)")
+def test_the_documented_release_axis_run_is_no_signal_and_a_hand_made_folder_is(tmp_path, monkeypatch):
+    """docs/install.md's offline release path as written: the wheel unpacked with ``python -m zipfile -e`` into a
+    folder named by its sha256, that folder first on PYTHONPATH, ``python -m tileproof run --python-only
+    --tileiras-outside-range`` under the fake GPU, signed by a registered key. The record names the folder
+    (``release_folder``) and has no signal; the same wheel unpacked by hand into a folder named otherwise is a
+    ``shim-path`` signal, and so is the digest-named folder when the lock pins no hash (``TILEPROOF_CUDA_TILE_WHEEL``:
+    a wheel from the index, checked against this repository's own lock)."""
+    from signing_keys import entry, registry_of, write_registry
+    from test_outside_check import FAKE_GPU, QUERY
+
+    from tileproof.records import runner_keys, signing, store
+    from tileproof.records.models import RunRecord
+
+    pytest.importorskip("cuda.tile", reason="rebuilds the installed cuda-tile as a wheel")
+    root = sources_tree(tmp_path)
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(
+        f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat {QUERY} ;; *) echo "FIXTURE nvidia-smi" ;; esac\n')
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin")
+    given = os.environ.get(WHEEL_ENV)
+    if given:  # a wheel from the index, checked against this repository's lock
+        whl, version = Path(given), Path(given).name.split("-")[1]
+        shutil.copy(REPO / "constraints.txt", root)
+        shutil.copytree(REPO / "locks", root / "locks")
+    else:
+        whl, version = installed_as_wheel(tmp_path)
+        (root / "constraints.txt").write_text(
+            f"cuda-tile=={version} \\\n    --hash=sha256:{hashlib.sha256(whl.read_bytes()).hexdigest()}\n")
+
+    key = tmp_path / "keys" / "signing-key.pem"  # a runner key the tree's registry lists
+    subprocess.run([sys.executable, "-m", "tileproof", "keygen", "--key", str(key), "--root", str(root)], check=True,
+                   capture_output=True)
+    write_registry(root, registry_of(entry(signing.load_signer(key, root))))
+    documented_run(root, str(FAKE_GPU), key)  # the runner's first session: its baseline
+    releases = tmp_path / "tileproof-releases"  # outside the checkout, under /tmp as on the node
+    digest_folder = unpack(whl, releases)
+    documented_run(root, f"{digest_folder}:{FAKE_GPU}", key)
+    by_hand = releases / f"cuda-tile-{version}"
+    subprocess.run([sys.executable, "-m", "zipfile", "-e", str(whl), str(by_hand)], check=True)
+    documented_run(root, f"{by_hand}:{FAKE_GPU}", key)
+
+    registry = runner_keys.load_registry(root)
+    items = sorted((store.read_record(p, registry) for p in store.record_files(root)),
+                   key=lambda i: i.record.created)
+    runs = [i for i in items if isinstance(i.record, RunRecord)]
+    assert [i.trust for i in runs] == ["verified"] * 3
+    assert [(i.record.cuda_tile.version, i.record.release_folder) for i in runs][1:] == [
+        (version, ReleaseFolder(path=str(digest_folder), sha256=digest_folder.name)), (version, None)]
+    assert [i.record.verdict for i in runs] == ["passed"] * 3 or given, [i.record.reason for i in runs]
+    found = plausibility.signals(items, {}, lock.wheel_hashes(root))
+    assert kinds(found, runs[1].record.run_id) == set()
+    assert kinds(found, runs[2].record.run_id) == {("shim-path", f"PYTHONPATH={by_hand}")}
+    assert plausibility.signals(items, {}, frozenset()).keys() >= {runs[1].record.run_id}  # the lock's hash decides

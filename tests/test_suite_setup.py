@@ -105,15 +105,31 @@ def test_a_locked_install_tries_uv_s_cache_alone_first(monkeypatch, tmp_path, ba
     monkeypatch.setattr(nf.nox.virtualenv, "UV", str(fake))
     monkeypatch.setenv("FAKE_UV_EXIT", str(exit_code))
     monkeypatch.setenv("UV_PYTHON", "/some/other/python")  # must not aim the install elsewhere
+    monkeypatch.chdir(REPO)  # the lock pip gets a copy of
     session = _Session(venv_backend=backend, virtualenv=SimpleNamespace(location=str(tmp_path)), posargs=[],
-                       bin=str(tmp_path / "bin"), logs=[], installed=[])
+                       bin=str(tmp_path / "bin"), logs=[], installed=[], create_tmp=lambda: str(tmp_path))
     assert nf.install(session, "-e", ".", locked=locked)
     argv = tmp_path / "argv"
     assert argv.is_file() == offline_tried
     if offline_tried:
         assert argv.read_text().split() == ["pip", "install", "--offline", "-q", "--python",
                                             str(tmp_path / "bin" / "python"), "-c", nf.LOCK, "-e", "."]
-    assert session.installed == ([(*(["-c", nf.LOCK] if locked else []), "-e", ".")] if installed_online else [])
+    lock = str(tmp_path / f"pip-{nf.LOCK}") if backend == "venv" else nf.LOCK  # pip: the lock less its hashes
+    assert session.installed == ([(*(["-c", lock] if locked else []), "-e", ".")] if installed_online else [])
+
+
+def test_pip_gets_the_lock_without_its_hashes_and_the_same_pins(monkeypatch, tmp_path):
+    """A hash puts pip in hash-checking mode, which refuses an editable install: pip's copy of the lock keeps
+    every pin (and marker) and drops every ``--hash`` option; uv is given the lock itself."""
+    from tileproof.records import lock as lock_file
+
+    nf = _noxfile()
+    monkeypatch.chdir(REPO)
+    session = _Session(logs=[], create_tmp=lambda: str(tmp_path))
+    copy = Path(nf.pip_lock(session, nf.LOCK)).read_text()
+    original = (REPO / nf.LOCK).read_text()
+    assert "--hash=" in original and "--hash=" not in copy and "\\" not in copy
+    assert lock_file.pins(copy, "copy") == lock_file.pins(original, nf.LOCK)
 
 
 @pytest.mark.parametrize("reused", [True, False])

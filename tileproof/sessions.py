@@ -92,10 +92,25 @@ def install(session, *reqs, locked=True, lock=LOCK) -> bool:
     Under a lock, uv first installs from its cache alone (``from_uv_cache``)."""
     if passthrough(session) or install_skipped(session):
         return False
+    if locked and session.venv_backend not in ("uv", "none"):
+        lock = pip_lock(session, lock)
     args = [*wheelhouse(session), *(["-c", lock] if locked else []), *reqs]
     if not (locked and from_uv_cache(session, args)):
         session.install(*args)
     return True
+
+
+def pip_lock(session, lock: str) -> str:
+    """The lock as pip can take it beside an editable install: a copy without its ``--hash`` options, in the
+    session's temporary folder. A hash anywhere puts pip in hash-checking mode, which refuses an editable install
+    ("no single file to hash") and takes no hash from a constraints file; so with pip the lock pins versions only,
+    and uv (the default backend) is what checks every file against the lock's hashes."""
+    kept = [line.rstrip().removesuffix("\\").rstrip() for line in Path(lock).read_text().splitlines()
+            if not line.strip().startswith("--hash=")]
+    out = Path(session.create_tmp()) / f"pip-{Path(lock).name}"
+    out.write_text("\n".join(kept) + "\n")
+    session.log(f"pip: {lock} without its hashes (pip checks none beside an editable install; uv checks them)")
+    return str(out)
 
 
 def install_skipped(session) -> bool:
@@ -323,8 +338,9 @@ def fleet(session):
     tileproof(session, "fleet")
 
 
-UV_COMPILE = ["pip", "compile", "-q", "--universal", "--python-version", "3.10", "--custom-compile-command",
-              "nox -s lock"]
+UV_COMPILE = ["pip", "compile", "-q", "--universal", "--generate-hashes", "--python-version", "3.10",
+              "--custom-compile-command", "nox -s lock"]
+"""``uv pip compile`` as the lock session runs it: every pin with the sha256 of each of its files on the index."""
 
 
 def lock(session):

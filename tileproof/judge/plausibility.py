@@ -5,7 +5,8 @@ shim, or be assembled from another machine's transcripts. :func:`signals` looks,
 (``trust.admits``) and names a GPU, oldest first (``standing.age``), for five (``shim-path``, ``smi-clock``,
 ``launch-too-fast``, ``host-facts``, ``gpu-two-hosts``), each a :class:`Signal` whose words say it is not proof,
 against the runner key's first record as its baseline. A signal is settled by an agreeing record of another
-runner key (:func:`agrees`) or a lesson's front-matter note (``PlausibilityNote``); ``gate.decide`` keeps a lesson
+runner key (:func:`agrees`: the same pass, or the same failure of a cuda-tile release) or a lesson's
+front-matter note (``PlausibilityNote``); ``gate.decide`` keeps a lesson
 whose evidence has an unsettled one from publishing (:func:`doubts`) and the audit reports each no lesson explains.
 What each signal catches, the baseline and how to settle one: docs/hostile-inputs.md.
 """
@@ -161,7 +162,7 @@ def _shims(entries: tuple[tuple[str, str], ...], checkout: str | None, baseline:
                    f"record of its runner ({first}) had no such entry")
             if ours:
                 why += ("; its name is the digest of no cuda-tile wheel the lock pins with a hash "
-                        "(constraints.txt, locks/: nox -s lock -- --generate-hashes)")
+                        "(constraints.txt, locks/: nox -s lock)")
         else:
             continue
         out.append(Signal("shim-path", f"{var}={entry}", why))
@@ -343,22 +344,53 @@ def program_digest(rec) -> str | None:
     return next((s.sha256 for s in rec.sources if s.path == rec.program), None)
 
 
-def agreement(rec) -> tuple[str, str, str | None, str] | None:
-    """What two records must share to agree (:func:`agrees`): a passed run or bench record on a GPU, as (kind,
-    program, its program's sha256, the GPU's compute capability); None for any other record. ``rec``: a record,
-    or what it is :func:`seen` as."""
+AGREED_FAILURE = "failed"
+"""What marks a failure's agreement (:func:`agreement_class`), so that it never equals a pass's."""
+
+
+def agreement_class(kind: str, program: str | None, digest: str | None, cc: str | None, verdict: str | None,
+                    release: str | None) -> tuple | None:
+    """The part of :func:`agreement` a record's ``judge.preselect.Facts`` already tell (``release``: its cuda-tile
+    version): a pass (run or bench) as (kind, program, its sha256, compute capability); a failed run record of a
+    cuda-tile release as the same followed by ``failed`` and the release; None for anything else."""
+    if verdict == "passed":
+        return kind, program, digest, cc
+    if kind == "run" and verdict == "failed" and release is not None:
+        return kind, program, digest, cc, AGREED_FAILURE, release
+    return None
+
+
+def agreement(rec) -> tuple | None:
+    """What two records must share to agree (:func:`agrees`); None for a record no other can agree with. ``rec``: a
+    record, or what it is :func:`seen` as.
+
+    - a passed run or bench record on a GPU: (kind, program, its program's sha256, the GPU's compute capability);
+    - a failed run record on a GPU whose program an exception ended (``failure``), under a named cuda-tile release:
+      the same, then ``failed``, the cuda-tile version, the exception's class and the tileiras it ran with. That
+      the same source fails the same way under the same release and compiler on a second runner key's GPU is what
+      settles a failure: a failed check (no ``failure``), or a failure of another class, release or tileiras,
+      agrees with nothing."""
     if isinstance(rec, Seen):
         return rec.agreement
     gpu = gpu_of(rec)
-    if not isinstance(rec, (RunRecord, BenchRecord)) or rec.verdict != "passed" or gpu is None:
+    if not isinstance(rec, (RunRecord, BenchRecord)) or gpu is None:
         return None
-    return rec.kind, rec.program, program_digest(rec), gpu.compute_capability
+    tile = rec.cuda_tile if isinstance(rec, RunRecord) else None
+    base = agreement_class(rec.kind, rec.program, program_digest(rec), gpu.compute_capability, rec.verdict,
+                           tile.version if tile is not None else None)
+    if base is None or rec.verdict == "passed":
+        return base
+    failure = rec.failure if isinstance(rec, RunRecord) else None
+    if failure is None or tile is None:
+        return None
+    return (*base, failure.type, tile.tileiras)
 
 
 def agrees(item: Examined, other: Examined, flagged: Mapping[str, object]) -> bool:
     """Whether ``other`` is a second runner key's record agreeing with ``item``'s: it counts, is signed
     by another key, has no signal itself (``flagged``: run ids with one), and ran the same program, from
-    the same source, to a pass on a GPU of the same compute capability (:func:`agreement`)."""
+    the same source, on a GPU of the same compute capability, to a pass, or to the same failure under the same
+    cuda-tile release and tileiras (:func:`agreement`)."""
     mine = agreement(item.record)
     if mine is None:
         return False

@@ -158,20 +158,28 @@ def agreeing(flagged: Iterable[Examined], items: Iterable[Examined[Facts]]) -> s
     """The run ids of every record among ``items`` (facts) that could settle a signal of a ``flagged`` record (a
     full one) by agreeing with it (``plausibility.agrees``, less the "has no signal itself" part, which is judged
     on the full record): counted, of the same kind, passed, signed by another runner key, the same program from
-    the same source, on a GPU of the same compute capability."""
+    the same source, on a GPU of the same compute capability, to a pass or (a run record) to a failure under the
+    same cuda-tile release (``plausibility.agreement_class``; the exception's class and the tileiras are compared
+    on the full records)."""
     wanted: dict[tuple, set[plausibility.Runner]] = {}
     for item in flagged:
         rec = item.record
         gpu = plausibility.gpu_of(rec)
-        if isinstance(rec, (RunRecord, BenchRecord)) and rec.verdict == "passed" and gpu is not None:
-            key = (rec.kind, rec.program, plausibility.program_digest(rec), gpu.compute_capability)
+        if plausibility.agreement(rec) is None or gpu is None:
+            continue
+        tile = rec.cuda_tile if isinstance(rec, RunRecord) else None
+        key = plausibility.agreement_class(rec.kind, rec.program, plausibility.program_digest(rec),
+                                           gpu.compute_capability, rec.verdict, tile.version if tile else None)
+        if key is not None:
             wanted.setdefault(key, set()).add(plausibility.runner_of(item))
     out: set[str] = set()
     for e in items:
         f = e.record
-        mine = wanted.get((f.kind, f.program, f.program_digest, f.gpu_cc))
+        key = plausibility.agreement_class(f.kind, f.program, f.program_digest, f.gpu_cc, f.verdict,
+                                           f.release.cuda_tile if f.release is not None else None)
+        mine = wanted.get(key) if key is not None else None
         theirs = plausibility.runner_of(e)
-        if mine and f.verdict == "passed" and theirs is not None and (mine - {theirs}) and trust.admits(e):
+        if mine and theirs is not None and (mine - {theirs}) and trust.admits(e):
             out.add(f.run_id)
     return out
 

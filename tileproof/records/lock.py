@@ -24,7 +24,7 @@ FIX = "run nox -s lock and commit constraints.txt and locks/"
 
 
 HASH = "--hash=sha256:"
-"""How a lock written with hashes (``nox -s lock -- --generate-hashes``) gives each wheel's digest, after its pin."""
+"""How a lock written with hashes (``nox -s lock`` writes one) gives each wheel's digest, after its pin."""
 
 
 def _entries(text: str) -> Iterator[tuple[int, str, list[str]]]:
