@@ -121,12 +121,13 @@ def test_a_locked_install_tries_uv_s_cache_alone_first(monkeypatch, tmp_path, ba
 def test_pip_gets_the_lock_without_its_hashes_and_the_same_pins(monkeypatch, tmp_path):
     """A hash puts pip in hash-checking mode, which refuses an editable install: pip's copy of the lock keeps
     every pin (and marker) and drops every ``--hash`` option; uv is given the lock itself."""
+    from tileproof import sessions
     from tileproof.records import lock as lock_file
 
     nf = _noxfile()
     monkeypatch.chdir(REPO)
     session = _Session(logs=[], create_tmp=lambda: str(tmp_path))
-    copy = Path(nf.pip_lock(session, nf.LOCK)).read_text()
+    copy = Path(sessions.pip_lock(session, nf.LOCK)).read_text()
     original = (REPO / nf.LOCK).read_text()
     assert "--hash=" in original and "--hash=" not in copy and "\\" not in copy
     assert lock_file.pins(copy, "copy") == lock_file.pins(original, nf.LOCK)
