@@ -283,6 +283,9 @@ class OutsideCheck(Model):
     status: OutsideStatus
     problem: OutsideProblem | None
     """None when ``passed``."""
+    index: int | None = None
+    """The check's position in the program's check report (a bench checks one name once per configuration);
+    None in records that identify a check by its name alone."""
     why: str
     """One line: what was found."""
     checked: int = 0
