@@ -36,7 +36,7 @@ import tileproof
 from tileproof.records import tolerances
 from tileproof.records.errors import InputRefused, TileproofError
 from tileproof.records.handover import MANIFEST, MANIFEST_CAP_BYTES, REFERENCES_FILE, Handover
-from tileproof.records.models import Check, CheckReport, OutsideCheck, OutsideVerdict, RunVerdict
+from tileproof.records.models import CheckReport, OutsideCheck, OutsideVerdict, RunVerdict, pair_checks
 from tileproof.records.redact import redact
 from tileproof.records.safe_read import read_bytes, read_text
 from tileproof.records.store import sha256_bytes, write_evidence
@@ -228,7 +228,7 @@ def check(checker: Checker, run_id: str, folder: Path, report: CheckReport, time
     elif planned is not None and planned["checks"]:
         found = checker.run(folder, planned, names or [c["name"] for c in planned["checks"]], timeout)
     wall = time.perf_counter() - started
-    pairs = paired(report, found)
+    pairs = pair_checks(report, found)
     missing = [OutsideCheck(name=c.name, status="unverified", problem="no-outputs", index=i,
                             why=f"the program handed over no outputs for check {c.name}")
                for i, (c, mine) in enumerate(pairs) if mine is None]
@@ -236,28 +236,12 @@ def check(checker: Checker, run_id: str, folder: Path, report: CheckReport, time
                           references_sha256=sha256_bytes(text.encode()) if text is not None else None)
 
 
-def paired(report: CheckReport, found: list[OutsideCheck]) -> list[tuple[Check, OutsideCheck | None]]:
-    """Each check of the report with tileproof's own check of it: the one of its ``index`` when that names the same
-    check, else (a check without index: a version 1 handover, a failed job) the first unpaired one of its name."""
-    by_index = {c.index: c for c in found if c.index is not None}
-    unindexed = [c for c in found if c.index is None]
-    out: list[tuple[Check, OutsideCheck | None]] = []
-    for i, mine in enumerate(report.checks):
-        theirs = by_index.get(i)
-        if theirs is None or theirs.name != mine.name:
-            theirs = next((c for c in unindexed if c.name == mine.name), None)
-            if theirs is not None:
-                unindexed.remove(theirs)
-        out.append((mine, theirs))
-    return out
-
-
 def combine(verdict: RunVerdict, reason: str, report: CheckReport | None,
             outside: OutsideVerdict | None) -> tuple[RunVerdict, str]:
     """The record's verdict from the program's (``execute.verdict_of``) and tileproof's own check."""
     if outside is None or report is None or verdict not in ("passed", "failed"):
         return verdict, reason
-    pairs = paired(report, outside.checks)
+    pairs = outside.pairs(report)
     for i, (said, mine) in enumerate(pairs):
         if mine is None or mine.status == "unverified":
             continue
