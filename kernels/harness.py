@@ -357,9 +357,12 @@ class InputSet:
     first check that uses it (with that check's row stride) and then let go; every later check with the same
     stride references the same files."""
 
-    def __init__(self, label: str, arrays: Mapping[str, Any]):
+    def __init__(self, label: str, arrays: Mapping[str, Any], whole: Sequence[str] = ()):
         self.label = label
         self.arrays: dict[str, Any] | None = dict(arrays)
+        self.whole = frozenset(whole)
+        """Inputs never row-sampled, whatever their first axis (matmul's b: a square product's b has as many
+        rows as the output, yet every output row needs all of it): written whole, or withheld above the cap."""
         self.written: dict[int, tuple[dict[str, Any], list[str]]] = {}
         """Row stride -> (key -> manifest entry, withheld keys)."""
 
@@ -386,14 +389,15 @@ class Handover:
         np.save(self.folder / file, kept, allow_pickle=False)
         return entry
 
-    def _inputs(self, prefix: str, inputs: Mapping[str, Any], rows: int,
-                stride: int) -> tuple[dict[str, Any], list[str]]:
-        """Write ``inputs`` as ``prefix.input.KEY.npy``: (key -> entry, keys withheld above the cap)."""
+    def _inputs(self, prefix: str, inputs: Mapping[str, Any], rows: int, stride: int,
+                whole: frozenset[str] = frozenset()) -> tuple[dict[str, Any], list[str]]:
+        """Write ``inputs`` as ``prefix.input.KEY.npy``: (key -> entry, keys withheld above the cap); those of
+        ``whole`` are never sampled."""
         written: dict[str, Any] = {}
         withheld: list[str] = []
         for key, value in inputs.items():
             host = host_array(value)
-            aligned = host.ndim >= 1 and host.shape[0] == rows
+            aligned = host.ndim >= 1 and host.shape[0] == rows and key not in whole
             own = stride if aligned and stride > 1 else 1
             if own == 1 and host.nbytes > self.cap:
                 withheld.append(key)
@@ -408,7 +412,7 @@ class Handover:
                 raise ValueError(f"input set {shared.label}: its arrays were let go after its first check, "
                                  f"whose row stride was not {stride}")
             prefix = f"{shared.label}.s{stride}" if stride > 1 else shared.label
-            shared.written[stride] = self._inputs(prefix, shared.arrays, rows, stride)
+            shared.written[stride] = self._inputs(prefix, shared.arrays, rows, stride, shared.whole)
             shared.arrays = None
         return shared.written[stride]
 
@@ -533,10 +537,11 @@ class Session:
             raise CheckFailed(result)
         return result
 
-    def inputs(self, label: str, **arrays: Any) -> InputSet:
+    def inputs(self, label: str, whole: Sequence[str] = (), **arrays: Any) -> InputSet:
         """The inputs of one shape, handed over once for every check that passes the result as ``inputs``
-        (``label``: the files' prefix, a plain name unique in this program)."""
-        return InputSet(label, arrays)
+        (``label``: the files' prefix, a plain name unique in this program; ``whole``: the inputs that are
+        never row-sampled, as matmul's b)."""
+        return InputSet(label, arrays, whole)
 
     def nan_filled(self, shape: Sequence[int], dtype: Any) -> Any:
         """A device array of NaN, so that an element the kernel never writes fails."""

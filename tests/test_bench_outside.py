@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import cli_args, sources_tree
 
@@ -62,13 +63,13 @@ def body(s):
                       "shape": [256, 128], "dtype": "float32", "tiles": None, "config": {}, "flops": None,
                       "bytes": 2 * x.nbytes, "phase": "sweep", "first_launch_ms": 1.0, "check_index": i,
                       "samples_ms": [1.0, 1.1, 0.9], "wall_unix": [[start, time.time()]]})
-    if LIE == "withheld":  # B: 64 x 1024 float32, 256 KiB, its first axis not C's
-        a = s.rng.integers(-3, 4, (8, 64)).astype(np.float32)
-        b = s.rng.integers(-3, 4, (64, 1024)).astype(np.float32)
-        pair = s.inputs("matmul_8x1024x64", a=a, b=b)
+    if LIE == "withheld":  # square, as 8192^3: B (256 KiB) has as many rows as C, yet every row of C needs all of it
+        a = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
+        b = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
+        pair = s.inputs("matmul_256", whole=("b",), a=a, b=b)
         for i in range(2):
             s.check("matmul", a @ b, a.astype(np.float64) @ b, pair)
-            cases.append({**cases[0], "key": f"matmul/tile/8x1024x64/{i}", "name": "matmul", "shape": [8, 1024, 64],
+            cases.append({**cases[0], "key": f"matmul/tile/256/{i}", "name": "matmul", "shape": [256, 256, 256],
                           "check_index": 3 + i})
     args = s.args
     Path(args.results).write_text(json.dumps({"results_version": 1, "reference": {"softmax": "cupy"},
@@ -153,8 +154,9 @@ def test_a_row_aligned_input_above_the_cap_is_sampled_and_checked(gpu_tree):
 
 
 def test_an_input_that_cannot_be_sampled_leaves_the_bench_unverified_never_passed(gpu_tree):
-    """A matmul whose B is above the cap (as at 8192^3): every element of B feeds every row of C, so no row sample
-    recomputes anything. Every matmul check is ``unverified``, the record too, and its reason says why."""
+    """A square matmul whose B is above the cap (as at 8192^3): B has as many rows as C, but every element of it
+    feeds every row of C, so no row sample of it recomputes anything (``whole``). Every matmul check is
+    ``unverified``, the record too, and its reason says why."""
     rec = bench(gpu_tree, "withheld", cap=64 * 1024)
     assert rec.report is not None and rec.report.passed
     assert rec.verdict == "unverified", rec.reason
@@ -163,3 +165,28 @@ def test_an_input_that_cannot_be_sampled_leaves_the_bench_unverified_never_passe
     assert "check matmul (#3) and 1 more: input b was not handed over" in rec.reason
     assert "above the handover's cap" in rec.reason
     assert "an unverified check decides nothing" in rec.reason
+
+
+def test_a_square_matmul_s_b_is_never_row_sampled(tmp_path):
+    """B of a square product has the output's first axis. Declared ``whole`` it is withheld above the cap (the check
+    unverified); sampled like A, the reference cannot even be computed (fail closed, never a pass)."""
+    import importlib.util  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from tileproof.runner import outside_check, outside_worker  # noqa: PLC0415
+
+    spec = importlib.util.spec_from_file_location("square_harness", REPO / "kernels" / "harness.py")
+    h = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = h
+    spec.loader.exec_module(h)
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(-3, 4, (256, 256)).astype(np.float32) for _ in range(2))
+    found = {}
+    for whole in (("b",), ()):
+        folder = tmp_path / f"whole-{bool(whole)}"
+        h.Handover(folder, "kernels/x.py", cap=64 * 1024).add("matmul", a @ b, h.InputSet("m", {"a": a, "b": b}, whole))
+        raw, _ = outside_check.read_manifest(folder)
+        (found[bool(whole)],) = outside_worker.check_plan(folder, outside_check.plan(REPO, raw))["checks"]
+    del sys.modules[spec.name]
+    assert (found[True]["status"], found[True]["problem"]) == ("unverified", "withheld-input")
+    assert (found[False]["status"], found[False]["problem"]) == ("failed", "reference-error")
