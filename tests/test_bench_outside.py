@@ -190,3 +190,17 @@ def test_a_square_matmul_s_b_is_never_row_sampled(tmp_path):
     del sys.modules[spec.name]
     assert (found[True]["status"], found[True]["problem"]) == ("unverified", "withheld-input")
     assert (found[False]["status"], found[False]["problem"]) == ("failed", "reference-error")
+
+
+def test_the_audit_holds_a_passed_bench_record_to_tileproof_s_own_check(gpu_tree):
+    """A bench record of bench_version 5 that says passed while tileproof's own check of one configuration failed
+    (a hand-edited record) is an ``outside-verdict`` finding; the honest one is none."""
+    from tileproof.judge.audit.rules import outside as rules  # noqa: PLC0415
+
+    rec = bench(gpu_tree, None)
+    assert rules.outside_issues(rec) == []
+    forged = rec.model_copy(update={"outside": rec.outside.model_copy(update={"checks": [
+        c.model_copy(update={"status": "failed", "problem": "mismatch", "why": "1 of 32768 elements"})
+        if c.index == 2 else c for c in rec.outside.checks]})})
+    (issue,) = rules.outside_issues(forged)
+    assert issue[0] == rules.OUTSIDE and "softmax is failed: 1 of 32768 elements" in issue[1]

@@ -7,8 +7,8 @@ from tileproof.judge.audit.audit_rules import Context, check, rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records.models import WALL_BENCH_VERSION, BenchCase, BenchRecord, RunRecord
 
-OUTSIDE = rule("outside-verdict", "a run or bench record's verdict says passed although tileproof's own check of the outputs "
-                                  "it handed over did not pass every check (or is missing)")
+OUTSIDE = rule("outside-verdict", "a run or bench record's verdict says passed although tileproof's own check of "
+                                  "the outputs it handed over did not pass every check (or is missing)")
 WALL = rule("bench-wall-clock", "a bench case's rate is one the wall clock cannot support: its timed regions lie "
                                 "outside the step tileproof bracketed, took less wall time than its counted work "
                                 "needs at the ceiling, or less than its own CUDA events claim; or its rate is above "
