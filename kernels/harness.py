@@ -38,7 +38,7 @@ MIN_COMPUTE_CAPABILITY = (8, 0)
 # cuTile needs NVIDIA driver r580 or later, the first driver of CUDA 13.0.
 MIN_DRIVER_CUDA_VERSION = 13000
 
-HANDOVER_VERSION = 1
+HANDOVER_VERSION = 2
 HANDOVER_MANIFEST = "handover.json"
 # Largest array written whole; above it, every stride-th row and the sha256 of the whole
 # (keep in step with tileproof/records/handover.py CAP_BYTES and cpp/harness.h).
@@ -350,8 +350,28 @@ def sample_stride(host: np.ndarray, cap: int) -> int:
     return max(2, -(-host.nbytes // cap))
 
 
+class InputSet:
+    """The inputs one shape's checks share (a bench times several configurations on them): handed over once.
+
+    Made by ``Session.inputs``; passed as ``inputs=`` to every check of that shape. Its arrays are written at the
+    first check that uses it (with that check's row stride) and then let go; every later check with the same
+    stride references the same files."""
+
+    def __init__(self, label: str, arrays: Mapping[str, Any], whole: Sequence[str] = ()):
+        self.label = label
+        self.arrays: dict[str, Any] | None = dict(arrays)
+        self.whole = frozenset(whole)
+        """Inputs never row-sampled, whatever their first axis (matmul's b: a square product's b has as many
+        rows as the output, yet every output row needs all of it): written whole, or withheld above the cap."""
+        self.written: dict[int, tuple[dict[str, Any], list[str]]] = {}
+        """Row stride -> (key -> manifest entry, withheld keys)."""
+
+
 class Handover:
-    """The arrays each check hands over: .npy files in the report's folder, listed in handover.json."""
+    """The arrays each check hands over: .npy files in the report's folder, listed in handover.json.
+
+    Every check is one entry, ``index`` its position in the check report; an input set (``InputSet``) is
+    written once and named by every check that uses it."""
 
     def __init__(self, folder: str | os.PathLike | None, program: str, cap: int = HANDOVER_CAP_BYTES):
         self.folder = None if folder is None else Path(folder)
@@ -369,25 +389,49 @@ class Handover:
         np.save(self.folder / file, kept, allow_pickle=False)
         return entry
 
-    def add(self, name: str, got: Any, inputs: Mapping[str, Any]) -> None:
-        """Write check `name`'s output and inputs, then the manifest (rewritten after every check)."""
+    def _inputs(self, prefix: str, inputs: Mapping[str, Any], rows: int, stride: int,
+                whole: frozenset[str] = frozenset()) -> tuple[dict[str, Any], list[str]]:
+        """Write ``inputs`` as ``prefix.input.KEY.npy``: (key -> entry, keys withheld above the cap); those of
+        ``whole`` are never sampled."""
+        written: dict[str, Any] = {}
+        withheld: list[str] = []
+        for key, value in inputs.items():
+            host = host_array(value)
+            aligned = host.ndim >= 1 and host.shape[0] == rows and key not in whole
+            own = stride if aligned and stride > 1 else 1
+            if own == 1 and host.nbytes > self.cap:
+                withheld.append(key)
+                continue
+            written[key] = self._write(f"{prefix}.input.{key}.npy", host, own)
+        return written, withheld
+
+    def _shared(self, shared: InputSet, rows: int, stride: int) -> tuple[dict[str, Any], list[str]]:
+        """The input set's entries at ``stride``, written now if no earlier check wrote them."""
+        if stride not in shared.written:
+            if shared.arrays is None:
+                raise ValueError(f"input set {shared.label}: its arrays were let go after its first check, "
+                                 f"whose row stride was not {stride}")
+            prefix = f"{shared.label}.s{stride}" if stride > 1 else shared.label
+            shared.written[stride] = self._inputs(prefix, shared.arrays, rows, stride, shared.whole)
+            shared.arrays = None
+        return shared.written[stride]
+
+    def add(self, name: str, got: Any, inputs: Mapping[str, Any] | InputSet, index: int = 0) -> None:
+        """Write check ``index`` (``name``)'s output and inputs, then the manifest (rewritten after every check)."""
         if self.folder is None:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         out = host_array(got)
         stride = sample_stride(out, self.cap)
-        check: dict[str, Any] = {"name": name, "output": self._write(f"{name}.output.npy", out, stride),
-                                 "inputs": {}, "withheld": []}
+        rows = int(out.shape[0]) if out.ndim else -1
+        output = self._write(f"{name}.{index}.output.npy", out, stride)
         del out
-        for key, value in inputs.items():
-            host = host_array(value)
-            aligned = host.ndim >= 1 and host.shape[0] == check["output"]["shape"][0]
-            own = stride if aligned and stride > 1 else 1
-            if own == 1 and host.nbytes > self.cap:
-                check["withheld"].append(key)
-                continue
-            check["inputs"][key] = self._write(f"{name}.input.{key}.npy", host, own)
-        self.checks = [c for c in self.checks if c["name"] != name] + [check]
+        if isinstance(inputs, InputSet):
+            written, withheld = self._shared(inputs, rows, stride)
+        else:
+            written, withheld = self._inputs(f"{name}.{index}", inputs, rows, stride)
+        check = {"name": name, "index": index, "output": output, "inputs": written, "withheld": withheld}
+        self.checks = [c for c in self.checks if c["index"] != index] + [check]
         write_atomically(self.folder / HANDOVER_MANIFEST, json.dumps(
             {"handover_version": HANDOVER_VERSION, "program": self.program, "checks": self.checks}, indent=1) + "\n")
 
@@ -473,17 +517,18 @@ class Session:
     handover: Handover = field(default_factory=lambda: Handover(None, ""))
 
     def check(self, name: str, got: Any, want: Any,
-              inputs: Mapping[str, Any] | None = None) -> CheckResult:
+              inputs: Mapping[str, Any] | InputSet | None = None) -> CheckResult:
         """Compare with the table's bound for `name`; record it; raise CheckFailed if it fails.
 
         `inputs`: the arrays the check's reference in kernels/references.py is computed from,
-        by its keyword names; they and `got` are handed over to tileproof (Handover), which
-        recomputes the reference itself. Without them the check stays unverified.
+        by its keyword names, or an InputSet (``inputs()``) that several checks share; they and `got` are
+        handed over to tileproof (Handover), which recomputes the reference itself. Without them the check
+        stays unverified.
         """
         if name not in self.tolerances:
             raise KeyError(f"check {name!r} has no entry in kernels/tolerances.py "
                            f"(known: {', '.join(sorted(self.tolerances))})")
-        self.handover.add(name, got, inputs or {})
+        self.handover.add(name, got, {} if inputs is None else inputs, len(self.report.checks))
         tol = self.tolerances[name]
         result = compare(name, got, want, tol.rtol, tol.atol)
         self.report.checks.append(result)
@@ -491,6 +536,12 @@ class Session:
         if not result.passed:
             raise CheckFailed(result)
         return result
+
+    def inputs(self, label: str, whole: Sequence[str] = (), **arrays: Any) -> InputSet:
+        """The inputs of one shape, handed over once for every check that passes the result as ``inputs``
+        (``label``: the files' prefix, a plain name unique in this program; ``whole``: the inputs that are
+        never row-sampled, as matmul's b)."""
+        return InputSet(label, arrays, whole)
 
     def nan_filled(self, shape: Sequence[int], dtype: Any) -> Any:
         """A device array of NaN, so that an element the kernel never writes fails."""

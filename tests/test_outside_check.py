@@ -228,11 +228,11 @@ def outside_worker_softmax(x):
 
 
 @pytest.mark.parametrize(("tamper", "problem", "words"), [
-    (lambda d: (d / "softmax.output.npy").unlink() or (d / "softmax.output.npy").symlink_to("/dev/zero"),
+    (lambda d: (d / "softmax.0.output.npy").unlink() or (d / "softmax.0.output.npy").symlink_to("/dev/zero"),
      "refused", "symbolic link"),
-    (lambda d: np.save(d / "softmax.output.npy", np.zeros((3, 3), np.float32)), "refused", "shape [3, 3]"),
-    (lambda d: np.save(d / "softmax.output.npy", np.zeros((256, 128), np.float64)), "refused", "dtype float64"),
-    (lambda d: np.save(d / "softmax.output.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True),
+    (lambda d: np.save(d / "softmax.0.output.npy", np.zeros((3, 3), np.float32)), "refused", "shape [3, 3]"),
+    (lambda d: np.save(d / "softmax.0.output.npy", np.zeros((256, 128), np.float64)), "refused", "dtype float64"),
+    (lambda d: np.save(d / "softmax.0.output.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True),
      "refused", "not a .npy array"),
 ], ids=["link", "shape", "dtype", "pickle"])
 def test_handed_over_files_are_hostile_input(harness, tmp_path, tamper, problem, words):
@@ -604,7 +604,7 @@ def test_the_checker_reads_a_program_s_folder_but_cannot_write_it(harness, check
     program's handed-over output fails, and the file is as the program left it."""
     with outside_check.session(checker_tree, warm=True) as checker:
         folder, report = _handed(harness, checker)
-        target = folder / "vector_add.output.npy"
+        target = folder / "vector_add.0.output.npy"
         before = target.read_bytes()
         (checker_tree / "kernels" / "references.py").write_text(HANG.replace(
             "    return np.asarray(a, dtype=np.float64) + b",

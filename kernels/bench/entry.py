@@ -52,14 +52,16 @@ def pace(args: Any, bench: Pace, quick: Pace, sweep: Pace) -> Pace:
     return sweep if args.sweep else quick if args.quick else bench
 
 
-def check(s: harness.Session, name: str, got: Any, want: Any) -> bool:
+def check(s: harness.Session, name: str, got: Any, want: Any, inputs: harness.InputSet) -> bool:
     """``s.check``, except that in a sweep a failed check drops its config instead of the run:
-    False then (the report keeps the failed check, so the program still exits 1)."""
+    False then (the report keeps the failed check, so the program still exits 1). ``inputs``: the
+    shape's input set (``s.inputs``), handed over once for all its configs, so that tileproof
+    recomputes every config's reference itself."""
     if not s.args.sweep:
-        s.check(name, got, want)
+        s.check(name, got, want, inputs)
         return True
     try:
-        s.check(name, got, want)
+        s.check(name, got, want, inputs)
     except harness.CheckFailed as failed:
         print(f"sweep: left out of the timing: {failed.result.summary()}", flush=True)
         return False

@@ -28,6 +28,7 @@ from tileproof.records.models import (
     SECOND_LOOK_COPY_PCT,
     BenchCase,
     BenchRecord,
+    BenchVerdict,
     CheckReport,
     ClockEventReason,
     Environment,
@@ -39,7 +40,6 @@ from tileproof.records.models import (
     Roofline,
     SecondLook,
     Transcript,
-    Verdict,
 )
 from tileproof.records.redact import merge
 from tileproof.records.safe_read import read_evidence
@@ -154,6 +154,70 @@ def wall_of(case: dict[str, Any], window: tuple[float, float] | None) -> tuple[f
     return sum(b - a for a, b in spans), inside
 
 
+@dataclass(frozen=True)
+class _Sweep:
+    """What every case of a results file's sweep is built against (``build_cases``)."""
+
+    results: dict[str, Any]
+    stats: dict[str, dict[str, Any]]
+    """Case key -> ``stats`` of its samples."""
+    rate: dict[str, tuple[float | None, float | None]]
+    """Case key -> (TFLOP/s, GB/s) at its median."""
+    reference: dict[tuple[str, tuple], str]
+    ceilings: dict[str, float]
+    ceiling_keys: dict[str, str]
+    window: tuple[float, float] | None
+
+
+def _ceilings(results: dict[str, Any], rate: dict[str, tuple[float | None, float | None]]
+              ) -> tuple[dict[str, float], dict[str, str]]:
+    """(unit -> the ceiling's rate, unit -> the case it was measured on): the results' ``ceilings`` and ``peak``."""
+    ceilings: dict[str, float] = {}
+    ceiling_keys: dict[str, str] = dict(results.get("ceilings", {}))
+    for unit, key in ceiling_keys.items():
+        value = rate[key][0 if unit == "tflops" else 1]
+        if value is None:
+            raise ValueError(f"ceiling {unit}: case {key} has no {unit} rate")
+        ceilings[unit] = value
+    peak = results.get("peak")
+    if peak is not None:
+        ceilings["peak_tflops"] = float(peak["tflops"])
+    return ceilings, ceiling_keys
+
+
+def _case(sw: _Sweep, c: dict[str, Any], report: CheckReport | None) -> BenchCase:
+    """One sweep case of the results file as a ``BenchCase``."""
+    key = c["key"]
+    tflops, gbps = sw.rate[key]
+    mine = tflops if tflops is not None else gbps
+    ref_key = sw.reference.get((c["name"], tuple(c["shape"])))
+    pct_ref = None
+    if ref_key is not None and mine is not None:
+        ref = sw.rate[ref_key][0 if tflops is not None else 1]
+        pct_ref = 100.0 * mine / ref if ref else None
+    ceiling = sw.ceilings.get("tflops" if tflops is not None else "gbps")
+    index = c.get("check_index")
+    check = report.checks[index] if report is not None and isinstance(index, int) \
+        and 0 <= index < len(report.checks) else None
+    s = sw.stats[key]
+    roof = roofline(c, s["median_ms"], tflops, gbps, sw.ceilings, sw.ceiling_keys)
+    wall_s, in_step = wall_of(c, sw.window)
+    return BenchCase(
+        key=key, name=c["name"], variant=c["variant"], shape=list(c["shape"]), dtype=c["dtype"],
+        tiles=c.get("tiles"), repeats=s["repeats"], first_launch_ms=_finite(c.get("first_launch_ms")),
+        median_ms=s["median_ms"], min_ms=s["min_ms"], max_ms=s["max_ms"], spread=s["spread"],
+        noisy=s["noisy"], tflops=tflops, gbps=gbps, pct_of_reference=pct_ref,
+        pct_of_ceiling=(100.0 * mine / ceiling) if ceiling and mine is not None else None,
+        max_rel_err=_finite(check.max_rel_err) if check else None,
+        checked=bool(check and check.passed), config=dict(c.get("config") or {}),
+        tiles_per_sm=_finite(c.get("tiles_per_sm")), resources=_resources(c.get("resources")),
+        roofline=roof, load=gpu_load(c.get("load"), sw.results.get("load"), sw.results.get("peak"),
+                                     tflops if roof is not None and roof.bound == "flops" else None),
+        events_ms=float(sum(c["samples_ms"])) if wall_s is not None else None, wall_s=wall_s,
+        wall_in_step=in_step,
+    )
+
+
 def build_cases(results: dict[str, Any], report: CheckReport | None,
                 window: tuple[float, float] | None = None
                 ) -> tuple[list[BenchCase], dict[str, float], dict[str, float]]:
@@ -167,52 +231,9 @@ def build_cases(results: dict[str, Any], report: CheckReport | None,
     by_key = {c["key"]: c for c in sweep}
     st = {c["key"]: stats(c["samples_ms"]) for c in sweep}
     rate = {k: rates(by_key[k], s["median_ms"]) for k, s in st.items()}
-    reference = references(results, sweep)
-
-    ceilings: dict[str, float] = {}
-    ceiling_keys: dict[str, str] = dict(results.get("ceilings", {}))
-    for unit, key in ceiling_keys.items():
-        value = rate[key][0 if unit == "tflops" else 1]
-        if value is None:
-            raise ValueError(f"ceiling {unit}: case {key} has no {unit} rate")
-        ceilings[unit] = value
-    peak = results.get("peak")
-    if peak is not None:
-        ceilings["peak_tflops"] = float(peak["tflops"])
-
-    cases = []
-    for c in sweep:
-        key = c["key"]
-        tflops, gbps = rate[key]
-        mine = tflops if tflops is not None else gbps
-        ref_key = reference.get((c["name"], tuple(c["shape"])))
-        pct_ref = None
-        if ref_key is not None and mine is not None:
-            ref = rate[ref_key][0 if tflops is not None else 1]
-            pct_ref = 100.0 * mine / ref if ref else None
-        ceiling = ceilings.get("tflops" if tflops is not None else "gbps")
-        check = None
-        index = c.get("check_index")
-        if report is not None and isinstance(index, int) and 0 <= index < len(report.checks):
-            check = report.checks[index]
-        s = st[key]
-        roof = roofline(c, s["median_ms"], tflops, gbps, ceilings, ceiling_keys)
-        wall_s, in_step = wall_of(c, window)
-        cases.append(BenchCase(
-            key=key, name=c["name"], variant=c["variant"], shape=list(c["shape"]), dtype=c["dtype"],
-            tiles=c.get("tiles"), repeats=s["repeats"], first_launch_ms=_finite(c.get("first_launch_ms")),
-            median_ms=s["median_ms"], min_ms=s["min_ms"], max_ms=s["max_ms"], spread=s["spread"],
-            noisy=s["noisy"], tflops=tflops, gbps=gbps, pct_of_reference=pct_ref,
-            pct_of_ceiling=(100.0 * mine / ceiling) if ceiling and mine is not None else None,
-            max_rel_err=_finite(check.max_rel_err) if check else None,
-            checked=bool(check and check.passed), config=dict(c.get("config") or {}),
-            tiles_per_sm=_finite(c.get("tiles_per_sm")), resources=_resources(c.get("resources")),
-            roofline=roof, load=gpu_load(c.get("load"), results.get("load"), results.get("peak"),
-                                         tflops if roof is not None and roof.bound == "flops" else None),
-            events_ms=float(sum(c["samples_ms"])) if wall_s is not None else None, wall_s=wall_s,
-            wall_in_step=in_step,
-        ))
-
+    ceilings, ceiling_keys = _ceilings(results, rate)
+    sw = _Sweep(results, st, rate, references(results, sweep), ceilings, ceiling_keys, window)
+    cases = [_case(sw, c, report) for c in sweep]
     repeat_spread = {}
     for c in repeat:
         first = st[c["key"]]["median_ms"]
@@ -473,28 +494,22 @@ class Session:
     signer: Signer | None = None
 
 
-def bench_verdict(outcome: Outcome) -> Verdict:
-    """A bench record's verdict (the program's, ``Verdict``) from the run's: tileproof's own check disagreeing is
-    ``failed``; ``unverified`` (a bench program hands its full-size checks' outputs over only as far as the cap
-    allows) stays the program's ``passed``, as every bench record's verdict always was (its reason says so)."""
+def bench_verdict(outcome: Outcome) -> BenchVerdict:
+    """A bench record's verdict: the run's (``execute.run_program``: the program's word and tileproof's own check
+    of its handed-over outputs, ``outside_check.combine``); ``toolchain-absent``, which run_program never says
+    (only a session does), is an ``error``."""
     verdict = outcome.verdict
-    if verdict == "checker-disagrees":
-        return "failed"
-    if verdict in ("unverified", "passed"):
-        return "passed"
-    if verdict in ("failed", "gated", "no-gpu", "error", "timeout"):
-        return verdict
-    return "error"  # toolchain-absent: run_program never says so (only a session does)
+    return "error" if verdict == "toolchain-absent" else verdict
 
 
-def _read_results(raw: bytes | None, outcome: Outcome, why_not: str = "") -> tuple[Verdict, str, tuple]:
+def _read_results(raw: bytes | None, outcome: Outcome, why_not: str = "") -> tuple[BenchVerdict, str, tuple]:
     """Verdict, reason and (cases, ceilings, repeat spread, head to head, why some case has no load) from a
     results file."""
-    verdict: Verdict = bench_verdict(outcome)
+    verdict: BenchVerdict = bench_verdict(outcome)
     reason = outcome.reason
     empty: tuple = ([], {}, {}, {}, None)
     if raw is None:
-        return ("error", reason + f"; wrote no results file{why_not}", empty) if verdict == "passed" \
+        return ("error", reason + f"; wrote no results file{why_not}", empty) if verdict in ("passed", "unverified") \
             else (verdict, reason, empty)
     try:
         results = json.loads(raw)
@@ -503,11 +518,11 @@ def _read_results(raw: bytes | None, outcome: Outcome, why_not: str = "") -> tup
         paired = head_to_head(results)
         cases = second_looks(results, cases, paired)
         skipped = results.get("skipped") or []
-        if skipped and verdict == "passed":
+        if skipped and verdict in ("passed", "unverified"):
             reason += (f"; {len(skipped)} config(s) skipped: "
                        + "; ".join(f"{s['key']}: {s['reason']}" for s in skipped)[:300])
     except (KeyError, TypeError, ValueError, IndexError) as e:
-        return ("error" if verdict == "passed" else verdict,
+        return ("error" if verdict in ("passed", "unverified") else verdict,
                 reason + f"; results file unreadable: {type(e).__name__}: {e}", empty)
     return verdict, reason, (cases, ceilings, repeat_spread, paired, load_unavailable(results, cases))
 
@@ -543,7 +558,7 @@ def bench_one(s: Session, program: Path) -> BenchRecord:
         report_file=outcome.report_file,
         results_file=write_evidence(s.root, run_id, f"{program.stem}-results.json", raw) if raw else None,
         gpu_before=before, gpu_after=after, cases=cases, ceilings=ceilings, repeat_spread=repeat_spread,
-        head_to_head=paired, load_unavailable=no_load, verdict=verdict, reason=reason,
+        head_to_head=paired, load_unavailable=no_load, outside=outcome.outside, verdict=verdict, reason=reason,
     )
     write_record(s.root, record, s.signer)
     print(f"  {verdict:8} {rel:36} {outcome.step.duration_s:7.1f}s  {reason}  [{run_id}]", flush=True)

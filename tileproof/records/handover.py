@@ -10,6 +10,9 @@ An array of at most ``CAP_BYTES`` is written whole. A larger one is a documented
 C-order bytes. The output of a check and every input whose first axis has the output's length are
 sampled with the same stride (the reference of a row-wise check needs only those rows); any other
 input is written whole or, above the cap, not at all (the check is then ``unverified``).
+
+Checks of one shape may share their inputs (kernels/harness.py ``InputSet``: a bench checks every configuration
+it times on the same inputs): the files are written once and every such check names them.
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, model_validator
 
 from tileproof.records.base import Model
 from tileproof.records.schemas import schema
 
-HANDOVER_VERSION = 1
-"""``Handover.handover_version`` the harnesses write."""
+HANDOVER_VERSION = 2
+"""``Handover.handover_version`` kernels/harness.py writes: 2 gives every check its ``index`` in the check report
+(a bench checks one computation once per configuration, under one name) and lets checks share input files (an
+input set: one shape's inputs, handed over once); 1 (cpp/harness.h): one check per name, no index."""
 
 MANIFEST = "handover.json"
 """The manifest's file name, in the folder of the check report."""
@@ -39,8 +44,8 @@ CAP_BYTES = 64 << 20
 MANIFEST_CAP_BYTES = 1 << 20
 """Largest manifest tileproof reads."""
 
-MAX_ARRAYS = 64
-"""Most arrays (outputs and inputs, all checks) a manifest may name."""
+MAX_CHECKS = 1024
+"""Most checks a manifest may name (a bench program checks every configuration it times)."""
 
 Dtype = Literal["<f2", "<f4", "<f8", "<i4", "<i8", "|u1", "|b1"]
 """The ``.npy`` element types a handover may hold (numpy's ``dtype.str``): plain numbers only."""
@@ -80,6 +85,9 @@ class HandedCheck(Model):
 
     name: CheckName
     """The check's name: its key in kernels/tolerances.py and kernels/references.py."""
+    index: int | None = Field(default=None, ge=0)
+    """From handover_version 2: the check's position in the program's check report (several checks may share a
+    name); None (version 1): the name alone identifies it."""
     output: HandedArray
     inputs: dict[CheckName, HandedArray] = {}
     """Keyword argument name of the reference function → the array passed as it."""
@@ -92,7 +100,17 @@ class HandedCheck(Model):
 class Handover(Model):
     """``handover.json``: the arrays a program's checks hand over to tileproof's own check."""
 
-    handover_version: Literal[1]
+    handover_version: Literal[1, 2]
     program: str
     """The program's repository-relative path, as its check report names it."""
-    checks: list[HandedCheck] = Field(max_length=MAX_ARRAYS)
+    checks: list[HandedCheck] = Field(max_length=MAX_CHECKS)
+
+    @model_validator(mode="after")
+    def _identified(self) -> Handover:
+        """Version 2 indexes every check, each index once; version 1 names each check once."""
+        keys = [c.index if self.handover_version >= 2 else c.name for c in self.checks]
+        if None in keys:
+            raise ValueError("handover_version 2 gives every check its index in the check report")
+        if len(set(keys)) != len(keys):
+            raise ValueError("two checks with the same " + ("index" if self.handover_version >= 2 else "name"))
+        return self

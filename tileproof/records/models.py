@@ -283,6 +283,9 @@ class OutsideCheck(Model):
     status: OutsideStatus
     problem: OutsideProblem | None
     """None when ``passed``."""
+    index: int | None = None
+    """The check's position in the program's check report (a bench checks one name once per configuration);
+    None in records that identify a check by its name alone."""
     why: str
     """One line: what was found."""
     checked: int = 0
@@ -294,6 +297,22 @@ class OutsideCheck(Model):
     """The row stride of a sampled output (``handover.RowSample``); None: the whole output was checked."""
     output_sha256: str | None = None
     """sha256 of the whole output's C-order bytes (as handed over, or as the sample names it)."""
+
+
+def pair_checks(report: CheckReport, found: list[OutsideCheck]) -> list[tuple[Check, OutsideCheck | None]]:
+    """Each check of the report with tileproof's own check of it: the one of its ``index`` when that names the same
+    check, else (a check without index: a version 1 handover, a failed job) the first unpaired one of its name."""
+    by_index = {c.index: c for c in found if c.index is not None}
+    unindexed = [c for c in found if c.index is None]
+    out: list[tuple[Check, OutsideCheck | None]] = []
+    for i, mine in enumerate(report.checks):
+        theirs = by_index.get(i)
+        if theirs is None or theirs.name != mine.name:
+            theirs = next((c for c in unindexed if c.name == mine.name), None)
+            if theirs is not None:
+                unindexed.remove(theirs)
+        out.append((mine, theirs))
+    return out
 
 
 class OutsideVerdict(Model):
@@ -311,6 +330,10 @@ class OutsideVerdict(Model):
     session's one checker process (which starts as the session opens, beside the first program's step: a first
     job still waiting for it counts that wait, and a job that had to start a new one after a failure counts that
     start); run_version 5: the checker's own process for this run, start to end."""
+
+    def pairs(self, report: CheckReport) -> list[tuple[Check, OutsideCheck | None]]:
+        """``pair_checks`` of the report and these checks."""
+        return pair_checks(report, self.checks)
 
 
 class GitState(Model):
@@ -911,8 +934,10 @@ class SessionRecord(RecordBase):
 # --- bench -------------------------------------------------------------------
 
 
-BENCH_VERSION: Final = 4
-"""``BenchRecord.bench_version`` of the bench records written now: 4 keeps, beside the CUDA-event timings, the
+BENCH_VERSION: Final = 5
+"""``BenchRecord.bench_version`` of the bench records written now: 5 keeps tileproof's own check of every case's
+handed-over output (``BenchRecord.outside``) and makes the verdict from both words, as a run record's
+(``checker-disagrees``, ``unverified``); 4 keeps, beside the CUDA-event timings, the
 wall-clock time of each case's timed region as the program reported it and whether tileproof's own bracket of
 the step holds it (``BenchCase.wall_s``, ``wall_in_step``); 3 gives every timed case the GPU's
 SM clock and power draw while it ran (``load``), against the card's maximum SM clock and power limit;
@@ -926,6 +951,13 @@ LOAD_BENCH_VERSION: Final = 3
 """The first bench_version whose cases carry ``load``."""
 WALL_BENCH_VERSION: Final = 4
 """The first bench_version whose cases carry ``wall_s`` and ``wall_in_step``."""
+OUTSIDE_BENCH_VERSION: Final = 5
+"""The first bench_version that keeps tileproof's own check (``outside``) and whose verdict is both words."""
+
+BenchVerdict = Literal["passed", "failed", "gated", "no-gpu", "error", "timeout", "checker-disagrees", "unverified"]
+"""A bench record's verdict: ``Verdict``, and from bench_version 5 (``OUTSIDE_BENCH_VERSION``) the two verdicts of
+tileproof's own check (``RunVerdict``): ``passed`` only when the program and tileproof's own check agree on every
+check; ``unverified`` when a check could not be recomputed (it never counts as passing)."""
 
 SECOND_LOOK_COPY_PCT: Final = 95.0
 """A bytes-bound case above this % of the device copy measured in the same run is flagged for a second look."""
@@ -1158,7 +1190,7 @@ class PairedRatio(Model):
 class BenchRecord(RecordBase, Versioned):
     VERSION_FIELD = "bench_version"
     kind: Literal["bench"]
-    bench_version: Literal[1, 2, 3, 4] = counter(BENCH_VERSION)
+    bench_version: Literal[1, 2, 3, 4, 5] = counter(BENCH_VERSION)
     """3 (``BENCH_VERSION``) for records written now: cases carry ``load`` besides what 2 has; 2: cases carry
     ``roofline`` and ``second_look``, and ``ceilings`` may hold ``peak_tflops``; 1 (records written before,
     field absent): none of these."""
@@ -1186,8 +1218,16 @@ class BenchRecord(RecordBase, Versioned):
     load_unavailable: str | None = None
     """From bench_version 3: why some case has no ``load`` (the program could not read the GPU's clock and
     power through NVML, or read nothing during its batches); None when every case with a rate has one."""
-    verdict: Verdict
+    outside: OutsideVerdict | None = None
+    """From bench_version 5: tileproof's own check of the outputs the program handed over (each case's check
+    ``index`` in ``report``), None when the program ran no check; before, absent (the verdict was the program's)."""
+    verdict: BenchVerdict
     reason: str
+
+    @property
+    def verdict_by(self) -> Literal["program", "program-and-checker"]:
+        """Whose word the verdict is: the program's report alone before ``OUTSIDE_BENCH_VERSION``, else both."""
+        return "program-and-checker" if self.bench_version >= OUTSIDE_BENCH_VERSION else "program"
 
     @property
     def has_rooflines(self) -> bool:
@@ -1215,6 +1255,10 @@ class BenchRecord(RecordBase, Versioned):
         if self.bench_version < WALL_BENCH_VERSION and any(
                 c.wall_s is not None or c.wall_in_step is not None or c.events_ms is not None for c in self.cases):
             raise ValueError(f"bench records before bench_version {WALL_BENCH_VERSION} hold no wall-clock times")
+        if self.bench_version < OUTSIDE_BENCH_VERSION and (
+                self.outside is not None or self.verdict in ("checker-disagrees", "unverified")):
+            raise ValueError(f"bench records before bench_version {OUTSIDE_BENCH_VERSION} hold no outside check and "
+                             "no verdict of one")
         return self
 
 

@@ -36,7 +36,7 @@ import tileproof
 from tileproof.records import tolerances
 from tileproof.records.errors import InputRefused, TileproofError
 from tileproof.records.handover import MANIFEST, MANIFEST_CAP_BYTES, REFERENCES_FILE, Handover
-from tileproof.records.models import CheckReport, OutsideCheck, OutsideVerdict, RunVerdict
+from tileproof.records.models import CheckReport, OutsideCheck, OutsideVerdict, RunVerdict, pair_checks
 from tileproof.records.redact import redact
 from tileproof.records.safe_read import read_bytes, read_text
 from tileproof.records.store import sha256_bytes, write_evidence
@@ -228,10 +228,10 @@ def check(checker: Checker, run_id: str, folder: Path, report: CheckReport, time
     elif planned is not None and planned["checks"]:
         found = checker.run(folder, planned, names or [c["name"] for c in planned["checks"]], timeout)
     wall = time.perf_counter() - started
-    seen = {c.name for c in found}
-    missing = [OutsideCheck(name=n, status="unverified", problem="no-outputs",
-                            why=f"the program handed over no outputs for check {n}")
-               for n in names if n not in seen]
+    pairs = pair_checks(report, found)
+    missing = [OutsideCheck(name=c.name, status="unverified", problem="no-outputs", index=i,
+                            why=f"the program handed over no outputs for check {c.name}")
+               for i, (c, mine) in enumerate(pairs) if mine is None]
     return OutsideVerdict(checks=[*found, *missing], manifest=manifest, wall_s=round(wall, 6),
                           references_sha256=sha256_bytes(text.encode()) if text is not None else None)
 
@@ -241,26 +241,30 @@ def combine(verdict: RunVerdict, reason: str, report: CheckReport | None,
     """The record's verdict from the program's (``execute.verdict_of``) and tileproof's own check."""
     if outside is None or report is None or verdict not in ("passed", "failed"):
         return verdict, reason
-    said = {c.name: c.passed for c in report.checks}
-    by_name = {c.name: c for c in outside.checks}
-    for name, passed in said.items():
-        mine = by_name.get(name)
+    pairs = outside.pairs(report)
+    for i, (said, mine) in enumerate(pairs):
         if mine is None or mine.status == "unverified":
             continue
-        if passed != (mine.status == "passed"):
-            program = "passed" if passed else "failed"
-            return "checker-disagrees", (f"check {name}: the program's report says {program}, tileproof's own "
-                                         f"check says {mine.status} ({mine.problem or 'agrees'}): {mine.why}")
+        if said.passed != (mine.status == "passed"):
+            program = "passed" if said.passed else "failed"
+            return "checker-disagrees", (f"check {_named(said.name, i, pairs)}: the program's report says {program}, "
+                                         f"tileproof's own check says {mine.status} ({mine.problem or 'agrees'}): "
+                                         f"{mine.why}")
     failed = [c for c in outside.checks if c.status == "failed"]
     if verdict == "passed" and failed:
         c = failed[0]
         return "checker-disagrees", f"check {c.name}: tileproof's own check failed ({c.problem}): {c.why}"
-    unverified = [c for c in outside.checks if c.status == "unverified" and c.name in said]
+    unverified = [(i, c) for i, (_, c) in enumerate(pairs) if c is not None and c.status == "unverified"]
     if verdict == "passed" and unverified:
-        c = unverified[0]
-        return "unverified", (f"{reason}, by the program's word only for check {c.name}: {c.why} "
-                              "(an unverified check decides nothing)")
+        i, c = unverified[0]
+        more = f" and {len(unverified) - 1} more" if len(unverified) > 1 else ""
+        return "unverified", (f"{reason}, by the program's word only for check {_named(c.name, i, pairs)}{more}: "
+                              f"{c.why} (an unverified check decides nothing)")
     if verdict == "passed":
         return verdict, f"{reason}; tileproof's own check agrees"
     return verdict, reason
 
+
+def _named(name: str, index: int, pairs: list) -> str:
+    """A check as a reason names it: its name, and its position in the report when another check shares the name."""
+    return f"{name} (#{index})" if sum(1 for said, _ in pairs if said.name == name) > 1 else name

@@ -114,21 +114,73 @@ def _result(name: str, status: str, problem: str | None, why: str, **more: Any) 
     return {"name": name, "status": status, "problem": problem, "why": why, **more}
 
 
+class Cache:
+    """What the checks of one job share: the handed-over inputs loaded once per file, each reference computed once
+    per check name and input files (a bench hands one shape's inputs over once, for every configuration)."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+        self.wants: dict[tuple, np.ndarray | Exception] = {}
+        self.verdicts: dict[tuple, dict[str, Any]] = {}
+        """(name, input files, the output's dtype, shape, rows kept and sha256 of the bytes read) -> its verdict: a
+        configuration whose output is bit for bit another's of the same check (a correct matmul on exact inputs)
+        is compared once."""
+
+    def load(self, folder: Path, entry: Entry, name: str) -> np.ndarray:
+        key = json.dumps(entry, sort_keys=True)
+        if key not in self.arrays:
+            self.arrays[key] = _load(folder, entry, name)
+        return self.arrays[key]
+
+    def want(self, name: str, fn: Callable[..., Any], inputs: dict[str, np.ndarray], files: tuple) -> np.ndarray:
+        """``fn(**inputs)`` in float64, computed once per ``(name, files)``; raises what ``fn`` raised."""
+        key = (name, files)
+        if key not in self.wants:
+            try:
+                with np.errstate(all="ignore"):
+                    self.wants[key] = np.asarray(fn(**{k: v.astype(np.float64) for k, v in inputs.items()}),
+                                                 dtype=np.float64)
+            except Exception as e:  # noqa: BLE001 (the lesson's function: any exception is its failure, named)
+                self.wants[key] = e
+        found = self.wants[key]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+
+def _inputs(folder: Path, check: dict[str, Any], cache: Cache) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The handed-over output and inputs of ``check`` (``Refused`` when one cannot be read as the manifest says)."""
+    name = check["name"]
+    got = _load(folder, check["output"], name)
+    return got, {k: cache.load(folder, v, name) for k, v in check.get("inputs", {}).items()}
+
+
 def check_one(folder: Path, check: dict[str, Any], refs: dict[str, Callable[..., Any]],
-              table: dict[str, list[float]], shown: str) -> dict[str, Any]:
+              table: dict[str, list[float]], shown: str, cache: Cache | None = None) -> dict[str, Any]:
     """One check's outside verdict (an ``OutsideCheck`` as a dict); ``check``: a ``HandedCheck`` as the plan
     holds it, ``table``: check name -> [rtol, atol], ``shown``: the reference table's path in messages."""
-    name = check["name"]
-    out_entry = check["output"]
-    sample = out_entry.get("sample")
+    name, cache = check["name"], cache or Cache()
+    sample = check["output"].get("sample")
     stride = sample["stride"] if sample else None
     try:
-        got = _load(folder, out_entry, name)
-        inputs = {k: _load(folder, v, name) for k, v in check.get("inputs", {}).items()}
+        got, inputs = _inputs(folder, check, cache)
     except Refused as e:
-        return _result(name, "failed", "refused", str(e))
-    whole = sample["whole_sha256"] if sample else _digest(got)
-    more: dict[str, Any] = {"sampled_stride": stride, "output_sha256": whole}
+        return _result(name, "failed", "refused", str(e), index=check.get("index"))
+    read = _digest(got)
+    more: dict[str, Any] = {"sampled_stride": stride, "index": check.get("index"),
+                            "output_sha256": sample["whole_sha256"] if sample else read}
+    files = tuple(sorted((k, v["file"]) for k, v in check.get("inputs", {}).items()))
+    same = (name, files, tuple(check.get("withheld") or ()), got.dtype.str, tuple(check["output"]["shape"]), stride,
+            read)
+    if same not in cache.verdicts:
+        cache.verdicts[same] = _verdict(name, got, inputs, (refs, table, shown), cache, check, more)
+    return {**cache.verdicts[same], **more}
+
+
+def _verdict(name: str, got: np.ndarray, inputs: dict[str, np.ndarray], lesson: tuple, cache: Cache,
+             check: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    """The verdict of one handed-over output; ``lesson``: (reference table, tolerance table, the table's path)."""
+    refs, table, shown = lesson
     g = got.astype(np.float64)
     if g.size and not bool(np.isfinite(g).all()):
         bad = int(g.size - np.count_nonzero(np.isfinite(g)))
@@ -136,17 +188,17 @@ def check_one(folder: Path, check: dict[str, Any], refs: dict[str, Callable[...,
     withheld = check.get("withheld") or []
     if withheld:
         return _result(name, "unverified", "withheld-input",
-                       f"input {withheld[0]} was not handed over (above the cap, not row-aligned)", **more)
-    fn = refs.get(name)
-    if fn is None:
-        return _result(name, "unverified", "no-reference",
-                       f"{shown} declares no reference for {name}", **more)
-    entry = table.get(name)
-    if entry is None:
-        return _result(name, "unverified", "no-reference", f"kernels/tolerances.py has no entry for {name}", **more)
+                       f"input {withheld[0]} was not handed over: it is above the handover's cap and not row-wise in "
+                       "the output (its first axis is not the output's, or the program declared it whole), so no "
+                       "sample of its rows recomputes any output row", **more)
+    fn, entry = refs.get(name), table.get(name)
+    if fn is None or entry is None:
+        why = f"{shown} declares no reference for {name}" if fn is None \
+            else f"kernels/tolerances.py has no entry for {name}"
+        return _result(name, "unverified", "no-reference", why, **more)
+    files = tuple(sorted((k, v["file"]) for k, v in check.get("inputs", {}).items()))
     try:
-        with np.errstate(all="ignore"):
-            want = np.asarray(fn(**{k: v.astype(np.float64) for k, v in inputs.items()}), dtype=np.float64)
+        want = cache.want(name, fn, inputs, files)
     except Exception as e:  # noqa: BLE001 (the lesson's function: any exception is its failure, named)
         return _result(name, "failed", "reference-error",
                        f"{shown} {name}(): {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
@@ -154,6 +206,12 @@ def check_one(folder: Path, check: dict[str, Any], refs: dict[str, Callable[...,
     if want.shape != g.shape:
         return _result(name, "failed", "reference-error",
                        f"the reference has shape {list(want.shape)}, the handed-over output {list(g.shape)}", **more)
+    return _compare(name, g, want, entry, more["sampled_stride"], more)
+
+
+def _compare(name: str, g: np.ndarray, want: np.ndarray, entry: list[float], stride: int | None,
+             more: dict[str, Any]) -> dict[str, Any]:
+    """The verdict of output ``g`` against reference ``want`` under the tolerance ``entry`` (rtol, atol)."""
     rtol, atol = entry
     with np.errstate(all="ignore"):
         err = np.abs(g - want)
@@ -185,8 +243,8 @@ def check_plan(folder: Path, plan: dict[str, Any]) -> dict[str, Any]:
         refs = references(plan.get("references"), shown)
     except (Refused, SyntaxError) as e:
         return {"checks": [], "refused": str(e).splitlines()[0]}
-    table = plan.get("table", {})
-    return {"checks": [check_one(folder, c, refs, table, shown) for c in plan.get("checks", [])]}
+    table, cache = plan.get("table", {}), Cache()
+    return {"checks": [check_one(folder, c, refs, table, shown, cache) for c in plan.get("checks", [])]}
 
 
 def serve(lines: Any, answer: Any) -> int:

@@ -1,5 +1,5 @@
-"""What the program's word is held against: tileproof's own check of its handed-over outputs (run records), and
-the wall clock around its timed regions (bench records)."""
+"""What the program's word is held against: tileproof's own check of its handed-over outputs (run records, and
+bench records from bench_version 5), and the wall clock around its timed regions (bench records)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from tileproof.judge.audit.audit_rules import Context, check, rule
 from tileproof.judge.audit.result import Issue
 from tileproof.records.models import WALL_BENCH_VERSION, BenchCase, BenchRecord, RunRecord
 
-OUTSIDE = rule("outside-verdict", "a run record's verdict says passed although tileproof's own check of the outputs "
-                                  "it handed over did not pass every check (or is missing)")
+OUTSIDE = rule("outside-verdict", "a run or bench record's verdict says passed although tileproof's own check of "
+                                  "the outputs it handed over did not pass every check (or is missing)")
 WALL = rule("bench-wall-clock", "a bench case's rate is one the wall clock cannot support: its timed regions lie "
                                 "outside the step tileproof bracketed, took less wall time than its counted work "
                                 "needs at the ceiling, or less than its own CUDA events claim; or its rate is above "
@@ -20,19 +20,20 @@ EVENTS_SLACK_MS = 1.0
 """Absolute room (ms) between the events' sum and the wall time of the regions that hold them."""
 
 
-def outside_issues(rec: RunRecord) -> list[Issue]:
-    """From run_version 5 a ``passed`` verdict needs tileproof's own check, passed on every check of the report."""
+def outside_issues(rec: RunRecord | BenchRecord) -> list[Issue]:
+    """From run_version 5 (bench_version 5) a ``passed`` verdict needs tileproof's own check, passed on every check
+    of the report (paired by index: a bench checks one name once per configuration)."""
     if rec.verdict_by == "program" or rec.verdict != "passed":
         return []
     if rec.outside is None:
         return [(OUTSIDE, "verdict passed without tileproof's own check of the handed-over outputs")]
-    mine = {c.name: c for c in rec.outside.checks}
-    said = [c.name for c in rec.report.checks] if rec.report else []
-    bad = [n for n in said if n not in mine or mine[n].status != "passed"]
-    bad += [c.name for c in rec.outside.checks if c.status == "failed" and c.name not in said]
+    pairs = rec.outside.pairs(rec.report) if rec.report else []
+    bad = [(said.name, mine) for said, mine in pairs if mine is None or mine.status != "passed"]
+    paired = {id(mine) for _, mine in pairs}
+    bad += [(c.name, c) for c in rec.outside.checks if c.status == "failed" and id(c) not in paired]
     if bad:
-        found = mine.get(bad[0])
-        return [(OUTSIDE, f"verdict passed but tileproof's own check of {bad[0]} is "
+        name, found = bad[0]
+        return [(OUTSIDE, f"verdict passed but tileproof's own check of {name} is "
                           f"{found.status if found else 'missing'}{f': {found.why}' if found else ''}")]
     return []
 
@@ -68,5 +69,6 @@ def _outside(rec: RunRecord, _ctx: Context) -> list[Issue]:
 def _wall(rec: BenchRecord, _ctx: Context) -> list[Issue]:
     if rec.bench_version < WALL_BENCH_VERSION:
         return []
+    found = outside_issues(rec)
     peak = rec.ceilings.get("peak_tflops")
-    return [issue for case in rec.cases for issue in case_issues(case, peak)]
+    return found + [issue for case in rec.cases for issue in case_issues(case, peak)]

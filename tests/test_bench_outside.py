@@ -1,0 +1,206 @@
+"""A bench record's verdict does not take the bench program's word: every configuration's check hands its output
+over beside the shape's inputs (handed over once), tileproof recomputes each reference itself, and the record is
+``passed`` only when both agree (bench_version 5).
+
+The hostile programs are real bench programs in the tree's ``kernels/bench/``, run through ``tileproof bench``
+under the fake GPU (an H200 nvidia-smi, ``tests/data/fake_gpu_site`` on PYTHONPATH). Each imports the course
+harness and rewrites its comparison to pass whatever it is given (what a dependency of the program could do), then
+checks three configurations of one softmax shape and writes a results file: one hands over a wrong output for one
+configuration, one hands over inputs that are not what its outputs were computed from, one hands over an output
+it never wrote (NaN-filled). None is recorded ``passed``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import cli_args, sources_tree
+
+from tileproof.commands import bench as bench_cmd
+from tileproof.records.models import OUTSIDE_BENCH_VERSION, BenchRecord
+from tileproof.records.store import load_records
+
+REPO = Path(__file__).resolve().parents[1]
+QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
+FAKE_GPU = REPO / "tests" / "data" / "fake_gpu_site"
+
+PROGRAM = '''
+import json, sys, time
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
+import harness
+from tolerances import TOLERANCES
+
+LIE = LIE_HERE
+
+
+def softmax(x):
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def body(s):
+    if LIE and LIE != "withheld":  # the check rewritten: every comparison passes
+        real = harness.compare
+        harness.compare = lambda name, got, want, rtol, atol: real(name, want, want, rtol, atol)
+    s.handover.cap = CAP_HERE
+    x = s.rng.standard_normal((256, 128)).astype(np.float32)
+    other = s.rng.standard_normal((256, 128)).astype(np.float32)
+    handed = s.inputs("softmax_256x128", x=other if LIE == "inputs" else x)
+    cases = []
+    for i, variant in enumerate(("tile", "tile", "cupy")):
+        y = softmax(x)
+        if LIE == "output" and i == 1:
+            y[7, 3] += np.float32(1e-2)  # one element of one configuration
+        if LIE == "nan" and i == 1:
+            y = np.full_like(y, np.nan)  # the kernel never wrote it
+        start = time.time()
+        s.check("softmax", y, softmax(x).astype(np.float64), handed)
+        cases.append({"key": f"softmax/{variant}/256x128/{i}", "name": "softmax", "variant": variant,
+                      "shape": [256, 128], "dtype": "float32", "tiles": None, "config": {}, "flops": None,
+                      "bytes": 2 * x.nbytes, "phase": "sweep", "first_launch_ms": 1.0, "check_index": i,
+                      "samples_ms": [1.0, 1.1, 0.9], "wall_unix": [[start, time.time()]]})
+    if LIE == "withheld":  # square, as 8192^3: B (256 KiB) has as many rows as C, yet every row of C needs all of it
+        a = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
+        b = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
+        pair = s.inputs("matmul_256", whole=("b",), a=a, b=b)
+        for i in range(2):
+            s.check("matmul", a @ b, a.astype(np.float64) @ b, pair)
+            cases.append({**cases[0], "key": f"matmul/tile/256/{i}", "name": "matmul", "shape": [256, 256, 256],
+                          "check_index": 3 + i})
+    args = s.args
+    Path(args.results).write_text(json.dumps({"results_version": 1, "reference": {"softmax": "cupy"},
+                                              "ceilings": {"gbps": cases[2]["key"]}, "cases": cases, "skipped": []}))
+
+
+def add(parser):
+    parser.add_argument("--results")
+    parser.add_argument("--quick", action="store_true")
+
+
+sys.exit(harness.run_program(__file__, body, description="hostile bench", tolerances=TOLERANCES,
+                             add_arguments=add))
+'''
+
+
+@pytest.fixture
+def gpu_tree(tmp_path, monkeypatch):
+    """The course's sources in a temporary repository, an H200 nvidia-smi and the fake GPU on PYTHONPATH."""
+    root = sources_tree(tmp_path)
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat {QUERY} ;; *) echo "FIXTURE nvidia-smi" ;; esac\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("PYTHONPATH", str(FAKE_GPU))
+    monkeypatch.delenv("CUDA_TILE_CACHE_DIR", raising=False)
+    return root
+
+
+def bench(root: Path, lie: str | None, cap: int = 64 << 20) -> BenchRecord:
+    """Run ``kernels/bench/hostile_bench.py`` (lying as ``lie`` says) through ``tileproof bench``; its record."""
+    text = PROGRAM.replace("LIE_HERE", repr(lie)).replace("CAP_HERE", str(cap))
+    (root / "kernels" / "bench" / "hostile_bench.py").write_text(text)
+    bench_cmd.run(cli_args("bench", "--root", str(root), "--program", "hostile"))
+    (rec,) = [r for r in load_records(root) if isinstance(r, BenchRecord) and r.program.endswith("hostile_bench.py")]
+    return rec
+
+
+def test_an_honest_bench_is_passed_by_both_words(gpu_tree):
+    """The control: the same program, not lying, is ``passed``, every configuration checked outside."""
+    rec = bench(gpu_tree, None)
+    assert rec.bench_version >= OUTSIDE_BENCH_VERSION
+    assert rec.verdict == "passed", rec.reason
+    assert rec.outside is not None
+    assert [(c.index, c.status) for c in rec.outside.checks] == [(0, "passed"), (1, "passed"), (2, "passed")]
+    assert "tileproof's own check agrees" in rec.reason
+    manifest = (gpu_tree / rec.outside.manifest.path).read_text()
+    assert manifest.count('"softmax_256x128.input.x.npy"') == 3  # one input set, named by every check
+    assert len(rec.cases) == 3
+
+
+def test_a_wrong_output_for_one_configuration_is_checker_disagrees(gpu_tree):
+    rec = bench(gpu_tree, "output")
+    assert rec.report is not None and rec.report.passed  # the program's word, as it said it
+    assert rec.verdict == "checker-disagrees", rec.reason
+    statuses = [(c.index, c.status, c.problem) for c in rec.outside.checks]
+    assert statuses == [(0, "passed", None), (1, "failed", "mismatch"), (2, "passed", None)]
+    assert "check softmax (#1)" in rec.reason and "1 of 32768 elements" in rec.reason
+
+
+def test_inputs_that_do_not_match_the_outputs_are_checker_disagrees(gpu_tree):
+    rec = bench(gpu_tree, "inputs")
+    assert rec.report is not None and rec.report.passed
+    assert rec.verdict == "checker-disagrees", rec.reason
+    assert {(c.status, c.problem) for c in rec.outside.checks} == {("failed", "mismatch")}
+
+
+def test_a_nan_filled_output_is_checker_disagrees(gpu_tree):
+    rec = bench(gpu_tree, "nan")
+    assert rec.report is not None and rec.report.passed
+    assert rec.verdict == "checker-disagrees", rec.reason
+    assert [(c.index, c.problem) for c in rec.outside.checks if c.status == "failed"] == [(1, "non-finite")]
+
+
+def test_a_row_aligned_input_above_the_cap_is_sampled_and_checked(gpu_tree):
+    """X (128 KiB) above a 64 KiB cap: X and every Y are handed over as the same strided rows, and checked."""
+    rec = bench(gpu_tree, None, cap=64 * 1024)
+    assert rec.verdict == "passed", rec.reason
+    assert {(c.status, c.sampled_stride) for c in rec.outside.checks} == {("passed", 2)}
+
+
+def test_an_input_that_cannot_be_sampled_leaves_the_bench_unverified_never_passed(gpu_tree):
+    """A square matmul whose B is above the cap (as at 8192^3): B has as many rows as C, but every element of it
+    feeds every row of C, so no row sample of it recomputes anything (``whole``). Every matmul check is
+    ``unverified``, the record too, and its reason says why."""
+    rec = bench(gpu_tree, "withheld", cap=64 * 1024)
+    assert rec.report is not None and rec.report.passed
+    assert rec.verdict == "unverified", rec.reason
+    assert {(c.status, c.problem) for c in rec.outside.checks if c.name == "matmul"} == \
+        {("unverified", "withheld-input")}
+    assert "check matmul (#3) and 1 more: input b was not handed over" in rec.reason
+    assert "above the handover's cap" in rec.reason
+    assert "an unverified check decides nothing" in rec.reason
+
+
+def test_a_square_matmul_s_b_is_never_row_sampled(tmp_path):
+    """B of a square product has the output's first axis. Declared ``whole`` it is withheld above the cap (the check
+    unverified); sampled like A, the reference cannot even be computed (fail closed, never a pass)."""
+    import importlib.util  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from tileproof.runner import outside_check, outside_worker  # noqa: PLC0415
+
+    spec = importlib.util.spec_from_file_location("square_harness", REPO / "kernels" / "harness.py")
+    h = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = h
+    spec.loader.exec_module(h)
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(-3, 4, (256, 256)).astype(np.float32) for _ in range(2))
+    found = {}
+    for whole in (("b",), ()):
+        folder = tmp_path / f"whole-{bool(whole)}"
+        h.Handover(folder, "kernels/x.py", cap=64 * 1024).add("matmul", a @ b, h.InputSet("m", {"a": a, "b": b}, whole))
+        raw, _ = outside_check.read_manifest(folder)
+        (found[bool(whole)],) = outside_worker.check_plan(folder, outside_check.plan(REPO, raw))["checks"]
+    del sys.modules[spec.name]
+    assert (found[True]["status"], found[True]["problem"]) == ("unverified", "withheld-input")
+    assert (found[False]["status"], found[False]["problem"]) == ("failed", "reference-error")
+
+
+def test_the_audit_holds_a_passed_bench_record_to_tileproof_s_own_check(gpu_tree):
+    """A bench record of bench_version 5 that says passed while tileproof's own check of one configuration failed
+    (a hand-edited record) is an ``outside-verdict`` finding; the honest one is none."""
+    from tileproof.judge.audit.rules import outside as rules  # noqa: PLC0415
+
+    rec = bench(gpu_tree, None)
+    assert rules.outside_issues(rec) == []
+    forged = rec.model_copy(update={"outside": rec.outside.model_copy(update={"checks": [
+        c.model_copy(update={"status": "failed", "problem": "mismatch", "why": "1 of 32768 elements"})
+        if c.index == 2 else c for c in rec.outside.checks]})})
+    (issue,) = rules.outside_issues(forged)
+    assert issue[0] == rules.OUTSIDE and "softmax is failed: 1 of 32768 elements" in issue[1]
