@@ -35,6 +35,8 @@ COMMANDS = {
     "sign-registry": ("tileproof.commands.sign_registry",
                       "endorse a change of lessons/runners.yaml with a key the committed registry trusts"),
     "fleet": ("tileproof.commands.fleet", "lessons x GPU kinds on a Slurm cluster or CI runners; merge; matrix"),
+    "diff": ("tileproof.commands.diff", "what changed in the evidence between two commits (or one and the working "
+                                        "tree)"),
 }
 
 SIGPIPE_STATUS = 141
