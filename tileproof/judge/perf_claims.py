@@ -3,19 +3,27 @@
 ``decide(claims, bench_records)`` reads no file: it takes a lesson's ``PerfClaim``s (front matter ``performance:``)
 and bench records, and gives each claim one ``ClaimDecision``: an outcome from a closed set, a one-line reason and,
 unless the claim is supported, the command that would produce the missing evidence. Which record decides (the newest
-by ``standing.age`` among those ``trust.split`` counts) and the rule (``value >= at_least``, not noisy, one spread below
-the measurement): docs/benchmarks.md, "Performance claims". A metric is a ``BenchCase`` field or derived
-property (``models.PerfMetric``).
+by ``standing.age`` among those ``trust.split`` counts) and the rule (``value >= at_least``, not noisy, and the
+value beyond its noise above the bound by ``judge.noise``, the rule ``diff`` judges bench cases by: its margin at
+least its spread): docs/benchmarks.md, "Performance claims". A metric is a ``BenchCase`` field or derived property
+(``models.PerfMetric``).
+
+A published lesson's claims (``published``) are weighed the way its result rows are: the claim stands on the
+newest record that supports it, and a newer counted record is weighed against the bound by the same noise rule:
+one that agrees within its noise (a margin smaller than its spread, or a value below the bound by less than its
+spread, or a noisy case) is a note (``ClaimDecision.newer``), never a finding; only one below the bound beyond
+its noise makes the claim false (``below-claim``, decided by that record). docs/reviewing-changes.md, "Published
+performance claims and newer evidence".
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from tileproof.judge import trust
+from tileproof.judge import noise, trust
 from tileproof.records.models import BenchCase, BenchRecord, PerfClaim
 
 Outcome = Literal["supported", "no-bench-record", "wrong-hardware", "below-claim", "spread-exceeds-margin", "noisy"]
@@ -51,6 +59,9 @@ class ClaimDecision:
     """value - at_least, in the metric's units."""
     ignored: tuple[str, ...] = field(default_factory=tuple)
     """Run ids of the program's bench records with a broken seal (they never count)."""
+    newer: tuple[str, ...] = field(default_factory=tuple)
+    """For a published lesson's claim that stands: each newer counted record that agrees with the bound only
+    within its noise, in words (a note: a newer record that supports it with margin refreshes it)."""
 
     @property
     def supported(self) -> bool:
@@ -109,13 +120,20 @@ def _cases(rec: BenchRecord, claim: PerfClaim) -> list[tuple[BenchCase, float]]:
     return out
 
 
+def against_bound(claim: PerfClaim, case: BenchCase, value: float) -> noise.Change:
+    """The value against the claim's bound by the one noise rule (``judge.noise``): the bound has no band, the
+    value its case's spread (an unsteady case's noise is unbounded: never beyond it)."""
+    band = value * case.spread if _steady(case) else math.inf
+    return noise.judge(noise.Measured(claim.at_least), noise.Measured(value, band))
+
+
 def case_outcome(claim: PerfClaim, case: BenchCase, value: float) -> Outcome:
     """The rule for one case (see the module docstring)."""
     if value < claim.at_least:
         return "below-claim"
     if not _steady(case):
         return "noisy"
-    if case.spread * value > value - claim.at_least:
+    if against_bound(claim, case, value) != "improvement":
         return "spread-exceeds-margin"
     return "supported"
 
@@ -156,8 +174,9 @@ def _describe(claim: PerfClaim, rec: BenchRecord, case: BenchCase, value: float,
 # --- the decision --------------------------------------------------------------------
 
 
-def decide_claim(claim: PerfClaim, bench_records: Iterable) -> ClaimDecision:
-    """One claim's decision; ``bench_records``: ``store.Examined`` records (plain ones are examined here)."""
+def decide_claim(claim: PerfClaim, bench_records: Iterable, published: bool = False) -> ClaimDecision:
+    """One claim's decision; ``bench_records``: ``store.Examined`` records (plain ones are examined here);
+    ``published``: the claim of a published lesson, weighed against newer records (the module docstring)."""
     counted, refused = trust.split(r for r in trust.examined(bench_records)
                                    if isinstance(r.record, BenchRecord) and r.record.program == claim.program)
 
@@ -184,18 +203,45 @@ def decide_claim(claim: PerfClaim, bench_records: Iterable) -> ClaimDecision:
         else:
             why = f"no passed bench record of {claim.program} has a case {claim.case} with {claim.metric}"
         return done("no-bench-record", why)
+    judged_all = [_judged(claim, r) for r in fitting]
+    supporting = [i for i, (outcome, _c, _v) in enumerate(judged_all) if outcome == "supported"]
+    if published and supporting:
+        at = supporting[-1]
+        notes = []
+        for newer, (_outcome, case, value) in zip(fitting[at + 1:], judged_all[at + 1:], strict=True):
+            if against_bound(claim, case, value) == "regression":  # below the bound beyond its noise: false
+                return done("below-claim", _describe(claim, newer, case, value, "below-claim")
+                            + f" beyond its noise (spread {case.spread:.1%}), newer than the supporting bench "
+                              f"{fitting[at].run_id}", newer, case, value, holds_up_to(_cases(newer, claim)))
+            notes.append(_within(claim, newer, case, value))
+        rec, (outcome, case, value) = fitting[at], judged_all[at]
+        decided = done(outcome, _describe(claim, rec, case, value, outcome), rec, case, value)
+        return replace(decided, newer=tuple(notes))
     rec = fitting[-1]
-    cases = _cases(rec, claim)
-    judged = [(case_outcome(claim, c, v), c, v) for c, v in cases]
+    outcome, case, value = judged_all[-1]
+    return done(outcome, _describe(claim, rec, case, value, outcome), rec, case, value,
+                holds_up_to(_cases(rec, claim)))
+
+
+def _judged(claim: PerfClaim, rec: BenchRecord) -> tuple[Outcome, BenchCase, float]:
+    """The record's deciding case for the claim: its best supported case, else its best value."""
+    judged = [(case_outcome(claim, c, v), c, v) for c, v in _cases(rec, claim)]
     good = [j for j in judged if j[0] == "supported"]
-    outcome, case, value = max(good or judged, key=lambda j: j[2])
-    return done(outcome, _describe(claim, rec, case, value, outcome), rec, case, value, holds_up_to(cases))
+    return max(good or judged, key=lambda j: j[2])
 
 
-def decide(claims: Iterable[PerfClaim], bench_records: Iterable) -> list[ClaimDecision]:
-    """One ``ClaimDecision`` per claim, in order; records of other kinds are ignored."""
+def _within(claim: PerfClaim, rec: BenchRecord, case: BenchCase, value: float) -> str:
+    """A newer record that agrees with the bound only within its noise, in words."""
+    m, d = claim.metric, DIGITS.get(claim.metric, 1)
+    return (f"bench {rec.run_id} measured {case.key} at {value:.{d}f}{UNITS[m]}{OF[m]}, within its noise (spread "
+            f"{case.spread:.1%} = {case.spread * value:.{d}f}{POINTS[m]}) of the claimed {claim.at_least:g}")
+
+
+def decide(claims: Iterable[PerfClaim], bench_records: Iterable, published: bool = False) -> list[ClaimDecision]:
+    """One ``ClaimDecision`` per claim, in order; records of other kinds are ignored; ``published``: the claims of
+    a published lesson (``decide_claim``)."""
     claims = list(claims)
     if not claims:
         return []
     records = [r for r in trust.examined(bench_records) if isinstance(r.record, BenchRecord)]
-    return [decide_claim(c, records) for c in claims]
+    return [decide_claim(c, records, published) for c in claims]
