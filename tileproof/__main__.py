@@ -37,6 +37,7 @@ COMMANDS = {
     "fleet": ("tileproof.commands.fleet", "lessons x GPU kinds on a Slurm cluster or CI runners; merge; matrix"),
     "diff": ("tileproof.commands.diff", "what changed in the evidence between two commits (or one and the working "
                                         "tree)"),
+    "history": ("tileproof.commands.history", "a bench case's rate or a check's error across records, and its steps"),
 }
 
 SIGPIPE_STATUS = 141
