@@ -113,9 +113,9 @@ def _counted(records: Iterable, kind: type, program: str) -> list:
     ones left out), ordered by their time."""
     items: list[Any] = list(records)
     examined = [r for r in items if isinstance(r, Examined)]
-    plain = sorted((r for r in items if not isinstance(r, Examined)), key=lambda r: (r.created, r.run_id))
+    plain: list[Any] = sorted((r for r in items if not isinstance(r, Examined)), key=lambda r: (r.created, r.run_id))
     counted: list[Any] = trust.split(examined)[0] + plain
-    return [r for r in counted if isinstance(r, kind) and r.program == program]
+    return [r for r in counted if isinstance(r, kind) and getattr(r, "program", None) == program]
 
 
 def _when(rec: BenchRecord | RunRecord) -> str:
