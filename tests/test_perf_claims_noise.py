@@ -100,3 +100,65 @@ def test_the_published_note_through_status_publish_and_the_audit_verdict(tree, c
     verdict = Tree.load(tree).verdict(lessons.load(tree, "perf-note"))
     ((rule, reason),) = verdict.findings()
     assert rule == WITHOUT_EVIDENCE and "below-claim" in reason and "beyond its noise" in reason
+
+
+# --- a bound from the claim's recorded history (``reference``) instead of a fixed at_least ------------------
+
+REFERENCE = dict(POWER, at_least=None, reference={"percentile": 10, "last": 5})
+
+
+def history_of(*pcts, spread=0.005, gpu=None):
+    made = [power(n, pct, spread) for n, pct in enumerate(pcts, start=10)]
+    return [_on(r, gpu) for r in made] if gpu else made
+
+
+def _on(rec, gpu):
+    facts = rec.environment.gpu.model_copy(update={"name": gpu})
+    return rec.model_copy(update={"environment": rec.environment.model_copy(update={"gpu": facts})})
+
+
+def test_a_claim_states_exactly_one_bound():
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError, match="exactly one of at_least"):
+        PerfClaim(**dict(POWER, reference={"percentile": 10, "last": 5}))
+    with pytest.raises(ValidationError, match="exactly one of at_least"):
+        PerfClaim(**dict(POWER, at_least=None))
+    with pytest.raises(ValidationError):
+        PerfClaim(**dict(REFERENCE, reference={"percentile": 10, "last": 2}))
+    assert "reference" not in PerfClaim(**POWER).model_dump(), "a fixed claim is written as before"
+
+
+@pytest.mark.parametrize("newest, spread, outcome", [
+    (91.0, 0.005, "supported"),    # the 10th percentile of 91.3, 91.0, 90.8, 91.5, 91.1 is 90.88: above it
+    (90.5, 0.005, "supported"),    # below it by 0.38, its band 0.45: within noise
+    (89.0, 0.005, "below-claim"),  # below it by 1.88, its band 0.45: drifted
+    (80.0, 0.15, "noisy"),
+], ids=["above", "within-noise", "drifted", "noisy"])
+def test_a_reference_from_history(newest, spread, outcome):
+    records = history_of(91.3, 91.0, 90.8, 91.5, 91.1) + [power(20, newest, spread)]
+    (d,) = perf_claims.decide([PerfClaim(**REFERENCE)], records)
+    assert d.outcome == outcome, d.reason
+    assert d.bound == 90.88 and "the 10th percentile over the 5 earlier records on NVIDIA H200, cc 9.0, is 90.88" \
+        in d.reason
+    assert d.value_text().endswith(("% of the power limit >= 90.88%", "% of the power limit < 90.88%"))
+    if outcome == "below-claim":
+        assert "drifted below it beyond its noise" in d.reason
+
+
+def test_a_reference_is_taken_per_gpu_class_and_needs_three_earlier_records():
+    other = history_of(60.0, 60.0, 60.0, gpu="NVIDIA GH200 480GB")
+    (d,) = perf_claims.decide([PerfClaim(**REFERENCE)], [*other, *history_of(91.0, 91.2), power(20, 91.1, 0.005)])
+    assert d.outcome == "no-bench-record" and "2 exist (at least 3 needed)" in d.reason
+    # the last 5 of this GPU only: the older, lower records of another card of the same cc never lower the bound
+    records = [*history_of(91.3, 91.0, 90.8, 91.5, 91.1), *other, power(30, 89.0, 0.005)]
+    (d,) = perf_claims.decide([PerfClaim(**REFERENCE)], records)
+    assert (d.outcome, d.bound) == ("below-claim", 90.88)
+
+
+def test_a_reference_claim_in_a_lesson_renders_canonically(tree):
+    path = tree / "lessons" / "perf-note.md"
+    path.write_text(NOTE.replace("{claims}", perf_yaml({k: v for k, v in REFERENCE.items() if v is not None})))
+    note = lessons.load(tree, "perf-note")
+    from tileproof import lesson_text
+    assert lesson_text.render(note, note.front) == path.read_text()
+    assert note.front.performance[0].reference.percentile == 10
