@@ -38,6 +38,7 @@ COMMANDS = {
     "diff": ("tileproof.commands.diff", "what changed in the evidence between two commits (or one and the working "
                                         "tree)"),
     "history": ("tileproof.commands.history", "a bench case's rate or a check's error across records, and its steps"),
+    "reproduce": ("tileproof.commands.reproduce", "run a record's program here and compare with the record"),
 }
 
 SIGPIPE_STATUS = 141

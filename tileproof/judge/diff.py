@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tileproof.judge import noise, perf_claims, trust
 from tileproof.judge.verdict import LessonVerdict
-from tileproof.records.models import BenchCase, BenchRecord, ClaimVerdictName
+from tileproof.records.models import BenchCase, BenchRecord, ClaimVerdictName, RunRecord
 
 Standing = Literal["holds", "false", "differs", "blocked", "ready", "not-ready"]
 """A lesson's standing: published ``holds`` (its records hold and it shows what they give), ``false`` (published
@@ -292,13 +292,15 @@ def _text(x: object) -> str:
     return "-" if x is None else str(x)
 
 
-def environment(a: BenchRecord, b: BenchRecord) -> list[EnvField]:
-    """The two records' environments side by side: driver, CUDA, tileiras, cuda-tile, GPU, clocks, power limit."""
-    def facts(r: BenchRecord) -> dict[str, str]:
+def environment(a: BenchRecord | RunRecord, b: BenchRecord | RunRecord) -> list[EnvField]:
+    """The two records' environments side by side: driver, CUDA, tileiras, cuda-tile, GPU, clocks, power limit
+    (the last two from a bench record's NVML readings)."""
+    def facts(r: BenchRecord | RunRecord) -> dict[str, str]:
         gpu, tc = r.environment.gpu, r.environment.toolchain
         tools = {t.name: t.version for t in tc.tools}
-        limits = sorted({f"{c.load.power_limit_w:.0f} W" for c in r.cases if c.load})
-        max_clock = sorted({f"{c.load.max_sm_clock_mhz:.0f} MHz" for c in r.cases if c.load})
+        cases = r.cases if isinstance(r, BenchRecord) else []
+        limits = sorted({f"{c.load.power_limit_w:.0f} W" for c in cases if c.load})
+        max_clock = sorted({f"{c.load.max_sm_clock_mhz:.0f} MHz" for c in cases if c.load})
         return {
             "driver": _text(gpu.driver_version if gpu else None),
             "CUDA": _text(tc.major_minor),
@@ -311,7 +313,7 @@ def environment(a: BenchRecord, b: BenchRecord) -> list[EnvField]:
             "memory clock at start": f"{gpu.clocks_mem_mhz} MHz" if gpu and gpu.clocks_mem_mhz is not None else "-",
             "max SM clock": ", ".join(max_clock) or "-",
             "power limit": ", ".join(limits) or "-",
-            "bench_version": str(r.bench_version),
+            "record version": str(r.bench_version if isinstance(r, BenchRecord) else r.run_version),
         }
     fa, fb = facts(a), facts(b)
     return [EnvField(name=k, before=fa[k], after=fb[k]) for k in fa]
