@@ -38,6 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def cited(tree: Tree, run_id: str) -> RunRecord | BenchRecord:
     """The record ``run_id`` names, when it is a run or bench record that counts; one line otherwise."""
     found = [e for e in tree.records if e.record.run_id == run_id]
+    path = store.record_path(tree.root, run_id)
+    if not found and path.name == f"{run_id}.json" and path.is_file():  # a kind that is no evidence (a session)
+        kind = store.load_record(path, tree.root).kind
+        raise NotReproducible(f"{run_id}: a {kind} record; reproduce runs a run or bench record's program (fix: pick "
+                              f"one of those)")
     if not found:
         raise NotReproducible(f"{run_id}: no record of that id under runs/ (fix: a run id from tileproof status, or "
                               f"ls runs/)")
