@@ -28,6 +28,9 @@ OPTIONS = {
     "fleet": ["submit", "task", "finish", "show", "collect", "merge"],
     "check": ["--root"],
     "new-lesson": ["--python", "--cpp", "--title", "--root", "ID"],
+    "diff": ["BASE", "HEAD", "--format", "--every", "--root"],
+    "history": ["PROGRAM[:CASE]", "--gpu", "--root"],
+    "reproduce": ["RUN_ID", "--device", "--timeout", "--root"],
 }
 """Options each command's --help must list (a hand-written list, not read from the parsers)."""
 

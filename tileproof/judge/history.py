@@ -17,8 +17,8 @@ where the two sides' means differ most (each side at least one point); keep the 
 beyond noise by ``judge.noise.judge``, each side's band being the larger of its points' mean band and the pooled
 standard deviation of the points about their own side's mean (how far points scatter within a level, which a lone
 point cannot say alone); then split each side again the same way. A series of one level has no step, and a lone
-point far off inside a scattered level is absorbed by that level's scatter. docs/reviewing-changes.md, "History
-and steps".
+point far off inside a scattered level is absorbed by that level's scatter.
+docs/reviewing-changes.md, "History and steps".
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ A published lesson's claims (``published``) are weighed the way its result rows 
 newest record that supports it, and a newer counted record is weighed against the bound by the same noise rule:
 one that agrees within its noise (a margin smaller than its spread, or a value below the bound by less than its
 spread, or a noisy case) is a note (``ClaimDecision.newer``), never a finding; only one below the bound beyond
-its noise makes the claim false (``below-claim``, decided by that record). docs/reviewing-changes.md, "Published
-performance claims and newer evidence".
+its noise makes the claim false (``below-claim``, decided by that record).
+docs/reviewing-changes.md, "Published performance claims and newer evidence".
 """
 
 from __future__ import annotations
