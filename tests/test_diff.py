@@ -271,3 +271,14 @@ def test_abbreviations_and_refs(clone):
         pytest.skip("no two commits of this history share four leading digits")
     with pytest.raises(snapshot.BadRevision, match="abbreviates"):
         snapshot.resolve(clone, shared)
+
+
+def test_json_never_writes_a_bare_infinity():
+    """A case whose spread is not finite has an unbounded band: JSON null, never the invalid ``Infinity``."""
+    before = bench_record(1, [timed(KEY, 0.22)])
+    after = bench_record(2, [timed(KEY, 0.30).model_copy(update={"spread": math.inf})])
+    result = diff.compare(side("a", [before]), side("b", [before, after]))
+    from tileproof.commands import diff as diff_cmd
+    text = diff_cmd.render(result, "json")
+    assert "Infinity" not in text and json.loads(text)["bench"][0]["cases"][0]["after"]["band_ms"] is None
+    assert result.bench[0].cases[0].judged == "within-noise"

@@ -32,8 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def render(result: diff.Diff, fmt: str, every: bool = False) -> str:
     if fmt == "json":
-        payload = result.model_dump(mode="json") | {"exit_code": result.exit_code,
-                                                     "summary": diff_render.summary(result)}
+        # through pydantic's JSON (a non-finite band is null there, never a bare Infinity), then the verdict
+        payload = json.loads(result.model_dump_json()) | {"exit_code": result.exit_code,
+                                                           "summary": diff_render.summary(result)}
         return json.dumps(payload, indent=2, sort_keys=True)
     lines = diff_render.markdown(result, every) if fmt == "markdown" else diff_render.text(result, every)
     return "\n".join(lines)

@@ -117,11 +117,14 @@ def markdown(d: Diff, every: bool = False) -> list[str]:
             out.append(f"| {md(lesson.id)} | {md(_pair(lesson.status))} | {md(_pair(lesson.standing))}{flag} | "
                        f"{'<br>'.join(md(w) for w in what) or '-'} |")
     if d.records.added or d.records.removed or d.records.changed:
-        out += ["", "#### Records", ""]
-        for word, ids in (("added", d.records.added), ("removed", d.records.removed),
-                          ("changed", d.records.changed)):
+        counts = ", ".join(f"{len(ids)} {word}" for word, ids in (("added", d.records.added),
+                                                                   ("removed", d.records.removed),
+                                                                   ("changed", d.records.changed)) if ids)
+        out += ["", "#### Records", "", f"<details><summary>{md(counts)}</summary>", ""]
+        for word, ids in (("removed", d.records.removed), ("changed", d.records.changed), ("added", d.records.added)):
             if ids:
                 out.append(f"- {word} ({len(ids)}): " + ", ".join(f"`{md(i)}`" for i in ids))
+        out += ["", "</details>"]
     if d.claims:
         out += ["", "#### Claims per CUDA release", "", "| Document | Claim | Release | Verdict |", "|---|---|---|---|"]
         out += [f"| {md(c.document)} | {md(c.claim)} | {md(c.release)} | {md(_pair((c.before, c.after)))} |"
