@@ -219,6 +219,8 @@ def test_the_committed_evidence_between_two_commits(clone, capsys):
     env = {f["name"]: (f["before"], f["after"]) for f in bench[SOFTMAX[0]]["environment"]}
     assert env["driver"] == ("580.159.04", "580.159.04") and env["cuda-tile"] == ("1.7.0", "1.7.0")
     assert env["GPU uuid"] == ("GPU-2346cf3f-a617-932e-8e34-b820710c1c16", "GPU-9be8c8f2-dc77-510d-3288-62745f30a540")
+    # bench_version 1 -> 3: only the newer record read the clock and power through NVML (a 700 W limit)
+    assert env["power limit"] == ("-", "700 W") and env["SM clock at start"] == ("1980 MHz", "345 MHz")
     assert (code, got["exit_code"]) == (1, 1)
 
 

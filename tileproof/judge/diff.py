@@ -293,14 +293,18 @@ def _text(x: object) -> str:
 
 
 def environment(a: BenchRecord | RunRecord, b: BenchRecord | RunRecord) -> list[EnvField]:
-    """The two records' environments side by side: driver, CUDA, tileiras, cuda-tile, GPU, clocks, power limit
-    (the last two from a bench record's NVML readings)."""
+    """The two records' environments side by side: driver, CUDA, tileiras, cuda-tile, GPU, the clocks at the start
+    and, from a bench record's NVML readings, the maximum SM clock, the power limit and the range over its cases of
+    the median SM clock and power draw while they ran."""
     def facts(r: BenchRecord | RunRecord) -> dict[str, str]:
         gpu, tc = r.environment.gpu, r.environment.toolchain
         tools = {t.name: t.version for t in tc.tools}
         cases = r.cases if isinstance(r, BenchRecord) else []
-        limits = sorted({f"{c.load.power_limit_w:.0f} W" for c in cases if c.load})
-        max_clock = sorted({f"{c.load.max_sm_clock_mhz:.0f} MHz" for c in cases if c.load})
+        loads = [c.load for c in cases if c.load]
+        limits = sorted({f"{x.power_limit_w:.0f} W" for x in loads})
+        max_clock = sorted({f"{x.max_sm_clock_mhz:.0f} MHz" for x in loads})
+        clocks = [x.sm_clock_mhz for x in loads]
+        draws = [x.power_w for x in loads]
         return {
             "driver": _text(gpu.driver_version if gpu else None),
             "CUDA": _text(tc.major_minor),
@@ -313,6 +317,8 @@ def environment(a: BenchRecord | RunRecord, b: BenchRecord | RunRecord) -> list[
             "memory clock at start": f"{gpu.clocks_mem_mhz} MHz" if gpu and gpu.clocks_mem_mhz is not None else "-",
             "max SM clock": ", ".join(max_clock) or "-",
             "power limit": ", ".join(limits) or "-",
+            "SM clock under load": f"{min(clocks):.0f}-{max(clocks):.0f} MHz" if clocks else "-",
+            "power draw under load": f"{min(draws):.0f}-{max(draws):.0f} W" if draws else "-",
             "record version": str(r.bench_version if isinstance(r, BenchRecord) else r.run_version),
         }
     fa, fb = facts(a), facts(b)
