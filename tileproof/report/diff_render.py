@@ -6,6 +6,7 @@ Pure: both read only the diff. Every value comes from the diff's fields; every l
 
 from __future__ import annotations
 
+from tileproof.judge import noise
 from tileproof.judge.diff import BenchChange, CaseChange, Diff, LessonChange, RowState, Side
 from tileproof.records.errors import one_line
 from tileproof.report.markup import md
@@ -132,7 +133,8 @@ def markdown(d: Diff, every: bool = False) -> list[str]:
     for b in d.bench:
         out += ["", f"#### Bench: `{md(b.program)}` on {md(b.gpu_class)}", "",
                 f"`{md(b.before_run)}` → `{md(b.after_run)}`; median time, band = median × the largest of spread, "
-                "repeat spread and A/A control; beyond noise when the change is at least both bands together.", "",
+                f"repeat spread, A/A control and {noise.ACROSS_RUNS:.0%} across runs; beyond noise when the change is "
+                "at least both bands together.", "",
                 "| Case | Verdict | Change | Before | After |", "|---|---|---|---|---|"]
         shown = [c for c in b.cases if every or c.judged != "within-noise" or c.key.endswith("/*")]
         out += [f"| {md(_case_name(c))} | {md(VERDICT_WORDS[c.judged])} | {c.change:+.1%} | {md(_side(c.before))} | "
