@@ -70,7 +70,7 @@ def html(records: Iterable) -> list[str]:
     series = fastest_series(records)
     out = ['<h2 id="steps">Steps in the bench history</h2>',
            f'<p class="muted">The fastest tile kernel of each computation, variant and shape, record by record in '
-           f"commit order, as % of the measured ceiling; {e(METHOD)}. "
+           f"commit order, as % of the measured ceiling (the rate where a record has none); {e(METHOD)}. "
            f"<code>tileproof history PROGRAM[:CASE] --gpu CLASS</code> prints any case's series.</p>"]
     if not series:
         return out + ["<p>No case was measured in more than one bench record yet.</p>"]
