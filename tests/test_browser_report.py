@@ -110,7 +110,8 @@ def rendered(built, tmp_path_factory):
 def test_the_report_in_headless_chromium(rendered):
     dom, _pdf = rendered
     assert console_messages(dom.stderr) == []
-    for text in ('id="bench"', "cuBLAS vs cuBLAS (control)", 'id="claims"', 'id="history"', "<svg"):
+    for text in ('id="bench"', "cuBLAS vs cuBLAS (control)", 'id="claims"', 'id="history"', "<svg", 'id="steps"',
+                 'class="history steps"'):
         assert text in dom.stdout, text
 
 

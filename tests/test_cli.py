@@ -29,6 +29,9 @@ OPTIONS = {
     "check": ["--root"],
     "new-lesson": ["--python", "--cpp", "--title", "--root", "ID"],
     "init": ["--key", "--owner", "DIR"],
+    "diff": ["BASE", "HEAD", "--format", "--every", "--root"],
+    "history": ["PROGRAM[:CASE]", "--gpu", "--root"],
+    "reproduce": ["RUN_ID", "--device", "--timeout", "--root"],
 }
 """Options each command's --help must list (a hand-written list, not read from the parsers)."""
 

@@ -37,6 +37,10 @@ COMMANDS = {
     "sign-registry": ("tileproof.commands.sign_registry",
                       "endorse a change of lessons/runners.yaml with a key the committed registry trusts"),
     "fleet": ("tileproof.commands.fleet", "lessons x GPU kinds on a Slurm cluster or CI runners; merge; matrix"),
+    "diff": ("tileproof.commands.diff", "what changed in the evidence between two commits (or one and the working "
+                                        "tree)"),
+    "history": ("tileproof.commands.history", "a bench case's rate or a check's error across records, and its steps"),
+    "reproduce": ("tileproof.commands.reproduce", "run a record's program here and compare with the record"),
 }
 
 SIGPIPE_STATUS = 141

@@ -1,29 +1,17 @@
 """``tileproof bench``: time the course kernels against cuBLAS/cupy on this GPU; bench records.
 
-Thin: gathers the session (``runner.capture``), runs each program through
-``bench.core.bench_one``, prints one summary line.
+Thin: runs the chosen programs in one bench session (``bench.here``), prints one summary line.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 from pathlib import Path
 
-from tileproof.bench.core import BENCH_DIR, Session, bench_one, select
+from tileproof.bench import here
+from tileproof.bench.core import BENCH_DIR, select
 from tileproof.records.errors import TileproofError
-from tileproof.records.signing import signer_from_env
-from tileproof.records.store import new_run_id, whole
-from tileproof.runner import integrity
-from tileproof.runner.capture import (
-    environment,
-    git_state,
-    host_facts,
-    runtime_toolchain,
-    session_start,
-)
-from tileproof.runner.environment import child_env
-from tileproof.runner.process import add_output_cap, install_signal_handlers, output_cap, scratch_dir
+from tileproof.runner.process import add_output_cap, install_signal_handlers
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,25 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     install_signal_handlers()
     root = args.root.resolve()
-    signer = signer_from_env(root)
-    cap = output_cap(args.output_cap)
-    signer = integrity.start(root, signer, lambda line: print(f"bench: {line}"))
     chosen = select(root, args.program)
     if not chosen:
         raise TileproofError(f"no bench programs under {BENCH_DIR.as_posix()}/ (fix: restore kernels/bench/)")
-    env_id = new_run_id("bench-env")
-    env = child_env(device=args.device)
-    with contextlib.ExitStack() as stack:
-        if "CUDA_TILE_CACHE_DIR" not in env:  # a fresh JIT cache, so that compile times are real
-            env["CUDA_TILE_CACHE_DIR"] = str(stack.enter_context(scratch_dir()))
-        stack.enter_context(whole(root))  # a full disk: one line, and nothing of the bench left behind
-        gpu, frozen = session_start(root, env_id, args.device)
-        if gpu.no_gpu:
-            print(f"bench: no usable GPU: {gpu.no_gpu}; each program's own gate is recorded and the bench fails")
-        session = Session(root=root, environment=environment(root, env_id, gpu, frozen, runtime_toolchain(None), env),
-                          gpu=gpu.gpu, git=git_state(root), host=host_facts(), env=env, quick=args.quick,
-                          timeout=args.timeout, cap=cap, signer=signer)
-        verdicts = [bench_one(session, program).verdict for program in chosen]
+    records = here.bench(root, chosen, device=args.device, quick=args.quick, timeout=args.timeout,
+                         cap=args.output_cap)
+    verdicts = [r.verdict for r in records]
     passed = verdicts.count("passed")
     print(f"bench: {passed}/{len(verdicts)} programs passed")
     return 0 if passed == len(verdicts) else 1

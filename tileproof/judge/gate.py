@@ -634,7 +634,8 @@ def _decide(front: LessonFront, records: Iterable, today: Mapping[str, str | Non
                  for row in front.results)
     refuted, unchecked = decide_claims(front, records, claims, today, rows)
     decision = Decision(front.id, rows,
-                        tuple(decide_perf(front.performance, records)) if front.performance else (),
+                        tuple(decide_perf(front.performance, records, published=cited is not None))
+                        if front.performance else (),
                         refuted, unchecked,
                         decide_res_usage(front, records, today, table, cited.compile if cited is not None else None),
                         tuple(r for r in front.results

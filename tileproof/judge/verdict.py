@@ -125,10 +125,16 @@ class LessonVerdict:
         return [(REDERIVE, f"{d} (fix: {fix})") for d in self.rederived]
 
     def note(self) -> str | None:
-        """``newer evidence: republish to refresh (...)`` where that applies, else None."""
-        if not self.refreshable:
-            return None
-        return f"newer evidence: republish to refresh (nox -s publish -- {self.lesson.id} --republish)"
+        """``newer evidence: republish to refresh (...)`` where that applies; for a valid published lesson whose
+        performance claims newer bench records agree with only within their noise (``ClaimDecision.newer``),
+        ``newer evidence within noise: ...``; else None. Neither is a finding."""
+        if self.refreshable:
+            return f"newer evidence: republish to refresh (nox -s publish -- {self.lesson.id} --republish)"
+        within = [f"perf claim {c.claim.id}: {n}" for c in self.decision.perf for n in c.newer] if self.valid else []
+        if within:
+            return ("newer evidence within noise: " + "; ".join(within) + " (the claims stand on the records that "
+                    "support them; a newer bench record that supports them with margin refreshes them)")
+        return None
 
 
 def judge(lesson: lessons.Lesson, fresh: Decision, cited: Decision | None, history: HistoryReport,

@@ -1405,6 +1405,18 @@ limit, how far below its maximum the SM clock ran, and its rate as % of the dens
 (``BenchCase``'s properties say how each is read)."""
 
 
+class PerfReference(Model):
+    """A claim's bound taken from its own history on the GPU class, as an alternative to a fixed ``at_least``:
+    the ``percentile`` of the claim's value over the ``last`` counted bench records of the newest record's GPU
+    class (its name and the claim's compute capability) before the newest; the newest below it beyond its noise
+    has drifted (``judge.perf_claims``)."""
+
+    percentile: float = Field(gt=0, lt=100, allow_inf_nan=False)
+    """E.g. 10: the value nine earlier records in ten reached."""
+    last: int = Field(ge=3, le=1000)
+    """How many earlier counted records the bound is taken over (at least 3 must exist)."""
+
+
 class PerfClaim(Model):
     """A performance claim the lesson makes; publish needs a bench record that supports it
     (``tileproof.perf_claims``)."""
@@ -1416,12 +1428,21 @@ class PerfClaim(Model):
     """A bench case key, ``name/variant/shape[/tiles+hints]``, or ``name/variant/shape/*``: the best
     over every tile configuration of that shape."""
     metric: PerfMetric
-    at_least: float = Field(allow_inf_nan=False)
-    """The claimed lower bound, in the metric's units (percent for the ``pct_`` metrics)."""
+    at_least: float | None = Field(default=None, allow_inf_nan=False, exclude_if=_none)
+    """The claimed lower bound, in the metric's units (percent for the ``pct_`` metrics); or ``reference``."""
     compute_capability: str = Field(pattern=r"^[0-9]+\.[0-9]+$")
     """``major.minor``: only bench records from a GPU of exactly this compute capability count."""
     program: str = Field(min_length=1)
     """The bench program whose records can support the claim (``kernels/bench/<name>_bench.py``)."""
+    reference: PerfReference | None = ADDED_FIELD
+    """Instead of ``at_least``: the bound from the claim's recorded distribution on its GPU class."""
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> PerfClaim:
+        if (self.at_least is None) == (self.reference is None):
+            raise ValueError("a performance claim states exactly one of at_least (a fixed bound) and reference (a "
+                             "bound from its recorded history)")
+        return self
 
 
 class ResUsageKernel(Model):

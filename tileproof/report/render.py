@@ -24,7 +24,7 @@ from tileproof.judge.audit.result import NO_GPU, AuditResult
 from tileproof.judge.audit.rules import load as load_rules
 from tileproof.records.capability import cc_of, cc_tuple
 from tileproof.records.models import CompileRecord, Environment, RunRecord
-from tileproof.report import bench_render, claims_render, markup, releases_render
+from tileproof.report import bench_render, claims_render, history_render, markup, releases_render
 from tileproof.report.lesson_view import blocker_lines, lesson_rows, verdict_text
 from tileproof.report.markup import a as _a
 from tileproof.report.markup import badge as _badge
@@ -374,6 +374,7 @@ def render_html(result: AuditResult, base: Path) -> str:
     p += claims_render.html(result, base)
     p += releases_render.html(result, base)
     p += bench_render.html(result, base)
+    p += history_render.html(r for r in result.records if r.run_id not in result.bad_records)
 
     p.append('<h2 id="grid">Lessons &times; programs &times; GPUs</h2>')
     totals = ", ".join(f"{k} {n}" for k, n in sorted(v.counts.items())) or "none"

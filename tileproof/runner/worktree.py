@@ -1,7 +1,11 @@
-"""git for fleet tasks: a worktree of one commit per task, and the files a task added there."""
+"""git worktrees: one commit per fleet task (and the files a task added there); a commit's tree to read (``checkout``,
+for ``diff``)."""
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from tileproof.records.errors import TileproofError
@@ -40,3 +44,22 @@ def untracked(checkout: Path, folders: list[str]) -> list[str]:
     if proc.exit_code != 0:
         raise WorktreeError(f"{checkout}: git ls-files failed: {proc.last_error()}")
     return sorted(p for p in proc.text().split("\0") if p)
+
+
+def remove(repo: Path, path: Path) -> None:
+    """``git worktree remove --force PATH``, then ``git worktree prune``: the checkout and git's note of it gone."""
+    _git("-C", str(repo), "worktree", "remove", "--force", str(path))
+    _git("-C", str(repo), "worktree", "prune")
+
+
+@contextlib.contextmanager
+def checkout(repo: Path, commit: str) -> Iterator[Path]:
+    """A detached checkout of ``commit`` (a full id) in a temporary folder beside nothing of ``repo``'s tree,
+    removed on leaving: a tree to read, with the repository's history behind it."""
+    with tempfile.TemporaryDirectory(prefix="tileproof-at-") as parent:
+        path = Path(parent) / commit[:12]
+        add(repo, path, commit)
+        try:
+            yield path
+        finally:
+            remove(repo, path)
