@@ -17,7 +17,8 @@ from tileproof.records.models import PerfClaim
 
 CUBLAS = "matmul/cublas/8192x8192x8192"
 POWER = dict(id="cublas-power-8192", statement="at 8192^3 cuBLAS draws 88% or more of the card's power limit",
-             case=CUBLAS, metric="pct_of_power_limit", at_least=88.0, compute_capability="9.0")
+             case=CUBLAS, metric="pct_of_power_limit", at_least=88.0, compute_capability="9.0",
+             program="kernels/bench/matmul_bench.py")
 
 
 def power(n: int, pct: float, spread: float):

@@ -26,7 +26,7 @@ class NoSeries(TileproofError):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", metavar="PROGRAM[:CASE]",
-                        help="a program (kernels/bench/softmax_bench.py), optionally :CASE (a case key, "
+                        help="a program (kernels/bench/NAME_bench.py), optionally :CASE (a case key, "
                              "name/variant/shape/* or a check name)")
     parser.add_argument("--gpu", metavar="CLASS", help="only records of this GPU (\"NVIDIA H200\", or \"NVIDIA H200, "
                                                        "cc 9.0\")")
