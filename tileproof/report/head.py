@@ -46,11 +46,13 @@ class Header:
 def _tree(audited: Audited | None) -> tuple[tuple[str, str], ...]:
     if audited is None:
         return (("audited commit", "not recorded (a page rendered without the tree's state)"),)
-    commit = audited.commit or "none (not a git checkout)"
+    at = ("audited at", audited.at.strftime("%Y-%m-%d %H:%M:%S UTC"))
+    if audited.commit is None:
+        return (("audited commit", "none: not a git checkout (no commit to compare the files with)"), at)
     tree = ("DIRTY: tracked files differed from the commit; the audit read the working tree as it was"
             if audited.dirty else "clean: tracked files were those of the commit")
-    return (("audited commit", commit), ("working tree", tree),
-            ("audited at", audited.at.strftime("%Y-%m-%d %H:%M:%S UTC")))
+    return (("audited commit", audited.commit), ("working tree", tree),
+            at)
 
 
 def header(ctx: Context) -> Header:

@@ -99,7 +99,7 @@ class Links:
         """One line for the header: where file links point, and what a reader must keep for them to work."""
         if self.url is not None:
             dirty = (" The working tree was dirty: files it changed or added are not at that commit."
-                     if audited is not None and audited.dirty else "")
+                     if audited is not None and audited.commit is not None and audited.dirty else "")
             return f"File links point at {self.url} (the repository at the audited commit).{dirty}"
         return (f"File links are relative to this page: they expect the repository root at "
                 f"'{self.root_from_page()}' from the page's folder (moved alone, the page keeps its in-page "
