@@ -71,6 +71,8 @@ class Links:
     """The folder the page is written to."""
     url: str | None = None
     """The repository URL at the audited commit (``{commit}`` filled in); None: relative links."""
+    at_commit: bool = False
+    """Whether ``url`` names the audited commit (it held ``{commit}``)."""
 
     @classmethod
     def of(cls, root: Path, base: Path, link_base: str | None = None, commit: str | None = None) -> Links:
@@ -82,7 +84,7 @@ class Links:
             if commit is None:
                 raise BadLinkBase(f"--link-base {url!r} names {COMMIT_FIELD}, and the tree is not a git checkout "
                                    f"(fix: a URL without {COMMIT_FIELD}, or audit a checkout)")
-            url = url.replace(COMMIT_FIELD, commit)
+            return cls(Path(root), Path(base), url.replace(COMMIT_FIELD, commit), True)
         return cls(Path(root), Path(base), url)
 
     def file(self, path: str) -> str:
@@ -97,6 +99,9 @@ class Links:
 
     def describe(self, audited: Audited | None) -> str:
         """One line for the header: where file links point, and what a reader must keep for them to work."""
+        if self.url is not None and not self.at_commit:
+            return (f"File links point at {self.url}, a URL that names no commit: it shows the files as they are "
+                    f"there when opened, which may not be the audited ones.")
         if self.url is not None:
             dirty = (" The working tree was dirty: files it changed or added are not at that commit."
                      if audited is not None and audited.commit is not None and audited.dirty else "")
