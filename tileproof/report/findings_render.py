@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from tileproof.judge.audit.result import AuditResult
 from tileproof.judge.audit.rules import load as load_rules
 from tileproof.records.findings import Finding
-from tileproof.report.causes import CauseGroup, FindingsView, grouped
+from tileproof.report.causes import CauseGroup, FindingsView
 from tileproof.report.markup import a, e, md
 from tileproof.report.page import Context, Links
 from tileproof.report.shorten import plural
@@ -28,7 +28,7 @@ NOT_A_FILE = frozenset({"HEAD"})
 
 
 def findings_view(ctx: Context) -> FindingsView:
-    return grouped(ctx.result.findings, ctx.result.lessons)
+    return ctx.causes
 
 
 def notices(result: AuditResult) -> list[Finding]:
@@ -65,7 +65,7 @@ class _Followers:
 # --- Markdown ------------------------------------------------------------------------
 
 
-def _md_table(found: Sequence[Finding], links: Links) -> list[str]:
+def _md_table(found: Sequence[Finding]) -> list[str]:
     return ["| File | Rule | Reason |", "|---|---|---|"] + [
         f"| `{md(f.file)}` | {f.rule} | {md(f.reason)}{_md_fix(f)} |" for f in found]
 
@@ -74,7 +74,7 @@ def _md_fix(f: Finding) -> str:
     return f" (fix: `{md(f.fix)}`)" if f.fix else ""
 
 
-def findings_markdown(v: FindingsView, links: Links) -> list[str]:
+def findings_markdown(v: FindingsView, _links: Links) -> list[str]:
     if not v.total:
         return ["None.", ""]
     out: list[str] = []
@@ -83,14 +83,14 @@ def findings_markdown(v: FindingsView, links: Links) -> list[str]:
                 f"{_md_fix(g.cause)}", "", md(_Followers(g).line()) + ".", ""]
         if g.consequences:
             out += [f"<details><summary>The {plural(len(g.consequences), 'finding')} that follow from it</summary>",
-                    "", *_md_table(g.consequences, links), "", "</details>", ""]
+                    "", *_md_table(g.consequences), "", "</details>", ""]
     if v.standalone:
-        out += (["Other findings:", ""] if v.groups else []) + _md_table(v.standalone, links) + [""]
+        out += (["Other findings:", ""] if v.groups else []) + _md_table(v.standalone) + [""]
     return out
 
 
-def notices_markdown(found: list[Finding], links: Links) -> list[str]:
-    return [NOTICES_HEAD, "", *_md_table(found, links), ""]
+def notices_markdown(found: list[Finding], _links: Links) -> list[str]:
+    return [NOTICES_HEAD, "", *_md_table(found), ""]
 
 
 def trust_markdown(lines: list[str], _links: Links) -> list[str]:

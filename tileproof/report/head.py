@@ -64,7 +64,7 @@ def header(ctx: Context) -> Header:
         ("scope", result.scope or "the whole tree"),
         ("links", ctx.links.describe(ctx.audited)),
     )
-    return Header(headline(result), bool(result.findings), facts)
+    return Header(headline(result, ctx.causes), bool(result.findings), facts)
 
 
 def header_markdown(h: Header, _links: Links) -> list[str]:
@@ -115,7 +115,7 @@ def _lesson_row(lesson: LessonAudit, found: list[Finding], followed: set[int]) -
 def summary(ctx: Context) -> list[SummaryRow]:
     """One row per root cause, per lesson, for the findings no lesson owns and for the notices."""
     result = ctx.result
-    view = grouped(result.findings, result.lessons)
+    view = ctx.causes
     followed = {id(f) for g in view.groups for f in g.consequences}
     rows = [SummaryRow(g.cause.file, "-", f"root cause: {g.cause.rule}",
                        f"fix this first: {plural(len(g.consequences), 'finding')} follow from it", "findings")

@@ -21,11 +21,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from tileproof.judge.audit.result import AuditResult
 from tileproof.records.errors import TileproofError
+from tileproof.report.causes import FindingsView, grouped
 
 COMMIT_FIELD = "{commit}"
 
@@ -119,3 +121,8 @@ class Context:
     links: Links
     audited: Audited | None = None
     """None for a page built without it (the header then says so)."""
+
+    @cached_property
+    def causes(self) -> FindingsView:
+        """The findings under their root causes (``report.causes``), grouped once for every section."""
+        return grouped(self.result.findings, self.result.lessons)
