@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from tileproof.gather.audit import REPORT_HTML, REPORT_MD, audit, paused_gc
+from tileproof.gather.audit import COMMITTED_REPORTS, REPORT_HTML, REPORT_MD, audit, paused_gc
 from tileproof.judge.audit.result import AuditResult
 from tileproof.records import store
 from tileproof.records.errors import one_line
@@ -90,8 +90,9 @@ def outputs(args) -> list[tuple[Path, OutputKind]]:
 
 
 def write(result: AuditResult, wanted: list[tuple[Path, OutputKind]], args) -> None:
-    """Each report asked for, saying first which commit was audited, clean or dirty, and when."""
-    state = git_state(args.root)
+    """Each report asked for, saying first which commit was audited, clean or dirty (the committed reports, which
+    the audit rewrites on purpose, left out), and when."""
+    state = git_state(args.root, COMMITTED_REPORTS)
     audited = Audited(state.commit, state.dirty, datetime.now(timezone.utc))
     for path, kind in wanted:
         links = Links.of(args.root, path.parent, args.link_base, audited.commit)
