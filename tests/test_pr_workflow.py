@@ -15,6 +15,8 @@ import pytest
 import yaml
 from conftest import COMMITTED, clone_at, git_commit_all
 
+from tileproof.__main__ import main
+
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
 PR_FLOW = REPO / ".github" / "workflows" / "pull-request.yml"
@@ -61,7 +63,8 @@ def test_the_review_job_audits_since_the_merge_base_then_diffs_and_keeps_every_o
     assert job["env"]["TILEPROOF_TRUST_ROOT"] == "${{ vars.TILEPROOF_TRUST_ROOT }}"
     audit = named["Audit what the pull request adds since its merge base"]
     assert audit["env"]["BASE"] == "${{ steps.base.outputs.sha }}"
-    assert '--since "$BASE" --expect-ancestor "$BASE"' in audit["run"]
+    assert 'tileproof audit --since "$BASE" "${common[@]}"' in audit["run"]
+    assert '--expect-ancestor "$BASE"' in audit["run"].split("common=(", 1)[1].split(")", 1)[0]
     assert "--strict" in audit["run"] and "--link-base" in audit["run"]
     diff = named["tileproof diff, merge base to head"]
     assert 'tileproof diff "$BASE" "$(git rev-parse HEAD)" --format markdown' in diff["run"]
@@ -84,9 +87,9 @@ def _run_step(script: str, cwd: Path, env: dict[str, str]) -> subprocess.Complet
                           env={**os.environ, "PATH": path, **env}, timeout=600)
 
 
-def test_the_workflows_audit_step_runs_as_written_on_a_real_pull_request(tmp_path):
-    """A clone at the committed tree, a base branch that moved on, a pull-request branch with a commit of its own:
-    the merge-base step gives a full id, and the audit step, run as the workflow writes it, audits since it."""
+def _pull_request(tmp_path: Path, change) -> tuple[Path, str]:
+    """A clone at the committed tree, a base branch that moved on, and a pull-request branch checked out with
+    one commit of its own (``change(root)``); the base branch's head."""
     root = clone_at(tmp_path / "repo")
     for branch in ("base", "topic"):
         subprocess.run(["git", "-C", str(root), "branch", branch], check=True)
@@ -96,8 +99,12 @@ def test_the_workflows_audit_step_runs_as_written_on_a_real_pull_request(tmp_pat
     base_sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=True).stdout.strip()
     subprocess.run(["git", "-C", str(root), "checkout", "-q", "topic"], check=True)
-    (root / "topic-note.md").write_text("the pull request's change\n")
+    change(root)
     git_commit_all(root, "the pull request")
+    return root, base_sha
+
+
+def _audit_as_the_workflow_does(root: Path, base_sha: str, tmp_path: Path) -> tuple[str, subprocess.CompletedProcess]:
     named = steps(PR_FLOW, "review")
     out, temp = tmp_path / "output", tmp_path / "runner"
     temp.mkdir()
@@ -105,15 +112,46 @@ def test_the_workflows_audit_step_runs_as_written_on_a_real_pull_request(tmp_pat
                     {"BASE_SHA": base_sha, "GITHUB_OUTPUT": str(out)})
     assert got.returncode == 0, got.stderr
     merge_base = out.read_text().strip().removeprefix("sha=")
-    assert merge_base == COMMITTED
     audit = named["Audit what the pull request adds since its merge base"]
     got = _run_step(audit["run"], root, {"BASE": merge_base, "RUNNER_TEMP": str(temp),
                                          "LINKS": "https://github.example/o/r/blob/{commit}/"})
-    assert got.returncode in (0, 1), got.stderr  # what it finds is the audit's; no input of the step is refused
-    assert f"audit scope: since {merge_base}" in got.stdout
     assert (temp / "audit" / "audit.html").is_file() and (temp / "audit" / "audit.xml").is_file()
     head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     assert f"https://github.example/o/r/blob/{head.strip()}/" in (temp / "audit" / "audit.html").read_text()
+    return merge_base, got
+
+
+@needs_jq
+def test_the_workflows_audit_step_audits_since_the_merge_base(tmp_path):
+    """A pull request that changes a lesson: the merge-base step gives a full id, and the audit step, run as the
+    workflow writes it, audits since it (and only that)."""
+    def change(root: Path) -> None:
+        lesson = root / "lessons" / "day79-cutile.md"
+        lesson.write_text(lesson.read_text() + "\nA sentence the pull request adds.\n")
+
+    root, base_sha = _pull_request(tmp_path, change)
+    merge_base, got = _audit_as_the_workflow_does(root, base_sha, tmp_path)
+    assert merge_base == COMMITTED
+    assert got.returncode in (0, 1), got.stderr  # what it finds is the audit's; no input of the step is refused
+    assert f"audit scope: since {merge_base}" in got.stdout
+    assert "the whole tree is audited instead" not in got.stdout
+
+
+@needs_jq
+def test_a_pull_request_that_changes_nothing_gets_the_whole_tree_audited(tmp_path):
+    """A pull request whose commits add a file and take it away again: --since judges nothing
+    (since-judged-nothing, a finding), so the step audits the whole tree, and its verdict is that audit's."""
+    def change(root: Path) -> None:
+        (root / "topic-note.md").write_text("a note\n")
+        git_commit_all(root, "a note")
+        (root / "topic-note.md").unlink()
+
+    root, base_sha = _pull_request(tmp_path, change)
+    _merge_base, got = _audit_as_the_workflow_does(root, base_sha, tmp_path)
+    assert "since-judged-nothing" in got.stdout + got.stderr
+    assert "the whole tree is audited instead" in got.stdout
+    whole = main(["audit", "--strict", "--root", str(root), "--expect-ancestor", COMMITTED])
+    assert got.returncode == whole
 
 
 def test_the_gpu_merge_job_posts_its_diff_after_keeping_the_audited_head():
