@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from tileproof.judge.audit.result import AuditResult, LessonAudit
 from tileproof.records.findings import Finding
 from tileproof.report.causes import FindingsView, grouped
+from tileproof.report.findings_render import notices
 from tileproof.report.markup import e, md
 from tileproof.report.page import Audited, Context, Links
 from tileproof.report.shorten import plural
@@ -118,7 +119,8 @@ def summary(ctx: Context) -> list[SummaryRow]:
     view = ctx.causes
     followed = {id(f) for g in view.groups for f in g.consequences}
     rows = [SummaryRow(g.cause.file, "-", f"root cause: {g.cause.rule}",
-                       f"fix this first: {plural(len(g.consequences), 'finding')} follow from it", "findings")
+                       f"fix this first: {plural(len(g.consequences), 'finding')} "
+                       f"follow{'s' * (len(g.consequences) == 1)} from it", "findings")
             for g in view.groups]
     files = {lesson.file for lesson in result.lessons}
     rows += [_lesson_row(lesson, [f for f in result.findings if f.file == lesson.file], followed)
@@ -128,7 +130,7 @@ def summary(ctx: Context) -> list[SummaryRow]:
     if rest:
         rows.append(SummaryRow("(other files)", "-", f"{plural(len(rest), 'finding')}: "
                                + ", ".join(dict.fromkeys(f.rule for f in rest)), "see Findings", "findings"))
-    notes = [] if result.strict else result.notices
+    notes = notices(result)
     if notes:
         rows.append(SummaryRow("(notices)", "-", f"{plural(len(notes), 'notice')}, findings under --strict",
                                "see Notices", "notices"))
