@@ -122,6 +122,28 @@ def test_a_finding_of_its_own_is_not_put_under_the_cause(tmp_path):
     assert view.total == len(result.findings)
 
 
+def _remove(root: Path) -> None:
+    (root / "lessons" / "runners.yaml").unlink()
+
+
+def _empty(root: Path) -> None:
+    (root / "lessons" / "runners.yaml").write_text("registry_version: 1\npolicy: signed-only\nrunners: []\n")
+
+
+@pytest.mark.parametrize(("poison", "cause"), [(_remove, "registry-missing"), (_empty, "registry-emptied")])
+def test_a_registry_gone_or_emptied_is_one_cause_too(tmp_path, poison, cause):
+    """Without the registry's keys every signed record is record-unknown-key, and the published lessons lose their
+    records: all of it under the one cause."""
+    root = clone_at(tmp_path / "repo")
+    poison(root)
+    result = audit.audit(root)
+    view = causes.grouped(result.findings, result.lessons)
+    assert [g.cause.rule for g in view.groups] == [cause]
+    assert view.standalone == ()
+    follows = {f.rule for f in view.groups[0].consequences}
+    assert follows == {"record-unknown-key", "lesson-published-without-evidence"}
+
+
 def test_without_a_cause_nothing_is_grouped(committed_tree):
     result = audit.audit(committed_tree)
     view = causes.grouped(result.findings, result.lessons)
