@@ -15,8 +15,10 @@ every value is escaped. Nothing here reads a file: the audit already did.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 from tileproof.judge.audit.result import AuditResult
 from tileproof.report import (
@@ -58,7 +60,23 @@ SECTIONS: tuple[AnySection, ...] = (
 )
 """Every section of both reports, in order; the table of contents is this list (those with a view)."""
 
-Kind = Literal["md", "html"]
+@dataclass(frozen=True)
+class Format:
+    """How one report writes the parts around the sections' bodies."""
+
+    header: Callable[[head.Header, Links], list[str]]
+    heading: Callable[[AnySection], list[str]]
+    """The section's heading, with its anchor."""
+    body: Callable[[AnySection, Any, Links], list[str]]
+    """The section's renderer of its view."""
+    toc: Callable[[list[tuple[str, str]]], list[str]]
+
+
+MARKDOWN = Format(head.header_markdown,
+                  lambda s: [f'<a id="{s.anchor}"></a>', f"## {md(s.title)}", ""],
+                  lambda s, v, links: s.markdown(v, links), head.toc_markdown)
+HTML = Format(head.header_html, lambda s: [f'<h2 id="{s.anchor}">{e(s.title)}</h2>'],
+              lambda s, v, links: s.html(v, links), head.toc_html)
 
 
 def context(result: AuditResult, base: Path | Links, audited: Audited | None = None) -> Context:
@@ -67,44 +85,28 @@ def context(result: AuditResult, base: Path | Links, audited: Audited | None = N
     return Context(result, links, audited)
 
 
-def _sections(ctx: Context) -> list[tuple[AnySection, object]]:
+def _sections(ctx: Context) -> list[tuple[AnySection, Any]]:
     """Each section with its view, those with nothing to show left out."""
-    out = []
-    for section in SECTIONS:
-        v = section.view(ctx)
-        if v is not None:
-            out.append((section, v))
-    return out
+    return [(section, v) for section in SECTIONS if (v := section.view(ctx)) is not None]
 
 
-def _body(ctx: Context, kind: Kind) -> list[str]:
+def _body(ctx: Context, fmt: Format) -> list[str]:
+    """The header, then each section (the first, the summary, followed by the contents)."""
     shown = _sections(ctx)
-    top = head.header(ctx)
     entries = [(s.anchor, s.title) for s, _ in shown]
-    if kind == "md":
-        out = head.header_markdown(top, ctx.links)
-        (summary, first), rest = shown[0], shown[1:]
-        out += [f'<a id="{summary.anchor}"></a>', f"## {summary.title}", "", *summary.markdown(first, ctx.links)]
-        out += head.toc_markdown(entries)
-        for s, v in rest:
-            out += [f'<a id="{s.anchor}"></a>', f"## {md(s.title)}", "", *s.markdown(v, ctx.links)]
-        return out
-    out = head.header_html(top, ctx.links)
-    (summary, first), rest = shown[0], shown[1:]
-    out += [f'<h2 id="{summary.anchor}">{e(summary.title)}</h2>', *summary.html(first, ctx.links)]
-    out += head.toc_html(entries)
-    for s, v in rest:
-        out += [f'<h2 id="{s.anchor}">{e(s.title)}</h2>', *s.html(v, ctx.links)]
+    out = fmt.header(head.header(ctx), ctx.links)
+    for i, (s, v) in enumerate(shown):
+        out += fmt.heading(s) + fmt.body(s, v, ctx.links) + (fmt.toc(entries) if i == 0 else [])
     return out
 
 
 def render_markdown(result: AuditResult, base: Path | Links, audited: Audited | None = None) -> str:
-    return "\n".join(_body(context(result, base, audited), "md")).rstrip("\n") + "\n"
+    return "\n".join(_body(context(result, base, audited), MARKDOWN)).rstrip("\n") + "\n"
 
 
 def render_html(result: AuditResult, base: Path | Links, audited: Audited | None = None) -> str:
     page = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
             "<title>tileproof audit</title>", f"<style>{CSS}</style></head><body>",
-            *_body(context(result, base, audited), "html"), "</body></html>"]
+            *_body(context(result, base, audited), HTML), "</body></html>"]
     return "\n".join(page) + "\n"
