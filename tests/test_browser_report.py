@@ -113,6 +113,38 @@ def test_the_report_in_headless_chromium(rendered):
     for text in ('id="bench"', "cuBLAS vs cuBLAS (control)", 'id="claims"', 'id="history"', "<svg", 'id="steps"',
                  'class="history steps"'):
         assert text in dom.stdout, text
+    # What a reviewer reads first: the audited commit and tree, then one summary table, then the contents.
+    page = dom.stdout
+    for text in ('<dl class="audited">', "<dt>audited commit</dt>", "<dt>working tree</dt>", "<dt>audited at</dt>",
+                 "<dt>trust root</dt>", "<dt>links</dt>"):
+        assert text in page, text
+    assert page.index('class="audited"') < page.index('class="summary"') < page.index('id="contents"') \
+        < page.index('id="findings"')
+    refs = Refs()
+    refs.feed(page)
+    toc = page[page.index('id="contents"'):page.index("</nav>")]
+    entries = re.findall(r'href="#([^"]+)"', toc)
+    assert len(entries) >= 10
+    assert set(entries) <= refs.ids
+    assert [r for r in refs.refs if r.startswith("#") and unquote(r[1:]) not in refs.ids] == []
+
+
+@needs_chromium
+def test_a_mistyped_trust_root_in_headless_chromium(committed_tree, tmp_path):
+    """The page of an audit under a trust root not in the history: the one cause shows first, what follows is
+    folded; the page has no console message and its links resolve."""
+    typo = "0" * 40
+    assert main(["audit", "--allow-no-history", "--root", str(committed_tree), "--trust-root", typo,
+                 "--report-dir", str(tmp_path)]) == 1
+    page = tmp_path / "audit.html"
+    assert unresolved(page, committed_tree) == []
+    got = render(page.as_uri(), png=tmp_path / "cause.png", size="1280,1600", min_png_bytes=20_000,
+                 keep_as="audit-mistyped-trust-root.png")
+    assert console_messages(got.stderr) == []
+    dom = got.stdout
+    findings = dom[dom.index('id="findings"'):]
+    assert findings.index("Root cause") < findings.index("<details>") < findings.index("record-unendorsed-key</td>")
+    assert "root cause: trust-root-not-in-history" in dom[dom.index('class="summary"'):dom.index('id="contents"')]
 
 
 @needs_chromium

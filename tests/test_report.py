@@ -114,8 +114,13 @@ def test_markdown_links_relative(clean):
     root, result = clean
     md = report.render_markdown(result, root / "evidence")
     targets = re.findall(r"\]\(([^)]+)\)", md)
-    assert targets
-    assert all((root / "evidence" / unquote(t)).resolve().is_file() for t in targets)
+    files = [t for t in targets if not t.startswith("#")]
+    assert files
+    assert all((root / "evidence" / unquote(t)).resolve().is_file() for t in files)
+    # The in-page links (summary, contents) name anchors the page has.
+    anchors = set(re.findall(r'<a id="([^"]+)"></a>', md))
+    assert {t[1:] for t in targets if t.startswith("#")} <= anchors
+    assert {"summary", "findings", "lessons", "rules"} <= anchors
     assert "| File | Rule | Reason |" not in md
     assert "None." in md
 

@@ -17,7 +17,7 @@ import audit_tree
 
 from tileproof.gather import audit
 from tileproof.records.models import BenchRecord
-from tileproof.report import bench_view, render, svg
+from tileproof.report import bench_view, grid_view, render, svg
 from tileproof.report.claims_render import view_of
 from tileproof.report.lesson_view import MEANING, lesson_rows
 from tileproof.report.shorten import env_text, plural
@@ -303,7 +303,7 @@ def test_the_compile_column_shows_the_locks_exports_not_another_releases(tmp_pat
     def column(records, lock_release):
         result = AuditResult(root=tmp_path, findings=[], records=records, lessons=[], evidence_files=0,
                              evidence_bytes=0, record_files=len(records), cuda_tile_lock=lock_release)
-        return {row.program: row.compile for row in render.view(result).rows}
+        return {row.program: row.compile for row in grid_view.view(result).rows}
 
     assert column([lock, older], ReleaseKey("1.7.0", True)) == {"kernels/a.py": "1 of 1 target built (sm_90)"}
     assert column([lock, older], None)["kernels/a.py"].startswith("0 of 1 target built")  # no lock: newest decides

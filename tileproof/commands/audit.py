@@ -10,24 +10,28 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from tileproof.gather.audit import REPORT_HTML, REPORT_MD, audit, paused_gc
+from tileproof.gather.audit import COMMITTED_REPORTS, REPORT_HTML, REPORT_MD, audit, paused_gc
 from tileproof.judge.audit.result import AuditResult
 from tileproof.records import store
 from tileproof.records.errors import one_line
 from tileproof.records.trust_pin import PIN, PIN_ENV
 from tileproof.report import junit, render, summary
+from tileproof.report.causes import grouped, in_order
+from tileproof.report.page import Audited, Links, check_link_base
+from tileproof.runner.capture import git_state
 
 OutputKind = Literal["md", "html", "junit", "json"]
-RENDER: dict[OutputKind, Callable[[AuditResult, Path], str]] = {
+RENDER: dict[OutputKind, Callable[[AuditResult, Links, Audited], str]] = {
     "md": render.render_markdown,
     "html": render.render_html,
-    "junit": lambda result, _base: junit.junit_xml(result),
-    "json": lambda result, _base: summary.summary_json(result),
+    "junit": lambda result, _links, _audited: junit.junit_xml(result),
+    "json": lambda result, _links, _audited: summary.summary_json(result),
 }
-"""Each output kind → its text, given the audit and the folder it is written to (links are relative to it)."""
+"""Each output kind → its text, given the audit, where its file links point and the tree audited."""
 
 
 def add_arguments(parser) -> None:
@@ -60,6 +64,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--strict", action="store_true",
                         help="the reviewer's mode: every notice is a finding too (a plausibility signal only a "
                              "lesson's front matter settles, a move of the tree's pin in the trust range); CI uses it")
+    parser.add_argument("--link-base", default=None, metavar="URL",
+                        help="write the reports' file links as URL + the repo-relative path ({commit} in URL is the "
+                             "audited commit's full id), e.g. https://github.com/OWNER/REPO/blob/{commit}/, so "
+                             "a report moved or attached to a pull request keeps its links (default: relative to "
+                             "the report's folder)")
     parser.add_argument("--no-write", action="store_true", help="write no report (the default; kept for scripts)")
 
 
@@ -80,14 +89,30 @@ def outputs(args) -> list[tuple[Path, OutputKind]]:
     return out
 
 
+def write(result: AuditResult, wanted: list[tuple[Path, OutputKind]], args) -> None:
+    """Each report asked for, saying first which commit was audited, clean or dirty (the committed reports, which
+    the audit rewrites on purpose, left out), and when."""
+    state = git_state(args.root, COMMITTED_REPORTS)
+    audited = Audited(state.commit, state.dirty, datetime.now(timezone.utc))
+    for path, kind in wanted:
+        links = Links.of(args.root, path.parent, args.link_base, audited.commit)
+        store.write_atomic(path, RENDER[kind](result, links, audited))
+
+
 def run(args) -> int:
     wanted = outputs(args)
+    if args.link_base is not None:
+        check_link_base(args.link_base)  # bad input: one line and exit 2, before the audit's work
     with paused_gc():  # rendering 10,000 records' tables with the collector on costs it 3x
         result = audit(args.root, outputs=[p for p, _ in wanted], trust_root=args.trust_root,
                        expect_ancestor=args.expect_ancestor, since=args.since, strict=args.strict)
         if result.scope is not None:
             print(one_line(f"audit scope: {result.scope}"))
-        for f in result.findings:
+        causes = grouped(result.findings, result.lessons)
+        for group in causes.groups:
+            print(one_line(f"root cause: {group.cause}; {len(group.consequences)} findings below follow from it "
+                           f"({group.counts() or 'none'})"))
+        for f in in_order(causes):
             print(f)
         for f in result.notices if not result.strict else ():
             print(f"notice: {f}")
@@ -98,8 +123,8 @@ def run(args) -> int:
         for lesson in result.lessons:
             if lesson.status == "draft":
                 print(lesson.summary())
-        for path, kind in wanted:
-            store.write_atomic(path, RENDER[kind](result, path.parent))
+        if wanted:
+            write(result, wanted, args)
     for note in result.index_notes:
         print(note, file=sys.stderr)
     failed = bool(result.findings) or not (result.history_checked or args.allow_no_history)

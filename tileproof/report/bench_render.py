@@ -8,8 +8,6 @@ only the view models of ``report.bench_view``.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tileproof.judge.audit.result import AuditResult
 from tileproof.judge.perf_claims import ClaimDecision
 from tileproof.report import svg
@@ -21,12 +19,32 @@ from tileproof.report.bench_view import (
     bench_views,
     history,
 )
-from tileproof.report.markup import a, badge, e, link, md, mdlink
+from tileproof.report.markup import a, badge, e, md, mdlink
+from tileproof.report.page import Context, Links
+
+PerfRows = list[tuple[str, ClaimDecision]]
+"""(lesson id, its decision) for every performance claim of every lesson."""
 
 
-def perf_rows(result: AuditResult) -> list[tuple[str, ClaimDecision]]:
+def perf_rows(result: AuditResult) -> PerfRows:
     """(lesson id, ClaimDecision) for every performance claim of every lesson."""
     return [(lesson.id, c) for lesson in result.lessons for c in lesson.decision.perf]
+
+
+def views(ctx: Context) -> list[BenchView]:
+    return bench_views(ctx.result.records, ctx.result.bad_records)
+
+
+def perf_view(ctx: Context) -> PerfRows:
+    return perf_rows(ctx.result)
+
+
+def history_view(ctx: Context) -> list[HistorySeries]:
+    return history(ctx.result.records, ctx.result.bad_records)
+
+
+def _record(run_id: str) -> str:
+    return f"runs/{run_id}.json"
 
 
 def _newest_flags(views: list[BenchView]) -> list[bool]:
@@ -52,17 +70,16 @@ def _md_chart(chart: BarChart) -> list[str]:
     return out + [""]
 
 
-def markdown(result: AuditResult, base: Path) -> list[str]:
-    views = bench_views(result.records, result.bad_records)
-    out = ["## Bench", ""]
-    if not views:
+def markdown(shown: list[BenchView], links: Links) -> list[str]:
+    out: list[str] = []
+    if not shown:
         out += ["No bench records.", ""]
-    for v, newest in zip(views, _newest_flags(views), strict=True):
-        links = ", ".join(mdlink(label, link(result.root, base, p)) for label, p in v.links)
+    for v, newest in zip(shown, _newest_flags(shown), strict=True):
+        files = ", ".join(mdlink(label, links.file(p)) for label, p in v.links)
         flag = "" if v.counted else " ⚠ the audit found something against this record: not counted"
         out += [f"### {md(v.program)}: {md(v.run_id)}{flag}", "",
                 (f"{md(v.gpu)}, {md(v.created)}, verdict {v.verdict}. Ceilings: {md('; '.join(v.ceilings) or '-')}. "
-                f"Files: {links}"), ""]
+                f"Files: {files}"), ""]
         out += [f"- {md(n)}" for n in v.notes] + ([""] if v.notes else [])
         charts = [*v.head_to_head, *v.sweeps]
         if not newest:
@@ -71,31 +88,26 @@ def markdown(result: AuditResult, base: Path) -> list[str]:
             out += _md_chart(chart)
         if not newest:
             out += ["</details>", ""]
-    out += _md_perf(result, base) + _md_history(result)
     return out
 
 
-def _md_perf(result: AuditResult, base: Path) -> list[str]:
-    rows = perf_rows(result)
-    out = ["## Performance claims", ""]
+def perf_markdown(rows: PerfRows, links: Links) -> list[str]:
     if not rows:
-        return out + ["No lesson makes a performance claim (front matter `performance:`).", ""]
-    out += ["| Lesson | Claim | Outcome | Value | Backed by | Why / fix |", "|---|---|---|---|---|---|"]
+        return ["No lesson makes a performance claim (front matter `performance:`).", ""]
+    out = ["| Lesson | Claim | Outcome | Value | Backed by | Why / fix |", "|---|---|---|---|---|---|"]
     for lesson, c in rows:
-        run = mdlink(c.record.run_id, link(result.root, base, f"runs/{c.record.run_id}.json")) if c.record else "-"
+        run = mdlink(c.record.run_id, links.file(_record(c.record.run_id))) if c.record else "-"
         fix = f" (fix: `{md(c.command)}`)" if c.command else ""
         out.append(f"| {md(lesson)} | {md(c.claim.id)}: {md(c.claim.statement)} | {c.outcome} | "
                    f"{md(c.value_text())} | {run} | {md(c.reason)}{fix} |")
     return out + [""]
 
 
-def _md_history(result: AuditResult) -> list[str]:
-    series = history(result.records, result.bad_records)
-    out = ["## Bench history", ""]
+def history_markdown(series: list[HistorySeries], _links: Links) -> list[str]:
     if not series:
-        return out + ["No case was measured in more than one bench record yet.", ""]
+        return ["No case was measured in more than one bench record yet.", ""]
     regressed = [s for s in series if s.regressed]
-    out += [(f"Each case across bench records, oldest first; a drop of more than {REGRESSION:.0%} from the "
+    out = [(f"Each case across bench records, oldest first; a drop of more than {REGRESSION:.0%} from the "
             f"previous record is marked ▼ ({len(regressed)} now)."), "",
             "| Program | Case | Metric | Values (oldest → newest) | Change |", "|---|---|---|---|---|"]
     for s in series:
@@ -108,12 +120,12 @@ def _md_history(result: AuditResult) -> list[str]:
 # --- HTML ----------------------------------------------------------------------------
 
 
-def _html_view(v: BenchView, result: AuditResult, base: Path, newest: bool) -> list[str]:
-    links = " &middot; ".join(a(label, link(result.root, base, p)) for label, p in v.links)
+def _html_view(v: BenchView, links: Links, newest: bool) -> list[str]:
+    files = " &middot; ".join(a(label, links.file(p)) for label, p in v.links)
     flag = "" if v.counted else ' <span class="flag">&#9888; the audit found something against it: not counted</span>'
     head = (f'<h3 id="bench-{e(v.run_id)}"><span class="mono">{e(v.program)}</span>: {e(v.run_id)}{flag}</h3>'
             f"<p>{e(v.gpu)}, {e(v.created)} &middot; verdict {badge(v.verdict)} &middot; ceilings: "
-            f"{e('; '.join(v.ceilings) or '-')}<br>{links}</p>")
+            f"{e('; '.join(v.ceilings) or '-')}<br>{files}</p>")
     out = [head] + [f'<p class="muted">{e(n)}</p>' for n in v.notes]
     charts = [f'<figure><figcaption>{e(c.title)}</figcaption>{svg.bar_chart(c)}</figure>'
               for c in (*v.head_to_head, *v.sweeps)]
@@ -122,29 +134,25 @@ def _html_view(v: BenchView, result: AuditResult, base: Path, newest: bool) -> l
     return out + ["<details><summary>Charts of this older record</summary>", *charts, "</details>"]
 
 
-def html(result: AuditResult, base: Path) -> list[str]:
-    views = bench_views(result.records, result.bad_records)
-    out = ['<h2 id="bench">Bench</h2>',
-           ('<p class="muted">Head to head: each course kernel and cuBLAS launched in turn, cycle by cycle; the bar is '
+def html(shown: list[BenchView], links: Links) -> list[str]:
+    out = [('<p class="muted">Head to head: each course kernel and cuBLAS launched in turn, cycle by cycle; the bar is '
            "the median of the per-cycle rate as % of cuBLAS, the whiskers its quartiles, and the control is cuBLAS "
            "against a second copy of itself (how far from 100% the method alone puts a ratio). Tile sweep: every "
            "tile configuration's rate; the dashed line is the GPU's ceiling or the device copy's bandwidth.</p>")]
-    if not views:
+    if not shown:
         out.append("<p>No bench records.</p>")
-    for v, newest in zip(views, _newest_flags(views), strict=True):
-        out += _html_view(v, result, base, newest)
-    return out + _html_perf(result, base) + _html_history(result)
+    for v, newest in zip(shown, _newest_flags(shown), strict=True):
+        out += _html_view(v, links, newest)
+    return out
 
 
-def _html_perf(result: AuditResult, base: Path) -> list[str]:
-    rows = perf_rows(result)
-    out = ['<h2 id="perf-claims">Performance claims</h2>']
+def perf_html(rows: PerfRows, links: Links) -> list[str]:
     if not rows:
-        return out + ["<p>No lesson makes a performance claim (front matter <code>performance:</code>).</p>"]
-    out.append("<table><tr><th>Lesson</th><th>Claim</th><th>Outcome</th><th>Value</th><th>Backed by</th>"
-               "<th>Why / fix</th></tr>")
+        return ["<p>No lesson makes a performance claim (front matter <code>performance:</code>).</p>"]
+    out = ["<table><tr><th>Lesson</th><th>Claim</th><th>Outcome</th><th>Value</th><th>Backed by</th>"
+               "<th>Why / fix</th></tr>"]
     for lesson, c in rows:
-        run = (a(c.record.run_id, link(result.root, base, f"runs/{c.record.run_id}.json"))
+        run = (a(c.record.run_id, links.file(_record(c.record.run_id)))
                + f' (<a href="#bench-{e(c.record.run_id)}">charts</a>)') if c.record else "-"
         fix = f'<br><span class="muted">fix: <code>{e(c.command)}</code></span>' if c.command else ""
         out.append(f"<tr><td>{e(lesson)}</td><td><b>{e(c.claim.id)}</b>: {e(c.claim.statement)}</td>"
@@ -160,14 +168,12 @@ def _html_series(s: HistorySeries) -> str:
             f"<td>{svg.history_chart(s)}</td><td class=\"muted\">{values}</td><td>{mark}{e(s.change_text)}</td></tr>")
 
 
-def _html_history(result: AuditResult) -> list[str]:
-    series = history(result.records, result.bad_records)
-    out = ['<h2 id="history">Bench history</h2>']
+def history_html(series: list[HistorySeries], _links: Links) -> list[str]:
     if not series:
-        return out + ["<p>No case was measured in more than one bench record yet.</p>"]
+        return ["<p>No case was measured in more than one bench record yet.</p>"]
     regressed = sum(1 for s in series if s.regressed)
-    out.append(f'<p class="muted">Each case across bench records, oldest first. A drop of more than '
-               f"{REGRESSION:.0%} from the previous record is red and marked &#9660; ({regressed} now).</p>")
+    out = [f'<p class="muted">Each case across bench records, oldest first. A drop of more than '
+               f"{REGRESSION:.0%} from the previous record is red and marked &#9660; ({regressed} now).</p>"]
     for program in dict.fromkeys(s.program for s in series):
         mine = [s for s in series if s.program == program]
         out.append(f'<h3 class="mono">{e(program)}</h3><table class="history"><tr><th>Case</th><th>Metric</th>'

@@ -7,16 +7,25 @@ the probe transcript to open first and names the claims record.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tileproof.judge.audit.result import AuditResult
 from tileproof.report.claims_view import ClaimCell, ClaimRow, ClaimsView, claims_view
-from tileproof.report.markup import a, badge, e, link, md, mdlink
+from tileproof.report.markup import a, badge, e, md, mdlink
+from tileproof.report.page import Context, Links
 from tileproof.report.shorten import plural
+
+EMPTY = "No claims files and no claims records."
 
 
 def view_of(result: AuditResult) -> ClaimsView:
     return claims_view(result.records, result.claims_files, result.bad_records)
+
+
+def view(ctx: Context) -> ClaimsView:
+    return view_of(ctx.result)
+
+
+def _record(run_id: str) -> str:
+    return f"runs/{run_id}.json"
 
 
 def _asserted(row: ClaimRow) -> str:
@@ -26,19 +35,18 @@ def _asserted(row: ClaimRow) -> str:
 # --- Markdown ------------------------------------------------------------------------
 
 
-def _md_cell(cell: ClaimCell | None, root: Path, base: Path) -> str:
+def _md_cell(cell: ClaimCell | None, links: Links) -> str:
     if cell is None:
         return "-"
     word = f"**{cell.verdict.upper()}**" if cell.verdict == "refuted" else cell.verdict
-    ev = f" {mdlink('transcript', link(root, base, cell.evidence))}" if cell.evidence else ""
-    return f"{word}: {md(cell.why)}{ev} ({mdlink(cell.run_id[-8:], link(root, base, f'runs/{cell.run_id}.json'))})"
+    ev = f" {mdlink('transcript', links.file(cell.evidence))}" if cell.evidence else ""
+    return f"{word}: {md(cell.why)}{ev} ({mdlink(cell.run_id[-8:], links.file(_record(cell.run_id)))})"
 
 
-def markdown(result: AuditResult, base: Path) -> list[str]:
-    v = view_of(result)
-    out = ["## Claims", ""]
+def markdown(v: ClaimsView, links: Links) -> list[str]:
+    out: list[str] = []
     if not v.rows:
-        return out + ["No claims files and no claims records.", ""]
+        return [EMPTY, ""]
     out.append(f"{plural(len(v.rows), 'claim')} over {plural(len(v.releases), 'toolchain release')} "
                f"({', '.join(v.releases) or 'none'}); {len(v.standing_out)} refuted and still asserted.")
     out.append("")
@@ -47,7 +55,7 @@ def markdown(result: AuditResult, base: Path) -> list[str]:
             "|---|---|---|" + "---|" * len(v.releases) + "---|"]
     for row in v.rows:
         name = f"**{md(row.claim_id)} (refuted, still asserted)**" if row.stands_out else md(row.claim_id)
-        cells = " | ".join(_md_cell(c, result.root, base) for c in row.cells)
+        cells = " | ".join(_md_cell(c, links) for c in row.cells)
         out.append(f"| {md(row.document)} | {name}: {md(row.statement)} | {_asserted(row)} | {cells} "
                    f"| {md(row.holds)} |")
     return out + [""]
@@ -56,20 +64,19 @@ def markdown(result: AuditResult, base: Path) -> list[str]:
 # --- HTML ----------------------------------------------------------------------------
 
 
-def _html_cell(cell: ClaimCell | None, root: Path, base: Path) -> str:
+def _html_cell(cell: ClaimCell | None, links: Links) -> str:
     if cell is None:
         return '<td class="muted">-</td>'
-    ev = f" &middot; {a('transcript', link(root, base, cell.evidence))}" if cell.evidence else ""
-    rec = a(cell.run_id[-8:], link(root, base, f"runs/{cell.run_id}.json"))
+    ev = f" &middot; {a('transcript', links.file(cell.evidence))}" if cell.evidence else ""
+    rec = a(cell.run_id[-8:], links.file(_record(cell.run_id)))
     return f'<td>{badge(cell.verdict)}<br><span class="why">{e(cell.why)}</span><br>' \
            f'<span class="muted">record {rec}{ev}</span></td>'
 
 
-def html(result: AuditResult, base: Path) -> list[str]:
-    v = view_of(result)
-    out = ['<h2 id="claims">Claims</h2>']
+def html(v: ClaimsView, links: Links) -> list[str]:
+    out: list[str] = []
     if not v.rows:
-        return out + ["<p>No claims files and no claims records.</p>"]
+        return [f"<p>{EMPTY}</p>"]
     out.append(f"<p>{plural(len(v.rows), 'claim')} over {plural(len(v.releases), 'toolchain release')} "
                f"({e(', '.join(v.releases) or 'none')}): each cell is the newest decisive result of that "
                "release's claims records, with the probe transcript to open first.</p>")
@@ -89,6 +96,6 @@ def html(result: AuditResult, base: Path) -> list[str]:
         out.append(f'<tr id="claim-{e(row.document)}-{e(row.claim_id)}"{cls}><td>{e(row.document)}</td>'
                    f'<td><b class="mono">{e(row.claim_id)}</b><br>{e(row.statement)}'
                    f'<br><span class="muted">{e(row.source)}</span></td><td>{_asserted(row)}</td>'
-                   + "".join(_html_cell(c, result.root, base) for c in row.cells)
+                   + "".join(_html_cell(c, links) for c in row.cells)
                    + f"<td>{e(row.holds)}</td></tr>")
     return out + ["</table>"]

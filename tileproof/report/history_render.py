@@ -14,6 +14,7 @@ from tileproof.records.models import BenchRecord
 from tileproof.report import svg
 from tileproof.report.bench_view import HistoryPoint, HistorySeries
 from tileproof.report.markup import e
+from tileproof.report.page import Context, Links
 
 METHOD = ("steps by binary segmentation, kept where the two levels differ beyond noise (judge/noise.py: the "
           "change at least both levels' bands together)")
@@ -65,13 +66,28 @@ def fastest_series(records: Iterable) -> list[history.Series]:
             if s.key.split(" on ")[0].endswith("/*") and len(s.points) > 1]
 
 
-def html(records: Iterable) -> list[str]:
-    """The report's section: one table row per series, its chart, its levels and its steps."""
-    series = fastest_series(records)
-    out = ['<h2 id="steps">Steps in the bench history</h2>',
-           f'<p class="muted">The fastest tile kernel of each computation, variant and shape, record by record in '
-           f"commit order, as % of the measured ceiling (the rate where a record has none); {e(METHOD)}. "
-           f"<code>tileproof history PROGRAM[:CASE] --gpu CLASS</code> prints any case's series.</p>"]
+def view(ctx: Context) -> list[history.Series] | None:
+    """The section's view: the fastest-of-shape series of the audit's own records (those it did not refuse)."""
+    result = ctx.result
+    return fastest_series(r for r in result.records if r.run_id not in result.bad_records)
+
+
+def _intro() -> str:
+    return (f"The fastest tile kernel of each computation, variant and shape, record by record in commit order, as % "
+            f"of the measured ceiling (the rate where a record has none); {METHOD}. "
+            f"`tileproof history PROGRAM[:CASE] --gpu CLASS` prints any case's series.")
+
+
+def markdown(series: list[history.Series], links: Links) -> list[str]:
+    """The section in Markdown: the same series, levels and steps as text."""
+    if not series:
+        return [_intro(), "", "No case was measured in more than one bench record yet."]
+    return [_intro(), "", "```text", *text(series), "```"]
+
+
+def html(series: list[history.Series], links: Links) -> list[str]:
+    """The section in HTML: one table row per series, its chart, its levels and its steps."""
+    out = [f'<p class="muted">{e(_intro())}</p>']
     if not series:
         return out + ["<p>No case was measured in more than one bench record yet.</p>"]
     out.append('<table class="history steps"><tr><th>Series</th><th>Over records</th><th>Levels and steps</th></tr>')

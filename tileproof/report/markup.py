@@ -1,22 +1,25 @@
 """Escaping and links, the same for every section of both reports.
 
-Links are relative to the folder the report is written to (``link``), so the
-page works from a checkout, a CI artifact or a browser's ``file://``.
+Where a file link points (relative to the page, or a repository URL) is ``report.page.Links``'s to say;
+``quoted`` writes any href percent-encoded, keeping a URL's scheme and host.
 """
 
 from __future__ import annotations
 
 import html
-import os
-from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from tileproof.records.errors import one_line
 
 
-def link(root: Path, base: Path, path: str) -> str:
-    """``path`` (repo-relative) relative to the report's folder ``base``, POSIX separators."""
-    return Path(os.path.relpath(Path(root) / path, base)).as_posix()
+def quoted(href: str) -> str:
+    """An href as both reports write it: its path percent-encoded, a URL's scheme and host kept."""
+    if href.startswith("#"):
+        return "#" + quote(href[1:])
+    parts = urlsplit(href)
+    if parts.scheme:
+        return f"{parts.scheme}://{parts.netloc}{quote(parts.path)}"
+    return quote(href)
 
 
 def md(text: object) -> str:
@@ -26,7 +29,7 @@ def md(text: object) -> str:
 
 
 def mdlink(label: str, href: str) -> str:
-    return f"[{md(label)}]({quote(href)})"
+    return f"[{md(label)}]({quoted(href)})"
 
 
 def e(text: object) -> str:
@@ -36,7 +39,7 @@ def e(text: object) -> str:
 
 
 def a(label: str, href: str) -> str:
-    return f'<a href="{e(quote(href))}">{e(label)}</a>'
+    return f'<a href="{e(quoted(href))}">{e(label)}</a>'
 
 
 KNOWN_BADGES = frozenset({"passed", "failed", "error", "timeout", "gated", "no-gpu", "confirmed", "refuted",

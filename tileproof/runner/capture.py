@@ -21,7 +21,7 @@ import os
 import platform
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,14 +113,17 @@ def host_facts() -> HostFacts:
     )
 
 
-def git_state(root: Path) -> GitState:
+def git_state(root: Path, ignored: Iterable[str] = ()) -> GitState:
+    """HEAD and whether tracked files differ from it; ``ignored``: repo-relative paths left out of that
+    comparison (the audit's own reports, which it rewrites on purpose)."""
     def git(*args: str) -> Finished:
         return probe(["git", "-C", str(root), *args], timeout=60)
 
     head = git("rev-parse", "HEAD")
     if head.exit_code != 0:
         return GitState(commit=None, dirty=True)
-    status = git("status", "--porcelain", "--untracked-files=no")
+    left_out = [f":(exclude,top,literal){p}" for p in sorted(ignored)]
+    status = git("status", "--porcelain", "--untracked-files=no", *(["--", ":/", *left_out] if left_out else []))
     dirty = status.exit_code != 0 or bool(status.stdout.strip())
     return GitState(commit=head.stdout.decode(errors="replace").strip(), dirty=dirty)
 
