@@ -1,6 +1,8 @@
 """``tileproof history``: series across records in commit order, the steps found by binary segmentation with
 the noise rule as its threshold, the command on the committed records, and the report's chart in a real browser."""
 
+from pathlib import Path
+
 import pytest
 from conftest import clone_at
 from headless import console_messages, needs_chromium, render
@@ -10,6 +12,7 @@ from test_perf_claims import bench_record, case
 from tileproof.__main__ import main
 from tileproof.judge import history, noise
 from tileproof.report import history_render
+from tileproof.report.page import Links
 
 
 def points(*values, band=0.5):
@@ -55,6 +58,7 @@ def softmax(n, tiles_pct, spread=0.004):
     return bench_record(n, cases, program="kernels/bench/softmax_bench.py")
 
 
+LINKS = Links.of(Path("."), Path("."))
 RECORDS = [softmax(1, [("8x128", 16.6), ("128x128", 63.0)]), softmax(2, [("8x128", 16.7), ("128x128", 62.8)]),
            softmax(3, [("8x128", 16.8), ("128x128", 63.0), ("16x128+occ8", 99.7)])]
 
@@ -71,8 +75,8 @@ def test_bench_series_and_the_fastest_of_a_shape():
 
 
 def test_the_report_section(tmp_path):
-    html = "\n".join(history_render.html(RECORDS))
-    assert html.startswith('<h2 id="steps">Steps in the bench history</h2>')
+    html = "\n".join(history_render.html(history_render.fastest_series(RECORDS), LINKS))
+    assert html.startswith('<p class="muted">The fastest tile kernel')
     assert html.count("<svg") == 1  # one series of more than one record: the row softmax's fastest
     assert "62.9 ± 1.3% -&gt; 99.7 ± 2.0% (+58.5%), improvement" in html  # the mean of 63.0 and 62.8
 
@@ -84,7 +88,8 @@ def test_the_steps_chart_in_headless_chromium(tmp_path):
     a screenshot kept (``history-steps.png``)."""
     page = tmp_path / "steps.html"
     page.write_text("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>steps</title></head><body>"
-                    + "\n".join(history_render.html(RECORDS)) + "</body></html>")
+                    + "\n".join(history_render.html(history_render.fastest_series(RECORDS), LINKS))
+                    + "</body></html>")
     got = render(page.as_uri(), png=tmp_path / "steps.png", size="900,400", min_png_bytes=5_000,
                  keep_as="history-steps.png")
     assert console_messages(got.stderr) == []
