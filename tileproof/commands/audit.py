@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+from tileproof.commands import add_root
 from tileproof.gather.audit import REPORT_HTML, REPORT_MD, audit, paused_gc
 from tileproof.judge.audit.result import AuditResult
 from tileproof.records import store
@@ -31,7 +32,7 @@ RENDER: dict[OutputKind, Callable[[AuditResult, Path], str]] = {
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    add_root(parser)
     parser.add_argument("--md", type=Path, default=None, help="write the Markdown report here")
     parser.add_argument("--html", type=Path, default=None, help="write the HTML report here")
     parser.add_argument("--report-dir", type=Path, default=None,

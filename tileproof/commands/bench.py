@@ -10,6 +10,7 @@ import argparse
 import contextlib
 from pathlib import Path
 
+from tileproof.commands import add_root
 from tileproof.bench.core import BENCH_DIR, Session, bench_one, select
 from tileproof.records.errors import TileproofError
 from tileproof.records.signing import signer_from_env
@@ -35,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=600.0, metavar="S",
                         help="per-program timeout in seconds (default 600)")
     add_output_cap(parser)
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    add_root(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from tileproof.commands import add_root
 from tileproof.claims import checks
 from tileproof.claims.outcomes import ProbeResult, claim_result
 from tileproof.claims.quotes import quote_problems
@@ -61,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where there is nvcc but no GPU, prebuild C++ GPU programs for this target "
                              "into build/claims/ (carry it to a GPU node without nvcc); default sm_90")
     parser.add_argument("--timeout", type=float, default=300.0, metavar="S", help="per-step timeout")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    add_root(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tileproof.commands import add_lesson, add_root
 from tileproof.authoring.generated import COMMAND, make_current
 from tileproof.authoring.scaffold import scaffold
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("lesson", metavar="ID", help="the lesson id: lessons/ID.md")
+    add_lesson(parser, many=False, help="the new lesson's id: lessons/LESSON.md")
     parser.add_argument("--python", metavar="NAME", help="write kernels/NAME.py (default without --cpp: the id)")
     parser.add_argument("--cpp", metavar="NAME", help="write cpp/NAME.cu")
     parser.add_argument("--title", help="the lesson's title (default: from the id)")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    add_root(parser)
 
 
 def run(args: argparse.Namespace) -> int:

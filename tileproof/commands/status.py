@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from tileproof import lesson_text
+from tileproof.commands import add_lesson, add_root
 from tileproof.claims import matrix
 from tileproof.claims import spec as claims_spec
 from tileproof.claims import status as claims
@@ -57,8 +58,8 @@ PERF_WORDS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lesson ids (default: all)")
-    parser.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    add_lesson(parser, many=True, help="the lessons to show: lessons/LESSON.md (default: all)")
+    add_root(parser)
 
 
 def _gpu(r: gate.RowDecision) -> str:
