@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from pathlib import Path
 
-from tileproof.commands import add_root
 from tileproof.bench.core import BENCH_DIR, Session, bench_one, select
+from tileproof.commands import add_root
 from tileproof.records.errors import TileproofError
 from tileproof.records.signing import signer_from_env
 from tileproof.records.store import new_run_id, whole

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from tileproof.commands import add_root
 from tileproof.authoring.check import problems
+from tileproof.commands import add_root
 from tileproof.records import lessons
 
 

@@ -17,7 +17,6 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tileproof.commands import add_root
 from tileproof.claims import checks
 from tileproof.claims.outcomes import ProbeResult, claim_result
 from tileproof.claims.quotes import quote_problems
@@ -30,6 +29,7 @@ from tileproof.claims.spec import (
     load_all,
     selected,
 )
+from tileproof.commands import add_root
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     CLAIMS_SCHEMA_VERSION,

@@ -6,8 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
-from tileproof.commands import add_root
 from tileproof.authoring.generated import COMMAND, make_current
+from tileproof.commands import add_root
 from tileproof.records import course
 from tileproof.records.errors import TileproofError
 from tileproof.records.safe_read import check_build_dir

@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     s = sub.add_parser("submit", help="one Slurm job array per GPU kind, one task per lesson, then the merge job")
     s.add_argument("--cluster", type=Path, required=True, help="cluster file (e.g. .ci/slurm-cluster.yaml)")
-    s.add_argument("--lesson", action="append", default=[], metavar="LESSON", help="lesson id (repeatable; default all)")
+    s.add_argument("--lesson", action="append", default=[], metavar="LESSON",
+                   help="lesson id (repeatable; default all)")
     s.add_argument("--kind", action="append", default=[], metavar="K", help="GPU kind (repeatable; default all)")
     s.add_argument("--out", type=Path, default=None, help="fleet folder (default build/fleet/<fleet id>)")
     s.add_argument("--wait", action="store_true", help="wait for the merge job and print the matrix")

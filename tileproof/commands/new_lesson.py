@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from tileproof.commands import add_lesson, add_root
 from tileproof.authoring.generated import COMMAND, make_current
 from tileproof.authoring.scaffold import scaffold
+from tileproof.commands import add_lesson, add_root
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,12 +17,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_root(parser)
 
 
+NEXT = ("nox -s tests", "nox -s compile -- --arch sm_90")
+"""What an author runs after new-lesson, before a GPU: the course's checks (check, lint-kernels, its tests), then
+the build (sessions every course has: ``tileproof.sessions``)."""
+
+
 def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
     for rel in scaffold(root, args.lesson, args.python, args.cpp, args.title):
         print(f"wrote {rel}")
     for path in make_current(root):
         print(f"wrote {path} ({COMMAND})")
-    print(f"next: tileproof check, tileproof lint-kernels, tileproof compile --arch sm_90, pytest "
-          f"(docs/authoring.md); then on a GPU: nox -s run-gpu -- {args.lesson}")
+    print(f"next: {'; '.join(NEXT)}; then on a GPU: nox -s run-gpu -- {args.lesson}")
     return 0

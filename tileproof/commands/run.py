@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from tileproof.commands import add_lesson, add_root
 from tileproof.fleet import devices

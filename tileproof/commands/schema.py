@@ -9,10 +9,9 @@ test fails with "run nox -s schema" when the committed files differ from what th
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from tileproof.commands import add_root
 from tileproof.authoring.generated import make_current, rendered, stale
+from tileproof.commands import add_root
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

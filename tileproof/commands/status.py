@@ -20,10 +20,10 @@ import sys
 from pathlib import Path
 
 from tileproof import lesson_text
-from tileproof.commands import add_lesson, add_root
 from tileproof.claims import matrix
 from tileproof.claims import spec as claims_spec
 from tileproof.claims import status as claims
+from tileproof.commands import add_lesson, add_root
 from tileproof.gather.audit_scan import paused_gc
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims, release_matrix

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from pathlib import Path
 
 from tileproof.commands import add_root
 from tileproof.gather import trust_state
