@@ -30,6 +30,7 @@ OPTIONS = {
     "check": ["--root"],
     "new-lesson": ["--python", "--cpp", "--title", "--root", "LESSON"],
     "init": ["--key", "--owner", "--root", "DIR"],
+    "badge": ["--out", "--root", "--trust-root", "LESSON"],
 }
 """Options each command's --help must list (a hand-written list, not read from the parsers)."""
 
