@@ -1,6 +1,7 @@
 """Records tell the truth about the tree: in a new course (``tileproof init``, a lesson from ``new-lesson``), the
-programs compiled before their first commit are sources HEAD lacks (git tracks only the registry and the pin), so the compile record says its tree was dirty,
-and the audit finds nothing false ("says the tree was clean ... fix: commit the sources")."""
+programs compiled before their first commit are sources HEAD lacks (git tracks only the registry and the pin), so
+the compile record says its tree was dirty, and the audit finds nothing false ("says the tree was clean ... fix:
+commit the sources")."""
 
 from __future__ import annotations
 
