@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
+from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict
 
 from tileproof.commands import add_lesson, add_root
@@ -81,8 +82,6 @@ def coverage(tree: Tree, chosen: list[lessons.Lesson]) -> Endpoint:
 
 
 def _release_key(version: str) -> tuple:
-    from packaging.version import InvalidVersion, Version
-
     try:
         return (0, Version(version))
     except InvalidVersion:
