@@ -86,3 +86,19 @@ def test_scalar_annotations_decide_a_signature(tmp_path):
     [inferred] = found["only_scalars"]
     assert [type(p).__name__ for p in inferred.parameters] == ["ScalarConstraint"]
     assert inferred.parameters[0].dtype.name == "int64"
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ("AOT_SIGNATURES = {}\n",
+     "AOT_SIGNATURES: is empty and the file defines no @ct.kernel function: nothing to export"),
+    ("AOT_SIGNATURES = []\n", "AOT_SIGNATURES: expected a dict of kernel name -> signatures, found list"),
+    ("x = 1\n", "AOT_SIGNATURES: expected a dict of kernel name -> signatures, found none"),
+])
+def test_a_declaration_without_kernels_says_what_is_wrong(tmp_path, body, says):
+    """A new author's first empty program: the line says what is missing, never "expected a dict, found dict"."""
+    path = tmp_path / "empty.py"
+    path.write_text(body)
+    with pytest.raises(RecordError) as e:
+        declared_kernels(path)
+    assert says in str(e.value)
+    assert "expected a dict, found dict" not in str(e.value)

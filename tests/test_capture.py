@@ -1,6 +1,7 @@
 """Parsers over real transcripts captured on the H200 (tests/data/gpu/), and the Slurm job a session ran in."""
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,7 @@ import pytest
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import SlurmJob
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
-from tileproof.runner.capture import env_allowlisted, slurm_job
+from tileproof.runner.capture import env_allowlisted, git_state, slurm_job
 
 DATA = Path(__file__).parent / "data" / "gpu"
 
@@ -176,3 +177,28 @@ def test_the_runtime_is_asked_about_the_gpu_the_programs_get_where_slurm_bound_o
     assert probe.no_gpu is None
     assert probe.gpu.uuid.startswith("GPU-01")
     assert probe.gpu.runtime_compute_capability == "9.0"
+
+
+def test_a_tree_with_untracked_sources_is_dirty_but_not_for_the_stores_own_output(tmp_path):
+    """A new lesson's program compiled before its first commit is a source HEAD lacks: the tree is dirty. Records
+    and transcripts the store wrote (runs/, evidence/) and ignored files leave it clean."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=a", "-c", "user.email=a@example.org", *args],
+                       check=True, capture_output=True)
+    git("init", "-q")
+    (tmp_path / ".gitignore").write_text("build/\n")
+    git("add", "-A")
+    git("commit", "-qm", "first")
+    for rel in ["runs/20261201T000000Z-run-00000000.json", "evidence/20261201T000000Z-run-00000000/stdout.txt",
+                "build/cache/x.cubin"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    assert git_state(tmp_path).dirty is False
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "new_kernel.py").write_text("print('new')\n")
+    assert git_state(tmp_path).dirty is True
+    git("add", "-A")
+    git("commit", "-qm", "the kernel")
+    assert git_state(tmp_path).dirty is False
+    (tmp_path / ".gitignore").write_text("build/\nkernels/\n")
+    assert git_state(tmp_path).dirty is True  # a tracked file changed

@@ -1,5 +1,6 @@
 """The command line as a user meets it: --help per command, the console script, a closed pipe."""
 
+import argparse
 import importlib.metadata as md
 import json
 import subprocess
@@ -8,27 +9,28 @@ from pathlib import Path
 
 import pytest
 
-from tileproof.__main__ import COMMANDS, SIGPIPE_STATUS, main
+from tileproof.__main__ import COMMANDS, SIGPIPE_STATUS, build_parser, main
 
 REPO = Path(__file__).resolve().parents[1]
 
 OPTIONS = {
     "compile": ["--arch", "--system-nvcc", "--jobs", "--root"],
     "run": ["--program", "--device", "--devices", "--timeout", "--session-id", "--record-no-gpu", "--root", "LESSON"],
-    "publish": ["--dry-run", "--root", "--trust-root", "lesson"],
+    "publish": ["--dry-run", "--root", "--trust-root", "LESSON"],
     "status": ["--root", "LESSON"],
     "audit": ["--root", "--trust-root", "--expect-ancestor"],
-    "bench": ["--quick", "--program", "--device", "--timeout"],
-    "claims": ["--document", "--list", "--gpu-only", "--jobs"],
+    "bench": ["--quick", "--program", "--device", "--timeout", "--root"],
+    "claims": ["--document", "--list", "--gpu-only", "--jobs", "--root"],
     "schema": ["--check", "--root"],
-    "lint-kernels": ["--list-rules"],
+    "lint-kernels": ["--list-rules", "--root"],
     "keygen": ["--key", "--owner", "--may-sign", "--root"],
     "verify": ["--root", "--trust-root"],
     "sign-registry": ["--root", "--key", "--base"],
     "fleet": ["submit", "task", "finish", "show", "collect", "merge"],
     "check": ["--root"],
-    "new-lesson": ["--python", "--cpp", "--title", "--root", "ID"],
-    "init": ["--key", "--owner", "DIR"],
+    "new-lesson": ["--python", "--cpp", "--title", "--root", "LESSON"],
+    "init": ["--key", "--owner", "--root", "DIR"],
+    "badge": ["--out", "--root", "--trust-root", "LESSON"],
     "diff": ["BASE", "HEAD", "--format", "--every", "--root"],
     "history": ["PROGRAM[:CASE]", "--gpu", "--root"],
     "reproduce": ["RUN_ID", "--device", "--timeout", "--root"],
@@ -49,6 +51,36 @@ def test_help_lists_the_commands_options(command, capsys):
     assert out.startswith(f"usage: tileproof {command} ")
     missing = [o for o in OPTIONS[command] if o not in out]
     assert not missing, f"tileproof {command} --help does not list {missing}:\n{out}"
+
+
+def _parsers(command: str) -> list[argparse.ArgumentParser]:
+    """The command's parser, or for a command with subcommands (fleet) each subcommand's."""
+    parser = next(a for a in build_parser([command])._actions if isinstance(a, argparse._SubParsersAction))
+    own = parser.choices[command]
+    subs = [a for a in own._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(subs[0].choices.values()) if subs else [own]
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_names_the_course_and_its_lessons_alike(command):
+    """One spelling per argument: every command works on one course, ``--root DIR``, default the current folder;
+    a lesson argument is ``LESSON``."""
+    for parser in _parsers(command):
+        roots = [a for a in parser._actions if a.dest == "root"]
+        if parser.prog.endswith(("fleet task", "fleet finish", "fleet show")):
+            assert not roots  # they read the course from their plan
+            continue
+        assert [(a.option_strings, a.metavar) for a in roots] == [(["--root"], "DIR")], parser.prog
+        if command != "init":  # init: DIR or --root DIR, not both
+            assert roots[0].default == Path.cwd(), parser.prog
+        lessons = [a for a in parser._actions if a.dest in ("lesson", "lessons", "lesson_id")]
+        assert all(a.metavar == "LESSON" for a in lessons), parser.prog
+
+
+def test_init_takes_the_folder_once(tmp_path, capsys):
+    assert main(["init", str(tmp_path / "a"), "--root", str(tmp_path / "b")]) == 2
+    assert "give the repository once, as DIR or as --root DIR" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
 def test_top_level_help_lists_commands_and_imports_none():

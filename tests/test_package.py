@@ -41,7 +41,8 @@ def test_init_makes_a_course_and_commits_the_first_key_alone(tmp_path, author):
     written = course_init.init(root, None, "author", said.append)
     for rel in ["noxfile.py", "pyproject.toml", "constraints.txt", ".gitignore", "README.md", "kernels/harness.py",
                 "kernels/tolerances.py", "kernels/references.py", "cpp/harness.h", "cpp/tolerances.h",
-                ".github/workflows/check.yml", ".github/workflows/gpu-evidence.yml", "schema/lesson.v1.schema.json"]:
+                ".github/workflows/check.yml", ".github/workflows/gpu-evidence.yml", "schema/lesson.v1.schema.json",
+                ".pre-commit-config.yaml"]:
         assert rel in written and (root / rel).is_file(), rel
     assert (root / "kernels/harness.py").read_bytes() == (REPO / "kernels/harness.py").read_bytes()
     assert (root / "cpp/harness.h").read_bytes() == (REPO / "cpp/harness.h").read_bytes()

@@ -413,7 +413,7 @@ def test_a_declaration_compile_refuses_is_still_one_line_from_behind_the_wall(tm
         declared_behind_wall(tmp_path, bad)
     line = str(refused.value)
     assert "\n" not in line and "MODULE-LEVEL-RAN" not in line
-    assert "AOT_SIGNATURES" in line and "expected a dict, found int" in line
+    assert "AOT_SIGNATURES" in line and "expected a dict of kernel name -> signatures, found int" in line
     good = tmp_path / "kernels" / "vector_add.py"
     good.write_text((REPO / "kernels" / "vector_add.py").read_text())
     for helper in ("harness.py", "tolerances.py"):

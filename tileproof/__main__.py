@@ -36,6 +36,7 @@ COMMANDS = {
     "verify": ("tileproof.commands.verify", "every record's signature against lessons/runners.yaml, and git history"),
     "sign-registry": ("tileproof.commands.sign_registry",
                       "endorse a change of lessons/runners.yaml with a key the committed registry trusts"),
+    "badge": ("tileproof.commands.badge", "the evidence coverage as a shields.io endpoint JSON (rows, GPUs, releases)"),
     "fleet": ("tileproof.commands.fleet", "lessons x GPU kinds on a Slurm cluster or CI runners; merge; matrix"),
     "diff": ("tileproof.commands.diff", "what changed in the evidence between two commits (or one and the working "
                                         "tree)"),

@@ -58,8 +58,10 @@ def main() -> int:
             (course, ["nox", "-s", "tests"]),
             (course, ["tileproof", "audit"]),
         ]
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
         lines.append(f"new course from an empty folder, warm pip and uv caches; {os.cpu_count()} cores; "
-                     f"tileproof at {subprocess.run(['git', '-C', str(REPO), 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True).stdout.strip()}")
+                     f"tileproof at {head}")
         wall0, cpu0, failed = time.monotonic(), cpu(), False
         for cwd, argv in steps:
             load = os.getloadavg()[0]

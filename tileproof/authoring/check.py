@@ -12,20 +12,27 @@ prints them; ``nox -s tests`` runs it; the tests call ``problems`` on the reposi
 
 from __future__ import annotations
 
+import ast
+import difflib
 import math
 import re
+import sys
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from tileproof import lesson_text
 from tileproof.authoring import generated
 from tileproof.claims import spec as claims_spec
 from tileproof.gather.audit_scan import walk
 from tileproof.records import lessons, store
-from tileproof.records.errors import InputRefused, TileproofError
+from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.records.findings import Finding
+from tileproof.records.models import LessonFront, ResultRow
 from tileproof.records.redact import redact
-from tileproof.records.safe_read import read_evidence
+from tileproof.records.safe_read import parse_yaml, read_evidence
 from tileproof.records.tolerances import TABLE_FILE, Table, load_table
+from tileproof.toolchain.uses import reached
 
 BOUND = re.compile(r"rtol (?P<rtol>[0-9.e+-]+)\b.*?atol (?P<atol>[0-9.e+-]+)")
 """How a results row's bound text names its numbers (``rtol 1e-4, atol 1e-3``)."""
@@ -44,9 +51,16 @@ RULES: dict[str, str] = {
     "tolerance-table": "the tolerance table cannot be read",
     "claims-file": "a claims file is not valid (the audit's rule of the same id)",
     "generated-stale": "a generated file differs from what its source renders",
+    "program-import-missing": "a Python program or its helper imports a module that is neither a file beside it nor "
+                              "in the programs' environment (the standard library, cuda-tile, cupy, numpy)",
     "evidence-secret": "a file under evidence/ holds values today's redaction rules replace (written under fewer)",
 }
 """The lesson check's rule ids → what each catches; each finding names one."""
+PROGRAM_RUNTIME = ("cuda", "cupy", "numpy")
+"""The modules a Python program may import besides the standard library and the files beside it: what the run
+environment installs for programs (tileproof's ``toolchain`` and ``gpu`` extras: cuda-tile, cupy, numpy). Named
+here, not found in this interpreter, so the check says the same in every environment (``nox -s check`` runs
+without the toolchain)."""
 
 
 def bound_text(rtol: float, atol: float) -> str:
@@ -70,12 +84,13 @@ def _lesson_problems(root: Path, lesson: lessons.Lesson, table: Table | None) ->
     shown = f"{lessons.LESSONS}/{lesson.path.name}"
     out: list[Finding] = []
     try:
-        if lesson_text.render(lesson, lesson.front) != lesson.text:
+        canonical = lesson_text.render(lesson, lesson.front)
+        if canonical != lesson.text:
+            line, has, writes = _rewrite(lesson.text, canonical)[0]
             out.append(Finding(shown, "lesson-not-canonical",
-                               "not in canonical form: publish would rewrite its status, hardware, results keys or "
-                               "the table between <!-- results:begin/end -->",
-                               "write those parts exactly as `tileproof new-lesson` does (one key each, the "
-                               "results table rendered from the front matter's results)"))
+                               f"not in canonical form: publish would rewrite line {line}, {has}",
+                               f"write {writes} (publish owns status, hardware, results and the table between "
+                               f"<!-- results:begin/end -->)", line=line, col=1))
     except TileproofError as e:
         out.append(Finding(shown, "lesson-unrenderable", f"cannot be rendered: {e}",
                            "restore the results markers and the keys"))
@@ -94,10 +109,113 @@ def _lesson_problems(root: Path, lesson: lessons.Lesson, table: Table | None) ->
             continue
         rtol, atol = table[row.check]
         if not bound_matches(row.bound, rtol, atol):
+            rows = list(lesson.front.results)
+            rows[i] = row.model_copy(update={"bound": bound_text(rtol, atol)})
             out.append(Finding(shown, "bound-mismatch", f"results.{i}.bound: '{row.bound}' does not show the table's "
                                                         f"rtol {rtol:g}, atol {atol:g} for '{row.check}'",
-                               f"write bound: '{bound_text(rtol, atol)}'"))
+                               _writes(lesson, rows)))
     return out
+
+
+def _imports(path: Path) -> list[tuple[int, int, str]]:
+    """(line, column, top-level module) of each absolute import in a Python file; nothing when it does not parse
+    (compile and lint-kernels say why)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, node.col_offset + 1, a.name.split(".")[0]) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append((node.lineno, node.col_offset + 1, node.module.split(".")[0]))
+    return out
+
+
+def missing_imports(root: Path, loaded: list[lessons.Lesson]) -> list[Finding]:
+    """Each import of the lessons' Python programs (and the helpers they import) that names neither a module beside
+    the file nor one of the programs' environment (``PROGRAM_RUNTIME``, the standard library): the program would
+    stop at it on the GPU, and compile at its first export."""
+    root = Path(root).resolve()
+    out: list[Finding] = []
+    programs = [root / p.path for lesson in loaded for p in lesson.front.programs if p.path.endswith(".py")]
+    files = dict.fromkeys(f for p in programs if p.is_file() for f in [p.resolve(), *reached(p)])
+    known = {*PROGRAM_RUNTIME, *sys.stdlib_module_names}
+    for file in files:
+        if not file.is_relative_to(root):
+            continue
+        beside = sorted({p.stem for p in file.parent.glob("*.py")}
+                        | {p.parent.name for p in file.parent.glob("*/__init__.py")})
+        for line, col, name in _imports(file):
+            if name in known or name in beside:
+                continue
+            shown = file.relative_to(root).as_posix()
+            near = difflib.get_close_matches(name, beside, n=1)
+            fix = (f"did you mean '{near[0]}'? " if near else "") + \
+                f"write {Path(shown).parent.as_posix()}/{name}.py beside it, or import what the environment has"
+            out.append(Finding(shown, "program-import-missing", f"imports '{name}', which is neither a file beside it "
+                               f"nor in the programs' environment (the standard library, {', '.join(PROGRAM_RUNTIME)})",
+                               fix, line=line, col=col))
+    return out
+
+
+def _quoted(lines: list[str]) -> str:
+    return " ⏎ ".join(f"`{line.rstrip(chr(10)).rstrip(chr(13))}`" for line in lines)
+
+
+def _rewrite(text: str, wanted: str) -> list[tuple[int, str, str]]:
+    """Where ``text`` differs from ``wanted``, line by line: (1-based line of ``text``, what it reads there, what to
+    write) for each changed place, in order."""
+    have, want = text.splitlines(keepends=True), wanted.splitlines(keepends=True)
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, have, want, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        reads = f"which reads {_quoted(have[i1:i2])}" if i1 < i2 else "where a line is missing"
+        writes = _quoted(want[j1:j2])
+        where = f"at line {i1 + 1}" if i1 < i2 else f"before line {i1 + 1}"
+        out.append((i1 + 1, reads, f"{writes} {where}" if j1 < j2 else f"nothing {where} (delete it)"))
+    return out
+
+
+def _writes(lesson: lessons.Lesson, rows: list[ResultRow]) -> str:
+    """The fix for results rows that should read ``rows``: the lines of the lesson to write (the front matter's
+    rows and the results table, as publish renders them)."""
+    try:
+        wanted = lesson_text.render(lesson, lesson.front.model_copy(update={"results": rows}))
+    except TileproofError:
+        return "write the results rows and the table as `tileproof new-lesson` does"
+    return "write " + "; ".join(writes for _line, _has, writes in _rewrite(lesson.text, wanted))
+
+
+def _missing_rows(root: Path, lesson_id: str, table: Table | None) -> str | None:
+    """For a lesson whose front matter lacks results rows for a program's checks (a program just added to
+    ``programs``): the rows to write, in the front matter and the results table as publish renders them, each
+    bound from the tolerance table; None when the lesson has another problem or none of these."""
+    path = lessons.find(root, lesson_id)
+    shown = f"{lessons.LESSONS}/{path.name}"
+    try:
+        front_text, _body = lessons.split(shown, path.read_text(encoding="utf-8"))
+        front = LessonFront.model_validate(parse_yaml(front_text, shown))
+    except (OSError, UnicodeDecodeError, TileproofError, ValidationError, ValueError):
+        return None
+    have = {(r.program, r.check) for r in front.results}
+    new = []
+    for program in front.programs:
+        for check in program.checks:
+            if (program.path, check) not in have:
+                tol = table.get(check) if table is not None else None
+                new.append(ResultRow(program=program.path, check=check, result=lessons.UNKNOWN, run_id=None,
+                                     bound=bound_text(*tol) if tol is not None else "float64 reference, rtol ?, "
+                                                                                    "atol ?"))
+    if not new:
+        return None
+    yaml_rows = lesson_text.dump_key("results", lesson_text.front_values(
+        front.model_copy(update={"results": new}))["results"]).splitlines()[1:]
+    table_rows = lesson_text.render_results_table(new).splitlines()[2:]
+    return (f"add to the front matter's results: {_quoted(yaml_rows)}; and to the table between "
+            f"<!-- results:begin/end -->: {_quoted(table_rows)}")
 
 
 def problems(root: Path) -> list[Finding]:
@@ -109,13 +227,21 @@ def problems(root: Path) -> list[Finding]:
     except TileproofError as e:
         table = None
         out.append(Finding(TABLE_FILE.as_posix(), "tolerance-table", str(e), "fix the table"))
+    loaded: list[lessons.Lesson] = []
     for lesson_id in lessons.lesson_ids(root):
         try:
             lesson = lessons.load(root, lesson_id)
+        except RecordError as e:
+            rows = _missing_rows(root, lesson_id, table) if e.field == "results" else None
+            out.append(Finding(f"{lessons.LESSONS}/{lesson_id}.md", "lesson-front",
+                               f"{e.field}: {e.problem}" if e.field else e.problem, rows or e.fix))
+            continue
         except TileproofError as e:
             out.append(Finding(f"{lessons.LESSONS}/{lesson_id}.md", "lesson-front", str(e), "fix the front matter"))
             continue
+        loaded.append(lesson)
         out += _lesson_problems(root, lesson, table)
+    out += missing_imports(root, loaded)
     for path in claims_spec.claims_files(root):
         try:
             claims_spec.load_file(path, store.rel(root, path))

@@ -85,7 +85,25 @@ def course_files(root: Path) -> dict[str, str]:
     for dest in (".github/workflows/check.yml", ".github/workflows/gpu-evidence.yml"):
         out[dest] = out[dest].replace(WORKFLOW_INSTALL, pip)
     out["kernels/references.py"] = templates.REFERENCES
+    out[PRE_COMMIT_CONFIG] = pre_commit_config()
     return out
+
+
+PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
+PRE_COMMIT_HEAD = """\
+# The fast CPU checks before each commit (https://pre-commit.com: pip install pre-commit && pre-commit install):
+# tileproof's own hooks (its .pre-commit-hooks.yaml), run by the tileproof release this course was made with.
+"""
+
+
+def pre_commit_config() -> str:
+    """The course's ``.pre-commit-config.yaml``: tileproof's hooks (the package's copy of its
+    ``.pre-commit-hooks.yaml``) as local hooks that install this release of tileproof."""
+    hooks = yaml.safe_load(template("pre-commit-hooks.yaml"))
+    for hook in hooks:
+        hook["additional_dependencies"] = [f"tileproof=={__version__}"]
+    return PRE_COMMIT_HEAD + yaml.safe_dump({"repos": [{"repo": "local", "hooks": hooks}]}, sort_keys=False,
+                                            width=4096)
 
 
 def _git(root: Path, *args: str) -> Answer:

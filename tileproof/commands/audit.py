@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
+from tileproof.commands import add_root
 from tileproof.gather.audit import COMMITTED_REPORTS, REPORT_HTML, REPORT_MD, audit, paused_gc
 from tileproof.judge.audit.result import AuditResult
 from tileproof.records import store
@@ -35,7 +36,7 @@ RENDER: dict[OutputKind, Callable[[AuditResult, Links, Audited], str]] = {
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    add_root(parser)
     parser.add_argument("--md", type=Path, default=None, help="write the Markdown report here")
     parser.add_argument("--html", type=Path, default=None, help="write the HTML report here")
     parser.add_argument("--report-dir", type=Path, default=None,

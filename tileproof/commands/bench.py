@@ -6,10 +6,10 @@ Thin: runs the chosen programs in one bench session (``bench.here``), prints one
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from tileproof.bench import here
 from tileproof.bench.core import BENCH_DIR, select
+from tileproof.commands import add_root
 from tileproof.records.errors import TileproofError
 from tileproof.runner.process import add_output_cap, install_signal_handlers
 
@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=600.0, metavar="S",
                         help="per-program timeout in seconds (default 600)")
     add_output_cap(parser)
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    add_root(parser)
 
 
 def run(args: argparse.Namespace) -> int:

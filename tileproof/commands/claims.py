@@ -29,6 +29,7 @@ from tileproof.claims.spec import (
     load_all,
     selected,
 )
+from tileproof.commands import add_root
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import (
     CLAIMS_SCHEMA_VERSION,
@@ -61,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where there is nvcc but no GPU, prebuild C++ GPU programs for this target "
                              "into build/claims/ (carry it to a GPU node without nvcc); default sm_90")
     parser.add_argument("--timeout", type=float, default=300.0, metavar="S", help="per-step timeout")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    add_root(parser)
 
 
 def run(args: argparse.Namespace) -> int:

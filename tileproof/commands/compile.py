@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from tileproof.authoring.generated import COMMAND, make_current
+from tileproof.commands import add_root
 from tileproof.records import course
 from tileproof.records.errors import TileproofError
 from tileproof.records.safe_read import check_build_dir
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(cuda_tile.OUTSIDE_FLAG, action="store_true",
                         help="export although tileiras is outside the range the installed cuda-tile release "
                              "declares; the compile record says so (default: refuse, build nothing)")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    add_root(parser)
 
 
 def targets_from(args_arch: list[str], root: Path) -> list[str]:

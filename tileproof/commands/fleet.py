@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from tileproof.commands import add_root
 from tileproof.fleet import jobs, sbatch, tasks
 from tileproof.fleet import matrix as mx
 from tileproof.fleet import plan as fplan
@@ -32,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     s = sub.add_parser("submit", help="one Slurm job array per GPU kind, one task per lesson, then the merge job")
     s.add_argument("--cluster", type=Path, required=True, help="cluster file (e.g. .ci/slurm-cluster.yaml)")
-    s.add_argument("--lesson", action="append", default=[], metavar="ID", help="lesson id (repeatable; default all)")
+    s.add_argument("--lesson", action="append", default=[], metavar="LESSON",
+                   help="lesson id (repeatable; default all)")
     s.add_argument("--kind", action="append", default=[], metavar="K", help="GPU kind (repeatable; default all)")
     s.add_argument("--out", type=Path, default=None, help="fleet folder (default build/fleet/<fleet id>)")
     s.add_argument("--wait", action="store_true", help="wait for the merge job and print the matrix")
@@ -53,8 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     m = sub.add_parser("merge", help="merge record folders (CI artifacts) into runs/ and evidence/, then audit")
     m.add_argument("sources", nargs="+", type=Path, metavar="DIR", help="folders holding runs/ and evidence/")
     for p in (c, m):
-        p.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
-    s.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+        add_root(p)
+    add_root(s)
 
 
 def _with_programs(every: list[lessons.Lesson]) -> list[lessons.Lesson]:

@@ -18,13 +18,14 @@ from pathlib import Path
 
 import yaml
 
+from tileproof.commands import add_root
 from tileproof.records import registry_change, runner_keys, signing
 from tileproof.records.errors import TileproofError
 from tileproof.records.trust_pin import PIN
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    add_root(parser)
     parser.add_argument("--key", type=Path, default=None,
                         help=f"private key file (default: ${signing.KEY_ENV}, else {signing.DEFAULT_KEY})")
     parser.add_argument("--owner", default=os.environ.get("USER", "runner"), help="who holds the key")

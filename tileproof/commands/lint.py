@@ -1,6 +1,6 @@
 """``lint-kernels``: static checks for known cuTile mistakes, before anything compiles.
 
-    python -m tileproof lint-kernels [PATH ...]      (default: kernels)
+    python -m tileproof lint-kernels [--root DIR] [PATH ...]      (default: kernels)
     python -m tileproof lint-kernels --list-rules
 
 One line per finding on stdout, ``path:line:col: RULE message (fix: ...)``, sorted, then
@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from tileproof.commands import add_root
 from tileproof.lint.engine import RULES, lint_paths, python_files
 
 __all__ = ["add_arguments", "run"]
@@ -23,7 +24,8 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``lint-kernels`` command line."""
     parser.add_argument("paths", nargs="*", type=Path, default=[Path("kernels")],
-                        help="files or folders to check (default: kernels)")
+                        help="files or folders to check, under --root (default: kernels)")
+    add_root(parser)
     parser.add_argument("--list-rules", action="store_true",
                         help="print every rule id, slug and description, and exit")
 
@@ -34,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
         return _write([f"{rule}  {slug:<26} {description}" for rule, (slug, description) in RULES.items()]
                       + [f"lint-kernels: {len(RULES)} rules"])
     try:
-        files = python_files(list(args.paths))
+        files = python_files([p if p.is_absolute() or args.root.resolve() == Path.cwd().resolve() else args.root / p
+                              for p in args.paths])
     except FileNotFoundError as e:
         print(f"lint-kernels: {e} (fix: pass existing files or folders)", file=sys.stderr)
         return 2

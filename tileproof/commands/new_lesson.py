@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from tileproof.authoring.generated import COMMAND, make_current
 from tileproof.authoring.scaffold import scaffold
+from tileproof.commands import add_lesson, add_root
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("lesson", metavar="ID", help="the lesson id: lessons/ID.md")
+    add_lesson(parser, many=False, help="the new lesson's id: lessons/LESSON.md")
     parser.add_argument("--python", metavar="NAME", help="write kernels/NAME.py (default without --cpp: the id)")
     parser.add_argument("--cpp", metavar="NAME", help="write cpp/NAME.cu")
     parser.add_argument("--title", help="the lesson's title (default: from the id)")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    add_root(parser)
+
+
+NEXT = ("nox -s tests", "nox -s compile -- --arch sm_90")
+"""What an author runs after new-lesson, before a GPU: the course's checks (check, lint-kernels, its tests), then
+the build (sessions every course has: ``tileproof.sessions``)."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,6 +28,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {rel}")
     for path in make_current(root):
         print(f"wrote {path} ({COMMAND})")
-    print(f"next: tileproof check, tileproof lint-kernels, tileproof compile --arch sm_90, pytest "
-          f"(docs/authoring.md); then on a GPU: nox -s run-gpu -- {args.lesson}")
+    print(f"next: {'; '.join(NEXT)}; then on a GPU: nox -s run-gpu -- {args.lesson}")
     return 0

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from tileproof import lesson_text
+from tileproof.commands import add_lesson, add_root
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate
 from tileproof.records import file_index, lessons
@@ -23,12 +24,12 @@ from tileproof.records.errors import RecordError, one_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("lesson", help="lesson id (lessons/<id>.md)")
+    add_lesson(parser, many=False, help="the lesson to publish: lessons/LESSON.md")
     parser.add_argument("--dry-run", action="store_true", help="show the decision; change nothing")
     parser.add_argument("--republish", action="store_true",
                         help="rewrite an already published lesson from the records the decision accepts now "
                              "(after a re-run; refused unless the decision holds)")
-    parser.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    add_root(parser)
     parser.add_argument("--trust-root", default=None, metavar="COMMIT|file:PATH",
                         help="the trust root (as for tileproof audit; default: $TILEPROOF_TRUST_ROOT, "
                              "else the tree's .ci/trust-root)")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from tileproof.commands import add_lesson, add_root
 from tileproof.fleet import devices
 from tileproof.records.errors import TileproofError
 from tileproof.runner import session
@@ -13,7 +13,7 @@ from tileproof.toolchain import cuda_tile
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lesson ids (default: every program)")
+    add_lesson(parser, many=True, help="the lessons whose programs to run: lessons/LESSON.md (default: every program)")
     parser.add_argument("--program", action="append", default=[], metavar="NAME",
                         help="a program path or file name (repeatable)")
     parser.add_argument("--device", type=int, default=0, metavar="N", help="GPU index (default 0)")
@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="every listed GPU at once, one run session per GPU (tileproof.fleet.devices)")
     parser.add_argument("--timeout", type=float, default=900.0, metavar="S", help="per-program timeout in seconds")
     add_output_cap(parser)
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    add_root(parser)
     parser.add_argument("--session-id", default=None, metavar="ID",
                         help="the session's id (what --devices gives each GPU's session, to read its records back)")
     parser.add_argument("--record-no-gpu", action="store_true",

@@ -9,13 +9,13 @@ test fails with "run nox -s schema" when the committed files differ from what th
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from tileproof.authoring.generated import make_current, rendered, stale
+from tileproof.commands import add_root
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    add_root(parser)
     parser.add_argument("--check", action="store_true", help="only report stale files; exit 1 if any")
 
 

@@ -15,6 +15,7 @@ import argparse
 import os
 from pathlib import Path
 
+from tileproof.commands import add_root
 from tileproof.records import registry_change, runner_keys, signing, store
 from tileproof.records.errors import TileproofError
 from tileproof.records.safe_read import read_bytes
@@ -24,7 +25,7 @@ RESET = "every key that could sign is lost: that is a root reset (docs/keys.md, 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    add_root(parser)
     parser.add_argument("--key", type=Path, default=None,
                         help=f"the private key that endorses the change (default: ${signing.KEY_ENV})")
     parser.add_argument("--base", default="HEAD", help="the commit whose registry the change follows (default: HEAD)")

@@ -23,6 +23,7 @@ from tileproof import lesson_text
 from tileproof.claims import matrix
 from tileproof.claims import spec as claims_spec
 from tileproof.claims import status as claims
+from tileproof.commands import add_lesson, add_root
 from tileproof.gather.audit_scan import paused_gc
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims, release_matrix
@@ -57,8 +58,8 @@ PERF_WORDS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lesson ids (default: all)")
-    parser.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    add_lesson(parser, many=True, help="the lessons to show: lessons/LESSON.md (default: all)")
+    add_root(parser)
 
 
 def _gpu(r: gate.RowDecision) -> str:

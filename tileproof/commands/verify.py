@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from pathlib import Path
 
+from tileproof.commands import add_root
 from tileproof.gather import trust_state
 from tileproof.judge import trust
 from tileproof.records import runner_keys, store
@@ -28,7 +28,7 @@ from tileproof.runner import git_history
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    add_root(parser)
     parser.add_argument("--trust-root", default=None, metavar="COMMIT|file:PATH",
                         help="the trust root (as for tileproof audit)")
 

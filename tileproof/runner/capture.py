@@ -113,9 +113,16 @@ def host_facts() -> HostFacts:
     )
 
 
+STORE_OWN = tuple(f"?? {folder}/" for folder in (store.RUNS, store.EVIDENCE))
+"""Untracked files that leave a tree clean: what the store itself writes (records and transcripts, never a source a
+record attests), so the second program of a run session still records the clean tree the first one saw."""
+
+
 def git_state(root: Path, ignored: Iterable[str] = ()) -> GitState:
-    """HEAD and whether tracked files differ from it; ``ignored``: repo-relative paths left out of that
-    comparison (the audit's own reports, which it rewrites on purpose)."""
+    """HEAD, and whether the tree differs from it: a tracked file changed, or an untracked file that git does not
+    ignore (a new lesson's programs compiled before their first commit attest sources HEAD lacks), outside the
+    store's own ``runs/`` and ``evidence/``; ``ignored``: repo-relative paths left out of that comparison (the
+    audit's own reports, which it rewrites on purpose)."""
     def git(*args: str) -> Finished:
         return probe(["git", "-C", str(root), *args], timeout=60)
 
@@ -123,8 +130,10 @@ def git_state(root: Path, ignored: Iterable[str] = ()) -> GitState:
     if head.exit_code != 0:
         return GitState(commit=None, dirty=True)
     left_out = [f":(exclude,top,literal){p}" for p in sorted(ignored)]
-    status = git("status", "--porcelain", "--untracked-files=no", *(["--", ":/", *left_out] if left_out else []))
-    dirty = status.exit_code != 0 or bool(status.stdout.strip())
+    status = git("status", "--porcelain", "-z", "--untracked-files=all",
+                 *(["--", ":/", *left_out] if left_out else []))
+    entries = [e for e in status.stdout.decode(errors="replace").split("\0") if e]
+    dirty = status.exit_code != 0 or any(not e.startswith(STORE_OWN) for e in entries)
     return GitState(commit=head.stdout.decode(errors="replace").strip(), dirty=dirty)
 
 

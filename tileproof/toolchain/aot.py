@@ -151,8 +151,12 @@ def declared_kernels(path: Path, module=None) -> dict[str, list]:
     module = load_program(path) if module is None else module
     decl = getattr(module, "AOT_SIGNATURES", None)
     kernels = kernels_of(module)
-    if not isinstance(decl, dict) or not (decl or kernels):
-        raise RecordError(path, "AOT_SIGNATURES", f"expected a dict, found {type(decl).__name__}", FIX)
+    if not isinstance(decl, dict):
+        found = "none" if decl is None else type(decl).__name__
+        raise RecordError(path, "AOT_SIGNATURES", f"expected a dict of kernel name -> signatures, found {found}", FIX)
+    if not (decl or kernels):
+        raise RecordError(path, "AOT_SIGNATURES", "is empty and the file defines no @ct.kernel function: "
+                                                  "nothing to export", FIX)
     out: dict[str, list] = {}
     for name, sigs in decl.items():
         if not isinstance(name, str) or name not in kernels:
