@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from tileproof.commands import add_root
 from tileproof.gather import snapshot
 from tileproof.judge import diff
 from tileproof.report import diff_render
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="text", help="text (default), markdown (a pull-request "
                         "comment) or json")
     parser.add_argument("--every", action="store_true", help="list every bench case, those within noise too")
-    parser.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    add_root(parser)
 
 
 def render(result: diff.Diff, fmt: str, every: bool = False) -> str:

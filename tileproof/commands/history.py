@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from tileproof.commands import add_root
 from tileproof.gather.tree import Tree
 from tileproof.judge import history
 from tileproof.records.errors import TileproofError
@@ -30,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "name/variant/shape/* or a check name)")
     parser.add_argument("--gpu", metavar="CLASS", help="only records of this GPU (\"NVIDIA H200\", or \"NVIDIA H200, "
                                                        "cc 9.0\")")
-    parser.add_argument("--root", type=Path, default=Path("."), help="repository root (default: .)")
+    add_root(parser)
 
 
 def series(tree: Tree, what: str, gpu: str | None) -> list[history.Series]:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from tileproof.bench import here
+from tileproof.commands import add_root
 from tileproof.gather.tree import Tree
 from tileproof.judge import reproduce, trust
 from tileproof.records import store
@@ -32,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", type=int, default=0, metavar="N", help="GPU index (default 0)")
     parser.add_argument("--timeout", type=float, default=900.0, metavar="S", help="the program's timeout in seconds")
     add_output_cap(parser)
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    add_root(parser)
 
 
 def cited(tree: Tree, run_id: str) -> RunRecord | BenchRecord:
