@@ -20,7 +20,10 @@ from tileproof.records import guide, schemas, store
 from tileproof.records.tolerances import HEADER_FILE, REGENERATE, cpp_header, has_header
 
 SCHEMA_DIR = Path("schema")
-SCHEMA_MODULES = ("tileproof.records.models", "tileproof.records.runner_keys", "tileproof.records.signing",
+SCHEMA_MODULES = ("tileproof.records.models.reports", "tileproof.records.models.compile",
+                  "tileproof.records.models.run", "tileproof.records.models.bench",
+                  "tileproof.records.models.claims", "tileproof.records.models.lessons",
+                  "tileproof.records.runner_keys", "tileproof.records.signing",
                   "tileproof.records.registry_change", "tileproof.records.trust_pin",
                   "tileproof.records.cluster", "tileproof.records.audit_summary",
                   "tileproof.records.handover")

@@ -28,7 +28,7 @@ from tileproof.records.models import (
 from tileproof.records.tolerances import REGENERATE
 
 GUIDE = Path("AUTHORING.md")
-BEGIN = ("<!-- front-matter reference: generated from tileproof/records/models.py by `nox -s schema`; "
+BEGIN = ("<!-- front-matter reference: generated from tileproof/records/models/lessons.py by `nox -s schema`; "
          "do not edit -->")
 END = "<!-- end of the generated front-matter reference -->"
 MODELS: tuple[type[BaseModel], ...] = (LessonFront, LessonProgram, ResultRow, Hardware, PerfClaim, VerifiedRelease,
@@ -42,7 +42,7 @@ class GuideError(RecordError):
 
 def _type(annotation: object) -> str:
     text = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
-    text = text or str(annotation).replace("typing.", "").replace("tileproof.records.models.", "")
+    text = text or re.sub(r"tileproof\.records\.models\.(\w+\.)?", "", str(annotation).replace("typing.", ""))
     text = re.sub(r"Annotated\[str, StringConstraints\([^)]*pattern='([^']*)'[^)]*\)\]", r"str matching \1", text)
     return text.replace("|", "or").replace("NoneType", "None")
 
