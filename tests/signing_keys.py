@@ -12,7 +12,8 @@ from pathlib import Path
 import yaml
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from tileproof.records import runner_keys, signing, store
+from tileproof.records import store
+from tileproof.records.trust import runner_keys, signing
 
 REPO = Path(__file__).resolve().parents[1]
 H200_RUN = REPO / "runs" / "20261129T122955Z-run-78254821.json"

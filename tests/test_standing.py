@@ -11,9 +11,9 @@ from signing_keys import real_run
 
 from tileproof.judge import standing, trust
 from tileproof.judge.trust_root import KeyFacts, TrustReport, TrustState
-from tileproof.records.runner_keys import Verification
 from tileproof.records.store import examine, seal_of
-from tileproof.records.trust_history import FirstCommit
+from tileproof.records.trust.runner_keys import Verification
+from tileproof.records.trust.trust_history import FirstCommit
 
 RECORD = real_run()
 """A real H200 run record (kind run), dated ``RECORD.created``."""

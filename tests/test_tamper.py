@@ -28,8 +28,9 @@ from signing_keys import REPO, entry, new_signer, real_run, registry_of, v1_subj
 
 from tileproof import lesson_text
 from tileproof.judge import trust
-from tileproof.records import signing, store
+from tileproof.records import store
 from tileproof.records.errors import TileproofError
+from tileproof.records.trust import signing
 from tileproof.runner import git_history
 
 RUNNER = new_signer()
@@ -603,7 +604,7 @@ def test_cli_transcript_edited_and_committed(signed_tree, capsys):
 def test_a_registry_cannot_loosen_the_policy(tmp_path):
     """``policy:`` in lessons/runners.yaml can only say signed-only; anything else is refused."""
     from tileproof.records.errors import RecordError
-    from tileproof.records.runner_keys import load_registry
+    from tileproof.records.trust.runner_keys import load_registry
 
     (tmp_path / "lessons").mkdir()
     (tmp_path / "lessons" / "runners.yaml").write_text("registry_version: 1\nrunners: []\npolicy: unsigned-counts\n")
@@ -646,7 +647,7 @@ def add_key(root: Path, signer: signing.Signer, *, may_sign=None, owner: str = "
     """Append ``signer``'s entry to the tree's lessons/runners.yaml, as keygen prints it."""
     import yaml
 
-    from tileproof.records.runner_keys import REGISTRY
+    from tileproof.records.trust.runner_keys import REGISTRY
 
     path = root / REGISTRY
     raw = yaml.safe_load(path.read_text())
@@ -735,7 +736,7 @@ def test_cli_unsigned_change_when_a_registry_key_was_held(signed_tree, capsys):
     commit(root, "pin", ".ci")
     import yaml
 
-    from tileproof.records.runner_keys import REGISTRY
+    from tileproof.records.trust.runner_keys import REGISTRY
 
     raw = yaml.safe_load((root / REGISTRY).read_text())
     raw["runners"][-1]["may_sign"] = ["claims", "registry", "run", "session"]  # widened, unsigned

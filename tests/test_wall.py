@@ -29,9 +29,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from signing_keys import write_registry
 
 from tileproof.commands import run as run_cmd
-from tileproof.records import runner_keys, signing, store
+from tileproof.records import store
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import RunRecord
+from tileproof.records.trust import runner_keys, signing
 from tileproof.runner import integrity, process
 from tileproof.runner.environment import child_env
 from tileproof.runner.wall import Wall

@@ -43,7 +43,6 @@ from tileproof.records.models import (
 )
 from tileproof.records.redact import merge
 from tileproof.records.safe_read import read_evidence
-from tileproof.records.signing import Signer
 from tileproof.records.store import (
     digest,
     header,
@@ -51,6 +50,7 @@ from tileproof.records.store import (
     write_evidence,
     write_record,
 )
+from tileproof.records.trust.signing import Signer
 from tileproof.runner.capture import probe
 from tileproof.runner.execute import Outcome, read_left, run_program
 from tileproof.runner.process import SCRATCH_PREFIX, scratch_dir

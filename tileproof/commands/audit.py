@@ -17,7 +17,7 @@ from tileproof.gather.audit import REPORT_HTML, REPORT_MD, audit, paused_gc
 from tileproof.judge.audit.result import AuditResult
 from tileproof.records import store
 from tileproof.records.errors import one_line
-from tileproof.records.trust_pin import PIN, PIN_ENV
+from tileproof.records.trust.trust_pin import PIN, PIN_ENV
 from tileproof.report import junit, render, summary
 
 OutputKind = Literal["md", "html", "junit", "json"]

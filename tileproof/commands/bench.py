@@ -12,8 +12,8 @@ from pathlib import Path
 
 from tileproof.bench.core import BENCH_DIR, Session, bench_one, select
 from tileproof.records.errors import TileproofError
-from tileproof.records.signing import signer_from_env
 from tileproof.records.store import new_run_id, whole
+from tileproof.records.trust.signing import signer_from_env
 from tileproof.runner import integrity
 from tileproof.runner.capture import (
     environment,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from tileproof.authoring.generated import COMMAND, make_current
 from tileproof.records.safe_read import check_build_dir
-from tileproof.records.signing import signer_from_env
 from tileproof.records.store import whole
+from tileproof.records.trust.signing import signer_from_env
 from tileproof.runner import integrity
 from tileproof.runner.builds import compile_programs, kernel_index
 from tileproof.runner.capture import tools as find_tools

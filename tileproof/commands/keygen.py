@@ -20,9 +20,9 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from tileproof.records import registry_change, runner_keys, signing
 from tileproof.records.errors import TileproofError
-from tileproof.records.trust_pin import PIN
+from tileproof.records.trust import registry_change, runner_keys, signing
+from tileproof.records.trust.trust_pin import PIN
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

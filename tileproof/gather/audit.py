@@ -44,15 +44,16 @@ from tileproof.judge.audit.rules import commits, evidence, files, inputs, review
 from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
-from tileproof.records import file_index, lessons, lock, runner_keys, store
+from tileproof.records import file_index, lessons, lock, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError, encodable
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import REGENERATED, GitHistory, NoHistory
 from tileproof.records.history_check import check as check_history
 from tileproof.records.models import LessonFront, PlausibilityNote, RunRecord, SessionRecord
-from tileproof.records.runner_keys import UNSIGNED, RunnerRegistry
 from tileproof.records.store import Examined
-from tileproof.records.trust_pin import PIN
+from tileproof.records.trust import runner_keys
+from tileproof.records.trust.runner_keys import UNSIGNED, RunnerRegistry
+from tileproof.records.trust.trust_pin import PIN
 from tileproof.runner import git_history
 from tileproof.runner.forked import ForkedHelper
 

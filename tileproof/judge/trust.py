@@ -3,7 +3,7 @@
 A record counts only when what was checked about it when it was loaded
 (``store.Examined``) says so: its seal is intact (a record edited after writing,
 or with no seal, never counts) and its signature's standing
-(``records.runner_keys.verify``, then its standing in history, ``judge.standing``) is one
+(``records.trust.runner_keys.verify``, then its standing in history, ``judge.standing``) is one
 the policy accepts. A tree whose ``lessons/runners.yaml`` lists any runner key, or says
 ``policy: signed-only``, or whose git history shows a version that did
 (``judge.trust_root``: the policy only tightens; carried on each ``Examined`` record),
@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from tileproof.judge import standing
-from tileproof.records.runner_keys import TreePolicy, Trust, Verification
 from tileproof.records.store import Examined, examine
+from tileproof.records.trust.runner_keys import TreePolicy, Trust, Verification
 
 TrustPolicy = Literal["unsigned-counts", "signed-only"]
 

@@ -1,12 +1,12 @@
 """Which runner keys the history of the registry vouches for, from a root the reviewer pins.
 
 ``evaluate`` reads nothing: it takes the commit graph and every version of ``lessons/runners.yaml`` along it
-(``records.trust_history``), the working tree's registry, the committed endorsements (``records.registry_change``)
-and the root (``Root``), and gives each key the kinds history trusts it with, the findings (``registry-*``,
-``trust-root-not-in-history``, ``history-rewritten``) and the ``TrustReport`` the audit prints. As in TUF's root
-rotation, each version after the root is trusted only as far as the version before it signed it. The rules (the
-root, the walk over parents, revocations and narrowings that stay, a policy that only tightens):
-docs/threat-model.md, "How the registry's history is walked".
+(``records.trust.trust_history``), the working tree's registry, the committed endorsements
+(``records.trust.registry_change``) and the root (``Root``), and gives each key the kinds history trusts it with,
+the findings (``registry-*``, ``trust-root-not-in-history``, ``history-rewritten``) and the ``TrustReport`` the
+audit prints. As in TUF's root rotation, each version after the root is trusted only as far as the version before it
+signed it. The rules (the root, the walk over parents, revocations and narrowings that stay, a policy that only
+tightens): docs/threat-model.md, "How the registry's history is walked".
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from tileproof.records import runner_keys as reg
 from tileproof.records.errors import RecordError, one_line
 from tileproof.records.findings import Finding
-from tileproof.records.registry_change import SignedChange, digest
-from tileproof.records.runner_keys import REGISTRY, REGISTRY_KIND, RunnerRegistry, TreePolicy
-from tileproof.records.trust_history import TrustHistory
-from tileproof.records.trust_pin import PIN, TrustPin, parse_pin
+from tileproof.records.trust import runner_keys as reg
+from tileproof.records.trust.registry_change import SignedChange, digest
+from tileproof.records.trust.runner_keys import REGISTRY, REGISTRY_KIND, RunnerRegistry, TreePolicy
+from tileproof.records.trust.trust_history import TrustHistory
+from tileproof.records.trust.trust_pin import PIN, TrustPin, parse_pin
 
 WORKTREE = "working tree"
 """The node after HEAD: the registry as the working tree holds it (what records are verified against)."""

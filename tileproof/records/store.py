@@ -6,10 +6,10 @@ exists, so nothing recorded is ever overwritten). Evidence files go under
 ``evidence/<run id>/`` the same way and are referenced by path and sha256.
 
 Given a signer, the record file is a DSSE envelope around an in-toto statement
-whose predicate is the record (``records.signing``); without one it is the plain
+whose predicate is the record (``records.trust.signing``); without one it is the plain
 record, as before signing existed, and reads back as ``unsigned``.
 ``load_record`` reads both forms; ``read_record`` also says whether the record
-verifies against the runner registry (``records.runner_keys.verify``).
+verifies against the runner registry (``records.trust.runner_keys.verify``).
 
 Also the one implementation of: atomic replacement of a file that is meant to
 be rewritten (``write_atomic``: lessons, reports, caches, schemas), the seal
@@ -39,7 +39,6 @@ from typing import Generic, Literal, NamedTuple, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from tileproof import __version__
-from tileproof.records import signing
 from tileproof.records.errors import DiskFull, KeyExposed, NotKept, RecordError, TileproofError, utf8_problem
 from tileproof.records.models import (
     AS_READ,
@@ -50,7 +49,9 @@ from tileproof.records.models import (
     Transcript,
 )
 from tileproof.records.redact import watched_key_in
-from tileproof.records.runner_keys import (
+from tileproof.records.safe_read import decode, parse_json, read_bytes
+from tileproof.records.trust import signing
+from tileproof.records.trust.runner_keys import (
     UNSIGNED,
     RunnerRegistry,
     TreePolicy,
@@ -58,8 +59,7 @@ from tileproof.records.runner_keys import (
     Verification,
     verify,
 )
-from tileproof.records.safe_read import decode, parse_json, read_bytes
-from tileproof.records.trust_history import FirstCommit
+from tileproof.records.trust.trust_history import FirstCommit
 
 RUNS = "runs"
 EVIDENCE = "evidence"

@@ -28,7 +28,6 @@ from tileproof.records.models import (
     ProgramInputs,
     Step,
 )
-from tileproof.records.signing import Signer
 from tileproof.records.store import (
     digest,
     header,
@@ -44,6 +43,7 @@ from tileproof.records.tolerances import (
     has_header,
     load_table,
 )
+from tileproof.records.trust.signing import Signer
 from tileproof.runner.capture import git_state, host_facts
 from tileproof.runner.environment import child_env
 from tileproof.runner.process import scratch_dir, start_and_wait

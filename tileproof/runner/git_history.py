@@ -49,11 +49,11 @@ from tileproof.records.history_check import (
     blob_hasher,
     check,
 )
-from tileproof.records.registry_change import SIGNATURES
-from tileproof.records.runner_keys import REGISTRY
 from tileproof.records.safe_read import InputKind, stream
-from tileproof.records.trust_history import TrustHistory
-from tileproof.records.trust_pin import PIN
+from tileproof.records.trust.registry_change import SIGNATURES
+from tileproof.records.trust.runner_keys import REGISTRY
+from tileproof.records.trust.trust_history import TrustHistory
+from tileproof.records.trust.trust_pin import PIN
 from tileproof.runner.query import Answer, QueryError, ask
 
 GIT_TIMEOUT_S = 300.0
@@ -535,7 +535,7 @@ parent had is listed too), a root commit with nothing."""
 
 def _endorsements(root: Path) -> dict[str, frozenset[str]] | NoHistory:
     """sha256 of each version of a file under ``lessons/registry-signatures/`` → the commits that added or
-    changed a file to it (``records.trust_history.TrustHistory.endorsements``): one ``git log`` (its raw diff
+    changed a file to it (``records.trust.trust_history.TrustHistory.endorsements``): one ``git log`` (its raw diff
     against each parent) and one ``git cat-file --batch`` for the distinct blobs. A log this code cannot read
     is NoHistory, never a partial map (an endorsement missing from it would pass as one not committed yet)."""
     log = _git(root, *_ENDORSEMENTS_LOG)

@@ -30,7 +30,6 @@ from tileproof.records.models import (
     SessionRecord,
     Step,
 )
-from tileproof.records.signing import Signer, signer_from_env
 from tileproof.records.store import (
     EVIDENCE,
     digest,
@@ -41,6 +40,7 @@ from tileproof.records.store import (
     whole,
     write_record,
 )
+from tileproof.records.trust.signing import Signer, signer_from_env
 from tileproof.runner import integrity, outside_check
 from tileproof.runner.capture import (
     GpuProbe,

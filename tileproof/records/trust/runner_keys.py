@@ -3,7 +3,7 @@
 ``lessons/runners.yaml`` (committed; adding, rotating or revoking a key is a
 reviewed commit) lists each runner key: owner, keyid, raw public key (hex),
 the record kinds it may sign (and ``registry``: it may endorse the next change
-of this file, ``records.registry_change``), the date it was added and, once
+of this file, ``records.trust.registry_change``), the date it was added and, once
 revoked, the instant from which its signatures no longer count. :func:`verify`
 checks a record against the file as it is; what git history says about the
 record and its key is ``judge.standing``'s and ``judge.trust_root``'s (the
@@ -37,10 +37,11 @@ from pydantic import (
     model_validator,
 )
 
-from tileproof.records import models, signing
+from tileproof.records import models
 from tileproof.records.errors import InputRefused, RecordError
 from tileproof.records.safe_read import decode, parse_yaml, read_bytes
 from tileproof.records.schemas import schema
+from tileproof.records.trust import signing
 
 REGISTRY = Path("lessons") / "runners.yaml"
 REGISTRY_VERSION = 1

@@ -22,9 +22,9 @@ from pydantic import Field, ValidationError
 
 from tileproof.records import models
 from tileproof.records.errors import RecordError
-from tileproof.records.runner_keys import read_optional
 from tileproof.records.safe_read import decode, parse_yaml
 from tileproof.records.schemas import schema
+from tileproof.records.trust.runner_keys import read_optional
 
 PIN = Path(".ci") / "trust-root"
 """The pin committed as CI configuration (a YAML file; ``TrustPin``)."""
