@@ -179,7 +179,8 @@ def test_unsigned_records_committed_before_the_first_key_are_legacy_not_findings
     (signed-only), and is no finding; one committed after a key was registered is a finding."""
     import subprocess
 
-    from tileproof.judge import standing, trust, trust_root
+    from tileproof.judge import trust
+    from tileproof.judge.trust import standing, trust_root
     from tileproof.records.trust.runner_keys import UNSIGNED, registry_lists_keys
     from tileproof.runner import git_history
 

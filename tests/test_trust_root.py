@@ -1,4 +1,4 @@
-"""judge.trust_root as a pure function: commit graphs and registry versions built here, no git.
+"""judge.trust.trust_root as a pure function: commit graphs and registry versions built here, no git.
 
 Each case is a small history: the registry's versions along it, the endorsements committed
 beside them, the root the reviewer pins; the assertions are the findings, the keys' trusted
@@ -13,8 +13,8 @@ import pytest
 import yaml
 from signing_keys import entry, new_signer
 
-from tileproof.judge import trust_root
-from tileproof.judge.trust_root import Expect, Root
+from tileproof.judge.trust import trust_root
+from tileproof.judge.trust.trust_root import Expect, Root
 from tileproof.records.trust import registry_change, signing
 from tileproof.records.trust.registry_change import SignedChange, digest
 from tileproof.records.trust.trust_history import TrustHistory

@@ -184,7 +184,7 @@ def _audit(root: Path, listing: store.RunsListing, outputs: Iterable[Path], help
             for rule_id, reason in files.seal_issues(rec, seals.get(name) or "", digest):
                 add(Finding(file, rule_id, reason))
         # The seal's verdict on the content (not its bytes), the signature's and the record's standing in
-        # history (gather.trust_state, judge.standing), as status and publish see them.
+        # history (gather.trust_state, judge.trust.standing), as status and publish see them.
         verification = read.verification or UNSIGNED
         checked_once = Examined(read.facts, store.seal_status(read, digest), verification)
         plain = read.verification is None

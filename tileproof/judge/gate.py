@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
-from tileproof.judge import claim_verdicts, plausibility, releases, standing, trust
+from tileproof.judge import claim_verdicts, plausibility, releases, trust
 from tileproof.judge.claim_verdicts import (
     NO_CLAIMS,
     ClaimsToday,
@@ -27,6 +27,7 @@ from tileproof.judge.perf_claims import ClaimDecision
 from tileproof.judge.perf_claims import decide as decide_perf
 from tileproof.judge.res_usage import ResUsageDecision, decide_res_usage
 from tileproof.judge.today import Today, lock_release, tables_at
+from tileproof.judge.trust import standing
 from tileproof.records import depends, release
 from tileproof.records.capability import MIN_CC, below_tile, cc_tuple, sm_of
 from tileproof.records.lessons import (

@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from tileproof.judge import standing, trust
+from tileproof.judge import trust
+from tileproof.judge.trust import standing
 from tileproof.records.models import (
     BenchRecord,
     ClaimsRecord,
@@ -226,7 +227,7 @@ class Seen:
     kind: str
     run_id: str
     created: datetime
-    """The record's own (``judge.standing.age`` orders by them as for the record)."""
+    """The record's own (``judge.trust.standing.age`` orders by them as for the record)."""
     gpu_uuid: str | None
     """The uuid of the GPU it names (:func:`gpu_of`), None: none."""
     smi: TranscriptRef | None

@@ -52,7 +52,7 @@ class LessonVerdict:
     """For a published lesson its cited records still back: each place it differs from what they give."""
     distrust: tuple[Finding, ...] = ()
     """A finding for each way the runner registry's history does not hold from the trust root
-    (``judge.trust_root``): while there is one, no lesson is ready or republishable."""
+    (``judge.trust.trust_root``): while there is one, no lesson is ready or republishable."""
     refused: tuple[Finding, ...] = ()
     """A finding for each input the audit refuses by what it is (``gather.inputs``: a link, a
     FIFO or device, a file over its cap under evidence/ or lessons/), read by the decision or not: while

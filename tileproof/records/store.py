@@ -305,10 +305,10 @@ class Examined(Generic[R]):
     """``registry.UNSIGNED`` for a record that carries no signature (or was built in memory)."""
     policy: TreePolicy | None = None
     """The policy in force it was examined under (the registry's, or ``signed-only`` once git history shows
-    a registry that listed a key: ``judge.trust_root``); None: the code's."""
+    a registry that listed a key: ``judge.trust.trust_root``); None: the code's."""
     first: FirstCommit | None = None
     """The commit that first added the record's file (``runner.git_history``); None when it is not committed, or
-    the tree has no history. Its standing and its place among "the newest" come from here (``judge.standing``)."""
+    the tree has no history. Its standing and its place among "the newest" come from here (``judge.trust.standing``)."""
 
     @property
     def trust(self) -> Trust:

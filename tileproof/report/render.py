@@ -169,7 +169,7 @@ def notices(result: AuditResult) -> list:
 
 def trust_lines(result: AuditResult) -> list[str]:
     """The trust root the registry's history was checked from, the range and every change in it
-    (``judge.trust_root.TrustReport``)."""
+    (``judge.trust.trust_root.TrustReport``)."""
     return result.trust.lines() if result.trust is not None else ["not checked (no trust report)"]
 
 

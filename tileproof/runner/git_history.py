@@ -16,7 +16,7 @@ working tree's object ids come from git's own index where git vouches for the fi
 each is in this repository's history and the sha256 of each attested path's blob
 there (one ``git cat-file --batch`` for all of them). :func:`trust_history` reads the commit graph,
 every version of the runner registry and of the CI's pin along it, and the commits that added each
-registry endorsement's bytes (``judge.trust_root`` walks them);
+registry endorsement's bytes (``judge.trust.trust_root`` walks them);
 :func:`commit_by_id`, :func:`commits_by_prefix` and :func:`refs_named` are what ``gather.given_commit`` asks of
 git about a commit a reviewer names (``--trust-root``, ``--expect-ancestor``, ``--since``).
 """

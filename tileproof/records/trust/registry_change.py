@@ -15,7 +15,7 @@ committed beside the change as ``lessons/registry-signatures/<new[:16]>-<previou
 (``tileproof sign-registry`` writes it). Binding both digests makes each endorsement
 one step of the chain: it cannot be replayed onto another version. That the same two versions
 coming round again grant nothing a later change took away, and that a revoked key's endorsement
-counts only where history added it before the revocation, are ``judge.trust_root``'s rules (by
+counts only where history added it before the revocation, are ``judge.trust.trust_root``'s rules (by
 the commits that added the file's bytes, ``SignedChange.sha256``), as are which change needs an
 endorsement and whose key counts; this module only builds, reads and checks the envelopes.
 """

@@ -6,7 +6,7 @@ the record kinds it may sign (and ``registry``: it may endorse the next change
 of this file, ``records.trust.registry_change``), the date it was added and, once
 revoked, the instant from which its signatures no longer count. :func:`verify`
 checks a record against the file as it is; what git history says about the
-record and its key is ``judge.standing``'s and ``judge.trust_root``'s (the
+record and its key is ``judge.trust.standing``'s and ``judge.trust.trust_root``'s (the
 rules: docs/threat-model.md, "The runner registry and the trust root").
 
 It lives under ``lessons/`` and not ``runs/``: ``runs/`` and ``evidence/`` are
@@ -71,7 +71,7 @@ allowed to sign this kind and not revoked at the record's time, signed exactly t
 and these subjects are the record's own digests. ``unsigned``: a plain (legacy) record or
 an envelope without signatures; ``subject-mismatch``: validly signed, but the statement's
 subjects are not the digests the record holds. The last three come from git history
-(``judge.standing``): ``unendorsed-key``, a key added by a registry change no key held before
+(``judge.trust.standing``): ``unendorsed-key``, a key added by a registry change no key held before
 signed; ``dated-before-key``, a record dated before its key was added; ``dated-after-commit``,
 a record dated after the commit that first added it (or after now, when not committed)."""
 

@@ -6,8 +6,8 @@ reachable from HEAD, oldest first in topological order (a parent always before i
 children, so an index in it orders "earlier" without trusting any date), each commit's
 committer time, and the content digest of the runner registry and of the CI's pin
 (``records.trust.trust_pin``) at every commit, with each version's bytes, and the commits that added each
-endorsement of a registry change (``records.trust.registry_change``). ``judge.trust_root`` walks it;
-``judge.standing`` judges a record by its ``FirstCommit``.
+endorsement of a registry change (``records.trust.registry_change``). ``judge.trust.trust_root`` walks it;
+``judge.trust.standing`` judges a record by its ``FirstCommit``.
 """
 
 from __future__ import annotations

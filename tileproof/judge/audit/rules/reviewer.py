@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from tileproof.judge import plausibility
 from tileproof.judge.audit.audit_rules import rule
 from tileproof.judge.audit.result import Issue
-from tileproof.judge.trust_root import PinMove, Root
+from tileproof.judge.trust.trust_root import PinMove, Root
 from tileproof.records.models import PlausibilityNote
 from tileproof.records.store import Examined
 from tileproof.records.trust.trust_pin import PIN

@@ -82,7 +82,7 @@ class Expect:
 
 @dataclass(frozen=True)
 class KeyFacts:
-    """What history says about one key of the working tree's registry (``judge.standing`` reads it)."""
+    """What history says about one key of the working tree's registry (``judge.trust.standing`` reads it)."""
 
     keyid: str
     owner: str

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from datetime import datetime, time, timedelta, timezone
 
-from tileproof.judge.trust_root import KeyFacts, TrustState
+from tileproof.judge.trust.trust_root import KeyFacts, TrustState
 from tileproof.records.store import Examined
 from tileproof.records.trust.runner_keys import Verification
 from tileproof.records.trust.trust_history import FirstCommit
