@@ -1,6 +1,6 @@
 """``tileproof fleet submit`` against a real Slurm: a single-node cluster this module starts and stops.
 
-No mock of Slurm. ``scripts/slurm_node.py up`` (the script a GPU node without network is stood up
+No mock of Slurm. ``scripts/slurm_node up`` (the script a GPU node without network is stood up
 with) unpacks the gathered packages into a temporary prefix, or uses the installed ones
 (tests/slurm_cluster.py), generates slurm.conf for this host (its name, CPUs and memory as
 ``slurmd -C`` reports them) and gres.conf from the H200's real ``nvidia-smi --query-gpu``
