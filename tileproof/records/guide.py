@@ -28,7 +28,9 @@ from tileproof.records.models import (
 from tileproof.records.tolerances import REGENERATE
 
 GUIDE = Path("AUTHORING.md")
-BEGIN = ("<!-- front-matter reference: generated from tileproof/records/models/lessons.py by `nox -s schema`; "
+# The begin marker keeps the words it was first written with (the models were one file then): every guide that
+# holds it, in any checkout or clone, keeps finding its reference.
+BEGIN = ("<!-- front-matter reference: generated from tileproof/records/models.py by `nox -s schema`; "
          "do not edit -->")
 END = "<!-- end of the generated front-matter reference -->"
 MODELS: tuple[type[BaseModel], ...] = (LessonFront, LessonProgram, ResultRow, Hardware, PerfClaim, VerifiedRelease,
