@@ -124,7 +124,7 @@ def status_ready(root, lesson_id: str, capsys) -> bool:
     assert main(["status", lesson_id, "--root", str(root)]) == 0
     out = capsys.readouterr().out
     footer = next(line for line in out.splitlines() if line.startswith(f"{lesson_id}: "))
-    return footer.endswith(f"; ready: nox -s publish -- {lesson_id}")
+    return footer.endswith(f"; ready to publish: nox -s publish -- {lesson_id}")
 
 
 def flip_to_published(root, lesson_id: str) -> None:

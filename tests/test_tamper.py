@@ -1224,7 +1224,7 @@ def test_newer_evidence_is_a_note_and_a_newer_failure_blocks_republishing(signed
     failing = newer_vector_add_run(root, passed=False, later=1)
     commit(root, "a newer failing session")
     footer = status_footer(root, VECTOR_ADD, capsys)
-    assert footer.endswith("PUBLISHED WITHOUT EVIDENCE (audit fails)"), footer
+    assert footer.endswith("published, but its evidence no longer holds (nox -s audit fails)"), footer
     code, out = audit_cmd(root, capsys)
     assert code == 1
     assert f"lessons/{VECTOR_ADD}.md: lesson-published-without-evidence:" in out

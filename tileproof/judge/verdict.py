@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from tileproof import lesson_text
 from tileproof.judge.gate import Decision
+from tileproof.judge.lesson_state import LessonState
 from tileproof.judge.releases import ReleaseKey
 from tileproof.records import lessons
 from tileproof.records.errors import RecordError
@@ -87,6 +88,23 @@ class LessonVerdict:
         if self.tree_problems:
             return False
         return self.valid if self.published else self.fresh.publishable
+
+    @property
+    def state(self) -> LessonState:
+        """Where the lesson stands, in the one wording ``status`` and ``publish`` print (``judge.lesson_state``):
+        the tree's problems first (refused inputs, the trust root, history), then the draft or published lesson;
+        its ``ready`` is exactly :attr:`ready`."""
+        if self.refused:
+            return LessonState.INPUT_REFUSED
+        if self.distrust:
+            return LessonState.TRUST_BROKEN
+        if self.history_problems:
+            return LessonState.HISTORY_BROKEN
+        if not self.published:
+            return LessonState.READY if self.fresh.publishable else LessonState.DRAFT
+        if self.valid:
+            return LessonState.VALID
+        return LessonState.DIFFERS if self.decision.publishable else LessonState.WITHOUT_EVIDENCE
 
     @property
     def republishable(self) -> bool:
