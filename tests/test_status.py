@@ -28,7 +28,8 @@ def test_status_table(tree, capsys):
         assert row[5].startswith("FIXTURE-")
         assert row[6:] == ["NVIDIA", "H200", "cc", "9.0"]
     assert rows[5][3:6] == ["gate", "missing", "(optional)"]
-    assert lines[-1] == f"{LESSON}: draft, 5/5 required rows have evidence; ready to publish: nox -s publish -- {LESSON}"
+    assert lines[-1] == (f"{LESSON}: draft, 5/5 required rows have evidence; ready to publish: "
+                         f"nox -s publish -- {LESSON}")
 
 
 def test_status_shows_stale_and_missing(tree):
