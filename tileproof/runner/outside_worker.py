@@ -154,6 +154,13 @@ def check_one(folder: Path, check: dict[str, Any], refs: dict[str, Callable[...,
     if want.shape != g.shape:
         return _result(name, "failed", "reference-error",
                        f"the reference has shape {list(want.shape)}, the handed-over output {list(g.shape)}", **more)
+    return _compare(name, g, want, entry, stride, more)
+
+
+def _compare(name: str, g: np.ndarray, want: np.ndarray, entry: list[float], stride: int | None,
+             more: dict[str, Any]) -> dict[str, Any]:
+    """The handed-over output ``g`` against the reference's ``want`` (float64, the same shape) within the
+    tolerance entry ``entry`` ([rtol, atol]); ``more``: what the result says besides, filled in here."""
     rtol, atol = entry
     with np.errstate(all="ignore"):
         err = np.abs(g - want)
