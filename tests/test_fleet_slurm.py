@@ -205,13 +205,13 @@ def test_an_arrays_gpu_tasks_run_at_once_one_gpu_each(tmp_path, cluster):
     --time), one task per GPU, each of which ends only once every task has started: the array passes only if Slurm
     ran its tasks at the same time, each on a GPU of its own."""
     from tileproof.fleet import sbatch
-    from tileproof.fleet.plan import make_plan
+    from tileproof.fleet.plan import Checkout, make_plan
     from tileproof.records.cluster import load_cluster
 
     gpus = len(cluster.gpus)
     plan = make_plan(cluster=load_cluster(cluster.cluster_file), lesson_programs={
-        f"lesson-{i}": ["kernels/x.py"] for i in range(gpus)}, kinds=["h200"], repo=tmp_path, commit="0" * 40,
-        python=sys.executable, folder=tmp_path / "fleet", fleet_id="concurrent")
+        f"lesson-{i}": ["kernels/x.py"] for i in range(gpus)}, kinds=["h200"],
+        source=Checkout(tmp_path, "0" * 40, sys.executable), folder=tmp_path / "fleet", fleet_id="concurrent")
     (tmp_path / "fleet" / "logs").mkdir(parents=True)
     met = tmp_path / "met"
     met.mkdir()
