@@ -222,7 +222,7 @@ def host_facts(rec: Seen, first: Seen, runner: Runner) -> list[Signal]:
 @dataclass(frozen=True, slots=True)
 class Seen:
     """What the signals and the agreement between records read of one record (:func:`seen`), and nothing else:
-    an audit keeps one per record for 100,000 records, where the records themselves would not fit in memory."""
+    an audit keeps one per record, where the records themselves would not fit in memory at fleet scale."""
 
     kind: str
     run_id: str

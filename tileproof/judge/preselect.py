@@ -1,7 +1,7 @@
 """Which records the lessons' verdicts can depend on, chosen from each record's facts: the full records of only
 those need be read.
 
-``status`` and ``publish`` judge lessons from a tree that may hold 100,000 records, of which a verdict looks at
+``status`` and ``publish`` judge lessons from a tree that may hold a fleet's records, of which a verdict looks at
 a handful: the newest record of each row's class, a published lesson's cited records and what is newer than them.
 :func:`facts_of` keeps what choosing needs of one record (a :class:`Facts`, small, kept in the verified-file
 index beside the record's seal and signature outcome); :func:`needed` takes every record as an ``Examined`` of

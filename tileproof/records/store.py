@@ -443,7 +443,7 @@ def record_files(root: Path) -> list[Path]:
 
 
 def record_names(root: Path) -> list[str]:
-    """The names of :func:`record_files`, sorted, without making 100,000 paths."""
+    """The names of :func:`record_files`, sorted, without making a path per record."""
     return runs_listing(root)[0]
 
 
@@ -458,7 +458,7 @@ def stray_files(root: Path) -> list[str]:
 
 class RunsListing(NamedTuple):
     """One listing of ``runs/``: :func:`record_names` and :func:`stray_files` (a reader that needs both, or
-    several readers of one command, list 100,000 names once)."""
+    several readers of one command, list every name once)."""
 
     names: list[str]
     strays: list[str]

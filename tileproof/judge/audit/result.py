@@ -101,8 +101,9 @@ def table_row(name: str, rec: RunRecord) -> TableRow:
 
 @dataclass
 class RunTable:
-    """What the report shows of the run records, gathered one record at a time (:meth:`add`): an audit of 100,000
-    records keeps this, not the records. Per (program, GPU column): its newest record and how many ran."""
+    """What the report shows of the run records, gathered one record at a time (:meth:`add`): an audit keeps
+    this, not the records, so its memory grows with the programs and GPUs, not with the records. Per (program,
+    GPU column): its newest record and how many ran."""
 
     newest: dict[tuple[str, tuple[str, str]], RunRecord] = field(default_factory=dict)
     """Filled by :meth:`resolve`, once every record was added."""

@@ -37,7 +37,7 @@ SHARED_MAX = 1 << 16
 
 def share(value: H) -> H:
     """One object for equal values that many records hold (a session's transcripts, a program's sources, a runner's
-    host): 100,000 records kept as plain values hold a few thousand of each, not 100,000. ``value`` must be hashable
+    host): records kept as plain values hold one of each distinct value, not one per record. ``value`` must be hashable
     and immutable; the table is emptied when it holds ``SHARED_MAX`` values (records come a session at a time)."""
     if len(_SHARED) >= SHARED_MAX:
         _SHARED.clear()
@@ -45,8 +45,8 @@ def share(value: H) -> H:
 
 
 class TranscriptRef(NamedTuple):
-    """A ``Transcript``'s three values, without its model: what the audit keeps of each of the 600,000 transcripts
-    100,000 records reference (a model is ten times the size)."""
+    """A ``Transcript``'s three values, without its model: what the audit keeps of each transcript the records
+    reference (a model is ten times the size)."""
 
     path: str
     sha256: str
