@@ -13,6 +13,10 @@ first key, a test tree), where unsigned records count. The rows, the performance
 claims and the audit all follow, because they all ask :func:`refusal` here (through :func:`split`, or
 :func:`admits` for one record). Unsigned records first committed before the tree's first key are
 legacy: they count toward nothing under ``signed-only`` and are no finding (:func:`issues`).
+
+This module is the door of the judge's trust room; beside it, ``standing`` (a record's standing in time, by the
+commit that first added it) and ``trust_root`` (which keys the registry's history vouches for, from the root).
+The plain data they judge is the records' trust room, ``records.trust``.
 """
 
 from __future__ import annotations
