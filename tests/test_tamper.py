@@ -28,6 +28,7 @@ from signing_keys import REPO, entry, new_signer, real_run, registry_of, v1_subj
 
 from tileproof import lesson_text
 from tileproof.judge import trust
+from tileproof.judge.lesson_state import LessonState
 from tileproof.records import store
 from tileproof.records.errors import TileproofError
 from tileproof.records.trust import signing
@@ -402,7 +403,7 @@ def test_cli_edited_result_resealed(signed_tree, capsys):
     assert f"runs/{path.name}: history-changed:" in out
     code, out = publish_cmd(root, "01-vector-add", capsys)
     assert code == 1, out
-    assert "not published" in out, out
+    assert out.startswith(f"01-vector-add: {LessonState.HISTORY_BROKEN.message}"), out
     assert "signature bad-signature" in out, out
     assert f"runs/{path.name}: history-changed:" in out
 
@@ -1189,7 +1190,7 @@ def test_status_publish_dry_run_and_audit_agree(signed_tree, capsys, case, ready
     for lesson_id in ids:
         footer = status_footer(root, lesson_id, capsys)
         dry, out = cli(capsys, "publish", lesson_id, "--dry-run", "--root", str(root))
-        said[lesson_id] = "; ready: " in footer
+        said[lesson_id] = any(f"; {state.message}" in footer for state in LessonState if state.ready)
         assert said[lesson_id] == (dry == 0), (lesson_id, footer, out)
     assert {i for i, ok in said.items() if ok} == ready, said
     for lesson_id in ids:

@@ -6,9 +6,10 @@ evidence, for a published lesson the records it cites), the run id and the GPU;
 one line per performance claim (check ``perf:<id>``): the bench program, the
 claim's outcome with the value it rests on, the bench record and its GPU; then one
 line per lesson saying what is left, from the same verdict ``publish`` and the
-audit print (``gather.tree.Tree.verdict``): "ready" exactly when ``publish
---dry-run`` would exit 0, and for a valid published lesson with newer evidence the
-note "newer evidence: republish to refresh". Every printed line goes through
+audit print (``gather.tree.Tree.verdict``), in the words ``publish`` prints too
+(``judge.lesson_state``): "ready to publish" or "already published, its records hold"
+exactly when ``publish --dry-run`` would exit 0, and for a valid published lesson with
+newer evidence the note "newer evidence: republish to refresh". Every printed line goes through
 ``records.errors.one_line``. Reads only; exit 0 unless an input is malformed (one
 line, exit 2).
 """
