@@ -66,8 +66,8 @@ def build(session):
 @nox.session(name="slurm-node", default=False, python=False, requires=["light"])
 def slurm_node(session):
     """A single-node Slurm for a GPU host without network (docs/fleet-slurm-gpu.md): ``-- gather --out DIR`` here,
-    ``-- up --debs DIR --state DIR`` / ``-- down --state DIR`` on the node (scripts/slurm_node.py)."""
-    session.run(shared_python(session, LIGHT_PYTHON), "scripts/slurm_node.py", *session.posargs, external=True)
+    ``-- up --debs DIR --state DIR`` / ``-- down --state DIR`` on the node (scripts/slurm_node)."""
+    session.run(shared_python(session, LIGHT_PYTHON), "scripts/slurm_node", *session.posargs, external=True)
 
 
 @nox.session(python=False, requires=["toolchain"])

@@ -91,7 +91,7 @@ def warm_up_argv(config: pytest.Config) -> list[str] | None:
     is not written, or where it is cached already."""
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None) or sys.dont_write_bytecode:
         return None
-    if Path(importlib.util.cache_from_source(str(REPO / "tileproof" / "records" / "models.py"))).is_file():
+    if Path(importlib.util.cache_from_source(str(REPO / "tileproof" / "records" / "models" / "__init__.py"))).is_file():
         return None
     return [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
             str(REPO / "tests")]

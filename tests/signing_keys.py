@@ -12,7 +12,8 @@ from pathlib import Path
 import yaml
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from tileproof.records import runner_keys, signing, store
+from tileproof.records import store
+from tileproof.records.trust import runner_keys, signing
 
 REPO = Path(__file__).resolve().parents[1]
 H200_RUN = REPO / "runs" / "20261129T122955Z-run-78254821.json"
@@ -33,7 +34,7 @@ def v1_subjects(record) -> list[signing.Subject]:
 def entry(signer: signing.Signer, *, owner: str = "test runner", may_sign=runner_keys.RUNNER_KINDS,
           added: date = date(2025, 1, 1), revoked_since: datetime | None = None) -> runner_keys.RunnerKey:
     """The registry entry of ``signer``; ``added`` before every fixture record it signs (a record dated
-    before its key was added counts for nothing: ``judge.standing``)."""
+    before its key was added counts for nothing: ``judge.trust.standing``)."""
     return runner_keys.RunnerKey(owner=owner, keyid=signer.keyid, public_key=signing.raw_public(signer.public).hex(),
                               may_sign=list(may_sign), added=added, revoked_since=revoked_since)
 

@@ -1,10 +1,10 @@
-"""Test helpers for the single-node Slurm of ``scripts/slurm_node.py``: where its packages come from,
+"""Test helpers for the single-node Slurm of ``scripts/slurm_node``: where its packages come from,
 harmless GPU device files, and the GPU query transcripts a CPU cluster is stood up with.
 
 Imported by tests/test_fleet_slurm.py and tests/test_slurm_node.py (``tests/`` is on sys.path when
 pytest runs them); not a test module itself.
 
-Slurm comes from, in this order: the folder ``scripts/slurm_node.py gather`` wrote, named by
+Slurm comes from, in this order: the folder ``scripts/slurm_node gather`` wrote, named by
 ``TILEPROOF_SLURM_DEBS`` or at ``build/slurm-node`` (what ``.ci/run`` gathers; the cluster is then
 stood up from unpacked packages exactly as on a GPU node without network), else Slurm and munge
 installed from the distribution's packages (``/``). Neither: the tests that need it skip, except
@@ -13,7 +13,7 @@ in CI, where that is an error.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import shutil
 import stat
@@ -21,10 +21,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("slurm_node", REPO / "scripts" / "slurm_node.py")
-slurm_node = importlib.util.module_from_spec(_spec)
-sys.modules["slurm_node"] = slurm_node  # before it runs: its dataclasses look their module up there
-_spec.loader.exec_module(slurm_node)
+sys.path.insert(0, str(REPO / "scripts"))  # the package scripts/slurm_node, as its __main__ finds it
+slurm_node = importlib.import_module("slurm_node")
 
 H200_QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
 """A real ``nvidia-smi --query-gpu`` transcript of the lent H200 (one GPU)."""
@@ -36,8 +34,8 @@ SOURCE = "gathered" if GATHERED else "installed" if INSTALLED else None
 """Where the tests' Slurm comes from; None: nowhere."""
 if SOURCE is None and os.environ.get("CI") == "true":  # .ci/run gathers it: a skip there would hide a broken gather
     raise RuntimeError(f"CI=true but no Slurm: {DEBS / slurm_node.MANIFEST} is missing (.ci/run's fleet block "
-                       "runs scripts/slurm_node.py gather) and Slurm is not installed")
-NO_SLURM = (f"no Slurm: gather it with `python scripts/slurm_node.py gather --out {DEBS}` (needs apt and the "
+                       "runs scripts/slurm_node gather) and Slurm is not installed")
+NO_SLURM = (f"no Slurm: gather it with `python scripts/slurm_node gather --out {DEBS}` (needs apt and the "
             "registry; CI does), or apt-get install slurm-wlm munge")
 IS_ROOT = os.geteuid() == 0
 

@@ -81,7 +81,10 @@ def _contracts_over(tmp_path: Path, files: dict[str, str]) -> str:
         f"tileproof/{name}.py" if (REPO / "tileproof" / f"{name}.py").is_file() else f"tileproof/{name}/__init__.py": ""
         for name in layers
     } | {"tileproof/runner/process.py": "import subprocess\n", "tileproof/runner/query.py": "import subprocess\n",
-          "tileproof/runner/forked.py": "import multiprocessing\n", "tileproof/commands/audit.py": ""}
+          "tileproof/runner/forked.py": "import multiprocessing\n", "tileproof/commands/audit.py": ""} | {
+        "/".join(room.split(".")) + "/__init__.py": ""  # the rooms other layers contracts name (records.trust...)
+        for c in config["contracts"] if c["type"] == "layers" for room in c["containers"] if room != "tileproof"
+    }
     src = tmp_path / "src"
     _package(src, skeleton | files)
     (tmp_path / "pyproject.toml").write_text(_toml_section(config))
@@ -126,8 +129,13 @@ def test_the_contracts_hold_for_a_clean_made_up_package(tmp_path):
         ({"tileproof/gather/audit_scan.py": "import multiprocessing\n"}, "Only the runner starts processes"),
         ({"tileproof/runner/worktree.py": "import subprocess\n"}, "Only the runner starts processes"),
         ({"tileproof/judge/gate.py": "from multiprocessing import Pool\n"}, "The judge reads records only"),
-        ({"tileproof/records/models.py": "import tileproof.runner\n"}, "Layers: arrows point down only"),
+        ({"tileproof/records/models/__init__.py": "", "tileproof/records/models/run.py": "import tileproof.runner\n"},
+         "Layers: arrows point down only"),
         ({"tileproof/lesson_text.py": "import tileproof.judge\n"}, "Layers: arrows point down only"),
+        ({"tileproof/records/trust/signing.py": "import tileproof.records.trust.runner_keys\n",
+          "tileproof/records/trust/runner_keys.py": ""}, "Records' trust room"),
+        ({"tileproof/judge/trust/trust_root.py": "from tileproof.judge.trust import standing\n",
+          "tileproof/judge/trust/standing.py": ""}, "Judge's trust room"),
         ({"tileproof/records/lessons.py": "import tileproof.lesson_text\n"}, "Layers: arrows point down only"),
         ({"tileproof/fresh/__init__.py": ""}, "Layers: arrows point down only"),
         (

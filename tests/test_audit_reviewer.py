@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tileproof.judge.audit.rules import reviewer
-from tileproof.judge.trust_root import PinMove, Root
+from tileproof.judge.trust.trust_root import PinMove, Root
 
 A, B, C = "a" * 40, "b" * 40, "c" * 40
 

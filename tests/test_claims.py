@@ -36,8 +36,8 @@ from tileproof.records.models import (
     Toolchain,
     Transcript,
 )
-from tileproof.records.runner_keys import load_registry
 from tileproof.records.store import digest, load_record, new_run_id, read_records, write_record
+from tileproof.records.trust.runner_keys import load_registry
 from tileproof.runner.capture import git_state, host_facts
 from tileproof.toolchain.build import nvcc_argv
 

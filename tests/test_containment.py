@@ -32,7 +32,7 @@ from tileproof.records.models import AS_READ, STEP_VERSION, Step
 from tileproof.runner import process
 from tileproof.runner.environment import child_env
 from tileproof.runner.process import containment, scratch_dir, start_and_wait
-from tileproof.runner.step import run_step
+from tileproof.runner.step import Limits, run_step
 
 pytestmark = [pytest.mark.skipif(
     not sys.platform.startswith("linux") or not all(shutil.which(t) for t in ("env", "setsid", "sleep", "ps")),
@@ -351,13 +351,13 @@ def test_where_unshare_is_refused_the_next_that_holds_is_used_and_recorded(tmp_p
     choose_again.delenv(process.CONTAIN_VAR, raising=False)
     fallback = "cgroup" if process._own_cgroup() is not None else "marker"
     assert containment() == fallback
-    step = run_step(tmp_path, "r1", "echo", ["echo", "hi"], child_env(), timeout=60)
+    step = run_step(tmp_path, "r1", "echo", ["echo", "hi"], child_env(), Limits(60))
     assert step.containment == fallback
     assert step.step_version == STEP_VERSION == 3
     process.containment.cache_clear()
     choose_again.setattr(process, "_own_cgroup", lambda: None)  # no writable cgroup v2 either
     assert containment() == "marker"
-    assert run_step(tmp_path, "r2", "echo", ["echo", "hi"], child_env(), timeout=60).containment == "marker"
+    assert run_step(tmp_path, "r2", "echo", ["echo", "hi"], child_env(), Limits(60)).containment == "marker"
 
 
 NOBODY = 65534
@@ -445,8 +445,8 @@ def test_an_unprivileged_tileproof_falls_back_and_says_so():
         tmp_path.mkdir()
         tmp_path.chmod(0o777)
         code = ("import json, sys\nfrom pathlib import Path\nfrom tileproof.runner.environment import child_env\n"
-                "from tileproof.runner.process import containment\nfrom tileproof.runner.step import run_step\n"
-                "step = run_step(Path(sys.argv[1]), 'r1', 'echo', ['echo', 'hi'], child_env(), timeout=60)\n"
+                "from tileproof.runner.process import containment\nfrom tileproof.runner.step import Limits, run_step\n"
+                "step = run_step(Path(sys.argv[1]), 'r1', 'echo', ['echo', 'hi'], child_env(), Limits(60))\n"
                 "print(json.dumps([containment(), step.containment, step.exit_code]))\n")
         env = {k: v for k, v in os.environ.items() if k not in (process.CONTAIN_VAR, "PYTHONHOME", "VIRTUAL_ENV")}
         env.update(PYTHONPATH=str(code_dir), HOME=str(tmp_path), TMPDIR=str(tmp_path))
@@ -466,7 +466,7 @@ def test_an_unprivileged_tileproof_falls_back_and_says_so():
 
 @each_containment()
 def test_a_step_records_its_containment(tmp_path, contained):
-    step = run_step(tmp_path, "r1", "echo", ["echo", "hi"], child_env(), timeout=60)
+    step = run_step(tmp_path, "r1", "echo", ["echo", "hi"], child_env(), Limits(60))
     assert (step.step_version, step.containment, step.exit_code) == (STEP_VERSION, contained, 0)
     assert Step.model_validate_json(step.model_dump_json()) == step
 

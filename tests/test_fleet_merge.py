@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from tileproof.fleet import matrix as mx
 from tileproof.fleet import tasks
 from tileproof.fleet.merge import MergeConflict, Source, merge, plan_merge
-from tileproof.fleet.plan import SUBMITTED_FILE, ArrayResult, Submitted, make_plan
+from tileproof.fleet.plan import SUBMITTED_FILE, ArrayResult, Checkout, Submitted, make_plan
 from tileproof.records import batch_write
 from tileproof.records.cluster import Cluster, GpuKind
 from tileproof.records.errors import TileproofError
@@ -225,9 +225,9 @@ def test_finish_merges_what_tasks_wrote_and_shows_a_dead_task_as_a_gap(tmp_path,
     folder = tmp_path / "fleet"
     lessons = {lid: progs for lid, progs in course.LESSONS.items()}
     lessons["fleet-both"] = list(course.PROGRAMS)
-    plan = make_plan(cluster=cluster, lesson_programs=lessons, kinds=[], repo=repo,
-                     commit=course.git(repo, "rev-parse", "HEAD").strip(),
-                     python=sys.executable, folder=folder, fleet_id="t")
+    plan = make_plan(cluster=cluster, lesson_programs=lessons, kinds=[],
+                     source=Checkout(repo, course.git(repo, "rev-parse", "HEAD").strip(), sys.executable),
+                     folder=folder, fleet_id="t")
     folder.mkdir()
     (folder / SUBMITTED_FILE).write_text(Submitted(fleet_version=1, arrays=[
         ArrayResult(kind="sm_90", job_id="1", refused=None),
@@ -261,8 +261,8 @@ def test_finish_merges_what_tasks_wrote_and_shows_a_dead_task_as_a_gap(tmp_path,
 def test_a_task_runs_its_lesson_in_its_own_worktree_and_a_requeued_task_adds_to_it(tmp_path, repo):
     """What an array task does, without Slurm: a real worktree of the plan's commit, a real ``tileproof run``."""
     cluster = Cluster(cluster_version=1, name="t", kinds={"cpu": GpuKind()})
-    plan = make_plan(cluster=cluster, lesson_programs=dict(course.LESSONS), kinds=[], repo=repo,
-                     commit=course.git(repo, "rev-parse", "HEAD").strip(), python=sys.executable,
+    plan = make_plan(cluster=cluster, lesson_programs=dict(course.LESSONS), kinds=[],
+                     source=Checkout(repo, course.git(repo, "rev-parse", "HEAD").strip(), sys.executable),
                      folder=tmp_path / "fleet", fleet_id="t")
     plan = plan.model_copy(update={"run_args": ["--record-no-gpu"]})
     assert tasks.run_task(plan, "cpu", 1) == 1  # no GPU here: the run records no-gpu and fails

@@ -11,7 +11,7 @@ import pytest
 
 from tileproof.fleet import sbatch
 from tileproof.fleet.devices import child_args, plan_devices
-from tileproof.fleet.plan import make_plan
+from tileproof.fleet.plan import Checkout, make_plan
 from tileproof.records.cluster import load_cluster
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.parsers import parse_gpu_query
@@ -40,8 +40,8 @@ def plan_for(tmp_path, text=SITE, kinds=()):
     path.write_text(text)
     return make_plan(cluster=load_cluster(path),
                      lesson_programs={"a": ["kernels/a.py"], "b": ["kernels/b.py", "cpp/b.cu"]},
-                     kinds=list(kinds), repo=tmp_path / "repo", commit="c0ffee" * 6 + "abcd",
-                     python="/opt/py/bin/python", folder=tmp_path / "fleet", fleet_id="F1")
+                     kinds=list(kinds), source=Checkout(tmp_path / "repo", "c0ffee" * 6 + "abcd", "/opt/py/bin/python"),
+                     folder=tmp_path / "fleet", fleet_id="F1")
 
 
 def test_one_array_per_kind_one_task_per_lesson(tmp_path):

@@ -1,6 +1,6 @@
 """``tileproof fleet submit`` against a real Slurm: a single-node cluster this module starts and stops.
 
-No mock of Slurm. ``scripts/slurm_node.py up`` (the script a GPU node without network is stood up
+No mock of Slurm. ``scripts/slurm_node up`` (the script a GPU node without network is stood up
 with) unpacks the gathered packages into a temporary prefix, or uses the installed ones
 (tests/slurm_cluster.py), generates slurm.conf for this host (its name, CPUs and memory as
 ``slurmd -C`` reports them) and gres.conf from the H200's real ``nvidia-smi --query-gpu``
@@ -31,7 +31,8 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from tileproof.records import signing, store
+from tileproof.records import store
+from tileproof.records.trust import signing
 
 REPO = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("fleet_course", REPO / "tests" / "data" / "fleet" / "course.py")
@@ -204,13 +205,13 @@ def test_an_arrays_gpu_tasks_run_at_once_one_gpu_each(tmp_path, cluster):
     --time), one task per GPU, each of which ends only once every task has started: the array passes only if Slurm
     ran its tasks at the same time, each on a GPU of its own."""
     from tileproof.fleet import sbatch
-    from tileproof.fleet.plan import make_plan
+    from tileproof.fleet.plan import Checkout, make_plan
     from tileproof.records.cluster import load_cluster
 
     gpus = len(cluster.gpus)
     plan = make_plan(cluster=load_cluster(cluster.cluster_file), lesson_programs={
-        f"lesson-{i}": ["kernels/x.py"] for i in range(gpus)}, kinds=["h200"], repo=tmp_path, commit="0" * 40,
-        python=sys.executable, folder=tmp_path / "fleet", fleet_id="concurrent")
+        f"lesson-{i}": ["kernels/x.py"] for i in range(gpus)}, kinds=["h200"],
+        source=Checkout(tmp_path, "0" * 40, sys.executable), folder=tmp_path / "fleet", fleet_id="concurrent")
     (tmp_path / "fleet" / "logs").mkdir(parents=True)
     met = tmp_path / "met"
     met.mkdir()

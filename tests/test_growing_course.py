@@ -74,8 +74,8 @@ def test_a_new_lesson_and_its_entries_stale_no_other_lesson(repo, capsys, commit
     assert code == 0
     assert "0 findings" in out
     code, out = cli(capsys, "status", "--root", str(repo))
-    assert footer(out, SPIKE).endswith("; ready: published, its records hold"), out
-    assert footer(out, DAY79).endswith("; ready: published, its records hold"), out
+    assert footer(out, SPIKE).endswith("; already published, its records hold"), out
+    assert footer(out, DAY79).endswith("; already published, its records hold"), out
     for lesson_id in (SPIKE, DAY79):
         assert cli(capsys, "publish", lesson_id, "--dry-run", "--root", str(repo))[0] == 0
     spike = next(lesson for lesson in result.lessons if lesson.id == SPIKE)
@@ -100,7 +100,7 @@ def test_a_newer_passing_run_leaves_a_published_lesson_true(repo, capsys):
 
     assert [str(f) for f in audit.audit(repo).findings] == []
     code, out = cli(capsys, "status", DAY79, "--root", str(repo))
-    assert footer(out, DAY79).endswith("; ready: published, its records hold; newer evidence: republish to "
+    assert footer(out, DAY79).endswith("; already published, its records hold; newer evidence: republish to "
                                        f"refresh (nox -s publish -- {DAY79} --republish)"), out
     code, out = cli(capsys, "publish", DAY79, "--dry-run", "--root", str(repo))
     assert code == 0, out
@@ -119,4 +119,4 @@ def test_a_newer_passing_run_leaves_a_published_lesson_true(repo, capsys):
     assert code == 0
     assert path.read_bytes().replace(block.encode(), b"", 1) == now
     code, out = cli(capsys, "status", DAY79, "--root", str(repo))
-    assert footer(out, DAY79).endswith("; ready: published, its records hold"), out
+    assert footer(out, DAY79).endswith("; already published, its records hold"), out

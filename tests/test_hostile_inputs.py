@@ -29,8 +29,9 @@ from signing_keys import entry, new_signer, real_run, registry_of, write_registr
 
 from tileproof.gather import audit as audit_run
 from tileproof.judge import trust
-from tileproof.records import safe_read, signing, store
+from tileproof.records import safe_read, store
 from tileproof.records.errors import one_line
+from tileproof.records.trust import signing
 
 REPO = Path(__file__).resolve().parents[1]
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo (POSIX)")

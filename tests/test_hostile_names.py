@@ -112,8 +112,8 @@ def test_a_non_utf8_evidence_name_is_one_finding_for_audit_and_a_tree_problem_fo
     code, text = run("status", "--root", str(checkout))
     assert code == 0, text
     lessons = [line for line in text.splitlines() if line.startswith("0") and ": draft, " in line]
-    assert len(lessons) == 4 and all(f"; not ready: {min(shown)}: input-not-utf8 (+1 more) (" in line
-                                     for line in lessons), text
+    said = f"; not ready: inputs the audit refuses: {min(shown)}: input-not-utf8 (+1 more) ("
+    assert len(lessons) == 4 and all(said in line for line in lessons), text
 
 
 @pytest.mark.parametrize("commit", [True, False], ids=["committed", "untracked"])

@@ -24,7 +24,8 @@ from audit_tree import aged, synthetic_tree  # tests/data/audit, on sys.path (co
 
 from tileproof.__main__ import main
 from tileproof.gather import indexed
-from tileproof.records import file_index, runner_keys, store
+from tileproof.records import file_index, store
+from tileproof.records.trust import runner_keys
 from tileproof.runner import git_history
 
 pytestmark = pytest.mark.usefixtures("index_released")

@@ -5,6 +5,8 @@ drafts) and changes one thing. For every lesson in it, through the real CLI
 (``tileproof.__main__.main``):
 
 - ``status`` says "ready" exactly when ``publish --dry-run`` exits 0;
+- both say the lesson's state (``judge.lesson_state``) in the same words, before and after it is
+  published, and publish exits with that state's exit status;
 - once the lesson is published (by ``publish`` when it may be, else flipped by hand, as a
   careless author would), the audit has a finding against the lesson's file exactly when
   it was not ready;
@@ -22,6 +24,7 @@ import yaml
 from tileproof import lesson_text
 from tileproof.__main__ import main
 from tileproof.gather.tree import Tree
+from tileproof.judge.lesson_state import LessonState
 from tileproof.records import lessons, store
 from tileproof.records.models import (
     CLAIMS_SCHEMA_VERSION,
@@ -124,7 +127,7 @@ def status_ready(root, lesson_id: str, capsys) -> bool:
     assert main(["status", lesson_id, "--root", str(root)]) == 0
     out = capsys.readouterr().out
     footer = next(line for line in out.splitlines() if line.startswith(f"{lesson_id}: "))
-    return footer.endswith(f"; ready: nox -s publish -- {lesson_id}")
+    return footer.endswith(f"; ready to publish: nox -s publish -- {lesson_id}")
 
 
 def flip_to_published(root, lesson_id: str) -> None:
@@ -149,6 +152,28 @@ def no_empty_reason(root, lesson_id: str) -> None:
     assert decision.publishable == (not decision.blockers)
 
 
+def says_one_state(root, lesson_id: str, capsys) -> LessonState | None:
+    """``status`` and ``publish --dry-run`` say the lesson's one state in the same words, and publish exits with
+    its exit status; returns the state (None: publish refused the lesson as bad input, before any state)."""
+    state = Tree.load(root).verdict(lessons.load(root, lesson_id)).state
+    capsys.readouterr()
+    assert main(["status", lesson_id, "--root", str(root)]) == 0
+    footer = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{lesson_id}: "))
+    assert f"; {state.message}" in footer, (state, footer)
+    code = main(["publish", lesson_id, "--dry-run", "--root", str(root)])
+    out, err = capsys.readouterr()
+    if code == 2 and state is not LessonState.INPUT_REFUSED:  # a program the lesson lists is missing
+        assert "does not exist (fix: restore" in err, err
+        return None
+    assert code == state.exit_code, (state, code)
+    said = out.splitlines()[0]
+    if state is LessonState.READY:  # publish says what it would do
+        assert said.startswith(f"{lesson_id}: would publish from "), said
+    else:
+        assert said.startswith(f"{lesson_id}: {state.message}"), (state, said)
+    return state
+
+
 @pytest.mark.parametrize("change, expected", CASES.values(), ids=CASES.keys())
 def test_status_publish_and_audit_agree(tree, capsys, change, expected):
     change(tree)
@@ -161,10 +186,15 @@ def test_status_publish_and_audit_agree(tree, capsys, change, expected):
         except SystemExit as e:  # bad input exits 2 from the CLI
             dry = e.code
         assert ready == (dry == 0) == may, (lesson_id, ready, dry)
+        if lesson_id == LESSON:  # ready in some cases, not in others: both words, in both commands
+            assert says_one_state(tree, lesson_id, capsys) is (LessonState.READY if may else LessonState.DRAFT)
         if may:
             assert main(["publish", lesson_id, "--root", str(tree)]) == 0
         else:
             flip_to_published(tree, lesson_id)
+        if lesson_id == LESSON:
+            published = says_one_state(tree, lesson_id, capsys)
+            assert published is (LessonState.VALID if may else LessonState.WITHOUT_EVIDENCE), published
         found = lesson_findings(tree, lesson_id, capsys)
         assert bool(found) == (not may), found
         for line in found:

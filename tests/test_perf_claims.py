@@ -389,7 +389,7 @@ def test_publish_refuses_unsupported_claims_then_publishes(tree, capsys):
     assert "below claim: 93.6% of reference < 95%" in perf["perf:matmul-95"]
     assert all("-bench-0000000b" in ln and "NVIDIA H200 cc 9.0" in ln for ln in perf.values())
     assert lines[-1].startswith(f"{LESSON}: draft, 5/5 required rows have evidence, 1/2 performance claims "
-                                "supported; next: make the kernel faster")
+                                "supported; stays draft; next: make the kernel faster")
 
     # Withdraw the unsupported claim: publish, and the claim block stays as written.
     path.write_text(before.decode().replace(perf_yaml(CLAIM, dict(CLAIM, id="matmul-95", at_least=95)),

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from tileproof.judge import gate, plausibility
-from tileproof.records import lessons, parsers, runner_keys, store
+from tileproof.records import lessons, parsers, store
 from tileproof.records.models import LessonFront, PlausibilityNote, ResultRow, RunRecord, VerifiedRelease
-from tileproof.records.runner_keys import Verification
-from tileproof.records.trust_history import FirstCommit
+from tileproof.records.trust import runner_keys
+from tileproof.records.trust.runner_keys import Verification
+from tileproof.records.trust.trust_history import FirstCommit
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"

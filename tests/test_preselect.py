@@ -20,8 +20,8 @@ from tileproof.gather import tree as tree_module
 from tileproof.judge import preselect
 from tileproof.judge.releases import ReleaseKey
 from tileproof.records import lessons, store
-from tileproof.records.runner_keys import UNSIGNED, RunnerRegistry, Verification
 from tileproof.records.store import Examined
+from tileproof.records.trust.runner_keys import UNSIGNED, RunnerRegistry, Verification
 
 REPO = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)

@@ -268,7 +268,7 @@ def loaded_key(tmp_path_factory):
 
     from cryptography.hazmat.primitives import serialization as ser
 
-    from tileproof.records import signing
+    from tileproof.records.trust import signing
 
     home = tmp_path_factory.mktemp("keys")
     key, repo = home / "keys" / "signing-key.pem", home / "repo"

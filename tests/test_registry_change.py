@@ -16,8 +16,8 @@ from signing_keys import entry, registry_of, write_registry
 
 from tileproof.__main__ import main
 from tileproof.gather import trust_state
-from tileproof.records import registry_change, runner_keys, signing
 from tileproof.records.errors import RecordError, TileproofError
+from tileproof.records.trust import registry_change, runner_keys, signing
 
 
 def git(root: Path, *args: str) -> str:

@@ -169,8 +169,9 @@ def test_the_documented_release_axis_run_is_no_signal_and_a_hand_made_folder_is(
     from signing_keys import entry, registry_of, write_registry
     from test_outside_check import FAKE_GPU, QUERY
 
-    from tileproof.records import runner_keys, signing, store
+    from tileproof.records import store
     from tileproof.records.models import RunRecord
+    from tileproof.records.trust import runner_keys, signing
 
     pytest.importorskip("cuda.tile", reason="rebuilds the installed cuda-tile as a wheel")
     root = sources_tree(tmp_path)

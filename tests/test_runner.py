@@ -17,7 +17,7 @@ from tileproof.records.errors import TileproofError
 from tileproof.runner import process
 from tileproof.runner.environment import CHILD_ENV, child_env
 from tileproof.runner.process import Interrupted, start_and_wait
-from tileproof.runner.step import run_step
+from tileproof.runner.step import Limits, run_step
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the process table is read from /proc")
 
@@ -104,7 +104,7 @@ def test_each_stream_is_capped_and_counted(tmp_path):
 
 def test_cut_transcript_says_where(tmp_path):
     argv = script(tmp_path, "print('y' * 10000)")
-    step = run_step(tmp_path, "r1", "big", argv, child_env(), timeout=60, cap=2048)
+    step = run_step(tmp_path, "r1", "big", argv, child_env(), Limits(60, 2048))
     assert step.stdout_cut is not None
     assert (step.stdout_cut.kept_bytes, step.stdout_cut.total_bytes) == (2048, 10001)
     text = (tmp_path / step.stdout.path).read_text()

@@ -11,8 +11,9 @@ import pytest
 from signing_keys import entry, new_signer, real_run, registry_of, v1_subjects, write_registry
 
 from tileproof.judge import trust
-from tileproof.records import runner_keys, signing, store
+from tileproof.records import store
 from tileproof.records.errors import RecordError
+from tileproof.records.trust import runner_keys, signing
 
 RECORD_TIME = real_run().created
 
@@ -178,8 +179,9 @@ def test_unsigned_records_committed_before_the_first_key_are_legacy_not_findings
     (signed-only), and is no finding; one committed after a key was registered is a finding."""
     import subprocess
 
-    from tileproof.judge import standing, trust, trust_root
-    from tileproof.records.runner_keys import UNSIGNED, registry_lists_keys
+    from tileproof.judge import trust
+    from tileproof.judge.trust import standing, trust_root
+    from tileproof.records.trust.runner_keys import UNSIGNED, registry_lists_keys
     from tileproof.runner import git_history
 
     def git(*args):

@@ -430,7 +430,7 @@ def test_gate_evidence_reader_refuses_a_link_to_etc_passwd(tmp_path):
 
 def test_runner_registry_link_out_of_the_repo_is_refused(tmp_path):
     """The trust anchor is read like every other input; absent it is still the empty registry."""
-    from tileproof.records import runner_keys
+    from tileproof.records.trust import runner_keys
 
     assert runner_keys.load_registry(tmp_path) is runner_keys.EMPTY
     (tmp_path / "keys.yaml").write_text("runners: []\n")

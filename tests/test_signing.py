@@ -16,8 +16,9 @@ from cryptography.hazmat.primitives.asymmetric.ec import SECP256R1, generate_pri
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from signing_keys import REPO, entry, new_signer, real_run, registry_of, write_registry
 
-from tileproof.records import runner_keys, signing, store
+from tileproof.records import store
 from tileproof.records.errors import RecordError, TileproofError
+from tileproof.records.trust import runner_keys, signing
 
 
 @pytest.fixture

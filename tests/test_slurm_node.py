@@ -1,4 +1,4 @@
-"""scripts/slurm_node.py: the single-node Slurm a GPU host without network is stood up with.
+"""scripts/slurm_node: the single-node Slurm a GPU host without network is stood up with.
 
 The pure half (which packages, features, gres.conf, slurm.conf, the cluster file) on real transcripts
 from this CPU machine's Debian (tests/data/fleet/slurm/) and the H200's nvidia-smi query; then, where
@@ -12,6 +12,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 import slurm_cluster as sc
 
 from tileproof.fleet.matrix import Matrix, render
-from tileproof.records.cluster import load_cluster
+from tileproof.records.cluster import GpuKind, load_cluster
 
 node = sc.slurm_node
 DATA = Path(__file__).parent / "data" / "fleet" / "slurm"
@@ -54,7 +55,7 @@ def test_apts_candidates_leave_out_virtual_packages():
         node.run = original
     assert got == {"libaudit1": "1:3.0.9-1", "debconf": "1.5.82"}
     with pytest.raises(node.NodeError, match="libfoo depends on debconf-2.0: apt has no such package"):
-        node._choose([node.Dependency("debconf-2.0")], "libfoo", got)
+        node.packages._choose([node.Dependency("debconf-2.0")], "libfoo", got)
 
 
 @pytest.mark.parametrize("name, feature", [
@@ -84,7 +85,7 @@ def test_features_gres_and_the_cluster_file_come_from_the_h200s_own_query(tmp_pa
     assert cluster == load_cluster(tmp_path / "cluster.yaml")
     assert cluster.kinds["h200"].model_dump() == {"constraint": "h200", "gres": "gpu:1", "compute_capability": "9.0",
                                                   "partition": None}
-    assert node.write_cluster_file(tmp_path / "cpu.yaml", "n", [], "1").kinds == {"cpu": node.GpuKind()}
+    assert node.write_cluster_file(tmp_path / "cpu.yaml", "n", [], "1").kinds == {"cpu": GpuKind()}
 
 
 def test_slurm_conf_names_the_prefix_the_node_and_its_gpus(tmp_path):
@@ -329,12 +330,12 @@ def test_down_cancels_what_still_runs_and_leaves_no_process_of_the_cluster(tmp_p
         while not (pid_file.is_file() and pid_file.read_text().strip()) and time.monotonic() < deadline:
             time.sleep(0.2)
         job = int(pid_file.read_text())
-        assert node._alive(job)
+        assert node.daemons._alive(job)
         lines = node.down(cluster.state)
     finally:
         node.stop(cluster)  # this process started the daemons: reap them (and stop them, had down not run)
     assert lines[0].startswith("cancelled the jobs still queued or running: "), lines
-    assert not node._alive(job)
+    assert not node.daemons._alive(job)
     assert not node.steps_of(cluster.conf)
     assert [p.returncode is not None for p in cluster.daemons.values()] == [True, True, True]
 
@@ -352,7 +353,7 @@ def test_a_port_taken_after_it_was_chosen_starts_the_daemons_again_on_new_ones(t
         cluster_ports = (taken, node.free_ports()[1])
         drawn = iter([cluster_ports])
         real = node.free_ports
-        monkeypatch.setattr(node, "free_ports", lambda *a: next(drawn, None) or real(*a))
+        monkeypatch.setattr(node.daemons, "free_ports", lambda *a: next(drawn, None) or real(*a))
         cluster = node.up(tmp_path / "state", **sc.where())
         try:
             out = capsys.readouterr().out.splitlines()
@@ -393,7 +394,7 @@ def test_a_cgroup_setup_slurmd_refuses_is_one_line_and_the_next_one_starts_the_c
         assert (cluster.state / "cgroup.conf").read_text().splitlines()[1:] == ["CgroupPlugin=cgroup/v1"]
         assert "plugin name for disabled" in (cluster.state / "slurmd.cgroup-1.log").read_text()
         assert "disabled" not in (cluster.state / "slurmd.log").read_text()  # the running slurmd's log is its own
-        assert (cluster.state / node.CGROUP_FILE).read_text().startswith("# Read by scripts/slurm_node.py up")
+        assert (cluster.state / node.CGROUP_FILE).read_text().startswith("# Read by scripts/slurm_node up")
         assert cluster.client("sinfo", "--noheader", "--format=%t").stdout.strip() == "idle"
     finally:
         node.stop(cluster)
@@ -436,3 +437,17 @@ def test_the_h200_merge_job_s_matrix_reads_back_and_prints_what_its_log_shows():
     for log, cell in zip(("h200-1_0.out", "h200-1_1.out"), m.cells, strict=True):
         text = (H200_RUN / log).read_text()
         assert all(f"[{run}]" in text for run in cell.runs)  # each cell's runs are the ones its task printed
+
+
+def test_the_folder_runs_as_the_docs_say(tmp_path):
+    """``python scripts/slurm_node ACTION ...`` (docs/fleet-slurm-gpu.md): the folder is the program, from any
+    working directory."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "slurm_node"
+    done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "{gather,up,down}" in done.stdout
+    done = subprocess.run([sys.executable, str(script), "up", "--debs", str(tmp_path / "none"), "--state",
+                           str(tmp_path / "state")], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"slurm-node: FAILED: {tmp_path / 'none' / 'manifest.json'}: missing"), done.stderr

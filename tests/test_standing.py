@@ -1,4 +1,4 @@
-"""judge.standing: a record's standing judged by the commit that first added it (a table of cases), and
+"""judge.trust.standing: a record's standing judged by the commit that first added it (a table of cases), and
 the order of "the newest"."""
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 from signing_keys import real_run
 
-from tileproof.judge import standing, trust
-from tileproof.judge.trust_root import KeyFacts, TrustReport, TrustState
-from tileproof.records.runner_keys import Verification
+from tileproof.judge import trust
+from tileproof.judge.trust import standing
+from tileproof.judge.trust.trust_root import KeyFacts, TrustReport, TrustState
 from tileproof.records.store import examine, seal_of
-from tileproof.records.trust_history import FirstCommit
+from tileproof.records.trust.runner_keys import Verification
+from tileproof.records.trust.trust_history import FirstCommit
 
 RECORD = real_run()
 """A real H200 run record (kind run), dated ``RECORD.created``."""

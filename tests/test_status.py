@@ -28,7 +28,8 @@ def test_status_table(tree, capsys):
         assert row[5].startswith("FIXTURE-")
         assert row[6:] == ["NVIDIA", "H200", "cc", "9.0"]
     assert rows[5][3:6] == ["gate", "missing", "(optional)"]
-    assert lines[-1] == f"{LESSON}: draft, 5/5 required rows have evidence; ready: nox -s publish -- {LESSON}"
+    assert lines[-1] == (f"{LESSON}: draft, 5/5 required rows have evidence; ready to publish: "
+                         f"nox -s publish -- {LESSON}")
 
 
 def test_status_shows_stale_and_missing(tree):
@@ -39,7 +40,7 @@ def test_status_shows_stale_and_missing(tree):
     assert evidence[("kernels/tile_matmul_softmax.py", "matmul")] == "missing"
     assert evidence[("kernels/fused.py", "fused")] == "stale"
     assert evidence[("cpp/tile_matmul_softmax.cu", "softmax")] == "passed"
-    assert "2/5 required rows have evidence; next: " in lines[-1]
+    assert "2/5 required rows have evidence; stays draft; next: " in lines[-1]
 
 
 def test_status_flags_hand_published_lesson(tree):
@@ -47,7 +48,7 @@ def test_status_flags_hand_published_lesson(tree):
     path.write_text(path.read_text().replace("status: draft", "status: published", 1))
     shutil.rmtree(tree / "runs")
     lines = status.status(tree, [LESSON])
-    assert lines[-1].endswith("PUBLISHED WITHOUT EVIDENCE (audit fails)")
+    assert lines[-1].endswith("published, but its evidence no longer holds (nox -s audit fails)")
 
 
 def test_status_flags_hand_edited_table(tree):

@@ -205,7 +205,7 @@ def test_pytest_s_own_failure_or_interrupt_is_what_the_session_ends_with(capsys,
 
 
 def test_the_controller_collects_once_first_only_when_the_bytecode_is_not_cached(monkeypatch, tmp_path):
-    models = REPO / "tileproof" / "records" / "models.py"
+    models = REPO / "tileproof" / "records" / "models" / "__init__.py"
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))  # nothing compiled there yet
     controller = SimpleNamespace(option=SimpleNamespace(numprocesses=3))

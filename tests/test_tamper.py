@@ -28,8 +28,10 @@ from signing_keys import REPO, entry, new_signer, real_run, registry_of, v1_subj
 
 from tileproof import lesson_text
 from tileproof.judge import trust
-from tileproof.records import signing, store
+from tileproof.judge.lesson_state import LessonState
+from tileproof.records import store
 from tileproof.records.errors import TileproofError
+from tileproof.records.trust import signing
 from tileproof.runner import git_history
 
 RUNNER = new_signer()
@@ -401,7 +403,7 @@ def test_cli_edited_result_resealed(signed_tree, capsys):
     assert f"runs/{path.name}: history-changed:" in out
     code, out = publish_cmd(root, "01-vector-add", capsys)
     assert code == 1, out
-    assert "not published" in out, out
+    assert out.startswith(f"01-vector-add: {LessonState.HISTORY_BROKEN.message}"), out
     assert "signature bad-signature" in out, out
     assert f"runs/{path.name}: history-changed:" in out
 
@@ -603,7 +605,7 @@ def test_cli_transcript_edited_and_committed(signed_tree, capsys):
 def test_a_registry_cannot_loosen_the_policy(tmp_path):
     """``policy:`` in lessons/runners.yaml can only say signed-only; anything else is refused."""
     from tileproof.records.errors import RecordError
-    from tileproof.records.runner_keys import load_registry
+    from tileproof.records.trust.runner_keys import load_registry
 
     (tmp_path / "lessons").mkdir()
     (tmp_path / "lessons" / "runners.yaml").write_text("registry_version: 1\nrunners: []\npolicy: unsigned-counts\n")
@@ -646,7 +648,7 @@ def add_key(root: Path, signer: signing.Signer, *, may_sign=None, owner: str = "
     """Append ``signer``'s entry to the tree's lessons/runners.yaml, as keygen prints it."""
     import yaml
 
-    from tileproof.records.runner_keys import REGISTRY
+    from tileproof.records.trust.runner_keys import REGISTRY
 
     path = root / REGISTRY
     raw = yaml.safe_load(path.read_text())
@@ -735,7 +737,7 @@ def test_cli_unsigned_change_when_a_registry_key_was_held(signed_tree, capsys):
     commit(root, "pin", ".ci")
     import yaml
 
-    from tileproof.records.runner_keys import REGISTRY
+    from tileproof.records.trust.runner_keys import REGISTRY
 
     raw = yaml.safe_load((root / REGISTRY).read_text())
     raw["runners"][-1]["may_sign"] = ["claims", "registry", "run", "session"]  # widened, unsigned
@@ -1188,7 +1190,7 @@ def test_status_publish_dry_run_and_audit_agree(signed_tree, capsys, case, ready
     for lesson_id in ids:
         footer = status_footer(root, lesson_id, capsys)
         dry, out = cli(capsys, "publish", lesson_id, "--dry-run", "--root", str(root))
-        said[lesson_id] = "; ready: " in footer
+        said[lesson_id] = any(f"; {state.message}" in footer for state in LessonState if state.ready)
         assert said[lesson_id] == (dry == 0), (lesson_id, footer, out)
     assert {i for i, ok in said.items() if ok} == ready, said
     for lesson_id in ids:
@@ -1223,7 +1225,7 @@ def test_newer_evidence_is_a_note_and_a_newer_failure_blocks_republishing(signed
     failing = newer_vector_add_run(root, passed=False, later=1)
     commit(root, "a newer failing session")
     footer = status_footer(root, VECTOR_ADD, capsys)
-    assert footer.endswith("PUBLISHED WITHOUT EVIDENCE (audit fails)"), footer
+    assert footer.endswith("published, but its evidence no longer holds (nox -s audit fails)"), footer
     code, out = audit_cmd(root, capsys)
     assert code == 1
     assert f"lessons/{VECTOR_ADD}.md: lesson-published-without-evidence:" in out

@@ -35,8 +35,9 @@ from test_tamper import (
     publish_cmd,
 )
 
-from tileproof.records import lessons, signing
-from tileproof.records.runner_keys import REGISTRY
+from tileproof.records import lessons
+from tileproof.records.trust import signing
+from tileproof.records.trust.runner_keys import REGISTRY
 
 signed_template, signed_tree = test_tamper.signed_template, test_tamper.signed_tree
 """The signed tree of the tamper suite (its fixtures, shared)."""

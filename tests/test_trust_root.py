@@ -1,4 +1,4 @@
-"""judge.trust_root as a pure function: commit graphs and registry versions built here, no git.
+"""judge.trust.trust_root as a pure function: commit graphs and registry versions built here, no git.
 
 Each case is a small history: the registry's versions along it, the endorsements committed
 beside them, the root the reviewer pins; the assertions are the findings, the keys' trusted
@@ -13,11 +13,11 @@ import pytest
 import yaml
 from signing_keys import entry, new_signer
 
-from tileproof.judge import trust_root
-from tileproof.judge.trust_root import Expect, Root
-from tileproof.records import registry_change, signing
-from tileproof.records.registry_change import SignedChange, digest
-from tileproof.records.trust_history import TrustHistory
+from tileproof.judge.trust import trust_root
+from tileproof.judge.trust.trust_root import Expect, Root
+from tileproof.records.trust import registry_change, signing
+from tileproof.records.trust.registry_change import SignedChange, digest
+from tileproof.records.trust.trust_history import TrustHistory
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
 ADMIN, RUNNER, THIEF = new_signer(), new_signer(), new_signer()
@@ -297,7 +297,7 @@ def test_an_uncommitted_registry_change_is_judged_as_the_working_tree():
 
 
 def test_without_history_nothing_of_history_is_checked():
-    from tileproof.records.runner_keys import parse_registry
+    from tileproof.records.trust.runner_keys import parse_registry
 
     reg = parse_registry(GENESIS.decode(), "r")
     state = trust_root.without_history(reg, "not a git checkout", None, Expect("x", None))

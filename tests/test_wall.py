@@ -29,9 +29,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from signing_keys import write_registry
 
 from tileproof.commands import run as run_cmd
-from tileproof.records import runner_keys, signing, store
+from tileproof.records import store
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import RunRecord
+from tileproof.records.trust import runner_keys, signing
 from tileproof.runner import integrity, process
 from tileproof.runner.environment import child_env
 from tileproof.runner.wall import Wall
@@ -299,7 +300,7 @@ def test_a_program_cannot_leave_a_hook_a_pth_or_an_edited_source(tree, tmp_path)
     (site_packages / "suite.pth").write_text(integrity.environments()[0] + "\n")  # tileproof's libraries
     copy = tmp_path / "tileproof-copy"
     shutil.copytree(REPO / "tileproof", copy / "tileproof", ignore=shutil.ignore_patterns("__pycache__"))
-    source = copy / "tileproof" / "records" / "signing.py"
+    source = copy / "tileproof" / "records" / "trust" / "signing.py"
     before = source.read_bytes()
     key, _ = _key(tmp_path)
     (tree / "kernels" / "evil.py").write_text(PLANT.replace("SOURCE", repr(str(source))) + PASS)

@@ -39,7 +39,7 @@ from tileproof.records.models import Check, CheckReport, RunRecord, SessionRecor
 from tileproof.records.store import load_records, new_run_id  # noqa: E402
 from tileproof.runner import outside_check  # noqa: E402
 from tileproof.runner.environment import child_env  # noqa: E402
-from tileproof.runner.execute import run_program  # noqa: E402
+from tileproof.runner.execute import RunOptions, run_program  # noqa: E402
 from tileproof.runner.process import scratch_dir  # noqa: E402
 
 PROGRAMS = [("vector_add", []), ("tile_matmul_softmax", []), ("fused", []),
@@ -87,7 +87,7 @@ def main() -> int:
                 for name, extra in PROGRAMS:
                     out = run_program(root, new_run_id("run"), name,
                                       [sys.executable, str(root / "kernels" / f"{name}.py"), *extra], env, 600.0,
-                                      python=True, checker=checker)
+                                      RunOptions(python=True, checker=checker))
                     assert out.outside is not None, out.reason
                     steps[name].append(out.step.duration_s)
                     if round_ or name != PROGRAMS[0][0]:

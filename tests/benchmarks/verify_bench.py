@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
-from tileproof.records import runner_keys, signing, store  # noqa: E402
+from tileproof.records import store  # noqa: E402
+from tileproof.records.trust import runner_keys, signing  # noqa: E402
 
 TARGET_S = 1.0
 

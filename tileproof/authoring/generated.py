@@ -20,8 +20,11 @@ from tileproof.records import guide, schemas, store
 from tileproof.records.tolerances import HEADER_FILE, REGENERATE, cpp_header, has_header
 
 SCHEMA_DIR = Path("schema")
-SCHEMA_MODULES = ("tileproof.records.models", "tileproof.records.runner_keys", "tileproof.records.signing",
-                  "tileproof.records.registry_change", "tileproof.records.trust_pin",
+SCHEMA_MODULES = ("tileproof.records.models.reports", "tileproof.records.models.compile",
+                  "tileproof.records.models.run", "tileproof.records.models.bench",
+                  "tileproof.records.models.claims", "tileproof.records.models.lessons",
+                  "tileproof.records.trust.runner_keys", "tileproof.records.trust.signing",
+                  "tileproof.records.trust.registry_change", "tileproof.records.trust.trust_pin",
                   "tileproof.records.cluster", "tileproof.records.audit_summary",
                   "tileproof.records.handover")
 """Every module whose models join ``records.schemas`` (tests/test_schema.py finds each ``@schema`` in the

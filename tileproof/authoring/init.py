@@ -28,9 +28,10 @@ import yaml
 from tileproof import __version__
 from tileproof.authoring import templates
 from tileproof.authoring.generated import rendered
-from tileproof.records import runner_keys, signing, store
+from tileproof.records import store
 from tileproof.records.errors import TileproofError
-from tileproof.records.trust_pin import PIN, PIN_VERSION, parse_pin
+from tileproof.records.trust import runner_keys, signing
+from tileproof.records.trust.trust_pin import PIN, PIN_VERSION, parse_pin
 from tileproof.runner.query import Answer, ask
 
 TEMPLATES = "course"

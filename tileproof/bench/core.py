@@ -43,7 +43,6 @@ from tileproof.records.models import (
 )
 from tileproof.records.redact import merge
 from tileproof.records.safe_read import read_evidence
-from tileproof.records.signing import Signer
 from tileproof.records.store import (
     digest,
     header,
@@ -51,8 +50,9 @@ from tileproof.records.store import (
     write_evidence,
     write_record,
 )
+from tileproof.records.trust.signing import Signer
 from tileproof.runner.capture import probe
-from tileproof.runner.execute import Outcome, read_left, run_program
+from tileproof.runner.execute import Outcome, RunOptions, read_left, run_program
 from tileproof.runner.process import SCRATCH_PREFIX, scratch_dir
 
 BENCH_DIR = Path("kernels") / "bench"
@@ -539,7 +539,7 @@ def bench_one(s: Session, program: Path) -> BenchRecord:
         argv = [sys.executable, str(program), "--results", str(results_path), *(["--quick"] if s.quick else [])]
         cache = Path(s.env.get("CUDA_TILE_CACHE_DIR", "off"))  # the session's own JIT cache (commands.bench)
         writes = (tmp, *([cache] if cache.name.startswith(SCRATCH_PREFIX) and cache.is_dir() else []))
-        outcome = run_program(s.root, run_id, program.stem, argv, s.env, s.timeout, s.cap, writable=writes)
+        outcome = run_program(s.root, run_id, program.stem, argv, s.env, s.timeout, RunOptions(s.cap, writable=writes))
         left = read_left(tmp, results_path.name)
     raw = left.data
     if left.redactions:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from tileproof.bench.core import Session, bench_one
 from tileproof.records.models import BenchRecord
-from tileproof.records.signing import signer_from_env
 from tileproof.records.store import new_run_id, whole
+from tileproof.records.trust.signing import signer_from_env
 from tileproof.runner import integrity
 from tileproof.runner.capture import environment, git_state, host_facts, runtime_toolchain, session_start
 from tileproof.runner.environment import child_env

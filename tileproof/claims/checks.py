@@ -44,7 +44,7 @@ from tileproof.runner.capture import gpu_facts, runtime_toolchain
 from tileproof.runner.capture import tools as find_tools
 from tileproof.runner.environment import child_env
 from tileproof.runner.process import scratch_dir
-from tileproof.runner.step import run_step
+from tileproof.runner.step import Limits, run_step
 from tileproof.runner.wall import Wall
 from tileproof.toolchain.build import (
     _DECL,
@@ -356,7 +356,7 @@ def _step(here: Here, name: str, argv: list[str], env: dict[str, str] | None = N
           timeout: float | None = None, writes: tuple[Path, ...] = ()) -> tuple[Step, str]:
     """One probe, behind the wall (a claims file's snippet is a program like any other), writing only
     ``writes``."""
-    step = run_step(here.root, here.run_id, name, argv, env or here.env, timeout or here.timeout,
+    step = run_step(here.root, here.run_id, name, argv, env or here.env, Limits(timeout or here.timeout),
                     wall=Wall(here.root, writes))
     return step, _text(here.root, step)
 

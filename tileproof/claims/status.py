@@ -14,8 +14,8 @@ from pathlib import Path
 from tileproof.claims.spec import Claim, Loaded, load_all
 from tileproof.judge import claim_verdicts, trust
 from tileproof.records.models import ClaimsRecord
-from tileproof.records.runner_keys import load_registry
 from tileproof.records.store import Examined, of_kind, read_records, rel, sha256_file
+from tileproof.records.trust.runner_keys import load_registry
 
 
 def claims_records(root: Path, examined: Iterable[Examined] | None = None) -> list[ClaimsRecord]:

@@ -19,7 +19,7 @@ from tileproof.gather.audit import COMMITTED_REPORTS, REPORT_HTML, REPORT_MD, au
 from tileproof.judge.audit.result import AuditResult
 from tileproof.records import store
 from tileproof.records.errors import one_line
-from tileproof.records.trust_pin import PIN, PIN_ENV
+from tileproof.records.trust.trust_pin import PIN, PIN_ENV
 from tileproof.report import junit, render, summary
 from tileproof.report.causes import grouped, in_order
 from tileproof.report.page import Audited, Links, check_link_base

@@ -37,8 +37,8 @@ from tileproof.records.models import (
     ClaimsRecord,
     ProbeRole,
 )
-from tileproof.records.signing import signer_from_env
 from tileproof.records.store import digest, header, new_run_id, rel, whole, write_record
+from tileproof.records.trust.signing import signer_from_env
 from tileproof.runner import integrity
 from tileproof.runner.capture import git_state, host_facts
 

@@ -11,10 +11,10 @@ from tileproof.commands import add_root
 from tileproof.records import course
 from tileproof.records.errors import TileproofError
 from tileproof.records.safe_read import check_build_dir
-from tileproof.records.signing import signer_from_env
 from tileproof.records.store import whole
+from tileproof.records.trust.signing import signer_from_env
 from tileproof.runner import integrity
-from tileproof.runner.builds import compile_programs, kernel_index
+from tileproof.runner.builds import RecordWith, compile_programs, kernel_index
 from tileproof.runner.capture import tools as find_tools
 from tileproof.runner.process import install_signal_handlers
 from tileproof.toolchain import cuda_tile
@@ -74,5 +74,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"{jl.relative_to(root).as_posix()}: a cuTile.jl program, compiled by julia when tileproof run runs it "
               f"(toolchain-absent where no julia with cuTile.jl is found)")
     with whole(root):  # a full disk, or the key in a build's output: one line, no partial record or transcripts
-        record = compile_programs(root, tools, targets, cpp, py, args.jobs, signer, release)
+        record = compile_programs(root, tools, targets, cpp, py, args.jobs, RecordWith(signer, release))
     return 0 if record is None or record.passed else 1

@@ -84,7 +84,7 @@ def _submit(args: argparse.Namespace) -> int:
     folder = (args.out or root / "build" / "fleet" / fleet_id).resolve()
     plan = fplan.make_plan(cluster=cluster,
                            lesson_programs={ls.id: [p.path for p in ls.front.programs] for ls in chosen},
-                           kinds=args.kind, repo=root, commit=git, python=sys.executable, folder=folder,
+                           kinds=args.kind, source=fplan.Checkout(root, git, sys.executable), folder=folder,
                            fleet_id=fleet_id, run_args=args.run_arg)
     if args.dry_run:
         for array in plan.arrays:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tileproof.authoring.init import init
 from tileproof.commands import add_root
-from tileproof.records import signing
 from tileproof.records.errors import TileproofError
+from tileproof.records.trust import signing
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -19,9 +19,9 @@ from pathlib import Path
 import yaml
 
 from tileproof.commands import add_root
-from tileproof.records import registry_change, runner_keys, signing
 from tileproof.records.errors import TileproofError
-from tileproof.records.trust_pin import PIN
+from tileproof.records.trust import registry_change, runner_keys, signing
+from tileproof.records.trust.trust_pin import PIN
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

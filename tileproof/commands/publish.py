@@ -3,8 +3,9 @@
 Prints the lesson's one verdict (``gather.tree.Tree.verdict`` → ``judge.verdict``, the same that ``status`` and
 the audit print) and, only when nothing blocks, rewrites the lesson's publish-owned parts (status, hardware,
 results, compile-derived tables) in one atomic replace; otherwise it writes nothing and prints each blocker with
-the command that would clear it. Exit status: 0 published (or would be, or valid as published), 1 evidence
-missing or a history or trust finding, 2 bad input or a refused input file. The rules: docs/records-and-staleness.md,
+the command that would clear it. The lesson's state is said in the words ``status`` prints too, and the exit status
+is that state's (``judge.lesson_state``): 0 published (or would be, or valid as published), 1 evidence missing or
+a history or trust finding, 2 bad input or a refused input file. The rules: docs/records-and-staleness.md,
 "When a published lesson stays valid" and "One verdict, three commands".
 """
 
@@ -19,6 +20,7 @@ from tileproof import lesson_text
 from tileproof.commands import add_lesson, add_root
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate
+from tileproof.judge.lesson_state import LessonState
 from tileproof.records import file_index, lessons
 from tileproof.records.errors import RecordError, one_line
 
@@ -74,41 +76,40 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool =
     tree = Tree.load(root, trust_root)
     refused = tree.refused()  # before the decision, which may read one of them
     if refused:
-        return 2, [f"{lesson.id}: not published: inputs the audit refuses; nothing changed:",
-                   *(f"  {file}: {rule}: {reason}" for file, (rule, reason) in sorted(refused.items()))]
+        state = LessonState.INPUT_REFUSED
+        return state.exit_code, [f"{lesson.id}: {state.message}; nothing changed:",
+                                 *(f"  {file}: {rule}: {reason}" for file, (rule, reason) in sorted(refused.items()))]
     for field, path in lessons.missing_programs(root, lesson):
         raise RecordError(lesson.shown, field, f"{path} does not exist", f"restore {path} or fix the program list")
     judged = tree.verdict(lesson)
-    name, decision, fresh = lesson.id, judged.decision, judged.fresh
-    if judged.distrust:
-        return 1, [f"{name}: not published: the runner registry's history does not hold from the trust root; "
-                   "nothing changed:", *(f"  {f}" for f in judged.distrust),
-                   *describe(fresh.blockers)]
-    if judged.history_problems:
-        return 1, [f"{name}: not published: committed records or transcripts were deleted or edited; nothing changed:",
-                   *(f"  {f}" for f in judged.history_problems),
-                   *describe(decision.blockers)]
+    name, decision, fresh, state = lesson.id, judged.decision, judged.fresh, judged.state
+    said = f"{name}: {state.message}"
+    if state is LessonState.TRUST_BROKEN:
+        return state.exit_code, [f"{said}; nothing changed:", *(f"  {f}" for f in judged.distrust),
+                                 *describe(fresh.blockers)]
+    if state is LessonState.HISTORY_BROKEN:
+        return state.exit_code, [f"{said}; nothing changed:", *(f"  {f}" for f in judged.history_problems),
+                                 *describe(decision.blockers)]
     note = [] if judged.history.status == "checked" else [f"history: NOT CHECKED ({judged.history.reason})"]
-    if not judged.published:
-        if not fresh.publishable:
-            return 1, [f"{name}: stays draft; {fresh.lacking()}; nothing changed:", *describe(fresh.blockers),
-                       *(describe_tables(fresh) if dry_run else [])]
+    if state is LessonState.DRAFT:
+        return state.exit_code, [f"{said}; {fresh.lacking()}; nothing changed:", *describe(fresh.blockers),
+                                  *(describe_tables(fresh) if dry_run else [])]
+    if state is LessonState.READY:
         return _write(lesson, fresh, dry_run, note, "publish")
     if republish and fresh.publishable and (judged.refreshable or judged.states_releases or not judged.valid):
         return _write(lesson, fresh, dry_run, note, "republish")
-    if judged.valid:
+    if state is LessonState.VALID:
         newer = judged.note()
-        return 0, [f"{name}: already published (run {lesson.front.hardware.run_id}); nothing changed",
-                   *([f"  {newer}"] if newer else []), *note]
+        return state.exit_code, [f"{said} (run {lesson.front.hardware.run_id}); nothing changed",
+                                 *([f"  {newer}"] if newer else []), *note]
     if republish:
-        return 1, [f"{name}: published, and not republished: the newest evidence does not hold; nothing changed:",
-                   *describe(fresh.blockers)]
-    if decision.publishable:
-        return 1, [f"{name}: published, but it does not show what its records give; nothing changed:",
-                   *(f"  {rule}: {reason}" for rule, reason in judged.findings())]
+        return state.exit_code, [f"{name}: published, and not republished: the newest evidence does not hold; "
+                                 "nothing changed:", *describe(fresh.blockers)]
+    if state is LessonState.DIFFERS:
+        return state.exit_code, [f"{said}; nothing changed:",
+                                 *(f"  {rule}: {reason}" for rule, reason in judged.findings())]
     refresh = [f"  the newest evidence holds: nox -s publish -- {name} --republish"] if judged.republishable else []
-    return 1, [f"{name}: published, but its evidence no longer holds (nox -s audit fails); nothing changed:",
-               *describe(decision.blockers), *refresh]
+    return state.exit_code, [f"{said}; nothing changed:", *describe(decision.blockers), *refresh]
 
 
 def _write(lesson: lessons.Lesson, decision: gate.Decision, dry_run: bool, note: list[str],

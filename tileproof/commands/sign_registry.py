@@ -3,7 +3,7 @@
 The previous registry is ``lessons/runners.yaml`` as ``--base`` (default HEAD) holds it; the
 new one is the working tree's. The key (``--key``, else ``$TILEPROOF_SIGNING_KEY``) must be
 listed there with ``registry`` among its ``may_sign`` and not revoked. Writes, once,
-``lessons/registry-signatures/<new>-<previous>.json`` (``records.registry_change``): commit it
+``lessons/registry-signatures/<new>-<previous>.json`` (``records.trust.registry_change``): commit it
 in the same commit as the registry change. When no such key is held any more (every key
 lost), nothing can sign: that is a root reset, and docs/keys.md says how to move the trust
 root instead. Exit 0 written, 2 refused.
@@ -16,9 +16,10 @@ import os
 from pathlib import Path
 
 from tileproof.commands import add_root
-from tileproof.records import registry_change, runner_keys, signing, store
+from tileproof.records import store
 from tileproof.records.errors import TileproofError
 from tileproof.records.safe_read import read_bytes
+from tileproof.records.trust import registry_change, runner_keys, signing
 from tileproof.runner import git_history
 
 RESET = "every key that could sign is lost: that is a root reset (docs/keys.md, 'Every key lost')"

@@ -6,9 +6,10 @@ evidence, for a published lesson the records it cites), the run id and the GPU;
 one line per performance claim (check ``perf:<id>``): the bench program, the
 claim's outcome with the value it rests on, the bench record and its GPU; then one
 line per lesson saying what is left, from the same verdict ``publish`` and the
-audit print (``gather.tree.Tree.verdict``): "ready" exactly when ``publish
---dry-run`` would exit 0, and for a valid published lesson with newer evidence the
-note "newer evidence: republish to refresh". Every printed line goes through
+audit print (``gather.tree.Tree.verdict``), in the words ``publish`` prints too
+(``judge.lesson_state``): "ready to publish" or "already published, its records hold"
+exactly when ``publish --dry-run`` would exit 0, and for a valid published lesson with
+newer evidence the note "newer evidence: republish to refresh". Every printed line goes through
 ``records.errors.one_line``. Reads only; exit 0 unless an input is malformed (one
 line, exit 2).
 """
@@ -27,6 +28,7 @@ from tileproof.commands import add_lesson, add_root
 from tileproof.gather.audit_scan import paused_gc
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims, release_matrix
+from tileproof.judge.lesson_state import LessonState
 from tileproof.judge.verdict import LessonVerdict
 from tileproof.records import file_index, lessons
 from tileproof.records.errors import one_line
@@ -75,9 +77,9 @@ def _perf_row(lesson: lessons.Lesson, c: perf_claims.ClaimDecision) -> list[str]
 
 
 def summary(judged: LessonVerdict) -> str:
-    """The lesson's line under the table, from its one verdict: ``ready`` exactly when ``publish --dry-run``
-    exits 0 (``LessonVerdict.ready``)."""
-    lesson, decision = judged.lesson, judged.decision
+    """The lesson's line under the table, from its one verdict: its state in the words ``publish`` prints too
+    (``LessonVerdict.state``), then what to do next; ready exactly when ``publish --dry-run`` exits 0."""
+    lesson, decision, state = judged.lesson, judged.decision, judged.state
     required = [r for r in decision.rows if not r.row.optional]
     ready = sum(1 for r in required if r.outcome == "passed")
     head = f"{lesson.id}: {lesson.front.status}, {ready}/{len(required)} required rows have evidence"
@@ -85,23 +87,21 @@ def summary(judged: LessonVerdict) -> str:
         head += f", {len(decision.perf) - len(decision.unsupported)}/{len(decision.perf)} performance claims supported"
     if decision.refuted:
         head += f", {len(decision.refuted)} refuted claim(s) still asserted"
-    if judged.ready:
-        if not judged.published:
-            return head + f"; ready: nox -s publish -- {lesson.id}"
+    head += f"; {state.message}"
+    if state is LessonState.READY:
+        return head + f": nox -s publish -- {lesson.id}"
+    if state is LessonState.VALID:
         note = judged.note()
-        return head + "; ready: published, its records hold" + (f"; {note}" if note else "")
+        return head + (f"; {note}" if note else "")
     problems = judged.tree_problems
     if problems:
         found = problems[0]
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        return head + f"; not ready: {found.file}: {found.rule}{more} (nox -s publish -- {lesson.id} --dry-run lists " \
-                      "them)"
-    if judged.published:
-        if decision.publishable:
-            return head + "; PUBLISHED, BUT IT DIFFERS FROM ITS RECORDS (audit fails)"
-        return head + "; PUBLISHED WITHOUT EVIDENCE (audit fails)"
-    first = decision.blockers[0]
-    return head + f"; next: {first.command} (nox -s publish -- {lesson.id} --dry-run lists every row)"
+        return head + f": {found.file}: {found.rule}{more} (nox -s publish -- {lesson.id} --dry-run lists them)"
+    if state is LessonState.DRAFT:
+        first = decision.blockers[0]
+        return head + f"; next: {first.command} (nox -s publish -- {lesson.id} --dry-run lists every row)"
+    return head
 
 
 def claims_documents(root: Path, ids: list[str]) -> list[str] | None:

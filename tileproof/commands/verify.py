@@ -21,9 +21,10 @@ from collections import Counter
 from tileproof.commands import add_root
 from tileproof.gather import trust_state
 from tileproof.judge import trust
-from tileproof.records import runner_keys, store
+from tileproof.records import store
 from tileproof.records.errors import one_line
 from tileproof.records.history_check import check as check_history
+from tileproof.records.trust import runner_keys
 from tileproof.runner import git_history
 
 

@@ -147,7 +147,8 @@ class _Existing:
 
 def merge(root: Path, sources: list[Source]) -> MergePlan:
     """Plan, then write every new file once, in one batch with one durable barrier
-    (``records.batch_write.copy_once``; tests/benchmarks/fleet_scale.txt times a 400,000-file merge).
+    (``records.batch_write.copy_once``; its time at fleet scale: docs/benchmarks.md,
+    "A merge's writes (fleet_scale)").
     Returns the plan that was carried out; a merge stopped midway is completed by running it again."""
     plan = plan_merge(root, sources)
     batch_write.copy_once(root, plan.writes.items(), _same_bytes)

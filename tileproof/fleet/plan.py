@@ -9,6 +9,7 @@ records there only. A dependent job merges them all (``afterany``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -90,8 +91,18 @@ class Submitted(Model):
     arrays: list[ArrayResult]
 
 
-def make_plan(*, cluster: Cluster, lesson_programs: dict[str, list[str]], kinds: list[str], repo: Path,
-              commit: str, python: str, folder: Path, fleet_id: str, run_args: list[str] | None = None) -> Plan:
+@dataclass(frozen=True)
+class Checkout:
+    """What every task of a fleet runs: the repository, the commit its worktrees check out, and the Python that
+    runs ``tileproof`` there (unless the cluster file names one)."""
+
+    repo: Path
+    commit: str
+    python: str
+
+
+def make_plan(*, cluster: Cluster, lesson_programs: dict[str, list[str]], kinds: list[str], source: Checkout,
+              folder: Path, fleet_id: str, run_args: list[str] | None = None) -> Plan:
     """lessons x kinds → one array per kind; unknown kinds and lessons without programs are errors."""
     unknown = [k for k in kinds if k not in cluster.kinds]
     if unknown:
@@ -109,5 +120,6 @@ def make_plan(*, cluster: Cluster, lesson_programs: dict[str, list[str]], kinds:
         ])
         for k in (kinds or list(cluster.kinds))
     ]
-    return Plan(fleet_version=1, fleet_id=fleet_id, repo=str(repo), commit=commit, python=cluster.python or python,
+    return Plan(fleet_version=1, fleet_id=fleet_id, repo=str(source.repo), commit=source.commit,
+                python=cluster.python or source.python,
                 folder=str(folder), cluster=cluster, run_args=list(run_args or []), arrays=arrays)

@@ -44,15 +44,16 @@ from tileproof.judge.audit.rules import commits, evidence, files, inputs, review
 from tileproof.judge.audit.rules import lessons as lesson_rules
 from tileproof.judge.audit.rules import plausibility as plausibility_rules
 from tileproof.judge.audit.rules.verdicts import report_transcript_issues
-from tileproof.records import file_index, lessons, lock, runner_keys, store
+from tileproof.records import file_index, lessons, lock, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError, encodable
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import REGENERATED, GitHistory, NoHistory
 from tileproof.records.history_check import check as check_history
 from tileproof.records.models import LessonFront, PlausibilityNote, RunRecord, SessionRecord
-from tileproof.records.runner_keys import UNSIGNED, RunnerRegistry
 from tileproof.records.store import Examined
-from tileproof.records.trust_pin import PIN
+from tileproof.records.trust import runner_keys
+from tileproof.records.trust.runner_keys import UNSIGNED, RunnerRegistry
+from tileproof.records.trust.trust_pin import PIN
 from tileproof.runner import git_history
 from tileproof.runner.forked import ForkedHelper
 
@@ -183,7 +184,7 @@ def _audit(root: Path, listing: store.RunsListing, outputs: Iterable[Path], help
             for rule_id, reason in files.seal_issues(rec, seals.get(name) or "", digest):
                 add(Finding(file, rule_id, reason))
         # The seal's verdict on the content (not its bytes), the signature's and the record's standing in
-        # history (gather.trust_state, judge.standing), as status and publish see them.
+        # history (gather.trust_state, judge.trust.standing), as status and publish see them.
         verification = read.verification or UNSIGNED
         checked_once = Examined(read.facts, store.seal_status(read, digest), verification)
         plain = read.verification is None

@@ -41,8 +41,8 @@ from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.records.findings import Finding
 from tileproof.records.models import SHARED_MAX, RunRecord, TranscriptRef, share
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
-from tileproof.records.runner_keys import RunnerRegistry, Verification
 from tileproof.records.safe_read import read_evidence
+from tileproof.records.trust.runner_keys import RunnerRegistry, Verification
 from tileproof.runner import git_history
 
 KIND = "audited"

@@ -219,7 +219,7 @@ def _raw_facts(data: bytes) -> dict:
     if not isinstance(raw, dict):
         return {"seal": None, "report": None}
     try:
-        raw = store.unwrap(raw)  # a signed record: its predicate (trust: records.runner_keys.verify)
+        raw = store.unwrap(raw)  # a signed record: its predicate (trust: records.trust.runner_keys.verify)
     except ValueError:
         return {"seal": None, "report": None}
     ref = raw.get("report_file")

@@ -38,10 +38,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from tileproof.judge.preselect import Facts, facts_of
-from tileproof.records import file_index, signing, store
-from tileproof.records.runner_keys import RunnerRegistry, Verification
+from tileproof.records import file_index, store
 from tileproof.records.safe_read import read_bytes
 from tileproof.records.store import Examined
+from tileproof.records.trust import signing
+from tileproof.records.trust.runner_keys import RunnerRegistry, Verification
 from tileproof.runner import git_history
 from tileproof.runner.forked import ForkedHelper
 

@@ -32,7 +32,7 @@ from tileproof.judge import gate, plausibility, preselect, release_matrix, relea
 from tileproof.judge.audit.result import Issue
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
 from tileproof.judge.verdict import LessonVerdict
-from tileproof.records import lessons, lock, parsers, runner_keys, store, tolerances
+from tileproof.records import lessons, lock, parsers, store, tolerances
 from tileproof.records.depends import ProgramUses
 from tileproof.records.errors import InputRefused, TileproofError
 from tileproof.records.findings import Finding
@@ -47,6 +47,7 @@ from tileproof.records.models import (
 )
 from tileproof.records.safe_read import read_evidence
 from tileproof.records.store import Examined
+from tileproof.records.trust import runner_keys
 from tileproof.runner import git_history
 from tileproof.toolchain import uses
 

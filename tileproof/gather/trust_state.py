@@ -7,10 +7,10 @@ pin version along it (``runner.git_history.trust_history``), the endorsements un
 and the trust root: ``--trust-root`` (the caller's ``trust_root``), else
 ``$TILEPROOF_TRUST_ROOT``, else the tree's own ``.ci/trust-root``, else none (trust on first
 use). The first two, and ``--expect-ancestor``, are read by ``gather.given_commit``'s one rule: a
-full commit id, or ``file:PATH`` outside the tree naming a pin file (``records.trust_pin``) or a
+full commit id, or ``file:PATH`` outside the tree naming a pin file (``records.trust.trust_pin``) or a
 registry file (its bytes name the root); anything else is refused in one line. It asks
-``judge.trust_root.evaluate`` and returns a ``Trusted``, whose ``examine`` gives every
-record its standing through ``judge.standing.standing``, the one decision ``status``,
+``judge.trust.trust_root.evaluate`` and returns a ``Trusted``, whose ``examine`` gives every
+record its standing through ``judge.trust.standing.standing``, the one decision ``status``,
 ``publish`` and the audit share, and whose ``issues`` says which records' signatures are
 findings (the one judgement ``audit`` and ``verify`` print).
 """
@@ -26,17 +26,19 @@ from pathlib import Path
 from typing import Literal
 
 from tileproof.gather import given_commit
-from tileproof.judge import standing, trust
-from tileproof.judge.trust_root import Expect, Root, RootSource, TrustState, evaluate, without_history
-from tileproof.records import registry_change, runner_keys, store
+from tileproof.judge import trust
+from tileproof.judge.trust import standing
+from tileproof.judge.trust.trust_root import Expect, Root, RootSource, TrustState, evaluate, without_history
+from tileproof.records import store
 from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import GitHistory, NoHistory
-from tileproof.records.runner_keys import RunnerRegistry
 from tileproof.records.safe_read import read_file
 from tileproof.records.store import Examined
-from tileproof.records.trust_history import FirstCommit, TrustHistory
-from tileproof.records.trust_pin import PIN_ENV, TrustPin, load_pin, parse_pin
+from tileproof.records.trust import registry_change, runner_keys
+from tileproof.records.trust.runner_keys import RunnerRegistry
+from tileproof.records.trust.trust_history import FirstCommit, TrustHistory
+from tileproof.records.trust.trust_pin import PIN_ENV, TrustPin, load_pin, parse_pin
 from tileproof.runner import git_history
 
 
@@ -58,7 +60,7 @@ class Trusted:
         return self.first.get(f"{store.RUNS}/{record.run_id}.json")
 
     def examine(self, items: Iterable[Examined]) -> list[Examined]:
-        """Each record with its standing (``judge.standing.standing``), first commit and the policy in force."""
+        """Each record with its standing (``judge.trust.standing.standing``), first commit and the policy in force."""
         out = []
         for item in items:
             first = self.first_of(item.record)
@@ -67,7 +69,7 @@ class Trusted:
         return out
 
     def legacy(self, record) -> bool:
-        """Whether an unsigned record is from before this tree signed (``judge.standing.legacy``)."""
+        """Whether an unsigned record is from before this tree signed (``judge.trust.standing.legacy``)."""
         return standing.legacy(self.first_of(record), self.state)
 
     def issues(self, item: Examined) -> list[tuple[str, str]]:

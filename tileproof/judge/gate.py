@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
-from tileproof.judge import claim_verdicts, plausibility, releases, standing, trust
+from tileproof.judge import claim_verdicts, plausibility, releases, trust
 from tileproof.judge.claim_verdicts import (
     NO_CLAIMS,
     ClaimsToday,
@@ -27,6 +27,7 @@ from tileproof.judge.perf_claims import ClaimDecision
 from tileproof.judge.perf_claims import decide as decide_perf
 from tileproof.judge.res_usage import ResUsageDecision, decide_res_usage
 from tileproof.judge.today import Today, lock_release, tables_at
+from tileproof.judge.trust import standing
 from tileproof.records import depends, release
 from tileproof.records.capability import MIN_CC, below_tile, cc_tuple, sm_of
 from tileproof.records.lessons import (
@@ -514,6 +515,17 @@ def newer_failure(cited: RunRecord, front: LessonFront, row: ResultRow, records:
     return None
 
 
+def _nothing_fits(klass: RowClass, row: ResultRow, others: list[RunRecord]) -> tuple[Outcome, str]:
+    """A row no record of its class decides: ``gated`` when the program ran only below cc 8.0 (``others``, the
+    records outside the class), else ``no-record``."""
+    rec = others[-1] if others and not klass.below_tile else None
+    gpu = rec.environment.gpu if rec is not None else None  # outside a tile row's class: a GPU below cc 8.0
+    if rec is not None and gpu is not None:
+        return "gated", (f"only run on {gpu.name} ({sm_of(gpu.compute_capability)}, cc {gpu.compute_capability}), "
+                         f"below 8.0: run {rec.run_id}, verdict {rec.verdict}")
+    return "no-record", f"no run record for {row.program}" + (" on a GPU below cc 8.0" if klass.below_tile else "")
+
+
 def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Mapping[str, str | None],
                table: Mapping[str, Bound], read_evidence: EvidenceReader, cited: bool = False) -> RowDecision:
     """One row's decision; ``records``: ``store.Examined`` records (plain ones are examined here).
@@ -556,15 +568,7 @@ def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Map
     # A run that found no GPU says nothing about the program: it decides only when nothing ran on a GPU.
     fitting = [r for r in fitting if r.environment.gpu is not None] or fitting
     if not fitting:
-        others = [r for r in mine if not klass.admits(r)]
-        if others and not klass.below_tile:
-            rec = others[-1]
-            gpu = rec.environment.gpu
-            sm = sm_of(gpu.compute_capability)
-            return done("gated", f"only run on {gpu.name} ({sm}, cc {gpu.compute_capability}), below 8.0: "
-                                 f"run {rec.run_id}, verdict {rec.verdict}")
-        return done("no-record", f"no run record for {row.program}" + (" on a GPU below cc 8.0"
-                                                                        if klass.below_tile else ""))
+        return done(*_nothing_fits(klass, row, [r for r in mine if not klass.admits(r)]))
     if not klass.below_tile:  # a check tileproof could not verify outside the program decides nothing
         verified = [r for r in fitting if not r.unverified(row.check)]
         if not verified:

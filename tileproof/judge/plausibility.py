@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from tileproof.judge import standing, trust
+from tileproof.judge import trust
+from tileproof.judge.trust import standing
 from tileproof.records.models import (
     BenchRecord,
     ClaimsRecord,
@@ -222,12 +223,12 @@ def host_facts(rec: Seen, first: Seen, runner: Runner) -> list[Signal]:
 @dataclass(frozen=True, slots=True)
 class Seen:
     """What the signals and the agreement between records read of one record (:func:`seen`), and nothing else:
-    an audit keeps one per record for 100,000 records, where the records themselves would not fit in memory."""
+    an audit keeps one per record, where the records themselves would not fit in memory at fleet scale."""
 
     kind: str
     run_id: str
     created: datetime
-    """The record's own (``judge.standing.age`` orders by them as for the record)."""
+    """The record's own (``judge.trust.standing.age`` orders by them as for the record)."""
     gpu_uuid: str | None
     """The uuid of the GPU it names (:func:`gpu_of`), None: none."""
     smi: TranscriptRef | None

@@ -1,7 +1,7 @@
 """Which records the lessons' verdicts can depend on, chosen from each record's facts: the full records of only
 those need be read.
 
-``status`` and ``publish`` judge lessons from a tree that may hold 100,000 records, of which a verdict looks at
+``status`` and ``publish`` judge lessons from a tree that may hold a fleet's records, of which a verdict looks at
 a handful: the newest record of each row's class, a published lesson's cited records and what is newer than them.
 :func:`facts_of` keeps what choosing needs of one record (a :class:`Facts`, small, kept in the verified-file
 index beside the record's seal and signature outcome); :func:`needed` takes every record as an ``Examined`` of
@@ -39,8 +39,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from tileproof.judge import plausibility, standing, trust
+from tileproof.judge import plausibility, trust
 from tileproof.judge.releases import ReleaseKey, release_of
+from tileproof.judge.trust import standing
 from tileproof.records.capability import below_tile
 from tileproof.records.models import BenchRecord, ClaimsRecord, CompileRecord, LessonFront, RunRecord, share
 from tileproof.records.store import Examined
@@ -52,7 +53,7 @@ EVIDENCE_KINDS = {"run": RunRecord, "bench": BenchRecord, "claims": ClaimsRecord
 @dataclass(frozen=True, slots=True)
 class Facts:
     """What choosing needs of one record (see the module docstring); ``kind``, ``created`` and ``run_id`` are the
-    record's own, so ``judge.standing`` judges a record's standing and age from its facts as from the record."""
+    record's own, so ``judge.trust.standing`` judges a record's standing and age from its facts as from the record."""
 
     kind: str
     run_id: str

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from tileproof import lesson_text
 from tileproof.judge.gate import Decision
+from tileproof.judge.lesson_state import LessonState
 from tileproof.judge.releases import ReleaseKey
 from tileproof.records import lessons
 from tileproof.records.errors import RecordError
@@ -52,7 +53,7 @@ class LessonVerdict:
     """For a published lesson its cited records still back: each place it differs from what they give."""
     distrust: tuple[Finding, ...] = ()
     """A finding for each way the runner registry's history does not hold from the trust root
-    (``judge.trust_root``): while there is one, no lesson is ready or republishable."""
+    (``judge.trust.trust_root``): while there is one, no lesson is ready or republishable."""
     refused: tuple[Finding, ...] = ()
     """A finding for each input the audit refuses by what it is (``gather.inputs``: a link, a
     FIFO or device, a file over its cap under evidence/ or lessons/), read by the decision or not: while
@@ -87,6 +88,23 @@ class LessonVerdict:
         if self.tree_problems:
             return False
         return self.valid if self.published else self.fresh.publishable
+
+    @property
+    def state(self) -> LessonState:
+        """Where the lesson stands, in the one wording ``status`` and ``publish`` print (``judge.lesson_state``):
+        the tree's problems first (refused inputs, the trust root, history), then the draft or published lesson;
+        its ``ready`` is exactly :attr:`ready`."""
+        if self.refused:
+            return LessonState.INPUT_REFUSED
+        if self.distrust:
+            return LessonState.TRUST_BROKEN
+        if self.history_problems:
+            return LessonState.HISTORY_BROKEN
+        if not self.published:
+            return LessonState.READY if self.fresh.publishable else LessonState.DRAFT
+        if self.valid:
+            return LessonState.VALID
+        return LessonState.DIFFERS if self.decision.publishable else LessonState.WITHOUT_EVIDENCE
 
     @property
     def republishable(self) -> bool:

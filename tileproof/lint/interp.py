@@ -392,26 +392,9 @@ class Interpreter:
             first = arg(0, "x")
             x = self.eval(first, env) if first is not None else UNKNOWN
         line = call.func.lineno
-        if name == "load":
-            dims = literal_dims(arg(2, "shape"))
-            if dims is None:
-                shape = arg(2, "shape")
-                v = self.eval(shape, env) if shape is not None else UNKNOWN
-                dims = v.dims if v.kind == "tuple" else None
-            return Val(kind="tile", rank=None if dims is None else len(dims), dims=dims,
-                       line=line)
-        if name in ("full", "zeros", "ones"):
-            dims = self._shape_dims(arg(0, "shape"), env)
-            dtype = self._dtype(arg(2 if name == "full" else 1, "dtype"))
-            return Val(kind="tile", rank=None if dims is None else len(dims), dims=dims,
-                       dtype=dtype, is_bool=dtype == "bool_", line=line)
-        if name == "arange":
-            size = arg(0, "size")
-            return Val(kind="tile", rank=1, dims=(size,) if size else None, line=line)
-        if name == "bid" or name == "num_blocks":
-            return Val(kind="scalar", rank=0)
-        if name in ("num_tiles", "cdiv"):
-            return Val(kind="scalar", rank=0, ntiles=True)
+        made = self._made(name, call, env)
+        if made is not None:
+            return made
         if name == "astype":
             dtype = self._dtype(arg(1, "dtype"))
             return replace(x, dtype=dtype, is_bool=dtype == "bool_", const=False, value=None,
@@ -444,20 +427,51 @@ class Interpreter:
             return Val(kind="tile", rank=rank, line=line)
         if name in ELEMENTWISE_BINARY | COMPARISONS | {"bitwise_and", "bitwise_or",
                                                        "bitwise_xor", "where"}:
-            vals = [self.eval(n, env) for n in call.args]
-            if not vals:
-                return UNKNOWN
-            out = vals[0] if name != "where" else vals[1] if len(vals) > 1 else UNKNOWN
-            for v in vals[1:]:
-                k, r, d = broadcast(out, v)
-                out = Val(kind=k, rank=r, dims=d, dtype=out.dtype if out.dtype == v.dtype
-                          else None)
-            is_bool = name in COMPARISONS or (name.startswith("bitwise")
-                                              and all(v.is_bool for v in vals))
-            return replace(out, is_bool=is_bool, const=False, value=None)
+            return self._elementwise(name, call, env)
         if name == "gather":
             return Val(kind="tile", line=line)
         return UNKNOWN
+
+    def _made(self, name: str, call: ast.Call, env: dict[str, Val]) -> Val | None:
+        """A tile or scalar a cuTile function makes from nothing but its arguments (``load``, ``full``,
+        ``arange``, ``bid``...); None for any other function."""
+        arg = lambda pos, kw: call_arg(call, pos, kw)  # noqa: E731
+        line = call.func.lineno
+        if name == "load":
+            dims = literal_dims(arg(2, "shape"))
+            if dims is None:
+                shape = arg(2, "shape")
+                v = self.eval(shape, env) if shape is not None else UNKNOWN
+                dims = v.dims if v.kind == "tuple" else None
+            return Val(kind="tile", rank=None if dims is None else len(dims), dims=dims,
+                       line=line)
+        if name in ("full", "zeros", "ones"):
+            dims = self._shape_dims(arg(0, "shape"), env)
+            dtype = self._dtype(arg(2 if name == "full" else 1, "dtype"))
+            return Val(kind="tile", rank=None if dims is None else len(dims), dims=dims,
+                       dtype=dtype, is_bool=dtype == "bool_", line=line)
+        if name == "arange":
+            size = arg(0, "size")
+            return Val(kind="tile", rank=1, dims=(size,) if size else None, line=line)
+        if name == "bid" or name == "num_blocks":
+            return Val(kind="scalar", rank=0)
+        if name in ("num_tiles", "cdiv"):
+            return Val(kind="scalar", rank=0, ntiles=True)
+        return None
+
+    def _elementwise(self, name: str, call: ast.Call, env: dict[str, Val]) -> Val:
+        """An element-wise binary function, a comparison, a bitwise one or ``where``: its arguments broadcast."""
+        vals = [self.eval(n, env) for n in call.args]
+        if not vals:
+            return UNKNOWN
+        out = vals[0] if name != "where" else vals[1] if len(vals) > 1 else UNKNOWN
+        for v in vals[1:]:
+            k, r, d = broadcast(out, v)
+            out = Val(kind=k, rank=r, dims=d, dtype=out.dtype if out.dtype == v.dtype
+                      else None)
+        is_bool = name in COMPARISONS or (name.startswith("bitwise")
+                                          and all(v.is_bool for v in vals))
+        return replace(out, is_bool=is_bool, const=False, value=None)
 
     def _shape_dims(self, node: ast.expr | None, env: dict[str, Val]) -> tuple | None:
         dims = literal_dims(node)

@@ -1,7 +1,7 @@
 """Writing many record files once, with one durable barrier instead of one ``fsync`` per file.
 
-``store.write_once`` fsyncs each file before linking it to its name: right for one record, and 400,000
-fsyncs for a fleet merge. :func:`copy_once` keeps its promises for a batch:
+``store.write_once`` fsyncs each file before linking it to its name: right for one record, and an fsync per
+file for a fleet merge. :func:`copy_once` keeps its promises for a batch:
 
 1. every file is copied to a staging folder first (``<root>/.tileproof-cache/merge/<token>/<n>/``, a
    folder per ``CHUNK`` files, on the tree's own file system, ignored by git), mode 0644, nothing fsynced;
@@ -15,11 +15,8 @@ A crash before step 3 leaves no final name (the staging folder is ignored, and c
 during or after it leaves only complete files under their names (their bytes were durable first). Either
 way a rerun of the same merge completes it: a file already in place with the same bytes is a no-op.
 
-Where the time goes (tests/benchmarks/fleet_scale.py, 400,250 files, 2 cores): almost all of it is the
-kernel's, creating 400,000 inodes and 100,000 folders; the disk barely shows (each ``os.sync`` took 0-3.5 s).
-On ext4 without a journal (this machine's) the kernel also passes over inodes freed in the last 60-300 s,
-reading each one's deletion time at every allocation: a merge just after millions of files were deleted
-took 1.5-2.6 times as long (68 s against 36-46 s; under perf, half the samples in ``recently_deleted``).
+The cost of a batch is the kernel's (creating the inodes and folders), not the disk's: two barriers, whatever
+the number of files. Where the time goes at fleet scale: docs/benchmarks.md, "A merge's writes (fleet_scale)".
 """
 
 from __future__ import annotations
@@ -68,8 +65,8 @@ def copy_once(root: Path, pairs: Iterable[tuple[str, Path | str]], same: Callabl
 
 def _stage_all(chunks: list[list[tuple[str, str, str]]], chmod: bool) -> None:
     """Each chunk's sources staged into a folder of its own, one file after another. Not in threads: the
-    time is the kernel's, creating inodes under locks every thread shares (the inode hash's); two threads
-    took more CPU and more wall time on 2 cores (stage 21.1 s against 17.8 s, 400,250 files)."""
+    time is the kernel's, creating inodes under locks every thread shares (the inode hash's), so threads only
+    add CPU and wall time (docs/benchmarks.md, "A merge's writes (fleet_scale)")."""
     for chunk in chunks:
         os.mkdir(os.path.dirname(chunk[0][0]))
         for tmp, _dest, src in chunk:

@@ -48,7 +48,7 @@ class Unhashed:
 
 class FirstVersion(NamedTuple):
     """A watched path's first committed version (a named tuple: the git reader makes one per file ever
-    committed, 400,000 at fleet scale, and a frozen dataclass costs four times as much to make)."""
+    committed, and a frozen dataclass costs four times as much to make)."""
 
     path: str
     commit: str

@@ -6,10 +6,10 @@ exists, so nothing recorded is ever overwritten). Evidence files go under
 ``evidence/<run id>/`` the same way and are referenced by path and sha256.
 
 Given a signer, the record file is a DSSE envelope around an in-toto statement
-whose predicate is the record (``records.signing``); without one it is the plain
+whose predicate is the record (``records.trust.signing``); without one it is the plain
 record, as before signing existed, and reads back as ``unsigned``.
 ``load_record`` reads both forms; ``read_record`` also says whether the record
-verifies against the runner registry (``records.runner_keys.verify``).
+verifies against the runner registry (``records.trust.runner_keys.verify``).
 
 Also the one implementation of: atomic replacement of a file that is meant to
 be rewritten (``write_atomic``: lessons, reports, caches, schemas), the seal
@@ -39,7 +39,6 @@ from typing import Generic, Literal, NamedTuple, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from tileproof import __version__
-from tileproof.records import signing
 from tileproof.records.errors import DiskFull, KeyExposed, NotKept, RecordError, TileproofError, utf8_problem
 from tileproof.records.models import (
     AS_READ,
@@ -50,7 +49,9 @@ from tileproof.records.models import (
     Transcript,
 )
 from tileproof.records.redact import watched_key_in
-from tileproof.records.runner_keys import (
+from tileproof.records.safe_read import decode, parse_json, read_bytes
+from tileproof.records.trust import signing
+from tileproof.records.trust.runner_keys import (
     UNSIGNED,
     RunnerRegistry,
     TreePolicy,
@@ -58,8 +59,7 @@ from tileproof.records.runner_keys import (
     Verification,
     verify,
 )
-from tileproof.records.safe_read import decode, parse_json, read_bytes
-from tileproof.records.trust_history import FirstCommit
+from tileproof.records.trust.trust_history import FirstCommit
 
 RUNS = "runs"
 EVIDENCE = "evidence"
@@ -305,10 +305,10 @@ class Examined(Generic[R]):
     """``registry.UNSIGNED`` for a record that carries no signature (or was built in memory)."""
     policy: TreePolicy | None = None
     """The policy in force it was examined under (the registry's, or ``signed-only`` once git history shows
-    a registry that listed a key: ``judge.trust_root``); None: the code's."""
+    a registry that listed a key: ``judge.trust.trust_root``); None: the code's."""
     first: FirstCommit | None = None
     """The commit that first added the record's file (``runner.git_history``); None when it is not committed, or
-    the tree has no history. Its standing and its place among "the newest" come from here (``judge.standing``)."""
+    the tree has no history. Its standing and its place among "the newest" come from here (``judge.trust.standing``)."""
 
     @property
     def trust(self) -> Trust:
@@ -443,7 +443,7 @@ def record_files(root: Path) -> list[Path]:
 
 
 def record_names(root: Path) -> list[str]:
-    """The names of :func:`record_files`, sorted, without making 100,000 paths."""
+    """The names of :func:`record_files`, sorted, without making a path per record."""
     return runs_listing(root)[0]
 
 
@@ -458,7 +458,7 @@ def stray_files(root: Path) -> list[str]:
 
 class RunsListing(NamedTuple):
     """One listing of ``runs/``: :func:`record_names` and :func:`stray_files` (a reader that needs both, or
-    several readers of one command, list 100,000 names once)."""
+    several readers of one command, list every name once)."""
 
     names: list[str]
     strays: list[str]

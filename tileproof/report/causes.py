@@ -30,7 +30,7 @@ CASCADES: dict[str, str] = {
     "registry-missing": "record-unknown-key",
     "registry-emptied": "record-unknown-key",
 }
-"""Cause rule → the record rule it forces on every signed record (``judge.trust_root``, ``judge.trust``)."""
+"""Cause rule → the record rule it forces on every signed record (``judge.trust.trust_root``, ``judge.trust``)."""
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Findings come grouped under their root cause (``report.causes``): a cause leads, in a box of its own, and
 what follows from it sits folded under it with its count per rule; the findings no cause explains follow
 in one table. Notices (what rests on a committer's word) are listed apart unless ``--strict`` made them
-findings. The trust section is the trust report's own lines (``judge.trust_root.TrustReport``); the rules
+findings. The trust section is the trust report's own lines (``judge.trust.trust_root.TrustReport``); the rules
 section lists every rule id with what it catches.
 """
 

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -28,7 +29,6 @@ from tileproof.records.models import (
     ProgramInputs,
     Step,
 )
-from tileproof.records.signing import Signer
 from tileproof.records.store import (
     digest,
     header,
@@ -44,6 +44,7 @@ from tileproof.records.tolerances import (
     has_header,
     load_table,
 )
+from tileproof.records.trust.signing import Signer
 from tileproof.runner.capture import git_state, host_facts
 from tileproof.runner.environment import child_env
 from tileproof.runner.process import scratch_dir, start_and_wait
@@ -53,6 +54,7 @@ from tileproof.toolchain.aot import KERNELS
 from tileproof.toolchain.build import (
     BUILD_DIR,
     CPP_KINDS,
+    CppJob,
     Job,
     OwnInputs,
     cached,
@@ -127,11 +129,19 @@ def make_header_current(root: Path) -> None:
               f"({REGENERATE} does the same)", flush=True)
 
 
+@dataclass(frozen=True)
+class RecordWith:
+    """What a compile record is written with beyond its builds: the key that signs it (None: unsigned) and the
+    cuda-tile release the Python kernels are exported with (named when it exports any)."""
+
+    signer: Signer | None = None
+    cuda_tile: CudaTileRelease | None = None
+
+
 def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
-                     workers: int, signer: Signer | None = None,
-                     cuda_tile: CudaTileRelease | None = None) -> CompileRecord | None:
-    """Build what is not cached, print one line per artifact, write the record (naming ``cuda_tile``, the
-    release the Python kernels are exported with, when it exports any).
+                     workers: int, with_: RecordWith = RecordWith()) -> CompileRecord | None:
+    """Build what is not cached, print one line per artifact, write the record (``with_``: its signer, and the
+    cuda-tile release it names when it exports any Python kernel).
 
     Returns None when everything was cached (no compiler call, no record). Holds
     ``build/.lock`` throughout, so a second compile (or run building on demand)
@@ -139,37 +149,17 @@ def compile_programs(root: Path, tools: Tools, targets: list[str], cpp: list[Pat
     match the files under build/.
     """
     with build_lock(root):
-        return _compile_locked(root, tools, targets, cpp, py, workers, signer, cuda_tile)
+        return _compile_locked(root, tools, targets, cpp, py, workers, with_)
 
 
 def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path], py: dict[Path, list[str]],
-                    workers: int, signer: Signer | None, cuda_tile: CudaTileRelease | None) -> CompileRecord | None:
+                    workers: int, with_: RecordWith) -> CompileRecord | None:
     make_header_current(root)
     table = today_table(root)
     owns = {p: own_inputs(root, p, table) for p in dict.fromkeys([*cpp, *py])}
     cpp_jobs, py_jobs = plan(root, tools, targets, cpp, py, owns)
     run_id = new_run_id("compile")
-    env = child_env(path_dirs=tools.path_dirs())
-
-    def step(name: str, argv: list[str], writes: tuple[Path, ...]) -> Step:
-        return run_step(root, run_id, name, argv, env, wall=Wall(root, writes))
-
-    done: list[BuildResult] = []
-    todo: list[Callable[[], list[BuildResult]]] = []
-    for cjob in cpp_jobs:
-        earlier = cached_cpp(root, cjob)
-        if earlier is None:
-            todo.append(partial(execute_cpp, root, run_id, cjob, tools, step))
-        else:
-            done += earlier
-    uncached: dict[Path, list[Job]] = {}
-    for job in py_jobs:
-        one = cached(root, job)
-        if one is None:
-            uncached.setdefault(job.program, []).append(job)
-        else:
-            done.append(one)
-    todo += [partial(execute_exports, root, run_id, jobs, tools, step) for jobs in uncached.values()]
+    done, todo = _cached_and_todo(root, run_id, tools, cpp_jobs, py_jobs)
     for r in done:
         print(line(r, "reused"))
     total = len(cpp_jobs) * len(targets) * len(CPP_KINDS) + len(py_jobs)
@@ -195,7 +185,7 @@ def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path
         kind="compile",
         compile_version=COMPILE_VERSION,
         toolchain=tools.facts,
-        cuda_tile=cuda_tile if py_jobs else None,
+        cuda_tile=with_.cuda_tile if py_jobs else None,
         targets=targets,
         sources=sources,
         builds=ordered,
@@ -203,12 +193,39 @@ def _compile_locked(root: Path, tools: Tools, targets: list[str], cpp: list[Path
         passed=all(r.verdict == "built" for r in ordered),
         inputs=inputs,
     )
-    path = write_record(root, record, signer)
+    path = write_record(root, record, with_.signer)
     bad = [r for r in ordered if r.verdict != "built"]
     reused = sum(r.reused_from is not None for r in ordered)
     print(f"compile: {len(ordered) - len(bad) - reused} built, {reused} reused, {len(bad)} failed or refused "
           f"of {len(ordered)} artifacts; record {path.relative_to(root)}")
     return record
+
+
+def _cached_and_todo(root: Path, run_id: str, tools: Tools, cpp_jobs: list[CppJob], py_jobs: list[Job]
+                     ) -> tuple[list[BuildResult], list[Callable[[], list[BuildResult]]]]:
+    """The builds found cached, and a call for each build (or set of exports) still to run, behind the wall."""
+    env = child_env(path_dirs=tools.path_dirs())
+
+    def step(name: str, argv: list[str], writes: tuple[Path, ...]) -> Step:
+        return run_step(root, run_id, name, argv, env, wall=Wall(root, writes))
+
+    done: list[BuildResult] = []
+    todo: list[Callable[[], list[BuildResult]]] = []
+    for cjob in cpp_jobs:
+        earlier = cached_cpp(root, cjob)
+        if earlier is None:
+            todo.append(partial(execute_cpp, root, run_id, cjob, tools, step))
+        else:
+            done += earlier
+    uncached: dict[Path, list[Job]] = {}
+    for job in py_jobs:
+        one = cached(root, job)
+        if one is None:
+            uncached.setdefault(job.program, []).append(job)
+        else:
+            done.append(one)
+    todo += [partial(execute_exports, root, run_id, jobs, tools, step) for jobs in uncached.values()]
+    return done, todo
 
 
 def today_table(root: Path) -> Table | None:

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileproof.runner.process import start_and_wait
+from tileproof.runner.process import start_and_echo, start_and_wait
 
 AUDIT_DEADLINE_S = 3600.0
 """An ``audit`` child still running after an hour is killed (a course's audit takes seconds)."""
@@ -66,7 +66,7 @@ def tileproof(args: list[str], cwd: Path, *, deadline_s: float | None, python: s
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
-    done = start_and_wait(argv, env=env, cwd=cwd, timeout=deadline_s, echo=echo)
+    done = (start_and_echo if echo else start_and_wait)(argv, env=env, cwd=cwd, timeout=deadline_s)
     return Child(argv=tuple(argv), exit_code=done.exit_code, deadline_s=deadline_s,
                  stdout=done.stdout.decode(errors="replace"), stderr=done.stderr.decode(errors="replace"))
 

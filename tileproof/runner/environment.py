@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-from tileproof.records.signing import KEY_ENV
+from tileproof.records.trust.signing import KEY_ENV
 from tileproof.toolchain.find import HAZARD_VARS
 
 CHILD_ENV = (

@@ -13,6 +13,7 @@ reviewer finds the refusal transcript by name.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -138,28 +139,41 @@ def _read_failure(folder: Path) -> tuple[ProgramFailure | None, dict[RedactionRu
         return None, {}
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """What a program's run may be given beyond its argv, environment and deadline (``run_program``)."""
+
+    cap: int | None = None
+    """Bytes kept of each stream (None: ``process.output_cap``'s default)."""
+    python: bool = False
+    """argv is ``[interpreter, program]``, started through ``toolchain.launch`` to keep the exception that ends it."""
+    writable: tuple[Path, ...] = ()
+    """Folders besides its report folder it writes (a bench's results folder)."""
+    checker: outside_check.Checker | None = None
+    """The session's own checker of handed-over outputs (``outside_check.session``); None: one for this program
+    alone."""
+
+
 def run_program(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float,
-                cap: int | None = None, python: bool = False, writable: tuple[Path, ...] = (),
-                checker: outside_check.Checker | None = None) -> Outcome:
+                options: RunOptions = RunOptions()) -> Outcome:
     """Run argv with ``--report`` appended (a path in the step's ``scratch_dir``) behind the wall
-    (``runner.wall``); its whole process tree dies at ``timeout``. ``python``: argv is ``[interpreter, program]``,
-    started through ``toolchain.launch`` to keep the exception that ends it. ``writable``: folders besides its
-    report folder it writes (a bench's results folder). ``checker``: the session's own checker of handed-over
-    outputs (``outside_check.session``); None: one for this program alone."""
+    (``runner.wall``); its whole process tree dies at ``timeout``; ``options``: ``RunOptions``."""
     with contextlib.ExitStack() as stack:
-        mine = checker or stack.enter_context(outside_check.session(root))
-        return _run(root, run_id, stem, argv, env, timeout, cap, python, writable, mine)
+        mine = options.checker or stack.enter_context(outside_check.session(root))
+        return _run(root, run_id, stem, argv, env, timeout, dataclasses.replace(options, checker=mine))
 
 
 def _run(root: Path, run_id: str, stem: str, argv: list[str], env: dict[str, str], timeout: float,
-         cap: int | None, python: bool, writable: tuple[Path, ...], checker: outside_check.Checker) -> Outcome:
+         options: RunOptions) -> Outcome:
+    checker = options.checker
+    assert checker is not None  # run_program gives one
     with scratch_dir(checker.handovers) as tmp:
         report_path, failure_path = tmp / REPORT, tmp / FAILURE
-        launched = [argv[0], str(LAUNCHER), str(failure_path), *argv[1:]] if python else argv
+        launched = [argv[0], str(LAUNCHER), str(failure_path), *argv[1:]] if options.python else argv
         full = [*launched, "--report", str(report_path)]
         started = datetime.now(timezone.utc)
-        done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=cap, scratch=tmp,
-                              wall=Wall(root, (tmp, *writable)))
+        done = start_and_wait(full, env=env, cwd=root, timeout=timeout, cap=options.cap, scratch=tmp,
+                              wall=Wall(root, (tmp, *options.writable)))
         report, left, problem = _read_report(tmp)
         failure, failure_redactions = _read_failure(tmp)
         outside = outside_check.check(checker, run_id, tmp, report, timeout) \

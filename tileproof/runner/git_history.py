@@ -16,7 +16,7 @@ working tree's object ids come from git's own index where git vouches for the fi
 each is in this repository's history and the sha256 of each attested path's blob
 there (one ``git cat-file --batch`` for all of them). :func:`trust_history` reads the commit graph,
 every version of the runner registry and of the CI's pin along it, and the commits that added each
-registry endorsement's bytes (``judge.trust_root`` walks them);
+registry endorsement's bytes (``judge.trust.trust_root`` walks them);
 :func:`commit_by_id`, :func:`commits_by_prefix` and :func:`refs_named` are what ``gather.given_commit`` asks of
 git about a commit a reviewer names (``--trust-root``, ``--expect-ancestor``, ``--since``).
 """
@@ -30,6 +30,7 @@ import shutil
 import stat
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar, cast, get_args
@@ -49,11 +50,11 @@ from tileproof.records.history_check import (
     blob_hasher,
     check,
 )
-from tileproof.records.registry_change import SIGNATURES
-from tileproof.records.runner_keys import REGISTRY
 from tileproof.records.safe_read import InputKind, stream
-from tileproof.records.trust_history import TrustHistory
-from tileproof.records.trust_pin import PIN
+from tileproof.records.trust.registry_change import SIGNATURES
+from tileproof.records.trust.runner_keys import REGISTRY
+from tileproof.records.trust.trust_history import TrustHistory
+from tileproof.records.trust.trust_pin import PIN
 from tileproof.runner.query import Answer, QueryError, ask
 
 GIT_TIMEOUT_S = 300.0
@@ -143,21 +144,39 @@ def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callabl
     log_read: Callable[[], Answer | None] | None = _later(root, *_LOG) if kept is None else _later_if(
         root, _LOG, dirty, lambda checked: checked.exit_code != 0 or bool(_watched_paths(checked)))
     listing_read: Callable[[], Answer] | None = _later(root, *_LISTED) if kept is None else None
-    done: list[GitHistory | NoHistory] = []
+    return _Reads(root, fmt, key, index, kept, dirty, log_read, listing_read).result
 
-    def result() -> GitHistory | NoHistory:
-        if not done:  # once: then git's answers (the log of 400,000 files is 100 MiB) are let go, the result kept
-            done.append(read_answers())
-        return done[0]
 
-    def read_answers() -> GitHistory | NoHistory:
-        nonlocal log_read, listing_read
-        if kept is not None:
-            found = _cached(root, fmt, kept, dirty())
+@dataclass
+class _Reads:
+    """The git reads :func:`start` began, and what is made of their answers (once: then git's answers, the log of
+    400,000 files is 100 MiB, are let go and the result kept)."""
+
+    root: Path
+    fmt: ObjectFormat
+    key: str | None
+    """The cache key of the comparison (``_cache_key``); None: none kept."""
+    index: file_index.Index
+    kept: Any
+    """The comparison kept under ``key`` in the verified-file index; None: none."""
+    dirty: Callable[[], Answer]
+    log_read: Callable[[], Answer | None] | None
+    listing_read: Callable[[], Answer] | None
+    done: list[GitHistory | NoHistory] = field(default_factory=list)
+
+    def result(self) -> GitHistory | NoHistory:
+        if not self.done:
+            self.done.append(self._answers())
+        return self.done[0]
+
+    def _answers(self) -> GitHistory | NoHistory:
+        root, fmt = self.root, self.fmt
+        if self.kept is not None:
+            found = _cached(root, fmt, self.kept, self.dirty())
             if found is not None:
                 return found
-        assert log_read is not None
-        log, log_read = log_read, None
+        assert self.log_read is not None
+        log, self.log_read = self.log_read, None
         answer = log()
         if answer is None:  # the stat check listed nothing, and the kept comparison is one this code cannot read
             answer = _git(root, *_LOG)
@@ -167,8 +186,8 @@ def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callabl
         del answer, log  # the log's bytes (60 MiB at 400,000 files), read: let go before the listing is
         if isinstance(first, NoHistory):
             return first
-        listed, listing_read = listing_read, None
-        listing, checked = listed() if listed is not None else _git(root, *_LISTED), dirty()
+        listed, self.listing_read = self.listing_read, None
+        listing, checked = listed() if listed is not None else _git(root, *_LISTED), self.dirty()
         vouched = _listed_ids(listing, first) if listing.exit_code == 0 and checked.exit_code == 0 else {}
         del listing, listed  # the same
         changed = set(_watched_paths(checked))
@@ -179,11 +198,10 @@ def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callabl
                 return working_id(root, f.path, fmt)
             return f.blob if oid == f.blob else oid  # unchanged: one string for both (400,000 kept to the end)
         current = {path: now(f) for path, f in first.items()}
-        if key is not None and vouched:
-            index.summarise(CACHE_FOLDER, CACHE_KIND, _comparison(first, vouched), key)
-            index.save()
+        if self.key is not None and vouched:
+            self.index.summarise(CACHE_FOLDER, CACHE_KIND, _comparison(first, vouched), self.key)
+            self.index.save()
         return GitHistory(first=tuple(first.values()), current=current)
-    return result
 
 
 def stat_check(root: Path) -> Callable[[], Answer]:
@@ -535,7 +553,7 @@ parent had is listed too), a root commit with nothing."""
 
 def _endorsements(root: Path) -> dict[str, frozenset[str]] | NoHistory:
     """sha256 of each version of a file under ``lessons/registry-signatures/`` → the commits that added or
-    changed a file to it (``records.trust_history.TrustHistory.endorsements``): one ``git log`` (its raw diff
+    changed a file to it (``records.trust.trust_history.TrustHistory.endorsements``): one ``git log`` (its raw diff
     against each parent) and one ``git cat-file --batch`` for the distinct blobs. A log this code cannot read
     is NoHistory, never a partial map (an endorsement missing from it would pass as one not committed yet)."""
     log = _git(root, *_ENDORSEMENTS_LOG)

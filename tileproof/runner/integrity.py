@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tileproof.records.errors import TileproofError
-from tileproof.records.runner_keys import REGISTRY, load_registry
-from tileproof.records.signing import KEY_ENV, Signer
+from tileproof.records.trust.runner_keys import REGISTRY, load_registry
+from tileproof.records.trust.signing import KEY_ENV, Signer
 from tileproof.runner import process
 from tileproof.runner.query import QueryError, ask
 from tileproof.runner.wall import PACKAGE

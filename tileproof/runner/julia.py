@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tileproof.records.models import TOOLCHAIN_ABSENT_FIX, Step
-from tileproof.runner.execute import Outcome, run_program
+from tileproof.runner.execute import Outcome, RunOptions, run_program
 from tileproof.runner.outside_check import Checker
-from tileproof.runner.step import run_step
+from tileproof.runner.step import Limits, run_step
 from tileproof.runner.wall import Wall
 
 JULIA = "julia"
@@ -43,11 +43,11 @@ def run_julia_program(root: Path, run_id: str, program: Path, env: dict[str, str
     """Probe for julia + cuTile.jl, then run ``program`` (repo-relative argv) or record why not; ``checker``: the
     session's own checker of handed-over outputs (``execute.run_program``)."""
     probe = run_step(root, run_id, f"{program.stem}-julia-probe", julia_argv("-e", PROBE), env,
-                     min(timeout, 300.0), cap, wall=Wall(root))
+                     Limits(min(timeout, 300.0), cap), wall=Wall(root))
     if probe.exit_code != 0 or probe.timed_out:
         what = ("no julia on PATH" if probe.exit_code == 127 else
                 f"julia cannot load cuTile.jl ('{PROBE}' exited {probe.exit_code}"
                 f"{', timed out' if probe.timed_out else ''}; see {probe.stderr.path})")
         return Absent(probe, f"{what}: the program was not started (fix: {FIX})")
     rel = program.relative_to(root).as_posix() if program.is_absolute() else program.as_posix()
-    return run_program(root, run_id, program.stem, julia_argv(rel), env, timeout, cap, checker=checker)
+    return run_program(root, run_id, program.stem, julia_argv(rel), env, timeout, RunOptions(cap, checker=checker))

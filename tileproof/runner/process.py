@@ -230,8 +230,7 @@ def _refused(kind: Containment) -> str | None:
     if kind == "cgroup" and _own_cgroup() is None:
         return "no writable cgroup v2 folder holds this process"
     true = shutil.which("true", path=os.defpath) or "/bin/true"
-    done = _start_and_wait([true], kind=kind, env={"PATH": os.defpath}, cwd=None, timeout=20.0, cap=4096,
-                           echo=False, scratch=None)
+    done = _start_and_wait(_Spec([true], {"PATH": os.defpath}, None, kind), timeout=20.0, cap=4096, echo=False)
     if done.exit_code == 0:
         return None
     said = [ln for ln in done.stderr.decode(errors="replace").splitlines() if ln.strip()]
@@ -249,9 +248,8 @@ def _wall_refused(level: Isolation) -> str | None:
     true = shutil.which("true", path=os.defpath) or "/bin/true"
     with scratch_dir() as tmp:
         try:
-            done = _start_and_wait([true], kind="pid-namespace", env={"PATH": os.defpath}, cwd=Path("/"),
-                                   timeout=20.0, cap=4096, echo=False, scratch=None, wall=Wall(Path("/"), (tmp,)),
-                                   level=level)
+            spec = _Spec([true], {"PATH": os.defpath}, Path("/"), "pid-namespace", level, wall=Wall(Path("/"), (tmp,)))
+            done = _start_and_wait(spec, timeout=20.0, cap=4096, echo=False)
         except TileproofError as e:
             return str(e)
     if done.exit_code == 0:
@@ -517,6 +515,20 @@ class _Sink:
 
 
 @dataclass(frozen=True)
+class _Spec:
+    """One child as it is to be started: its argv, environment and folder, how it is contained (``kind``) and
+    walled (``wall``, at ``level``; None: no wall), and the scratch its init removes should tileproof be killed."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path | None
+    kind: Containment
+    level: Isolation = "none"
+    scratch: Path | None = None
+    wall: Wall | None = None
+
+
+@dataclass(frozen=True)
 class _Started:
     """A child as started: the process tileproof waits on (the program, or its launcher), the read end of
     its init's status pipe and its cgroup (None for ``marker``)."""
@@ -526,12 +538,13 @@ class _Started:
     cgroup: Path | None
 
 
-def _launch(kind: Containment, argv: list[str], path: str, env: dict[str, str], cwd: Path | None,
-            token: str, scratch: Path | None, plan: str | None = None, level: Isolation = "none",
+def _launch(spec: _Spec, path: str, token: str, plan: str | None = None,
             stdin: int = subprocess.DEVNULL) -> _Started:
-    """Start ``argv`` (its file: ``path``) under ``kind``; behind the wall ``plan`` (``level``) when one is given
-    (always in a PID namespace, its init building the view first). ``stdin``: closed, or a pipe (``start``)."""
-    common: dict = dict(cwd=cwd, env={**env, MARKER_VAR: token}, stdin=stdin, stdout=subprocess.PIPE,
+    """Start ``spec.argv`` (its file: ``path``) under ``spec.kind``; behind the wall ``plan`` (``spec.level``) when
+    one is given (always in a PID namespace, its init building the view first). ``stdin``: closed, or a pipe
+    (``start``)."""
+    argv, kind, scratch = spec.argv, spec.kind, spec.scratch
+    common: dict = dict(cwd=spec.cwd, env={**spec.env, MARKER_VAR: token}, stdin=stdin, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, start_new_session=True)
     if kind == "marker":
         launcher = None if _ignored() else _pdeathsig_launcher()
@@ -546,7 +559,7 @@ def _launch(kind: Containment, argv: list[str], path: str, env: dict[str, str], 
     cgroup = None
     try:
         if kind == "pid-namespace":
-            unshare = _unshare(level if plan is not None else "none")
+            unshare = _unshare(spec.level if plan is not None else "none")
             assert unshare is not None  # containment() or isolation() chose it
             scope = [*unshare, sys.executable, "-I", "-S", str(STEP_INIT), PID_NAMESPACE]
         else:
@@ -587,43 +600,54 @@ def _status(fd: int) -> tuple[bool, list[str]]:
 
 
 def start_and_wait(argv: list[str], *, env: dict[str, str], cwd: Path | None = None,
-                   timeout: float | None = None, cap: int | None = None, echo: bool = False,
-                   scratch: Path | None = None, wall: Wall | None = None) -> Finished:
+                   timeout: float | None = None, cap: int | None = None, scratch: Path | None = None,
+                   wall: Wall | None = None) -> Finished:
     """Run ``argv`` (never through a shell) to its end or ``timeout``; its whole tree dies with it.
 
-    ``echo``: its streams are also copied to this process's own stdout and stderr as they arrive (a child
-    someone watches, e.g. a fleet task's ``run`` in its Slurm log). ``scratch``: the step's ``scratch_dir``,
-    removed by its init should tileproof be killed while it runs. ``wall``: untrusted work (a program, an export
-    of its kernels): it runs behind the wall ``isolation()`` builds here, reading ``wall.root`` and writing only
-    its private scratch and ``wall.writable``; without a wall where none can be built (``isolation()`` is
-    ``none``, and the step says so)."""
+    ``scratch``: the step's ``scratch_dir``, removed by its init should tileproof be killed while it runs.
+    ``wall``: untrusted work (a program, an export of its kernels): it runs behind the wall ``isolation()``
+    builds here, reading ``wall.root`` and writing only its private scratch and ``wall.writable``; without a wall
+    where none can be built (``isolation()`` is ``none``, and the step says so)."""
+    return _start_and_wait(_spec(argv, env, cwd, scratch, wall), timeout=timeout, cap=output_cap(cap), echo=False)
+
+
+def start_and_echo(argv: list[str], *, env: dict[str, str], cwd: Path | None = None,
+                   timeout: float | None = None) -> Finished:
+    """``start_and_wait``, its streams also copied to this process's own stdout and stderr as they arrive (a
+    child someone watches, e.g. a fleet task's ``run`` in its Slurm log)."""
+    return _start_and_wait(_spec(argv, env, cwd, None, None), timeout=timeout, cap=output_cap(None), echo=True)
+
+
+def _spec(argv: list[str], env: dict[str, str], cwd: Path | None, scratch: Path | None, wall: Wall | None,
+          grant_unbuilt: bool = True) -> _Spec:
+    """How a child is started here: behind ``wall`` where one can be built (in a PID namespace), else in the
+    best containment this host has. Its ``wall.writable`` joins ``granted()``; where no wall can be built, only
+    when ``grant_unbuilt`` (a step's; not the session checker's, ``start``)."""
     if _stopping.is_set():
         raise Interrupted("interrupted: no new process is started")
     level = isolation() if wall is not None else "none"
-    if wall is not None:
+    if wall is not None and (grant_unbuilt or level != "none"):
         with _lock:
             _granted.update(Path(w).resolve() for w in wall.writable)
     kind = "pid-namespace" if level != "none" else containment()
-    return _start_and_wait(argv, kind=kind, env=env, cwd=cwd, timeout=timeout, cap=output_cap(cap),
-                           echo=echo, scratch=scratch, wall=wall if level != "none" else None, level=level)
+    return _Spec(argv, env, cwd, kind, level, scratch, wall if level != "none" else None)
 
 
-def _start_and_wait(argv: list[str], *, kind: Containment, env: dict[str, str], cwd: Path | None,
-                    timeout: float | None, cap: int, echo: bool, scratch: Path | None,
-                    wall: Wall | None = None, level: Isolation = "none") -> Finished:
-    if kind == "marker":
+def _start_and_wait(spec: _Spec, *, timeout: float | None, cap: int, echo: bool) -> Finished:
+    argv = spec.argv
+    if spec.kind == "marker":
         _become_subreaper()
     token = secrets.token_hex(8)
     t0 = time.perf_counter()
-    plan = None if wall is None else walls.plan(level, wall, env, argv)
+    plan = None if spec.wall is None else walls.plan(spec.level, spec.wall, spec.env, argv)
     try:
-        path = _executable(argv[0], env, cwd)
+        path = _executable(argv[0], spec.env, spec.cwd)
         with _lock:
-            started = _launch(kind, argv, path, env, cwd, token, scratch, plan, level)
+            started = _launch(spec, path, token, plan)
             _live[started.proc.pid] = _Live(token, started.cgroup)
     except OSError as e:
         return Finished(tuple(argv), 127, False, time.perf_counter() - t0, b"",
-                        f"{argv[0]}: {e.strerror}\n".encode(), 0, 0, 0, kind, level)
+                        f"{argv[0]}: {e.strerror}\n".encode(), 0, 0, 0, spec.kind, spec.level)
     proc = started.proc
     assert proc.stdout is not None and proc.stderr is not None  # both are pipes
     out_echo, err_echo = (sys.stdout.buffer, sys.stderr.buffer) if echo else (None, None)
@@ -636,7 +660,7 @@ def _start_and_wait(argv: list[str], *, kind: Containment, env: dict[str, str], 
         timed_out = _pump(proc, sinks, None if timeout is None else t0 + timeout)
     finally:
         ended = _close(started, token, sinks)
-    return _finished(argv, ended, sinks, started, timed_out, t0, kind, level)
+    return _finished(spec, ended, sinks, started, timed_out, t0)
 
 
 def _close(started: _Started, token: str, sinks: dict) -> tuple[int, bool, list[str]]:
@@ -665,9 +689,10 @@ def _close(started: _Started, token: str, sinks: dict) -> tuple[int, bool, list[
     return strays, init_started, status
 
 
-def _finished(argv: list[str], ended: tuple[int, bool, list[str]], sinks: dict, started: _Started,
-              timed_out: bool, t0: float, kind: Containment, level: Isolation) -> Finished:
+def _finished(spec: _Spec, ended: tuple[int, bool, list[str]], sinks: dict, started: _Started,
+              timed_out: bool, t0: float) -> Finished:
     """What a closed child did (``_close``), as ``Finished``; a wall that could not be built is refused."""
+    argv, kind, level = spec.argv, spec.kind, spec.level
     strays, init_started, status = ended
     proc = started.proc
     out, err = sinks[proc.stdout], sinks[proc.stderr]
@@ -700,9 +725,9 @@ class Running:
     of a run session (``runner.outside_check``). Its stdin is a pipe; its stdout is read line by line; its stderr
     keeps its first ``cap`` bytes. ``end`` ends its whole tree, as ``start_and_wait`` ends a step's."""
 
-    def __init__(self, argv: list[str], started: _Started, token: str, cap: int, t0: float, kind: Containment,
-                 level: Isolation) -> None:
-        self.argv, self.started, self.token, self.t0, self.kind, self.level = argv, started, token, t0, kind, level
+    def __init__(self, spec: _Spec, started: _Started, token: str, cap: int, t0: float) -> None:
+        self.spec, self.started, self.token, self.t0 = spec, started, token, t0
+        self.argv, self.kind, self.level = spec.argv, spec.kind, spec.level
         proc = started.proc
         assert proc.stdout is not None and proc.stderr is not None  # both are pipes
         self.sinks = {proc.stdout: _Sink(cap), proc.stderr: _Sink(cap)}
@@ -774,8 +799,7 @@ class Running:
                     proc.wait(END_GRACE_S)
             ended = _close(self.started, self.token, self.sinks)
             try:
-                self._result = _finished(self.argv, ended, self.sinks, self.started, self.timed_out, self.t0,
-                                         self.kind, self.level)
+                self._result = _finished(self.spec, ended, self.sinks, self.started, self.timed_out, self.t0)
             except TileproofError as e:  # the wall could not be built: it never ran
                 self._result = Finished(tuple(self.argv), 127, False, time.perf_counter() - self.t0, b"",
                                         f"{e}\n".encode(), 0, 0, 0, self.kind, self.level)
@@ -787,24 +811,17 @@ def start(argv: list[str], *, env: dict[str, str], cwd: Path | None = None, cap:
     """Start ``argv`` as ``start_and_wait`` would (its containment, behind ``wall``), but with its stdin a pipe,
     and return at once: the caller sends it lines and reads its answers (``Running``), and ends it with
     ``Running.end``. OSError when ``argv[0]`` cannot be run."""
-    if _stopping.is_set():
-        raise Interrupted("interrupted: no new process is started")
-    level = isolation() if wall is not None else "none"
-    kind = "pid-namespace" if level != "none" else containment()
-    if kind == "marker":
+    spec = _spec(argv, env, cwd, scratch, wall, grant_unbuilt=False)
+    if spec.kind == "marker":
         _become_subreaper()
-    wall = wall if level != "none" else None
-    if wall is not None:
-        with _lock:
-            _granted.update(Path(w).resolve() for w in wall.writable)
     token = secrets.token_hex(8)
     t0 = time.perf_counter()
-    plan = None if wall is None else walls.plan(level, wall, env, argv)
+    plan = None if spec.wall is None else walls.plan(spec.level, spec.wall, env, argv)
     path = _executable(argv[0], env, cwd)
     with _lock:
-        started = _launch(kind, argv, path, env, cwd, token, scratch, plan, level, stdin=subprocess.PIPE)
+        started = _launch(spec, path, token, plan, stdin=subprocess.PIPE)
         _live[started.proc.pid] = _Live(token, started.cgroup)
-    return Running(argv, started, token, output_cap(cap), t0, kind, level)
+    return Running(spec, started, token, output_cap(cap), t0)
 
 
 def _end_scope(started: _Started) -> None:

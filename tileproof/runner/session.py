@@ -30,7 +30,6 @@ from tileproof.records.models import (
     SessionRecord,
     Step,
 )
-from tileproof.records.signing import Signer, signer_from_env
 from tileproof.records.store import (
     EVIDENCE,
     digest,
@@ -41,6 +40,7 @@ from tileproof.records.store import (
     whole,
     write_record,
 )
+from tileproof.records.trust.signing import Signer, signer_from_env
 from tileproof.runner import integrity, outside_check
 from tileproof.runner.capture import (
     GpuProbe,
@@ -53,7 +53,7 @@ from tileproof.runner.capture import (
     session_start,
 )
 from tileproof.runner.environment import child_env
-from tileproof.runner.execute import Outcome, run_program
+from tileproof.runner.execute import Outcome, RunOptions, run_program
 from tileproof.runner.julia import Absent, run_julia_program
 from tileproof.runner.locate import Binary, compile_records, find_binary
 from tileproof.runner.process import output_cap
@@ -259,8 +259,8 @@ def _start(s: _Session, run_id: str, program: Path, env: dict[str, str]) -> tupl
     if program.suffix == ".jl":
         return run_julia_program(s.root, run_id, program, env, s.timeout, s.cap, s.checker), None
     argv, binary = _program_argv(s, program)
-    return run_program(s.root, run_id, program.stem, argv, env, s.timeout, s.cap, python=program.suffix == ".py",
-                       checker=s.checker), binary
+    return run_program(s.root, run_id, program.stem, argv, env, s.timeout,
+                       RunOptions(s.cap, python=program.suffix == ".py", checker=s.checker)), binary
 
 
 def _run_one(s: _Session, program: Path) -> ProgramRun:

@@ -9,6 +9,7 @@ and both go through here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -57,10 +58,19 @@ def to_step(root: Path, run_id: str, name: str, started: datetime, done: Finishe
     )
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What a step may take: ``timeout`` seconds (None: no limit) and ``cap`` bytes kept of each stream (None:
+    ``process.output_cap``'s default)."""
+
+    timeout: float | None = None
+    cap: int | None = None
+
+
 def run_step(root: Path, run_id: str, name: str, argv: list[str], env: dict[str, str],
-             timeout: float | None = None, cap: int | None = None, wall: Wall | None = None) -> Step:
+             limits: Limits = Limits(), wall: Wall | None = None) -> Step:
     """Run argv in ``root`` and keep ``<name>.stdout.txt``/``<name>.stderr.txt`` as evidence; behind ``wall``
     when given (untrusted work: ``process.start_and_wait``)."""
     started = datetime.now(timezone.utc)
-    done = start_and_wait(argv, env=env, cwd=root, timeout=timeout, cap=cap, wall=wall)
+    done = start_and_wait(argv, env=env, cwd=root, timeout=limits.timeout, cap=limits.cap, wall=wall)
     return to_step(root, run_id, name, started, done, f"{name}.stdout.txt", f"{name}.stderr.txt")

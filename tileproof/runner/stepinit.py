@@ -1,7 +1,7 @@
 """The first process of a contained step: it starts the program, ends the step's scope, reports.
 
 ``runner.process`` runs it as ``python -I -S stepinit.py SCOPE STATUS_FD SCRATCH WALL FILE ARGV...`` (isolated; it
-imports only ``os`` and the C half of ``signal``, to start in about 15 ms of CPU time, and nothing of tileproof,
+imports only ``os`` and the C half of ``signal``, so that its start costs a step little, and nothing of tileproof,
 so that it runs alone; ``runner.process`` imports ``end_cgroup`` and the scope names from here). ``SCOPE``:
 ``pid-namespace`` (this process is PID 1 of the step's namespace, the program PID 2) or ``cgroup:FOLDER`` (the
 program alone runs in FOLDER, ended with ``cgroup.kill``; this process is a subreaper). ``WALL``: ``-``, or the
@@ -21,7 +21,7 @@ PID 1, and the rest of the design: docs/containment.md.
 
 from __future__ import annotations
 
-# _signal: signal.py only wraps it in enums, whose import is 5 to 7 ms of this process's 25 ms start (CPU)
+# _signal: signal.py only wraps it in enums, whose import is a fifth of this process's start (CPU)
 import _signal as signal  # type: ignore[import-not-found]
 import os
 import sys

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tileproof.records.errors import TileproofError
 from tileproof.records.models import Isolation
-from tileproof.records.signing import DEFAULT_KEY, KEY_ENV
+from tileproof.records.trust.signing import DEFAULT_KEY, KEY_ENV
 
 PROGRAM_ID = 0x70000000
 """The uid and gid a program runs as behind a ``separate-user`` wall: no passwd entry, no file of the host's."""

@@ -152,6 +152,20 @@ def dependencies(program: Path) -> list[Path]:
 
 
 @dataclass(frozen=True)
+class Artifact:
+    """One artifact a build step makes: of which program (and kernel, for an export), for which target, of which
+    kind, under which cache key, at which path; ``name`` names its inspection's transcripts."""
+
+    program: Path
+    kernel: str | None
+    target: str
+    kind: ArtifactKind
+    key: str
+    out: Path
+    name: str
+
+
+@dataclass(frozen=True)
 class Job:
     """The AOT export of one cuTile Python kernel for one target (a cubin)."""
 
@@ -167,6 +181,10 @@ class Job:
     def name(self) -> str:
         parts = [self.program.stem, *([self.kernel] if self.kernel else []), self.target, self.kind]
         return ".".join(parts)
+
+    @property
+    def artifact(self) -> Artifact:
+        return Artifact(self.program, self.kernel, self.target, self.kind, self.key, self.out, self.name)
 
 
 CPP_KINDS: tuple[ArtifactKind, ...] = ("executable", "tilefatbin")
@@ -340,11 +358,11 @@ def _diagnosed(root: Path, step: Step) -> list[Diagnosis]:
     return diagnose(text, step.exit_code)
 
 
-def _inspected(root: Path, program: Path, kernel: str | None, target: str, kind: ArtifactKind, key: str,
-               step: Step, diagnosed: list[Diagnosis], out: Path, tools: Tools, run_step: StepRunner,
-               name: str) -> BuildResult:
-    """The result of one artifact of ``step``: inspected with ``cuobjdump -res-usage`` (for ``target``
+def _inspected(root: Path, made: Artifact, step: Step, diagnosed: list[Diagnosis], tools: Tools,
+               run_step: StepRunner) -> BuildResult:
+    """The result of one artifact of ``step``: inspected with ``cuobjdump -res-usage`` (for its target
     alone in a C++ build, which may hold several) when the step made it."""
+    kind, target, out = made.kind, made.target, made.out
     diagnoses = list(diagnosed)
     res: list[ResUsage] = []
     inspect, artifact = None, None
@@ -352,7 +370,7 @@ def _inspected(root: Path, program: Path, kernel: str | None, target: str, kind:
     failure = export_failure(out) if kind == "cubin" and step.exit_code != 0 else None
     if step.exit_code == 0 and out.exists():
         only = [] if kind == "cubin" else ["-arch", target]
-        inspect = run_step(f"{name}.res-usage", [str(tools.tool("cuobjdump")), *only, "-res-usage", str(out)], ())
+        inspect = run_step(f"{made.name}.res-usage", [str(tools.tool("cuobjdump")), *only, "-res-usage", str(out)], ())
         listing = (root / inspect.stdout.path).read_text(errors="replace")
         res = parse_res_usage(listing)
         artifact = FileDigest(path=out.relative_to(root).as_posix(), sha256=sha256_file(out))
@@ -362,11 +380,11 @@ def _inspected(root: Path, program: Path, kernel: str | None, target: str, kind:
             verdict = "refused"
             diagnoses.append(NO_TILE_CODE)
     return BuildResult(
-        program=program.relative_to(root).as_posix(),
-        kernel=kernel,
+        program=made.program.relative_to(root).as_posix(),
+        kernel=made.kernel,
         target=target,
         artifact_kind=kind,
-        key=key,
+        key=made.key,
         reused_from=None,
         step=step,
         inspect=inspect,
@@ -406,8 +424,7 @@ def execute(root: Path, run_id: str, job: Job, tools: Tools, run_step: StepRunne
     """Export one kernel, inspect it, and cache it under build/<key>/."""
     _exporting([job])
     step = run_step(job.name, list(job.argv), (job.out.parent,))
-    result = _inspected(root, job.program, job.kernel, job.target, job.kind, job.key, step, _diagnosed(root, step),
-                        job.out, tools, run_step, job.name)
+    result = _inspected(root, job.artifact, step, _diagnosed(root, step), tools, run_step)
     _remember(job.out.parent, run_id, [result])
     return result
 
@@ -435,8 +452,7 @@ def execute_exports(root: Path, run_id: str, jobs: Sequence[Job], tools: Tools,
     diagnosed = _diagnosed(root, step)
     results = []
     for job in jobs:
-        result = _inspected(root, job.program, job.kernel, job.target, job.kind, job.key, step, diagnosed, job.out,
-                            tools, run_step, job.name)
+        result = _inspected(root, job.artifact, step, diagnosed, tools, run_step)
         _remember(job.out.parent, run_id, [result])
         results.append(result)
     return results
@@ -458,8 +474,8 @@ def execute_cpp(root: Path, run_id: str, job: CppJob, tools: Tools, run_step: St
                                   for one in singles))
     diagnosed = _diagnosed(root, step)
     results = [
-        _inspected(root, job.program, None, target, kind, job.key, step, diagnosed, job.out(kind), tools, run_step,
-                   f"{job.program.stem}.{target}.{kind}")
+        _inspected(root, Artifact(job.program, None, target, kind, job.key, job.out(kind),
+                                  f"{job.program.stem}.{target}.{kind}"), step, diagnosed, tools, run_step)
         for target in job.targets for kind in CPP_KINDS
     ]
     _remember(job.folder, run_id, results)

@@ -14,7 +14,7 @@ from tileproof.judge import gate
 from tileproof.judge.claim_verdicts import ClaimsToday
 from tileproof.judge.release_matrix import LessonReleases
 from tileproof.judge.releases import ReleaseKey
-from tileproof.judge.trust_root import TrustReport
+from tileproof.judge.trust.trust_root import TrustReport
 from tileproof.records.errors import one_line
 from tileproof.records.findings import Finding
 from tileproof.records.history_check import HistoryReport
@@ -101,8 +101,9 @@ def table_row(name: str, rec: RunRecord) -> TableRow:
 
 @dataclass
 class RunTable:
-    """What the report shows of the run records, gathered one record at a time (:meth:`add`): an audit of 100,000
-    records keeps this, not the records. Per (program, GPU column): its newest record and how many ran."""
+    """What the report shows of the run records, gathered one record at a time (:meth:`add`): an audit keeps
+    this, not the records, so its memory grows with the programs and GPUs, not with the records. Per (program,
+    GPU column): its newest record and how many ran."""
 
     newest: dict[tuple[str, tuple[str, str]], RunRecord] = field(default_factory=dict)
     """Filled by :meth:`resolve`, once every record was added."""
@@ -149,7 +150,7 @@ class AuditResult:
     """The lock's cuda-tile release (``constraints.txt``): the only one whose exports the report's compile column
     shows (``releases.exports_rest_on``); None when the tree pins none."""
     trust: TrustReport | None = None
-    """The trust root, the range checked and every registry change in it (``judge.trust_root``)."""
+    """The trust root, the range checked and every registry change in it (``judge.trust.trust_root``)."""
     index_notes: tuple[str, ...] = ()
     """What the verified-file index had to say (``records.file_index.Index.notes``: entries ignored, an index
     not usable); printed, never a finding: the index changes no verdict."""

@@ -41,7 +41,7 @@ def attested(record) -> list[FileDigest]:
 
 
 class Claim(NamedTuple):
-    """What these rules read of one record (kept for each of 100,000 records: plain values, not its models): the
+    """What these rules read of one record (kept for every record of the tree: plain values, not its models): the
     commit it names, whether its tree was dirty, and (path, sha256) of each file it attests."""
 
     commit: str | None

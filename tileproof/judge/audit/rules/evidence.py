@@ -25,7 +25,7 @@ def transcripts(obj, where: str = "") -> list[tuple[str, Transcript]]:
     """Every ``Transcript`` inside a model, with its field path (``step.stdout``).
 
     Only fields whose annotation can hold a Transcript are visited (computed once
-    per model class), so a new transcript field in models.py is found without
+    per model class), so a new transcript field in records/models/ is found without
     touching this module, and a 200-entry ``packages`` dict is never walked.
     """
     out: list[tuple[str, Transcript]] = []

@@ -20,10 +20,10 @@ from collections.abc import Iterable, Mapping
 from tileproof.judge import plausibility
 from tileproof.judge.audit.audit_rules import rule
 from tileproof.judge.audit.result import Issue
-from tileproof.judge.trust_root import PinMove, Root
+from tileproof.judge.trust.trust_root import PinMove, Root
 from tileproof.records.models import PlausibilityNote
 from tileproof.records.store import Examined
-from tileproof.records.trust_pin import PIN
+from tileproof.records.trust.trust_pin import PIN
 
 EXPLAINED = rule("plausibility-explained", "a plausibility signal settled only by a lesson's front matter "
                                            "(plausibility:, a committer's words); a finding under --strict, a "

@@ -1,4 +1,4 @@
-"""Signatures: a record whose verification (``records.runner_keys.verify``) the trust policy does not accept.
+"""Signatures: a record whose verification (``records.trust.runner_keys.verify``) the trust policy does not accept.
 
 The rule ids and texts are ``judge.trust``'s (one list); the orchestrator applies
 ``trust.issues`` to each record's verification as it reads it.

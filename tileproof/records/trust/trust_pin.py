@@ -8,7 +8,7 @@ every later change must be signed by a key held before it), a pin file in the fo
 below, or a registry file (the first commit whose registry has exactly these bytes).
 Without either, the pin committed as CI configuration, ``.ci/trust-root`` (outside
 ``runs/`` and ``evidence/``: moving it is a reviewed change, and the audit lists every
-move), is used, and the audit says so. ``judge.trust_root`` applies it; docs/keys.md is the
+move), is used, and the audit says so. ``judge.trust.trust_root`` applies it; docs/keys.md is the
 procedure to move it when every registered key is lost.
 """
 
@@ -22,9 +22,9 @@ from pydantic import Field, ValidationError
 
 from tileproof.records import models
 from tileproof.records.errors import RecordError
-from tileproof.records.runner_keys import read_optional
 from tileproof.records.safe_read import decode, parse_yaml
 from tileproof.records.schemas import schema
+from tileproof.records.trust.runner_keys import read_optional
 
 PIN = Path(".ci") / "trust-root"
 """The pin committed as CI configuration (a YAML file; ``TrustPin``)."""

@@ -3,10 +3,10 @@
 ``lessons/runners.yaml`` (committed; adding, rotating or revoking a key is a
 reviewed commit) lists each runner key: owner, keyid, raw public key (hex),
 the record kinds it may sign (and ``registry``: it may endorse the next change
-of this file, ``records.registry_change``), the date it was added and, once
+of this file, ``records.trust.registry_change``), the date it was added and, once
 revoked, the instant from which its signatures no longer count. :func:`verify`
 checks a record against the file as it is; what git history says about the
-record and its key is ``judge.standing``'s and ``judge.trust_root``'s (the
+record and its key is ``judge.trust.standing``'s and ``judge.trust.trust_root``'s (the
 rules: docs/threat-model.md, "The runner registry and the trust root").
 
 It lives under ``lessons/`` and not ``runs/``: ``runs/`` and ``evidence/`` are
@@ -37,10 +37,11 @@ from pydantic import (
     model_validator,
 )
 
-from tileproof.records import models, signing
+from tileproof.records import models
 from tileproof.records.errors import InputRefused, RecordError
 from tileproof.records.safe_read import decode, parse_yaml, read_bytes
 from tileproof.records.schemas import schema
+from tileproof.records.trust import signing
 
 REGISTRY = Path("lessons") / "runners.yaml"
 REGISTRY_VERSION = 1
@@ -70,7 +71,7 @@ allowed to sign this kind and not revoked at the record's time, signed exactly t
 and these subjects are the record's own digests. ``unsigned``: a plain (legacy) record or
 an envelope without signatures; ``subject-mismatch``: validly signed, but the statement's
 subjects are not the digests the record holds. The last three come from git history
-(``judge.standing``): ``unendorsed-key``, a key added by a registry change no key held before
+(``judge.trust.standing``): ``unendorsed-key``, a key added by a registry change no key held before
 signed; ``dated-before-key``, a record dated before its key was added; ``dated-after-commit``,
 a record dated after the commit that first added it (or after now, when not committed)."""
 

@@ -5,9 +5,9 @@ record's file is a fact every clone carries. ``TrustHistory`` holds the commit g
 reachable from HEAD, oldest first in topological order (a parent always before its
 children, so an index in it orders "earlier" without trusting any date), each commit's
 committer time, and the content digest of the runner registry and of the CI's pin
-(``records.trust_pin``) at every commit, with each version's bytes, and the commits that added each
-endorsement of a registry change (``records.registry_change``). ``judge.trust_root`` walks it;
-``judge.standing`` judges a record by its ``FirstCommit``.
+(``records.trust.trust_pin``) at every commit, with each version's bytes, and the commits that added each
+endorsement of a registry change (``records.trust.registry_change``). ``judge.trust.trust_root`` walks it;
+``judge.trust.standing`` judges a record by its ``FirstCommit``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class TrustHistory:
     registry: Mapping[str, str | None]
     """Commit → sha256 of ``lessons/runners.yaml`` there; None where it has none."""
     pin: Mapping[str, str | None]
-    """Commit → sha256 of the CI's pin file (``records.trust_pin.PIN``) there; None where it has none."""
+    """Commit → sha256 of the CI's pin file (``records.trust.trust_pin.PIN``) there; None where it has none."""
     texts: Mapping[str, bytes] = field(default_factory=dict)
     """sha256 → the bytes of every registry and pin version named above."""
     endorsements: Mapping[str, frozenset[str]] = field(default_factory=dict)

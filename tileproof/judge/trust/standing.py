@@ -13,10 +13,10 @@ import sys
 from collections.abc import Mapping
 from datetime import datetime, time, timedelta, timezone
 
-from tileproof.judge.trust_root import KeyFacts, TrustState
-from tileproof.records.runner_keys import Verification
+from tileproof.judge.trust.trust_root import KeyFacts, TrustState
 from tileproof.records.store import Examined
-from tileproof.records.trust_history import FirstCommit
+from tileproof.records.trust.runner_keys import Verification
+from tileproof.records.trust.trust_history import FirstCommit
 
 SKEW = timedelta(minutes=15)
 """How far a record's ``created`` may run ahead of the commit that first added it (or of now): clocks of

@@ -3,7 +3,7 @@
 Every version of ``lessons/runners.yaml`` after the trust root must be endorsed by a key
 that the version before it trusted with ``registry`` among its ``may_sign``: the previous
 registry signs the next one. The endorsement is a DSSE envelope (ed25519, as records are
-signed, ``records.signing``) of an in-toto Statement v1 whose one subject is the new
+signed, ``records.trust.signing``) of an in-toto Statement v1 whose one subject is the new
 registry's bytes and whose predicate names the previous registry's bytes::
 
     {"_type": "https://in-toto.io/Statement/v1",
@@ -15,7 +15,7 @@ committed beside the change as ``lessons/registry-signatures/<new[:16]>-<previou
 (``tileproof sign-registry`` writes it). Binding both digests makes each endorsement
 one step of the chain: it cannot be replayed onto another version. That the same two versions
 coming round again grant nothing a later change took away, and that a revoked key's endorsement
-counts only where history added it before the revocation, are ``judge.trust_root``'s rules (by
+counts only where history added it before the revocation, are ``judge.trust.trust_root``'s rules (by
 the commits that added the file's bytes, ``SignedChange.sha256``), as are which change needs an
 endorsement and whose key counts; this module only builds, reads and checks the envelopes.
 """
@@ -30,11 +30,11 @@ from typing import Final, Literal
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tileproof.records import signing
 from tileproof.records.errors import RecordError
-from tileproof.records.runner_keys import REGISTRY
 from tileproof.records.safe_read import decode, parse_json, read_bytes
 from tileproof.records.schemas import schema
+from tileproof.records.trust import signing
+from tileproof.records.trust.runner_keys import REGISTRY
 
 SIGNATURES = Path("lessons") / "registry-signatures"
 """Where each registry change's endorsement is committed (one file per change, never edited)."""
@@ -78,7 +78,7 @@ class SignedChange:
     envelope: signing.Envelope
     sha256: str
     """The sha256 of the file's bytes: how git history names the commits that added it
-    (``records.trust_history.TrustHistory.endorsements``)."""
+    (``records.trust.trust_history.TrustHistory.endorsements``)."""
 
     def signed_by(self, keyid: str, public: Ed25519PublicKey) -> bool:
         """Whether a signature of ``keyid`` in the envelope verifies with ``public`` over the statement."""

@@ -3,16 +3,20 @@
 A record counts only when what was checked about it when it was loaded
 (``store.Examined``) says so: its seal is intact (a record edited after writing,
 or with no seal, never counts) and its signature's standing
-(``records.runner_keys.verify``, then its standing in history, ``judge.standing``) is one
+(``records.trust.runner_keys.verify``, then its standing in history, ``judge.trust.standing``) is one
 the policy accepts. A tree whose ``lessons/runners.yaml`` lists any runner key, or says
 ``policy: signed-only``, or whose git history shows a version that did
-(``judge.trust_root``: the policy only tightens; carried on each ``Examined`` record),
+(``judge.trust.trust_root``: the policy only tightens; carried on each ``Examined`` record),
 accepts only ``verified`` records (:func:`effective`); :data:`POLICY`, the code's
 default, only applies to a tree that has registered no key yet (a project before its
 first key, a test tree), where unsigned records count. The rows, the performance claims, the refuted
 claims and the audit all follow, because they all ask :func:`refusal` here (through :func:`split`, or
 :func:`admits` for one record). Unsigned records first committed before the tree's first key are
 legacy: they count toward nothing under ``signed-only`` and are no finding (:func:`issues`).
+
+This module is the door of the judge's trust room; beside it, ``standing`` (a record's standing in time, by the
+commit that first added it) and ``trust_root`` (which keys the registry's history vouches for, from the root).
+The plain data they judge is the records' trust room, ``records.trust``.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from tileproof.judge import standing
-from tileproof.records.runner_keys import TreePolicy, Trust, Verification
+from tileproof.judge.trust import standing
 from tileproof.records.store import Examined, examine
+from tileproof.records.trust.runner_keys import TreePolicy, Trust, Verification
 
 TrustPolicy = Literal["unsigned-counts", "signed-only"]
 
@@ -78,7 +82,7 @@ def counts(trust: Trust, policy: TrustPolicy = POLICY) -> bool:
 def issues(verification: Verification, policy: TrustPolicy = POLICY, *, legacy: bool = False) -> list[tuple[str, str]]:
     """The audit's (rule id, reason) pairs for one record's verification: none when it counts, nor
     for an unsigned record that is ``legacy``: first committed before the tree registered its first
-    key, or not committed at all (a working tree's own; ``judge.standing.legacy``). Such
+    key, or not committed at all (a working tree's own; ``judge.trust.standing.legacy``). Such
     a record counts toward nothing under ``signed-only`` (:func:`counts`); an unsigned record
     committed after the first key is a finding, and so is any unsigned record in a tree whose
     history cannot be read."""

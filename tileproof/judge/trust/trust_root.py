@@ -1,12 +1,12 @@
 """Which runner keys the history of the registry vouches for, from a root the reviewer pins.
 
 ``evaluate`` reads nothing: it takes the commit graph and every version of ``lessons/runners.yaml`` along it
-(``records.trust_history``), the working tree's registry, the committed endorsements (``records.registry_change``)
-and the root (``Root``), and gives each key the kinds history trusts it with, the findings (``registry-*``,
-``trust-root-not-in-history``, ``history-rewritten``) and the ``TrustReport`` the audit prints. As in TUF's root
-rotation, each version after the root is trusted only as far as the version before it signed it. The rules (the
-root, the walk over parents, revocations and narrowings that stay, a policy that only tightens):
-docs/threat-model.md, "How the registry's history is walked".
+(``records.trust.trust_history``), the working tree's registry, the committed endorsements
+(``records.trust.registry_change``) and the root (``Root``), and gives each key the kinds history trusts it with,
+the findings (``registry-*``, ``trust-root-not-in-history``, ``history-rewritten``) and the ``TrustReport`` the
+audit prints. As in TUF's root rotation, each version after the root is trusted only as far as the version before it
+signed it. The rules (the root, the walk over parents, revocations and narrowings that stay, a policy that only
+tightens): docs/threat-model.md, "How the registry's history is walked".
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from tileproof.records import runner_keys as reg
 from tileproof.records.errors import RecordError, one_line
 from tileproof.records.findings import Finding
-from tileproof.records.registry_change import SignedChange, digest
-from tileproof.records.runner_keys import REGISTRY, REGISTRY_KIND, RunnerRegistry, TreePolicy
-from tileproof.records.trust_history import TrustHistory
-from tileproof.records.trust_pin import PIN, TrustPin, parse_pin
+from tileproof.records.trust import runner_keys as reg
+from tileproof.records.trust.registry_change import SignedChange, digest
+from tileproof.records.trust.runner_keys import REGISTRY, REGISTRY_KIND, RunnerRegistry, TreePolicy
+from tileproof.records.trust.trust_history import TrustHistory
+from tileproof.records.trust.trust_pin import PIN, TrustPin, parse_pin
 
 WORKTREE = "working tree"
 """The node after HEAD: the registry as the working tree holds it (what records are verified against)."""
@@ -82,7 +82,7 @@ class Expect:
 
 @dataclass(frozen=True)
 class KeyFacts:
-    """What history says about one key of the working tree's registry (``judge.standing`` reads it)."""
+    """What history says about one key of the working tree's registry (``judge.trust.standing`` reads it)."""
 
     keyid: str
     owner: str
@@ -332,136 +332,180 @@ def evaluate(history: TrustHistory, worktree: bytes | None, signatures: Sequence
              root: Root | None = None, expect: Expect | None = None) -> TrustState:
     """The trust state of a tree with history (see the module docstring). ``worktree``: the bytes of the
     working tree's registry (None: absent)."""
-    texts = dict(history.texts)
-    wt_sha = None
-    if worktree is not None:
-        wt_sha = digest(worktree)
-        texts[wt_sha] = worktree
-    nodes = [*history.commits, WORKTREE]
-    parents: dict[str, tuple[str, ...]] = {**history.parents, WORKTREE: (history.head,) if history.head else ()}
-    shas = {**history.registry, WORKTREE: wt_sha}
-    parsed: dict[str | None, _Version] = {}
+    walk = _Walk.over(history, worktree, signatures)
+    origin, root_line = _root_node(walk.nodes, walk.version, root, walk.findings)
+    walk.start(origin)
+    for n in walk.nodes:
+        walk.visit(n, origin)
+    keys = _key_facts(walk.nodes, walk.version, walk.state.get(WORKTREE) or {}, walk.untrusted,
+                      walk.lost.get(WORKTREE, {}), walk.revoked, walk.descend)
+    ever = any(walk.version(n).keyed for n in history.commits)
+    wt = walk.version(WORKTREE)
+    policy: TreePolicy | None = "signed-only" if ever or wt.keyed else (wt.content.in_force if wt.content else None)
+    walk.findings += _loosened(ever, wt, walk.revoked)
+    first_key = next((c for c in history.commits
+                      if reg.registry_lists_keys(walk.texts.get(walk.shas[c] or "") if walk.shas[c] else None)), None)
+    legacy = (frozenset(history.commits) if first_key is None else history.ancestors(first_key) - {first_key})
+    in_range = [c for c in history.commits if c in walk.descend]
+    span = (f"{_short(origin)}..{_short(history.head)} ({len(in_range)} commit{'s' * (len(in_range) != 1)}"
+            f"{', and the working tree' if WORKTREE in walk.descend else ''})" if origin is not None
+            else "nothing (no trust root)")
+    report = TrustReport(True, root_line, span, tuple(walk.changes), _pin_moves(history, walk.descend),
+                         _expectation(history, expect, walk.findings))
+    return TrustState(keys, policy, legacy, True, report, tuple(walk.findings))
 
-    def version(node: str) -> _Version:
-        sha = shas.get(node)
-        if sha not in parsed:
-            parsed[sha] = _parse(sha, texts, f"{REGISTRY.as_posix()} at {_short(node)}")
-        return parsed[sha]
 
-    findings: list[Finding] = []
-    origin, root_line = _root_node(nodes, version, root, findings)
-    descend = _descendants(nodes, parents, origin)
-    revoked = _revocations(nodes, parents, shas, version, history)
-    by_change: dict[tuple[str, str], list[SignedChange]] = {}
-    for s in signatures:
-        by_change.setdefault((s.statement.previous, s.statement.new), []).append(s)
-    later: dict[str, frozenset[str]] = {}
+@dataclass
+class _Walk:
+    """One walk of the registry's history from the root (``evaluate``): the graph and the registry's versions it
+    reads, and, node by node in topological order, what each node trusts, what it lost and what it found."""
 
-    def after(commit: str) -> frozenset[str]:
-        """``commit`` and every node descending from it (the working tree too), computed once per commit."""
-        if commit not in later:
-            later[commit] = history.descendants(commit) | {WORKTREE} if commit != WORKTREE else frozenset({WORKTREE})
-        return later[commit]
-
-    def added_in(change: SignedChange) -> frozenset[str]:
-        """The commits that added the endorsement's bytes; the working tree alone when none did yet."""
-        return history.endorsements.get(change.sha256) or frozenset({WORKTREE})
-
-    late: dict[str, tuple[str, SignedChange, str]] = {}
+    history: TrustHistory
+    texts: dict[str, bytes]
+    """Registry digest → its bytes (the working tree's too)."""
+    nodes: list[str]
+    """Every commit, oldest first, then ``WORKTREE``."""
+    parents: dict[str, tuple[str, ...]]
+    shas: dict[str, str | None]
+    """Node → the digest of its registry (None: none)."""
+    by_change: dict[tuple[str, str], list[SignedChange]]
+    """(previous digest, new digest) → the endorsements of that change."""
+    parsed: dict[str | None, _Version] = field(default_factory=dict)
+    later: dict[str, frozenset[str]] = field(default_factory=dict)
+    late: dict[str, tuple[str, SignedChange, str]] = field(default_factory=dict)
     """node → (a key, its endorsement, the commit that revoked it) that verifies but came after the revocation."""
+    descend: set[str] = field(default_factory=set)
+    revoked: dict[str, _Revocation] = field(default_factory=dict)
+    state: dict[str, Grants | None] = field(default_factory=dict)
+    lost: dict[str, Lost] = field(default_factory=dict)
+    untrusted: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    changes: list[RegistryChange] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
 
-    def endorser(p: str, n: str, trusted: Grants) -> tuple[str, SignedChange] | None:
+    @classmethod
+    def over(cls, history: TrustHistory, worktree: bytes | None, signatures: Sequence[SignedChange]) -> _Walk:
+        texts = dict(history.texts)
+        wt_sha = None
+        if worktree is not None:
+            wt_sha = digest(worktree)
+            texts[wt_sha] = worktree
+        by_change: dict[tuple[str, str], list[SignedChange]] = {}
+        for s in signatures:
+            by_change.setdefault((s.statement.previous, s.statement.new), []).append(s)
+        return cls(history, texts, [*history.commits, WORKTREE],
+                   {**history.parents, WORKTREE: (history.head,) if history.head else ()},
+                   {**history.registry, WORKTREE: wt_sha}, by_change)
+
+    def start(self, origin: str | None) -> None:
+        """From the root: the nodes that descend from it, and every key's revocation in history."""
+        self.descend = _descendants(self.nodes, self.parents, origin)
+        self.revoked = _revocations(self.nodes, self.parents, self.shas, self.version, self.history)
+
+    def version(self, node: str) -> _Version:
+        sha = self.shas.get(node)
+        if sha not in self.parsed:
+            self.parsed[sha] = _parse(sha, self.texts, f"{REGISTRY.as_posix()} at {_short(node)}")
+        return self.parsed[sha]
+
+    def after(self, commit: str) -> frozenset[str]:
+        """``commit`` and every node descending from it (the working tree too), computed once per commit."""
+        if commit not in self.later:
+            self.later[commit] = (self.history.descendants(commit) | {WORKTREE} if commit != WORKTREE
+                                  else frozenset({WORKTREE}))
+        return self.later[commit]
+
+    def added_in(self, change: SignedChange) -> frozenset[str]:
+        """The commits that added the endorsement's bytes; the working tree alone when none did yet."""
+        return self.history.endorsements.get(change.sha256) or frozenset({WORKTREE})
+
+    def endorser(self, p: str, n: str, trusted: Grants) -> tuple[str, SignedChange] | None:
         """The key whose endorsement of the step p -> n verifies, and that endorsement, if any. A key revoked in
         history endorses only a step to an ancestor of its revocation, by an endorsement one of them added."""
-        for change in by_change.get((shas.get(p) or "", shas.get(n) or ""), []):
-            for k, public in _endorsers(version(p).content, trusted):
+        for change in self.by_change.get((self.shas.get(p) or "", self.shas.get(n) or ""), []):
+            for k, public in _endorsers(self.version(p).content, trusted):
                 if not change.signed_by(k, public):
                     continue
-                rev = revoked.get(k)
-                if rev is not None and (n not in rev.before or not added_in(change) & rev.before):
-                    late.setdefault(n, (k, change, rev.commit))
+                rev = self.revoked.get(k)
+                if rev is not None and (n not in rev.before or not self.added_in(change) & rev.before):
+                    self.late.setdefault(n, (k, change, rev.commit))
                     continue
                 return k, change
         return None
 
-    def postdates(change: SignedChange, took: frozenset[str]) -> bool:
+    def postdates(self, change: SignedChange, took: frozenset[str]) -> bool:
         """Whether every commit that added the endorsement descends from every commit in ``took``."""
-        return all(c in after(t) for c in added_in(change) for t in took)
+        return all(c in self.after(t) for c in self.added_in(change) for t in took)
 
-    state: dict[str, Grants | None] = {}
-    lost: dict[str, Lost] = {}
-    untrusted: dict[str, set[tuple[str, str]]] = {}
-    changes: list[RegistryChange] = []
-    for n in nodes:
-        if n not in descend:
-            state[n] = None
-            continue
+    def visit(self, n: str, origin: str | None) -> None:
+        """What node ``n`` trusts, from its parents' trust and the steps from them (visited before it)."""
+        if n not in self.descend:
+            self.state[n] = None
+            return
         if n == origin:
-            state[n] = _grants(version(n).content)
-            untrusted[n], lost[n] = set(), {}
-            continue
-        ups = [p for p in parents.get(n, ()) if state.get(p) is not None]
-        if len(ups) == 1 and len(parents.get(n, ())) == 1 and shas.get(ups[0]) == shas.get(n):
+            self.state[n] = _grants(self.version(n).content)
+            self.untrusted[n], self.lost[n] = set(), {}
+            return
+        ups = [p for p in self.parents.get(n, ()) if self.state.get(p) is not None]
+        if len(ups) == 1 and len(self.parents.get(n, ())) == 1 and self.shas.get(ups[0]) == self.shas.get(n):
             p = ups[0]  # the same registry as its one parent (most commits): all of the parent's, unchanged
-            state[n], lost[n], untrusted[n] = state[p], lost[p], untrusted[p]
-            continue
-        lost_in = _lost_in([lost[p] for p in ups])
+            self.state[n], self.lost[n], self.untrusted[n] = self.state[p], self.lost[p], self.untrusted[p]
+            return
+        lost_in = _lost_in([self.lost[p] for p in ups])
         # A pair a parent trusts although another parent lost it stays trusted only when that parent descends
         # from every commit that took it away (it was granted again there); else that parent predates the loss.
         cleared = {x for x, took in lost_in.items()
-                   if any(x[1] in (state[q] or {}).get(x[0], ()) and all(q in after(t) for t in took) for q in ups)}
+                   if any(x[1] in (self.state[q] or {}).get(x[0], ()) and all(q in self.after(t) for t in took)
+                          for q in ups)}
+        results, steps, could_sign = self._steps(n, ups, lost_in, cleared)
+        granted = _pairs(_grants(self.version(n).content))
+        now_lost = {x: took for x, took in lost_in.items() if x not in cleared}
+        for p in ups:
+            if self.shas.get(p) != self.shas.get(n):  # a parent's grants are its registry's: none lost unchanged
+                for x in _pairs(self.state[p] or {}) - granted:
+                    now_lost.setdefault(x, frozenset({n}))
+        self.lost[n] = now_lost
+        joined = self.state[n] = _without(_join(results), now_lost)
+        self.untrusted[n] = granted - _pairs(joined)
+        fresh = self.untrusted[n] - set().union(*(self.untrusted.get(p, set()) for p in self.parents.get(n, ())
+                                                  if p in self.descend))
+        self._note_changes(n, steps, bool(fresh), could_sign)
+        if fresh:
+            self.findings.append(_unendorsed(n, fresh, now_lost, could_sign, self.version(n).content,
+                                             self.late.get(n)))
+
+    def _steps(self, n: str, ups: list[str], lost_in: Lost, cleared: set[tuple[str, str]]
+               ) -> tuple[list[Grants], list[tuple[str, ChangeStatus | None, str | None]], bool]:
+        """Each parent's step to ``n``: what stays trusted across it, its status and endorser; whether any
+        parent had a key that could sign. ``cleared`` gains the pairs an endorsement grants back in time."""
         results: list[Grants] = []
         could_sign = False
         steps: list[tuple[str, ChangeStatus | None, str | None]] = []
         for p in ups:
-            trusted = state[p] or {}
-            could_sign = could_sign or bool(_endorsers(version(p).content, trusted))
-            got, status, by, change = _step(p, n, trusted, version, shas, endorser)
+            trusted = self.state[p] or {}
+            could_sign = could_sign or bool(_endorsers(self.version(p).content, trusted))
+            got, status, by, change = _step(p, n, trusted, self.version, self.shas, self.endorser)
             if change is not None:  # endorsed: it grants back what was taken only if it entered history later
                 back = {x for x in _pairs(got) if x in lost_in and x not in cleared}
-                stale = {x for x in back if not postdates(change, lost_in[x])}
+                stale = {x for x in back if not self.postdates(change, lost_in[x])}
                 if stale:
                     got, status = _without(got, stale), "replayed"
                 cleared |= back - stale
             results.append(got)
             steps.append((p, status, by))
-        granted = _pairs(_grants(version(n).content))
-        now_lost = {x: took for x, took in lost_in.items() if x not in cleared}
-        for p in ups:
-            if shas.get(p) != shas.get(n):  # a parent's trusted grants are its registry's: none lost without a change
-                for x in _pairs(state[p] or {}) - granted:
-                    now_lost.setdefault(x, frozenset({n}))
-        lost[n] = now_lost
-        joined = state[n] = _without(_join(results), now_lost)
-        untrusted[n] = granted - _pairs(joined)
-        fresh = untrusted[n] - set().union(*(untrusted.get(p, set()) for p in parents.get(n, ()) if p in descend))
+        return results, steps, could_sign
+
+    def _note_changes(self, n: str, steps: list[tuple[str, ChangeStatus | None, str | None]], fresh: bool,
+                      could_sign: bool) -> None:
+        """The report's line for each step to ``n`` that changed the registry."""
         for p, status, by in steps:
             if status is None:
                 continue
-            what, _tight = _describe(version(p), version(n))
+            what, _tight = _describe(self.version(p), self.version(n))
             if status == "unsigned" and fresh:
                 status = "unsigned" if could_sign else "root-reset"
             elif status == "unsigned":
                 status = "unsigned-grants-nothing"
-            changes.append(RegistryChange(n, p, tuple(what), status, by))
-        if fresh:
-            findings.append(_unendorsed(n, fresh, now_lost, could_sign, version(n).content, late.get(n)))
-
-    keys = _key_facts(nodes, version, state.get(WORKTREE) or {}, untrusted, lost.get(WORKTREE, {}), revoked, descend)
-    ever = any(version(n).keyed for n in history.commits)
-    wt = version(WORKTREE)
-    policy: TreePolicy | None = "signed-only" if ever or wt.keyed else (wt.content.in_force if wt.content else None)
-    findings += _loosened(ever, wt, revoked)
-    first_key = next((c for c in history.commits
-                      if reg.registry_lists_keys(texts.get(shas[c] or "") if shas[c] else None)), None)
-    legacy = (frozenset(history.commits) if first_key is None else history.ancestors(first_key) - {first_key})
-    in_range = [c for c in history.commits if c in descend]
-    span = (f"{_short(origin)}..{_short(history.head)} ({len(in_range)} commit{'s' * (len(in_range) != 1)}"
-            f"{', and the working tree' if WORKTREE in descend else ''})" if origin is not None
-            else "nothing (no trust root)")
-    report = TrustReport(True, root_line, span, tuple(changes), _pin_moves(history, descend),
-                         _expectation(history, expect, findings))
-    return TrustState(keys, policy, legacy, True, report, tuple(findings))
+            self.changes.append(RegistryChange(n, p, tuple(what), status, by))
 
 
 def _step(p, n, trusted: Grants, version, shas, endorser
