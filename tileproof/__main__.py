@@ -12,7 +12,6 @@ import importlib
 import os
 import sys
 
-from tileproof.records import file_index
 from tileproof.records.errors import TileproofError
 
 COMMANDS = {
@@ -76,7 +75,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tileproof {args.command}: interrupted; records written so far are kept", file=sys.stderr)
             return 130
         finally:
-            file_index.release()  # a command's index, opened once, is closed with it
             sys.stdout.flush()
     except BrokenPipeError:
         # The reader went away (``| head``): silence the interpreter's final flush of stdout.
