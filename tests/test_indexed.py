@@ -23,11 +23,10 @@ import pytest
 from audit_tree import aged, synthetic_tree  # tests/data/audit, on sys.path (conftest)
 
 from tileproof.__main__ import main
-from tileproof.catalog import records as indexed
+from tileproof.catalog import Catalog
 from tileproof.catalog import index as file_index
+from tileproof.catalog import records as indexed
 from tileproof.records import runner_keys, store
-from tileproof.runner import git_history
-
 
 
 @pytest.fixture
@@ -40,9 +39,8 @@ def tree(tmp_path) -> Path:
 
 def read(root: Path) -> list:
     """``read_facts`` as a command reads it: the index opened afresh, and closed after."""
-    try:
-        return indexed.read_facts(root, runner_keys.load_registry(root))
-    finally:
+    with Catalog.open(root, runner_keys.load_registry(root)) as cat:
+        return cat.facts()
 
 
 def unindexed(root: Path, monkeypatch) -> list:
