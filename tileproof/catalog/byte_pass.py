@@ -33,9 +33,9 @@ from tileproof.records.walk import read_record, real_folders, vouches, walk
 
 class Hashed(MutableMapping[str, tuple[int, str]]):
     """Path → (size, sha256 as lowercase hex) of each evidence file the byte pass hashed, as a dict of them reads,
-    each kept as 40 bytes (the size, then the digest's bytes) and made into its tuple when asked for: 300,000 of them
-    are sent from the byte helper and held to the audit's end, a third of the memory of their tuples and hex
-    strings."""
+    each kept as 40 bytes (the size, then the digest's bytes) and made into its tuple when asked for: every one is
+    sent from the byte helper and held to the audit's end, so each is kept in the least memory (docs/benchmarks.md,
+    "The catalog")."""
 
     def __init__(self) -> None:
         self._packed: dict[str, bytes] = {}

@@ -170,7 +170,7 @@ class Audited:
         self._index.add(sha, self.KIND, entry, self.SCOPE)
         self._made += 1
         if self._made % self.SAVE_EVERY == 0:
-            self._index.save()  # each entry stands alone: 100,000 held to the end would cost 200 MiB
+            self._index.save()  # each entry stands alone: none is held to the end
 
     def ignored(self) -> None:
         """An entry that did not decode (the index's notes count it)."""

@@ -35,9 +35,9 @@ or read is not used at all (one line), and nothing is lost: deleting the folder 
 the time taken.
 
 Why a key rather than re-verifying what a row says: a row of ``facts`` says more than a signature's
-outcome (the audit's per-record issues, the history comparison, a file's digest), and a warm read of
-100,000 records is one ``lstat`` each; re-verifying every signature alone would cost ~0.1 ms a record
-(10 s at 100,000: tests/benchmarks/verify_bench.txt) and leave the other facts open. The keyed check costs
+outcome (the audit's per-record issues, the history comparison, a file's digest), and a warm read is one
+``lstat`` a record; re-verifying every signature alone would cost far more (docs/benchmarks.md, "The catalog")
+and leave the other facts open. The keyed check costs
 what the unkeyed one did, and nobody who cannot read the user's cache home can make a row this user's
 tileproof accepts.
 
@@ -47,7 +47,7 @@ before anything is made or written there, and the command goes on without it.
 
 Why SQLite (stdlib ``sqlite3``) in WAL mode rather than files of our own: concurrent commands (two
 audits, a merge and a status) each read one consistent snapshot while another writes, writes are
-transactions (a killed command leaves the previous state, never half a row), and 400,000 rows load
+transactions (a killed command leaves the previous state, never half a row), and every row loads
 in one query. ``synchronous=NORMAL``: a power cut may lose the last transaction, which only costs a
 re-read. ``TILEPROOF_INDEX=off`` turns the index off (a reviewer's from-scratch run);
 ``TILEPROOF_INDEX=<folder>`` keeps it elsewhere.
@@ -84,7 +84,7 @@ SCHEMA = 3
 """The index's layout. A database of an older layout is started afresh (its tables dropped and made anew: it only
 ever saved time); one of a newer layout, a newer tileproof's, is not used (one line). Layout 2 keeps ``files`` and
 ``facts`` as tables clustered by their keys (``WITHOUT ROWID``; facts by code, scope, kind, then content): one
-B-tree each where layout 1 kept three for facts, so writing 100,000 records' rows costs 2.5 times less. Layout 3
+B-tree each where layout 1 kept three for facts (fewer B-trees to write: docs/benchmarks.md). Layout 3
 keys every row's check digest (:func:`key`)."""
 ENV = "TILEPROOF_INDEX"
 RACY_NS = 2_000_000_000

@@ -14,7 +14,7 @@ signature outcome, kept in the same entry. A record whose ``lstat`` is the one t
 is read, validated and verified in full, and its facts learned. :func:`read_chosen` then reads the few records
 chosen, in full, as :func:`read_records` does.
 
-So that a warm read of 100,000 records costs one ``lstat`` each and little more, :func:`read_facts` keeps what it
+So that a warm read costs one ``lstat`` a record and little more, :func:`read_facts` keeps what it
 gives in the index's summary of runs/ (``catalog_index.Index.summary``: one row, one check digest, one JSON text, in
 columns; what many records share, kept once): each record file's stat data beside its facts examined. An entry
 is used only while the file's ``lstat`` is that one; an entry is made only of a record whose ``files`` row has its
@@ -134,7 +134,7 @@ def _fill(root: Path, registry: RunnerRegistry, index: catalog_index.Index, scop
           stats: list[os.stat_result | None], misses: list[int]) -> set[int]:
     """The records at ``misses`` (in ``out``, replaced there), from their ``files`` and ``facts`` rows when their stat
     is the one indexed, else read in full (:func:`_read_in_full`); returns those now indexed by that stat (the
-    summary's new entries). Past :data:`PARALLEL_MIN` records to read in full (a cold ``status``: 100,000 read and
+    summary's new entries). Past :data:`PARALLEL_MIN` records to read in full (a cold ``status``: every record read and
     validated), the later half is read by the runner's forked helper meanwhile, with an index of its own, saved
     before its result comes back; a record that does not read or validate raises its line as one process reading in
     order would: the first half's first, else the second's. (Those the rows give fork nothing: a summary made after

@@ -1,5 +1,5 @@
 """The audit's read of runs/: every record validated, the rules that need a whole record applied, and of each only
-plain values kept (:class:`Kept`), so 100,000 records fit in memory (a run record's model is 30 KiB).
+plain values kept (:class:`Kept`), never the whole record's model, so a fleet's records fit in memory.
 
 A plain run record's outcome is kept in the catalog (``catalog.Audited``, its index) as one entry, kind
 :data:`KIND`, keyed by the sha256 of its bytes and the code key: what is kept of it and the issues its per-record

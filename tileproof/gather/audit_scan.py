@@ -36,7 +36,7 @@ def walk(root: str, folder: str, refused: dict[str, Issue],
 def paused_gc():
     """No cyclic garbage collection inside (reference counting still frees). What is alive at the end is frozen
     (``gc.freeze``) before the collector is on again: else its first pass after this walks every object the
-    command kept (3 s after an audit of 100,000 records), to find no cycle among records and their models."""
+    command kept, to find no cycle among records and their models (docs/benchmarks.md, "The catalog")."""
     enabled = gc.isenabled()
     gc.disable()
     try:
