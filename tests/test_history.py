@@ -185,9 +185,9 @@ def test_a_log_this_code_cannot_read_is_no_history():
     """Output that is neither a commit nor a file token (another git's format) is no history, never a partial
     map of first versions (a file left out of it would be a file never checked)."""
     good = b"\x01" + b"c" * 40 + b"\0\n:000000 100644 " + b"0" * 40 + b" " + b"1" * 40 + b" A\0runs/a.json\0"
-    assert set(git_history._first_versions(good)) == {"runs/a.json"}
+    assert set(git_history.first_versions(good)) == {"runs/a.json"}
     for bad in (good + b"runs/b.json\0", good.replace(b" A\0", b" A\t"), b"commit " + b"c" * 40 + b"\n"):
-        found = git_history._first_versions(bad)
+        found = git_history.first_versions(bad)
         assert isinstance(found, NoHistory) and "cannot read" in found.reason, bad
 
 

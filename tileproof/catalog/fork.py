@@ -23,6 +23,11 @@ class Background:
         """``ForkedHelper.submit`` of ``fn(*args)``."""
         return self._helper.submit(_released_after, os.getpid(), fn, *args)
 
+    @property
+    def pool(self) -> Any:
+        """The forked process's pool while it runs (None: jobs run inline, or it ended)."""
+        return self._helper.pool
+
     def close(self) -> None:
         self._helper.close()
 
