@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tileproof.judge import trust
+from tileproof.judge.selection import Need, needs
 from tileproof.records.models import BenchCase, BenchRecord, PerfClaim
 
 Outcome = Literal["supported", "no-bench-record", "wrong-hardware", "below-claim", "spread-exceeds-margin", "noisy"]
@@ -192,6 +193,7 @@ def decide_claim(claim: PerfClaim, bench_records: Iterable) -> ClaimDecision:
     return done(outcome, _describe(claim, rec, case, value, outcome), rec, case, value, holds_up_to(cases))
 
 
+@needs(Need.OTHER_KINDS)
 def decide(claims: Iterable[PerfClaim], bench_records: Iterable) -> list[ClaimDecision]:
     """One ``ClaimDecision`` per claim, in order; records of other kinds are ignored."""
     claims = list(claims)
