@@ -17,8 +17,8 @@ folder holds a ``.gitignore`` of ``*``, so git never shows or commits it):
     afresh) and, for trust outcomes, the digest of the runner registry they were judged against.
 ``summaries``
     One value per folder and kind, each newer one replacing it, kept under the code key and a scope
-    as facts are: ``runs/``'s records' facts (``gather.indexed.read_facts``), and the tree's history
-    comparison (``runner.git_history``: its scope a digest of what git's answers depend on). The first
+    as facts are: ``runs/``'s records' facts (``catalog.records.read_facts``), and the tree's history
+    comparison (``catalog.history``: its scope a digest of what git's answers depend on). The first
     is what ``files`` and ``facts`` say of every file of the folder, joined and in one row, so a
     command that needs all of them reads one row, checks one digest and parses one JSON text instead
     of two rows per file. Its entries carry each file's stat data and are used only while the file's

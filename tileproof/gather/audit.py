@@ -1,14 +1,15 @@
-"""The audit's orchestration: read runs/, evidence/ and lessons/ once, apply every rule, decide every lesson.
+"""The audit in three phases: read runs/, evidence/ and lessons/ once, check every rule, decide every lesson.
 
-``audit(root)`` checks each record (``gather.audit_read``: read and validated, or taken
-from its verified entry while its bytes are those), lets ``audit_scan`` hash every evidence
-file (in a second process when that pays off), applies the rules of
+``audit(root)`` reads through the tree's catalog (``catalog.Catalog``): each record checked
+(``gather.audit_read``: read and validated, or taken from its verified entry while its bytes are
+those), every evidence file hashed by the byte pass (in a second process when that pays off); then it
+applies the rules of
 ``judge.audit.rules`` (per-record checks through the registry, file-level rules
 here) and asks the one publish decision (``gather.tree.Tree.decide``) for every
 lesson, from the records as examined here: a record whose seal is broken never
 counts, exactly as for ``status`` and ``publish``. It writes nothing.
 
-It also reads git history once (``runner.git_history.read``): each record or
+It also reads git history once (the catalog's, ``catalog.history``): each record or
 transcript once committed and now missing or changed is a finding
 (``judge.audit.rules.history``); a tree without history is reported as not
 checked (``AuditResult.history``), never as passed. The trust root and the
