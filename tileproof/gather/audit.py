@@ -89,10 +89,8 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
         listing = store.runs_listing(root)  # one listing of runs/ for every reader of this audit
         with Catalog.open(root, runner_keys.load_registry(root)) as cat:
             reach = audit_since.reach(cat, since, listing)
-            read = _read(cat, listing, reach, Pins(trust_root, expect_ancestor))
-            checked = _check(cat, read, listing, reach.names(listing.files), outputs)
-            result = _decide(cat, read, checked, reach)
-            if reach.scope is None:  # a whole-tree audit, once what it kept of each record is freed
+            result = _phases(cat, listing, reach, Pins(trust_root, expect_ancestor), outputs)
+            if reach.scope is None:  # a whole-tree audit, once what the phases kept of each record is freed
                 cat.summarise()
         result.scope = reach.widened or result.scope
         result.findings = sorted(result.findings + reach.findings(len(result.lessons)))
@@ -100,6 +98,14 @@ def audit(root: Path, outputs: Iterable[Path] = (), trust_root: str | None = Non
             result.findings = sorted(result.findings + result.notices)
         result.strict = strict
         return result
+
+
+def _phases(cat: Catalog, listing: store.RunsListing, reach: audit_since.Reach, pins: Pins,
+            outputs: Iterable[Path]) -> AuditResult:
+    """Read, check, decide: the data between the phases is freed when this returns."""
+    read = _read(cat, listing, reach, pins)
+    checked = _check(cat, read, listing, reach.names(listing.files), outputs)
+    return _decide(cat, read, checked, reach)
 
 
 @dataclass(frozen=True)
