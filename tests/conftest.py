@@ -267,17 +267,6 @@ def each_containment(*kinds: str):
     return pytest.mark.parametrize("contained", kinds or CONTAINMENTS, indirect=True)
 
 
-@pytest.fixture
-def index_released():
-    """Every verified-file index this process opened closed before the test and after it, as a command ends: a test
-    that reads as commands read opens each afresh (``pytestmark = pytest.mark.usefixtures("index_released")``)."""
-    from tileproof.records import file_index
-
-    file_index.release()
-    yield
-    file_index.release()
-
-
 @pytest.fixture(scope="module")
 def audit_template(tmp_path_factory):
     """The clean audit tree (tests/data/audit/audit_tree.py), written once per test module, and what it holds."""
@@ -434,24 +423,21 @@ def verified_entries_read_alike(monkeypatch):
     import dataclasses
     import json
 
+    from tileproof.catalog import Audited
     from tileproof.gather import audit_read
     from tileproof.judge.audit.result import RunTable, table_row
-    from tileproof.records import file_index
 
-    validate, add_entry = audit_read.validate, file_index.Index.add
+    validate, add_entry = audit_read.validate, Audited.add
     made: dict[str, dict] = {}
 
-    def recording_add(self, sha256, kind, value, scope=""):
-        if kind == audit_read.KIND:
-            made[sha256] = json.loads(json.dumps(value, sort_keys=True))
-        return add_entry(self, sha256, kind, value, scope)
+    def recording_add(self, sha256, value):
+        made[sha256] = json.loads(json.dumps(value, sort_keys=True))
+        return add_entry(self, sha256, value)
 
-    def checked(root, names, add, runners, ctx, transcripts, table, few=False):
-        found: list = []
+    def checked(checking, names, audited):
         made.clear()
-        kept, raw_refs = validate(root, names, lambda f: (found.append(f), add(f)), runners, ctx, transcripts, table,
-                                  few)
-        fresh = audit_read.Transcripts(root)
+        kept, raw_refs, found = validate(checking, names, audited)
+        fresh = audit_read.Transcripts(checking.root)
         for read in kept:
             if read.sha256 not in made or read.verification is not None:
                 continue
@@ -462,8 +448,9 @@ def verified_entries_read_alike(monkeypatch):
             assert got == dataclasses.replace(read, record=None), f"{file}: its entry gives other kept values"
             assert again == [f for f in found if f.file == file], f"{file}: its entry gives other findings"
             row, = rows.rows.values()
-            assert row == table_row(read.name, audit_read.again(Path(root), read, runners)), f"{file}: other row"
-        return kept, raw_refs
+            assert row == table_row(read.name, audit_read.again(Path(checking.root), read, checking.runners)), \
+                f"{file}: other row"
+        return kept, raw_refs, found
 
-    monkeypatch.setattr(file_index.Index, "add", recording_add)
+    monkeypatch.setattr(Audited, "add", recording_add)
     monkeypatch.setattr(audit_read, "validate", checked)

@@ -81,7 +81,8 @@ def _contracts_over(tmp_path: Path, files: dict[str, str]) -> str:
         f"tileproof/{name}.py" if (REPO / "tileproof" / f"{name}.py").is_file() else f"tileproof/{name}/__init__.py": ""
         for name in layers
     } | {"tileproof/runner/process.py": "import subprocess\n", "tileproof/runner/query.py": "import subprocess\n",
-          "tileproof/runner/forked.py": "import multiprocessing\n", "tileproof/commands/audit.py": ""} | {
+          "tileproof/runner/forked.py": "import multiprocessing\n", "tileproof/commands/audit.py": "",
+          "tileproof/catalog/index.py": ""} | {
         "/".join(room.split(".")) + "/__init__.py": ""  # the rooms other layers contracts name (records.trust...)
         for c in config["contracts"] if c["type"] == "layers" for room in c["containers"] if room != "tileproof"
     }
@@ -118,6 +119,12 @@ def test_the_contracts_hold_for_a_clean_made_up_package(tmp_path):
     ("files", "broken"),
     [
         ({"tileproof/judge/gate.py": "import tileproof.runner\n"}, "The judge reads records only"),
+        ({"tileproof/commands/status.py": "import tileproof.catalog\n"}, "Only gather opens the catalog"),
+        ({"tileproof/report/render.py": "import tileproof.catalog\n"}, "Only gather opens the catalog"),
+        ({"tileproof/gather/tree.py": "import tileproof.catalog.index\n"},
+         "The catalog's index is imported only inside"),
+        ({"tileproof/runner/forked.py": "import multiprocessing\nimport tileproof.catalog\n"},
+         "Layers: arrows point down only"),
         ({"tileproof/judge/gate.py": "import tileproof.toolchain\n"}, "The judge reads records only"),
         ({"tileproof/judge/gate.py": "import subprocess\n"}, "The judge reads records only"),
         ({"tileproof/toolchain/find.py": "import subprocess\n"}, "Only the runner starts processes"),

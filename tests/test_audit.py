@@ -18,11 +18,12 @@ sys.path.insert(0, str(Path(__file__).parent / "data" / "audit"))
 import audit_tree  # noqa: E402
 
 from tileproof.__main__ import main  # noqa: E402
+from tileproof.catalog import byte_pass as audit_scan  # noqa: E402
+from tileproof.catalog import index as file_index  # noqa: E402
 from tileproof.gather import audit as audit_run  # noqa: E402
-from tileproof.gather import audit_scan  # noqa: E402
 from tileproof.gather.audit import RULES  # noqa: E402
 from tileproof.judge.audit.rules import evidence, gpu, packages, sessions, toolchain, verdicts  # noqa: E402
-from tileproof.records import file_index, store  # noqa: E402
+from tileproof.records import store  # noqa: E402
 from tileproof.records.findings import Finding  # noqa: E402
 from tileproof.records.models import CheckReport  # noqa: E402
 

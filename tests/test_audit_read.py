@@ -22,13 +22,13 @@ import pytest
 from audit_tree import aged, synthetic_tree  # tests/data/audit, on sys.path (conftest)
 
 from tileproof.__main__ import main
-from tileproof.gather import audit_read, audit_scan
-from tileproof.records import file_index
+from tileproof.catalog import index as file_index
+from tileproof.gather import audit_read
+from tileproof.records import walk as audit_scan
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-pytestmark = pytest.mark.usefixtures("index_released")
 
 
 @pytest.fixture
@@ -51,7 +51,6 @@ def audit(root: Path, index: str | None = None) -> tuple[int, str, str]:
         with contextlib.redirect_stdout(out):
             code = main(["audit", "--root", str(root), "--md", str(report)])
     finally:
-        file_index.release()
         if index is not None:
             os.environ.pop(file_index.ENV) if before is None else os.environ.__setitem__(file_index.ENV, before)
     # The report says when it was written: the one line two audits of the same tree may differ in.

@@ -21,8 +21,8 @@ import pytest
 from conftest import git_commit_all
 
 from tileproof.__main__ import main
+from tileproof.catalog import index as file_index
 from tileproof.fleet.merge import Source, merge
-from tileproof.records import file_index
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git (the tree is a checkout)")
 

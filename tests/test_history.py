@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tileproof.catalog import history as catalog_history
+from tileproof.catalog import index as catalog_index
 from tileproof.records.history_check import REGENERATED, GitHistory, NoHistory, blob_hasher, check
 from tileproof.runner import git_history
 
@@ -183,9 +185,9 @@ def test_a_log_this_code_cannot_read_is_no_history():
     """Output that is neither a commit nor a file token (another git's format) is no history, never a partial
     map of first versions (a file left out of it would be a file never checked)."""
     good = b"\x01" + b"c" * 40 + b"\0\n:000000 100644 " + b"0" * 40 + b" " + b"1" * 40 + b" A\0runs/a.json\0"
-    assert set(git_history._first_versions(good)) == {"runs/a.json"}
+    assert set(git_history.first_versions(good)) == {"runs/a.json"}
     for bad in (good + b"runs/b.json\0", good.replace(b" A\0", b" A\t"), b"commit " + b"c" * 40 + b"\n"):
-        found = git_history._first_versions(bad)
+        found = git_history.first_versions(bad)
         assert isinstance(found, NoHistory) and "cannot read" in found.reason, bad
 
 
@@ -256,15 +258,21 @@ def test_the_audits_report_names_come_from_the_history_exemptions():
     assert {f"evidence/{audit.REPORT_MD}", f"evidence/{audit.REPORT_HTML}"} == set(REGENERATED)
 
 
-# -- the cached comparison (runner.git_history.start): the log and index listing kept by what fixes them --------
+# -- the cached comparison (catalog.history.start): the log and index listing kept by what fixes them ----------
+
+
+def cached_read(root: Path):
+    """The history as the catalog reads it (``catalog.history.start``), its comparison kept in the tree's index."""
+    return catalog_history.start(catalog_index.opened(root), Path(root))()
+
 
 def both_ways(root: Path, monkeypatch) -> tuple:
     """The history check's findings and count read twice (the second read may answer from the kept
     comparison), and once with the index off (every git read done): all three must agree."""
-    kept_before = git_history.read(root)
-    again = git_history.read(root)
+    kept_before = cached_read(root)
+    again = cached_read(root)
     monkeypatch.setenv("TILEPROOF_INDEX", "off")
-    fresh = git_history.read(root)
+    fresh = cached_read(root)
     monkeypatch.delenv("TILEPROOF_INDEX")
     answers = [check(h, REPORTS) for h in (kept_before, again, fresh)]
     assert len({(a.files, a.findings) for a in answers}) == 1, answers
@@ -284,8 +292,8 @@ def test_a_second_read_answers_from_the_kept_comparison(repo, monkeypatch):
 def test_whatever_fixes_the_log_or_the_listing_is_in_the_key(repo, monkeypatch, change):
     """Each input of the log and the listing, changed after a read was kept, makes the next read a full one
     (nothing vouched from the kept comparison), and the check is the same as git's own answer."""
-    git_history.read(repo)
-    assert git_history.read(repo).vouched == 2
+    cached_read(repo)
+    assert cached_read(repo).vouched == 2
     target = "runs/20261201T000000Z-run-00000001.json"
     if change == "commit":
         write(repo, target, '{"a": 2}\n')
@@ -304,7 +312,7 @@ def test_whatever_fixes_the_log_or_the_listing_is_in_the_key(repo, monkeypatch, 
     elif change == "grafts":
         (repo / ".git" / "info").mkdir(exist_ok=True)
         (repo / ".git" / "info" / "grafts").write_text(git(repo, "rev-parse", "HEAD"))
-    assert git_history.read(repo).vouched == 0  # a full read: not the earlier comparison's answer
+    assert cached_read(repo).vouched == 0  # a full read: not the earlier comparison's answer
     _again, report = both_ways(repo, monkeypatch)
     if change in ("commit", "stage"):
         assert [(f.file, f.rule) for f in report.findings] == [(target, "history-changed")]
@@ -313,7 +321,7 @@ def test_whatever_fixes_the_log_or_the_listing_is_in_the_key(repo, monkeypatch, 
 def test_a_working_tree_change_is_never_answered_from_the_kept_comparison(repo, monkeypatch):
     """git diff-files runs every time: an edit, a deletion or a link in a committed file's place after the
     comparison was kept is found as a full read finds it."""
-    git_history.read(repo)
+    cached_read(repo)
     rel = "evidence/20261201T000000Z-run-00000001/run.stdout.txt"
     write(repo, rel, "check edited\n")
     _again, report = both_ways(repo, monkeypatch)
@@ -344,13 +352,13 @@ def test_a_hand_edited_comparison_is_ignored(repo, monkeypatch):
     ignored, and the history read in full."""
     import sqlite3
 
-    from tileproof.records import file_index
+    from tileproof.catalog import index as file_index
 
-    git_history.read(repo)
+    cached_read(repo)
     db = sqlite3.connect(repo / file_index.FOLDER / file_index.DATABASE)
     with db:
         changed = db.execute("UPDATE summaries SET value = ? WHERE kind = ?",
-                             ('{"odd": [], "records": [], "vouched": 99}', git_history.CACHE_KIND)).rowcount
+                             ('{"odd": [], "records": [], "vouched": 99}', catalog_history.CACHE_KIND)).rowcount
     db.close()
     assert changed == 1
     again, report = both_ways(repo, monkeypatch)
@@ -362,18 +370,18 @@ def test_a_comparison_of_another_shape_is_read_in_full(repo, monkeypatch):
     the stat check having listed nothing (so no read was begun early)."""
     import sqlite3
 
-    from tileproof.records import file_index
+    from tileproof.catalog import index as file_index
 
-    git_history.read(repo)
+    cached_read(repo)
     db = sqlite3.connect(repo / file_index.FOLDER / file_index.DATABASE)
     with db:
         (folder, kind, scope, code), = db.execute("SELECT folder, kind, scope, code FROM summaries WHERE kind = ?",
-                                                  (git_history.CACHE_KIND,)).fetchall()
+                                                  (catalog_history.CACHE_KIND,)).fetchall()
         value = '{"shape": "another"}'
         db.execute("UPDATE summaries SET value = ?, check_ = ? WHERE kind = ?",
                    (value, file_index._check(folder, kind, scope, code, value), kind))
     db.close()
-    assert git_history.read(repo).vouched == 0  # read in full, not answered from the row
+    assert cached_read(repo).vouched == 0  # read in full, not answered from the row
     _again, report = both_ways(repo, monkeypatch)
     assert report.files == 2 and report.findings == ()
 

@@ -25,7 +25,7 @@ import pytest
 from conftest import git_commit_all
 
 from tileproof.__main__ import main
-from tileproof.records import file_index
+from tileproof.catalog import index as file_index
 from tileproof.records.errors import encodable, one_line, utf8_problem
 from tileproof.records.findings import Finding
 from tileproof.runner import git_history

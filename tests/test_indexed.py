@@ -23,12 +23,11 @@ import pytest
 from audit_tree import aged, synthetic_tree  # tests/data/audit, on sys.path (conftest)
 
 from tileproof.__main__ import main
-from tileproof.gather import indexed
-from tileproof.records import file_index, store
+from tileproof.catalog import Catalog
+from tileproof.catalog import index as file_index
+from tileproof.catalog import records as indexed
+from tileproof.records import store
 from tileproof.records.trust import runner_keys
-from tileproof.runner import git_history
-
-pytestmark = pytest.mark.usefixtures("index_released")
 
 
 @pytest.fixture
@@ -41,10 +40,8 @@ def tree(tmp_path) -> Path:
 
 def read(root: Path) -> list:
     """``read_facts`` as a command reads it: the index opened afresh, and closed after."""
-    try:
-        return indexed.read_facts(root, runner_keys.load_registry(root))
-    finally:
-        file_index.release()
+    with Catalog.open(root, runner_keys.load_registry(root)) as cat:
+        return cat.facts()
 
 
 def unindexed(root: Path, monkeypatch) -> list:
@@ -112,7 +109,7 @@ def test_an_edited_summary_is_not_used(tree, monkeypatch, capsys, edit):
             con.execute("UPDATE summaries SET value = replace(value, '\"passed\"', '\"failed\"')")
         else:
             con.execute(f"UPDATE summaries SET {edit} = 'x' || {edit}")
-    index = git_history.opened_index(tree)
+    index = file_index.opened(tree)
     assert read(tree) == clean
     assert index.ignored == (1 if edit in ("value", "check_") else 0)
     with monkeypatch.context() as m:  # replaced: the next read takes it all from the summary again
@@ -156,12 +153,11 @@ def read_past(tree: Path, monkeypatch, damage) -> None:
     clean = unindexed(tree, monkeypatch)
     read(tree)
     scope = indexed.registry_scope(runner_keys.load_registry(tree))
-    index = git_history.opened_index(tree)
+    index = file_index.opened(tree)
     value = index.summary(indexed.FOLDER, indexed.KIND, scope)
     damage(value)
     index.summarise(indexed.FOLDER, indexed.KIND, value, scope)
     index.save()
-    file_index.release()
     assert read(tree) == clean
     with monkeypatch.context() as m:
         nothing_else_read(m)
@@ -221,7 +217,7 @@ def test_concurrent_reads_leave_one_whole_summary(tree, monkeypatch):
     results = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
     assert results[0][0] == results[1][0] == shown(clean) + "\n"
-    index = git_history.opened_index(tree)
+    index = file_index.opened(tree)
     with monkeypatch.context() as m:
         nothing_else_read(m)
         assert read(tree) == clean
@@ -235,7 +231,6 @@ def test_a_full_audit_makes_the_summary_it_lacks(tree, monkeypatch):
 
     clean = unindexed(tree, monkeypatch)
     assert not audit.audit(tree).findings
-    file_index.release()
     with database(tree) as con:
         assert con.execute("SELECT count(*) FROM summaries").fetchone()[0] == 1
     with monkeypatch.context() as m:
@@ -251,7 +246,6 @@ def test_an_audit_of_a_tree_with_a_broken_record_makes_no_summary(tree):
     (tree / "runs" / sorted(store.record_names(tree))[0]).write_text("{}")
     result = audit.audit(tree)
     assert any(f.file.startswith("runs/") for f in result.findings)
-    file_index.release()
     with database(tree) as con:
         assert con.execute("SELECT count(*) FROM summaries").fetchone()[0] == 0
 
@@ -298,10 +292,10 @@ def test_records_the_rows_give_are_not_read_in_a_second_process(tree, monkeypatc
         con.execute("DELETE FROM summaries")
     monkeypatch.setattr(indexed, "PARALLEL_MIN", 4)
     wanted = []
-    real = indexed.ForkedHelper
+    real = indexed.Background
 
     def helper(want: bool):
         wanted.append(want)
         return real(want)
-    monkeypatch.setattr(indexed, "ForkedHelper", helper)
+    monkeypatch.setattr(indexed, "Background", helper)
     assert read(tree) == clean and wanted == [False]

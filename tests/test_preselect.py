@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from audit_tree import synthetic_tree
 
-from tileproof.gather import indexed
+from tileproof.catalog import records as indexed
 from tileproof.gather import tree as tree_module
 from tileproof.judge import preselect
 from tileproof.judge.releases import ReleaseKey

@@ -164,7 +164,7 @@ def test_a_broken_envelope_is_one_line(signed):
 
 def test_audit_reads_a_signed_record_as_sealed(tmp_path):
     """The audit's byte pass takes the seal of the predicate, not of the envelope."""
-    from tileproof.gather import audit_scan
+    from tileproof.catalog import byte_pass as audit_scan
 
     path = store.write_record(tmp_path, real_run(), new_signer())
     seals, _disk, _diffs, _refused, _notes = audit_scan.byte_pass(str(tmp_path), [path.name])

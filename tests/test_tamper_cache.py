@@ -26,9 +26,8 @@ import test_tamper
 from test_tamper import RUNNER, cli, commit, fake_h200_softmax, forge, git
 
 from tileproof.__main__ import main
-from tileproof.records import file_index, store
-
-pytestmark = pytest.mark.usefixtures("index_released")
+from tileproof.catalog import index as file_index
+from tileproof.records import store
 
 signed_template = test_tamper.signed_template
 """The committed signed tree (tests/test_tamper.py), written once for this module."""
@@ -43,7 +42,6 @@ LESSON = "02-softmax"
 def as_user(monkeypatch, home: Path) -> None:
     """Commands from here on run as a user whose cache home (and so index key) is ``home``."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
-    file_index.release()
 
 
 def forged_pass(root: Path) -> Path:
@@ -114,7 +112,6 @@ def test_a_committed_poisoned_index_never_vouches_for_a_bad_signature(signed_tre
     as_user(monkeypatch, tmp_path / "committer-cache")
     record = forged_pass(root)
     assert cli(capsys, "status", "--root", str(root))[0] == 0  # the committer's own index, made by a real command
-    file_index.release()
     db = poison(root, record)
     git(root, "add", "-f", db.relative_to(root).as_posix())
     git(root, "commit", "-q", "-m", "speed up status for everyone")
@@ -131,7 +128,6 @@ def test_a_committed_poisoned_index_never_vouches_for_a_bad_signature(signed_tre
 
     with_index = dry_run(capsys, fresh)
     shutil.rmtree(fresh / file_index.FOLDER)
-    file_index.release()
     assert dry_run(capsys, fresh)[:2] == with_index[:2]  # the index changed nothing but the time taken
 
 
@@ -142,7 +138,6 @@ def test_an_index_made_with_another_key_is_not_used_even_untracked(signed_tree, 
     as_user(monkeypatch, tmp_path / "committer-cache")
     record = forged_pass(root)
     assert cli(capsys, "status", "--root", str(root))[0] == 0
-    file_index.release()
     poison(root, record)
 
     as_user(monkeypatch, tmp_path / "reviewer-cache")
@@ -176,9 +171,7 @@ def test_a_committed_link_in_the_index_folders_place_is_never_followed(signed_tr
 
     (fresh / file_index.FOLDER).unlink()
     git(fresh, "rm", "-q", "--cached", file_index.FOLDER)
-    file_index.release()
     assert dry_run(capsys, fresh)[:2] == (code, out)
-    file_index.release()
     assert status_cmd(capsys, fresh)[:2] == status[:2]
 
 
@@ -188,7 +181,6 @@ def test_a_tracked_index_folder_is_refused_and_left_alone(signed_tree, capsys, t
     root, _ = signed_tree
     as_user(monkeypatch, tmp_path / "cache")
     assert cli(capsys, "status", "--root", str(root))[0] == 0
-    file_index.release()
     git(root, "add", "-f", f"{file_index.FOLDER}/.gitignore")
     git(root, "commit", "-q", "-m", "track the cache folder")
     db = root / file_index.FOLDER / file_index.DATABASE
@@ -201,7 +193,6 @@ def test_a_tracked_index_folder_is_refused_and_left_alone(signed_tree, capsys, t
     status = subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True)
     assert status.stdout == "", status.stdout
     monkeypatch.setenv(file_index.ENV, "off")
-    file_index.release()
     assert dry_run(capsys, root)[:2] == (code, out)
 
 
@@ -231,10 +222,8 @@ def test_a_held_lock_costs_a_bounded_wait(signed_tree, capsys, tmp_path, monkeyp
     as_user(monkeypatch, tmp_path / "cache")
     forged_pass(root)  # something to learn, so the command writes
     monkeypatch.setenv(file_index.ENV, "off")
-    file_index.release()
     want = dry_run(capsys, root)
     monkeypatch.delenv(file_index.ENV)
-    file_index.release()
     file_index.open_index(root).close()  # made, empty
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(root / file_index.FOLDER / file_index.DATABASE),
                                *hold], stdout=subprocess.PIPE, text=True)

@@ -13,7 +13,6 @@ import os
 import sys
 
 from tileproof import __version__
-from tileproof.records import file_index
 from tileproof.records.errors import TileproofError
 
 COMMANDS = {
@@ -84,7 +83,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tileproof {args.command}: interrupted; records written so far are kept", file=sys.stderr)
             return 130
         finally:
-            file_index.release()  # a command's index, opened once, is closed with it
             sys.stdout.flush()
     except BrokenPipeError:
         # The reader went away (``| head``): silence the interpreter's final flush of stdout.

@@ -29,7 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tileproof.gather import audit, audit_scan  # noqa: E402
+from tileproof.catalog import byte_pass as audit_scan  # noqa: E402
+from tileproof.gather import audit  # noqa: E402
 
 TARGET_S = 5.0
 

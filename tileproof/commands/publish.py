@@ -21,7 +21,7 @@ from tileproof.commands import add_lesson, add_root
 from tileproof.gather.tree import Tree
 from tileproof.judge import gate
 from tileproof.judge.lesson_state import LessonState
-from tileproof.records import file_index, lessons
+from tileproof.records import lessons
 from tileproof.records.errors import RecordError, one_line
 
 
@@ -74,6 +74,8 @@ def publish(root: Path, lesson_id: str, dry_run: bool = False, republish: bool =
     """Decide and (unless dry-run) publish; returns (exit status, lines to print)."""
     lesson = lessons.load(root, lesson_id)
     tree = Tree.load(root, trust_root)
+    for aside in tree.notes:  # what the catalog had to say changes no verdict: said aside
+        print(aside, file=sys.stderr)
     refused = tree.refused()  # before the decision, which may read one of them
     if refused:
         state = LessonState.INPUT_REFUSED
@@ -134,6 +136,4 @@ def _write(lesson: lessons.Lesson, decision: gate.Decision, dry_run: bool, note:
 def run(args: argparse.Namespace) -> int:
     code, lines = publish(args.root, args.lesson, args.dry_run, args.republish, args.trust_root)
     print("\n".join(map(one_line, lines)), file=sys.stdout)
-    for note in file_index.open_notes():  # the index changes no verdict: said aside
-        print(note, file=sys.stderr)
     return code

@@ -30,7 +30,7 @@ from tileproof.gather.tree import Tree
 from tileproof.judge import gate, perf_claims, release_matrix
 from tileproof.judge.lesson_state import LessonState
 from tileproof.judge.verdict import LessonVerdict
-from tileproof.records import file_index, lessons
+from tileproof.records import lessons
 from tileproof.records.errors import one_line
 from tileproof.report import bench_view
 
@@ -158,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
     if bench_lines:  # what bounds each bench case and how close it comes (report.bench_view)
         print("\nbench, newest record of each program (fastest tile kernel per shape):\n"
               + "\n".join(map(one_line, bench_lines)))
-    for note in file_index.open_notes():  # the index changes no verdict: said aside
+    for note in tree.notes:  # what the catalog had to say changes no verdict: said aside
         print(note, file=sys.stderr)
     documents = claims_documents(args.root, args.lessons)
     if documents == []:  # lessons named, none with a claims file

@@ -1,7 +1,7 @@
 """The audit's read of runs/: every record validated, the rules that need a whole record applied, and of each only
-plain values kept (:class:`Kept`), so 100,000 records fit in memory (a run record's model is 30 KiB).
+plain values kept (:class:`Kept`), never the whole record's model, so a fleet's records fit in memory.
 
-A plain run record's outcome is kept in the verified-file index (``records.file_index``) as one entry, kind
+A plain run record's outcome is kept in the catalog (``catalog.Audited``, its index) as one entry, kind
 :data:`KIND`, keyed by the sha256 of its bytes and the code key: what is kept of it and the issues its per-record
 checks found. The checks read nothing but the record and two of its transcripts (``audit_rules.Context``: its pip
 freeze and nvidia-smi query, through :class:`Transcripts`, which refuses any other), so the entry also holds what
@@ -29,30 +29,24 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tileproof.gather import indexed
-from tileproof.gather.audit_scan import read_record, real_folders, vouches
+from tileproof.catalog import Audited
 from tileproof.judge import plausibility, preselect
 from tileproof.judge.audit import audit_rules
 from tileproof.judge.audit.result import Issue, RunTable, TableRow, table_row
 from tileproof.judge.audit.rules import commits, evidence, files, inputs, sessions
 from tileproof.judge.audit.rules.packages import freeze_names
-from tileproof.records import file_index, models, store
+from tileproof.records import models, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.records.findings import Finding
 from tileproof.records.models import SHARED_MAX, RunRecord, TranscriptRef, share
 from tileproof.records.parsers import parse_gpu_query, parse_pip_freeze
 from tileproof.records.safe_read import read_evidence
 from tileproof.records.trust.runner_keys import RunnerRegistry, Verification
-from tileproof.runner import git_history
+from tileproof.records.walk import read_record, real_folders, vouches
 
-KIND = "audited"
-"""The index's kind of a run record's kept values and issues (scope: :data:`SCOPE`)."""
-SCOPE = "audit"
-"""Their scope: a plain record's outcome depends on no registry; kept apart from the byte pass's facts (scope "")."""
-
-
-SAVE_EVERY = 10_000
-"""Entries made (a cold audit of a fleet's records) are written to the index this many at a time."""
+KIND = Audited.KIND
+"""The catalog's kind of a run record's kept values and issues (scope ``audit``: a plain record's outcome depends on
+no registry; kept apart from the byte pass's facts)."""
 
 
 class NotYetKnown(frozenset[str]):
@@ -188,71 +182,93 @@ def add_all(add, file: str, issues: Iterable[Issue]) -> None:
         add(Finding(file, rule_id, reason))
 
 
-def validate(root: Path, names: list[str], add, runners: RunnerRegistry, ctx: audit_rules.Context,
-             transcripts: Transcripts, table: RunTable, few: bool = False) -> tuple[list[Kept], set[str]]:
-    """What is kept of each record that validates, the per-record rules of its run records applied (``ctx``, its
-    ``known`` :class:`NotYetKnown` meanwhile, reading ``transcripts``) and those added to ``table``; the evidence
-    paths of the records that do not validate. ``few``: ``names`` are a few of the tree's records (``audit
-    --since``): each is read and kept in full. See the module docstring for the verified entries."""
+def found_in(file: str, issues: Iterable[Issue]) -> list[Finding]:
+    """Each issue of ``file`` as its finding."""
+    return [Finding(file, rule_id, reason) for rule_id, reason in issues]
+
+
+@dataclass
+class Checking:
+    """What the per-record rules read besides the record: the registry its signature is judged against, the
+    rules' context (``ctx``, its ``known`` :class:`NotYetKnown` meanwhile), the transcripts they may read and the
+    report's table each run record joins."""
+
+    root: Path
+    runners: RunnerRegistry
+    ctx: audit_rules.Context
+    transcripts: Transcripts
+    table: RunTable
+
+
+def validate(checking: Checking, names: list[str], audited: Audited) -> tuple[list[Kept], set[str], list[Finding]]:
+    """What is kept of each record that validates, the per-record rules of its run records applied (``checking``)
+    and those added to its table; the evidence paths of the records that do not validate; the findings. A plain run
+    record comes from its entry in the catalog (``audited``) while its bytes are those (the module docstring); a
+    few (``audit --since``: ``audited`` asked for few) are each read and kept in full."""
     kept: list[Kept] = []
     raw_refs: set[str] = set()
-    sroot = str(root)
-    index, now = git_history.opened_index(root), file_index.now_ns()
-    if few:
-        index.few = True  # audit --since: a few records' rows, asked for one by one
-    entries = index.entries(KIND, SCOPE, f"{store.RUNS}/")  # with their files rows
-    vouched, loaded = not few and real_folders(sroot, store.RUNS), few
-    made = 0
+    findings: list[Finding] = []
+    sroot = str(checking.root)
+    vouched = not audited.few and real_folders(sroot, store.RUNS)
     for name in names:
-        file = f"{store.RUNS}/{name}"
         try:
             st: os.stat_result | None = os.lstat(os.path.join(sroot, store.RUNS, name))
         except OSError:
             st = None  # the reader says why
-        got = entries.take(file, st) if vouched and st is not None and vouches(st) else None
-        if got is not None and (read := _from_entry(name, *got, transcripts, add, table)):
+        got = audited.take(f"{store.RUNS}/{name}", st) if vouched and st is not None and vouches(st) else None
+        read = _from_entry(name, *got, checking.transcripts, findings.append, checking.table,
+                           audited.ignored) if got else None
+        read = read or _read_in_full(checking, name, st, audited, (findings, raw_refs))
+        if read is not None:
             kept.append(read)
-            continue
-        if not loaded:  # a record read in full: the records' rows, once (the byte pass reads evidence/'s)
-            index.load_files(f"{store.RUNS}/")
-            loaded = True
-        try:
-            data = read_record(sroot, name)
-        except InputRefused as e:
-            add(Finding(file, *inputs.refused_issue(e)))
-            continue
-        sha = indexed.known_read(index, sroot, name, st, data, now).sha256  # learned: status, --since read no record
-        try:
-            rec, verification = parse(root, name, data, runners)
-        except InputRefused as e:  # read, but not UTF-8 or nested too deep: the reader names why
-            add(Finding(file, *inputs.refused_issue(e)))
-            add(Finding(file, files.SCHEMA, f"does not parse as a record ({inputs.rule_for(e.kind)})"))
-            continue
-        except RecordError as e:
-            add(Finding(file, files.SCHEMA, f"{e.field + ': ' if e.field else ''}{e.problem}"))
-            with contextlib.suppress(ValueError, RecursionError):  # not JSON: the schema finding says so
-                raw_refs.update(evidence.raw_transcript_paths(json.loads(data)))
-            continue
-        add_all(add, file, files.name_issues(name, rec.run_id))
-        read = Kept(name, sha, rec.seal, preselect.facts_of(rec), plausibility.seen(rec), evidence.refs(rec),
-                    commits.claim_of(rec), verification, unisolated=models.unisolated(rec))
-        if isinstance(rec, RunRecord):
-            deps = transcripts.trust(Transcripts.of(rec))
-            issues = audit_rules.run_checks(rec, ctx)
-            add_all(add, file, issues)
-            read.report = (rec.report_file.ref() if rec.report_file else None, rec.report is not None)
-            row = table_row(name, rec)
-            read.session = sessions.session_run(name, rec)
-            table.add(row)
-            if verification is None and (entry := _entry(read, row, issues, deps)) is not None:
-                index.add(sha, KIND, entry, SCOPE)
-                made += 1
-                if made % SAVE_EVERY == 0:
-                    index.save()  # each entry stands alone: 100,000 held to the end would cost 200 MiB
-        if few or not isinstance(rec, RunRecord):
-            read.record = rec
-        kept.append(read)
-    return kept, raw_refs
+    return kept, raw_refs, findings
+
+
+def _read_in_full(checking: Checking, name: str, st: os.stat_result | None, audited: Audited,
+                  out: tuple[list[Finding], set[str]]) -> Kept | None:
+    """The record ``runs/<name>`` read, validated and checked in full, its entry kept when it is a plain run record;
+    its findings (and, when it does not validate, the evidence paths its raw JSON names) to ``out``."""
+    findings, raw_refs = out
+    file = f"{store.RUNS}/{name}"
+    try:
+        data = read_record(str(checking.root), name)
+    except InputRefused as e:
+        findings.append(Finding(file, *inputs.refused_issue(e)))
+        return None
+    sha = audited.content(str(checking.root), name, st, data)  # learned: status, --since read no record
+    try:
+        rec, verification = parse(checking.root, name, data, checking.runners)
+    except InputRefused as e:  # read, but not UTF-8 or nested too deep: the reader names why
+        findings.append(Finding(file, *inputs.refused_issue(e)))
+        findings.append(Finding(file, files.SCHEMA, f"does not parse as a record ({inputs.rule_for(e.kind)})"))
+        return None
+    except RecordError as e:
+        findings.append(Finding(file, files.SCHEMA, f"{e.field + ': ' if e.field else ''}{e.problem}"))
+        with contextlib.suppress(ValueError, RecursionError):  # not JSON: the schema finding says so
+            raw_refs.update(evidence.raw_transcript_paths(json.loads(data)))
+        return None
+    findings += found_in(file, files.name_issues(name, rec.run_id))
+    read = Kept(name, sha, rec.seal, preselect.facts_of(rec), plausibility.seen(rec), evidence.refs(rec),
+                commits.claim_of(rec), verification, unisolated=models.unisolated(rec))
+    if isinstance(rec, RunRecord):
+        findings += _run_checks(checking, read, rec, audited)
+    if audited.few or not isinstance(rec, RunRecord):
+        read.record = rec
+    return read
+
+
+def _run_checks(checking: Checking, read: Kept, rec: RunRecord, audited: Audited) -> list[Finding]:
+    """The per-record rules of a run record read in full, its row added to the table, and (a plain record) its
+    entry kept: what :func:`_from_entry` gives back next time."""
+    deps = checking.transcripts.trust(Transcripts.of(rec))
+    issues = audit_rules.run_checks(rec, checking.ctx)
+    read.report = (rec.report_file.ref() if rec.report_file else None, rec.report is not None)
+    row = table_row(read.name, rec)
+    read.session = sessions.session_run(read.name, rec)
+    checking.table.add(row)
+    if read.verification is None and (entry := _entry(read, row, issues, deps)) is not None:
+        audited.add(read.sha256, entry)
+    return found_in(f"{store.RUNS}/{read.name}", issues)
 
 
 class _Decoded:
@@ -303,11 +319,13 @@ def _entry(read: Kept, row: TableRow, issues: list[Issue], deps: list[Dep]) -> d
             "deps": [(at[path, sha], 1 if found == sha else found) for path, sha, found in deps]}
 
 
-def _from_entry(name: str, sha: str, value: dict, transcripts: Transcripts, add, table: RunTable) -> Kept | None:
+def _from_entry(name: str, sha: str, value: dict, transcripts: Transcripts, add, table: RunTable,
+                undecoded: Callable[[], None] = lambda: None) -> Kept | None:
     """The record ``runs/<name>`` (content ``sha``) from its entry ``value``, its issues added and its row added to
     ``table``; None when there is none, it does not decode (counted as ignored), or one of the transcripts its checks
-    read is not found as it was then (the record is then read in full). The entry's check digest vouches for its
-    shape (made by this code: ``file_index``), so its values are taken as they are."""
+    read is not found as it was then (the record is then read in full; ``undecoded`` is told of one that does
+    not decode). The entry's check digest vouches for its
+    shape (made by this code: ``catalog.index``), so its values are taken as they are."""
     try:
         refs = [_REF(ref) if isinstance(ref, str) else (ref[0], TranscriptRef(*ref[1:])) for ref in value["refs"]]
         named = [refs[i][1] for i, _found in value["deps"]]
@@ -327,7 +345,7 @@ def _from_entry(name: str, sha: str, value: dict, transcripts: Transcripts, add,
         read.session = sessions.SessionRun(name, row.run_id, session_id, share(row.verdict))
         issues = list(map(tuple, value["issues"]))
     except (KeyError, TypeError, ValueError, IndexError):
-        git_history.opened_index(transcripts.root).ignored += 1
+        undecoded()
         return None
     file = f"{store.RUNS}/{name}"
     add_all(add, file, files.name_issues(name, facts.run_id))

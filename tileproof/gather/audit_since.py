@@ -36,10 +36,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tileproof.catalog import Catalog
 from tileproof.gather import given_commit
+from tileproof.judge.audit.result import Issue
+from tileproof.judge.audit.rules import reviewer
 from tileproof.records import store
-from tileproof.records.errors import InputRefused, TileproofError
-from tileproof.records.history_check import NoHistory
+from tileproof.records.errors import InputRefused, TileproofError, encodable
+from tileproof.records.findings import Finding
+from tileproof.records.history_check import GitHistory, NoHistory
 from tileproof.records.models import LessonFront, RunRecord, SessionRecord
 from tileproof.records.safe_read import read_bytes
 from tileproof.runner import git_history
@@ -117,21 +121,92 @@ def since_commit(root: Path, given: str) -> str:
     return named.commit
 
 
-def scope(root: Path, rev: str, names: Iterable[str]) -> Scope:
+@dataclass
+class Reach:
+    """What one audit covers, the scope object its phases accept: the whole tree (no ``asked``), or what
+    ``audit --since`` found (``asked``) and, when that cannot be trusted to cover the change (not an ancestor of
+    HEAD; a file directly under evidence/), the whole tree again with the reason (``widened``)."""
+
+    asked: Scope | None = None
+    facts: list | None = None
+    """``--since``: every record's facts, read from the catalog while git found the scope."""
+    history: Callable[[], GitHistory | NoHistory] | None = None
+    """``--since``: the history read, begun with the scope's stat check."""
+
+    @property
+    def scope(self) -> Scope | None:
+        """The scope in effect: None when the whole tree is audited."""
+        return self.asked if self.asked is not None and self.widened is None else None
+
+    @property
+    def widened(self) -> str | None:
+        """Why ``--since`` audited the whole tree (fail closed), or None."""
+        asked = self.asked
+        if asked is None:
+            return None
+        if not asked.ancestor:
+            return f"since {asked.rev} ({asked.commit[:12]}): not an ancestor of HEAD: the whole tree audited"
+        if asked.loose_evidence:
+            loose = encodable(asked.loose_evidence[0])
+            return (f"since {asked.rev} ({asked.commit[:12]}): {loose} changed, directly under {store.EVIDENCE}/ "
+                    "(any record may reference it): the whole tree audited")
+        return None
+
+    def names(self, every: list[str]) -> list[str]:
+        """The record files audited, of ``every`` record file."""
+        scope = self.scope
+        return every if scope is None else list(scope.names)
+
+    def folders(self) -> tuple[str, ...] | None:
+        """The evidence folders the byte pass reads (None: all of evidence/)."""
+        scope = self.scope
+        return None if scope is None else scope.folders
+
+    def touches(self, records: list) -> Callable[[LessonFront], bool] | None:
+        """Which lessons are judged, given the records audited (None: every one)."""
+        scope = self.scope
+        return None if scope is None else (lambda front: scope.touches(front, records))
+
+    def findings(self, judged_lessons: int) -> list[Finding]:
+        """``--since REV``: not an ancestor of HEAD (the whole tree was audited), or nothing judged: each a
+        finding."""
+        asked, scope = self.asked, self.scope
+        found: list[Issue] = []
+        if asked is not None and not asked.ancestor:
+            found.append(reviewer.since_not_ancestor(asked.rev, asked.commit, asked.head))
+        elif asked is not None and scope is not None and not scope.names and not judged_lessons:
+            found.append(reviewer.since_nothing(asked.rev, asked.commit, asked.at_head))
+        return [Finding("HEAD", rule_id, reason) for rule_id, reason in found]
+
+
+def reach(cat: Catalog, since: str | None, listing: store.RunsListing) -> Reach:
+    """What an audit covers (:class:`Reach`): for ``--since``, git finds what changed since the commit, and reads
+    the history, while every record's facts are read from the catalog."""
+    if since is None:
+        return Reach()
+    since_id = since_commit(cat.root, since)
+    checked = cat.stat_check()  # one stat check for both
+    scoped = begin(cat, since_id, listing.files, checked, shown=since)
+    history = cat.history(checked)
+    facts = cat.facts(listing)
+    return Reach(scoped(), facts, history)
+
+
+def scope(cat: Catalog, rev: str, names: Iterable[str]) -> Scope:
     """The scope of ``audit --since rev`` over the record files ``names`` of runs/; one line when ``rev``
     is not a commit's full id here (:func:`since_commit`)."""
-    return begin(root, since_commit(root, rev), names, shown=rev)()
+    return begin(cat, since_commit(cat.root, rev), names, shown=rev)()
 
 
-def begin(root: Path, commit: str, names: Iterable[str], checked: Callable[[], Answer] | None = None,
+def begin(cat: Catalog, commit: str, names: Iterable[str], checked: Callable[[], Answer] | None = None,
           shown: str | None = None) -> Callable[[], Scope]:
     """:func:`scope` begun for the full id ``commit`` (:func:`since_commit`; ``shown``: as the reviewer gave it),
     git's diff and listing of untracked files started (``checked``: the working tree's stat check, when the
-    caller started it: ``git_history.stat_check``); the callable returned waits for them (once) and closes the
+    caller started it: ``Catalog.stat_check``); the callable returned waits for them (once) and closes the
     scope."""
     names = list(names)
-    pending = git_history.changes_since(root, commit, (), checked)
-    return lambda: _closed(root, shown or commit, names, pending())
+    pending = cat.changes_since(commit, checked)
+    return lambda: _closed(cat.root, shown or commit, names, pending())
 
 
 def _closed(root: Path, rev: str, names: list[str], found: tuple[str, frozenset[str]] | NoHistory) -> Scope:

@@ -1,6 +1,6 @@
 """The publish decision's inputs, read from a repository tree in one place.
 
-``Tree.load(root)`` reads every record's facts under runs/ (``gather.indexed.read_facts``) and, in full,
+``Tree.load(root)`` reads every record's facts under runs/ (the catalog: ``catalog.Catalog.facts``) and, in full,
 only the records the lessons' verdicts can depend on (``judge.preselect``; ``Tree.chosen``), each examined
 once (``store.examine``: its seal checked) and selected by type; for a lesson it
 gathers today's digests (the programs, every source the program's records
@@ -19,15 +19,14 @@ builds its ``Tree`` from them (``Tree.of``) instead of reading runs/ again.
 
 from __future__ import annotations
 
-import itertools
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
+from tileproof.catalog import Catalog
 from tileproof.claims import spec as claims_spec
-from tileproof.gather import audit_scan, indexed, inputs, trust_state
+from tileproof.gather import inputs, trust_state
 from tileproof.judge import gate, plausibility, preselect, release_matrix, releases, verdict
 from tileproof.judge.audit.result import Issue
 from tileproof.judge.claim_verdicts import NO_CLAIMS, ClaimsToday
@@ -149,15 +148,6 @@ def program_uses(root: Path, programs: Iterable[str], table: dict[str, gate.Boun
             if (Path(root) / p).is_file()}
 
 
-def _records_at_least(root: Path, count: int) -> int:
-    """How many entries runs/ lists, counted up to ``count`` (enough to tell a tree worth a second process)."""
-    try:
-        with os.scandir(Path(root) / store.RUNS) as entries:
-            return sum(1 for _entry in itertools.islice(entries, count))
-    except OSError:
-        return 0
-
-
 def _every_front(root: Path) -> list[LessonFront] | None:
     """The front matter of every lesson under lessons/, or None when one does not load (its command says why)."""
     try:
@@ -196,6 +186,9 @@ class Tree:
     _versions: dict[str, bytes] | NoHistory | None = None
     _signals: dict[str, tuple[plausibility.Signal, ...]] | None = None
     _refused: dict[str, Issue] | None = None
+    notes: tuple[str, ...] = ()
+    """What the catalog had to say while the tree was read (an index ignored or not used): said aside, it changes no
+    verdict."""
 
     def signals(self) -> dict[str, tuple[plausibility.Signal, ...]]:
         """The tree's plausibility signals by run id (``judge.plausibility.signals``), read once."""
@@ -215,32 +208,38 @@ class Tree:
         """The records under runs/ the lessons' verdicts can depend on (``judge.preselect``; ``every``: all of
         them), each with its seal checked, its signature verified against ``lessons/runners.yaml`` and its
         standing judged from history against the trust root (``gather.trust_state``; the first record that fails
-        validation raises one line), read through the verified-file index (``gather.indexed``): every record's
+        validation raises one line), read through the tree's catalog (``catalog.Catalog``): every record's
         facts, then the chosen records in full."""
         root = Path(root)
-        # Three reads that need nothing of one another run at once: the refused-inputs walk (every entry under
-        # evidence/: a third of a warm status at 100,000 records, pure file-system work) in a forked process,
-        # forked first, before any thread starts; git's reads of the history; and here, the records' facts.
-        helper = audit_scan.helper(_records_at_least(root, audit_scan.PARALLEL_MIN_RECORDS))
+        registry = runner_keys.load_registry(root)
+        with Catalog.open(root, registry) as cat:
+            tree = cls._load(cat, trust_root, every)
+            tree.notes = cat.notes()
+        return tree
+
+    @classmethod
+    def _load(cls, cat: Catalog, trust_root: str | None, every: bool) -> Tree:
+        """:meth:`load` from the tree's catalog. Three reads that need nothing of one another run at once: the
+        refused-inputs walk (pure file-system work) in the runner's forked process, forked first, before any thread
+        starts; git's reads of the history; and here, the records' facts."""
+        root = cat.root
+        helper = cat.background()
         try:
             refused = helper.submit(inputs.refused, root)
-            history = git_history.start(root)  # read once: the records' first commits and the history check
-            registry = runner_keys.load_registry(root)
-            if every:
-                records = indexed.read_records(root, registry)
-            else:
-                found = indexed.read_facts(root, registry)
+            history = cat.history()  # read once: the records' first commits and the history check
+            records = cat.records() if every else None
+            found = cat.facts() if not every else []
             history_read = history()
-            trusted = trust_state.load(root, trust_root, history_read=history_read, runners=registry)
+            trusted = trust_state.load(root, trust_root, history_read=history_read, runners=cat.registry)
             checked = check_history(history_read)
-            if every:
+            if records is not None:
                 return cls.of(root, trusted.examine(records), trusted, checked, refused())
             names = [name for name, _e in found]
             facts = trusted.examine(e for _name, e in found)
 
             def read(wanted: set[str]) -> list[Examined]:
                 chosen = [name for name, e in zip(names, facts, strict=True) if e.record.run_id in wanted]
-                return trusted.examine(indexed.read_chosen(root, registry, chosen))
+                return trusted.examine(cat.records(chosen))
             return cls.chosen(root, facts, read, trusted, checked, refused())
         finally:
             helper.close()

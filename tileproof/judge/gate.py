@@ -26,6 +26,7 @@ from tileproof.judge.claim_verdicts import (
 from tileproof.judge.perf_claims import ClaimDecision
 from tileproof.judge.perf_claims import decide as decide_perf
 from tileproof.judge.res_usage import ResUsageDecision, decide_res_usage
+from tileproof.judge.selection import Need, needs
 from tileproof.judge.today import Today, lock_release, tables_at
 from tileproof.judge.trust import standing
 from tileproof.records import depends, release
@@ -487,6 +488,7 @@ class RowClass:
         return rec.program == self.program and low == self.below_tile
 
 
+@needs(Need.NEWER_THAN_CITED)
 def newer_failure(cited: RunRecord, front: LessonFront, row: ResultRow, records: Sequence[RunRecord],
                   today: Mapping[str, str | None], table: Mapping[str, Bound],
                   read_evidence: EvidenceReader) -> tuple[RunRecord, str] | None:
@@ -526,6 +528,7 @@ def _nothing_fits(klass: RowClass, row: ResultRow, others: list[RunRecord]) -> t
     return "no-record", f"no run record for {row.program}" + (" on a GPU below cc 8.0" if klass.below_tile else "")
 
 
+@needs(Need.NEWEST_OF_CLASS, Need.UNCOUNTED)
 def decide_row(front: LessonFront, row: ResultRow, records: Iterable, today: Mapping[str, str | None],
                table: Mapping[str, Bound], read_evidence: EvidenceReader, cited: bool = False) -> RowDecision:
     """One row's decision; ``records``: ``store.Examined`` records (plain ones are examined here).
@@ -595,6 +598,7 @@ def evidence_releases(rows: Iterable[RowDecision]) -> dict[Release, list[str]]:
     return out
 
 
+@needs(Need.OTHER_KINDS)
 def decide_claims(front: LessonFront, records: list, claims: ClaimsToday, today: Mapping[str, str | None],
                   rows: Iterable[RowDecision]) -> tuple[tuple[RefutedClaim, ...], tuple[UncheckedRelease, ...]]:
     """The refuted claims and unchecked releases for a lesson whose rows are decided: the verdicts
@@ -618,6 +622,7 @@ def decide(front: LessonFront, records: Iterable, today: Mapping[str, str | None
     return _decide(front, records, today, table, read_evidence, None, signals or {})
 
 
+@needs(Need.CITED)
 def decide_cited(front: LessonFront, cited: Cited, records: Iterable, today: Mapping[str, str | None],
                  table: Mapping[str, Bound], read_evidence: EvidenceReader,
                  signals: Mapping[str, tuple[plausibility.Signal, ...]] | None = None) -> Decision:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from tileproof.judge import noise, trust
+from tileproof.judge.selection import Need, needs
 from tileproof.records.models import BenchCase, BenchRecord, PerfClaim
 
 Outcome = Literal["supported", "no-bench-record", "wrong-hardware", "below-claim", "spread-exceeds-margin", "noisy"]
@@ -296,6 +297,7 @@ def _within(claim: PerfClaim, rec: BenchRecord, case: BenchCase, value: float) -
             f"{case.spread:.1%} = {case.spread * value:.{d}f}{POINTS[m]}) of the claimed {bound(claim):g}")
 
 
+@needs(Need.OTHER_KINDS)
 def decide(claims: Iterable[PerfClaim], bench_records: Iterable, published: bool = False) -> list[ClaimDecision]:
     """One ``ClaimDecision`` per claim, in order; records of other kinds are ignored; ``published``: the claims of
     a published lesson (``decide_claim``)."""

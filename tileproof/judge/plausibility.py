@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from tileproof.judge import trust
+from tileproof.judge.selection import Need, needs
 from tileproof.judge.trust import standing
 from tileproof.records.models import (
     BenchRecord,
@@ -300,6 +301,7 @@ def _release(rec) -> Release | None:
     return posixpath.normpath(folder.path), folder.sha256, rec.cuda_tile.version
 
 
+@needs(Need.FIRST_OF_RUNNER_AND_GPU)
 def signals(items: Iterable[Examined], clocks: Mapping[str, datetime | None],
             wheels: frozenset[tuple[str, str]] = frozenset()) -> dict[str, tuple[Signal, ...]]:
     """Run id → its signals, for every record that counts and names a GPU (only those with one); ``items``: the
@@ -400,6 +402,7 @@ def agrees(item: Examined, other: Examined, flagged: Mapping[str, object]) -> bo
             and trust.admits(other) and agreement(other.record) == mine)
 
 
+@needs(Need.AGREEING)
 def corroborated(item: Examined, items: Iterable[Examined], flagged: Mapping[str, object]) -> bool:
     """Whether any record of ``items`` :func:`agrees` with ``item``."""
     return any(agrees(item, other, flagged) for other in items)

@@ -27,6 +27,9 @@ decision is the one judged over all records; the reason, per rule that picks rec
   adds them (then the answer "is one of them agreeing and unflagged" is the same over the kept records as over
   all: each candidate's own signals are exact too).
 
+Each rule above declares what it reads at the rule (``judge.selection.needs``), and :data:`CHOOSERS` holds its twin
+here, one chooser per need; :func:`needed` is their union.
+
 Adding a record that is not needed never changes a decision: every rule above takes a newest, or looks at all
 newer records, and keeps none it did not pick. ``tests/conftest.py`` (``chosen_records_judge_alike``) compares
 the verdicts over the selection with those over every record for every tree the suite loads;
@@ -35,12 +38,13 @@ the verdicts over the selection with those over every record for every tree the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from tileproof.judge import plausibility, trust
 from tileproof.judge.releases import ReleaseKey, release_of
+from tileproof.judge.selection import Need
 from tileproof.judge.trust import standing
 from tileproof.records.capability import below_tile
 from tileproof.records.models import BenchRecord, ClaimsRecord, CompileRecord, LessonFront, RunRecord, share
@@ -105,41 +109,87 @@ def facts_of(record) -> Facts:
                  program_digest=share(plausibility.program_digest(record)) if program is not None else None)
 
 
+Chooser = Callable[[Sequence[Examined[Facts]], Sequence[LessonFront]], set[str]]
+"""Chooses, from every record's facts and every lesson's front matter, the run ids one need covers."""
+
+
 def needed(items: Sequence[Examined[Facts]], fronts: Iterable[LessonFront]) -> set[str]:
     """The run ids whose full records the decisions on ``fronts`` (every lesson of the tree) can depend on, among
-    ``items`` (every record, as its facts, with its standing judged): see the module docstring."""
-    keep: set[str] = {e.record.run_id for e in items if e.record.kind in EVIDENCE_KINDS and e.record.kind != "run"}
-    runs = [e for e in items if e.record.kind == "run"]
+    ``items`` (every record, as its facts, with its standing judged): the union of what each need's chooser
+    (:data:`CHOOSERS`) keeps (see the module docstring)."""
+    fronts = list(fronts)
+    keep: set[str] = set()
+    for choose in CHOOSERS.values():
+        keep |= choose(items, fronts)
+    return keep
+
+
+def _other_kinds(items: Sequence[Examined[Facts]], fronts: Sequence[LessonFront]) -> set[str]:
+    """``Need.OTHER_KINDS``: every bench, claims and compile record."""
+    return {e.record.run_id for e in items if e.record.kind in EVIDENCE_KINDS and e.record.kind != "run"}
+
+
+def _cited(items: Sequence[Examined[Facts]], fronts: Sequence[LessonFront]) -> set[str]:
+    """``Need.CITED``: each lesson's cited records (its results' and its verified releases')."""
+    return {run_id for front in fronts for run_id in _cited_by(front)}
+
+
+def _cited_by(front: LessonFront) -> set[str]:
+    return {row.run_id for row in front.results if row.run_id} | {
+        run_id for v in front.cuda_tile_verified for run_id in v.run_ids}
+
+
+def _rows_runs(items: Sequence[Examined[Facts]], fronts: Sequence[LessonFront]
+               ) -> Iterator[tuple[LessonFront, list[Examined[Facts]]]]:
+    """(lesson, the run records of one program its rows name), for each program of each lesson."""
     by_program: dict[str, list[Examined[Facts]]] = {}
-    for e in runs:
-        by_program.setdefault(e.record.program or "", []).append(e)
+    for e in items:
+        if e.record.kind == "run":
+            by_program.setdefault(e.record.program or "", []).append(e)
     for front in fronts:
-        cited = {row.run_id for row in front.results if row.run_id} | {
-            run_id for v in front.cuda_tile_verified for run_id in v.run_ids}
-        keep |= cited
         for program in {row.program for row in front.results}:
-            mine = by_program.get(program, [])
-            groups: dict[tuple, list[Examined[Facts]]] = {}
-            oldest_cited: tuple | None = None
-            for e in mine:
-                if not trust.admits(e):
-                    keep.add(e.record.run_id)  # named in the row's reason
-                    continue
+            yield front, by_program.get(program, [])
+
+
+def _uncounted(items: Sequence[Examined[Facts]], fronts: Sequence[LessonFront]) -> set[str]:
+    """``Need.UNCOUNTED``: every run record of a row's program that does not count (named in the row's reason)."""
+    return {e.record.run_id for _front, mine in _rows_runs(items, fronts) for e in mine if not trust.admits(e)}
+
+
+def _newest_of_class(items: Sequence[Examined[Facts]], fronts: Sequence[LessonFront]) -> set[str]:
+    """``Need.NEWEST_OF_CLASS``: the newest counted record of each (program, below 8.0, GPU, release) group, and
+    past it while the newer ones are unverified."""
+    keep: set[str] = set()
+    for _front, mine in _rows_runs(items, fronts):
+        groups: dict[tuple, list[Examined[Facts]]] = {}
+        for e in mine:
+            if trust.admits(e):
                 f = e.record
                 gpu = f.gpu_cc is not None  # GpuFacts always names both uuid and compute capability
-                group = (below_tile(f.gpu_cc) if gpu else False, gpu, f.release)
-                groups.setdefault(group, []).append(e)
-                if f.run_id in cited and (oldest_cited is None or standing.age(e) < oldest_cited):
-                    oldest_cited = standing.age(e)
-            for members in groups.values():  # the newest, and past it while the newer ones are unverified
-                for e in sorted(members, key=standing.age, reverse=True):
-                    keep.add(e.record.run_id)
-                    if e.record.verdict != "unverified":
-                        break
-            if oldest_cited is not None:
-                keep |= {e.record.run_id for e in mine if trust.admits(e) and standing.age(e) > oldest_cited}
-    keep |= baselines(items)
+                groups.setdefault((below_tile(f.gpu_cc) if gpu else False, gpu, f.release), []).append(e)
+        for members in groups.values():
+            for e in sorted(members, key=standing.age, reverse=True):
+                keep.add(e.record.run_id)
+                if e.record.verdict != "unverified":
+                    break
     return keep
+
+
+def _newer_than_cited(items: Sequence[Examined[Facts]], fronts: Sequence[LessonFront]) -> set[str]:
+    """``Need.NEWER_THAN_CITED``: every counted record of a lesson's programs newer than the oldest it cites."""
+    keep: set[str] = set()
+    for front, mine in _rows_runs(items, fronts):
+        cited = _cited_by(front)
+        ages = [standing.age(e) for e in mine if trust.admits(e) and e.record.run_id in cited]
+        if ages:
+            oldest = min(ages)
+            keep |= {e.record.run_id for e in mine if trust.admits(e) and standing.age(e) > oldest}
+    return keep
+
+
+def _baselines(items: Sequence[Examined[Facts]], fronts: Sequence[LessonFront]) -> set[str]:
+    """``Need.FIRST_OF_RUNNER_AND_GPU``: :func:`baselines`."""
+    return baselines(items)
 
 
 def baselines(items: Iterable[Examined[Facts]]) -> set[str]:
@@ -188,3 +238,17 @@ def agreeing(flagged: Iterable[Examined], items: Iterable[Examined[Facts]]) -> s
 def flagged_unsettled(kept: Sequence[Examined], signals: Mapping[str, object]) -> list[Examined]:
     """The kept records with a signal that no kept record settles by agreeing (``plausibility.corroborated``)."""
     return [e for e in kept if e.record.run_id in signals and not plausibility.corroborated(e, kept, signals)]
+
+
+CHOOSERS: dict[Need, Chooser] = {
+    Need.OTHER_KINDS: _other_kinds,
+    Need.CITED: _cited,
+    Need.UNCOUNTED: _uncounted,
+    Need.NEWEST_OF_CLASS: _newest_of_class,
+    Need.NEWER_THAN_CITED: _newer_than_cited,
+    Need.FIRST_OF_RUNNER_AND_GPU: _baselines,
+}
+"""Each need a rule declares (``judge.selection``) and the one chooser that keeps its records, of which
+:func:`needed` is the union; ``Need.AGREEING`` is :func:`agreeing`'s, asked for the records found flagged."""
+TWINS: dict[Need, Callable] = {**CHOOSERS, Need.AGREEING: agreeing}
+"""Every need's twin here: what ``tests/test_preselect.py`` holds to the rules' declarations."""

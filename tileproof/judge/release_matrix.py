@@ -22,6 +22,7 @@ from typing import Literal
 
 from tileproof.judge import gate, trust
 from tileproof.judge.releases import OUTSIDE_MARK, ReleaseKey, release_of, uses_cuda_tile
+from tileproof.judge.selection import Need, needs
 from tileproof.records.lessons import GATE_CHECK
 from tileproof.records.models import LessonFront, ProgramFailure, RunRecord, VerifiedRelease
 
@@ -176,6 +177,7 @@ def verified(front: LessonFront, records: Iterable, today: Mapping[str, str | No
     return tuple(lesson_releases(front, records, today, table, read_evidence).verified())
 
 
+@needs(Need.CITED)
 def cited_verified(front: LessonFront, records: Iterable, today: Mapping[str, str | None],
                    table: Mapping[str, gate.Bound], read_evidence: gate.EvidenceReader) -> tuple[VerifiedRelease, ...]:
     """What a published lesson's stated releases still give (the audit re-derives its list from this): each

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from tileproof.judge import today as today_mod
 from tileproof.judge import trust
 from tileproof.judge.claim_verdicts import Release, release_of
+from tileproof.judge.selection import Need, needs
 from tileproof.lesson_text import render_res_usage
 from tileproof.records import depends
 from tileproof.records.depends import Bounds
@@ -135,6 +136,7 @@ def _column(rec: CompileRecord, release: Release, table: ResUsageTable,
     return Column(release, rec.run_id, nvcc, usage)
 
 
+@needs(Need.OTHER_KINDS)
 def decide_res_usage(front: LessonFront, records: Iterable, today: Mapping[str, str | None],
                      bounds: Bounds | None = None, cited: Sequence[str] | None = None) -> ResUsageDecision | None:
     """The lesson's REG/SHARED table from the compile records among ``records`` (None when the

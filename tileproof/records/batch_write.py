@@ -27,8 +27,8 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from tileproof.records.cache_folder import FOLDER, ignored_folder, refusal
 from tileproof.records.errors import TileproofError
-from tileproof.records.file_index import FOLDER, ignored_folder, refusal
 
 STAGING = "merge"
 FILE_MODE = 0o644

@@ -259,7 +259,7 @@ def listed_file_passes(path: str, dev: int, ino: int, kind: InputKind) -> bool:
     its ``lstat`` of every component, for a caller that listed the file itself: ``ino`` is the inode
     its folder's listing gave (``os.DirEntry.inode()``), and the caller vouches that its type there
     was a regular file and that every folder between the repository and it is a real folder on
-    device ``dev`` (``gather.audit_scan.entries`` enters only folders listed as folders).
+    device ``dev`` (``records.walk.entries`` enters only folders listed as folders).
 
     The file is opened the way the reader opens it (so an open that fails, for permissions or
     anything else, is seen here as it is there) and must then be that inode on that device, a

@@ -10,8 +10,6 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from tileproof.records import file_index
-
 
 class ForkedHelper:
     """One forked process when ``wanted`` and it can pay off (Linux's fork, 2+ CPUs); otherwise each
@@ -31,7 +29,7 @@ class ForkedHelper:
         (its result is kept for a second call)."""
         if self.pool is None:
             return lambda: fn(*args)
-        future = self.pool.submit(_job, fn, *args)
+        future = self.pool.submit(fn, *args)
 
         def result() -> Any:
             try:
@@ -44,13 +42,3 @@ class ForkedHelper:
         if self.pool is not None:
             self.pool.shutdown()
             self.pool = None
-
-
-def _job(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` in the forked process, which then lets go of the verified-file indexes it opened (their loaded
-    rows: what the byte pass learned is saved already) before its result is pickled and sent: else both are held at
-    once, beside the parent's copy of the result being made."""
-    try:
-        return fn(*args)
-    finally:
-        file_index.release()

@@ -7,7 +7,7 @@ first committed version (a rename is a delete plus an add, so a moved record is
 a missing one). No git, no repository, or a shallow clone: ``NoHistory``. The
 working tree's object ids come from git's own index where git vouches for the file
 (``git ls-files -s`` and ``git diff-files``, the stat-data check ``git status`` makes:
-:func:`_listed_ids`); every other file is hashed through ``records.safe_read.stream``
+`listed_ids`); every other file is hashed through ``records.safe_read.stream``
 (:func:`working_id`). Paths in git's output are decoded as ``os.fsdecode`` decodes a folder's listing
 (UTF-8, ``surrogateescape``): a name that is not UTF-8 is the same string here as in the audit's walk
 (which refuses it, ``input-not-utf8``), and names the same file when it is opened.
@@ -24,18 +24,13 @@ git about a commit a reviewer names (``--trust-root``, ``--expect-ancestor``, ``
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
-import stat
-import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar, cast, get_args
+from typing import cast, get_args
 
-from tileproof.records import file_index
 from tileproof.records.errors import InputRefused
 from tileproof.records.history_check import (
     REGENERATED,
@@ -61,14 +56,14 @@ GIT_TIMEOUT_S = 300.0
 """A git read over the whole history of runs/ and evidence/ that takes longer is stopped."""
 
 
-def _git(root: Path, *args: str, stdin: bytes | None = None) -> Answer:
+def git(root: Path, *args: str, stdin: bytes | None = None) -> Answer:
     return ask(["git", "-C", str(root), *args], stdin=stdin, timeout=GIT_TIMEOUT_S, fix="install git")
 
 
 def tracked_under(root: Path, folder: str) -> str | None:
     """The first path git tracks under ``folder`` (relative to ``root``, or ``folder`` itself), or None: nothing, or
     no repository (or no git) at ``root``. Reads git's index only; a committed index folder is refused with it
-    (``records.file_index.refusal``)."""
+    (``records.cache_folder.refusal``)."""
     try:
         listed = ask(["git", "-C", str(root), "ls-files", "-z", "--", folder], timeout=GIT_TIMEOUT_S)
     except QueryError:
@@ -78,18 +73,12 @@ def tracked_under(root: Path, folder: str) -> str | None:
     return listed.stdout.split(b"\0", 1)[0].decode(errors="replace")
 
 
-def opened_index(root: Path | str) -> file_index.Index:
-    """The verified-file index of the tree at ``root`` (``file_index.shared``), not used when git tracks anything
-    under its folder (:func:`tracked_under`): the one way every command opens it."""
-    return file_index.shared(root, tracked_under)
-
-
-def _repository(root: Path) -> ObjectFormat | NoHistory:
+def repository(root: Path) -> ObjectFormat | NoHistory:
     """The object format of the repository at ``root`` (one ``git rev-parse``), or why it has no usable
     history."""
     if shutil.which("git") is None:
         return NoHistory("git is not installed")
-    facts = _git(root, "rev-parse", "--is-inside-work-tree", "--is-shallow-repository", "--show-object-format")
+    facts = git(root, "rev-parse", "--is-inside-work-tree", "--is-shallow-repository", "--show-object-format")
     inside, shallow, named = [*facts.stdout.decode(errors="replace").split(), "", "", ""][:3]
     if facts.exit_code != 0 or inside != "true":
         return NoHistory(f"{root} is not a git checkout")
@@ -103,259 +92,83 @@ def _repository(root: Path) -> ObjectFormat | NoHistory:
 
 def _no_history(root: Path) -> NoHistory | None:
     """Why ``root`` has no usable history, or None when it has."""
-    found = _repository(root)
+    found = repository(root)
     return found if isinstance(found, NoHistory) else None
 
 
 def read(root: Path) -> GitHistory | NoHistory:
-    """What ``records.history_check.check`` needs, from the repository at ``root`` (:func:`start`, waited for)."""
-    return start(root)()
-
-
-def start(root: Path, stat_check: Callable[[], Answer] | None = None) -> Callable[[], GitHistory | NoHistory]:
-    """:func:`read` begun: its git reads (the log, the index, the stat check) do not depend on one another, so
-    the gits are started at once, each waited on by a thread of its own, and the caller works meanwhile
-    (``gather.tree`` reads the records' facts while git reads 400,000 files at fleet scale). The callable
-    returned waits for them and reads their answers (once). The answers are looked at in the order the reads
-    once ran, one after another: a failed log is NoHistory whatever the other two say, as when they did not
-    run after it. ``stat_check``: the working tree's :func:`stat_check`, when the caller started it already
-    (``audit --since`` reads its scope from the same one).
-
-    The log and the index listing are what 400,000 committed files make long to read, and both are fixed by
-    what :func:`_cache_key` digests (HEAD, git's index file, git's configuration and version, the
-    replacement refs and grafts, the root's place in the repository), so their comparison is kept in the
-    verified-file index under that key (:func:`_cached`); the stat check (``git diff-files``), which is
-    about the working tree, runs every time, and a cached comparison is used only when it lists no file
-    under runs/ or evidence/."""
+    """What ``records.history_check.check`` needs, from the repository at ``root``: the log, the index listing and
+    the stat check, read one after another (:func:`compared`). The catalog (``catalog.history``) reads the same
+    three at once, and keeps their comparison."""
     root = Path(root)
-    fmt = _repository(root)
+    fmt = repository(root)
     if isinstance(fmt, NoHistory):
-        return lambda: fmt
-    head = _git(root, "rev-parse", "--verify", "-q", "HEAD")
-    if head.exit_code != 0:
-        return lambda: GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
-    dirty = stat_check or _later(root, *_DIRTY, "--", *WATCHED)
-    key = _cache_key(root, fmt, head.stdout.decode(errors="replace").strip())
-    index = opened_index(root)
-    kept = index.summary(CACHE_FOLDER, CACHE_KIND, key) if key is not None else None
-    # Without a kept comparison both reads begin now. With one, the log begins as soon as the stat check lists a file
-    # under runs/ or evidence/ (then the comparison cannot serve), and the listing once the log is read: the two gits
-    # (300 MiB between them at 400,000 files) and their answers are not all held at once, nor beside an audit's peak.
-    log_read: Callable[[], Answer | None] | None = _later(root, *_LOG) if kept is None else _later_if(
-        root, _LOG, dirty, lambda checked: checked.exit_code != 0 or bool(_watched_paths(checked)))
-    listing_read: Callable[[], Answer] | None = _later(root, *_LISTED) if kept is None else None
-    return _Reads(root, fmt, key, index, kept, dirty, log_read, listing_read).result
+        return fmt
+    if git(root, "rev-parse", "--verify", "-q", "HEAD").exit_code != 0:
+        return GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
+    found, _first, _vouched = compared(root, fmt, lambda: git(root, *LOG), lambda: git(root, *LISTED),
+                                       lambda: git(root, *DIRTY, "--", *WATCHED))
+    return found
 
 
-@dataclass
-class _Reads:
-    """The git reads :func:`start` began, and what is made of their answers (once: then git's answers, the log of
-    400,000 files is 100 MiB, are let go and the result kept)."""
-
-    root: Path
-    fmt: ObjectFormat
-    key: str | None
-    """The cache key of the comparison (``_cache_key``); None: none kept."""
-    index: file_index.Index
-    kept: Any
-    """The comparison kept under ``key`` in the verified-file index; None: none."""
-    dirty: Callable[[], Answer]
-    log_read: Callable[[], Answer | None] | None
-    listing_read: Callable[[], Answer] | None
-    done: list[GitHistory | NoHistory] = field(default_factory=list)
-
-    def result(self) -> GitHistory | NoHistory:
-        if not self.done:
-            self.done.append(self._answers())
-        return self.done[0]
-
-    def _answers(self) -> GitHistory | NoHistory:
-        root, fmt = self.root, self.fmt
-        if self.kept is not None:
-            found = _cached(root, fmt, self.kept, self.dirty())
-            if found is not None:
-                return found
-        assert self.log_read is not None
-        log, self.log_read = self.log_read, None
-        answer = log()
-        if answer is None:  # the stat check listed nothing, and the kept comparison is one this code cannot read
-            answer = _git(root, *_LOG)
-        if answer.exit_code != 0:
-            return NoHistory(f"git log failed: {answer.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
-        first = _first_versions(answer.stdout)
-        del answer, log  # the log's bytes (60 MiB at 400,000 files), read: let go before the listing is
-        if isinstance(first, NoHistory):
-            return first
-        listed, self.listing_read = self.listing_read, None
-        listing, checked = listed() if listed is not None else _git(root, *_LISTED), self.dirty()
-        vouched = _listed_ids(listing, first) if listing.exit_code == 0 and checked.exit_code == 0 else {}
-        del listing, listed  # the same
-        changed = set(_watched_paths(checked))
-
-        def now(f: FirstVersion) -> str | Unhashed | None:
-            oid = vouched.get(f.path) if f.path not in changed else None
-            if oid is None:
-                return working_id(root, f.path, fmt)
-            return f.blob if oid == f.blob else oid  # unchanged: one string for both (400,000 kept to the end)
-        current = {path: now(f) for path, f in first.items()}
-        if self.key is not None and vouched:
-            self.index.summarise(CACHE_FOLDER, CACHE_KIND, _comparison(first, vouched), self.key)
-            self.index.save()
-        return GitHistory(first=tuple(first.values()), current=current)
+Read = Callable[[], "Answer | None"]
+"""A git answer to be waited for (None: a read that was not wanted, made here instead)."""
 
 
-def stat_check(root: Path) -> Callable[[], Answer]:
-    """``git diff-files`` over the working tree under ``root`` (every tracked file whose stat data, or content
-    where the stat cannot tell, differs from git's index), started now in a thread of its own; the callable
-    returned waits for it. One answer serves both :func:`start` and :func:`changes_since`."""
-    return _later(Path(root), *_DIRTY)
+def compared(root: Path, fmt: ObjectFormat, log: Read, listing: Read, dirty: Callable[[], Answer]
+             ) -> tuple[GitHistory | NoHistory, dict[str, FirstVersion], dict[str, str]]:
+    """The history from git's three answers: the log (:data:`LOG`), the index listing (:data:`LISTED`) and the
+    stat check (:data:`DIRTY`), each asked for in that order, as when they ran one after another: a failed log is
+    NoHistory whatever the other two say. Also the first versions read and the object ids git's index vouches
+    for (what ``catalog.history`` keeps). The log's bytes are let go before the listing is asked for: the two
+    answers are never held at once (whoever passes ``log`` must not hold it either)."""
+    answer = log()
+    del log
+    if answer is None:  # not wanted after all: read it now
+        answer = git(root, *LOG)
+    if answer.exit_code != 0:
+        why = NoHistory(f"git log failed: {answer.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+        return why, {}, {}
+    first = first_versions(answer.stdout)
+    del answer
+    if isinstance(first, NoHistory):
+        return first, {}, {}
+    listed = listing()
+    del listing
+    listed = listed if listed is not None else git(root, *LISTED)
+    checked = dirty()
+    vouched = listed_ids(listed, first) if listed.exit_code == 0 and checked.exit_code == 0 else {}
+    del listed
+    changed = set(watched_paths(checked))
+
+    def now(f: FirstVersion) -> str | Unhashed | None:
+        oid = vouched.get(f.path) if f.path not in changed else None
+        if oid is None:
+            return working_id(root, f.path, fmt)
+        return f.blob if oid == f.blob else oid  # unchanged: one string for both (kept to the end)
+    current = {path: now(f) for path, f in first.items()}
+    return GitHistory(first=tuple(first.values()), current=current), first, vouched
 
 
-def _watched_paths(checked: Answer) -> list[str]:
+def watched_paths(checked: Answer) -> list[str]:
     """The paths under runs/ and evidence/ a stat check lists."""
-    return [p for p in _paths(checked) if p.split("/", 1)[0] in WATCHED]
+    return [p for p in paths(checked) if p.split("/", 1)[0] in WATCHED]
 
 
-def _later(root: Path, *args: str) -> Callable[[], Answer]:
-    """``_git(root, *args)`` started in a thread of its own (it waits on git's output, so the caller's work goes
-    on); the callable returned waits for the answer, or raises what ``_git`` raised (git could not start)."""
-    return _in_thread(lambda: _git(root, *args))
-
-
-def _later_if(root: Path, args: tuple[str, ...], first: Callable[[], Answer], wanted: Callable[[Answer], bool]
-              ) -> Callable[[], Answer | None]:
-    """``_git(root, *args)`` in a thread of its own, begun once ``first`` answers and only if ``wanted`` of its answer;
-    the callable returned waits, and gives None when it was not wanted (or raises what ``_git`` or ``first`` raised)."""
-    return _in_thread(lambda: _git(root, *args) if wanted(first()) else None)
-
-
-T = TypeVar("T")
-
-
-def _in_thread(work: Callable[[], T]) -> Callable[[], T]:
-    """``work()`` in a daemon thread begun now; the callable returned waits for it and gives its result, or raises
-    what it raised, there."""
-    box: list[T | BaseException] = []
-
-    def run() -> None:
-        try:
-            box.append(work())
-        except Exception as e:  # raised again where the answer is asked for
-            box.append(e)
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-
-    def answer() -> T:
-        worker.join()
-        got = box[0]
-        if isinstance(got, BaseException):
-            raise got
-        return got
-    return answer
-
-
-CACHE_FOLDER, CACHE_KIND = "", "git-history"
-"""Where :func:`start` keeps its one cached comparison: the verified-file index's summary of the whole tree
-(``records.file_index``), under the scope :func:`_cache_key` (a newer one replaces it)."""
-
-
-def _cache_key(root: Path, fmt: ObjectFormat, head: str) -> str | None:
-    """A digest of everything the log's and the index listing's output depend on besides the code (the
-    index's own key): HEAD (a commit id fixes the whole history behind it), the object format, git's
-    version, its whole configuration (``git config --list``: path matching, quoting, replacement refs and
-    the like), every ``GIT_*`` variable of the environment, the replacement refs and the grafts file (both
-    rewrite history as git reads it), the root's prefix in the repository (``--relative``) and the bytes of
-    git's index file (the listing is read from it: stage, mode, flags and object id of every entry). None
-    (nothing cached) when one of them cannot be read."""
-    where = _git(root, "rev-parse", "--show-prefix", "--git-path", "index", "--git-path", "info/grafts")
-    lines = where.stdout.decode(errors="surrogateescape").split("\n")
-    config = _git(root, "config", "--list", "-z")
-    version = _git(root, "version")
-    replaced = _git(root, "for-each-ref", "--format=%(refname) %(objectname)", "refs/replace/")
-    if any(a.exit_code != 0 for a in (where, config, version, replaced)) or len(lines) != 4 or lines[3]:
-        return None  # three lines, each ending in a newline (a path holding one is not cached by)
-    prefix, index_file, grafts = lines[:3]
-    files = [_file_digest(root / index_file), _file_digest(root / grafts)]
-    if files[0] in (None, "absent") or files[1] is None:  # the listing is read from git's index: it must be there
-        return None
-    environment = sorted((k, v) for k, v in os.environ.items() if k.startswith("GIT_"))
-    h = hashlib.sha256()
-    for part in (fmt, head, prefix, *files, config.stdout, version.stdout, replaced.stdout, repr(environment)):
-        h.update(part if isinstance(part, bytes) else str(part).encode(errors="surrogateescape"))
-        h.update(b"\0")
-    return h.hexdigest()
-
-
-def _file_digest(path: Path) -> str | None:
-    """sha256 of the regular file at ``path``, ``absent`` when there is none, None when it is something else
-    or cannot be read (opened without following a link, never blocking on a FIFO)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return "absent"
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        h = hashlib.sha256()
-        while chunk := os.read(fd, 1 << 20):
-            h.update(chunk)
-        return h.hexdigest()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _comparison(first: dict[str, FirstVersion], vouched: dict[str, str]) -> dict:
-    """What :func:`_cached` needs of a full read, as JSON: how many first versions the index listing shows
-    unchanged (``vouched``: path → the object id git's index holds), the others (with the id the index holds,
-    or None), and the commit that first added each record."""
-    odd, same = [], 0
-    records: dict[str, list[str]] = {}
-    for path, f in first.items():
-        if path in REGENERATED or vouched.get(path) != f.blob:
-            odd.append([path, f.commit, f.blob, vouched.get(path)])
-        else:
-            same += 1
-        if path.startswith(f"{WATCHED[0]}/"):
-            records.setdefault(f.commit, []).append(path)
-    return {"vouched": same, "odd": odd, "records": sorted(records.items())}
-
-
-def _cached(root: Path, fmt: ObjectFormat, kept: Any, checked: Answer) -> GitHistory | None:
-    """The history a full read would give, from a kept comparison (:func:`_comparison`) and this moment's stat
-    check: only when ``git diff-files`` ran and listed no file under runs/ or evidence/ (every indexed file
-    there is as the index says), so each file git's index vouches for is that object; a first version the
-    index does not hold is hashed from the working tree, as a full read hashes it. None (read in full)
-    otherwise, or when ``kept`` is not such a comparison."""
-    if checked.exit_code != 0 or _watched_paths(checked):
-        return None
-    try:
-        odd = [(FirstVersion(str(p), str(c), str(b)), i) for p, c, b, i in kept["odd"]]
-        records = {str(p): str(c) for c, paths in kept["records"] for p in paths}
-        same = int(kept["vouched"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    current = {f.path: str(i) if i is not None else working_id(root, f.path, fmt) for f, i in odd}
-    return GitHistory(first=tuple(f for f, _i in odd), current=current, vouched=same, records=records)
-
-
-_LOG = ("-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev", "-z",
-        "--format=%x01%H", "--relative", "--", *WATCHED)
-_LISTED = ("-c", "core.quotePath=false", "ls-files", "-v", "-s", "-z", "--", *WATCHED)
-_DIRTY = ("-c", "core.quotePath=false", "diff-files", "--name-only", "--no-renames", "-z", "--relative")
-"""The stat check: paths relative to the root, as ``_LOG``'s and ``_LISTED``'s are (without ``--relative``, git
+LOG = ("-c", "core.quotePath=false", "log", "--reverse", "--raw", "--no-renames", "--no-abbrev", "-z",
+       "--format=%x01%H", "--relative", "--", *WATCHED)
+LISTED = ("-c", "core.quotePath=false", "ls-files", "-v", "-s", "-z", "--", *WATCHED)
+DIRTY = ("-c", "core.quotePath=false", "diff-files", "--name-only", "--no-renames", "-z", "--relative")
+"""The stat check: paths relative to the root, as ``LOG``'s and ``LISTED``'s are (without ``--relative``, git
 names them from the repository's top, and a tree in a subfolder of one would match none of them)."""
 
 
 _LOG_ENTRY = re.compile(rb"\n*(?:\x01([0-9a-f]+)\0|:[0-7]+ [0-7]+ [0-9a-f]+ ([0-9a-f]+) ([A-Z][0-9]*)\0([^\0]*)\0)")
-"""One token of ``_LOG``'s output: a commit (``\\x01<id>``), or one file's ``:<modes> <ids> <status>`` and its path."""
+"""One token of ``LOG``'s output: a commit (``\\x01<id>``), or one file's ``:<modes> <ids> <status>`` and its path."""
 
 
-def _first_versions(out: bytes) -> dict[str, FirstVersion] | NoHistory:
-    """Path → its first ``A`` in the output of ``_LOG`` (oldest commit first): NUL-separated tokens, each
+def first_versions(out: bytes) -> dict[str, FirstVersion] | NoHistory:
+    """Path → its first ``A`` in the output of ``LOG`` (oldest commit first): NUL-separated tokens, each
     commit ``\\x01<id>`` followed by a ``:<modes> <ids> <status>`` token and its path for each file. The tokens
     must follow one another with nothing between them (a path is never searched for a token), else the
     log is one this code cannot read: NoHistory, never a partial map."""
@@ -378,16 +191,16 @@ def _first_versions(out: bytes) -> dict[str, FirstVersion] | NoHistory:
 
 
 _LISTED_ENTRY = re.compile(rb"[^\0]+")
-"""One entry of ``_LISTED``'s output (NUL-terminated)."""
+"""One entry of ``LISTED``'s output (NUL-terminated)."""
 
 
-def _listed_ids(listed: Answer, first: Mapping[str, FirstVersion] | None = None) -> dict[str, str]:
+def listed_ids(listed: Answer, first: Mapping[str, FirstVersion] | None = None) -> dict[str, str]:
     """Path → git's object id of each regular file under runs/ and evidence/ that git's own index holds: an
     index entry at stage 0 (``git ls-files -v -s``), a regular file's mode, tagged ``H`` (neither
     assume-unchanged nor skip-worktree, which would make git skip the file). Its working copy is that object
     when ``git diff-files`` does not list it (it compares each file's stat data with the index, and its content
     where the stat cannot tell: git's racy-entry check); every other file is hashed by :func:`working_id`. ``first``:
-    the first versions read (:func:`_first_versions`), whose path and object id strings are used for an entry that
+    the first versions read (:func:`first_versions`), whose path and object id strings are used for an entry that
     has them, not made again (400,000 entries of a fleet's tree, most unchanged since they were added)."""
     out: dict[str, str] = {}
     for found in _LISTED_ENTRY.finditer(listed.stdout):  # one at a time: split() would make 400,000 at once
@@ -451,7 +264,7 @@ def versions(root: Path, path: str) -> dict[str, bytes] | NoHistory:
     missing = _no_history(Path(root))
     if missing is not None:
         return missing
-    log = _git(root, "log", "--format=%H", "--no-renames", "--", path)
+    log = git(root, "log", "--format=%H", "--no-renames", "--", path)
     if log.exit_code != 0:
         return {}
     commits = log.stdout.decode().split()
@@ -470,7 +283,7 @@ def _cat_file(root: Path, queries: list[str]) -> list[bytes | None]:
     sent = [_fs_bytes(q) for q in queries]
     if not any(q is not None for q in sent):
         return [None] * len(queries)
-    out = _git(root, "cat-file", "--batch", stdin=b"".join(q + b"\n" for q in sent if q is not None)).stdout
+    out = git(root, "cat-file", "--batch", stdin=b"".join(q + b"\n" for q in sent if q is not None)).stdout
     answers: list[bytes | None] = []
     at = 0
     for query in sent:  # "<oid> <type> <size>\n<content>\n", or "<query> missing|ambiguous\n"
@@ -514,9 +327,9 @@ def trust_history(root: Path, paths: tuple[str, str] = (REGISTRY.as_posix(), PIN
     missing = _no_history(root)
     if missing is not None:
         return missing
-    if _git(root, "rev-parse", "--verify", "-q", "HEAD").exit_code != 0:
+    if git(root, "rev-parse", "--verify", "-q", "HEAD").exit_code != 0:
         return TrustHistory(commits=(), parents={}, times={}, registry={}, pin={})
-    log = _git(root, "log", "--topo-order", "--reverse", "--format=%H %ct %P", "HEAD")
+    log = git(root, "log", "--topo-order", "--reverse", "--format=%H %ct %P", "HEAD")
     if log.exit_code != 0:
         return NoHistory(f"git log failed: {log.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
     commits: list[str] = []
@@ -556,7 +369,7 @@ def _endorsements(root: Path) -> dict[str, frozenset[str]] | NoHistory:
     changed a file to it (``records.trust.trust_history.TrustHistory.endorsements``): one ``git log`` (its raw diff
     against each parent) and one ``git cat-file --batch`` for the distinct blobs. A log this code cannot read
     is NoHistory, never a partial map (an endorsement missing from it would pass as one not committed yet)."""
-    log = _git(root, *_ENDORSEMENTS_LOG)
+    log = git(root, *_ENDORSEMENTS_LOG)
     if log.exit_code != 0:
         return NoHistory(f"git log failed: {log.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
     added: dict[str, set[str]] = {}
@@ -586,24 +399,24 @@ def resolve_commit(root: Path, rev: str) -> str | None:
     """The full id of the commit ``rev`` names in the repository at ``root``; None when it names none."""
     if not rev or rev.startswith("-") or _no_history(Path(root)) is not None:
         return None
-    found = _git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}")
+    found = git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}")
     return found.stdout.decode().strip() or None if found.exit_code == 0 else None
 
 
 def object_format(root: Path) -> ObjectFormat | NoHistory:
     """The object format of the repository at ``root`` (a full commit id is 40 hex digits in ``sha1``, 64 in
     ``sha256``), or why it has no usable history."""
-    return _repository(Path(root))
+    return repository(Path(root))
 
 
 def commit_by_id(root: Path, full: str) -> str | None:
     """``full`` when it is the full id of a commit of the repository at ``root``, looked up as an object id alone
     (``git cat-file --batch-check``: a full id is never read as a ref, a file or an abbreviation); None when no
     commit has that id, or there is no history."""
-    fmt = _repository(Path(root))
+    fmt = repository(Path(root))
     if isinstance(fmt, NoHistory) or not re.fullmatch(FULL_ID[fmt], full):
         return None
-    out = _git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)", stdin=f"{full}\n".encode())
+    out = git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)", stdin=f"{full}\n".encode())
     return full if out.exit_code == 0 and out.stdout.decode(errors="replace").split() == [full, "commit"] else None
 
 
@@ -618,11 +431,11 @@ def commits_by_prefix(root: Path, prefix: str) -> list[str]:
     which reads no ref; 4 digits at least), sorted; none without history."""
     if not re.fullmatch("[0-9a-f]{4,64}", prefix) or _no_history(Path(root)) is not None:
         return []
-    found = _git(root, "rev-parse", f"--disambiguate={prefix}")
+    found = git(root, "rev-parse", f"--disambiguate={prefix}")
     ids = found.stdout.decode(errors="replace").split() if found.exit_code == 0 else []
     if not ids:
         return []
-    out = _git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+    out = git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)",
                stdin="".join(f"{i}\n" for i in ids).encode()).stdout.decode(errors="replace").splitlines()
     return sorted(words[0] for line in out if len(words := line.split()) == 2 and words[1] == "commit")
 
@@ -635,7 +448,7 @@ def refs_named(root: Path, name: str) -> dict[str, str]:
         return {}
     wanted = [f"refs/{name}", f"refs/tags/{name}", f"refs/heads/{name}", f"refs/remotes/{name}",
               f"refs/remotes/{name}/HEAD"]
-    found = _git(root, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)", "--", *wanted)
+    found = git(root, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)", "--", *wanted)
     out: dict[str, str] = {}
     for line in found.stdout.decode(errors="surrogateescape").splitlines() if found.exit_code == 0 else ():
         ref, obj, peeled = [*line.split("\0"), "", ""][:3]
@@ -646,14 +459,14 @@ def refs_named(root: Path, name: str) -> dict[str, str]:
 
 def is_ancestor(root: Path, commit: str, of: str = "HEAD") -> bool:
     """Whether ``commit`` (a full id) is ``of`` or an ancestor of it (``git merge-base --is-ancestor``)."""
-    return _git(root, "merge-base", "--is-ancestor", "--end-of-options", commit, of).exit_code == 0
+    return git(root, "merge-base", "--is-ancestor", "--end-of-options", commit, of).exit_code == 0
 
 
 def _object_ids(root: Path, queries: list[str]) -> list[str | None]:
     """``git cat-file --batch-check`` over ``queries``: each object's id, or None when missing."""
     if not queries:
         return []
-    out = _git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+    out = git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)",
                stdin="".join(q + "\n" for q in queries).encode()).text().splitlines()
     answers: list[str | None] = []
     for i in range(len(queries)):
@@ -670,53 +483,60 @@ def file_at(root: Path, rev: str, path: str) -> bytes | None:
 
 def changed_since(root: Path, rev: str, folders: Iterable[str]) -> tuple[str, frozenset[str]] | NoHistory:
     """(the commit ``rev`` names, every path under ``folders`` added, changed or deleted since it in the
-    working tree, untracked files included: ``git diff --name-only`` and ``git ls-files --others``)."""
-    return changes_since(root, rev, folders)()
-
-
-def changes_since(root: Path, rev: str, folders: Iterable[str], checked: Callable[[], Answer] | None = None
-                  ) -> Callable[[], tuple[str, frozenset[str]] | NoHistory]:
-    """:func:`changed_since` begun: ``rev`` resolved here, and its gits (independent) started at once, each
-    waited on by a thread: ``git diff-index --cached`` (REV against git's index: no file read), the stat check
-    (git's index against the working tree; ``checked``: the caller's :func:`stat_check`, shared with the
-    history read) and ``git ls-files --others`` (every folder listed); the callable returned waits for them
-    (once) and reads them. A path either of the first two names may have changed since REV; ``git diff REV``
-    over those paths alone says which did (the stat check also names a file touched and not changed), so the
-    answer is exactly ``git diff REV``'s, without its look at every tracked file; over more than
-    :data:`NAMED_PATHS_MAX` such paths, ``git diff REV`` looks at every file."""
+    working tree, untracked files included: ``git diff --name-only`` and ``git ls-files --others``), its gits
+    run one after another (:func:`changes_from`; ``catalog.history.changes_since`` runs them at once)."""
     commit = resolve_commit(root, rev)
     if commit is None:
-        missing = _no_history(Path(root)) or NoHistory(f"{rev!r} names no commit of this repository")
-        return lambda: missing
+        return no_commit(root, rev)
     folders = list(folders)
-    staged = _later(root, "-c", "core.quotePath=false", "diff-index", "--cached", "--name-only", "--no-renames",
-                    "-z", "--relative", commit, "--", *folders)
-    working = checked or stat_check(root)
-    others = _later(root, "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard",
-                    "--", *folders)
+    return changes_from(root, commit, folders, git(root, *staged_since(commit, folders)), git(root, *DIRTY),
+                        git(root, *untracked(folders)))
 
-    def result() -> tuple[str, frozenset[str]] | NoHistory:
-        answers = staged(), working(), others()
-        failed = [a for a in answers if a.exit_code != 0]
-        if not failed:
-            maybe = sorted({p for a in answers[:2] for p in _paths(a)})
-            named = maybe if len(maybe) <= NAMED_PATHS_MAX else folders
-            diff = _git(root, "--literal-pathspecs", "-c", "core.quotePath=false", "diff", "--name-only",
-                        "--no-renames", "-z", "--relative", commit, "--", *named) if maybe else None
-            failed = [diff] if diff is not None and diff.exit_code != 0 else []
-        if failed:
-            return NoHistory(f"git diff failed: {failed[0].stderr.decode(errors='replace').strip()}")
-        paths = set(_paths(answers[2])) | (set(_paths(diff)) if diff is not None else set())
-        if folders:
-            paths = {p for p in paths if any(p == f or p.startswith(f"{f}/") for f in folders)}
-        return commit, frozenset(paths)
-    return result
+
+def no_commit(root: Path, rev: str) -> NoHistory:
+    """Why ``rev`` names no commit here: no usable history, or no such commit."""
+    return _no_history(Path(root)) or NoHistory(f"{rev!r} names no commit of this repository")
+
+
+def staged_since(commit: str, folders: list[str]) -> tuple[str, ...]:
+    """``git diff-index --cached``: the paths git's index holds changed since ``commit`` (no file read)."""
+    return ("-c", "core.quotePath=false", "diff-index", "--cached", "--name-only", "--no-renames", "-z", "--relative",
+            commit, "--", *folders)
+
+
+def untracked(folders: list[str]) -> tuple[str, ...]:
+    """``git ls-files --others``: the untracked files under ``folders`` (every folder listed)."""
+    return ("-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard", "--", *folders)
+
+
+def changes_from(root: Path, commit: str, folders: list[str], staged: Answer, working: Answer, others: Answer
+                 ) -> tuple[str, frozenset[str]] | NoHistory:
+    """:func:`changed_since` from its three answers: :func:`staged_since` (REV against git's index), the stat check
+    (:data:`DIRTY`: git's index against the working tree) and :func:`untracked`. A path either of the first two
+    names may have changed since REV; ``git diff REV`` over those paths alone says which did (the stat check also
+    names a file touched and not changed), so the answer is exactly ``git diff REV``'s, without its look at every
+    tracked file; over more than :data:`NAMED_PATHS_MAX` such paths, ``git diff REV`` looks at every file."""
+    answers = staged, working, others
+    failed = [a for a in answers if a.exit_code != 0]
+    diff = None
+    if not failed:
+        maybe = sorted({p for a in answers[:2] for p in paths(a)})
+        named = maybe if len(maybe) <= NAMED_PATHS_MAX else folders
+        diff = git(root, "--literal-pathspecs", "-c", "core.quotePath=false", "diff", "--name-only",
+                   "--no-renames", "-z", "--relative", commit, "--", *named) if maybe else None
+        failed = [diff] if diff is not None and diff.exit_code != 0 else []
+    if failed:
+        return NoHistory(f"git diff failed: {failed[0].stderr.decode(errors='replace').strip()}")
+    found = set(paths(others)) | (set(paths(diff)) if diff is not None else set())
+    if folders:
+        found = {p for p in found if any(p == f or p.startswith(f"{f}/") for f in folders)}
+    return commit, frozenset(found)
 
 
 NAMED_PATHS_MAX = 2_000
-"""At most this many paths are named to ``git diff`` on its command line (:func:`changes_since`)."""
+"""At most this many paths are named to ``git diff`` on its command line (:func:`changes_from`)."""
 
 
-def _paths(answer: Answer) -> list[str]:
+def paths(answer: Answer) -> list[str]:
     """The NUL-separated paths of a git answer, decoded as a folder listing decodes names."""
     return [p.decode(errors="surrogateescape") for p in answer.stdout.split(b"\0") if p]

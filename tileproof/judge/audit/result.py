@@ -152,7 +152,7 @@ class AuditResult:
     trust: TrustReport | None = None
     """The trust root, the range checked and every registry change in it (``judge.trust.trust_root``)."""
     index_notes: tuple[str, ...] = ()
-    """What the verified-file index had to say (``records.file_index.Index.notes``: entries ignored, an index
+    """What the verified-file index had to say (``catalog.index.Index.notes``: entries ignored, an index
     not usable); printed, never a finding: the index changes no verdict."""
     scope: str | None = None
     """``audit --since REV``: what was audited (one line); None for a full audit."""

@@ -1,4 +1,4 @@
-"""Reading runs/ through the verified-file index (``records.file_index``): what ``status`` and ``publish``
+"""Reading runs/ through the verified-file index (``catalog.index``): what ``status`` and ``publish``
 learn about a record file (its seal, its signature's verification against the registry) kept by the
 sha256 of its bytes, so an unchanged record is read and validated, never re-sealed or re-verified.
 
@@ -10,12 +10,12 @@ registry's digest: a changed registry re-verifies every signature.
 
 :func:`read_facts` is what choosing needs (``judge.preselect``): every record as its ``Facts``, with its seal and
 signature outcome, kept in the same entry. A record whose ``lstat`` is the one the index's ``files`` table holds
-(``file_index.Index.known``: git's own trust in stat data, racy entries excluded) is not read at all; any other
+(``catalog_index.Index.known``: git's own trust in stat data, racy entries excluded) is not read at all; any other
 is read, validated and verified in full, and its facts learned. :func:`read_chosen` then reads the few records
 chosen, in full, as :func:`read_records` does.
 
-So that a warm read of 100,000 records costs one ``lstat`` each and little more, :func:`read_facts` keeps what it
-gives in the index's summary of runs/ (``file_index.Index.summary``: one row, one check digest, one JSON text, in
+So that a warm read costs one ``lstat`` a record and little more, :func:`read_facts` keeps what it
+gives in the index's summary of runs/ (``catalog_index.Index.summary``: one row, one check digest, one JSON text, in
 columns; what many records share, kept once): each record file's stat data beside its facts examined. An entry
 is used only while the file's ``lstat`` is that one; an entry is made only of a record whose ``files`` row has its
 stat (settled, and unchanged while it was read) and whose facts this code kept, so it says exactly what those two
@@ -37,14 +37,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from tileproof.catalog import index as catalog_index
+from tileproof.catalog.fork import Background
 from tileproof.judge.preselect import Facts, facts_of
-from tileproof.records import file_index, store
+from tileproof.records import store
 from tileproof.records.safe_read import read_bytes
 from tileproof.records.store import Examined
 from tileproof.records.trust import signing
 from tileproof.records.trust.runner_keys import RunnerRegistry, Verification
-from tileproof.runner import git_history
-from tileproof.runner.forked import ForkedHelper
 
 KIND = "examined"
 
@@ -55,14 +55,14 @@ def registry_scope(registry: RunnerRegistry) -> str:
 
 
 def _opened(root: Path, registry: RunnerRegistry, listing: store.RunsListing | None = None
-            ) -> tuple[file_index.Index, str, list[str]]:
+            ) -> tuple[catalog_index.Index, str, list[str]]:
     """The tree's index, the registry's scope and the record files' names (``store.record_names``; of ``listing``,
     when the caller listed runs/ already), once runs/ holds nothing that cannot be a record (else its one line is
     raised, as ``store.read_records`` raises it)."""
     names, stray = listing or store.runs_listing(root)
     if stray:
         raise store.stray_error(stray[0])
-    return git_history.opened_index(root), registry_scope(registry), names
+    return catalog_index.opened(root), registry_scope(registry), names
 
 
 def read_records(root: Path, registry: RunnerRegistry) -> list[Examined]:
@@ -78,7 +78,7 @@ def read_records(root: Path, registry: RunnerRegistry) -> list[Examined]:
 def read_chosen(root: Path, registry: RunnerRegistry, names: Iterable[str]) -> list[Examined]:
     """The records named ``names`` (in runs/), each read and validated in full, through the index as
     :func:`read_records` reads every one (a few: their entries asked for one by one)."""
-    index = git_history.opened_index(root)
+    index = catalog_index.opened(root)
     scope = registry_scope(registry)
     runs = Path(root) / store.RUNS
     names = list(names)
@@ -131,11 +131,11 @@ ONE_BY_ONE = 2_000
 (more: loaded all at once)."""
 
 
-def _fill(root: Path, registry: RunnerRegistry, index: file_index.Index, scope: str, out: list,
+def _fill(root: Path, registry: RunnerRegistry, index: catalog_index.Index, scope: str, out: list,
           stats: list[os.stat_result | None], misses: list[int]) -> set[int]:
     """The records at ``misses`` (in ``out``, replaced there), from their ``files`` and ``facts`` rows when their stat
     is the one indexed, else read in full (:func:`_read_in_full`); returns those now indexed by that stat (the
-    summary's new entries). Past :data:`PARALLEL_MIN` records to read in full (a cold ``status``: 100,000 read and
+    summary's new entries). Past :data:`PARALLEL_MIN` records to read in full (a cold ``status``: every record read and
     validated), the later half is read by the runner's forked helper meanwhile, with an index of its own, saved
     before its result comes back; a record that does not read or validate raises its line as one process reading in
     order would: the first half's first, else the second's. (Those the rows give fork nothing: a summary made after
@@ -156,9 +156,9 @@ def _fill(root: Path, registry: RunnerRegistry, index: file_index.Index, scope: 
                 found.append((i, item, True))
             else:
                 unread.append((i, name, st))
-    now = file_index.now_ns()
+    now = catalog_index.now_ns()
     half = len(unread) // 2 if len(unread) >= PARALLEL_MIN else len(unread)
-    helper = ForkedHelper(half < len(unread))
+    helper = Background(half < len(unread))
     try:
         later = helper.submit(_read_saved, str(root), registry, scope, unread[half:], now) if unread[half:] else None
         with contextlib.nullcontext() if many else index.one_by_one():
@@ -178,14 +178,14 @@ PARALLEL_MIN = 2_000
 def _read_saved(root: str, registry: RunnerRegistry, scope: str, todo: list, now: int) -> list:
     """:func:`_read_in_full` in the forked helper, through this process's own index (its rows asked for one by one:
     none of the 100,000 loaded), saved before the result goes."""
-    index = git_history.opened_index(root)
+    index = catalog_index.opened(root)
     with index.one_by_one():
         found = _read_in_full(Path(root), registry, index, scope, todo, now)
     index.save()
     return found
 
 
-def _read_in_full(root: Path, registry: RunnerRegistry, index: file_index.Index, scope: str,
+def _read_in_full(root: Path, registry: RunnerRegistry, index: catalog_index.Index, scope: str,
                   todo: list[tuple[int, str, os.stat_result | None]], now: int
                   ) -> list[tuple[int, Examined[Facts], bool]]:
     """(i, facts examined, whether now indexed by its stat) of each record (i, name, ``lstat``) of ``todo``, read in
@@ -202,7 +202,7 @@ def _read_in_full(root: Path, registry: RunnerRegistry, index: file_index.Index,
 
 
 class _Summary:
-    """The summary of runs/ (``file_index.Index.summary``) as read: for each record file it names, the stat data
+    """The summary of runs/ (``catalog_index.Index.summary``) as read: for each record file it names, the stat data
     the file had and its facts examined. Columns of one entry per file: ``names``, ``dev``, ``ino``, ``size``,
     ``mtime``, ``ctime`` (``lstat``'s, in ns), ``run_id``, ``created`` (its facts' own) and ``group``: an index into
     ``groups``, each what many records share: the facts of one of them (``Facts.to_row``; the others' differ only
@@ -275,7 +275,7 @@ def _summary_value(out: list, stats: list[os.stat_result | None], found: list[in
                       summary.run_id[j], summary.created[j], copied[was])
         elif i in learned:
             row, v = item.record.to_row(), item.verification
-            values = (name, *file_index.stat_key(stats[i]), row[1], row[2],  # type: ignore[arg-type]  # a miss's
+            values = (name, *catalog_index.stat_key(stats[i]), row[1], row[2],  # type: ignore[arg-type]  # a miss's
                       group(row, item.seal, v.trust, v.keyid, v.reason))
         else:
             continue
@@ -293,8 +293,8 @@ def _from_fact(fact: dict, registry: RunnerRegistry) -> Examined[Facts] | None:
         return None  # an entry this code cannot use: the record is read in full, and the entry replaced
 
 
-def _learn(root: Path, path: Path, registry: RunnerRegistry, index: file_index.Index, scope: str,
-           st: os.stat_result | None, now: int) -> tuple[Examined[Facts], file_index.Known]:
+def _learn(root: Path, path: Path, registry: RunnerRegistry, index: catalog_index.Index, scope: str,
+           st: os.stat_result | None, now: int) -> tuple[Examined[Facts], catalog_index.Known]:
     """One record read in full (``_read``), its facts kept, and its stat learned when it did not change while
     it was read; with the content read."""
     rel = f"{store.RUNS}/{path.name}"
@@ -305,13 +305,13 @@ def _learn(root: Path, path: Path, registry: RunnerRegistry, index: file_index.I
     return Examined(facts_of(examined.record), examined.seal, examined.verification, examined.policy), known
 
 
-def content_of(data: bytes) -> file_index.Known:
+def content_of(data: bytes) -> catalog_index.Known:
     """A record file's bytes as the index knows content: size, sha256 and git blob id, in one pass."""
-    return file_index.hash_stream(len(data), [data])[0]
+    return catalog_index.hash_stream(len(data), [data])[0]
 
 
-def known_read(index: file_index.Index, root: Path | str, name: str, st: os.stat_result | None, data: bytes,
-               now: int) -> file_index.Known:
+def known_read(index: catalog_index.Index, root: Path | str, name: str, st: os.stat_result | None, data: bytes,
+               now: int) -> catalog_index.Known:
     """What ``data``, just read from ``runs/<name>`` through ``safe_read`` (its ``lstat`` before the read: ``st``),
     holds: the index's entry, not hashed again, when that stat is the one indexed, the read gave the entry's size
     and the file did not change while it was read; else :func:`content_of` it, learned (:func:`learn_read`)."""
@@ -323,11 +323,11 @@ def known_read(index: file_index.Index, root: Path | str, name: str, st: os.stat
     return known
 
 
-def learn_read(index: file_index.Index, root: Path | str, name: str, st: os.stat_result | None,
-               known: file_index.Known, now: int) -> None:
+def learn_read(index: catalog_index.Index, root: Path | str, name: str, st: os.stat_result | None,
+               known: catalog_index.Known, now: int) -> None:
     """Remember that ``runs/<name>``, whose ``lstat`` before it was read through ``safe_read`` was ``st``, held
     ``known`` (:func:`content_of` its bytes): when it is a regular file whose stat did not change while it was
-    read (``file_index.Index.learn`` keeps only settled files), and the index does not know it by that stat
+    read (``catalog_index.Index.learn`` keeps only settled files), and the index does not know it by that stat
     already."""
     rel = f"{store.RUNS}/{name}"
     if st is None or not stat.S_ISREG(st.st_mode) or index.known(rel, st) is not None:
@@ -342,10 +342,10 @@ def _unchanged(root: Path | str, name: str, st: os.stat_result | None) -> bool:
         after = os.lstat(os.path.join(root, store.RUNS, name))
     except OSError:
         return False
-    return st is not None and file_index.stat_key(after) == file_index.stat_key(st)
+    return st is not None and catalog_index.stat_key(after) == catalog_index.stat_key(st)
 
 
-def _read(root: Path, path: Path, registry: RunnerRegistry, index: file_index.Index, scope: str,
+def _read(root: Path, path: Path, registry: RunnerRegistry, index: catalog_index.Index, scope: str,
           data: bytes | None = None, sha: str | None = None) -> Examined:
     if data is None:
         data = read_bytes(root, f"{store.RUNS}/{path.name}", "record", str(path))
@@ -366,7 +366,7 @@ def _read(root: Path, path: Path, registry: RunnerRegistry, index: file_index.In
     return examined
 
 
-def keep(index: file_index.Index, sha: str, scope: str, examined: Examined, plain: bool) -> None:
+def keep(index: catalog_index.Index, sha: str, scope: str, examined: Examined, plain: bool) -> None:
     """The entry of a record whose bytes have the sha256 ``sha``, examined in full (its seal checked and its
     signature verified against the registry of ``scope``, before any standing is judged): the one shape
     :func:`read_facts` and ``_read`` read back; written only when the index lacks it. ``plain``: not an envelope
@@ -376,7 +376,7 @@ def keep(index: file_index.Index, sha: str, scope: str, examined: Examined, plai
         index.remember(sha, KIND, value, scope)
 
 
-def keep_missing(index: file_index.Index, scope: str, entries: Iterable[tuple[str, Examined[Facts], bool]]) -> None:
+def keep_missing(index: catalog_index.Index, scope: str, entries: Iterable[tuple[str, Examined[Facts], bool]]) -> None:
     """:func:`keep` for each (sha256, examined record as its facts, plain) whose entry the index lacks, found
     without reading any entry's value (``Index.have``: an entry is a function of the bytes, the code and the
     registry, so one that is there is this one; one that fails its check digest is replaced when read). A reader

@@ -17,8 +17,8 @@ folder holds a ``.gitignore`` of ``*``, so git never shows or commits it):
     afresh) and, for trust outcomes, the digest of the runner registry they were judged against.
 ``summaries``
     One value per folder and kind, each newer one replacing it, kept under the code key and a scope
-    as facts are: ``runs/``'s records' facts (``gather.indexed.read_facts``), and the tree's history
-    comparison (``runner.git_history``: its scope a digest of what git's answers depend on). The first
+    as facts are: ``runs/``'s records' facts (``catalog.records.read_facts``), and the tree's history
+    comparison (``catalog.history``: its scope a digest of what git's answers depend on). The first
     is what ``files`` and ``facts`` say of every file of the folder, joined and in one row, so a
     command that needs all of them reads one row, checks one digest and parses one JSON text instead
     of two rows per file. Its entries carry each file's stat data and are used only while the file's
@@ -35,9 +35,9 @@ or read is not used at all (one line), and nothing is lost: deleting the folder 
 the time taken.
 
 Why a key rather than re-verifying what a row says: a row of ``facts`` says more than a signature's
-outcome (the audit's per-record issues, the history comparison, a file's digest), and a warm read of
-100,000 records is one ``lstat`` each; re-verifying every signature alone would cost ~0.1 ms a record
-(10 s at 100,000: tests/benchmarks/verify_bench.txt) and leave the other facts open. The keyed check costs
+outcome (the audit's per-record issues, the history comparison, a file's digest), and a warm read is one
+``lstat`` a record; re-verifying every signature alone would cost far more (docs/benchmarks.md, "The catalog")
+and leave the other facts open. The keyed check costs
 what the unkeyed one did, and nobody who cannot read the user's cache home can make a row this user's
 tileproof accepts.
 
@@ -47,7 +47,7 @@ before anything is made or written there, and the command goes on without it.
 
 Why SQLite (stdlib ``sqlite3``) in WAL mode rather than files of our own: concurrent commands (two
 audits, a merge and a status) each read one consistent snapshot while another writes, writes are
-transactions (a killed command leaves the previous state, never half a row), and 400,000 rows load
+transactions (a killed command leaves the previous state, never half a row), and every row loads
 in one query. ``synchronous=NORMAL``: a power cut may lose the last transaction, which only costs a
 re-read. ``TILEPROOF_INDEX=off`` turns the index off (a reviewer's from-scratch run);
 ``TILEPROOF_INDEX=<folder>`` keeps it elsewhere.
@@ -69,23 +69,23 @@ import stat
 import struct
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from tileproof.records.cache_folder import DATABASE, FOLDER, Tracked, ignored_folder, refusal
 from tileproof.records.safe_read import LIMITS, InputKind, stream
+from tileproof.runner import git_history
 
 SCHEMA = 3
 """The index's layout. A database of an older layout is started afresh (its tables dropped and made anew: it only
 ever saved time); one of a newer layout, a newer tileproof's, is not used (one line). Layout 2 keeps ``files`` and
 ``facts`` as tables clustered by their keys (``WITHOUT ROWID``; facts by code, scope, kind, then content): one
-B-tree each where layout 1 kept three for facts, so writing 100,000 records' rows costs 2.5 times less. Layout 3
+B-tree each where layout 1 kept three for facts (fewer B-trees to write: docs/benchmarks.md). Layout 3
 keys every row's check digest (:func:`key`)."""
-FOLDER = ".tileproof-cache"
-DATABASE = "index.sqlite"
 ENV = "TILEPROOF_INDEX"
 RACY_NS = 2_000_000_000
 """A file modified less than this long before it was read is not cached (git's "racy" entries)."""
@@ -98,12 +98,7 @@ one line: the next command reads those files again)."""
 KEY_FILE = "tileproof/index.key"
 """The key of every row's check digest, under the user's cache home (:func:`key_path`)."""
 KEY_BYTES = 32
-DATABASE_FILES = (DATABASE, f"{DATABASE}-wal", f"{DATABASE}-shm", f"{DATABASE}-journal", ".gitignore")
-"""The files the index folder holds (SQLite's own beside the database): each a regular file, or absent."""
 
-Tracked = Callable[[Path, str], "str | None"]
-"""What git tracks under a folder of the tree at a root (the folder relative to it): the first such path, or None
-(``runner.git_history.tracked_under``)."""
 
 StatKey = tuple[int, int, int, int, int]
 """(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)."""
@@ -603,53 +598,8 @@ def location(root: Path) -> Path | None:
     return (Path(chosen) if chosen else Path(root) / FOLDER) / DATABASE
 
 
-def ignored_folder(folder: Path) -> Path:
-    """``folder``, made when missing, holding a ``.gitignore`` of ``*`` (git never shows or commits it)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    ignore = folder / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# tileproof's local cache (the verified-file index, merge staging): never committed\n*\n")
-    return folder
 
 
-def refusal(root: Path, folder: Path, tracked: Tracked | None) -> str | None:
-    """Why the index folder ``folder`` of the tree at ``root`` is not used (one line), or None. Inside the tree it
-    must be a plain folder below plain folders (a committed link would have the index read and written elsewhere)
-    that git tracks nothing under (``tracked``; None: not asked); anywhere, the files it holds
-    (:data:`DATABASE_FILES`) are regular files or absent. Nothing is made before this is asked."""
-    root, folder = Path(os.path.abspath(root)), Path(os.path.abspath(folder))
-    inside = folder == root or root in folder.parents
-    if inside:
-        rel = folder.relative_to(root)
-        for depth in range(1, len(rel.parts) + 1):
-            part = Path(*rel.parts[:depth])
-            try:
-                st = os.lstat(root / part)
-            except FileNotFoundError:
-                break
-            except OSError as e:
-                return f"{root / part}: cannot be examined ({e.strerror}); not used"
-            if stat.S_ISLNK(st.st_mode):
-                return (f"{root / part}: is a link (to {os.readlink(root / part)}), not a folder; nothing is read or "
-                        "written through it (fix: remove the link, and `git rm` it if committed)")
-            if not stat.S_ISDIR(st.st_mode):
-                return f"{root / part}: is not a folder; not used (fix: remove it)"
-    for name in DATABASE_FILES:
-        try:
-            st = os.lstat(folder / name)
-        except FileNotFoundError:
-            continue
-        except OSError as e:
-            return f"{folder / name}: cannot be examined ({e.strerror}); not used"
-        if not stat.S_ISREG(st.st_mode):
-            return (f"{folder / name}: is not a regular file (a link or another kind); nothing is read or written "
-                    f"through it (fix: delete {folder})")
-    if inside and tracked is not None:
-        found = tracked(root, folder.relative_to(root).as_posix())
-        if found is not None:
-            return (f"{found}: tracked by git (an index is never committed: one made elsewhere is never used); not "
-                    f"used (fix: git rm -r --cached {folder.relative_to(root).as_posix()}, and commit)")
-    return None
 
 
 def open_index(root: Path, tracked: Tracked | None = None) -> Index:
@@ -743,7 +693,7 @@ _SHARED: dict[tuple[int, Path | None], tuple[int | None, Index]] = {}
 def shared(root: Path | str, tracked: Tracked | None) -> Index:
     """This process's open index of the tree at ``root`` (opened once, and again when its file was deleted or
     replaced meanwhile): every reader of one command shares what it learns, and each saves its part. ``tracked``:
-    as :func:`open_index` asks it (``runner.git_history.index`` passes git's answer)."""
+    as :func:`open_index` asks it (:func:`opened` passes git's answer)."""
     where = location(Path(root))
     key = (os.getpid(), where)
     try:
@@ -762,6 +712,12 @@ def shared(root: Path | str, tracked: Tracked | None) -> Index:
         ino = None
     _SHARED[key] = (ino, index)
     return index
+
+
+def opened(root: Path | str) -> Index:
+    """The index of the tree at ``root`` (:func:`shared`), not used when git tracks anything under its folder
+    (``runner.git_history.tracked_under``): the one way every reader of the catalog opens it."""
+    return shared(root, git_history.tracked_under)
 
 
 def open_notes() -> list[str]:
@@ -793,7 +749,7 @@ def now_ns() -> int:
 def content(root: Path | str, rel: str, kind: InputKind, index: Index, st: os.stat_result | None = None,
             now: int | None = None) -> Known:
     """The size, sha256 and blob id of the regular file ``rel``, from the index when ``st`` (its ``lstat``
-    from a walk that vouches for the folders above it: ``gather.audit_scan.walk``) is the one indexed and within its
+    from a walk that vouches for the folders above it: ``records.walk.walk``) is the one indexed and within its
     kind's cap; else read through ``safe_read.stream`` (every refusal its ``InputRefused`` line), hashed as
     it streams, and learned when the file did not change while it was read."""
     if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= LIMITS[kind]:
