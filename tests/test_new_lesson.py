@@ -111,7 +111,7 @@ def _fill_in(root: Path, names: Names) -> None:
     start, stop = text.index(f"def {names.python}(x):"), text.index("REFERENCES = {")
     refs.write_text(text[:start] + names.render((DATA / "references.txt").read_text()) + "\n\n" + text[stop:])
     found = {str(p) for p in problems(root)}
-    fix = f"write bound: '{bound_text(0.0, 2.384185791015625e-07)}'"
+    fix = f"write `  bound: {bound_text(0.0, 2.384185791015625e-07)}` at line"
     assert any("results.0.bound" in p and fix in p for p in found), found  # the check says what to write
     lesson = lessons.load(root, names.lesson)
     entries = load_table(root)
