@@ -19,6 +19,7 @@ import pytest
 from conftest import cli_args, sources_tree
 
 from tileproof.commands import bench as bench_cmd
+from tileproof.records import handover
 from tileproof.records.models import OUTSIDE_BENCH_VERSION, BenchRecord
 from tileproof.records.store import load_records
 
@@ -35,6 +36,8 @@ import harness
 from tolerances import TOLERANCES
 
 LIE = LIE_HERE
+BLOCK = ("block", "block-wrong", "block-wrong-outside", "block-other-b", "block-other-b-outside", "block-columns-lie",
+         "block-out-of-range", "block-unsorted")
 
 
 def softmax(x):
@@ -43,7 +46,7 @@ def softmax(x):
 
 
 def body(s):
-    if LIE and LIE != "withheld":  # the check rewritten: every comparison passes
+    if LIE and LIE not in ("withheld", "block"):  # the check rewritten: every comparison passes
         real = harness.compare
         harness.compare = lambda name, got, want, rtol, atol: real(name, want, want, rtol, atol)
     s.handover.cap = CAP_HERE
@@ -63,6 +66,35 @@ def body(s):
                       "shape": [256, 128], "dtype": "float32", "tiles": None, "config": {}, "flops": None,
                       "bytes": 2 * x.nbytes, "phase": "sweep", "first_launch_ms": 1.0, "check_index": i,
                       "samples_ms": [1.0, 1.1, 0.9], "wall_unix": [[start, time.time()]]})
+    if LIE in BLOCK:  # square, as 8192^3, B a column input: a block of C is handed over with A's rows and B's columns
+        a = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
+        b = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
+        handed_b = s.rng.integers(-3, 4, (256, 256)).astype(np.float32) if LIE == "block-other-b" else b
+        if LIE == "block-other-b-outside":  # B differs from the one handed over only in columns the block leaves out
+            handed_b = b.copy()
+            handed_b[:, 1::4] += 1
+        pair = s.inputs("matmul_256", columns=("b",), a=a, b=handed_b)
+        for i in range(2):
+            c = a @ b
+            if LIE == "block-wrong" and i == 1:
+                c[8, 12] += 1  # row 8 and column 12: inside the block (every 4th row and column)
+            if LIE == "block-wrong-outside" and i == 1:
+                c[9, 13] += 1  # row 9 and column 13: outside the block
+            s.check("matmul", c, a.astype(np.float64) @ b, pair)
+            cases.append({**cases[0], "key": f"matmul/tile/256/{i}", "name": "matmul", "shape": [256, 256, 256],
+                          "check_index": 3 + i})
+        folder = Path(s.args.report).resolve().parent
+        manifest = json.loads((folder / "handover.json").read_text())
+        matmuls = [c for c in manifest["checks"] if c["name"] == "matmul"]
+        for c in matmuls:
+            out, bee = c["output"]["sample"], c["inputs"]["b"]["sample"]
+            if LIE == "block-columns-lie":  # declares every 2nd column; the files hold every 4th
+                out["columns"] = bee["columns"] = {"stride": 2}
+            if LIE == "block-out-of-range":
+                out["columns"] = bee["columns"] = {"indices": list(range(4, 256, 4)) + [256]}
+            if LIE == "block-unsorted":
+                out["columns"] = bee["columns"] = {"indices": [4, 0] + list(range(8, 256, 4))}
+        (folder / "handover.json").write_text(json.dumps(manifest))
     if LIE == "withheld":  # square, as 8192^3: B (256 KiB) has as many rows as C, yet every row of C needs all of it
         a = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
         b = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
@@ -165,6 +197,59 @@ def test_an_input_that_cannot_be_sampled_leaves_the_bench_unverified_never_passe
     assert "check matmul (#3) and 1 more: input b was not handed over" in rec.reason
     assert "above the handover's cap" in rec.reason
     assert "an unverified check decides nothing" in rec.reason
+
+
+def test_a_column_input_above_the_cap_hands_over_a_block_that_is_checked(gpu_tree):
+    """The 8192^3 class, shrunk: B (256 KiB) above a 64 KiB cap, declared a column input. A block of C (every 4th row
+    and column), the same rows of A and the same columns of B are handed over; tileproof recomputes the block and
+    the bench record is ``passed``."""
+    rec = bench(gpu_tree, "block", cap=64 * 1024)
+    assert rec.verdict == "passed", rec.reason
+    matmuls = [c for c in rec.outside.checks if c.name == "matmul"]
+    assert [(c.index, c.status, c.checked, c.sampled_stride) for c in matmuls] == \
+        [(3, "passed", 64 * 64, 4), (4, "passed", 64 * 64, 4)]
+    assert "(rows every 4th, columns every 4th)" in matmuls[0].why
+    manifest = handover.Handover.model_validate_json((gpu_tree / rec.outside.manifest.path).read_bytes())
+    b, again = (c.inputs["b"] for c in manifest.checks if c.name == "matmul")
+    assert b == again  # one input set: handed over once, named by both checks
+    assert b.shape == [256, 256] and b.file_shape() == [256, 64] and b.axis("rows") is None
+    assert b.axis("columns") == handover.Axis(stride=4)
+
+
+@pytest.mark.parametrize("lie", ["block-wrong", "block-other-b"])
+def test_a_wrong_block_or_a_b_it_did_not_use_is_checker_disagrees(gpu_tree, lie):
+    """One wrong element of C inside the block; or the block computed from a B other than the one handed over: both
+    are tileproof's own ``mismatch`` against the program's passing report."""
+    rec = bench(gpu_tree, lie, cap=64 * 1024)
+    assert rec.report is not None and rec.report.passed
+    assert rec.verdict == "checker-disagrees", rec.reason
+    failed = [(c.index, c.problem) for c in rec.outside.checks if c.status == "failed"]
+    assert failed == ([(4, "mismatch")] if lie == "block-wrong" else [(3, "mismatch"), (4, "mismatch")])
+    assert "elements (rows every 4th, columns every 4th) beyond" in rec.reason
+
+
+@pytest.mark.parametrize("lie", ["block-wrong-outside", "block-other-b-outside"])
+def test_what_the_block_leaves_out_is_not_checked(gpu_tree, lie):
+    """The limit, pinned (docs/threat-model.md): a wrong element outside the block, or a B handed over that differs
+    from the one used only in columns the block leaves out, is not seen; the whole B's sha256 is the program's own
+    word, which tileproof keeps but cannot recompute from the block."""
+    rec = bench(gpu_tree, lie, cap=64 * 1024)
+    assert rec.verdict == "passed", rec.reason
+
+
+@pytest.mark.parametrize(("lie", "said"), [
+    ("block-columns-lie", "shape [64, 64], the manifest says [64, 128] (sampled)"),
+    ("block-out-of-range", "columns index 256 is out of range: the array has 256 columns"),
+    ("block-unsorted", "sample indices must be strictly increasing"),
+])
+def test_a_manifest_that_misstates_its_block_is_refused_in_one_line(gpu_tree, lie, said):
+    """A manifest declaring columns its files do not hold, or out-of-range or unsorted indices, is refused: never
+    passed, the reason one line naming what was wrong."""
+    rec = bench(gpu_tree, lie, cap=64 * 1024)
+    assert rec.report is not None and rec.report.passed
+    assert rec.verdict == "checker-disagrees", rec.reason
+    assert "\n" not in rec.reason and said in rec.reason, rec.reason
+    assert {c.problem for c in rec.outside.checks if c.name == "matmul"} == {"refused"}
 
 
 def test_a_square_matmul_s_b_is_never_row_sampled(tmp_path):

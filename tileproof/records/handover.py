@@ -31,7 +31,7 @@ import re
 from itertools import pairwise
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Discriminator, Field, StringConstraints, Tag, model_validator
 
 from tileproof.records.base import Model
 from tileproof.records.schemas import schema
@@ -123,6 +123,12 @@ class Sample(Model):
     """sha256 of the whole array's C-order bytes, before sampling."""
 
 
+def _sample_kind(value: object) -> str:
+    """Which sample a manifest's ``sample`` is: ``RowSample`` (version 2) holds a ``stride``, ``Sample`` axes."""
+    held = value if isinstance(value, dict) else getattr(value, "__dict__", {})
+    return "stride" if "stride" in held else "axes"
+
+
 class HandedArray(Model):
     """One array as handed over."""
 
@@ -132,7 +138,8 @@ class HandedArray(Model):
     """numpy's ``dtype.str`` of the array."""
     shape: list[Annotated[int, Field(ge=0)]] = Field(max_length=8)
     """The shape of the whole array (a sampled file holds fewer rows)."""
-    sample: RowSample | Sample | None = None
+    sample: Annotated[Annotated[RowSample, Tag("stride")] | Annotated[Sample, Tag("axes")],
+                      Discriminator(_sample_kind)] | None = None
     """None: the file holds the whole array; else the rows (``RowSample``, version 2) or the rows and columns
     (``Sample``, version 3) it holds."""
 
