@@ -37,7 +37,7 @@ from tolerances import TOLERANCES
 
 LIE = LIE_HERE
 BLOCK = ("block", "block-wrong", "block-wrong-outside", "block-other-b", "block-other-b-outside", "block-columns-lie",
-         "block-out-of-range", "block-unsorted")
+         "block-out-of-range", "block-unsorted", "block-b-columns-other")
 
 
 def softmax(x):
@@ -92,6 +92,8 @@ def body(s):
                 out["columns"] = bee["columns"] = {"stride": 2}
             if LIE == "block-out-of-range":
                 out["columns"] = bee["columns"] = {"indices": list(range(4, 256, 4)) + [256]}
+            if LIE == "block-b-columns-other":  # B's columns said to be others than C's
+                bee["columns"] = {"stride": 2}
             if LIE == "block-unsorted":
                 out["columns"] = bee["columns"] = {"indices": [4, 0] + list(range(8, 256, 4))}
         (folder / "handover.json").write_text(json.dumps(manifest))
@@ -241,6 +243,7 @@ def test_what_the_block_leaves_out_is_not_checked(gpu_tree, lie):
     ("block-columns-lie", "shape [64, 64], the manifest says [64, 128] (sampled)"),
     ("block-out-of-range", "columns index 256 is out of range: the array has 256 columns"),
     ("block-unsorted", "sample indices must be strictly increasing"),
+    ("block-b-columns-other", "input b: its columns sample is not the output's (stride 2 against stride 4)"),
 ])
 def test_a_manifest_that_misstates_its_block_is_refused_in_one_line(gpu_tree, lie, said):
     """A manifest declaring columns its files do not hold, or out-of-range or unsorted indices, is refused: never
@@ -289,3 +292,37 @@ def test_the_audit_holds_a_passed_bench_record_to_tileproof_s_own_check(gpu_tree
         if c.index == 2 else c for c in rec.outside.checks]})})
     (issue,) = rules.outside_issues(forged)
     assert issue[0] == rules.OUTSIDE and "softmax is failed: 1 of 32768 elements" in issue[1]
+
+
+def test_a_block_named_by_index_lists_is_checked_as_listed(tmp_path):
+    """A manifest may name a block's rows and columns as lists of indices (handover_version 3): the checker holds
+    each file to the listed count and recomputes exactly those elements; a block cut at other rows than listed
+    does not pass."""
+    import json  # noqa: PLC0415
+
+    from tileproof.runner import outside_check, outside_worker  # noqa: PLC0415
+
+    rng = np.random.default_rng(4)
+    a, b = (rng.integers(-3, 4, (256, 256)).astype(np.float32) for _ in range(2))
+    c = a @ b
+    rows, cols = [0, 5, 17, 200], [1, 2, 255]
+    found = {}
+    for cut in ("listed", "other"):
+        folder = tmp_path / cut
+        folder.mkdir()
+        taken = [r + 1 for r in rows] if cut == "other" else rows
+        np.save(folder / "c.npy", c[taken][:, cols])
+        np.save(folder / "a.npy", a[rows])
+        np.save(folder / "b.npy", b[:, cols])
+        sample = {"rows": {"indices": rows}, "columns": {"indices": cols}, "whole_sha256": "0" * 64}
+        entry = {"dtype": "<f4", "shape": [256, 256]}
+        (folder / handover.MANIFEST).write_text(json.dumps({"handover_version": 3, "program": "kernels/x.py",
+                                                            "checks": [
+            {"name": "matmul", "index": 0, "output": {"file": "c.npy", **entry, "sample": sample},
+             "inputs": {"a": {"file": "a.npy", **entry, "sample": {**sample, "columns": None}},
+                        "b": {"file": "b.npy", **entry, "sample": {**sample, "rows": None}}}}]}))
+        raw, _ = outside_check.read_manifest(folder)
+        (found[cut],) = outside_worker.check_plan(folder, outside_check.plan(REPO, raw))["checks"]
+    assert (found["listed"]["status"], found["listed"]["checked"]) == ("passed", 12)
+    assert "(rows 4 listed, columns 3 listed)" in found["listed"]["why"]
+    assert (found["other"]["status"], found["other"]["problem"]) == ("failed", "mismatch")

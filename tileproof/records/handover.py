@@ -50,7 +50,7 @@ REFERENCES_FILE = "kernels/references.py"
 tileproof recomputes the check's float64 reference with (docs/authoring.md, "The reference module")."""
 
 CAP_BYTES = 64 << 20
-"""Largest array a harness writes whole; above it, strided rows (``RowSample``). Keep in step with
+"""Largest array a harness writes whole; above it, a sample (``Sample``). Keep in step with
 ``HANDOVER_CAP_BYTES`` in kernels/harness.py and ``kHandoverCapBytes`` in cpp/harness.h."""
 
 MANIFEST_CAP_BYTES = 1 << 20
