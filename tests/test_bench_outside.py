@@ -326,3 +326,32 @@ def test_a_block_named_by_index_lists_is_checked_as_listed(tmp_path):
     assert (found["listed"]["status"], found["listed"]["checked"]) == ("passed", 12)
     assert "(rows 4 listed, columns 3 listed)" in found["listed"]["why"]
     assert (found["other"]["status"], found["other"]["problem"]) == ("failed", "mismatch")
+
+
+def test_a_version_2_row_sample_still_reads_and_version_3_holds_to_its_own_shape(tmp_path):
+    """A handover_version 2 manifest's ``RowSample`` (``stride``) is read and checked as before; the same sample
+    under version 3, which samples as ``Sample`` (rows, columns), is refused."""
+    import json  # noqa: PLC0415
+
+    from tileproof.runner import outside_check, outside_worker  # noqa: PLC0415
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 16))
+    y = np.exp(x - x.max(axis=1, keepdims=True))
+    y /= y.sum(axis=1, keepdims=True)
+    np.save(tmp_path / "y.npy", y[::4].astype(np.float32))
+    np.save(tmp_path / "x.npy", x[::4].astype(np.float32))
+    row = {"stride": 4, "whole_sha256": "0" * 64}
+    found = {}
+    for version in (2, 3):
+        (tmp_path / handover.MANIFEST).write_text(json.dumps({"handover_version": version, "program": "kernels/x.py",
+                                                              "checks": [
+            {"name": "softmax", "index": 0,
+             "output": {"file": "y.npy", "dtype": "<f4", "shape": [64, 16], "sample": row},
+             "inputs": {"x": {"file": "x.npy", "dtype": "<f4", "shape": [64, 16], "sample": row}}}]}))
+        raw, _ = outside_check.read_manifest(tmp_path)
+        planned = outside_check.plan(REPO, raw)
+        found[version] = planned if isinstance(planned, str) else outside_worker.check_plan(tmp_path, planned)
+    (v2,) = found[2]["checks"]
+    assert (v2["status"], v2["sampled_stride"], v2["checked"]) == ("passed", 4, 16 * 16)
+    assert "handover_version 3 samples as Sample" in found[3]
