@@ -16,7 +16,9 @@ Rules for this file (tileproof enforces the first two before it runs a line of i
     ``s.inputs(..., columns=("b",))``): above the cap tileproof passes the sampled pieces as they
     are, a[rows] and b[:, cols], and the reference must return the block out[rows][:, cols].
     matmul(a, b) is: a[rows] @ b[:, cols] is that block. fused is not (its softmax needs every
-    column of a row): its program declares no column input.
+    column of a row): its program declares no column input;
+  * COLUMNS names, per check, the inputs its reference is column-wise in: tileproof refuses a
+    column sample of any other input (a block of softmax(x[:, cols]) is not a block of softmax(x)).
 """
 
 import numpy as np
@@ -65,3 +67,10 @@ REFERENCES = {
     "tile_sum_via_scan": tile_sum,
     "tile_sum_native": tile_sum,
 }
+
+
+COLUMNS = {
+    "matmul": ("b",),
+}
+"""Check name -> the inputs its reference is column-wise in: ``ref(a[rows], b[:, cols])`` is
+``ref(a, b)[rows][:, cols]``. The only inputs a program may hand over as a block's columns."""

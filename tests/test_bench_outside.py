@@ -97,6 +97,12 @@ def body(s):
             if LIE == "block-unsorted":
                 out["columns"] = bee["columns"] = {"indices": [4, 0] + list(range(8, 256, 4))}
         (folder / "handover.json").write_text(json.dumps(manifest))
+    if LIE == "softmax-columns":  # x a "column input" of softmax: the block is softmax over the sampled columns only
+        x2 = s.rng.standard_normal((256, 128)).astype(np.float32)
+        fake = softmax(x2)
+        fake[:, ::2] = softmax(x2[:, ::2])  # every 2nd column: the block's columns at this cap
+        s.check("softmax", fake, fake.astype(np.float64), s.inputs("softmax_cols", columns=("x",), x=x2))
+        cases.append({**cases[0], "key": "softmax/tile/256x128/cols", "check_index": 3})
     if LIE == "withheld":  # square, as 8192^3: B (256 KiB) has as many rows as C, yet every row of C needs all of it
         a = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
         b = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
@@ -253,6 +259,18 @@ def test_a_manifest_that_misstates_its_block_is_refused_in_one_line(gpu_tree, li
     assert rec.verdict == "checker-disagrees", rec.reason
     assert "\n" not in rec.reason and said in rec.reason, rec.reason
     assert {c.problem for c in rec.outside.checks if c.name == "matmul"} == {"refused"}
+
+
+def test_a_column_sample_of_an_input_the_reference_is_not_column_wise_in_is_refused(gpu_tree):
+    """softmax declared column-wise in x: its block, softmax over the sampled columns only, would match a reference
+    called on those columns, though it is no block of softmax(x). kernels/references.py's COLUMNS names matmul's b
+    alone, so the check is refused, never passed."""
+    rec = bench(gpu_tree, "softmax-columns", cap=64 * 1024)
+    assert rec.report is not None and rec.report.passed
+    assert rec.verdict == "checker-disagrees", rec.reason
+    (lie,) = [c for c in rec.outside.checks if c.index == 3]
+    assert (lie.status, lie.problem) == ("failed", "refused")
+    assert "input x is handed over as a sample of its columns" in lie.why and "(COLUMNS)" in lie.why
 
 
 def test_a_square_matmul_s_b_is_never_row_sampled(tmp_path):

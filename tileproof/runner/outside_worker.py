@@ -56,11 +56,12 @@ def _number(value: float) -> float | str:
     return value
 
 
-def references(text: str | None, shown: str) -> dict[str, Callable[..., Any]]:
-    """``REFERENCES`` of the reference table's ``text`` (None: there is none; ``shown``: its path in messages):
-    its imports checked before any line of it runs."""
+def references(text: str | None, shown: str) -> tuple[dict[str, Callable[..., Any]], dict[str, frozenset[str]]]:
+    """(``REFERENCES``, ``COLUMNS``) of the reference table's ``text`` (None: there is none; ``shown``: its path in
+    messages), its imports checked before any line of it runs. ``COLUMNS``: check name -> the inputs its reference is
+    column-wise in (optional; none when absent): the only inputs a block sample may hand over as columns."""
     if text is None:
-        return {}
+        return {}, {}
     tree = ast.parse(text, shown)
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -79,7 +80,12 @@ def references(text: str | None, shown: str) -> dict[str, Callable[..., Any]]:
     table = getattr(module, "REFERENCES", None)
     if not isinstance(table, dict) or not all(isinstance(k, str) and callable(v) for k, v in table.items()):
         raise Refused(f"{shown}: REFERENCES must be a dict of check name -> function")
-    return table
+    columns = getattr(module, "COLUMNS", {})
+    if not isinstance(columns, dict) or not all(
+            isinstance(k, str) and isinstance(v, (tuple, list, frozenset, set)) and all(isinstance(i, str) for i in v)
+            for k, v in columns.items()):
+        raise Refused(f"{shown}: COLUMNS must be a dict of check name -> a tuple of input names")
+    return table, {k: frozenset(v) for k, v in columns.items()}
 
 
 def axes(sample: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -150,7 +156,9 @@ class Cache:
     """What the checks of one job share: the handed-over inputs loaded once per file, each reference computed once
     per check name and input files (a bench hands one shape's inputs over once, for every configuration)."""
 
-    def __init__(self) -> None:
+    def __init__(self, columns: dict[str, frozenset[str]] | None = None) -> None:
+        self.columns = columns or {}
+        """The reference table's ``COLUMNS``: check name -> the inputs its reference is column-wise in."""
         self.arrays: dict[str, np.ndarray] = {}
         self.wants: dict[tuple, np.ndarray | Exception] = {}
         self.bounded: dict[tuple, Bounds] = {}
@@ -240,6 +248,14 @@ def _verdict(name: str, got: np.ndarray, inputs: dict[str, np.ndarray], lesson: 
                        "row-wise in the output (its first axis is not the output's, or the program declared it "
                        "whole) nor a column input, so no sample of it recomputes any output element", **more)
     fn, entry = refs.get(name), table.get(name)
+    wise = cache.columns.get(name, frozenset())
+    stray = sorted(k for k, v in check.get("inputs", {}).items()
+                   if axes(v.get("sample"))[1] is not None and k not in wise)
+    if fn is not None and stray:
+        return _result(name, "failed", "refused",
+                       f"input {stray[0]} is handed over as a sample of its columns, but {shown} does not declare "
+                       f"{name}'s reference column-wise in it (COLUMNS); only a column-wise reference recomputes a "
+                       "block from sampled columns", **more)
     if fn is None or entry is None:
         why = f"{shown} declares no reference for {name}" if fn is None \
             else f"kernels/tolerances.py has no entry for {name}"
@@ -311,10 +327,10 @@ def check_plan(folder: Path, plan: dict[str, Any]) -> dict[str, Any]:
     that cannot be used fails every check by name (``refused``)."""
     shown = plan.get("references_file", "references")
     try:
-        refs = references(plan.get("references"), shown)
+        refs, columns = references(plan.get("references"), shown)
     except (Refused, SyntaxError) as e:
         return {"checks": [], "refused": str(e).splitlines()[0]}
-    table, cache = plan.get("table", {}), Cache()
+    table, cache = plan.get("table", {}), Cache(columns)
     return {"checks": [check_one(folder, c, refs, table, shown, cache) for c in plan.get("checks", [])]}
 
 
