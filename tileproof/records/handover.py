@@ -91,7 +91,7 @@ class Axis(Model):
     """The indices one axis of a sample keeps: every ``stride``-th (``0, stride, 2*stride, ...``) or ``indices``."""
 
     stride: int | None = Field(default=None, ge=1)
-    indices: list[Annotated[int, Field(ge=0)]] | None = Field(default=None, max_length=MAX_INDICES)
+    indices: list[Annotated[int, Field(ge=0)]] | None = Field(default=None, min_length=1, max_length=MAX_INDICES)
     """Strictly increasing, each below the axis's length (``HandedArray`` checks that)."""
 
     @model_validator(mode="after")
@@ -108,7 +108,7 @@ class Axis(Model):
 
     def whole(self, length: int) -> bool:
         """Whether it keeps every index of an axis of ``length``."""
-        return self.stride == 1 or (self.indices is not None and self.indices == list(range(length)))
+        return self.stride == 1 or (self.indices is not None and len(self.indices) == length)
 
 
 class Sample(Model):
@@ -156,12 +156,12 @@ class HandedArray(Model):
         axes = [(0, "rows", sample.rows), (len(self.shape) - 1, "columns", sample.columns)]
         if sample.columns is not None and len(self.shape) < 2:
             raise ValueError("a column sample needs an array of two axes or more")
-        if all(a is None or a.whole(self.shape[i]) for i, _, a in axes):
-            raise ValueError("a sample keeps fewer rows or columns than the whole array (else hand it over whole)")
         for i, what, axis in axes:
             if axis is not None and axis.indices and axis.indices[-1] >= self.shape[i]:
                 raise ValueError(f"{what} index {axis.indices[-1]} is out of range: the array has {self.shape[i]} "
                                  f"{what}")
+        if all(a is None or a.whole(self.shape[i]) for i, _, a in axes):
+            raise ValueError("a sample keeps fewer rows or columns than the whole array (else hand it over whole)")
         return self
 
     def file_shape(self) -> list[int]:
