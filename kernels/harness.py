@@ -7,7 +7,8 @@ One concern: decide whether a program's GPU output is right and record that deci
 * the JSON check report, written atomically at exit in every case,
 * the handover: each check's output and inputs as .npy files beside the report, with the
   manifest handover.json, so that tileproof can recompute the reference itself, outside
-  this process (strided rows and a sha256 of the whole above HANDOVER_CAP_BYTES),
+  this process (above HANDOVER_CAP_BYTES: strided rows, or a block of strided rows and
+  columns, and a sha256 of the whole),
 * run_program(), which strings these together so that a program's main() is only
   "make inputs, launch, call check()".
 
@@ -38,11 +39,14 @@ MIN_COMPUTE_CAPABILITY = (8, 0)
 # cuTile needs NVIDIA driver r580 or later, the first driver of CUDA 13.0.
 MIN_DRIVER_CUDA_VERSION = 13000
 
-HANDOVER_VERSION = 2
+HANDOVER_VERSION = 3
 HANDOVER_MANIFEST = "handover.json"
 # Largest array written whole; above it, every stride-th row and the sha256 of the whole
 # (keep in step with tileproof/records/handover.py CAP_BYTES and cpp/harness.h).
 HANDOVER_CAP_BYTES = 64 << 20
+# Most rows and most columns of a block sample (a column input above the cap): the
+# check's cost (tileproof/records/handover.py BLOCK_MAX).
+HANDOVER_BLOCK_MAX = 1024
 HANDOVER_DTYPES = ("<f2", "<f4", "<f8", "<i4", "<i8", "|u1", "|b1")
 
 GATE_OK = "ok"
@@ -350,21 +354,43 @@ def sample_stride(host: np.ndarray, cap: int) -> int:
     return max(2, -(-host.nbytes // cap))
 
 
+def block_strides(out: np.ndarray, column_bytes: Sequence[int], cap: int, most: int) -> tuple[int, int]:
+    """(row stride, column stride) of a check's output: (sample_stride, 1) unless a column input (of
+    ``column_bytes``) is above the cap, then a block of at most ``most`` rows by ``most`` columns whose column
+    inputs' columns fit the cap."""
+    rows = sample_stride(out, cap)
+    above = [n for n in column_bytes if n > cap]
+    if not above or out.ndim < 2:
+        return rows, 1
+    cols = max(2, *(-(-n // cap) for n in above), -(-int(out.shape[-1]) // most))
+    return max(rows, -(-int(out.shape[0]) // most)), cols
+
+
+def _axis(stride: int) -> dict[str, int] | None:
+    return {"stride": stride} if stride > 1 else None
+
+
 class InputSet:
     """The inputs one shape's checks share (a bench times several configurations on them): handed over once.
 
     Made by ``Session.inputs``; passed as ``inputs=`` to every check of that shape. Its arrays are written at the
-    first check that uses it (with that check's row stride) and then let go; every later check with the same
-    stride references the same files."""
+    first check that uses it (with that check's sample) and then let go; every later check with the same sample
+    references the same files."""
 
-    def __init__(self, label: str, arrays: Mapping[str, Any], whole: Sequence[str] = ()):
+    def __init__(self, label: str, arrays: Mapping[str, Any], whole: Sequence[str] = (),
+                 columns: Sequence[str] = ()):
         self.label = label
         self.arrays: dict[str, Any] | None = dict(arrays)
         self.whole = frozenset(whole)
-        """Inputs never row-sampled, whatever their first axis (matmul's b: a square product's b has as many
-        rows as the output, yet every output row needs all of it): written whole, or withheld above the cap."""
-        self.written: dict[int, tuple[dict[str, Any], list[str]]] = {}
-        """Row stride -> (key -> manifest entry, withheld keys)."""
+        """Inputs never row-sampled, whatever their first axis (a square product's b has as many rows as the output,
+        yet every output row needs all of it): written whole, or withheld above the cap."""
+        self.columns = frozenset(columns)
+        self.column_bytes = [int(arrays[k].nbytes) for k in self.columns if k in arrays]
+        """Column inputs: never row-sampled, and each output column needs only its own column of them (matmul's b,
+        ``a @ b[:, j]`` is column j of ``a @ b``). Above the cap, the output is sampled as a block of rows and
+        columns, and these inputs as the block's columns."""
+        self.written: dict[tuple[int, int], tuple[dict[str, Any], list[str]]] = {}
+        """(row stride, column stride) -> (key -> manifest entry, withheld keys)."""
 
 
 class Handover:
@@ -373,48 +399,60 @@ class Handover:
     Every check is one entry, ``index`` its position in the check report; an input set (``InputSet``) is
     written once and named by every check that uses it."""
 
-    def __init__(self, folder: str | os.PathLike | None, program: str, cap: int = HANDOVER_CAP_BYTES):
+    def __init__(self, folder: str | os.PathLike | None, program: str, cap: int = HANDOVER_CAP_BYTES,
+                 block_max: int = HANDOVER_BLOCK_MAX):
         self.folder = None if folder is None else Path(folder)
         self.program = program
         self.cap = cap
+        self.block_max = block_max
         self.checks: list[dict[str, Any]] = []
 
-    def _write(self, file: str, host: np.ndarray, stride: int) -> dict[str, Any]:
+    def _write(self, file: str, host: np.ndarray, rows: int, cols: int = 1) -> dict[str, Any]:
+        """Write every ``rows``-th row and every ``cols``-th column (of the last axis) of ``host``."""
         assert self.folder is not None
         entry: dict[str, Any] = {"file": file, "dtype": host.dtype.str, "shape": [int(d) for d in host.shape]}
         kept = host
-        if stride > 1:
-            entry["sample"] = {"stride": stride, "whole_sha256": whole_sha256(host)}
-            kept = np.ascontiguousarray(host[::stride])
+        if rows > 1 or cols > 1:
+            entry["sample"] = {"rows": _axis(rows), "columns": _axis(cols), "whole_sha256": whole_sha256(host)}
+            kept = np.ascontiguousarray(host[::rows, ..., ::cols] if host.ndim >= 2 else host[::rows])
         np.save(self.folder / file, kept, allow_pickle=False)
         return entry
 
-    def _inputs(self, prefix: str, inputs: Mapping[str, Any], rows: int, stride: int,
-                whole: frozenset[str] = frozenset()) -> tuple[dict[str, Any], list[str]]:
+    def _inputs(self, prefix: str, inputs: Mapping[str, Any], out: tuple[int, ...], strides: tuple[int, int],
+                whole: frozenset[str] = frozenset(), columns: frozenset[str] = frozenset()
+                ) -> tuple[dict[str, Any], list[str]]:
         """Write ``inputs`` as ``prefix.input.KEY.npy``: (key -> entry, keys withheld above the cap); those of
-        ``whole`` are never sampled."""
+        ``whole`` and ``columns`` are never row-sampled, those of ``columns`` keep the output's columns."""
         written: dict[str, Any] = {}
         withheld: list[str] = []
+        rows, cols = strides
         for key, value in inputs.items():
             host = host_array(value)
-            aligned = host.ndim >= 1 and host.shape[0] == rows and key not in whole
-            own = stride if aligned and stride > 1 else 1
-            if own == 1 and host.nbytes > self.cap:
+            if key in columns:
+                aligned = len(out) >= 2 and host.ndim >= 2 and host.shape[-1] == out[-1]
+                own = (1, cols if aligned else 1)
+            else:
+                aligned = host.ndim >= 1 and len(out) >= 1 and host.shape[0] == out[0] and key not in whole
+                own = (rows if aligned else 1, 1)
+            if own == (1, 1) and host.nbytes > self.cap:
                 withheld.append(key)
                 continue
-            written[key] = self._write(f"{prefix}.input.{key}.npy", host, own)
+            written[key] = self._write(f"{prefix}.input.{key}.npy", host, *own)
         return written, withheld
 
-    def _shared(self, shared: InputSet, rows: int, stride: int) -> tuple[dict[str, Any], list[str]]:
-        """The input set's entries at ``stride``, written now if no earlier check wrote them."""
-        if stride not in shared.written:
+    def _shared(self, shared: InputSet, out: tuple[int, ...], strides: tuple[int, int]
+                ) -> tuple[dict[str, Any], list[str]]:
+        """The input set's entries at ``strides``, written now if no earlier check wrote them."""
+        if strides not in shared.written:
             if shared.arrays is None:
                 raise ValueError(f"input set {shared.label}: its arrays were let go after its first check, "
-                                 f"whose row stride was not {stride}")
-            prefix = f"{shared.label}.s{stride}" if stride > 1 else shared.label
-            shared.written[stride] = self._inputs(prefix, shared.arrays, rows, stride, shared.whole)
+                                 f"whose sample was not rows/{strides[0]} columns/{strides[1]}")
+            rows, cols = strides
+            prefix = shared.label + (f".s{rows}" if rows > 1 else "") + (f".c{cols}" if cols > 1 else "")
+            shared.written[strides] = self._inputs(prefix, shared.arrays, out, strides, shared.whole,
+                                                   shared.columns)
             shared.arrays = None
-        return shared.written[stride]
+        return shared.written[strides]
 
     def add(self, name: str, got: Any, inputs: Mapping[str, Any] | InputSet, index: int = 0) -> None:
         """Write check ``index`` (``name``)'s output and inputs, then the manifest (rewritten after every check)."""
@@ -422,14 +460,15 @@ class Handover:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         out = host_array(got)
-        stride = sample_stride(out, self.cap)
-        rows = int(out.shape[0]) if out.ndim else -1
-        output = self._write(f"{name}.{index}.output.npy", out, stride)
+        strides = block_strides(out, inputs.column_bytes if isinstance(inputs, InputSet) else (), self.cap,
+                                self.block_max)
+        output = self._write(f"{name}.{index}.output.npy", out, *strides)
+        shape = tuple(int(d) for d in out.shape)
         del out
         if isinstance(inputs, InputSet):
-            written, withheld = self._shared(inputs, rows, stride)
+            written, withheld = self._shared(inputs, shape, strides)
         else:
-            written, withheld = self._inputs(f"{name}.{index}", inputs, rows, stride)
+            written, withheld = self._inputs(f"{name}.{index}", inputs, shape, strides)
         check = {"name": name, "index": index, "output": output, "inputs": written, "withheld": withheld}
         self.checks = [c for c in self.checks if c["index"] != index] + [check]
         write_atomically(self.folder / HANDOVER_MANIFEST, json.dumps(
@@ -537,11 +576,13 @@ class Session:
             raise CheckFailed(result)
         return result
 
-    def inputs(self, label: str, whole: Sequence[str] = (), **arrays: Any) -> InputSet:
+    def inputs(self, label: str, whole: Sequence[str] = (), columns: Sequence[str] = (),
+               **arrays: Any) -> InputSet:
         """The inputs of one shape, handed over once for every check that passes the result as ``inputs``
         (``label``: the files' prefix, a plain name unique in this program; ``whole``: the inputs that are
-        never row-sampled, as matmul's b)."""
-        return InputSet(label, arrays, whole)
+        never row-sampled; ``columns``: the inputs each output column needs only its own column of, as
+        matmul's b: above the cap, a block of rows and columns is handed over)."""
+        return InputSet(label, arrays, whole, columns)
 
     def nan_filled(self, shape: Sequence[int], dtype: Any) -> Any:
         """A device array of NaN, so that an element the kernel never writes fails."""

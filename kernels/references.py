@@ -11,7 +11,14 @@ Rules for this file (tileproof enforces the first two before it runs a line of i
   * REFERENCES is a plain dict literal, check name -> a function defined here;
   * a reference is row-wise in its inputs whose first axis has the output's length: given only
     the rows 0, s, 2s, ... of those (a sampled handover), it returns those rows of the output.
-    matmul(a, b) is: rows of a give rows of a @ b; b is handed over whole.
+    matmul(a, b) is: rows of a give rows of a @ b;
+  * and column-wise in the inputs a program declares as column inputs (kernels/harness.py
+    ``s.inputs(..., columns=("b",))``): above the cap tileproof passes the sampled pieces as they
+    are, a[rows] and b[:, cols], and the reference must return the block out[rows][:, cols].
+    matmul(a, b) is: a[rows] @ b[:, cols] is that block. fused is not (its softmax needs every
+    column of a row): its program declares no column input;
+  * COLUMNS names, per check, the inputs its reference is column-wise in: tileproof refuses a
+    column sample of any other input (a block of softmax(x[:, cols]) is not a block of softmax(x)).
 """
 
 import numpy as np
@@ -60,3 +67,10 @@ REFERENCES = {
     "tile_sum_via_scan": tile_sum,
     "tile_sum_native": tile_sum,
 }
+
+
+COLUMNS = {
+    "matmul": ("b",),
+}
+"""Check name -> the inputs its reference is column-wise in: ``ref(a[rows], b[:, cols])`` is
+``ref(a, b)[rows][:, cols]``. The only inputs a program may hand over as a block's columns."""

@@ -19,6 +19,7 @@ import pytest
 from conftest import cli_args, sources_tree
 
 from tileproof.commands import bench as bench_cmd
+from tileproof.records import handover
 from tileproof.records.models import OUTSIDE_BENCH_VERSION, BenchRecord
 from tileproof.records.store import load_records
 
@@ -35,6 +36,8 @@ import harness
 from tolerances import TOLERANCES
 
 LIE = LIE_HERE
+BLOCK = ("block", "block-wrong", "block-wrong-outside", "block-other-b", "block-other-b-outside", "block-columns-lie",
+         "block-out-of-range", "block-unsorted", "block-b-columns-other")
 
 
 def softmax(x):
@@ -43,7 +46,7 @@ def softmax(x):
 
 
 def body(s):
-    if LIE and LIE != "withheld":  # the check rewritten: every comparison passes
+    if LIE and LIE not in ("withheld", "block"):  # the check rewritten: every comparison passes
         real = harness.compare
         harness.compare = lambda name, got, want, rtol, atol: real(name, want, want, rtol, atol)
     s.handover.cap = CAP_HERE
@@ -63,6 +66,43 @@ def body(s):
                       "shape": [256, 128], "dtype": "float32", "tiles": None, "config": {}, "flops": None,
                       "bytes": 2 * x.nbytes, "phase": "sweep", "first_launch_ms": 1.0, "check_index": i,
                       "samples_ms": [1.0, 1.1, 0.9], "wall_unix": [[start, time.time()]]})
+    if LIE in BLOCK:  # square, as 8192^3, B a column input: a block of C is handed over with A's rows and B's columns
+        a = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
+        b = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
+        handed_b = s.rng.integers(-3, 4, (256, 256)).astype(np.float32) if LIE == "block-other-b" else b
+        if LIE == "block-other-b-outside":  # B differs from the one handed over only in columns the block leaves out
+            handed_b = b.copy()
+            handed_b[:, 1::4] += 1
+        pair = s.inputs("matmul_256", columns=("b",), a=a, b=handed_b)
+        for i in range(2):
+            c = a @ b
+            if LIE == "block-wrong" and i == 1:
+                c[8, 12] += 1  # row 8 and column 12: inside the block (every 4th row and column)
+            if LIE == "block-wrong-outside" and i == 1:
+                c[9, 13] += 1  # row 9 and column 13: outside the block
+            s.check("matmul", c, a.astype(np.float64) @ b, pair)
+            cases.append({**cases[0], "key": f"matmul/tile/256/{i}", "name": "matmul", "shape": [256, 256, 256],
+                          "check_index": 3 + i})
+        folder = Path(s.args.report).resolve().parent
+        manifest = json.loads((folder / "handover.json").read_text())
+        matmuls = [c for c in manifest["checks"] if c["name"] == "matmul"]
+        for c in matmuls:
+            out, bee = c["output"]["sample"], c["inputs"]["b"]["sample"]
+            if LIE == "block-columns-lie":  # declares every 2nd column; the files hold every 4th
+                out["columns"] = bee["columns"] = {"stride": 2}
+            if LIE == "block-out-of-range":
+                out["columns"] = bee["columns"] = {"indices": list(range(4, 256, 4)) + [256]}
+            if LIE == "block-b-columns-other":  # B's columns said to be others than C's
+                bee["columns"] = {"stride": 2}
+            if LIE == "block-unsorted":
+                out["columns"] = bee["columns"] = {"indices": [4, 0] + list(range(8, 256, 4))}
+        (folder / "handover.json").write_text(json.dumps(manifest))
+    if LIE == "softmax-columns":  # x a "column input" of softmax: the block is softmax over the sampled columns only
+        x2 = s.rng.standard_normal((256, 128)).astype(np.float32)
+        fake = softmax(x2)
+        fake[:, ::2] = softmax(x2[:, ::2])  # every 2nd column: the block's columns at this cap
+        s.check("softmax", fake, fake.astype(np.float64), s.inputs("softmax_cols", columns=("x",), x=x2))
+        cases.append({**cases[0], "key": "softmax/tile/256x128/cols", "check_index": 3})
     if LIE == "withheld":  # square, as 8192^3: B (256 KiB) has as many rows as C, yet every row of C needs all of it
         a = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
         b = s.rng.integers(-3, 4, (256, 256)).astype(np.float32)
@@ -167,6 +207,72 @@ def test_an_input_that_cannot_be_sampled_leaves_the_bench_unverified_never_passe
     assert "an unverified check decides nothing" in rec.reason
 
 
+def test_a_column_input_above_the_cap_hands_over_a_block_that_is_checked(gpu_tree):
+    """The 8192^3 class, shrunk: B (256 KiB) above a 64 KiB cap, declared a column input. A block of C (every 4th row
+    and column), the same rows of A and the same columns of B are handed over; tileproof recomputes the block and
+    the bench record is ``passed``."""
+    rec = bench(gpu_tree, "block", cap=64 * 1024)
+    assert rec.verdict == "passed", rec.reason
+    matmuls = [c for c in rec.outside.checks if c.name == "matmul"]
+    assert [(c.index, c.status, c.checked, c.sampled_stride) for c in matmuls] == \
+        [(3, "passed", 64 * 64, 4), (4, "passed", 64 * 64, 4)]
+    assert "(rows every 4th, columns every 4th)" in matmuls[0].why
+    manifest = handover.Handover.model_validate_json((gpu_tree / rec.outside.manifest.path).read_bytes())
+    b, again = (c.inputs["b"] for c in manifest.checks if c.name == "matmul")
+    assert b == again  # one input set: handed over once, named by both checks
+    assert b.shape == [256, 256] and b.file_shape() == [256, 64] and b.axis("rows") is None
+    assert b.axis("columns") == handover.Axis(stride=4)
+
+
+@pytest.mark.parametrize("lie", ["block-wrong", "block-other-b"])
+def test_a_wrong_block_or_a_b_it_did_not_use_is_checker_disagrees(gpu_tree, lie):
+    """One wrong element of C inside the block; or the block computed from a B other than the one handed over: both
+    are tileproof's own ``mismatch`` against the program's passing report."""
+    rec = bench(gpu_tree, lie, cap=64 * 1024)
+    assert rec.report is not None and rec.report.passed
+    assert rec.verdict == "checker-disagrees", rec.reason
+    failed = [(c.index, c.problem) for c in rec.outside.checks if c.status == "failed"]
+    assert failed == ([(4, "mismatch")] if lie == "block-wrong" else [(3, "mismatch"), (4, "mismatch")])
+    assert "elements (rows every 4th, columns every 4th) beyond" in rec.reason
+
+
+@pytest.mark.parametrize("lie", ["block-wrong-outside", "block-other-b-outside"])
+def test_what_the_block_leaves_out_is_not_checked(gpu_tree, lie):
+    """The limit, pinned (docs/threat-model.md): a wrong element outside the block, or a B handed over that differs
+    from the one used only in columns the block leaves out, is not seen; the whole B's sha256 is the program's own
+    word, which tileproof keeps but cannot recompute from the block."""
+    rec = bench(gpu_tree, lie, cap=64 * 1024)
+    assert rec.verdict == "passed", rec.reason
+
+
+@pytest.mark.parametrize(("lie", "said"), [
+    ("block-columns-lie", "shape [64, 64], the manifest says [64, 128] (sampled)"),
+    ("block-out-of-range", "columns index 256 is out of range: the array has 256 columns"),
+    ("block-unsorted", "sample indices must be strictly increasing"),
+    ("block-b-columns-other", "input b: its columns sample is not the output's (stride 2 against stride 4)"),
+])
+def test_a_manifest_that_misstates_its_block_is_refused_in_one_line(gpu_tree, lie, said):
+    """A manifest declaring columns its files do not hold, or out-of-range or unsorted indices, is refused: never
+    passed, the reason one line naming what was wrong."""
+    rec = bench(gpu_tree, lie, cap=64 * 1024)
+    assert rec.report is not None and rec.report.passed
+    assert rec.verdict == "checker-disagrees", rec.reason
+    assert "\n" not in rec.reason and said in rec.reason, rec.reason
+    assert {c.problem for c in rec.outside.checks if c.name == "matmul"} == {"refused"}
+
+
+def test_a_column_sample_of_an_input_the_reference_is_not_column_wise_in_is_refused(gpu_tree):
+    """softmax declared column-wise in x: its block, softmax over the sampled columns only, would match a reference
+    called on those columns, though it is no block of softmax(x). kernels/references.py's COLUMNS names matmul's b
+    alone, so the check is refused, never passed."""
+    rec = bench(gpu_tree, "softmax-columns", cap=64 * 1024)
+    assert rec.report is not None and rec.report.passed
+    assert rec.verdict == "checker-disagrees", rec.reason
+    (lie,) = [c for c in rec.outside.checks if c.index == 3]
+    assert (lie.status, lie.problem) == ("failed", "refused")
+    assert "input x is handed over as a sample of its columns" in lie.why and "(COLUMNS)" in lie.why
+
+
 def test_a_square_matmul_s_b_is_never_row_sampled(tmp_path):
     """B of a square product has the output's first axis. Declared ``whole`` it is withheld above the cap (the check
     unverified); sampled like A, the reference cannot even be computed (fail closed, never a pass)."""
@@ -204,3 +310,66 @@ def test_the_audit_holds_a_passed_bench_record_to_tileproof_s_own_check(gpu_tree
         if c.index == 2 else c for c in rec.outside.checks]})})
     (issue,) = rules.outside_issues(forged)
     assert issue[0] == rules.OUTSIDE and "softmax is failed: 1 of 32768 elements" in issue[1]
+
+
+def test_a_block_named_by_index_lists_is_checked_as_listed(tmp_path):
+    """A manifest may name a block's rows and columns as lists of indices (handover_version 3): the checker holds
+    each file to the listed count and recomputes exactly those elements; a block cut at other rows than listed
+    does not pass."""
+    import json  # noqa: PLC0415
+
+    from tileproof.runner import outside_check, outside_worker  # noqa: PLC0415
+
+    rng = np.random.default_rng(4)
+    a, b = (rng.integers(-3, 4, (256, 256)).astype(np.float32) for _ in range(2))
+    c = a @ b
+    rows, cols = [0, 5, 17, 200], [1, 2, 255]
+    found = {}
+    for cut in ("listed", "other"):
+        folder = tmp_path / cut
+        folder.mkdir()
+        taken = [r + 1 for r in rows] if cut == "other" else rows
+        np.save(folder / "c.npy", c[taken][:, cols])
+        np.save(folder / "a.npy", a[rows])
+        np.save(folder / "b.npy", b[:, cols])
+        sample = {"rows": {"indices": rows}, "columns": {"indices": cols}, "whole_sha256": "0" * 64}
+        entry = {"dtype": "<f4", "shape": [256, 256]}
+        (folder / handover.MANIFEST).write_text(json.dumps({"handover_version": 3, "program": "kernels/x.py",
+                                                            "checks": [
+            {"name": "matmul", "index": 0, "output": {"file": "c.npy", **entry, "sample": sample},
+             "inputs": {"a": {"file": "a.npy", **entry, "sample": {**sample, "columns": None}},
+                        "b": {"file": "b.npy", **entry, "sample": {**sample, "rows": None}}}}]}))
+        raw, _ = outside_check.read_manifest(folder)
+        (found[cut],) = outside_worker.check_plan(folder, outside_check.plan(REPO, raw))["checks"]
+    assert (found["listed"]["status"], found["listed"]["checked"]) == ("passed", 12)
+    assert "(rows 4 listed, columns 3 listed)" in found["listed"]["why"]
+    assert (found["other"]["status"], found["other"]["problem"]) == ("failed", "mismatch")
+
+
+def test_a_version_2_row_sample_still_reads_and_version_3_holds_to_its_own_shape(tmp_path):
+    """A handover_version 2 manifest's ``RowSample`` (``stride``) is read and checked as before; the same sample
+    under version 3, which samples as ``Sample`` (rows, columns), is refused."""
+    import json  # noqa: PLC0415
+
+    from tileproof.runner import outside_check, outside_worker  # noqa: PLC0415
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 16))
+    y = np.exp(x - x.max(axis=1, keepdims=True))
+    y /= y.sum(axis=1, keepdims=True)
+    np.save(tmp_path / "y.npy", y[::4].astype(np.float32))
+    np.save(tmp_path / "x.npy", x[::4].astype(np.float32))
+    row = {"stride": 4, "whole_sha256": "0" * 64}
+    found = {}
+    for version in (2, 3):
+        (tmp_path / handover.MANIFEST).write_text(json.dumps({"handover_version": version, "program": "kernels/x.py",
+                                                              "checks": [
+            {"name": "softmax", "index": 0,
+             "output": {"file": "y.npy", "dtype": "<f4", "shape": [64, 16], "sample": row},
+             "inputs": {"x": {"file": "x.npy", "dtype": "<f4", "shape": [64, 16], "sample": row}}}]}))
+        raw, _ = outside_check.read_manifest(tmp_path)
+        planned = outside_check.plan(REPO, raw)
+        found[version] = planned if isinstance(planned, str) else outside_worker.check_plan(tmp_path, planned)
+    (v2,) = found[2]["checks"]
+    assert (v2["status"], v2["sampled_stride"], v2["checked"]) == ("passed", 4, 16 * 16)
+    assert "handover_version 3 samples as Sample" in found[3]

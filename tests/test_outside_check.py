@@ -188,11 +188,12 @@ def test_an_output_over_the_cap_is_a_documented_sample_that_round_trips(harness,
     manifest = handover.Handover.model_validate_json((tmp_path / handover.MANIFEST).read_bytes())
     (check,) = manifest.checks
     stride = -(-y.nbytes // (32 * 1024))
-    assert check.output.sample is not None and check.output.sample.stride == stride == 8
+    assert check.output.axis("rows") == handover.Axis(stride=stride) and stride == 8
+    assert check.output.axis("columns") is None
     assert check.output.shape == [1000, 64]
     assert check.output.sample.whole_sha256 == harness.whole_sha256(y)
     assert np.load(tmp_path / check.output.file).shape == (125, 64)
-    assert check.inputs["x"].sample is not None and check.inputs["x"].sample.stride == stride
+    assert check.inputs["x"].axis("rows") == handover.Axis(stride=stride)
     (answer,) = checked(tmp_path)["checks"]
     assert (answer["status"], answer["sampled_stride"], answer["checked"]) == ("passed", 8, 125 * 64)
     assert answer["output_sha256"] == harness.whole_sha256(y)

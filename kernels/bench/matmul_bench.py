@@ -57,9 +57,10 @@ the float64 reference exactly, so the table's matmul bound (derived for K = 128)
 at any K, and a wrong index shows up as an error of 1 or more. The output is NaN-filled
 before each checked launch, so an element that is never written fails. Each size's check
 inputs are handed over once (``s.inputs``) and every config's output beside them, so that
-tileproof recomputes each reference itself (kernels/references.py); at 8192^3 B is above the
-handover's cap and every element of it feeds every row of C, so those checks stay
-unverified (the record says so).
+tileproof recomputes each reference itself (kernels/references.py); B is a column input
+(each column of C needs only its own column of B), so at 8192^3, where B is above the
+handover's cap, a block of C (every 8th row and column) is handed over with the same rows
+of A and the same columns of B, and tileproof recomputes that block.
 
 Timing (kernels/bench/timing.py): fresh uniform [-1, 1) float16 inputs (never zeros), an
 L2 flush before every launch, CUDA events around it, ROUNDS interleaved rounds (a seeded
@@ -437,7 +438,7 @@ def bench_size(s: harness.Session, timer: timing.Timer, size, cfgs: list[Config]
     a_chk = cp.asarray(s.rng.integers(-CHECK_MAX, CHECK_MAX + 1, size=(m, k)).astype(np.float16))
     b_chk = cp.asarray(s.rng.integers(-CHECK_MAX, CHECK_MAX + 1, size=(k, n)).astype(np.float16))
     want = harness.matmul_f64(a_chk, b_chk)
-    handed = s.inputs(f"matmul_{m}x{n}x{k}", whole=("b",), a=a_chk, b=b_chk)  # written at the first check
+    handed = s.inputs(f"matmul_{m}x{n}x{k}", columns=("b",), a=a_chk, b=b_chk)  # written at the first check
     out = cp.empty((m, n), dtype=np.float32)
     cases: list[timing.Case] = []
     cfg_of: dict[str, Config | None] = {}

@@ -7,8 +7,9 @@ bench plan (kernels/bench/*_bench.py: its sizes and its configurations, plus the
 inputs as one input set (kernels/harness.py ``Session.inputs``) and one output per configuration, through the
 harness's own ``Handover`` (same files, same cap, same row samples), from host arrays (the device-to-host copy
 is not counted). The outputs are the float32 reference (matmul: exact integer inputs, as the program checks,
-so every correct configuration's output is the same, bit for bit, and the checker compares it once; 8192^3 is
-not multiplied here: its B is withheld, so its outputs are only read and tested finite); each softmax
+so every correct configuration's output is the same, bit for bit, and the checker compares it once; at 8192^3 only
+the block the harness hands over is multiplied here, B being a column input above the cap, the rest of C is random
+and only hashed); each softmax
 configuration's output differs from the others' in one element by one ulp, as real kernels' last bits do, so
 every one is compared. Then it runs
 tileproof's check of that folder in this process (``runner.outside_check.plan`` and
@@ -36,6 +37,7 @@ for folder in (ROOT / "kernels", ROOT / "kernels" / "bench", ROOT / "tests" / "d
 
 import numpy as np  # noqa: E402
 
+from tileproof.records.handover import BLOCK_MAX  # noqa: E402
 from tileproof.runner import outside_check, outside_worker  # noqa: E402
 
 
@@ -63,8 +65,11 @@ def matmul_shapes(quick: bool) -> list[tuple]:
         def make(mm=mm, nn=nn, kk=kk):
             a = rng.integers(-3, 4, (mm, kk)).astype(np.float16)
             b = rng.integers(-3, 4, (kk, nn)).astype(np.float16)
-            c = (a.astype(np.float32) @ b.astype(np.float32)) if mm * nn * kk < 8192 ** 3 \
-                else rng.integers(-300, 300, (mm, nn)).astype(np.float32)
+            if mm * nn * kk < 8192 ** 3:
+                return {"a": a, "b": b}, a.astype(np.float32) @ b.astype(np.float32)
+            c = rng.integers(-300, 300, (mm, nn)).astype(np.float32)
+            step = -(-mm // BLOCK_MAX)  # the block kernels/harness.py hands over (every 8th row and column)
+            c[::step, ::step] = a[::step].astype(np.float32) @ b[:, ::step].astype(np.float32)
             return {"a": a, "b": b}, c
         out.append((f"matmul_{mm}x{nn}x{kk}", "matmul", configs, make, ("b",)))
     return out
@@ -104,10 +109,10 @@ def main(argv: list[str]) -> int:
             folder = Path(tmp)
             handover = h.Handover(folder, f"kernels/bench/{program}_bench.py")
             write_cpu, index = 0.0, 0
-            for label, name, configs, make, whole in shapes:
+            for label, name, configs, make, columns in shapes:
                 inputs, output = make()
                 start = cpu()
-                shared = h.InputSet(label, inputs, whole)
+                shared = h.InputSet(label, inputs, columns=columns)
                 for config in range(configs):
                     if name != "matmul":  # softmax configs differ in their last bits; a correct matmul's do not
                         kept = output[0, config].copy()

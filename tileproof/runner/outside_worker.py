@@ -56,11 +56,12 @@ def _number(value: float) -> float | str:
     return value
 
 
-def references(text: str | None, shown: str) -> dict[str, Callable[..., Any]]:
-    """``REFERENCES`` of the reference table's ``text`` (None: there is none; ``shown``: its path in messages):
-    its imports checked before any line of it runs."""
+def references(text: str | None, shown: str) -> tuple[dict[str, Callable[..., Any]], dict[str, frozenset[str]]]:
+    """(``REFERENCES``, ``COLUMNS``) of the reference table's ``text`` (None: there is none; ``shown``: its path in
+    messages), its imports checked before any line of it runs. ``COLUMNS``: check name -> the inputs its reference is
+    column-wise in (optional; none when absent): the only inputs a block sample may hand over as columns."""
     if text is None:
-        return {}
+        return {}, {}
     tree = ast.parse(text, shown)
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -79,11 +80,46 @@ def references(text: str | None, shown: str) -> dict[str, Callable[..., Any]]:
     table = getattr(module, "REFERENCES", None)
     if not isinstance(table, dict) or not all(isinstance(k, str) and callable(v) for k, v in table.items()):
         raise Refused(f"{shown}: REFERENCES must be a dict of check name -> function")
-    return table
+    columns = getattr(module, "COLUMNS", {})
+    if not isinstance(columns, dict) or not all(
+            isinstance(k, str) and isinstance(v, (tuple, list, frozenset, set)) and all(isinstance(i, str) for i in v)
+            for k, v in columns.items()):
+        raise Refused(f"{shown}: COLUMNS must be a dict of check name -> a tuple of input names")
+    return table, {k: frozenset(v) for k, v in columns.items()}
+
+
+def axes(sample: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(rows, columns) of a sample as the plan holds it (``records.handover.RowSample`` or ``Sample``): each an
+    ``Axis`` (``{"stride": s}`` or ``{"indices": [...]}``), None for an axis kept whole."""
+    if sample is None:
+        return None, None
+    if "stride" in sample:
+        return {"stride": sample["stride"], "indices": None}, None
+    return sample.get("rows"), sample.get("columns")
+
+
+def _kept(axis: dict[str, Any] | None, length: int) -> int:
+    if axis is None:
+        return length
+    return -(-length // axis["stride"]) if axis.get("stride") is not None else len(axis["indices"])
+
+
+def said(sample: dict[str, Any] | None) -> str:
+    """The sample in a message: `` (every 8th row)``, `` (rows every 8th, columns every 8th)``; empty when whole."""
+    def one(axis: dict[str, Any]) -> str:
+        if axis.get("stride") is not None:
+            return f"every {axis['stride']}th"
+        return f"{len(axis['indices'])} listed"
+
+    rows, columns = axes(sample)
+    if rows is not None and columns is None:
+        return f" ({one(rows)} row)" if rows.get("stride") is not None else f" ({one(rows)} rows)"
+    parts = [f"{what} {one(a)}" for what, a in (("rows", rows), ("columns", columns)) if a is not None]
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _load(folder: Path, entry: Entry, name: str) -> np.ndarray:
-    """One handed-over array, as the manifest says it is (dtype, shape, rows kept), or ``Refused``."""
+    """One handed-over array, as the manifest says it is (dtype, shape, rows and columns kept), or ``Refused``."""
     file, sample = entry["file"], entry.get("sample")
     try:
         data = read_bytes(folder, file, "handover", file)
@@ -97,9 +133,11 @@ def _load(folder: Path, entry: Entry, name: str) -> np.ndarray:
         raise Refused(f"{file}: dtype {getattr(array, 'dtype', None)}, the manifest says {entry['dtype']}")
     shape = list(entry["shape"])
     if sample is not None:
-        if not shape:
-            raise Refused(f"{file}: a sampled array needs a first axis")
-        shape[0] = -(-shape[0] // sample["stride"])
+        rows, columns = axes(sample)
+        if not shape or (columns is not None and len(shape) < 2):
+            raise Refused(f"{file}: a sample of {'columns' if shape else 'rows'} needs an array with that axis")
+        shape[0] = _kept(rows, shape[0])
+        shape[-1] = _kept(columns, shape[-1])
     if list(array.shape) != shape:
         raise Refused(f"{file}: shape {list(array.shape)}, the manifest says {shape} "
                       f"({'sampled' if sample else 'whole'}) for check {name}")
@@ -118,9 +156,13 @@ class Cache:
     """What the checks of one job share: the handed-over inputs loaded once per file, each reference computed once
     per check name and input files (a bench hands one shape's inputs over once, for every configuration)."""
 
-    def __init__(self) -> None:
+    def __init__(self, columns: dict[str, frozenset[str]] | None = None) -> None:
+        self.columns = columns or {}
+        """The reference table's ``COLUMNS``: check name -> the inputs its reference is column-wise in."""
         self.arrays: dict[str, np.ndarray] = {}
         self.wants: dict[tuple, np.ndarray | Exception] = {}
+        self.bounded: dict[tuple, Bounds] = {}
+        self.buffers: dict[tuple[int, ...], np.ndarray] = {}
         self.verdicts: dict[tuple, dict[str, Any]] = {}
         """(name, input files, the output's dtype, shape, rows kept and sha256 of the bytes read) -> its verdict: a
         configuration whose output is bit for bit another's of the same check (a correct matmul on exact inputs)
@@ -147,6 +189,19 @@ class Cache:
             raise found
         return found
 
+    def bounds(self, want: np.ndarray, entry: list[float]) -> Bounds:
+        """The ``Bounds`` of a reference ``want`` (one of ``wants``) under ``entry``, computed once."""
+        key = (id(want), *entry)
+        if key not in self.bounded:
+            self.bounded[key] = Bounds(want, entry)
+        return self.bounded[key]
+
+    def buffer(self, shape: tuple[int, ...]) -> np.ndarray:
+        """A float64 scratch array of ``shape``, one per shape for the job."""
+        if shape not in self.buffers:
+            self.buffers[shape] = np.empty(shape, dtype=np.float64)
+        return self.buffers[shape]
+
 
 def _inputs(folder: Path, check: dict[str, Any], cache: Cache) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The handed-over output and inputs of ``check`` (``Refused`` when one cannot be read as the manifest says)."""
@@ -161,17 +216,17 @@ def check_one(folder: Path, check: dict[str, Any], refs: dict[str, Callable[...,
     holds it, ``table``: check name -> [rtol, atol], ``shown``: the reference table's path in messages."""
     name, cache = check["name"], cache or Cache()
     sample = check["output"].get("sample")
-    stride = sample["stride"] if sample else None
+    rows, _ = axes(sample)
     try:
         got, inputs = _inputs(folder, check, cache)
     except Refused as e:
         return _result(name, "failed", "refused", str(e), index=check.get("index"))
     read = _digest(got)
-    more: dict[str, Any] = {"sampled_stride": stride, "index": check.get("index"),
+    more: dict[str, Any] = {"sampled_stride": rows.get("stride") if rows else None, "index": check.get("index"),
                             "output_sha256": sample["whole_sha256"] if sample else read}
     files = tuple(sorted((k, v["file"]) for k, v in check.get("inputs", {}).items()))
-    same = (name, files, tuple(check.get("withheld") or ()), got.dtype.str, tuple(check["output"]["shape"]), stride,
-            read)
+    same = (name, files, tuple(check.get("withheld") or ()), got.dtype.str, tuple(check["output"]["shape"]),
+            json.dumps(sample, sort_keys=True), read)
     if same not in cache.verdicts:
         cache.verdicts[same] = _verdict(name, got, inputs, (refs, table, shown), cache, check, more)
     return {**cache.verdicts[same], **more}
@@ -181,17 +236,26 @@ def _verdict(name: str, got: np.ndarray, inputs: dict[str, np.ndarray], lesson: 
              check: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
     """The verdict of one handed-over output; ``lesson``: (reference table, tolerance table, the table's path)."""
     refs, table, shown = lesson
-    g = got.astype(np.float64)
-    if g.size and not bool(np.isfinite(g).all()):
-        bad = int(g.size - np.count_nonzero(np.isfinite(g)))
-        return _result(name, "failed", "non-finite", f"{bad} of {g.size} output elements are NaN or Inf", **more)
+    finite = np.isfinite(got)
+    if got.size and not bool(finite.all()):
+        bad = int(got.size - np.count_nonzero(finite))
+        return _result(name, "failed", "non-finite", f"{bad} of {got.size} output elements are NaN or Inf", **more)
+    del finite
     withheld = check.get("withheld") or []
     if withheld:
         return _result(name, "unverified", "withheld-input",
-                       f"input {withheld[0]} was not handed over: it is above the handover's cap and not row-wise in "
-                       "the output (its first axis is not the output's, or the program declared it whole), so no "
-                       "sample of its rows recomputes any output row", **more)
+                       f"input {withheld[0]} was not handed over: it is above the handover's cap and neither "
+                       "row-wise in the output (its first axis is not the output's, or the program declared it "
+                       "whole) nor a column input, so no sample of it recomputes any output element", **more)
     fn, entry = refs.get(name), table.get(name)
+    wise = cache.columns.get(name, frozenset())
+    stray = sorted(k for k, v in check.get("inputs", {}).items()
+                   if axes(v.get("sample"))[1] is not None and k not in wise)
+    if fn is not None and stray:
+        return _result(name, "failed", "refused",
+                       f"input {stray[0]} is handed over as a sample of its columns, but {shown} does not declare "
+                       f"{name}'s reference column-wise in it (COLUMNS); only a column-wise reference recomputes a "
+                       "block from sampled columns", **more)
     if fn is None or entry is None:
         why = f"{shown} declares no reference for {name}" if fn is None \
             else f"kernels/tolerances.py has no entry for {name}"
@@ -203,31 +267,54 @@ def _verdict(name: str, got: np.ndarray, inputs: dict[str, np.ndarray], lesson: 
         return _result(name, "failed", "reference-error",
                        f"{shown} {name}(): {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
                        **more)
-    if want.shape != g.shape:
+    if want.shape != got.shape:
         return _result(name, "failed", "reference-error",
-                       f"the reference has shape {list(want.shape)}, the handed-over output {list(g.shape)}", **more)
-    return _compare(name, g, want, entry, more["sampled_stride"], more)
+                       f"the reference has shape {list(want.shape)}, the handed-over output {list(got.shape)}", **more)
+    return _compare(name, got, cache.bounds(want, entry), said(check["output"].get("sample")), cache, more)
 
 
-def _compare(name: str, g: np.ndarray, want: np.ndarray, entry: list[float], stride: int | None,
+class Bounds:
+    """What every comparison with one reference under one tolerance entry shares, computed once: the bound
+    ``atol + rtol * |want|`` of each element, ``|want|`` with its zeros as infinity (the relative error's
+    denominator: ``err / inf`` is 0 where the reference is 0), which elements are finite, whether all are equal."""
+
+    def __init__(self, want: np.ndarray, entry: list[float]) -> None:
+        self.want = want
+        self.rtol, self.atol = entry
+        with np.errstate(all="ignore"):
+            self.denominator = np.abs(want)
+            self.bound = self.denominator * self.rtol
+            self.bound += self.atol
+            self.denominator[self.denominator == 0] = np.inf
+        finite = np.isfinite(want)
+        self.finite: np.ndarray | None = None if bool(finite.all()) else finite
+        self.all_equal = bool(want.size == 0 or (want.max() == want.min() and self.finite is None))
+
+
+def _compare(name: str, got: np.ndarray, b: Bounds, sampled: str, cache: Cache,
              more: dict[str, Any]) -> dict[str, Any]:
-    """The verdict of output ``g`` against reference ``want`` under the tolerance ``entry`` (rtol, atol)."""
-    rtol, atol = entry
+    """The verdict of output ``got`` (finite) against the reference of ``b``: every element compared in float64
+    (``got`` is upcast element by element into one buffer per shape, kept for the job)."""
+    want = b.want
+    err = cache.buffer(want.shape)
     with np.errstate(all="ignore"):
-        err = np.abs(g - want)
-        ok = (err <= atol + rtol * np.abs(want)) & np.isfinite(want)
-        nonzero = want != 0
-        rel = float(np.max(err[nonzero] / np.abs(want[nonzero]))) if bool(nonzero.any()) else 0.0
-    mismatches = int(ok.size - np.count_nonzero(ok))
-    more.update(checked=int(ok.size), mismatches=mismatches,
-                max_abs_err=_number(float(err.max())) if err.size else 0.0, max_rel_err=_number(rel))
-    sampled = f" (every {stride}th row)" if stride else ""
-    if g.size > 1 and bool((g == g.flat[0]).all()) and not bool((want == want.flat[0]).all()):
+        np.subtract(got, want, out=err, dtype=np.float64)
+        np.abs(err, out=err)
+        ok = err <= b.bound  # NaN compares False
+        if b.finite is not None:
+            ok &= b.finite
+        mismatches = int(ok.size - np.count_nonzero(ok))
+        max_abs = float(err.max()) if err.size else 0.0
+        np.divide(err, b.denominator, out=err)
+        rel = float(err.max()) if err.size else 0.0
+    more.update(checked=int(ok.size), mismatches=mismatches, max_abs_err=_number(max_abs), max_rel_err=_number(rel))
+    rtol, atol = b.rtol, b.atol
+    if got.size > 1 and bool(got.max() == got.min()) and not b.all_equal:
         return _result(name, "failed", "all-equal",
-                       f"every output element is {float(g.flat[0])!r}, the reference's are not all equal", **more)
+                       f"every output element is {float(got.flat[0])!r}, the reference's are not all equal", **more)
     if mismatches or not ok.size:
         first = np.unravel_index(int(np.argmin(ok)), ok.shape) if ok.size else ()
-        where = (f" first at {tuple(int(i) for i in first)}: got {float(g[first])!r}, want {float(want[first])!r}"
+        where = (f" first at {tuple(int(i) for i in first)}: got {float(got[first])!r}, want {float(want[first])!r}"
                  if ok.size else "")
         return _result(name, "failed", "mismatch", f"{mismatches} of {ok.size} elements{sampled} beyond rtol "
                        f"{rtol:g}, atol {atol:g};{where}", **more)
@@ -240,10 +327,10 @@ def check_plan(folder: Path, plan: dict[str, Any]) -> dict[str, Any]:
     that cannot be used fails every check by name (``refused``)."""
     shown = plan.get("references_file", "references")
     try:
-        refs = references(plan.get("references"), shown)
+        refs, columns = references(plan.get("references"), shown)
     except (Refused, SyntaxError) as e:
         return {"checks": [], "refused": str(e).splitlines()[0]}
-    table, cache = plan.get("table", {}), Cache()
+    table, cache = plan.get("table", {}), Cache(columns)
     return {"checks": [check_one(folder, c, refs, table, shown, cache) for c in plan.get("checks", [])]}
 
 
