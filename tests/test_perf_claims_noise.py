@@ -93,7 +93,7 @@ def test_the_published_note_through_status_publish_and_the_audit_verdict(tree, c
     assert verdict.note().startswith("newer evidence within noise: perf claim cublas-power-8192: bench "
                                      f"{AGREES.run_id} measured")
     (line,) = [x for x in status.status(tree, ["perf-note"]) if x.startswith("perf-note: ")]
-    assert "ready: published, its records hold; newer evidence within noise" in line
+    assert "already published, its records hold" in line and "newer evidence within noise" in line, line
     code, out = cli(capsys, "publish", "perf-note", "--root", str(tree), "--dry-run")
     assert code == 0, out
     # a newer counted record below the bound beyond its noise: the published claim is false

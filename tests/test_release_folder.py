@@ -212,6 +212,8 @@ def test_the_documented_release_axis_run_is_no_signal_and_a_hand_made_folder_is(
         (version, ReleaseFolder(path=str(digest_folder), sha256=digest_folder.name)), (version, None)]
     assert [i.record.verdict for i in runs] == ["passed"] * 3 or given, [i.record.reason for i in runs]
     found = plausibility.signals(items, {}, lock.wheel_hashes(root))
-    assert kinds(found, runs[1].record.run_id) == set()
-    assert kinds(found, runs[2].record.run_id) == {("shim-path", f"PYTHONPATH={by_hand}")}
+    # the fake GPU's programs may finish faster than a real launch (launch-too-fast): that signal is not this test's
+    shim = {r.record.run_id: {k for k in kinds(found, r.record.run_id) if k[0] == "shim-path"} for r in runs}
+    assert shim[runs[1].record.run_id] == set()
+    assert shim[runs[2].record.run_id] == {("shim-path", f"PYTHONPATH={by_hand}")}
     assert plausibility.signals(items, {}, frozenset()).keys() >= {runs[1].record.run_id}  # the lock's hash decides
