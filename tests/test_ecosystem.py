@@ -17,7 +17,7 @@ import yaml
 
 from tileproof import __version__
 from tileproof.__main__ import COMMANDS
-from tileproof.authoring.init import PRE_COMMIT_CONFIG, course_files, write_files
+from tileproof.authoring.init import PRE_COMMIT_CONFIG, write_files
 
 REPO = Path(__file__).resolve().parents[1]
 HOOKS = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())

@@ -89,7 +89,8 @@ def test_the_action_audits_before_compile_and_runs_every_check_whatever_the_othe
     assert ids.index("audit") < ids.index("compile")  # compile writes a record into runs/ the audit must not see
     for step in ("check", "lint", "audit", "compile"):
         assert by_id[step]["if"] == "${{ !cancelled() && steps.install.outcome == 'success' }}", step
-        assert action["outputs"][{"lint": "lint-kernels"}.get(step, step)]["value"] == f"${{{{ steps.{step}.outcome }}}}"
+        output = action["outputs"][{"lint": "lint-kernels"}.get(step, step)]
+        assert output["value"] == f"${{{{ steps.{step}.outcome }}}}"
     audit = by_id["audit"]["run"]
     assert 'tileproof audit --since "$SINCE" "${common[@]}"' in audit
     assert 'common+=(--expect-ancestor "$SINCE")' in audit
