@@ -1,5 +1,6 @@
 """tileproof where courses already are: pre-commit hooks (.pre-commit-hooks.yaml, and the local form ``init`` writes
-into a course), the composite action (action.yml) as a workflow uses it, checked by actionlint."""
+into a course), the composite action (action.yml) as this repository's pull-request workflow and a new course's use
+it, checked by actionlint."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import yaml
 
 from tileproof import __version__
 from tileproof.__main__ import COMMANDS
-from tileproof.authoring.init import PRE_COMMIT_CONFIG, course_files, write_files
+from tileproof.authoring.init import PRE_COMMIT_CONFIG, write_files
 
 REPO = Path(__file__).resolve().parents[1]
 HOOKS = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
@@ -90,8 +91,8 @@ def test_the_action_runs_the_cpu_check_in_order():
     assert steps[0]["uses"].startswith("actions/setup-python@")
     runs = [s for s in steps if "run" in s]
     assert all(s["shell"] == "bash" for s in runs)  # a composite action's run step must name its shell
-    order = ["install -q 'nox[uv]'", "tileproof check", "tileproof lint-kernels", "nox -s compile",
-             "tileproof audit", "tileproof badge"]
+    order = ["'nox[uv]' \"$TILEPROOF_SPEC\"", "tileproof check", "tileproof lint-kernels", "tileproof audit",
+             "nox -s compile", "tileproof badge"]
     script = "\n".join(s["run"] for s in runs)
     assert [script.index(o) for o in order] == sorted(script.index(o) for o in order)
     # inputs reach the scripts only through the environment, never pasted into the script's text
@@ -100,8 +101,8 @@ def test_the_action_runs_the_cpu_check_in_order():
 
 @needs_actionlint
 def test_actionlint_checks_this_repositorys_use_of_the_action():
-    flow = REPO / ".github" / "workflows" / "cpu-check.yml"
-    assert any(s.get("uses") == "./" for s in yaml.safe_load(flow.read_text())["jobs"]["check"]["steps"])
+    flow = REPO / ".github" / "workflows" / "pull-request.yml"
+    assert any(s.get("uses") == "./" for s in yaml.safe_load(flow.read_text())["jobs"]["review"]["steps"])
     done = subprocess.run([ACTIONLINT, "-no-color", "-config-file", str(REPO / ".github" / "actionlint.yaml"),
                            str(flow)], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -113,21 +114,36 @@ def test_actionlint_refuses_an_input_the_action_does_not_have(tmp_path):
     the inputs the workflow passes)."""
     (tmp_path / ".github" / "workflows").mkdir(parents=True)
     shutil.copy(REPO / "action.yml", tmp_path / "action.yml")
-    flow = (REPO / ".github" / "workflows" / "cpu-check.yml").read_text()
-    (tmp_path / ".github" / "workflows" / "use.yml").write_text(flow.replace("trust-root:", "trust_root:"))
+    flow = (REPO / ".github" / "workflows" / "pull-request.yml").read_text()
+    assert flow.count("          since:") == 1
+    (tmp_path / ".github" / "workflows" / "use.yml").write_text(flow.replace("          since:", "          snice:"))
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     done = subprocess.run([ACTIONLINT, "-no-color", ".github/workflows/use.yml"], capture_output=True, text=True,
                           cwd=tmp_path)
-    assert done.returncode == 1 and 'input "trust_root" is not defined' in done.stdout
+    assert done.returncode == 1 and 'input "snice" is not defined' in done.stdout
 
 
 @needs_actionlint
-def test_the_course_workflow_with_its_badge_step_passes_actionlint(tmp_path):
-    files = course_files(tmp_path)
-    flow = files[".github/workflows/check.yml"]
-    assert "tileproof badge --out build/badge/evidence.json" in flow
-    (tmp_path / ".github" / "workflows").mkdir(parents=True)
-    (tmp_path / ".github" / "workflows" / "check.yml").write_text(flow)
-    done = subprocess.run([ACTIONLINT, "-no-color", ".github/workflows/check.yml"], capture_output=True, text=True,
-                          cwd=tmp_path)
+def test_a_new_courses_workflows_and_their_action_pass_actionlint(tmp_path):
+    """What ``init`` writes: the pull-request workflow using the action written beside it (actionlint reads its
+    inputs there), the GPU workflow, and the sticky-comment script both run, executable."""
+    root = tmp_path / "course"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    write_files(root, lambda _line: None)
+    assert (root / ".github/actions/tileproof/action.yml").read_bytes() == (REPO / "action.yml").read_bytes()
+    sticky = root / ".ci" / "sticky-comment"
+    assert sticky.read_bytes() == (REPO / ".ci" / "sticky-comment").read_bytes() and os.access(sticky, os.X_OK)
+    flow = yaml.safe_load((root / ".github/workflows/pull-request.yml").read_text())
+    check = next(s for s in flow["jobs"]["review"]["steps"] if s.get("name") == "The CPU check")
+    assert check["uses"] == "./.github/actions/tileproof"
+    assert check["with"]["tileproof"] == f"tileproof=={__version__}"
+    done = subprocess.run([ACTIONLINT, "-no-color", "-config-file", ".github/actionlint.yaml",
+                           ".github/workflows/pull-request.yml", ".github/workflows/gpu-evidence.yml"],
+                          capture_output=True, text=True, cwd=root)
     assert done.returncode == 0, done.stdout
+    misspelt = root / ".github/workflows/pull-request.yml"
+    misspelt.write_text(misspelt.read_text().replace("          since:", "          snice:"))  # read from the action
+    done = subprocess.run([ACTIONLINT, "-no-color", ".github/workflows/pull-request.yml"], capture_output=True,
+                          text=True, cwd=root)
+    assert done.returncode == 1 and 'input "snice" is not defined' in done.stdout

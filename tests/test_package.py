@@ -41,14 +41,16 @@ def test_init_makes_a_course_and_commits_the_first_key_alone(tmp_path, author):
     written = course_init.init(root, None, "author", said.append)
     for rel in ["noxfile.py", "pyproject.toml", "constraints.txt", ".gitignore", "README.md", "kernels/harness.py",
                 "kernels/tolerances.py", "kernels/references.py", "cpp/harness.h", "cpp/tolerances.h",
-                ".github/workflows/check.yml", ".github/workflows/gpu-evidence.yml", "schema/lesson.v1.schema.json",
+                ".github/workflows/pull-request.yml", ".github/workflows/gpu-evidence.yml",
+                ".github/actions/tileproof/action.yml", ".ci/sticky-comment", "schema/lesson.v1.schema.json",
                 ".pre-commit-config.yaml"]:
         assert rel in written and (root / rel).is_file(), rel
     assert (root / "kernels/harness.py").read_bytes() == (REPO / "kernels/harness.py").read_bytes()
     assert (root / "cpp/harness.h").read_bytes() == (REPO / "cpp/harness.h").read_bytes()
     assert (root / "constraints.txt").read_bytes() == (REPO / "constraints.txt").read_bytes()
     assert "sessions.register()" in (root / "noxfile.py").read_text()
-    assert f"'tileproof=={__version__}'" in (root / ".github/workflows/check.yml").read_text()
+    for flow in ("pull-request.yml", "gpu-evidence.yml"):
+        assert f"'tileproof=={__version__}'" in (root / ".github/workflows" / flow).read_text(), flow
     # commit A holds the registry alone, commit B the pin alone, naming A
     log = git(root, "log", "--format=%H", "--name-only").split()
     commit_b, pin, commit_a, registry = log
@@ -126,12 +128,25 @@ def test_the_package_knows_no_course():
     assert not found, found
 
 
-def test_the_gpu_workflow_template_is_this_repositorys_but_for_the_install():
-    ours = (REPO / ".github/workflows/gpu-evidence.yml").read_text()
-    template = course_init.template("workflows/gpu-evidence.yml")
-    assert template.count(course_init.WORKFLOW_INSTALL) == 2
-    same = re.sub(r".*pip install.*\n", "", template.replace("Install nox and tileproof", "Install nox"))
-    assert same == re.sub(r".*pip install.*\n", "", ours.replace("Install nox and tileproof", "Install nox"))
+def without_install(text: str) -> str:
+    """A workflow less the lines that say which tileproof it installs: a ``pip install`` line, the step that uses
+    the composite action (``./`` here, the copy ``init`` writes in a course) and its ``tileproof:`` input."""
+    text = text.replace("Install nox and tileproof", "Install nox")
+    return re.sub(r'(?m)^.*(pip"? install |uses: \./|^\s+tileproof: ).*\n', "", text)
+
+
+@pytest.mark.parametrize(("flow", "installs"), [("gpu-evidence.yml", 3), ("pull-request.yml", 1)])
+def test_a_workflow_template_is_this_repositorys_but_for_the_install(flow, installs):
+    ours = (REPO / ".github/workflows" / flow).read_text()
+    template = course_init.template(f"workflows/{flow}")
+    assert template.count(course_init.WORKFLOW_INSTALL) == installs
+    assert without_install(template) == without_install(ours)
+    assert len(template.splitlines()) == len(ours.splitlines())  # a line changed, never one added or dropped
+
+
+def test_this_repository_holds_every_workflow_a_course_gets_and_no_other():
+    ours = {p.name for p in (REPO / ".github/workflows").glob("*.yml")}
+    assert ours == {Path(dest).name for dest in course_init.COPIED if dest.startswith(".github/workflows/")}
 
 
 def test_version_is_written_once():
@@ -185,5 +200,5 @@ def test_a_new_course_from_the_wheel_compiles_tests_and_audits(tmp_path):
     # the workflows init wrote pass actionlint
     actionlint = Path(sys.executable).with_name("actionlint")
     if actionlint.exists():  # the test extra's (tests/test_fleet_workflow.py)
-        run([str(actionlint), "-config-file", ".github/actionlint.yaml", ".github/workflows/check.yml",
+        run([str(actionlint), "-config-file", ".github/actionlint.yaml", ".github/workflows/pull-request.yml",
              ".github/workflows/gpu-evidence.yml"], root, env)

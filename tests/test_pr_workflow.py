@@ -1,6 +1,7 @@
-"""The pull-request workflow and the sticky comment: actionlint passes every workflow, the workflow's own scripts
-run against a real repository with a real pull-request branch, and .ci/sticky-comment edits its one comment in
-place (a stand-in ``gh`` that answers from a file through the real ``jq``)."""
+"""The pull-request workflow and the sticky comment: actionlint passes every workflow, the workflow's scripts (and
+the composite action's audit step, with the inputs the workflow gives it) run against a real repository with a real
+pull-request branch, and .ci/sticky-comment edits its one comment in place (a stand-in ``gh`` that answers from a
+file through the real ``jq``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
 PR_FLOW = REPO / ".github" / "workflows" / "pull-request.yml"
 GPU_FLOW = REPO / ".github" / "workflows" / "gpu-evidence.yml"
 STICKY = REPO / ".ci" / "sticky-comment"
+ACTION = REPO / "action.yml"
 BIN = Path(sys.executable).parent
 ACTIONLINT = shutil.which("actionlint", path=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
 needs_actionlint = pytest.mark.skipif(ACTIONLINT is None, reason="actionlint not installed (the test extra's "
@@ -54,31 +56,53 @@ def test_actionlint_catches_an_output_no_step_gives(tmp_path):
     assert "bass" in proc.stdout
 
 
-def test_the_review_job_audits_since_the_merge_base_then_diffs_and_keeps_every_outcome():
+def test_the_review_job_runs_the_actions_cpu_check_since_the_merge_base_then_diffs():
     job = yaml.safe_load(PR_FLOW.read_text())["jobs"]["review"]
     named = steps(PR_FLOW, "review")
     names = list(named)
     checkout = job["steps"][0]
     assert checkout["with"] == {"ref": "${{ github.event.pull_request.head.sha }}", "fetch-depth": 0}
     assert job["env"]["TILEPROOF_TRUST_ROOT"] == "${{ vars.TILEPROOF_TRUST_ROOT }}"
-    audit = named["Audit what the pull request adds since its merge base"]
-    assert audit["env"]["BASE"] == "${{ steps.base.outputs.sha }}"
-    assert 'tileproof audit --since "$BASE" "${common[@]}"' in audit["run"]
-    assert '--expect-ancestor "$BASE"' in audit["run"].split("common=(", 1)[1].split(")", 1)[0]
-    assert "--strict" in audit["run"] and "--link-base" in audit["run"]
+    # the CPU check is the composite action's, the one implementation of it: audited since the merge base, strict
+    check = named["The CPU check"]
+    assert check["uses"] == "./" and check["continue-on-error"] is True
+    assert check["with"]["since"] == "${{ steps.base.outputs.sha }}" and check["with"]["strict"] == "true"
+    assert check["with"]["link-base"].endswith("/blob/{commit}/")
+    assert not any(s.get("run", "").lstrip().startswith(("tileproof check", "tileproof audit", "nox -s"))
+                   for s in job["steps"]), "a check of the action's, run a second time by the workflow"
     diff = named["tileproof diff, merge base to head"]
     assert 'tileproof diff "$BASE" "$(git rev-parse HEAD)" --format markdown' in diff["run"]
+    assert diff["continue-on-error"] is True and 'exit "$rc"' in diff["run"]
     sticky = named["The diff as the pull request's sticky comment (or the job summary)"]
-    assert sticky["if"] == "always()" and ".ci/sticky-comment '<!-- tileproof-diff -->'" in sticky["run"]
-    # Every check keeps going and is counted by the last step; compile comes after the audit (its record is new).
-    for step in ("tileproof check", "lint-kernels", "compile", audit["name"], diff["name"]):
-        assert named[step]["continue-on-error"] is True, step
-    assert names.index("compile") > names.index(audit["name"])
+    assert ".ci/sticky-comment '<!-- tileproof-diff -->'" in sticky["run"]
+    assert names.index(check["name"]) < names.index(diff["name"]) < names.index(sticky["name"])
     verdict = named["Verdict"]
-    assert names[-1] == "Verdict" and verdict["if"] == "always()"
+    assert names[-1] == "Verdict" and verdict["if"] == "${{ !cancelled() }}"
     assert {v for v in verdict["env"].values() if v.endswith(".outcome }}")} == {
-        f"${{{{ steps.{named[n]['id']}.outcome }}}}" for n in ("tileproof check", "lint-kernels", "compile",
-                                                               audit["name"], diff["name"])}
+        "${{ steps.check.outcome }}", "${{ steps.diff.outcome }}"}
+
+
+def test_the_action_audits_before_compile_and_runs_every_check_whatever_the_others_did():
+    action = yaml.safe_load(ACTION.read_text())
+    by_id = {s["id"]: s for s in action["runs"]["steps"] if "id" in s}
+    ids = list(by_id)
+    assert ids.index("audit") < ids.index("compile")  # compile writes a record into runs/ the audit must not see
+    for step in ("check", "lint", "audit", "compile"):
+        assert by_id[step]["if"] == "${{ !cancelled() && steps.install.outcome == 'success' }}", step
+        output = action["outputs"][{"lint": "lint-kernels"}.get(step, step)]
+        assert output["value"] == f"${{{{ steps.{step}.outcome }}}}"
+    audit = by_id["audit"]["run"]
+    assert 'tileproof audit --since "$SINCE" "${common[@]}"' in audit
+    assert 'common+=(--expect-ancestor "$SINCE")' in audit
+
+
+@pytest.mark.parametrize(("outcomes", "fails"), [
+    ({"CHECK": "success", "DIFF": "success"}, False), ({"CHECK": "success", "DIFF": "skipped"}, False),
+    ({"CHECK": "failure", "AUDIT": "failure", "DIFF": "success"}, True),
+    ({"CHECK": "success", "DIFF": "failure"}, True), ({"CHECK": "", "DIFF": "success"}, True)])
+def test_the_verdict_fails_the_job_when_the_check_or_the_diff_failed(tmp_path, outcomes, fails):
+    got = _run_step(steps(PR_FLOW, "review")["Verdict"]["run"], tmp_path, outcomes)
+    assert (got.returncode != 0) is fails, got.stdout
 
 
 def _run_step(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -112,9 +136,12 @@ def _audit_as_the_workflow_does(root: Path, base_sha: str, tmp_path: Path) -> tu
                     {"BASE_SHA": base_sha, "GITHUB_OUTPUT": str(out)})
     assert got.returncode == 0, got.stderr
     merge_base = out.read_text().strip().removeprefix("sha=")
-    audit = named["Audit what the pull request adds since its merge base"]
-    got = _run_step(audit["run"], root, {"BASE": merge_base, "RUNNER_TEMP": str(temp),
-                                         "LINKS": "https://github.example/o/r/blob/{commit}/"})
+    inputs = named["The CPU check"]["with"]
+    assert inputs["strict"] == "true"
+    audit = {s.get("id"): s for s in yaml.safe_load(ACTION.read_text())["runs"]["steps"]}["audit"]
+    got = _run_step(audit["run"], root, {"SINCE": merge_base, "STRICT": inputs["strict"], "RUNNER_TEMP": str(temp),
+                                         "REPORT_DIR": str(temp / "audit"), "TRUST_ROOT": "",
+                                         "LINK_BASE": "https://github.example/o/r/blob/{commit}/"})
     assert (temp / "audit" / "audit.html").is_file() and (temp / "audit" / "audit.xml").is_file()
     head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     assert f"https://github.example/o/r/blob/{head.strip()}/" in (temp / "audit" / "audit.html").read_text()
@@ -123,8 +150,8 @@ def _audit_as_the_workflow_does(root: Path, base_sha: str, tmp_path: Path) -> tu
 
 @needs_jq
 def test_the_workflows_audit_step_audits_since_the_merge_base(tmp_path):
-    """A pull request that changes a lesson: the merge-base step gives a full id, and the audit step, run as the
-    workflow writes it, audits since it (and only that)."""
+    """A pull request that changes a lesson: the merge-base step gives a full id, and the action's audit step, run
+    with the inputs the workflow gives it, audits since it (and only that)."""
     def change(root: Path) -> None:
         lesson = root / "lessons" / "day79-cutile.md"
         lesson.write_text(lesson.read_text() + "\nA sentence the pull request adds.\n")

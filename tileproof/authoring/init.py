@@ -4,8 +4,10 @@ It writes what every course starts from, out of the files that ship inside the p
 ``noxfile.py`` that takes tileproof's sessions from the package (``tileproof.sessions``), ``pyproject.toml`` with
 the course's settings (``[tool.tileproof]``), the lock ``constraints.txt`` tileproof is tested with, ``kernels/``
 (the harness, an empty tolerance table, the references), ``cpp/`` (the harness header), ``schema/`` and
-``cpp/tolerances.h`` (generated), ``.gitignore``, a README with the two commands, and ``.github/workflows/`` (the
-CPU check of every pull request, the self-hosted GPU evidence workflow). Then the first key, as docs/keys.md
+``cpp/tolerances.h`` (generated), ``.gitignore``, a README with the two commands, ``.github/workflows/`` (the
+pull-request workflow, the self-hosted GPU evidence workflow), the composite action the pull-request workflow's
+CPU check uses (``.github/actions/tileproof/action.yml``, tileproof's own ``action.yml``) and the script both
+workflows post their ``tileproof diff`` with (``.ci/sticky-comment``). Then the first key, as docs/keys.md
 does it: keygen (outside the repository), the registry ``lessons/runners.yaml`` naming it, committed alone
 (commit A), and the trust-root pin ``.ci/trust-root`` naming A, committed alone (commit B); each git command is
 shown.
@@ -50,10 +52,16 @@ COPIED = {
     "kernels/tolerances.py": "kernels/tolerances.py",
     "cpp/harness.h": "cpp/harness.h",
     ".github/actionlint.yaml": "actionlint.yaml",
-    ".github/workflows/check.yml": "workflows/check.yml",
+    ".github/actions/tileproof/action.yml": "action.yml",
+    ".github/workflows/pull-request.yml": "workflows/pull-request.yml",
     ".github/workflows/gpu-evidence.yml": "workflows/gpu-evidence.yml",
+    ".ci/sticky-comment": "sticky-comment",
 }
 """Path in the course → its template under ``course/``."""
+WORKFLOWS = (".github/workflows/pull-request.yml", ".github/workflows/gpu-evidence.yml")
+"""The workflows whose ``@TILEPROOF@`` becomes this release's pip requirement."""
+EXECUTABLE = frozenset({".ci/sticky-comment"})
+"""The files written executable (the workflows run them)."""
 
 REGISTRY_HEAD = """\
 # The runner registry: every public key whose signed records count as evidence.
@@ -83,7 +91,7 @@ def course_files(root: Path) -> dict[str, str]:
     out = {dest: template(src) for dest, src in COPIED.items()}
     out["README.md"] = out["README.md"].replace(TITLE, root.name.replace("-", " ").replace("_", " ").capitalize())
     pip = f"'tileproof=={__version__}'"
-    for dest in (".github/workflows/check.yml", ".github/workflows/gpu-evidence.yml"):
+    for dest in WORKFLOWS:
         out[dest] = out[dest].replace(WORKFLOW_INSTALL, pip)
     out["kernels/references.py"] = templates.REFERENCES
     out[PRE_COMMIT_CONFIG] = pre_commit_config()
@@ -142,7 +150,7 @@ def write_files(root: Path, say: Callable[[str], None]) -> list[str]:
         if path.exists() or path.is_symlink():
             say(f"kept {rel} (exists; init overwrites nothing)")
             continue
-        store.write_atomic(path, text)
+        store.write_atomic(path, text, mode=0o755 if rel in EXECUTABLE else 0o644)
         written.append(rel)
         say(f"wrote {rel}")
     (root / "lessons").mkdir(exist_ok=True)
