@@ -296,6 +296,45 @@ def audit_copy(audit_template, tmp_path):
     return copy, info
 
 
+def users_in_module(request: pytest.FixtureRequest, fixture: str) -> int:
+    """How many of this run's tests in ``request``'s module use ``fixture`` (each parametrized case counts)."""
+    return sum(1 for item in request.session.items
+               if getattr(item, "module", None) is request.module and fixture in getattr(item, "fixturenames", ()))
+
+
+class AgedCopies:
+    """Private copies of one tree for each test of a module that asks (``take``), their files aged past the
+    verified-file index's racy window (``audit_tree.aged``: a wait of two seconds) all together: the tree is
+    built once and the module waits once, not once per test. ``build(root)`` makes the tree; ``files(root)``
+    names the files of a copy to age. A copy is the built tree file for file (``shutil.copytree``, links kept,
+    .git included) in a folder of its own; a test asking for more copies than its module counted (a rerun) gets
+    one made and aged then."""
+
+    def __init__(self, request: pytest.FixtureRequest, fixture: str, name: str, build, files) -> None:
+        self.factory = request.getfixturevalue("tmp_path_factory")
+        self.template = self.factory.mktemp("template") / name
+        build(self.template)
+        self.files = files
+        self.ready = self._copies(users_in_module(request, fixture))
+
+    def _copies(self, count: int) -> list[Path]:
+        import audit_tree  # on sys.path above
+
+        made = []
+        for _ in range(count):
+            dest = self.factory.mktemp("aged") / self.template.name
+            shutil.copytree(self.template, dest, symlinks=True)
+            made.append(dest)
+        if made:
+            audit_tree.aged([path for root in made for path in self.files(root)])
+        return made
+
+    def take(self) -> Path:
+        if not self.ready:
+            self.ready = self._copies(1)
+        return self.ready.pop(0)
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return REPO
