@@ -38,7 +38,8 @@ def head(root: Path) -> str:
                           check=True).stdout.strip()
 
 
-def committed_tree(root: Path) -> None:
+def synthetic_checkout(root: Path) -> None:
+    """The synthetic course committed, then 120 records naming that commit, committed."""
     audit_tree.synthetic_tree(root, 0)  # the course first: the records name the commit that holds it
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, capture_output=True)
     git_commit_all(root, "course")
@@ -55,7 +56,7 @@ def settled_files(root: Path) -> list[Path]:
 @pytest.fixture(scope="module")
 def checkouts(request) -> AgedCopies:
     """The committed 120-record tree, built once; a copy (its .git too) per test, settled together."""
-    return AgedCopies(request, "checkout", "tree", committed_tree, settled_files)
+    return AgedCopies(request, "checkout", "tree", synthetic_checkout, settled_files)
 
 
 @pytest.fixture
