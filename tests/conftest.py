@@ -60,12 +60,13 @@ if _ram is not None:  # before any temporary folder exists; xdist's workers and 
     tempfile.tempdir = str(_ram)
 
 
-FIRST = ("test_new_lesson.py", "test_fleet_slurm.py", "test_fleet_merge.py", "test_file_index.py", "test_build.py",
+FIRST = ("test_wall.py", "test_new_lesson.py", "test_fleet_slurm.py", "test_hostile_inputs.py", "test_tamper.py",
+         "test_fleet_merge.py", "test_file_index.py", "test_build.py", "test_outside_check.py", "test_fleet_devices.py",
          "test_indexed.py", "test_fuzz_parsers.py", "test_claims.py", "test_containment.py", "test_bench.py",
          "test_growing_course.py", "test_run_cmd.py", "test_runner.py", "test_audit_read.py", "test_browser_report.py",
          "test_kernels_import.py")
 """The test files that take longest (compiles, a Slurm cluster, deadlines, the verified-file index's racy window
-waited out for every tree), longest first. They run first, the rest in collection order: under pytest-xdist
+waited out), longest first. They run first, the rest in collection order: under pytest-xdist
 (``nox -s tests``: ``--dist loadfile --no-loadscope-reorder``) a worker is never left alone with one of them at
 the end."""
 
@@ -227,6 +228,35 @@ def cli_args(*argv: str) -> argparse.Namespace:
     return build_parser(list(argv)).parse_args(list(argv))
 
 
+def run_cli(*argv: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """``tileproof ARGV`` as the command line runs it (``tileproof.__main__.main``), in this process, from ``cwd``
+    with ``env`` added to the environment (both restored after): exit status, stdout and stderr. For a test about
+    what a command decides and says (a ``python -m tileproof`` process costs half a second of imports); a test
+    about the process itself (a hang, a memory cap, a signal, the wall, a concurrent writer) starts one."""
+    import contextlib
+    import io
+
+    from tileproof.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = {k: os.environ.get(k) for k in env or {}}
+    here = Path.cwd()
+    try:
+        os.environ.update(env or {})
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(argv))
+    finally:
+        os.chdir(here)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return code, out.getvalue(), err.getvalue()
+
+
 def _has_gpu() -> bool:
     if shutil.which("nvidia-smi") is None:
         return False
@@ -283,6 +313,45 @@ def audit_copy(audit_template, tmp_path):
     copy = tmp_path / "tree"
     shutil.copytree(root, copy)
     return copy, info
+
+
+def users_in_module(request: pytest.FixtureRequest, fixture: str) -> int:
+    """How many of this run's tests in ``request``'s module use ``fixture`` (each parametrized case counts)."""
+    return sum(1 for item in request.session.items
+               if getattr(item, "module", None) is request.module and fixture in getattr(item, "fixturenames", ()))
+
+
+class AgedCopies:
+    """Private copies of one tree for each test of a module that asks (``take``), their files aged past the
+    verified-file index's racy window (``audit_tree.aged``: a wait of two seconds) all together: the tree is
+    built once and the module waits once, not once per test. ``build(root)`` makes the tree; ``files(root)``
+    names the files of a copy to age. A copy is the built tree file for file (``shutil.copytree``, links kept,
+    .git included) in a folder of its own; a test asking for more copies than its module counted (a rerun) gets
+    one made and aged then."""
+
+    def __init__(self, request: pytest.FixtureRequest, fixture: str, name: str, build, files) -> None:
+        self.factory = request.getfixturevalue("tmp_path_factory")
+        self.template = self.factory.mktemp("template") / name
+        build(self.template)
+        self.files = files
+        self.ready = self._copies(users_in_module(request, fixture))
+
+    def _copies(self, count: int) -> list[Path]:
+        import audit_tree  # on sys.path above
+
+        made = []
+        for _ in range(count):
+            dest = self.factory.mktemp("aged") / self.template.name
+            shutil.copytree(self.template, dest, symlinks=True)
+            made.append(dest)
+        if made:
+            audit_tree.aged([path for root in made for path in self.files(root)])
+        return made
+
+    def take(self) -> Path:
+        if not self.ready:
+            self.ready = self._copies(1)
+        return self.ready.pop(0)
 
 
 @pytest.fixture
@@ -376,9 +445,13 @@ def _outcome(call):
 
 def assert_same_verdicts(root: Path, chosen, every) -> None:
     """Each lesson's verdict and release rows judged over ``chosen`` (a tree of the records ``judge.preselect``
-    chose) equal those over ``every`` (the tree of every record)."""
+    chose) equal those over ``every`` (the tree of every record). Where the choice left nothing out (the same
+    records, in the same order, over the same trust state and root) the two trees are one input and are not judged
+    twice."""
     from tileproof.records import lessons
 
+    if chosen.records == every.records:  # nothing left out (most small trees): the same inputs, the same verdicts
+        return
     try:
         found = lessons.load_all(Path(root))
     except Exception:  # noqa: BLE001  # no lesson to judge: the command says why, for both trees alike
@@ -386,6 +459,8 @@ def assert_same_verdicts(root: Path, chosen, every) -> None:
     for lesson in found:
         for judge in ("verdict", "releases"):
             got = _outcome(functools.partial(lambda t, j, le: getattr(t, j)(le), chosen, judge, lesson))
+            if every._versions is None:  # the committed tolerance tables: one git read of the same root serves both
+                every._versions = chosen._versions
             want = _outcome(functools.partial(lambda t, j, le: getattr(t, j)(le), every, judge, lesson))
             assert got == want, f"{lesson.id}: {judge} over the chosen records differs from over every record"
 
@@ -399,10 +474,19 @@ def chosen_records_judge_alike(monkeypatch):
 
     load, choose = tree_module.Tree.load.__func__, tree_module.Tree.choose
 
+    def every_record(got):
+        """The tree of every record under ``got.root``, as ``Tree.load(..., every=True)`` builds it, with what
+        ``got`` already read of the same root and does not depend on which records are chosen: the trust state
+        (history against the trust root), the history check and the refused inputs. Loading them again (git and a
+        walk of evidence/, about half of the check's cost) would give the same values."""
+        registry = tree_module.runner_keys.load_registry(got.root)
+        records = got.trust.examine(tree_module.indexed.read_records(got.root, registry))
+        return tree_module.Tree.of(got.root, records, got.trust, got._history, got.refused())
+
     def checked_load(cls, root, trust_root=None, every=False):
         got = load(cls, root, trust_root, every)
         if not every:
-            assert_same_verdicts(root, got, load(cls, root, trust_root, True))
+            assert_same_verdicts(root, got, every_record(got))
         return got
 
     def checked_choose(self):

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from audit_tree import aged, synthetic_tree  # tests/data/audit, on sys.path (conftest)
+from audit_tree import synthetic_tree  # tests/data/audit, on sys.path (conftest)
+from conftest import AgedCopies
 
 from tileproof.__main__ import main
 from tileproof.catalog import index as file_index
@@ -31,12 +32,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 
+@pytest.fixture(scope="module")
+def trees(request) -> AgedCopies:
+    """The 60-record tree, built once; a copy per test, every file aged past the racy window together."""
+    return AgedCopies(request, "tree", "t", lambda root: synthetic_tree(root, 60),
+                      lambda root: [Path(folder) / name for folder, _dirs, names in os.walk(root) for name in names])
+
+
 @pytest.fixture
-def tree(tmp_path) -> Path:
-    root = tmp_path / "t"
-    synthetic_tree(root, 60)
-    aged(Path(folder) / name for folder, _dirs, names in os.walk(root) for name in names)
-    return root
+def tree(trees) -> Path:
+    return trees.take()
 
 
 def audit(root: Path, index: str | None = None) -> tuple[int, str, str]:

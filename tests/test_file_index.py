@@ -13,12 +13,11 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import audit_tree  # tests/data/audit, on sys.path (conftest)
 import pytest
-from conftest import git_commit_all
+from conftest import AgedCopies, git_commit_all
 
 from tileproof.__main__ import main
 from tileproof.catalog import index as file_index
@@ -34,31 +33,35 @@ def run(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def settle(root: Path) -> None:
-    """Age every file past the index's racy window, as time does (so a first command may cache them)."""
-    old = time.time() - 10
-    for folder in ("runs", "evidence"):
-        for path in (root / folder).rglob("*"):
-            if path.is_file():
-                os.utime(path, (old, old))
-    time.sleep(file_index.RACY_NS / 1e9 + 0.1)  # the ctime utime just set must age too
-
-
 def head(root: Path) -> str:
     return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
 
 
-@pytest.fixture
-def checkout(tmp_path) -> Path:
-    root = tmp_path / "tree"
+def synthetic_checkout(root: Path) -> None:
+    """The synthetic course committed, then 120 records naming that commit, committed."""
     audit_tree.synthetic_tree(root, 0)  # the course first: the records name the commit that holds it
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, capture_output=True)
     git_commit_all(root, "course")
     audit_tree.synthetic_tree(root, 120, commit=head(root))
     git_commit_all(root, "records")
-    settle(root)
-    return root
+
+
+def settled_files(root: Path) -> list[Path]:
+    """What ages past the index's racy window, as time does (so a first command may cache them): every file under
+    runs/ and evidence/."""
+    return [path for folder in ("runs", "evidence") for path in (root / folder).rglob("*") if path.is_file()]
+
+
+@pytest.fixture(scope="module")
+def checkouts(request) -> AgedCopies:
+    """The committed 120-record tree, built once; a copy (its .git too) per test, settled together."""
+    return AgedCopies(request, "checkout", "tree", synthetic_checkout, settled_files)
+
+
+@pytest.fixture
+def checkout(checkouts) -> Path:
+    return checkouts.take()
 
 
 def outputs(root: Path, *extra: str) -> dict[str, tuple[int, str]]:

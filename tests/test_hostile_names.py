@@ -17,15 +17,13 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import audit_tree  # tests/data/audit, on sys.path (conftest)
 import pytest
-from conftest import git_commit_all
+from conftest import AgedCopies, git_commit_all
 
 from tileproof.__main__ import main
-from tileproof.catalog import index as file_index
 from tileproof.records.errors import encodable, one_line, utf8_problem
 from tileproof.records.findings import Finding
 from tileproof.runner import git_history
@@ -77,18 +75,35 @@ def run_folder(root: Path) -> str:
     return next(p.name for p in sorted((root / "evidence").iterdir()) if "-run-" in p.name)
 
 
-def plant(root: Path, commit: bool) -> list[str]:
-    """A non-UTF-8 file at the top of evidence/ and one in a run's folder, aged past the index's racy
-    window (so the index would keep them); committed when ``commit``. Returns how findings name them."""
-    folder = run_folder(root)
-    for rel in (f"evidence/{BAD}", f"evidence/{folder}/{BAD}"):
+def odd_files(root: Path) -> list[str]:
+    """A non-UTF-8 file at the top of evidence/ and one in a run's folder (paths relative to ``root``)."""
+    return [f"evidence/{BAD}", f"evidence/{run_folder(root)}/{BAD}"]
+
+
+def with_odd_files(template: Path, root: Path) -> None:
+    shutil.copytree(template, root, symlinks=True)
+    for rel in odd_files(root):
         (root / rel).write_text("x\n")
-        old = time.time() - 10
-        os.utime(root / rel, (old, old))
-    time.sleep(file_index.RACY_NS / 1e9 + 0.1)  # the ctime utime just set must age too
+
+
+@pytest.fixture(scope="module")
+def planted_copies(request, template) -> AgedCopies:
+    """The tree with ``odd_files`` written and aged past the index's racy window (so the index would keep them),
+    a copy per test, all aged in one wait."""
+    return AgedCopies(request, "planted", "tree", lambda root: with_odd_files(template, root),
+                      lambda root: [root / rel for rel in odd_files(root)])
+
+
+@pytest.fixture
+def planted(planted_copies) -> Path:
+    return planted_copies.take()
+
+
+def plant(root: Path, commit: bool) -> list[str]:
+    """The ``planted`` tree's odd files, committed when ``commit``. Returns how findings name them."""
     if commit:
         git_commit_all(root, "odd names")
-    return [f"evidence/{SHOWN}", f"evidence/{folder}/{SHOWN}"]
+    return [f"evidence/{SHOWN}", f"evidence/{run_folder(root)}/{SHOWN}"]
 
 
 def about(text: str, shown: str) -> list[str]:
@@ -96,7 +111,8 @@ def about(text: str, shown: str) -> list[str]:
 
 
 @pytest.mark.parametrize("commit", [True, False], ids=["committed", "untracked"])
-def test_a_non_utf8_evidence_name_is_one_finding_for_audit_and_a_tree_problem_for_status(checkout, commit):
+def test_a_non_utf8_evidence_name_is_one_finding_for_audit_and_a_tree_problem_for_status(planted, commit):
+    checkout = planted
     shown = plant(checkout, commit)
     for _ in ("cold", "warm"):  # the second run reads through the index the first one filled
         code, text = run("audit", "--root", str(checkout), "--md", str(checkout.parent / "a.md"),
@@ -117,8 +133,9 @@ def test_a_non_utf8_evidence_name_is_one_finding_for_audit_and_a_tree_problem_fo
 
 
 @pytest.mark.parametrize("commit", [True, False], ids=["committed", "untracked"])
-def test_audit_since_reports_a_non_utf8_name_in_a_run_folder(checkout, commit):
-    before = head(checkout)
+def test_audit_since_reports_a_non_utf8_name_in_a_run_folder(planted, commit):
+    checkout = planted
+    before = head(checkout)  # the odd files are not committed yet
     shown = plant(checkout, commit)
     code, text = run("audit", "--root", str(checkout), "--since", before)
     assert code == 1, text
@@ -126,7 +143,8 @@ def test_audit_since_reports_a_non_utf8_name_in_a_run_folder(checkout, commit):
     assert f"since {before} " in text
 
 
-def test_an_edited_committed_non_utf8_file_is_a_history_finding_naming_it(checkout):
+def test_an_edited_committed_non_utf8_file_is_a_history_finding_naming_it(planted):
+    checkout = planted
     shown = plant(checkout, commit=True)
     (checkout / "evidence" / BAD).write_text("edited\n")
     code, text = run("audit", "--root", str(checkout))
@@ -137,8 +155,9 @@ def test_an_edited_committed_non_utf8_file_is_a_history_finding_naming_it(checko
     assert code == 1 and f"{shown[0]}: history-changed: " in text, text
 
 
-def test_git_history_names_a_non_utf8_file_as_the_folder_listing_does(checkout):
-    before = head(checkout)
+def test_git_history_names_a_non_utf8_file_as_the_folder_listing_does(planted):
+    checkout = planted
+    before = head(checkout)  # the odd files are not committed yet
     plant(checkout, commit=True)
     folder = run_folder(checkout)
     history = git_history.read(checkout)

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
-from audit_tree import aged, synthetic_tree  # tests/data/audit, on sys.path (conftest)
+from audit_tree import synthetic_tree  # tests/data/audit, on sys.path (conftest)
+from conftest import AgedCopies
 
 from tileproof.__main__ import main
 from tileproof.catalog import Catalog
@@ -30,12 +31,16 @@ from tileproof.records import store
 from tileproof.records.trust import runner_keys
 
 
+@pytest.fixture(scope="module")
+def trees(request) -> AgedCopies:
+    """The 60-record tree, built once; a copy per test, its records aged past the racy window together."""
+    return AgedCopies(request, "tree", "t", lambda root: synthetic_tree(root, 60),
+                      lambda root: list((root / "runs").iterdir()))
+
+
 @pytest.fixture
-def tree(tmp_path) -> Path:
-    root = tmp_path / "t"
-    synthetic_tree(root, 60)
-    aged((root / "runs").iterdir())
-    return root
+def tree(trees) -> Path:
+    return trees.take()
 
 
 def read(root: Path) -> list:

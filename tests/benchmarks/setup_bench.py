@@ -29,6 +29,7 @@ import argparse
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -55,23 +56,33 @@ def quick_start(readme: Path) -> list[str]:
     return [line.split("  #")[0].strip() for b in blocks for line in b.splitlines() if line.strip()]
 
 
-def timed(cmd: str, cwd: Path, env: dict) -> tuple[float, int, str]:
-    """Run ``cmd`` in bash; print it with its wall time, exit code, last line and the load around it."""
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every process this one has waited for, their own waited-for children included."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed(cmd: str, cwd: Path, env: dict) -> tuple[float, float, int, str]:
+    """Run ``cmd`` in bash; print it with its wall time, its CPU time (user + system, every process it waited
+    for: what the load changes least), exit code, last line and the load around it."""
     before = load()
+    cpu0 = children_cpu()
     t0 = time.perf_counter()
     proc = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    cpu = children_cpu() - cpu0
     lines = (proc.stdout + proc.stderr).strip().splitlines()
     last = lines[-1] if lines else ""
-    print(f"    {wall:7.1f} s  exit {proc.returncode}  {cmd}   [{last[:100]}]  ({before} before, {load()} after)",
-          flush=True)
+    print(f"    {wall:7.1f} s  {cpu:7.1f} s CPU  exit {proc.returncode}  {cmd}   [{last[:100]}]  "
+          f"({before} before, {load()} after)", flush=True)
     if proc.returncode != 0:
         print("\n".join(f"      | {ln}" for ln in lines[-15:]))
-    return wall, proc.returncode, last
+    return wall, cpu, proc.returncode, last
 
 
 def one_pass(rev: str, tmp: Path, env: dict, suite: bool) -> dict[str, float]:
-    """Every measured command in a fresh clone of ``rev``; seconds by step."""
+    """Every measured command in a fresh clone of ``rev``; wall seconds by step, and each step's CPU seconds under
+    ``STEP cpu``."""
     root = tmp / f"clone-{rev}"
     subprocess.run(["rm", "-rf", str(root)], check=True)
     subprocess.run(["git", "clone", "-q", "--no-checkout", str(REPO), str(root)], check=True)
@@ -79,15 +90,20 @@ def one_pass(rev: str, tmp: Path, env: dict, suite: bool) -> dict[str, float]:
     env = {**env, "PATH": f"{root / '.nox-tool' / 'bin'}:{env['PATH']}"}
     setup, compile_cmd, *rest = quick_start(root / "README.md")
     got: dict[str, float] = {}
-    got["setup"] = timed(setup, root, env)[0]
-    got["compile"] = timed(compile_cmd, root, env)[0]
+
+    def step(name: str, cmd: str) -> None:
+        got[name], got[f"{name} cpu"], _code, _last = timed(cmd, root, env)
+
+    step("setup", setup)
+    step("compile", compile_cmd)
     if suite:
-        got["tests cold"] = timed("nox -s tests", root, env)[0]
-        got["tests warm"] = timed("nox -s tests", root, env)[0]
-    got["one file"] = timed(f"nox -s tests -- {ONE_FILE}", root, env)[0]
-    got["one file again"] = timed(f"nox -s tests -- {ONE_FILE}", root, env)[0]
+        step("tests cold", "nox -s tests")
+        step("tests warm", "nox -s tests")
+    step("one file", f"nox -s tests -- {ONE_FILE}")
+    step("one file again", f"nox -s tests -- {ONE_FILE}")
     if suite:
         got["readme"] = got["setup"] + got["compile"] + got["tests cold"]
+        got["readme cpu"] = got["setup cpu"] + got["compile cpu"] + got["tests cold cpu"]
     return got
 
 
@@ -115,11 +131,11 @@ def main() -> int:
                 print(f"  pass {i + 1}, {rev}: fresh clone, warm package cache", flush=True)
                 results[rev].append(one_pass(rev, Path(t), env, not args.no_suite))
     print(f"{load()} after")
-    print("medians (s):")
+    print("medians (s; 'cpu': user + system of the step's processes):")
     steps = list(results[revs[0]][0])
-    print("  " + f"{'step':16}" + "".join(f"{r:>12}" for r in revs))
+    print("  " + f"{'step':20}" + "".join(f"{r:>12}" for r in revs))
     for step in steps:
-        print("  " + f"{step:16}" + "".join(f"{statistics.median(p[step] for p in results[r]):12.1f}" for r in revs))
+        print("  " + f"{step:20}" + "".join(f"{statistics.median(p[step] for p in results[r]):12.1f}" for r in revs))
     head = {s: statistics.median(p[s] for p in results[revs[0]]) for s in steps}
     print(f"targets ({revs[0]}):")
     for step, limit in TARGETS.items():
