@@ -10,7 +10,9 @@ A file is the same while its inode, size, mode, modification and change time are
 back; in an environment, whose files an installer hard-links from its cache, the change time is left out and the
 files at its top, ``.pth`` among them, are compared by content); in the hooks, ``site-packages`` and ``build/`` a
 new file is a change too. Bytecode caches (``__pycache__``) are left out: Python itself writes them as tileproof
-imports. On a change: one line naming the path, and nothing is signed (``Changed``).
+imports. On a change: one line naming the path, and nothing is signed (``Changed``). Each pass (the snapshot,
+every check) reads each folder once and takes each file's ``lstat`` once, as the folder is listed; no file is
+taken as unchanged because its folder is.
 
 The wall (``runner.wall``) makes all of these read-only to a program; this check is what holds where a program
 ran without one (``none``), or anything else wrote them during the session.
