@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import cli_args, no_gpu, sources_tree
+from one_freeze import pip_freeze_once  # noqa: F401  # used by pytestmark
 
 from tileproof.commands import run as run_cmd
 from tileproof.fleet import devices
@@ -19,6 +20,7 @@ from tileproof.runner import capture, children, session
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
+pytestmark = pytest.mark.usefixtures("pip_freeze_once")
 _spec = importlib.util.spec_from_file_location("audit_tree", REPO / "tests" / "data" / "audit" / "audit_tree.py")
 audit_tree = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(audit_tree)

@@ -26,6 +26,7 @@ import pytest
 from conftest import sources_tree
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from one_freeze import pip_freeze_once  # noqa: F401  # used by pytestmark
 from signing_keys import write_registry
 
 from tileproof.commands import run as run_cmd
@@ -39,8 +40,8 @@ from tileproof.runner.wall import Wall
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("git") is None,
-                                reason="needs Linux and git")
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("git") is None,
+                                 reason="needs Linux and git"), pytest.mark.usefixtures("pip_freeze_once")]
 
 REPORT = {"report_version": 1, "program": "kernels/evil.py", "seed": 1,
           "device": {"name": "NVIDIA H200", "compute_capability": "9.0"}, "gate": "ok",
