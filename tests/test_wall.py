@@ -478,7 +478,7 @@ def _entry(private: Ed25519PrivateKey, unisolated: bool) -> runner_keys.RunnerKe
 
 
 @pytest.mark.parametrize("allowed", [False, True], ids=["key-not-allowed", "key-allowed"])
-def test_without_a_wall_only_a_key_allowed_unisolated_runs_signs(tree, tmp_path, allowed):
+def test_without_a_wall_only_a_key_allowed_unisolated_runs_signs(tree, tmp_path, allowed, capsys):
     key, private = _key(tmp_path)
     write_registry(tree, runner_keys.RunnerRegistry(registry_version=1, runners=[_entry(private, allowed)]))
     (tree / "kernels" / "evil.py").write_text("AOT_SIGNATURES = {}\n" + PASS)
@@ -503,12 +503,21 @@ def test_without_a_wall_only_a_key_allowed_unisolated_runs_signs(tree, tmp_path,
     refused = store.read_record(path, stricter)
     assert refused.trust == "unisolated-not-allowed"  # the audit's record-unisolated-not-allowed
     assert "unisolated: true" in refused.verification.reason
-    audit = _cli(tmp_path, tree, "audit", "--no-write")
-    (listed,) = [ln for ln in audit.stdout.splitlines() if ln.startswith("unisolated: ")]
-    assert listed.endswith(f": {read.record.run_id}"), audit.stdout
+    audit = _audit(tree, capsys)  # the audit reads what the run process left: in this process, no other
+    (listed,) = [ln for ln in audit.splitlines() if ln.startswith("unisolated: ")]
+    assert listed.endswith(f": {read.record.run_id}"), audit
     write_registry(tree, stricter)  # the same record, its key's entry without unisolated: true
-    audit = _cli(tmp_path, tree, "audit", "--no-write")
-    assert f"runs/{path.name}: record-unisolated-not-allowed: " in audit.stdout, audit.stdout
+    audit = _audit(tree, capsys)
+    assert f"runs/{path.name}: record-unisolated-not-allowed: " in audit, audit
+
+
+def _audit(root: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``tileproof audit --no-write`` prints for ``root``, by the command line's own ``main``."""
+    from tileproof.__main__ import main
+
+    capsys.readouterr()
+    main(["audit", "--no-write", "--root", str(root)])
+    return capsys.readouterr().out
 
 
 def test_the_registry_field_defaults_to_false_and_old_registries_read(tmp_path):
