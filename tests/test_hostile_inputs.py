@@ -25,6 +25,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from one_freeze import pip_freeze_once  # noqa: F401  # used by usefixtures
 from signing_keys import entry, new_signer, real_run, registry_of, write_registry
 
 from tileproof.gather import audit as audit_run
@@ -113,10 +114,10 @@ def test_a_committed_transcript_linked_to_dev_zero_is_refused_not_read(committed
     transcript = info["run"].step.stdout.path
     (root / transcript).unlink()
     (root / transcript).symlink_to("/dev/zero")
-    for command in ("audit", "verify"):
-        out = assert_clean_exit(cli(root, command), 1)
+    said = {command: assert_clean_exit(cli(root, command), 1) for command in ("audit", "verify")}
+    for out in said.values():
         assert any("symbolic link" in line for line in lines_about(out, transcript)), out
-    assert ": history-refused: replaced after commit " in assert_clean_exit(cli(root, "audit"), 1)
+    assert ": history-refused: replaced after commit " in said["audit"]
 
 
 def test_a_2_gb_sparse_file_in_place_of_a_transcript_is_changed_unread(committed, monkeypatch):
@@ -303,7 +304,8 @@ json.dump({"report_version": 1, "program": "kernels/quiet.py", "seed": 1, "devic
 '''
 
 
-def test_a_program_printing_the_signing_key_stores_none_of_it_and_signs_nothing(tmp_path):
+@pytest.mark.usefixtures("pip_freeze_once")
+def test_a_program_printing_the_signing_key_stores_none_of_it_and_signs_nothing(tmp_path, monkeypatch, capsys):
     """The attack on the key, its content half (that the program cannot read the key at all is the wall's):
     a lesson program holding the runner's real key (made by ``tileproof keygen`` in a temp folder)
     prints it as hex, as base64 in 20-character lines and as a PEM headed ``PRIV@TE KEY``, and puts the
@@ -318,9 +320,11 @@ def test_a_program_printing_the_signing_key_stores_none_of_it_and_signs_nothing(
 
     tree = sources_tree(tmp_path)
     key = tmp_path / "keys" / "signing-key.pem"
-    env = dict(os.environ, PYTHONPATH=str(REPO), PATH=fake_gpu_path(tmp_path), TILEPROOF_SIGNING_KEY=str(key))
-    subprocess.run([sys.executable, "-m", "tileproof", "keygen", "--key", str(key), "--root", str(tree)], env=env,
-                   check=True, capture_output=True)
+    from tileproof.__main__ import main
+
+    monkeypatch.setenv("PATH", fake_gpu_path(tmp_path))
+    monkeypatch.setenv(signing.KEY_ENV, str(key))
+    assert main(["keygen", "--key", str(key), "--root", str(tree)]) == 0
     private = ser.load_pem_private_key(key.read_bytes(), None)
     seed = private.private_bytes_raw()
     pem = private.private_bytes(ser.Encoding.PEM, ser.PrivateFormat.PKCS8, ser.NoEncryption()).decode()
@@ -330,9 +334,20 @@ def test_a_program_printing_the_signing_key_stores_none_of_it_and_signs_nothing(
     (tree / "kernels" / "quiet.py").write_text(QUIET)
 
     def run(*programs: str) -> subprocess.CompletedProcess:
+        """``tileproof run`` by the command line's own ``main``, in this process (the key read from the variable
+        as a runner's process reads it); this process then holds the key as exposed, and never signs with it."""
+        argv = ["run", *(a for p in programs for a in ("--program", p)), "--root", str(tree)]
+        capsys.readouterr()
+        code = main(argv)
+        said = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, code, said.out, said.err)
+
+    def run_fresh(*programs: str) -> subprocess.CompletedProcess:
+        """``tileproof run`` as a process of its own: one that never saw the key exposed."""
         argv = [sys.executable, "-m", "tileproof", "run", *(a for p in programs for a in ("--program", p)),
                 "--root", str(tree)]
-        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+        return subprocess.run(argv, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True,
+                              timeout=300)
 
     def stored() -> bytes:
         return b"".join(p.read_bytes() for p in sorted(tree.rglob("*")) if p.is_file()
@@ -350,7 +365,7 @@ def test_a_program_printing_the_signing_key_stores_none_of_it_and_signs_nothing(
     assert not [p for p in pieces if p.encode() in kept]
     keyid = signing.keyid_of(private.public_key())
     assert keyid.encode() not in kept  # no record signed by it
-    clean = run("quiet")
+    clean = run_fresh("quiet")
     assert clean.returncode == 0, clean.stdout + clean.stderr
     records = [json.loads(p.read_text()) for p in (tree / "runs").glob("*.json")]
     assert len(records) == 2 and all(r["signatures"][0]["keyid"] == keyid for r in records)

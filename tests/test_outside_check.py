@@ -25,6 +25,7 @@ import fixture_records as fx
 import numpy as np
 import pytest
 from conftest import cli_args, sources_tree
+from one_freeze import pip_freeze_once  # noqa: F401  # used by pytestmark
 
 from tileproof.commands import run as run_cmd
 from tileproof.judge import gate
@@ -38,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
 FAKE_GPU = REPO / "tests" / "data" / "fake_gpu_site"
 RUNS = REPO / "runs"
+pytestmark = pytest.mark.usefixtures("pip_freeze_once")
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import cli_args, no_gpu, sources_tree
+from one_freeze import pip_freeze_once  # noqa: F401  # used by pytestmark
 
 from tileproof.commands import run as run_cmd
 from tileproof.fleet import devices
@@ -19,6 +20,7 @@ from tileproof.runner import capture, children, session
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
+pytestmark = pytest.mark.usefixtures("pip_freeze_once")
 _spec = importlib.util.spec_from_file_location("audit_tree", REPO / "tests" / "data" / "audit" / "audit_tree.py")
 audit_tree = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(audit_tree)
@@ -158,24 +160,29 @@ def small_evidence(tree):
         subprocess.run(["umount", "-l", str(evidence)], check=True)
 
 
-def tileproof(tree: Path, *argv: str):
-    import os
+def tileproof(tree: Path, capsys: pytest.CaptureFixture[str], *argv: str):
+    """``tileproof run ARGV --root TREE`` by the command line's own ``main`` (its exit status, its one line for a
+    refusal), in this process: what it prints, and the status it exits with."""
     import subprocess
-    import sys
 
-    return subprocess.run([sys.executable, "-m", "tileproof", "run", *argv, "--root", str(tree)], capture_output=True,
-                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    from tileproof.__main__ import main
+
+    capsys.readouterr()
+    code = main(["run", *argv, "--root", str(tree)])
+    said = capsys.readouterr()
+    return subprocess.CompletedProcess(["tileproof", "run", *argv], code, said.out, said.err)
 
 
 @no_gpu
-def test_a_full_disk_is_one_line_leaves_nothing_and_the_next_run_works(tree, small_evidence, tmp_path, monkeypatch):
+def test_a_full_disk_is_one_line_leaves_nothing_and_the_next_run_works(tree, small_evidence, tmp_path, monkeypatch,
+                                                                       capsys):
     """A program whose output fills the file system evidence/ is on: before, the run ended in an
     ``OSError: [Errno 28]`` traceback from ``store.write_once`` and left the session's transcripts and
     the records written so far behind."""
     fake_nvidia_smi(tmp_path, monkeypatch, LISTS_ONE_H200)
     (tree / "kernels" / "a_quiet.py").write_text(PASSED_REPORT + "print('quiet')\n")
     (tree / "kernels" / "b_flood.py").write_text(PASSED_REPORT + "sys.stdout.write('x' * (2 << 20))\n")
-    full = tileproof(tree, "--program", "a_quiet", "--program", "b_flood", "--output-cap", str(4 << 20))
+    full = tileproof(tree, capsys, "--program", "a_quiet", "--program", "b_flood", "--output-cap", str(4 << 20))
     out = full.stdout + full.stderr
     assert full.returncode == 2, out
     assert "Traceback" not in out, out
@@ -184,7 +191,7 @@ def test_a_full_disk_is_one_line_leaves_nothing_and_the_next_run_works(tree, sma
     assert line.endswith("file(s) this session had written were removed")
     assert list(small_evidence.iterdir()) == []
     assert not (tree / "runs").exists() or list((tree / "runs").iterdir()) == []
-    again = tileproof(tree, "--program", "a_quiet")
+    again = tileproof(tree, capsys, "--program", "a_quiet")
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.strip().splitlines()[-1].startswith("run: 1 passed;")
     assert sorted(r.kind for r in load_records(tree)) == ["run", "session"]

@@ -14,6 +14,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ec import SECP256R1, generate_private_key
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from one_freeze import pip_freeze_once  # noqa: F401  # used by usefixtures
 from signing_keys import REPO, entry, new_signer, real_run, registry_of, write_registry
 
 from tileproof.records import store
@@ -246,6 +247,7 @@ def test_keygen_takes_the_path_from_the_environment(tmp_path, monkeypatch):
     assert signing.signer_from_env(tmp_path / "repo").keyid == signing.load_signer(key, tmp_path / "repo").keyid
 
 
+@pytest.mark.usefixtures("pip_freeze_once")
 def test_run_command_signs_with_the_environment_key(tmp_path, monkeypatch):
     """``tileproof run`` end to end (its no-GPU gate path here): every record it writes
     is an envelope that verifies; a key inside the root is refused before anything runs."""

@@ -26,6 +26,7 @@ import pytest
 from conftest import sources_tree
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from one_freeze import pip_freeze_once  # noqa: F401  # used by pytestmark
 from signing_keys import write_registry
 
 from tileproof.commands import run as run_cmd
@@ -39,8 +40,8 @@ from tileproof.runner.wall import Wall
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("git") is None,
-                                reason="needs Linux and git")
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("git") is None,
+                                 reason="needs Linux and git"), pytest.mark.usefixtures("pip_freeze_once")]
 
 REPORT = {"report_version": 1, "program": "kernels/evil.py", "seed": 1,
           "device": {"name": "NVIDIA H200", "compute_capability": "9.0"}, "gate": "ok",
@@ -321,24 +322,37 @@ def test_a_program_cannot_leave_a_hook_a_pth_or_an_edited_source(tree, tmp_path)
     assert "Read-only file system" in stdout
 
 
-@pytest.mark.parametrize("what", ["hook", "config", "pth", "tracked"])
-def test_a_change_during_the_session_is_refused_naming_the_path(tree, tmp_path, monkeypatch, what):
+def _race_targets(tree: Path, tmp_path: Path, monkeypatch, shared: bool = True) -> dict[str, Path]:
+    """Each kind of watched file a racing writer might change. The environment is one of the test's own: a file
+    raced into the suite's shared one would be a change in every session another test runs at the same time.
+    Without ``shared``, it is the only one watched (the suite's 40,000 files are a real session's to read)."""
+    site_packages = tmp_path / "site-packages"
+    site_packages.mkdir()
+    others = integrity.environments() if shared else []
+    monkeypatch.setattr(integrity, "environments", lambda: [str(site_packages), *others])
+    monkeypatch.setattr(integrity, "_TOP", set(integrity._TOP))
+    return {"hook": tree / ".git" / "hooks" / "post-commit", "config": tree / ".git" / "config",
+            "pth": site_packages / "zz_tileproof_test_race.pth", "tracked": tree / "kernels" / "harness.py"}
+
+
+def _refused_line(tree: Path, target: Path, refused: pytest.ExceptionInfo[integrity.Changed]) -> None:
+    line = str(refused.value)
+    assert "\n" not in line
+    shown = target.relative_to(tree).as_posix() if target.is_relative_to(tree) else str(target)
+    assert line.startswith(f"{shown}: changed while this session ran; nothing signed"), line
+
+
+@pytest.mark.slow(reason="a real signing session with its program behind the wall: the refusal must stop its own "
+                         "signature and leave no record")
+def test_a_change_during_the_session_is_refused_naming_the_path(tree, tmp_path, monkeypatch):
     """A race the wall does not see (something else writes while the program runs): the session refuses to sign,
-    in one line naming the path, and writes no record."""
+    in one line naming the path, and writes no record. One real session here (a tracked file raced); every other
+    kind of watched file by the same check below (``test_a_change_to_any_watched_file_is_seen``)."""
     key, _ = _key(tmp_path)
     monkeypatch.setenv(signing.KEY_ENV, str(key))
     monkeypatch.setenv("PATH", f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}")
     (tree / "kernels" / "evil.py").write_text("AOT_SIGNATURES = {}\n" + PASS)
-    # an environment of the test's own: a file raced into the suite's shared one would be a change in every
-    # session another test runs at the same time
-    site_packages = tmp_path / "site-packages"
-    site_packages.mkdir()
-    shared = integrity.environments
-    monkeypatch.setattr(integrity, "environments", lambda: [str(site_packages), *shared()])
-    monkeypatch.setattr(integrity, "_TOP", set(integrity._TOP))
-    target = {"hook": tree / ".git" / "hooks" / "post-commit", "config": tree / ".git" / "config",
-              "pth": site_packages / "zz_tileproof_test_race.pth",
-              "tracked": tree / "kernels" / "harness.py"}[what]
+    target = _race_targets(tree, tmp_path, monkeypatch)["tracked"]
     taken = integrity.Snapshot.take
 
     def take_then_race(root):
@@ -350,11 +364,41 @@ def test_a_change_during_the_session_is_refused_naming_the_path(tree, tmp_path, 
     monkeypatch.setattr(integrity.Snapshot, "take", take_then_race)
     with pytest.raises(integrity.Changed) as refused:
         run_cmd.run(run_cmd_args(tree))
-    line = str(refused.value)
-    assert "\n" not in line
-    shown = target.relative_to(tree).as_posix() if what != "pth" else str(target)
-    assert line.startswith(f"{shown}: changed while this session ran; nothing signed"), line
+    _refused_line(tree, target, refused)
     assert not list((tree / "runs").glob("*.json")) if (tree / "runs").exists() else True
+
+
+RACES = [*((what, "appended") for what in ("hook", "config", "pth", "tracked")),
+         ("pth", "rewritten-in-place"), ("tracked", "rewritten-in-place"), ("hook", "added"), ("pth", "added")]
+"""What a racing writer does to which kind of watched file: appends to it; rewrites its content in place (same
+size and inode, its modification time set back: a ``.pth`` file is compared by content, a tracked one by its
+change time); or adds a new file where a new one is a change too (the hooks, an environment)."""
+
+
+@pytest.mark.parametrize(("what", "how"), RACES, ids=[f"{how}-{what}" for what, how in RACES])
+def test_a_change_to_any_watched_file_is_seen(tree, tmp_path, monkeypatch, what, how):
+    """The check a session makes before each signature (``guard``), on its own: each change is named."""
+    target = _race_targets(tree, tmp_path, monkeypatch, shared=False)[what]
+    if how == "added":
+        target = target.with_name("raced-" + target.name)
+    elif not target.exists():
+        target.write_text("# here before the session\n")
+    snapshot = integrity.Snapshot.take(tree)
+    assert snapshot.changed() is None
+    if how == "rewritten-in-place":
+        before = target.stat()
+        data = target.read_bytes()
+        with open(target, "r+b") as f:  # same size, same inode: only the content and the change time move
+            f.write(bytes([data[0] ^ 1]) + data[1:])
+        os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert (target.stat().st_ino, target.stat().st_size, target.stat().st_mtime_ns) == \
+            (before.st_ino, before.st_size, before.st_mtime_ns)
+    else:
+        with open(target, "a") as f:
+            f.write("# raced\n")
+    with pytest.raises(integrity.Changed) as refused:
+        snapshot.check()
+    _refused_line(tree, target, refused)
 
 
 def run_cmd_args(root: Path):
@@ -434,7 +478,7 @@ def _entry(private: Ed25519PrivateKey, unisolated: bool) -> runner_keys.RunnerKe
 
 
 @pytest.mark.parametrize("allowed", [False, True], ids=["key-not-allowed", "key-allowed"])
-def test_without_a_wall_only_a_key_allowed_unisolated_runs_signs(tree, tmp_path, allowed):
+def test_without_a_wall_only_a_key_allowed_unisolated_runs_signs(tree, tmp_path, allowed, capsys):
     key, private = _key(tmp_path)
     write_registry(tree, runner_keys.RunnerRegistry(registry_version=1, runners=[_entry(private, allowed)]))
     (tree / "kernels" / "evil.py").write_text("AOT_SIGNATURES = {}\n" + PASS)
@@ -459,12 +503,21 @@ def test_without_a_wall_only_a_key_allowed_unisolated_runs_signs(tree, tmp_path,
     refused = store.read_record(path, stricter)
     assert refused.trust == "unisolated-not-allowed"  # the audit's record-unisolated-not-allowed
     assert "unisolated: true" in refused.verification.reason
-    audit = _cli(tmp_path, tree, "audit", "--no-write")
-    (listed,) = [ln for ln in audit.stdout.splitlines() if ln.startswith("unisolated: ")]
-    assert listed.endswith(f": {read.record.run_id}"), audit.stdout
+    audit = _audit(tree, capsys)  # the audit reads what the run process left: in this process, no other
+    (listed,) = [ln for ln in audit.splitlines() if ln.startswith("unisolated: ")]
+    assert listed.endswith(f": {read.record.run_id}"), audit
     write_registry(tree, stricter)  # the same record, its key's entry without unisolated: true
-    audit = _cli(tmp_path, tree, "audit", "--no-write")
-    assert f"runs/{path.name}: record-unisolated-not-allowed: " in audit.stdout, audit.stdout
+    audit = _audit(tree, capsys)
+    assert f"runs/{path.name}: record-unisolated-not-allowed: " in audit, audit
+
+
+def _audit(root: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``tileproof audit --no-write`` prints for ``root``, by the command line's own ``main``."""
+    from tileproof.__main__ import main
+
+    capsys.readouterr()
+    main(["audit", "--no-write", "--root", str(root)])
+    return capsys.readouterr().out
 
 
 def test_the_registry_field_defaults_to_false_and_old_registries_read(tmp_path):

@@ -10,7 +10,9 @@ A file is the same while its inode, size, mode, modification and change time are
 back; in an environment, whose files an installer hard-links from its cache, the change time is left out and the
 files at its top, ``.pth`` among them, are compared by content); in the hooks, ``site-packages`` and ``build/`` a
 new file is a change too. Bytecode caches (``__pycache__``) are left out: Python itself writes them as tileproof
-imports. On a change: one line naming the path, and nothing is signed (``Changed``).
+imports. On a change: one line naming the path, and nothing is signed (``Changed``). Each pass (the snapshot,
+every check) reads each folder once and takes each file's ``lstat`` once, as the folder is listed; no file is
+taken as unchanged because its folder is.
 
 The wall (``runner.wall``) makes all of these read-only to a program; this check is what holds where a program
 ran without one (``none``), or anything else wrote them during the session.
@@ -46,19 +48,24 @@ class Changed(TileproofError):
     """A file the session relies on changed while it ran: nothing is signed."""
 
 
-def _fingerprint(path: str, loose: bool = False) -> Fingerprint | None:
-    """The file's fingerprint; ``loose`` (inside a Python environment): without its change time, which a new
-    hard link to it elsewhere also moves (an installer linking from its cache), and with its content's digest
-    instead when it lies at the top of the folder (``.pth`` files, ``sitecustomize``)."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
+def _fingerprint(path: str, loose: bool = False, st: os.stat_result | None = None) -> Fingerprint | None:
+    """The file's fingerprint (from ``st``, its ``lstat`` already taken, where given); ``loose`` (inside a Python
+    environment): without its change time, which a new hard link to it elsewhere also moves (an installer linking
+    from its cache), and with its content's digest instead when it lies at the top of the folder (``.pth`` files,
+    ``sitecustomize``)."""
+    if st is None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
     if not loose:
         return st.st_ino, st.st_size, st.st_mode, st.st_mtime_ns, st.st_ctime_ns
     if stat.S_ISREG(st.st_mode) and os.path.dirname(path) in _TOP:
-        with open(path, "rb") as f:
-            digest = int.from_bytes(hashlib.sha256(f.read()).digest()[:8], "big")
+        try:
+            with open(path, "rb") as f:
+                digest = int.from_bytes(hashlib.sha256(f.read()).digest()[:8], "big")
+        except OSError:
+            return None
         return st.st_ino, st.st_size, st.st_mode, st.st_mtime_ns, digest
     return st.st_ino, st.st_size, st.st_mode, st.st_mtime_ns, 0
 
@@ -67,18 +74,34 @@ _TOP: set[str] = set()
 """The environments' folders (``environments()``), filled when a snapshot is taken."""
 
 
-def _walk(folder: str, skip: Callable[[str], bool] = lambda _p: False) -> Iterator[str]:
-    """Every file (and link) under ``folder``, never following a link, bytecode caches left out."""
-    for below, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS and not skip(os.path.join(below, d))]
-        for name in files:
-            path = os.path.join(below, name)
-            if not skip(path):
-                yield path
-        for name in dirs:  # a link to a folder is listed with the folders; os.walk does not enter it
-            path = os.path.join(below, name)
-            if os.path.islink(path):
-                yield path
+def _walk(folder: str, skip: Callable[[str], bool] | None = None) -> Iterator[tuple[str, os.stat_result | None]]:
+    """Every file (and link) under ``folder`` with its ``lstat`` (None where it went since it was listed), never
+    following a link, bytecode caches and what ``skip`` names left out. One ``lstat`` per file, the folders read
+    with ``os.scandir``: the whole pass, listing and fingerprints, is one loop over about 43,000 files."""
+    stack = [folder]
+    while stack:
+        below = stack.pop()
+        try:
+            with os.scandir(below) as entries:
+                listed = list(entries)
+        except OSError:  # a folder that cannot be read (as os.walk): its files are not listed
+            continue
+        for entry in listed:
+            path = entry.path
+            if skip is not None and skip(path):
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:  # a link to a folder is a file here: listed, never entered
+                if entry.name not in SKIPPED_DIRS:
+                    stack.append(path)
+                continue
+            try:
+                yield path, entry.stat(follow_symlinks=False)
+            except OSError:
+                yield path, None
 
 
 def _git(root: Path, *args: str) -> bytes | None:
@@ -110,50 +133,68 @@ class Snapshot:
     @classmethod
     def take(cls, root: Path) -> Snapshot:
         root = root.resolve()
-        files: list[str] = []
+        top = str(root)
+        _TOP.update(environments())
+        loose = _loose_prefixes()
+        closed = (os.path.join(top, "build"), str(PACKAGE), *environments(), *_git_folders(root))
+        snapshot = cls(root, {}, closed)
+        found: dict[str, os.stat_result | None] = {}  # a file's lstat where the listing took it already
         listed = _git(root, "ls-files", "-z")
         if listed is not None:
-            files += [str(root / name) for name in listed.decode(errors="surrogateescape").split("\0") if name]
+            found.update((os.path.join(top, name), None)
+                         for name in listed.decode(errors="surrogateescape").split("\0") if name)
         else:
-            tileproofs = {str(root / d) for d in ("runs", "evidence", "build", ".git")}
-            files += _walk(str(root), lambda p: p in tileproofs)
-        _TOP.update(environments())
-        closed = [str(root / "build"), str(PACKAGE), *environments(), *_git_folders(root)]
-        snapshot = cls(root, {}, tuple(closed))
-        for folder in closed:
-            files += snapshot._listed(folder)
+            tileproofs = {os.path.join(top, d) for d in ("runs", "evidence", "build", ".git")}
+            found.update(_walk(top, tileproofs.__contains__))
+        found.update(snapshot._scan())
         stdlib = sysconfig.get_path("stdlib", vars={"installed_base": sys.base_prefix})
         if os.path.isdir(stdlib):
-            files += [e.path for e in os.scandir(stdlib) if not e.is_dir(follow_symlinks=False)]
-        for config in _git_configs(root):
-            files.append(config)
-        fingerprints = {p: fp for p in dict.fromkeys(files) if (fp := _fingerprint(p, _loose(p))) is not None}
-        return cls(root, fingerprints, tuple(closed))
+            found.update((e.path, None) for e in os.scandir(stdlib) if not e.is_dir(follow_symlinks=False))
+        found.update((config, None) for config in _git_configs(root))
+        for path, st in found.items():
+            fingerprint = _fingerprint(path, path.startswith(loose), st)
+            if fingerprint is not None:
+                snapshot.files[path] = fingerprint
+        return snapshot
 
     def _output(self, path: str) -> bool:
         """Under ``build/``: tileproof's own bookkeeping, or in a folder a walled step was given to write."""
-        build = str(self.root / "build")
-        if not path.startswith(build + os.sep):
+        if not path.startswith(os.path.join(str(self.root), "build", "")):
             return False
         granted = [str(w) for w in process.granted()]
         return os.path.basename(path) in OWN or any(path == g or path.startswith(g + os.sep) for g in granted)
 
-    def _listed(self, folder: str) -> list[str]:
-        if os.path.isfile(folder) or os.path.islink(folder):
-            return [folder]
-        if not os.path.isdir(folder):
-            return []
-        return list(_walk(folder, self._output))
+    def _scan(self) -> Iterator[tuple[str, os.stat_result | None]]:
+        """Every file of the closed folders but ``build/``'s outputs (``_output``), once, with its ``lstat``."""
+        build = os.path.join(str(self.root), "build", "")
+        seen: set[str] = set()
+        for folder in self.closed:
+            if os.path.isfile(folder) or os.path.islink(folder):
+                found: Iterator[tuple[str, os.stat_result | None]] = iter([(folder, _lstat(folder))])
+            elif os.path.isdir(folder):
+                found = _walk(folder, self._output if (folder + os.sep).startswith(build) or
+                              build.startswith(folder + os.sep) else None)
+            else:
+                continue
+            for path, st in found:
+                if path not in seen:
+                    seen.add(path)
+                    yield path, st
 
     def changed(self) -> str | None:
-        """The first path that changed, went or (in a closed folder) appeared since the snapshot; None."""
+        """The first path that changed, went or (in a closed folder) appeared since the snapshot; None. One
+        ``lstat`` per watched file: the closed folders' files as they are listed, then the rest."""
+        loose = _loose_prefixes()
+        seen: set[str] = set()
+        for path, st in self._scan():
+            seen.add(path)
+            known = self.files.get(path)
+            if known is None or st is None or _fingerprint(path, path.startswith(loose), st) != known:
+                return path  # new, gone, or not the same
         for path, fingerprint in self.files.items():
-            if _fingerprint(path, _loose(path)) != fingerprint and not self._output(path):
+            if path not in seen and _fingerprint(path, path.startswith(loose)) != fingerprint \
+                    and not self._output(path):
                 return path
-        for folder in self.closed:
-            for path in self._listed(folder):
-                if path not in self.files:
-                    return path
         return None
 
     def check(self) -> None:
@@ -165,8 +206,16 @@ class Snapshot:
                           f"restore it, and run again; a program behind the wall cannot write it)")
 
 
-def _loose(path: str) -> bool:
-    return any(path.startswith(top + os.sep) for top in _TOP)
+def _loose_prefixes() -> tuple[str, ...]:
+    """What a path inside one of the environments (``_TOP``) starts with: such a path's fingerprint is loose."""
+    return tuple(top + os.sep for top in _TOP)
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
 
 
 def _git_dirs(root: Path) -> list[Path]:
