@@ -317,7 +317,7 @@ def test_cli_clean_writes_reports_and_exits_0(audit_copy, capsys):
 
 def test_cli_by_default_rewrites_nothing(audit_copy, capsys):
     """Issue 17: a plain audit leaves every file as it was; the last line says no report was written. Issue
-    27: the one thing it adds is its verified-file index, in the folder git ignores (records.file_index)."""
+    27: the one thing it adds is its verified-file index, in the folder git ignores (catalog.index)."""
     root, _ = audit_copy
     cache = root / file_index.FOLDER
     before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and cache not in p.parents}

@@ -1,4 +1,4 @@
-"""The verified-file index (records.file_index) changes no output, and ``audit --since`` checks what a merge added.
+"""The verified-file index (catalog.index) changes no output, and ``audit --since`` checks what a merge added.
 
 Real temp trees from tests/data/audit/audit_tree.py's ``synthetic_tree``; every command runs as the CLI
 runs it (``tileproof.__main__.main``), with the index warm, cold and deleted.

@@ -1,4 +1,4 @@
-"""gather.indexed.read_facts through the index's summary of runs/ (records.file_index ``summaries``): a warm read
+"""catalog.records.read_facts through the index's summary of runs/ (catalog.index ``summaries``): a warm read
 takes every record's facts from one row, and gives exactly what a read without the index gives.
 
 A real temp tree from tests/data/audit/audit_tree.py's ``synthetic_tree``; its files are aged past the racy window

@@ -1,4 +1,4 @@
-"""The tamper suite, the verified-file index (``records.file_index``): a committer without a key tries to make the
+"""The tamper suite, the verified-file index (``catalog.index``): a committer without a key tries to make the
 index vouch for what its records do not say, and to have tileproof read or write it outside the tree.
 
 Each attack is built as a committer would build it, on the signed tree of tests/test_tamper.py (records signed by

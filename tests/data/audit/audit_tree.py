@@ -380,7 +380,7 @@ def synthetic_tree(root: Path, n_records: int, runs_per_session: int = 49, commi
 
 def aged(files) -> None:
     """Every file of ``files`` made ten seconds old, then the racy window waited out (the ctime ``utime`` sets must
-    age too), as time does: a first read may index them (``records.file_index``)."""
+    age too), as time does: a first read may index them (``catalog.index``)."""
     from tileproof.catalog import index as file_index
 
     old = time.time() - 10
