@@ -480,7 +480,8 @@ def chosen_records_judge_alike(monkeypatch):
         (history against the trust root), the history check and the refused inputs. Loading them again (git and a
         walk of evidence/, about half of the check's cost) would give the same values."""
         registry = tree_module.runner_keys.load_registry(got.root)
-        records = got.trust.examine(tree_module.indexed.read_records(got.root, registry))
+        with tree_module.Catalog.open(got.root, registry) as cat:
+            records = got.trust.examine(cat.records())
         return tree_module.Tree.of(got.root, records, got.trust, got._history, got.refused())
 
     def checked_load(cls, root, trust_root=None, every=False):
