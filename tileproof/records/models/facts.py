@@ -32,7 +32,9 @@ class OutsideCheck(Model):
     max_abs_err: Number | None = None
     max_rel_err: Number | None = None
     sampled_stride: int | None = None
-    """The row stride of a sampled output (``handover.RowSample``); None: the whole output was checked."""
+    """The row stride of an output sampled by rows at a stride (``handover.RowSample``, or a ``handover.Sample``
+    whose rows are a stride, its columns sampled or not); None otherwise: the whole output, or a sample whose rows
+    are an index list or that samples columns only (the check's ``why`` says what was compared)."""
     output_sha256: str | None = None
     """sha256 of the whole output's C-order bytes (as handed over, or as the sample names it)."""
 
