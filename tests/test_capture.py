@@ -202,3 +202,23 @@ def test_a_tree_with_untracked_sources_is_dirty_but_not_for_the_stores_own_outpu
     assert git_state(tmp_path).dirty is False
     (tmp_path / ".gitignore").write_text("build/\nkernels/\n")
     assert git_state(tmp_path).dirty is True  # a tracked file changed
+
+
+def test_a_fleet_tasks_build_link_leaves_its_worktree_clean(tmp_path):
+    """A fleet task's worktree links ``build`` to the checkout's build folder: git's ``/build/`` pattern ignores a
+    folder, not a link, and the link is tileproof's own output, so the tree stays clean; a file named like it
+    elsewhere (``kernels/build``) does not."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=a", "-c", "user.email=a@example.org", *args],
+                       check=True, capture_output=True)
+    git("init", "-q")
+    (tmp_path / ".gitignore").write_text("/build/\n")
+    git("add", "-A")
+    git("commit", "-qm", "first")
+    outside = tmp_path.parent / f"{tmp_path.name}-builds"
+    outside.mkdir()
+    (tmp_path / "build").symlink_to(outside)
+    assert git_state(tmp_path).dirty is False
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "build").write_text("x")
+    assert git_state(tmp_path).dirty is True

@@ -21,6 +21,7 @@ import slurm_cluster as sc
 
 from tileproof.fleet.matrix import Matrix, render
 from tileproof.records.cluster import GpuKind, load_cluster
+from tileproof.records.store import sha256_file
 
 node = sc.slurm_node
 DATA = Path(__file__).parent / "data" / "fleet" / "slurm"
@@ -253,7 +254,7 @@ def test_what_was_gathered_is_the_library_closure_beyond_glibc(prefix):
     assert "libm.so.6" in manifest.glibc_libraries
     for pkg in manifest.packages:  # every dependency of a carried package is carried, or left out with a reason
         deb = sc.DEBS / node.DEBS / pkg.file
-        assert node.sha256_file(deb) == pkg.sha256
+        assert sha256_file(deb) == pkg.sha256
         fields = ", ".join(filter(None, (node.deb_field(deb, "Pre-Depends"), node.deb_field(deb, "Depends"))))
         left = {x.name for x in manifest.left_out}
         for alternatives in node.parse_depends(fields):

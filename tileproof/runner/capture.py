@@ -47,6 +47,7 @@ from tileproof.records.redact import RedactionRule, redact
 from tileproof.records.store import write_evidence
 from tileproof.runner.environment import child_env
 from tileproof.runner.process import Finished, start_and_wait
+from tileproof.toolchain.build import BUILD_DIR
 from tileproof.toolchain.find import Tools, discover, runtime_tools
 
 GPU_QUERY_ARGV = ["nvidia-smi", f"--query-gpu={','.join(GPU_QUERY_FIELDS)}", "--format=csv"]
@@ -113,15 +114,22 @@ def host_facts() -> HostFacts:
     )
 
 
-STORE_OWN = tuple(f"?? {folder}/" for folder in (store.RUNS, store.EVIDENCE))
-"""Untracked files that leave a tree clean: what the store itself writes (records and transcripts, never a source a
-record attests), so the second program of a run session still records the clean tree the first one saw."""
+OWN_OUTPUT = (store.RUNS, store.EVIDENCE, BUILD_DIR)
+"""Untracked paths that leave a tree clean: what tileproof itself writes (records and transcripts; the build's
+outputs, a folder or, in a fleet task's worktree, a link to one), never a source a record attests, so the second
+program of a run session still records the clean tree the first one saw."""
+
+
+def _own_output(entry: str) -> bool:
+    """Whether a ``git status --porcelain -z`` entry is an untracked path under :data:`OWN_OUTPUT`."""
+    path = entry.removeprefix("?? ")
+    return entry.startswith("?? ") and any(path == f or path.startswith(f"{f}/") for f in OWN_OUTPUT)
 
 
 def git_state(root: Path, ignored: Iterable[str] = ()) -> GitState:
     """HEAD, and whether the tree differs from it: a tracked file changed, or an untracked file that git does not
-    ignore (a new lesson's programs compiled before their first commit attest sources HEAD lacks), outside the
-    store's own ``runs/`` and ``evidence/``; ``ignored``: repo-relative paths left out of that comparison (the
+    ignore (a new lesson's programs compiled before their first commit attest sources HEAD lacks), outside what
+    tileproof itself writes (:data:`OWN_OUTPUT`); ``ignored``: repo-relative paths left out of that comparison (the
     audit's own reports, which it rewrites on purpose)."""
     def git(*args: str) -> Finished:
         return probe(["git", "-C", str(root), *args], timeout=60)
@@ -133,7 +141,7 @@ def git_state(root: Path, ignored: Iterable[str] = ()) -> GitState:
     status = git("status", "--porcelain", "-z", "--untracked-files=all",
                  *(["--", ":/", *left_out] if left_out else []))
     entries = [e for e in status.stdout.decode(errors="replace").split("\0") if e]
-    dirty = status.exit_code != 0 or any(not e.startswith(STORE_OWN) for e in entries)
+    dirty = status.exit_code != 0 or any(not _own_output(e) for e in entries)
     return GitState(commit=head.stdout.decode(errors="replace").strip(), dirty=dirty)
 
 

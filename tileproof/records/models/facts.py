@@ -81,8 +81,8 @@ class GitState(Model):
     """HEAD when the record was written; None outside a git checkout."""
     dirty: bool
     """True when the tree differed from HEAD: a tracked file changed, or a file git neither tracks nor ignores was
-    there outside ``runs/`` and ``evidence/`` (the store's own output; records written before untracked files
-    counted looked at tracked files only)."""
+    there outside ``runs/``, ``evidence/`` and ``build`` (tileproof's own output; records written before untracked
+    files counted looked at tracked files only)."""
 
 
 class HostFacts(Model):
