@@ -362,8 +362,9 @@ def repo_root() -> Path:
 COMMITTED = "347efc1eff6c3e76bdfc25aad08ce2daca5f57ef"
 """A named commit of this repository whose tree audits clean: its signed H200 and CPU-build records, both
 lessons published from them (the H200 session of 2026-12-01T14:22Z republished at 3b89e4c; 347efc1 is the
-last commit before issue 25). Tests about "the committed tree" read this commit, never the working tree, so
-a lesson, a program or a tolerance entry an author is adding (committed or not) changes nothing they see."""
+last commit before a course could grow past its published lessons). Tests about "the committed tree" read
+this commit, never the working tree, so a lesson, a program or a tolerance entry an author is adding
+(committed or not) changes nothing they see."""
 
 
 def clone_at(dest: Path, commit: str = COMMITTED, source: Path = REPO) -> Path:

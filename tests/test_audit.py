@@ -200,7 +200,7 @@ def t_build_verdict(root, info):
 
 
 CASES = {
-    # the seven tampers of issue 6
+    # the plain tampers: a file edited, deleted or added, its record's seal left as it was
     "transcript-byte-edited": (t_transcript_byte, {"evidence-digest"}),
     "transcript-deleted": (t_transcript_deleted, {"evidence-missing"}),
     "verdict-edited": (t_verdict_edited, {"record-seal", "verdict-exit-code", "verdict-report", "session-runs",
@@ -316,8 +316,8 @@ def test_cli_clean_writes_reports_and_exits_0(audit_copy, capsys):
 
 
 def test_cli_by_default_rewrites_nothing(audit_copy, capsys):
-    """Issue 17: a plain audit leaves every file as it was; the last line says no report was written. Issue
-    27: the one thing it adds is its verified-file index, in the folder git ignores (catalog.index)."""
+    """A plain audit leaves every file as it was; the last line says no report was written. The one thing
+    it adds is its verified-file index, in the folder git ignores (catalog.index)."""
     root, _ = audit_copy
     cache = root / file_index.FOLDER
     before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and cache not in p.parents}

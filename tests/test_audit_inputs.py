@@ -1,4 +1,4 @@
-"""Issue 15: the audit's own file pass reads every input through ``records.safe_read``.
+"""The audit's own file pass reads every input through ``records.safe_read``.
 
 Each hostile input is planted in a copy of the clean audit tree
 (tests/data/audit/audit_tree.py) and the real command runs on it:

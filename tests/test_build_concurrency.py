@@ -1,4 +1,4 @@
-"""Two compiles at once, and two runs at once on an empty build cache (issue 15).
+"""Two compiles at once, and two runs at once on an empty build cache.
 
 The fake toolchain's nvcc writes different bytes on every call, as the real one
 does; without the lock on build/, the second compile overwrote the artifacts the

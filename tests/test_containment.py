@@ -1,4 +1,4 @@
-"""Containment that needs no marker variable and no parent chain (issue 33, item 2).
+"""Containment that needs no marker variable and no parent chain.
 
 A step in its own PID namespace or cgroup v2 folder ends whole, whatever its processes did, when the
 program exits, at its timeout, when tileproof is signalled and when tileproof is killed (``kill -9``),

@@ -324,7 +324,7 @@ def test_ci_runners_collect_then_merge_prints_the_matrix(tmp_path, repo):
 
 
 def test_a_merge_syncs_twice_not_once_per_file(tmp_path, repo, monkeypatch):
-    """Issue 27: every file staged, one os.sync, linked, one more os.sync; no per-file fsync."""
+    """Every file staged, one os.sync, linked, one more os.sync; no per-file fsync."""
     a = host_tree(tmp_path, repo, "a")
     course.host_records(a, 0)
     calls = {"sync": 0, "fsync": 0}

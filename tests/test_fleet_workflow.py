@@ -55,7 +55,7 @@ def test_one_run_gpu_job_per_runner_label_then_one_merge_job():
 
 
 def test_the_merge_job_audits_the_whole_history_against_the_pinned_root_and_the_last_audited_head():
-    """Issue 32: a full clone (a shallow one cannot be checked), the trust root from CI's configuration
+    """A full clone (a shallow one cannot be checked), the trust root from CI's configuration
     outside the tree, and the head audited last (the Actions cache) passed as --expect-ancestor; the head
     is kept only after an audit that passed (the save step runs on success only)."""
     merge = yaml.safe_load(WORKFLOW.read_text())["jobs"]["merge"]

@@ -1,4 +1,4 @@
-"""A growing course keeps its true lessons green (issue 25), on the repository as committed at
+"""A growing course keeps its true lessons green, on the repository as committed at
 ``conftest.COMMITTED``: its signed H200 and CPU-build records and both lessons published from them.
 
 - A new lesson, scaffolded the way an author does (``new-lesson`` with a Python and a C++ program) plus one

@@ -1,4 +1,4 @@
-"""Issue 33: hostile inputs, second round, through the real commands.
+"""Hostile files (FIFOs, links, huge or sparse files, odd names) through the real commands.
 
 Each attack is planted in a committed copy of the clean audit tree
 (tests/data/audit/audit_tree.py, a git repository here) and ``audit``,

@@ -1,4 +1,4 @@
-"""Issue 13's done-when: ``status``, ``publish --dry-run`` and ``audit`` give one answer.
+"""``status``, ``publish --dry-run`` and ``audit`` give one answer.
 
 Each case builds a FIXTURE tree (the day-79 tree of conftest.py with the real lessons as
 drafts) and changes one thing. For every lesson in it, through the real CLI

@@ -266,7 +266,7 @@ def test_claim_fields_are_validated(field, value):
 
 
 PERF_NOTES = {"day79-cutile-performance"}
-"""The repository's notes whose numbers are performance claims (issue 30); every other lesson makes none."""
+"""The repository's notes whose numbers are performance claims; every other lesson makes none."""
 
 
 def test_repo_lessons_declare_no_claims_and_stay_canonical(repo_root):

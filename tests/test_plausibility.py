@@ -1,4 +1,4 @@
-"""Issue 33, case 4: signals of a fake GPU, each checked on real records altered as the attack would.
+"""Signals of a fake GPU, each checked on real records altered as the attack would.
 
 The records are the committed, signed H200 session 20261201T142212Z-session-e8b177c4 (its
 PATH and PYTHONPATH point at /tmp/gpu-node/... and /tmp/site2, where the lent machine keeps

@@ -30,7 +30,7 @@ OPENSSH_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5
     ("password = hunter2", "secret-assignment", "password = "),
     ("API_KEY: 'abc123def'", "secret-assignment", "API_KEY: '"),
     ("-e git+https://alice:s3cret@git.example.com/r.git@abc#egg=r", "url-userinfo", "-e git+https://"),
-    # issue 33: formats stored verbatim before
+    # formats that earlier rules stored verbatim
     ("aws_secret_access_key=" + AWS_SECRET, "aws-secret-key", "aws_secret_access_key="),
     ("AWS_SECRET_ACCESS_KEY: " + AWS_SECRET, "aws-secret-key", "AWS_SECRET_ACCESS_KEY: "),
     ('{"user": "bob", "password": "hunter2 and more"}', "json-secret", '{"user": "bob", "password": "'),

@@ -1,6 +1,6 @@
 """Hostile input files: links, FIFOs, huge or non-UTF-8 files and deep nesting are refused in one line.
 
-Each case is one of issue 15's attacks on the landed tree; before
+Each case is an attack on a committed tree; before
 ``records.safe_read`` each one read a file outside the repository, blocked
 forever, wrote outside the repository, or ended in a traceback.
 """

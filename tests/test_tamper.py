@@ -1,4 +1,4 @@
-"""The tamper suite: issue 14's attacks, each replayed against a signed record or a
+"""The tamper suite: a forger's attacks, each replayed against a signed record or a
 real git repository. Each edit is the careful forger's: the record's seal recomputed
 with tileproof's own ``store.seal_of`` (which the seal alone did not catch).
 
@@ -631,7 +631,7 @@ def test_cli_record_claiming_a_commit_it_does_not_match(signed_tree, capsys):
     assert f"runs/{other.name}: record-commit-unknown: git.commit ffffffffffff is not in this repository" in out
 
 
-# --- issue 32: a trust root the reviewer holds -----------------------------------------------
+# --- a trust root the reviewer holds --------------------------------------------------------
 #
 # Each attack below got through on 347efc1 (publish succeeded, or the audit exited 0, or found
 # only collateral findings); each test asserts the finding that names it. Controls use the

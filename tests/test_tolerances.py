@@ -127,7 +127,7 @@ def test_unusable_entries_are_rejected(tmp_path: Path, entry: str, problem: str)
 
 
 def test_broken_table_file_is_reported(tmp_path: Path) -> None:
-    # The table is parsed, never executed (issue 13): `1 / 0` is reported as code, not run.
+    # The table is parsed, never executed: `1 / 0` is reported as code, not run.
     with pytest.raises(ToleranceTableError, match=r"tolerances\.py:1: TOLERANCES must be a dict literal"):
         load_table(fake_repo(tmp_path, "TOLERANCES = 1 / 0\n"))
 

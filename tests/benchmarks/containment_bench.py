@@ -1,7 +1,7 @@
-"""Benchmark: containment of runaway programs (issues 15 and 33), no GPU needed.
+"""Benchmark: containment of runaway programs, no GPU needed.
 
 For each containment that holds on this machine (``TILEPROOF_CONTAINMENT``; ``marker`` is the
-mechanism from before issue 33, unchanged) it reports:
+older mechanism, unchanged) it reports:
 
 * ``per child``: the cost of one contained start, ``start_and_wait`` of ``/bin/true`` and of
   ``python -c pass`` (a lesson program is a Python process) 40 times each: median and 90th
@@ -141,7 +141,7 @@ def main() -> int:
             continue
         kinds.append(kind)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"per child ({STARTS} starts each; marker: the mechanism before issue 33); {os.cpu_count()} CPUs, "
+    print(f"per child ({STARTS} starts each; marker: the older mechanism); {os.cpu_count()} CPUs, "
           f"load average {load}")
     for kind in kinds:
         os.environ[process.CONTAIN_VAR] = kind

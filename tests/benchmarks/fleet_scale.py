@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     targets = [("status warm <= 5 s", status_warm["wall_s"], 5), ("status cold <= 60 s", status_cold["wall_s"], 60),
                ("full audit warm <= 20 s", audit_warm["wall_s"], 20), ("audit --since <= 3 s", since["wall_s"], 3),
                ("merge <= 60 s", merge["wall_s"], 60), (f"peak memory <= 1024 MiB ({peak_name})", peak, 1024)]
-    print("issue 27's targets, this run: " + "; ".join(f"{name}: {value:.1f}, {'met' if value <= limit else 'NOT met'}"
+    print("fleet-scale targets, this run: " + "; ".join(f"{name}: {value:.1f}, {'met' if value <= limit else 'NOT met'}"
                                                      for name, value, limit in targets))
     if tmp is not None:
         tmp.cleanup()

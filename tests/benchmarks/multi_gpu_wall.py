@@ -1,4 +1,4 @@
-"""Benchmark (issue 29): the whole course on one GPU against the whole course on every GPU of this host at once.
+"""Benchmark: the whole course on one GPU against the whole course on every GPU of this host at once.
 
 In one call, from the project root of a host with N >= 2 GPUs (docs/fleet-multi-gpu.md):
 

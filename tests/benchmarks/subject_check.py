@@ -17,7 +17,7 @@ For every record committed under runs/ at HEAD:
   match, a mismatch (or missing), or "not committed" when it is a build output under build/,
   which .gitignore keeps out of every tree (compile records attest the artifacts they built).
 
-The rule for subjects (issue 32). A generic in-toto verifier takes a statement's subjects as
+The rule for subjects. A generic in-toto verifier takes a statement's subjects as
 what the step produced and checks each against the files it has.
 
 - Statements of predicate type ``urn:tileproof:record:v2`` (written from this change on) list
