@@ -29,6 +29,7 @@ def main() -> int:
         root.mkdir()
         for folder in ("cpp", "kernels", "lessons"):
             shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")  # the course's settings: its targets
         t0 = time.perf_counter()
         procs = [subprocess.Popen([sys.executable, "-m", "tileproof", "compile", "--root", str(root)],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
