@@ -924,33 +924,38 @@ def test_cli_a_dropped_revocation_is_loosened_and_still_counts(signed_tree, caps
     assert f"runs/{path.name}: record-revoked-key:" in out
 
 
-def test_an_independent_verifier_checks_every_statement_subject_of_the_tree(signed_tree):
+def test_an_independent_verifier_checks_every_statement_subject_of_the_tree(signed_tree, capsys):
     """tests/benchmarks/subject_check.py (git, hashlib, PyNaCl, jsonschema; no tileproof code) over the
     signed tree: every v2 subject (a product) matches at HEAD, every material at the commit the record ran
     from; a lesson rewritten afterwards (as publish does) changes no subject; a transcript edited and
-    committed is a mismatch."""
-    script = REPO / "tests" / "benchmarks" / "subject_check.py"
+    committed is a mismatch. The script's ``main``, in this process (its command line only parses the two
+    arguments given here)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("subject_check", REPO / "tests" / "benchmarks" / "subject_check.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
     root, info = signed_tree
 
-    def check() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(script), str(root), "--schema", str(REPO / "schema")],
-                              capture_output=True, text=True)
-    done = check()
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "0 mismatches by the rule" in done.stdout, done.stdout + done.stderr
-    assert "statements urn:tileproof:record:v2 6" in done.stdout
-    assert "signature verified 6" in done.stdout
+    def check() -> tuple[int, str]:
+        code = script.main(root, REPO / "schema")
+        return code, capsys.readouterr().out
+    code, out = check()
+    assert code == 0, out
+    assert "0 mismatches by the rule" in out, out
+    assert "statements urn:tileproof:record:v2 6" in out
+    assert "signature verified 6" in out
     lesson = root / "lessons" / "01-vector-add.md"
     lesson.write_text(lesson.read_text() + "\nA sentence added after publishing.\n")
     commit(root, "a lesson edited")
-    assert check().returncode == 0, "a lesson is an input: never a subject"
+    assert check()[0] == 0, "a lesson is an input: never a subject"
     stdout = info["run"].step.stdout.path
     (root / stdout).write_text("every check passed\n")
     commit(root, "tidy a transcript")
-    done = check()
-    assert done.returncode == 1
-    assert f"{stdout} at " in done.stdout
-    assert "1 mismatches by the rule" in done.stdout
+    code, out = check()
+    assert code == 1
+    assert f"{stdout} at " in out
+    assert "1 mismatches by the rule" in out
 
 
 # --- one verdict: status says ready exactly when publish --dry-run exits 0, and the audit agrees ---
@@ -1259,12 +1264,12 @@ def self_rooted(root: Path) -> tuple[str, str, Path]:
 
 
 def cli_at(root: Path, *argv: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-    """The command as nox and CI run it: its own process, in the repository root (``--root .``)."""
-    import os
+    """The command as nox and CI run it: in the repository root (``--root .``, the working directory ``root``), with
+    ``env`` set; the command line's own ``main`` (conftest's ``run_cli``), in this process."""
+    from conftest import run_cli
 
-    done = subprocess.run([sys.executable, "-m", "tileproof", *argv, "--root", "."], cwd=root, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, timeout=600)
-    return done.returncode, done.stdout + done.stderr
+    code, out, err = run_cli(*argv, "--root", ".", cwd=root, env=env)
+    return code, out + err
 
 
 @pytest.mark.parametrize("length", [40, 12, 7])
