@@ -101,6 +101,13 @@ def tamper_trees(signed_template, tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def every_record_trees(tamper_trees):
+    """The tree of every record of each of :func:`tamper_trees` (``Tree.load(root, every=True)``), read once: each
+    choice below is made from it (``Tree.choose``, the choice ``Tree.load`` makes, over records already read)."""
+    return [(name, Tree.load(root, every=True)) for name, root in tamper_trees]
+
+
 def _dropped(monkeypatch, need: Need) -> None:
     if need is Need.AGREEING:
         monkeypatch.setattr(preselect, "agreeing", lambda flagged, items: set())
@@ -109,21 +116,34 @@ def _dropped(monkeypatch, need: Need) -> None:
 
 
 def _diverging(trees) -> list[str]:
-    """The cases whose chosen tree the oracle finds judging otherwise than the tree of every record."""
+    """The cases whose chosen tree the oracle (conftest's ``chosen_records_judge_alike``, on ``Tree.choose``) finds
+    judging otherwise than the tree of every record."""
     found = []
-    for name, root in trees:
+    for name, every in trees:
         try:
-            Tree.load(root)
+            every.choose()
         except AssertionError:
             found.append(name)
     return found
 
 
-def test_with_every_twin_the_tamper_suite_judges_alike(tamper_trees):
-    assert _diverging(tamper_trees) == []
+def test_with_every_twin_the_tamper_suite_judges_alike(tamper_trees, every_record_trees):
+    """Each tree as the commands read it (``Tree.load``, the oracle comparing it with the tree of every record)
+    judges alike, and holds exactly the records ``Tree.choose`` picks from the tree of every record: the choice the
+    tests below make with a twin dropped is the one the commands make."""
+    diverging = []
+    for (name, root), (_name, every) in zip(tamper_trees, every_record_trees, strict=True):
+        try:
+            loaded = Tree.load(root)
+        except AssertionError:
+            diverging.append(name)
+            continue
+        assert loaded.records == every.choose().records, f"{name}: Tree.load and Tree.choose choose otherwise"
+    assert diverging == []
+    assert _diverging(every_record_trees) == []
 
 
 @pytest.mark.parametrize("need", list(Need), ids=[n.value for n in Need])
-def test_dropping_a_twin_changes_a_verdict_on_the_tamper_suite(tamper_trees, monkeypatch, need):
+def test_dropping_a_twin_changes_a_verdict_on_the_tamper_suite(every_record_trees, monkeypatch, need):
     _dropped(monkeypatch, need)
-    assert _diverging(tamper_trees), f"{need.value}: no tamper case tells its twin is needed"
+    assert _diverging(every_record_trees), f"{need.value}: no tamper case tells its twin is needed"
