@@ -54,10 +54,11 @@ def two_runners(root):
     info = audit_tree.clean_tree(root)
     test_tamper.git(root, "init", "-q")
     test_tamper.commit(root, "sources", "kernels")
+    head = test_tamper.head_of(root)
     for path in store.record_files(root):
         rec = store.load_record(path)
         path.unlink()
-        store.write_record(root, test_tamper.at_head(root, rec), test_tamper.RUNNER)
+        store.write_record(root, test_tamper.at_head(root, rec, head), test_tamper.RUNNER)
     registry = registry_of(entry(test_tamper.RUNNER, owner="lead on the H200 runner"),
                            entry(SECOND, owner="a second H200 runner"))
     write_registry(root, registry.model_copy(update={"policy": "signed-only"}))

@@ -313,19 +313,21 @@ def signed_template(tmp_path_factory):
     info = audit_tree.clean_tree(root)
     git(root, "init", "-q")
     commit(root, "sources", "kernels")  # the commit the runner had checked out, clean
+    head = head_of(root)
     for path in store.record_files(root):  # the same records, at that commit, signed by the registered runner
         rec = store.load_record(path)
         path.unlink()
-        store.write_record(root, at_head(root, rec), RUNNER)
+        store.write_record(root, at_head(root, rec, head), RUNNER)
     write_registry(root, _signed_registry())
     commit(root, "signed records")
     return root, info
 
 
-def at_head(root: Path, rec):
-    """The record as a runner on a clean checkout of HEAD writes it (``git.commit`` is checked)."""
-    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+def at_head(root: Path, rec, head: str | None = None):
+    """The record as a runner on a clean checkout of HEAD writes it (``git.commit`` is checked); ``head``: HEAD's id,
+    where the caller read it already."""
+    head = head or subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                  check=True).stdout.strip()
     return rec.model_copy(update={"git": rec.git.model_copy(update={"commit": head, "dirty": False})})
 
 
@@ -369,8 +371,10 @@ def fake_h200_softmax(root: Path, signer: signing.Signer | None, when=None, pass
     captured = captured.model_copy(update={"env": {**captured.env, **(env or {})}})
     run = audit_tree.run_record(root, captured, "kernels/softmax.py", checks=["softmax"], lessons=["02-softmax"],
                                 when=when + timedelta(seconds=10), passed=passed)
-    path = store.write_record(root, at_head(root, run), signer)
-    store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], when + timedelta(minutes=1))), signer)
+    head = head_of(root)
+    path = store.write_record(root, at_head(root, run, head), signer)
+    store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], when + timedelta(minutes=1)), head),
+                       signer)
     return path
 
 
@@ -989,8 +993,9 @@ def newer_vector_add_run(root: Path, *, passed: bool = True, checkout_node: bool
     captured = captured.model_copy(update={"env": {**captured.env, **(env or {})}})
     run = audit_tree.run_record(root, captured, "kernels/vector_add.py", checks=["vector_add"], lessons=[VECTOR_ADD],
                                 when=when + timedelta(seconds=10), passed=passed)
-    path = store.write_record(root, at_head(root, run), RUNNER)
-    store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], when + timedelta(minutes=1))),
+    head = head_of(root)
+    path = store.write_record(root, at_head(root, run, head), RUNNER)
+    store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], when + timedelta(minutes=1)), head),
                        RUNNER)
     return path
 
