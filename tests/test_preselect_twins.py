@@ -1,9 +1,11 @@
 """Each rule that picks records declares what it reads (``judge.selection.needs``), and ``judge.preselect`` keeps one
 twin per need: the two lists are held to each other here, and each twin is shown to matter on the tamper suite's
 trees (tests/test_tamper.py, ``AGREEMENT``): with it dropped, the suite's oracle (conftest's
-``chosen_records_judge_alike``, which compares every tree ``Tree.load`` gives with the tree of every record) fails
-on at least one of them. A rule that starts reading other records without its twin changing fails that oracle on the
-suite's trees; a twin no rule needs, or a need without a twin, fails here."""
+``chosen_records_judge_alike``, which compares every tree ``Tree.load`` gives, and every choice ``Tree.choose`` makes,
+with the tree of every record) fails on at least one of them. Each tree is read once; the choices with a twin dropped
+are made from it by ``Tree.choose``, which chooses exactly as ``Tree.load`` does (held in the first test). A rule
+that starts reading other records without its twin changing fails that oracle on the suite's trees; a twin no rule
+needs, or a need without a twin, fails here."""
 
 from __future__ import annotations
 
