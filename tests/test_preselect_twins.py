@@ -130,7 +130,7 @@ def _diverging(trees) -> list[str]:
     return found
 
 
-@pytest.mark.slow(reason="reads each of the 24 tamper trees as the commands do (Tree.load: git history, every record "
+@pytest.mark.slow(reason="reads each of the 23 tamper trees as the commands do (Tree.load: git history, every record "
                         "file, the oracle's tree of every record): what ties every twin test's Tree.choose to them")
 def test_with_every_twin_the_tamper_suite_judges_alike(tamper_trees, every_record_trees):
     """Each tree as the commands read it (``Tree.load``, the oracle comparing it with the tree of every record)
