@@ -122,11 +122,24 @@ CASES = {
 """Case → (what it changes, lesson → whether it may be published); lessons not named: never."""
 
 
-def status_ready(root, lesson_id: str, capsys) -> bool:
+def both_say(root, lesson_id: str, capsys) -> tuple[str, int, str, str]:
+    """``status LESSON``'s line for the lesson, and ``publish LESSON --dry-run``'s exit status, stdout and stderr, of
+    the tree as it is now (a ``SystemExit`` from the command line is let through for :data:`LESSON`: its state is
+    said, never an exit of the parser)."""
     capsys.readouterr()
     assert main(["status", lesson_id, "--root", str(root)]) == 0
-    out = capsys.readouterr().out
-    footer = next(line for line in out.splitlines() if line.startswith(f"{lesson_id}: "))
+    footer = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{lesson_id}: "))
+    try:
+        code = main(["publish", lesson_id, "--dry-run", "--root", str(root)])
+    except SystemExit as e:  # bad input exits 2 from the CLI
+        if lesson_id == LESSON:
+            raise
+        code = e.code
+    out, err = capsys.readouterr()
+    return footer, code, out, err
+
+
+def status_ready(footer: str, lesson_id: str) -> bool:
     return footer.endswith(f"; ready to publish: nox -s publish -- {lesson_id}")
 
 
@@ -143,8 +156,8 @@ def lesson_findings(root, lesson_id: str, capsys) -> list[str]:
     return [line for line in out.splitlines() if line.startswith(f"lessons/{lesson_id}.md: ")]
 
 
-def no_empty_reason(root, lesson_id: str) -> None:
-    decision = Tree.load(root).decide(lessons.load(root, lesson_id))
+def no_empty_reason(tree: Tree, lesson: lessons.Lesson) -> None:
+    decision = tree.decide(lesson)
     reasons = [r.reason for r in decision.rows] + [c.reason for c in decision.perf] \
         + [c.reason for c in decision.refuted]
     assert all(r.strip() for r in reasons), reasons
@@ -152,25 +165,22 @@ def no_empty_reason(root, lesson_id: str) -> None:
     assert decision.publishable == (not decision.blockers)
 
 
-def says_one_state(root, lesson_id: str, capsys) -> LessonState | None:
-    """``status`` and ``publish --dry-run`` say the lesson's one state in the same words, and publish exits with
-    its exit status; returns the state (None: publish refused the lesson as bad input, before any state)."""
-    state = Tree.load(root).verdict(lessons.load(root, lesson_id)).state
-    capsys.readouterr()
-    assert main(["status", lesson_id, "--root", str(root)]) == 0
-    footer = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{lesson_id}: "))
+def says_one_state(tree: Tree, lesson: lessons.Lesson, said: tuple[str, int, str, str]) -> LessonState | None:
+    """``status`` and ``publish --dry-run`` (``said``: :func:`both_say` of the tree ``tree`` was read from) say the
+    lesson's one state in the same words, and publish exits with its exit status; returns the state (None: publish
+    refused the lesson as bad input, before any state)."""
+    state = tree.verdict(lesson).state
+    footer, code, out, err = said
     assert f"; {state.message}" in footer, (state, footer)
-    code = main(["publish", lesson_id, "--dry-run", "--root", str(root)])
-    out, err = capsys.readouterr()
     if code == 2 and state is not LessonState.INPUT_REFUSED:  # a program the lesson lists is missing
         assert "does not exist (fix: restore" in err, err
         return None
     assert code == state.exit_code, (state, code)
-    said = out.splitlines()[0]
+    first = out.splitlines()[0]
     if state is LessonState.READY:  # publish says what it would do
-        assert said.startswith(f"{lesson_id}: would publish from "), said
+        assert first.startswith(f"{lesson.id}: would publish from "), first
     else:
-        assert said.startswith(f"{lesson_id}: {state.message}"), (state, said)
+        assert first.startswith(f"{lesson.id}: {state.message}"), (state, first)
     return state
 
 
@@ -179,21 +189,20 @@ def test_status_publish_and_audit_agree(tree, capsys, change, expected):
     change(tree)
     for lesson_id in lessons.lesson_ids(tree):
         may = expected.get(lesson_id, False)
-        no_empty_reason(tree, lesson_id)
-        ready = status_ready(tree, lesson_id, capsys)
-        try:
-            dry = main(["publish", lesson_id, "--dry-run", "--root", str(tree)])
-        except SystemExit as e:  # bad input exits 2 from the CLI
-            dry = e.code
+        judged, lesson = Tree.load(tree), lessons.load(tree, lesson_id)
+        no_empty_reason(judged, lesson)
+        said = both_say(tree, lesson_id, capsys)
+        ready, dry = status_ready(said[0], lesson_id), said[1]
         assert ready == (dry == 0) == may, (lesson_id, ready, dry)
         if lesson_id == LESSON:  # ready in some cases, not in others: both words, in both commands
-            assert says_one_state(tree, lesson_id, capsys) is (LessonState.READY if may else LessonState.DRAFT)
+            assert says_one_state(judged, lesson, said) is (LessonState.READY if may else LessonState.DRAFT)
         if may:
             assert main(["publish", lesson_id, "--root", str(tree)]) == 0
         else:
             flip_to_published(tree, lesson_id)
         if lesson_id == LESSON:
-            published = says_one_state(tree, lesson_id, capsys)
+            said = both_say(tree, lesson_id, capsys)
+            published = says_one_state(Tree.load(tree), lessons.load(tree, lesson_id), said)
             assert published is (LessonState.VALID if may else LessonState.WITHOUT_EVIDENCE), published
         found = lesson_findings(tree, lesson_id, capsys)
         assert bool(found) == (not may), found

@@ -1,9 +1,11 @@
 """Each rule that picks records declares what it reads (``judge.selection.needs``), and ``judge.preselect`` keeps one
 twin per need: the two lists are held to each other here, and each twin is shown to matter on the tamper suite's
 trees (tests/test_tamper.py, ``AGREEMENT``): with it dropped, the suite's oracle (conftest's
-``chosen_records_judge_alike``, which compares every tree ``Tree.load`` gives with the tree of every record) fails
-on at least one of them. A rule that starts reading other records without its twin changing fails that oracle on the
-suite's trees; a twin no rule needs, or a need without a twin, fails here."""
+``chosen_records_judge_alike``, which compares every tree ``Tree.load`` gives, and every choice ``Tree.choose`` makes,
+with the tree of every record) fails on at least one of them. Each tree is read once; the choices with a twin dropped
+are made from it by ``Tree.choose``, which chooses exactly as ``Tree.load`` does (held in the first test). A rule
+that starts reading other records without its twin changing fails that oracle on the suite's trees; a twin no rule
+needs, or a need without a twin, fails here."""
 
 from __future__ import annotations
 
@@ -54,10 +56,11 @@ def two_runners(root):
     info = audit_tree.clean_tree(root)
     test_tamper.git(root, "init", "-q")
     test_tamper.commit(root, "sources", "kernels")
+    head = test_tamper.head_of(root)
     for path in store.record_files(root):
         rec = store.load_record(path)
         path.unlink()
-        store.write_record(root, test_tamper.at_head(root, rec), test_tamper.RUNNER)
+        store.write_record(root, test_tamper.at_head(root, rec, head), test_tamper.RUNNER)
     registry = registry_of(entry(test_tamper.RUNNER, owner="lead on the H200 runner"),
                            entry(SECOND, owner="a second H200 runner"))
     write_registry(root, registry.model_copy(update={"policy": "signed-only"}))
@@ -101,6 +104,13 @@ def tamper_trees(signed_template, tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def every_record_trees(tamper_trees):
+    """The tree of every record of each of :func:`tamper_trees` (``Tree.load(root, every=True)``), read once: each
+    choice below is made from it (``Tree.choose``, the choice ``Tree.load`` makes, over records already read)."""
+    return [(name, Tree.load(root, every=True)) for name, root in tamper_trees]
+
+
 def _dropped(monkeypatch, need: Need) -> None:
     if need is Need.AGREEING:
         monkeypatch.setattr(preselect, "agreeing", lambda flagged, items: set())
@@ -109,21 +119,36 @@ def _dropped(monkeypatch, need: Need) -> None:
 
 
 def _diverging(trees) -> list[str]:
-    """The cases whose chosen tree the oracle finds judging otherwise than the tree of every record."""
+    """The cases whose chosen tree the oracle (conftest's ``chosen_records_judge_alike``, on ``Tree.choose``) finds
+    judging otherwise than the tree of every record."""
     found = []
-    for name, root in trees:
+    for name, every in trees:
         try:
-            Tree.load(root)
+            every.choose()
         except AssertionError:
             found.append(name)
     return found
 
 
-def test_with_every_twin_the_tamper_suite_judges_alike(tamper_trees):
-    assert _diverging(tamper_trees) == []
+@pytest.mark.slow(reason="reads each of the 23 tamper trees as the commands do (Tree.load: git history, every record "
+                        "file, the oracle's tree of every record): what ties every twin test's Tree.choose to them")
+def test_with_every_twin_the_tamper_suite_judges_alike(tamper_trees, every_record_trees):
+    """Each tree as the commands read it (``Tree.load``, the oracle comparing it with the tree of every record)
+    judges alike, and holds exactly the records ``Tree.choose`` picks from the tree of every record: the choice the
+    tests below make with a twin dropped is the one the commands make."""
+    diverging = []
+    for (name, root), (_name, every) in zip(tamper_trees, every_record_trees, strict=True):
+        try:
+            loaded = Tree.load(root)
+        except AssertionError:
+            diverging.append(name)
+            continue
+        assert loaded.records == every.choose().records, f"{name}: Tree.load and Tree.choose choose otherwise"
+    assert diverging == []
+    assert _diverging(every_record_trees) == []
 
 
 @pytest.mark.parametrize("need", list(Need), ids=[n.value for n in Need])
-def test_dropping_a_twin_changes_a_verdict_on_the_tamper_suite(tamper_trees, monkeypatch, need):
+def test_dropping_a_twin_changes_a_verdict_on_the_tamper_suite(every_record_trees, monkeypatch, need):
     _dropped(monkeypatch, need)
-    assert _diverging(tamper_trees), f"{need.value}: no tamper case tells its twin is needed"
+    assert _diverging(every_record_trees), f"{need.value}: no tamper case tells its twin is needed"

@@ -313,19 +313,21 @@ def signed_template(tmp_path_factory):
     info = audit_tree.clean_tree(root)
     git(root, "init", "-q")
     commit(root, "sources", "kernels")  # the commit the runner had checked out, clean
+    head = head_of(root)
     for path in store.record_files(root):  # the same records, at that commit, signed by the registered runner
         rec = store.load_record(path)
         path.unlink()
-        store.write_record(root, at_head(root, rec), RUNNER)
+        store.write_record(root, at_head(root, rec, head), RUNNER)
     write_registry(root, _signed_registry())
     commit(root, "signed records")
     return root, info
 
 
-def at_head(root: Path, rec):
-    """The record as a runner on a clean checkout of HEAD writes it (``git.commit`` is checked)."""
-    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+def at_head(root: Path, rec, head: str | None = None):
+    """The record as a runner on a clean checkout of HEAD writes it (``git.commit`` is checked); ``head``: HEAD's id,
+    where the caller read it already."""
+    head = head or subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                  check=True).stdout.strip()
     return rec.model_copy(update={"git": rec.git.model_copy(update={"commit": head, "dirty": False})})
 
 
@@ -369,8 +371,10 @@ def fake_h200_softmax(root: Path, signer: signing.Signer | None, when=None, pass
     captured = captured.model_copy(update={"env": {**captured.env, **(env or {})}})
     run = audit_tree.run_record(root, captured, "kernels/softmax.py", checks=["softmax"], lessons=["02-softmax"],
                                 when=when + timedelta(seconds=10), passed=passed)
-    path = store.write_record(root, at_head(root, run), signer)
-    store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], when + timedelta(minutes=1))), signer)
+    head = head_of(root)
+    path = store.write_record(root, at_head(root, run, head), signer)
+    store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], when + timedelta(minutes=1)), head),
+                       signer)
     return path
 
 
@@ -924,33 +928,38 @@ def test_cli_a_dropped_revocation_is_loosened_and_still_counts(signed_tree, caps
     assert f"runs/{path.name}: record-revoked-key:" in out
 
 
-def test_an_independent_verifier_checks_every_statement_subject_of_the_tree(signed_tree):
+def test_an_independent_verifier_checks_every_statement_subject_of_the_tree(signed_tree, capsys):
     """tests/benchmarks/subject_check.py (git, hashlib, PyNaCl, jsonschema; no tileproof code) over the
     signed tree: every v2 subject (a product) matches at HEAD, every material at the commit the record ran
     from; a lesson rewritten afterwards (as publish does) changes no subject; a transcript edited and
-    committed is a mismatch."""
-    script = REPO / "tests" / "benchmarks" / "subject_check.py"
+    committed is a mismatch. The script's ``main``, in this process (its command line only parses the two
+    arguments given here)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("subject_check", REPO / "tests" / "benchmarks" / "subject_check.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
     root, info = signed_tree
 
-    def check() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(script), str(root), "--schema", str(REPO / "schema")],
-                              capture_output=True, text=True)
-    done = check()
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "0 mismatches by the rule" in done.stdout, done.stdout + done.stderr
-    assert "statements urn:tileproof:record:v2 6" in done.stdout
-    assert "signature verified 6" in done.stdout
+    def check() -> tuple[int, str]:
+        code = script.main(root, REPO / "schema")
+        return code, capsys.readouterr().out
+    code, out = check()
+    assert code == 0, out
+    assert "0 mismatches by the rule" in out, out
+    assert "statements urn:tileproof:record:v2 6" in out
+    assert "signature verified 6" in out
     lesson = root / "lessons" / "01-vector-add.md"
     lesson.write_text(lesson.read_text() + "\nA sentence added after publishing.\n")
     commit(root, "a lesson edited")
-    assert check().returncode == 0, "a lesson is an input: never a subject"
+    assert check()[0] == 0, "a lesson is an input: never a subject"
     stdout = info["run"].step.stdout.path
     (root / stdout).write_text("every check passed\n")
     commit(root, "tidy a transcript")
-    done = check()
-    assert done.returncode == 1
-    assert f"{stdout} at " in done.stdout
-    assert "1 mismatches by the rule" in done.stdout
+    code, out = check()
+    assert code == 1
+    assert f"{stdout} at " in out
+    assert "1 mismatches by the rule" in out
 
 
 # --- one verdict: status says ready exactly when publish --dry-run exits 0, and the audit agrees ---
@@ -984,8 +993,9 @@ def newer_vector_add_run(root: Path, *, passed: bool = True, checkout_node: bool
     captured = captured.model_copy(update={"env": {**captured.env, **(env or {})}})
     run = audit_tree.run_record(root, captured, "kernels/vector_add.py", checks=["vector_add"], lessons=[VECTOR_ADD],
                                 when=when + timedelta(seconds=10), passed=passed)
-    path = store.write_record(root, at_head(root, run), RUNNER)
-    store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], when + timedelta(minutes=1))),
+    head = head_of(root)
+    path = store.write_record(root, at_head(root, run, head), RUNNER)
+    store.write_record(root, at_head(root, audit_tree.session_record(sid, [run], when + timedelta(minutes=1)), head),
                        RUNNER)
     return path
 
@@ -1186,9 +1196,12 @@ def test_status_publish_dry_run_and_audit_agree(signed_tree, capsys, case, ready
     root, info = signed_tree
     case(root, info)
     ids = lessons.lesson_ids(root)
+    code, out = cli(capsys, "status", "--root", str(root))  # every lesson's line, from one status of the tree
+    assert code == 0, out
+    footers = {i: next(line for line in out.splitlines() if line.startswith(f"{i}: ")) for i in ids}
     said = {}
     for lesson_id in ids:
-        footer = status_footer(root, lesson_id, capsys)
+        footer = footers[lesson_id]
         dry, out = cli(capsys, "publish", lesson_id, "--dry-run", "--root", str(root))
         said[lesson_id] = any(f"; {state.message}" in footer for state in LessonState if state.ready)
         assert said[lesson_id] == (dry == 0), (lesson_id, footer, out)
@@ -1259,12 +1272,12 @@ def self_rooted(root: Path) -> tuple[str, str, Path]:
 
 
 def cli_at(root: Path, *argv: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-    """The command as nox and CI run it: its own process, in the repository root (``--root .``)."""
-    import os
+    """The command as nox and CI run it: in the repository root (``--root .``, the working directory ``root``), with
+    ``env`` set; the command line's own ``main`` (conftest's ``run_cli``), in this process."""
+    from conftest import run_cli
 
-    done = subprocess.run([sys.executable, "-m", "tileproof", *argv, "--root", "."], cwd=root, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, timeout=600)
-    return done.returncode, done.stdout + done.stderr
+    code, out, err = run_cli(*argv, "--root", ".", cwd=root, env=env)
+    return code, out + err
 
 
 @pytest.mark.parametrize("length", [40, 12, 7])

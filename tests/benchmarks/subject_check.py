@@ -109,6 +109,21 @@ def record_schema(folder: Path, record: dict) -> dict:
     return json.loads(found[-1].read_text())
 
 
+_VALIDATORS: dict[str, jsonschema.protocols.Validator] = {}
+
+
+def validate(instance: dict, against: dict) -> None:
+    """``jsonschema.validate``, each schema checked and its validator built once (not once per record)."""
+    key = json.dumps(against, sort_keys=True)
+    if key not in _VALIDATORS:
+        cls = jsonschema.validators.validator_for(against)
+        cls.check_schema(against)
+        _VALIDATORS[key] = cls(against)
+    error = jsonschema.exceptions.best_match(_VALIDATORS[key].iter_errors(instance))
+    if error is not None:
+        raise error
+
+
 def main(root: Path, schemas: Path | None = None) -> int:
     root = root.resolve()
     folder = schemas or root / "schema"
@@ -137,17 +152,17 @@ def main(root: Path, schemas: Path | None = None) -> int:
         raw = json.loads((root / name).read_text())
         if "payloadType" not in raw:
             counts["unsigned"] += 1
-            jsonschema.validate(raw, record_schema(folder, raw))
+            validate(raw, record_schema(folder, raw))
             counts["validated"] += 1
             continue
         counts["signed"] += 1
-        jsonschema.validate(raw, envelope_schema)
+        validate(raw, envelope_schema)
         body = base64.b64decode(raw["payload"], validate=True)
         statement = json.loads(body)
         kind = statement["predicateType"]
-        jsonschema.validate(statement, statements[kind])
+        validate(statement, statements[kind])
         record = statement["predicate"] if kind == V1 else statement["predicate"]["record"]
-        jsonschema.validate(record, record_schema(folder, record))
+        validate(record, record_schema(folder, record))
         counts["validated"] += 1
         verified = False
         for sig in raw["signatures"]:

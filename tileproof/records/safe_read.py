@@ -82,9 +82,15 @@ _TYPES = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR,
 _FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-@lru_cache(maxsize=64)
 def _real_root(root: str) -> str:
-    return os.path.realpath(root)
+    """``root`` with every link resolved; a relative root is taken from the working directory of now (one process
+    may run commands from several: the cache keys absolute paths only)."""
+    return _real_path(os.path.abspath(root))
+
+
+@lru_cache(maxsize=64)
+def _real_path(absolute: str) -> str:
+    return os.path.realpath(absolute)
 
 
 def _inside(real: str, real_root: str) -> bool:
