@@ -60,7 +60,8 @@ if _ram is not None:  # before any temporary folder exists; xdist's workers and 
     tempfile.tempdir = str(_ram)
 
 
-FIRST = ("test_wall.py", "test_new_lesson.py", "test_fleet_slurm.py", "test_hostile_inputs.py", "test_tamper.py",
+FIRST = ("test_docs_commands.py",
+         "test_wall.py", "test_new_lesson.py", "test_fleet_slurm.py", "test_hostile_inputs.py", "test_tamper.py",
          "test_fleet_merge.py", "test_file_index.py", "test_build.py", "test_outside_check.py", "test_fleet_devices.py",
          "test_indexed.py", "test_fuzz_parsers.py", "test_claims.py", "test_containment.py", "test_bench.py",
          "test_growing_course.py", "test_run_cmd.py", "test_runner.py", "test_audit_read.py", "test_browser_report.py",

@@ -2,8 +2,9 @@
 release axis without network) and put first on ``PYTHONPATH`` is recognised for what it is (the digest on the run
 record, ``release_folder``, one the lock pins with its hash), and the ``shim-path`` signal stays for every other path.
 
-A real wheel (a zip with its ``.dist-info``), unpacked with ``python -m zipfile -e`` as the docs say; the records are
-the committed, signed H200 session tests/test_plausibility.py uses, altered as that release-axis run would write them.
+A real wheel (a zip with its ``.dist-info``), unpacked with ``python -m zipfile -e`` as the docs say (``zipfile.main``,
+what that command runs, in this process); the records are the committed, signed H200 session tests/test_plausibility.py
+uses, altered as that release-axis run would write them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import sources_tree
+from conftest import run_cli, sources_tree
 from test_plausibility import REPO, altered, kinds, real, smi_clocks
 
 from tileproof.judge import plausibility
@@ -43,7 +44,7 @@ def wheel(where: Path, version: str = VERSION) -> Path:
 def unpack(whl: Path, base: Path) -> Path:
     """What docs/install.md says to do without network: unpack the wheel into a folder named by its sha256."""
     folder = base / hashlib.sha256(whl.read_bytes()).hexdigest()
-    subprocess.run([sys.executable, "-m", "zipfile", "-e", str(whl), str(folder)], check=True)
+    zipfile.main(["-e", str(whl), str(folder)])  # what python -m zipfile -e runs
     return folder
 
 
@@ -78,7 +79,7 @@ def test_the_runner_names_the_digest_named_folder_it_imports_the_release_from(tm
     assert cuda_tile.installed()[0] == VERSION
     assert cuda_tile.unpacked_folder() == ReleaseFolder(path=str(folder), sha256=folder.name)
     other = tmp_path / "tileproof-releases.BrwYzj" / f"cuda-tile-{VERSION}"  # named by hand: no digest
-    subprocess.run([sys.executable, "-m", "zipfile", "-e", str(whl), str(other)], check=True)
+    zipfile.main(["-e", str(whl), str(other)])
     monkeypatch.syspath_prepend(str(other))
     assert cuda_tile.installed()[0] == VERSION and cuda_tile.unpacked_folder() is None
 
@@ -192,15 +193,15 @@ def test_the_documented_release_axis_run_is_no_signal_and_a_hand_made_folder_is(
             f"cuda-tile=={version} \\\n    --hash=sha256:{hashlib.sha256(whl.read_bytes()).hexdigest()}\n")
 
     key = tmp_path / "keys" / "signing-key.pem"  # a runner key the tree's registry lists
-    subprocess.run([sys.executable, "-m", "tileproof", "keygen", "--key", str(key), "--root", str(root)], check=True,
-                   capture_output=True)
+    code, _out, err = run_cli("keygen", "--key", str(key), "--root", str(root))
+    assert code == 0, err
     write_registry(root, registry_of(entry(signing.load_signer(key, root))))
     documented_run(root, str(FAKE_GPU), key)  # the runner's first session: its baseline
     releases = tmp_path / "tileproof-releases"  # outside the checkout, under /tmp as on the node
     digest_folder = unpack(whl, releases)
     documented_run(root, f"{digest_folder}:{FAKE_GPU}", key)
     by_hand = releases / f"cuda-tile-{version}"
-    subprocess.run([sys.executable, "-m", "zipfile", "-e", str(whl), str(by_hand)], check=True)
+    zipfile.main(["-e", str(whl), str(by_hand)])
     documented_run(root, f"{by_hand}:{FAKE_GPU}", key)
 
     registry = runner_keys.load_registry(root)
