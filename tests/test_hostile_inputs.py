@@ -1,14 +1,13 @@
 """Hostile files (FIFOs, links, huge or sparse files, odd names) through the real commands.
 
-Each attack is planted in a committed copy of the clean audit tree
-(tests/data/audit/audit_tree.py, a git repository here) and ``audit``,
-``publish --dry-run`` and ``verify`` run on it in a subprocess: with a 30 s timeout,
-so that a hang fails the test instead of the suite, and an address-space cap, so that
-reading /dev/zero or a 2 GB file whole fails it too. Before ``runner.git_history`` hashed
-the working tree through ``records.safe_read.stream``, a FIFO in place of a committed
-transcript hung all three, a link to /dev/zero ended in a MemoryError and a 2 GB
-sparse file was read whole; ``publish`` accepted a transcript linked out of the
-repository; a line break in a file name split a finding line in two; and ``verify``
+Each attack is planted in a committed copy of the clean audit tree (tests/data/audit/audit_tree.py, a git
+repository here) and ``audit``, ``publish --dry-run`` and ``verify`` run on it. An attack that could hang a command
+or make it read without bound runs them in a process of their own (``guarded``): with a 30 s timeout per command,
+so that a hang fails the test instead of the suite, and an address-space cap, so that reading /dev/zero or a 2 GB
+file whole fails it too; every other attack runs them in this process (``said``). Before ``runner.git_history``
+hashed the working tree through ``records.safe_read.stream``, a FIFO in place of a committed transcript hung all
+three, a link to /dev/zero ended in a MemoryError and a 2 GB sparse file was read whole; ``publish`` accepted a
+transcript linked out of the repository; a line break in a file name split a finding line in two; and ``verify``
 failed a pristine clone the audit passed.
 """
 
@@ -25,6 +24,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from one_freeze import pip_freeze_once  # noqa: F401  # used by usefixtures
 from signing_keys import entry, new_signer, real_run, registry_of, write_registry
 
@@ -53,13 +53,24 @@ def git(root: Path, *args: str) -> None:
                     "-c", "commit.gpgsign=false", *args], check=True, capture_output=True)
 
 
-@pytest.fixture
-def committed(audit_copy):
-    """The clean audit tree, every file committed to a git repository."""
-    root, info = audit_copy
+@pytest.fixture(scope="module")
+def committed_template(audit_template, tmp_path_factory):
+    """The clean audit tree, every file committed to a git repository (made once: tests get copies)."""
+    clean, info = audit_template
+    root = tmp_path_factory.mktemp("committed") / "tree"
+    shutil.copytree(clean, root)
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "records and transcripts")
+    return root, info
+
+
+@pytest.fixture
+def committed(committed_template, tmp_path):
+    """A private copy of the committed clean audit tree (its .git included) for one test to attack."""
+    template, info = committed_template
+    root = tmp_path / "tree"
+    shutil.copytree(template, root, symlinks=True)
     return root, info
 
 
@@ -67,14 +78,43 @@ def _capped() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
 
-def cli(root: Path, command: str, timeout: float = 30) -> subprocess.CompletedProcess:
-    """``python -m tileproof <command> --root root`` in a subprocess, its memory capped; a hang fails."""
-    argv = [sys.executable, "-m", "tileproof", *COMMANDS[command], "--root", str(root)]
+GUARDED = """
+import contextlib, io, json, sys
+from tileproof.__main__ import main
+for argv in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    print("ended", json.dumps([code, out.getvalue(), err.getvalue()]), flush=True)
+"""
+"""Runs each command line of argv[1] (a JSON list) by the command line's own ``main``, one after another, and
+prints each one's exit status, stdout and stderr as one line (``ended [...]``) as soon as it ends."""
+
+
+def guarded(root: Path, *commands: str, timeout: float = 30) -> dict[str, subprocess.CompletedProcess]:
+    """``tileproof <command> --root root`` for each command, one after another in one process of their own, its
+    memory capped; a command that does not end within ``timeout`` seconds (it blocked on an input) fails the test,
+    and so does one that ends the process (a MemoryError)."""
+    argvs = [[*COMMANDS[c], "--root", str(root)] for c in commands]
     try:
-        return subprocess.run(argv, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True,
-                              timeout=timeout, preexec_fn=_capped)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"{command} did not finish within {timeout} s (it blocked on an input)")
+        proc = subprocess.run([sys.executable, "-c", GUARDED, json.dumps(argvs)],
+                              env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True,
+                              timeout=timeout * len(commands), preexec_fn=_capped)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else e.stdout or ""
+        done = sum(line.startswith("ended ") for line in out.splitlines())
+        pytest.fail(f"{commands[done]} did not finish within {timeout} s (it blocked on an input)")
+    lines = [line.removeprefix("ended ") for line in proc.stdout.splitlines() if line.startswith("ended ")]
+    assert len(lines) == len(commands), f"{commands[len(lines)]} ended its process: {proc.stderr}"
+    return {c: subprocess.CompletedProcess(argv, *json.loads(line))
+            for c, argv, line in zip(commands, argvs, lines, strict=True)}
+
+
+def said(root: Path, command: str) -> subprocess.CompletedProcess:
+    """``tileproof <command> --root root`` by the command line's own ``main``, in this process (``run_cli``): for an
+    attack that can neither hang a command nor make it read without bound."""
+    argv = [*COMMANDS[command], "--root", str(root)]
+    return subprocess.CompletedProcess(argv, *run_cli(*argv))
 
 
 def assert_clean_exit(proc: subprocess.CompletedProcess, code: int) -> str:
@@ -99,13 +139,14 @@ def test_a_fifo_in_place_of_a_committed_transcript_hangs_no_command(committed, w
     transcript = (info["run"].step.stdout if which == "stdout" else info["env"].nvidia_smi_query).path
     (root / transcript).unlink()
     os.mkfifo(root / transcript)
-    audit = assert_clean_exit(cli(root, "audit"), 1)
+    ran = guarded(root, "audit", "verify", "publish")
+    audit = assert_clean_exit(ran["audit"], 1)
     assert any(": history-refused: " in line and "FIFO" in line for line in lines_about(audit, transcript)), audit
-    verify = assert_clean_exit(cli(root, "verify"), 1)
+    verify = assert_clean_exit(ran["verify"], 1)
     (line,) = lines_about(verify, transcript)
     assert ": history-refused: replaced after commit " in line
     assert "(is a FIFO" in line  # the audit's words
-    publish = assert_clean_exit(cli(root, "publish"), 2)
+    publish = assert_clean_exit(ran["publish"], 2)
     assert f"  {transcript}: input-special-file: is a FIFO" in publish
 
 
@@ -114,17 +155,18 @@ def test_a_committed_transcript_linked_to_dev_zero_is_refused_not_read(committed
     transcript = info["run"].step.stdout.path
     (root / transcript).unlink()
     (root / transcript).symlink_to("/dev/zero")
-    said = {command: assert_clean_exit(cli(root, command), 1) for command in ("audit", "verify")}
-    for out in said.values():
+    ran = guarded(root, "audit", "verify")
+    outs = {command: assert_clean_exit(done, 1) for command, done in ran.items()}
+    for out in outs.values():
         assert any("symbolic link" in line for line in lines_about(out, transcript)), out
-    assert ": history-refused: replaced after commit " in said["audit"]
+    assert ": history-refused: replaced after commit " in outs["audit"]
 
 
 def test_a_2_gb_sparse_file_in_place_of_a_transcript_is_changed_unread(committed, monkeypatch):
     root, info = committed
     transcript = info["run"].step.stdout.path
     os.truncate(root / transcript, 2 << 30)  # sparse: no disk used
-    out = assert_clean_exit(cli(root, "audit"), 1)
+    out = assert_clean_exit(guarded(root, "audit")["audit"], 1)
     (line,) = [x for x in lines_about(out, transcript) if ": history-changed: " in x]
     assert f"is {2 << 30} bytes" in line
     from tileproof.runner import git_history
@@ -146,10 +188,10 @@ def test_publish_refuses_a_transcript_linked_out_of_the_repository(committed, tm
     shutil.copyfile(root / transcript, outside)
     (root / transcript).unlink()
     (root / transcript).symlink_to(outside)
-    publish = assert_clean_exit(cli(root, "publish"), 2)
+    publish = assert_clean_exit(said(root, "publish"), 2)
     assert f"  {transcript}: input-symlink: " in publish
     assert "nothing changed" in publish
-    audit = assert_clean_exit(cli(root, "audit"), 1)
+    audit = assert_clean_exit(said(root, "audit"), 1)
     assert any(": input-symlink: " in line for line in lines_about(audit, transcript))
 
 
@@ -213,7 +255,7 @@ def test_a_control_character_in_a_file_name_never_splits_a_line(committed, name)
     root, _ = committed
     (root / "evidence" / name).write_text("orphan\n")
     (root / "runs" / f"x{name}.json").write_text("{}\n")
-    out = assert_clean_exit(cli(root, "audit"), 1)
+    out = assert_clean_exit(said(root, "audit"), 1)
     evidence, record = f"evidence/{one_line(name)}", f"runs/x{one_line(name)}.json"
     assert f"{evidence}: evidence-orphan: " in out
     assert f"{record}: record-schema: " in out
@@ -223,7 +265,7 @@ def test_a_control_character_in_a_file_name_never_splits_a_line(committed, name)
     (root / "evidence" / name).unlink()
     (root / "runs" / f"x{name}.json").unlink()
     for command in ("audit", "verify"):
-        out = cli(root, command).stdout
+        out = said(root, command).stdout
         for path in (evidence, record):
             assert any(line.startswith(f"{path}: ") and "missing" in line for line in out.splitlines()), out
 
@@ -254,7 +296,7 @@ def test_verify_and_audit_agree_on_a_pristine_clone(tmp_path):
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(root), str(clone))
     audit_findings = {(f.file, f.rule) for f in audit_run.audit(clone).findings if f.rule in TRUST_RULES}
-    verify = cli(clone, "verify")
+    verify = said(clone, "verify")
     assert audit_findings == set(), verify.stdout + verify.stderr
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "1 unsigned legacy or uncommitted" in verify.stdout
@@ -263,7 +305,7 @@ def test_verify_and_audit_agree_on_a_pristine_clone(tmp_path):
     git(clone, "commit", "-q", "-m", "an unsigned record after the key")
     name = f"runs/{late.name}"
     assert (name, "record-unsigned") in {(f.file, f.rule) for f in audit_run.audit(clone).findings}
-    verify = cli(clone, "verify")
+    verify = said(clone, "verify")
     assert verify.returncode == 1
     assert re.search(rf"^{re.escape(name)}: record-unsigned: ", verify.stdout, re.M)
 
