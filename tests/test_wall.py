@@ -23,7 +23,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from conftest import sources_tree
+from conftest import run_cli, sources_tree
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from one_freeze import pip_freeze_once  # noqa: F401  # used by pytestmark
@@ -121,24 +121,41 @@ def _git(root: Path, *args: str) -> None:
                     "-c", "commit.gpgsign=false", *args], check=True, capture_output=True)
 
 
-@pytest.fixture
-def tree(tmp_path):
-    root = sources_tree(tmp_path)
+@pytest.fixture(scope="module")
+def committed_sources(tmp_path_factory):
+    """The course's sources committed to a git repository (made once: tests get copies)."""
+    root = sources_tree(tmp_path_factory.mktemp("sources"))
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "sources")
     return root
 
 
-def _cli(tmp_path: Path, root: Path, *args: str, key: Path | None = None, env: dict | None = None,
+@pytest.fixture
+def tree(committed_sources, tmp_path):
+    """A private copy of the committed sources (its .git included)."""
+    root = tmp_path / "repo"
+    shutil.copytree(committed_sources, root, symlinks=True)
+    return root
+
+
+def _cli(tmp_path: Path, root: Path, *args: str, key: Path | None = None,
          pythonpath: Path = REPO) -> subprocess.CompletedProcess:
     """``python -m tileproof ARGS --root ROOT`` as its own process, started with the key in its environment
     (as a runner starts it: the variable is in the process's initial environment block)."""
     base = {k: v for k, v in os.environ.items() if k != signing.KEY_ENV}
     full = {**base, "PATH": f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}", "PYTHONPATH": str(pythonpath),
-            **({signing.KEY_ENV: str(key)} if key else {}), **(env or {})}
+            **({signing.KEY_ENV: str(key)} if key else {})}
     return subprocess.run([sys.executable, "-m", "tileproof", *args, "--root", str(root)], env=full, cwd=root,
                           capture_output=True, text=True, timeout=300)
+
+
+def _in_process(tmp_path: Path, root: Path, *args: str, key: Path, env: dict | None = None) -> str:
+    """``tileproof ARGS --root ROOT`` by the command line's own ``main`` in this process (``run_cli``), from ROOT,
+    with the fake GPU first on PATH, the key in the environment and ``env``: its exit status and what it printed."""
+    code, out, err = run_cli(*args, "--root", str(root), cwd=root, env={
+        "PATH": f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}", signing.KEY_ENV: str(key), **(env or {})})
+    return subprocess.CompletedProcess(args, code, out, err)
 
 
 def _evidence_bytes(root: Path) -> bytes:
@@ -424,6 +441,8 @@ except OSError as e:
                                                                                          "nvidia/cu13/bin/tileiras")),
                     reason="needs the tile toolchain (tileiras) for a compile")
 def test_compile_never_runs_the_program_s_code_in_its_own_process(tree, tmp_path):
+    """``compile`` runs in this process: a module-level print of the program there would be in what it printed
+    (``run_cli`` takes this process's stdout and stderr)."""
     key, private = _key(tmp_path)
     vector_add = (tree / "kernels" / "vector_add.py").read_text()
     for p in (tree / "kernels").glob("*.py"):
@@ -432,7 +451,7 @@ def test_compile_never_runs_the_program_s_code_in_its_own_process(tree, tmp_path
     (tree / "kernels" / "evil_compile.py").write_text(vector_add + COMPILE_EVIL.replace("KEY_PATH", repr(str(key))))
     _git(tree, "add", "-A")
     _git(tree, "commit", "-q", "-m", "evil")
-    done = _cli(tmp_path, tree, "compile", "--python-only", "--arch", "sm_90", key=key)
+    done = _in_process(tmp_path, tree, "compile", "--python-only", "--arch", "sm_90", key=key)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert _signed(tree), out  # it compiled, and signed the compile record
@@ -477,13 +496,22 @@ def _entry(private: Ed25519PrivateKey, unisolated: bool) -> runner_keys.RunnerKe
                                  unisolated=unisolated)
 
 
+@pytest.fixture
+def wall_chosen_again():
+    """``process.isolation()`` chosen again in this test (its ``TILEPROOF_ISOLATION``) and after it."""
+    process.isolation.cache_clear()
+    yield
+    process.isolation.cache_clear()
+
+
 @pytest.mark.parametrize("allowed", [False, True], ids=["key-not-allowed", "key-allowed"])
+@pytest.mark.usefixtures("wall_chosen_again")
 def test_without_a_wall_only_a_key_allowed_unisolated_runs_signs(tree, tmp_path, allowed, capsys):
     key, private = _key(tmp_path)
     write_registry(tree, runner_keys.RunnerRegistry(registry_version=1, runners=[_entry(private, allowed)]))
     (tree / "kernels" / "evil.py").write_text("AOT_SIGNATURES = {}\n" + PASS)
-    done = _cli(tmp_path, tree, "run", "--program", "evil", "--timeout", "120", key=key,
-                env={process.ISOLATE_VAR: "none"})
+    done = _in_process(tmp_path, tree, "run", "--program", "evil", "--timeout", "120", key=key,
+                       env={process.ISOLATE_VAR: "none"})
     out = done.stdout + done.stderr
     if not allowed:
         assert done.returncode != 0, out
@@ -503,7 +531,7 @@ def test_without_a_wall_only_a_key_allowed_unisolated_runs_signs(tree, tmp_path,
     refused = store.read_record(path, stricter)
     assert refused.trust == "unisolated-not-allowed"  # the audit's record-unisolated-not-allowed
     assert "unisolated: true" in refused.verification.reason
-    audit = _audit(tree, capsys)  # the audit reads what the run process left: in this process, no other
+    audit = _audit(tree, capsys)  # the audit reads what the run left
     (listed,) = [ln for ln in audit.splitlines() if ln.startswith("unisolated: ")]
     assert listed.endswith(f": {read.record.run_id}"), audit
     write_registry(tree, stricter)  # the same record, its key's entry without unisolated: true
