@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -139,17 +140,6 @@ def tree(committed_sources, tmp_path):
     return root
 
 
-def _cli(tmp_path: Path, root: Path, *args: str, key: Path | None = None,
-         pythonpath: Path = REPO) -> subprocess.CompletedProcess:
-    """``python -m tileproof ARGS --root ROOT`` as its own process, started with the key in its environment
-    (as a runner starts it: the variable is in the process's initial environment block)."""
-    base = {k: v for k, v in os.environ.items() if k != signing.KEY_ENV}
-    full = {**base, "PATH": f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}", "PYTHONPATH": str(pythonpath),
-            **({signing.KEY_ENV: str(key)} if key else {})}
-    return subprocess.run([sys.executable, "-m", "tileproof", *args, "--root", str(root)], env=full, cwd=root,
-                          capture_output=True, text=True, timeout=300)
-
-
 def _in_process(tmp_path: Path, root: Path, *args: str, key: Path, env: dict | None = None) -> str:
     """``tileproof ARGS --root ROOT`` by the command line's own ``main`` in this process (``run_cli``), from ROOT,
     with the fake GPU first on PATH, the key in the environment and ``env``: its exit status and what it printed."""
@@ -175,17 +165,66 @@ def _signed(root: Path) -> list[Path]:
 # --- (a) the key stays out of the program's reach; (d) the record names the wall ------------------------------
 
 
-def test_a_program_cannot_read_the_signing_key_in_any_encoding(tree, tmp_path):
+@dataclass(frozen=True)
+class Attacked:
+    """The module's one attacked ``tileproof run`` (``attacked``): its tree, what it printed, and the key, the
+    environment and the copy of tileproof its programs attacked."""
+
+    tree: Path
+    done: subprocess.CompletedProcess
+    key: Path
+    private: Ed25519PrivateKey
+    site_packages: Path
+    source: Path
+    """A source file of the copy of tileproof that ran, and its bytes before the run."""
+    before: bytes
+
+    def stdout_of(self, program: str) -> str:
+        (rec,) = [r for r in store.load_records(self.tree) if isinstance(r, RunRecord) and r.program == program]
+        return (self.tree / rec.step.stdout.path).read_text()
+
+
+@pytest.fixture(scope="module")
+def attacked(committed_sources, tmp_path_factory) -> Attacked:
+    """``tileproof run`` of two hostile programs (``kernels/steal.py``: STEAL, ``kernels/plant.py``: PLANT), as its
+    own process started with the key in its environment (as a runner starts it: the variable is in the process's
+    initial environment block). Run in an environment and a copy of tileproof of the module's own, so that nothing a
+    program might write (before the wall it could) touches the suite's. Read only: each test judges its attack."""
+    tmp_path = tmp_path_factory.mktemp("attacked")
+    tree = tmp_path / "repo"
+    shutil.copytree(committed_sources, tree, symlinks=True)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site_packages = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import site; "
+                                         "print(site.getsitepackages()[0])"], capture_output=True, text=True,
+                                        check=True).stdout.strip())
+    (site_packages / "suite.pth").write_text(integrity.environments()[0] + "\n")  # tileproof's libraries
+    copy = tmp_path / "tileproof-copy"
+    shutil.copytree(REPO / "tileproof", copy / "tileproof", ignore=shutil.ignore_patterns("__pycache__"))
+    source = copy / "tileproof" / "records" / "trust" / "signing.py"
+    before = source.read_bytes()
     key, private = _key(tmp_path)
-    (tree / "kernels" / "evil.py").write_text(STEAL.replace("KEY_PATH", repr(str(key))) + PASS)
-    done = _cli(tmp_path, tree, "run", "--program", "evil", "--timeout", "120", key=key)
+    (tree / "kernels" / "steal.py").write_text(STEAL.replace("KEY_PATH", repr(str(key))) + PASS)
+    (tree / "kernels" / "plant.py").write_text(PLANT.replace("SOURCE", repr(str(source))) + PASS)
+    full = {k: v for k, v in os.environ.items() if k != signing.KEY_ENV}
+    full.update(PATH=f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}", PYTHONPATH=str(copy),
+                **{signing.KEY_ENV: str(key)})
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "tileproof", "run", "--program", "steal",
+                           "--program", "plant", "--timeout", "120", "--root", str(tree)], env=full, cwd=tree,
+                          capture_output=True, text=True, timeout=300)
+    return Attacked(tree, done, key, private, site_packages, source, before)
+
+
+def test_a_program_cannot_read_the_signing_key_in_any_encoding(attacked):
+    tree, key, private = attacked.tree, attacked.key, attacked.private
+    done = attacked.done
     out = done.stdout + done.stderr
     signed = _signed(tree)
     assert signed, out  # the session ran and signed: what it signed must not hold the key
     kept = _squeezed(_evidence_bytes(tree))
     for form in _forms(key, private):
         assert _squeezed(form) not in kept, f"the key reached the evidence: {out}"
-    (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord)]
+    (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord) and r.program == "kernels/steal.py"]
     stdout = (tree / rec.step.stdout.path).read_text()
     assert "ATTACK: umount 32" in stdout or "ATTACK: umount 1" in stdout  # refused: no capability to unmount
     assert "ATTACK: found the key's path" not in stdout
@@ -307,34 +346,15 @@ for path, text in [(".git/hooks/post-commit", "#!/bin/sh\\ntouch HOOK_RAN\\n"),
 """
 
 
-def test_a_program_cannot_leave_a_hook_a_pth_or_an_edited_source(tree, tmp_path):
-    """Run in an environment and a copy of tileproof of the test's own, so that nothing the program might
-    write (before the wall it could) touches the suite's."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    site_packages = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import site; "
-                                         "print(site.getsitepackages()[0])"], capture_output=True, text=True,
-                                        check=True).stdout.strip())
-    (site_packages / "suite.pth").write_text(integrity.environments()[0] + "\n")  # tileproof's libraries
-    copy = tmp_path / "tileproof-copy"
-    shutil.copytree(REPO / "tileproof", copy / "tileproof", ignore=shutil.ignore_patterns("__pycache__"))
-    source = copy / "tileproof" / "records" / "trust" / "signing.py"
-    before = source.read_bytes()
-    key, _ = _key(tmp_path)
-    (tree / "kernels" / "evil.py").write_text(PLANT.replace("SOURCE", repr(str(source))) + PASS)
-    full = {k: v for k, v in os.environ.items() if k != signing.KEY_ENV}
-    full.update(PATH=f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}", PYTHONPATH=str(copy),
-                **{signing.KEY_ENV: str(key)})
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "tileproof", "run", "--program", "evil",
-                           "--timeout", "120", "--root", str(tree)], env=full, cwd=tree, capture_output=True,
-                          text=True, timeout=300)
-    out = done.stdout + done.stderr
+def test_a_program_cannot_leave_a_hook_a_pth_or_an_edited_source(attacked):
+    """The planting program of ``attacked``, run from an environment and a copy of tileproof of the module's own."""
+    tree, source, site_packages = attacked.tree, attacked.source, attacked.site_packages
+    out = attacked.done.stdout + attacked.done.stderr
     assert _signed(tree), out
     assert not (tree / ".git" / "hooks" / "post-commit").exists(), out
     assert not (site_packages / "zz_evil.pth").exists(), out
-    assert source.read_bytes() == before, out
-    (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord)]
-    stdout = (tree / rec.step.stdout.path).read_text()
+    assert source.read_bytes() == attacked.before, out
+    stdout = attacked.stdout_of("kernels/plant.py")
     assert stdout.count("ATTACK: refused") == 3, stdout
     assert "Read-only file system" in stdout
 
