@@ -1,14 +1,14 @@
 """Hostile files (FIFOs, links, huge or sparse files, odd names) through the real commands.
 
-Each attack is planted in a committed copy of the clean audit tree (tests/data/audit/audit_tree.py, a git
-repository here) and ``audit``, ``publish --dry-run`` and ``verify`` run on it. An attack that could hang a command
-or make it read without bound runs them in a process of their own (``guarded``): with a 30 s timeout per command,
-so that a hang fails the test instead of the suite, and an address-space cap, so that reading /dev/zero or a 2 GB
-file whole fails it too; every other attack runs them in this process (``said``). Before ``runner.git_history``
-hashed the working tree through ``records.safe_read.stream``, a FIFO in place of a committed transcript hung all
-three, a link to /dev/zero ended in a MemoryError and a 2 GB sparse file was read whole; ``publish`` accepted a
-transcript linked out of the repository; a line break in a file name split a finding line in two; and ``verify``
-failed a pristine clone the audit passed.
+Each attack is planted in a committed copy of the clean audit tree (tests/data/audit/audit_tree.py, a git repository
+here) and ``audit``, ``publish --dry-run`` and ``verify`` run on it. An attack that could hang a command or make it
+read without bound runs them in a process of their own (``guarded``): with a 30 s timeout per command, so that a
+hang fails the test instead of the suite, and an address-space cap, so that reading /dev/zero or a 2 GB file whole
+fails it too (``attacks``: all of them planted once, their commands in one such process); every other attack runs
+them in this process (``said``). Before ``runner.git_history`` hashed the working tree through
+``records.safe_read.stream``, a FIFO in place of a committed transcript hung all three, a link to /dev/zero ended in
+a MemoryError and a 2 GB sparse file was read whole; ``publish`` accepted a transcript linked out of the repository;
+a line break in a file name split a finding line in two; and ``verify`` failed a pristine clone the audit passed.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import resource
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -91,23 +92,23 @@ for argv in json.loads(sys.argv[1]):
 prints each one's exit status, stdout and stderr as one line (``ended [...]``) as soon as it ends."""
 
 
-def guarded(root: Path, *commands: str, timeout: float = 30) -> dict[str, subprocess.CompletedProcess]:
-    """``tileproof <command> --root root`` for each command, one after another in one process of their own, its
-    memory capped; a command that does not end within ``timeout`` seconds (it blocked on an input) fails the test,
-    and so does one that ends the process (a MemoryError)."""
-    argvs = [[*COMMANDS[c], "--root", str(root)] for c in commands]
+def guarded(runs: list[tuple[Path, str]], timeout: float = 30) -> list[subprocess.CompletedProcess]:
+    """``tileproof <command> --root <root>`` for each ``(root, command)`` of ``runs``, one after another in one
+    process of their own, its memory capped; a command that does not end within ``timeout`` seconds (it blocked on
+    an input) fails, and so does one that ends the process (a MemoryError)."""
+    argvs = [[*COMMANDS[c], "--root", str(root)] for root, c in runs]
+    named = [f"{c} of {root.parent.name}" for root, c in runs]
     try:
         proc = subprocess.run([sys.executable, "-c", GUARDED, json.dumps(argvs)],
                               env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True,
-                              timeout=timeout * len(commands), preexec_fn=_capped)
+                              timeout=timeout * len(runs), preexec_fn=_capped)
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else e.stdout or ""
         done = sum(line.startswith("ended ") for line in out.splitlines())
-        pytest.fail(f"{commands[done]} did not finish within {timeout} s (it blocked on an input)")
+        pytest.fail(f"{named[done]} did not finish within {timeout} s (it blocked on an input)")
     lines = [line.removeprefix("ended ") for line in proc.stdout.splitlines() if line.startswith("ended ")]
-    assert len(lines) == len(commands), f"{commands[len(lines)]} ended its process: {proc.stderr}"
-    return {c: subprocess.CompletedProcess(argv, *json.loads(line))
-            for c, argv, line in zip(commands, argvs, lines, strict=True)}
+    assert len(lines) == len(runs), f"{named[len(lines)]} ended its process: {proc.stderr}"
+    return [subprocess.CompletedProcess(argv, *json.loads(line)) for argv, line in zip(argvs, lines, strict=True)]
 
 
 def said(root: Path, command: str) -> subprocess.CompletedProcess:
@@ -132,41 +133,88 @@ def lines_about(out: str, path: str) -> list[str]:
 # --- 1. the history check reads committed files through the one safe reader ----------------
 
 
-@needs_fifo
-@pytest.mark.parametrize("which", ["stdout", "nvidia-smi-query"])
-def test_a_fifo_in_place_of_a_committed_transcript_hangs_no_command(committed, which):
-    root, info = committed
-    transcript = (info["run"].step.stdout if which == "stdout" else info["env"].nvidia_smi_query).path
-    (root / transcript).unlink()
-    os.mkfifo(root / transcript)
-    ran = guarded(root, "audit", "verify", "publish")
-    audit = assert_clean_exit(ran["audit"], 1)
-    assert any(": history-refused: " in line and "FIFO" in line for line in lines_about(audit, transcript)), audit
-    verify = assert_clean_exit(ran["verify"], 1)
-    (line,) = lines_about(verify, transcript)
-    assert ": history-refused: replaced after commit " in line
-    assert "(is a FIFO" in line  # the audit's words
-    publish = assert_clean_exit(ran["publish"], 2)
-    assert f"  {transcript}: input-special-file: is a FIFO" in publish
+def _fifo(which: str):
+    def plant(root: Path, info: dict) -> str:
+        transcript = (info["run"].step.stdout if which == "stdout" else info["env"].nvidia_smi_query).path
+        (root / transcript).unlink()
+        os.mkfifo(root / transcript)
+        return transcript
+    return plant
 
 
-def test_a_committed_transcript_linked_to_dev_zero_is_refused_not_read(committed):
-    root, info = committed
+def _dev_zero(root: Path, info: dict) -> str:
     transcript = info["run"].step.stdout.path
     (root / transcript).unlink()
     (root / transcript).symlink_to("/dev/zero")
-    ran = guarded(root, "audit", "verify")
-    outs = {command: assert_clean_exit(done, 1) for command, done in ran.items()}
+    return transcript
+
+
+def _sparse(root: Path, info: dict) -> str:
+    transcript = info["run"].step.stdout.path
+    os.truncate(root / transcript, 2 << 30)  # sparse: no disk used
+    return transcript
+
+
+GUARDED_ATTACKS = {
+    **({f"fifo-{which}": (_fifo(which), ("audit", "verify", "publish")) for which in ("stdout", "nvidia-smi-query")}
+       if hasattr(os, "mkfifo") else {}),
+    "dev-zero": (_dev_zero, ("audit", "verify")),
+    "sparse": (_sparse, ("audit",)),
+}
+"""Attacks that could hang a command or make it read without bound: how each is planted in its copy of the
+committed tree (the transcript it replaces returned), and the commands run on it."""
+
+
+@dataclass(frozen=True)
+class Attack:
+    root: Path
+    transcript: str
+    ran: dict[str, subprocess.CompletedProcess]
+
+
+@pytest.fixture(scope="module")
+def attacks(committed_template, tmp_path_factory) -> dict[str, Attack]:
+    """Each of ``GUARDED_ATTACKS`` planted in a copy of the committed tree of its own, and all their commands run in
+    one guarded process (``guarded``). Read only: each test judges its attack's."""
+    template, info = committed_template
+    planted = {}
+    for name, (plant, _) in GUARDED_ATTACKS.items():
+        root = tmp_path_factory.mktemp(name) / "tree"
+        shutil.copytree(template, root, symlinks=True)
+        planted[name] = (root, plant(root, info))
+    ran = iter(guarded([(planted[name][0], c) for name, (_, commands) in GUARDED_ATTACKS.items() for c in commands]))
+    return {name: Attack(*planted[name], {c: next(ran) for c in commands})
+            for name, (_, commands) in GUARDED_ATTACKS.items()}
+
+
+@needs_fifo
+@pytest.mark.parametrize("which", ["stdout", "nvidia-smi-query"])
+def test_a_fifo_in_place_of_a_committed_transcript_hangs_no_command(attacks, which):
+    attack = attacks[f"fifo-{which}"]
+    transcript = attack.transcript
+    audit = assert_clean_exit(attack.ran["audit"], 1)
+    assert any(": history-refused: " in line and "FIFO" in line for line in lines_about(audit, transcript)), audit
+    verify = assert_clean_exit(attack.ran["verify"], 1)
+    (line,) = lines_about(verify, transcript)
+    assert ": history-refused: replaced after commit " in line
+    assert "(is a FIFO" in line  # the audit's words
+    publish = assert_clean_exit(attack.ran["publish"], 2)
+    assert f"  {transcript}: input-special-file: is a FIFO" in publish
+
+
+def test_a_committed_transcript_linked_to_dev_zero_is_refused_not_read(attacks):
+    attack = attacks["dev-zero"]
+    transcript = attack.transcript
+    outs = {command: assert_clean_exit(done, 1) for command, done in attack.ran.items()}
     for out in outs.values():
         assert any("symbolic link" in line for line in lines_about(out, transcript)), out
     assert ": history-refused: replaced after commit " in outs["audit"]
 
 
-def test_a_2_gb_sparse_file_in_place_of_a_transcript_is_changed_unread(committed, monkeypatch):
-    root, info = committed
-    transcript = info["run"].step.stdout.path
-    os.truncate(root / transcript, 2 << 30)  # sparse: no disk used
-    out = assert_clean_exit(guarded(root, "audit")["audit"], 1)
+def test_a_2_gb_sparse_file_in_place_of_a_transcript_is_changed_unread(attacks, monkeypatch):
+    attack = attacks["sparse"]
+    root, transcript = attack.root, attack.transcript
+    out = assert_clean_exit(attack.ran["audit"], 1)
     (line,) = [x for x in lines_about(out, transcript) if ": history-changed: " in x]
     assert f"is {2 << 30} bytes" in line
     from tileproof.runner import git_history
