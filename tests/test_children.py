@@ -49,6 +49,7 @@ exec sleep 600
 
 
 @linux
+@pytest.mark.slow(reason="waits out a real 2 s deadline on a child whose grandchildren left its group and session")
 def test_a_child_past_its_deadline_dies_with_its_whole_tree(tmp_path):
     python = tmp_path / "python"
     sleeps = {"python.group": named_sleep(tmp_path), "python.setsid": named_sleep(tmp_path)}

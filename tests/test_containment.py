@@ -426,6 +426,7 @@ def readable_copy(folder: Path) -> Path:
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
                     reason="runs a tileproof as nobody: needs root and util-linux setpriv")
+@pytest.mark.slow(reason="tileproof and its libraries copied where nobody may read them, and run as nobody")
 def test_an_unprivileged_tileproof_falls_back_and_says_so():
     """unshare refused for real (no CAP_SYS_ADMIN), and no cgroup nobody may write: the marker holds, and the
     step says so. Run from a copy of tileproof and its libraries that nobody may read, in a temp folder of the

@@ -395,6 +395,8 @@ json.dump({"report_version": 1, "program": "kernels/quiet.py", "seed": 1, "devic
 
 
 @pytest.mark.usefixtures("pip_freeze_once")
+@pytest.mark.slow(reason="two real signing sessions of real programs, one a tileproof process of its own that never "
+                         "saw the key exposed")
 def test_a_program_printing_the_signing_key_stores_none_of_it_and_signs_nothing(tmp_path, monkeypatch, capsys):
     """The attack on the key, its content half (that the program cannot read the key at all is the wall's):
     a lesson program holding the runner's real key (made by ``tileproof keygen`` in a temp folder)

@@ -460,6 +460,7 @@ except OSError as e:
 @pytest.mark.skipif(shutil.which("tileiras") is None and not list(Path(sys.prefix).glob("lib/python*/site-packages/"
                                                                                          "nvidia/cu13/bin/tileiras")),
                     reason="needs the tile toolchain (tileiras) for a compile")
+@pytest.mark.slow(reason="a real tileiras compile of the program's kernel, signed, its export behind the wall")
 def test_compile_never_runs_the_program_s_code_in_its_own_process(tree, tmp_path):
     """``compile`` runs in this process: a module-level print of the program there would be in what it printed
     (``run_cli`` takes this process's stdout and stderr)."""
@@ -526,6 +527,7 @@ def wall_chosen_again():
 
 @pytest.mark.parametrize("allowed", [False, True], ids=["key-not-allowed", "key-allowed"])
 @pytest.mark.usefixtures("wall_chosen_again")
+@pytest.mark.slow(reason="a real signing session of a real program without a wall, its record audited twice")
 def test_without_a_wall_only_a_key_allowed_unisolated_runs_signs(tree, tmp_path, allowed, capsys):
     key, private = _key(tmp_path)
     write_registry(tree, runner_keys.RunnerRegistry(registry_version=1, runners=[_entry(private, allowed)]))
