@@ -624,8 +624,8 @@ def test_what_a_reference_table_prints_is_never_read_as_an_answer(harness, check
 
 
 def test_a_session_starts_one_checker_for_its_programs(ran):
-    """One checker for every program of the session (``ran``: the course's and the hostile ones, several of which
-    the checker failed)."""
+    """One checker for every program of the session (``ran``: the course's and the hostile ones, several of whose
+    checks it failed)."""
     recs = [ran.records["vector_add"], ran.records["fused"]]
     assert sorted((r.program, r.verdict) for r in recs) == [("kernels/fused.py", "passed"),
                                                             ("kernels/vector_add.py", "passed")]

@@ -140,7 +140,8 @@ def tree(committed_sources, tmp_path):
     return root
 
 
-def _in_process(tmp_path: Path, root: Path, *args: str, key: Path, env: dict | None = None) -> str:
+def _in_process(tmp_path: Path, root: Path, *args: str, key: Path,
+                env: dict | None = None) -> subprocess.CompletedProcess:
     """``tileproof ARGS --root ROOT`` by the command line's own ``main`` in this process (``run_cli``), from ROOT,
     with the fake GPU first on PATH, the key in the environment and ``env``: its exit status and what it printed."""
     code, out, err = run_cli(*args, "--root", str(root), cwd=root, env={
