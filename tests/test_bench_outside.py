@@ -19,11 +19,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import cli_args, sources_tree
+from one_freeze import frozen
 
 from tileproof.commands import bench as bench_cmd
 from tileproof.records import handover
 from tileproof.records.models import OUTSIDE_BENCH_VERSION, BenchRecord
 from tileproof.records.store import load_records
+from tileproof.runner import capture
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
@@ -170,6 +172,7 @@ def benched(tmp_path_factory) -> Benched:
         mp.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
         mp.setenv("PYTHONPATH", str(FAKE_GPU))
         mp.delenv("CUDA_TILE_CACHE_DIR", raising=False)
+        mp.setattr(capture, "pip_freeze", frozen)  # one real pip freeze per environment of this process
         bench_cmd.run(cli_args("bench", "--root", str(root),
                                *(a for lie, cap in VARIANTS for a in ("--program", stem(lie, cap)))))
     found = {r.program: r for r in load_records(root) if isinstance(r, BenchRecord)}

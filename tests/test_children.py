@@ -67,6 +67,7 @@ def test_a_child_past_its_deadline_dies_with_its_whole_tree(tmp_path):
 
 
 @linux
+@pytest.mark.slow(reason="a real tileproof run child, stopped while the program it started runs")
 def test_a_stopped_tileproof_takes_its_tileproof_child_and_that_child_s_program(tree):
     """What SIGTERM does (``process.kill_all_live``) while a ``tileproof run`` child runs a program: the child
     is killed, and its program with it (the program's death signal), instead of running on for ten minutes."""

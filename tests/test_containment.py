@@ -504,6 +504,7 @@ def holder() -> tuple[subprocess.Popen, Path]:
     return proc, Path(proc.stdout.readline().strip())
 
 
+@pytest.mark.slow(reason="two tileproof processes holding scratch folders, one of them killed")
 def test_the_sweep_removes_only_what_a_dead_tileproof_left(tmp_path):
     dead, dead_dir = holder()
     live, live_dir = holder()
