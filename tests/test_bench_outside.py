@@ -2,26 +2,30 @@
 over beside the shape's inputs (handed over once), tileproof recomputes each reference itself, and the record is
 ``passed`` only when both agree (bench_version 5).
 
-The hostile programs are real bench programs in the tree's ``kernels/bench/``, run through ``tileproof bench``
-under the fake GPU (an H200 nvidia-smi, ``tests/data/fake_gpu_site`` on PYTHONPATH). Each imports the course
-harness and rewrites its comparison to pass whatever it is given (what a dependency of the program could do), then
-checks three configurations of one softmax shape and writes a results file: one hands over a wrong output for one
-configuration, one hands over inputs that are not what its outputs were computed from, one hands over an output
-it never wrote (NaN-filled). None is recorded ``passed``.
+The hostile programs are real bench programs in the tree's ``kernels/bench/``, run by one ``tileproof bench``
+session (``benched``: each a program, a step and a record of its own) under the fake GPU (an H200 nvidia-smi,
+``tests/data/fake_gpu_site`` on PYTHONPATH). Each imports the course harness and rewrites its comparison to pass
+whatever it is given (what a dependency of the program could do), then checks three configurations of one softmax
+shape and writes a results file: one hands over a wrong output for one configuration, one hands over inputs that
+are not what its outputs were computed from, one hands over an output it never wrote (NaN-filled). None is
+recorded ``passed``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import cli_args, sources_tree
+from one_freeze import frozen
 
 from tileproof.commands import bench as bench_cmd
 from tileproof.records import handover
 from tileproof.records.models import OUTSIDE_BENCH_VERSION, BenchRecord
 from tileproof.records.store import load_records
+from tileproof.runner import capture
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
@@ -126,45 +130,76 @@ sys.exit(harness.run_program(__file__, body, description="hostile bench", tolera
 '''
 
 
-@pytest.fixture
-def gpu_tree(tmp_path, monkeypatch):
-    """The course's sources in a temporary repository, an H200 nvidia-smi and the fake GPU on PYTHONPATH."""
-    root = sources_tree(tmp_path)
-    bin_dir = tmp_path / "fakebin"
+SMALL_CAP = 64 * 1024
+"""The handover cap of the variants that hand over samples (a 256x256 float32 B is 256 KiB)."""
+VARIANTS: list[tuple[str | None, int]] = [
+    (None, 64 << 20), ("output", 64 << 20), ("inputs", 64 << 20), ("nan", 64 << 20), (None, SMALL_CAP),
+    *((lie, SMALL_CAP) for lie in ("withheld", "block", "block-wrong", "block-other-b", "block-wrong-outside",
+                                   "block-other-b-outside", "block-columns-lie", "block-out-of-range",
+                                   "block-unsorted", "block-b-columns-other", "softmax-columns"))]
+"""Every (lie, handover cap) a test below reads the record of: each is a program of its own in one bench session."""
+
+
+def stem(lie: str | None, cap: int) -> str:
+    """The bench program lying as ``lie`` with handover cap ``cap``: ``kernels/bench/<stem>.py``."""
+    return f"hostile_{(lie or 'honest').replace('-', '_')}_{cap}_bench"
+
+
+@dataclass(frozen=True)
+class Benched:
+    """The tree of the module's one bench session and its record of each variant."""
+
+    root: Path
+    records: dict[tuple[str | None, int], BenchRecord]
+
+
+@pytest.fixture(scope="module")
+def benched(tmp_path_factory) -> Benched:
+    """The course's sources in a temporary repository, an H200 nvidia-smi and the fake GPU on PYTHONPATH, and
+    every variant of ``VARIANTS`` written to ``kernels/bench/`` and run by one ``tileproof bench`` (each program
+    is its own step, its own record and its own job for tileproof's checker; the session's captures are made
+    once). Read only: each test judges its variant's record."""
+    root = sources_tree(tmp_path_factory.mktemp("bench"))
+    bin_dir = root.parent / "fakebin"
     bin_dir.mkdir()
     smi = bin_dir / "nvidia-smi"
     smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat {QUERY} ;; *) echo "FIXTURE nvidia-smi" ;; esac\n')
     smi.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-    monkeypatch.setenv("PYTHONPATH", str(FAKE_GPU))
-    monkeypatch.delenv("CUDA_TILE_CACHE_DIR", raising=False)
-    return root
+    for lie, cap in VARIANTS:
+        text = PROGRAM.replace("LIE_HERE", repr(lie)).replace("CAP_HERE", str(cap))
+        (root / "kernels" / "bench" / f"{stem(lie, cap)}.py").write_text(text)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+        mp.setenv("PYTHONPATH", str(FAKE_GPU))
+        mp.delenv("CUDA_TILE_CACHE_DIR", raising=False)
+        mp.setattr(capture, "pip_freeze", frozen)  # one real pip freeze per environment of this process
+        bench_cmd.run(cli_args("bench", "--root", str(root),
+                               *(a for lie, cap in VARIANTS for a in ("--program", stem(lie, cap)))))
+    found = {r.program: r for r in load_records(root) if isinstance(r, BenchRecord)}
+    return Benched(root, {(lie, cap): found[f"kernels/bench/{stem(lie, cap)}.py"] for lie, cap in VARIANTS})
 
 
-def bench(root: Path, lie: str | None, cap: int = 64 << 20) -> BenchRecord:
-    """Run ``kernels/bench/hostile_bench.py`` (lying as ``lie`` says) through ``tileproof bench``; its record."""
-    text = PROGRAM.replace("LIE_HERE", repr(lie)).replace("CAP_HERE", str(cap))
-    (root / "kernels" / "bench" / "hostile_bench.py").write_text(text)
-    bench_cmd.run(cli_args("bench", "--root", str(root), "--program", "hostile"))
-    (rec,) = [r for r in load_records(root) if isinstance(r, BenchRecord) and r.program.endswith("hostile_bench.py")]
-    return rec
+def bench(benched: Benched, lie: str | None, cap: int = 64 << 20) -> BenchRecord:
+    """The record of ``kernels/bench/hostile_*_bench.py`` lying as ``lie`` (one of ``VARIANTS``)."""
+    assert (lie, cap) in benched.records, f"({lie!r}, {cap}) is not in VARIANTS"
+    return benched.records[(lie, cap)]
 
 
-def test_an_honest_bench_is_passed_by_both_words(gpu_tree):
+def test_an_honest_bench_is_passed_by_both_words(benched):
     """The control: the same program, not lying, is ``passed``, every configuration checked outside."""
-    rec = bench(gpu_tree, None)
+    rec = bench(benched, None)
     assert rec.bench_version >= OUTSIDE_BENCH_VERSION
     assert rec.verdict == "passed", rec.reason
     assert rec.outside is not None
     assert [(c.index, c.status) for c in rec.outside.checks] == [(0, "passed"), (1, "passed"), (2, "passed")]
     assert "tileproof's own check agrees" in rec.reason
-    manifest = (gpu_tree / rec.outside.manifest.path).read_text()
+    manifest = (benched.root / rec.outside.manifest.path).read_text()
     assert manifest.count('"softmax_256x128.input.x.npy"') == 3  # one input set, named by every check
     assert len(rec.cases) == 3
 
 
-def test_a_wrong_output_for_one_configuration_is_checker_disagrees(gpu_tree):
-    rec = bench(gpu_tree, "output")
+def test_a_wrong_output_for_one_configuration_is_checker_disagrees(benched):
+    rec = bench(benched, "output")
     assert rec.report is not None and rec.report.passed  # the program's word, as it said it
     assert rec.verdict == "checker-disagrees", rec.reason
     statuses = [(c.index, c.status, c.problem) for c in rec.outside.checks]
@@ -172,32 +207,32 @@ def test_a_wrong_output_for_one_configuration_is_checker_disagrees(gpu_tree):
     assert "check softmax (#1)" in rec.reason and "1 of 32768 elements" in rec.reason
 
 
-def test_inputs_that_do_not_match_the_outputs_are_checker_disagrees(gpu_tree):
-    rec = bench(gpu_tree, "inputs")
+def test_inputs_that_do_not_match_the_outputs_are_checker_disagrees(benched):
+    rec = bench(benched, "inputs")
     assert rec.report is not None and rec.report.passed
     assert rec.verdict == "checker-disagrees", rec.reason
     assert {(c.status, c.problem) for c in rec.outside.checks} == {("failed", "mismatch")}
 
 
-def test_a_nan_filled_output_is_checker_disagrees(gpu_tree):
-    rec = bench(gpu_tree, "nan")
+def test_a_nan_filled_output_is_checker_disagrees(benched):
+    rec = bench(benched, "nan")
     assert rec.report is not None and rec.report.passed
     assert rec.verdict == "checker-disagrees", rec.reason
     assert [(c.index, c.problem) for c in rec.outside.checks if c.status == "failed"] == [(1, "non-finite")]
 
 
-def test_a_row_aligned_input_above_the_cap_is_sampled_and_checked(gpu_tree):
+def test_a_row_aligned_input_above_the_cap_is_sampled_and_checked(benched):
     """X (128 KiB) above a 64 KiB cap: X and every Y are handed over as the same strided rows, and checked."""
-    rec = bench(gpu_tree, None, cap=64 * 1024)
+    rec = bench(benched, None, cap=64 * 1024)
     assert rec.verdict == "passed", rec.reason
     assert {(c.status, c.sampled_stride) for c in rec.outside.checks} == {("passed", 2)}
 
 
-def test_an_input_that_cannot_be_sampled_leaves_the_bench_unverified_never_passed(gpu_tree):
+def test_an_input_that_cannot_be_sampled_leaves_the_bench_unverified_never_passed(benched):
     """A square matmul whose B is above the cap (as at 8192^3): B has as many rows as C, but every element of it
     feeds every row of C, so no row sample of it recomputes anything (``whole``). Every matmul check is
     ``unverified``, the record too, and its reason says why."""
-    rec = bench(gpu_tree, "withheld", cap=64 * 1024)
+    rec = bench(benched, "withheld", cap=64 * 1024)
     assert rec.report is not None and rec.report.passed
     assert rec.verdict == "unverified", rec.reason
     assert {(c.status, c.problem) for c in rec.outside.checks if c.name == "matmul"} == \
@@ -207,17 +242,17 @@ def test_an_input_that_cannot_be_sampled_leaves_the_bench_unverified_never_passe
     assert "an unverified check decides nothing" in rec.reason
 
 
-def test_a_column_input_above_the_cap_hands_over_a_block_that_is_checked(gpu_tree):
+def test_a_column_input_above_the_cap_hands_over_a_block_that_is_checked(benched):
     """The 8192^3 class, shrunk: B (256 KiB) above a 64 KiB cap, declared a column input. A block of C (every 4th row
     and column), the same rows of A and the same columns of B are handed over; tileproof recomputes the block and
     the bench record is ``passed``."""
-    rec = bench(gpu_tree, "block", cap=64 * 1024)
+    rec = bench(benched, "block", cap=64 * 1024)
     assert rec.verdict == "passed", rec.reason
     matmuls = [c for c in rec.outside.checks if c.name == "matmul"]
     assert [(c.index, c.status, c.checked, c.sampled_stride) for c in matmuls] == \
         [(3, "passed", 64 * 64, 4), (4, "passed", 64 * 64, 4)]
     assert "(rows every 4th, columns every 4th)" in matmuls[0].why
-    manifest = handover.Handover.model_validate_json((gpu_tree / rec.outside.manifest.path).read_bytes())
+    manifest = handover.Handover.model_validate_json((benched.root / rec.outside.manifest.path).read_bytes())
     b, again = (c.inputs["b"] for c in manifest.checks if c.name == "matmul")
     assert b == again  # one input set: handed over once, named by both checks
     assert b.shape == [256, 256] and b.file_shape() == [256, 64] and b.axis("rows") is None
@@ -225,10 +260,10 @@ def test_a_column_input_above_the_cap_hands_over_a_block_that_is_checked(gpu_tre
 
 
 @pytest.mark.parametrize("lie", ["block-wrong", "block-other-b"])
-def test_a_wrong_block_or_a_b_it_did_not_use_is_checker_disagrees(gpu_tree, lie):
+def test_a_wrong_block_or_a_b_it_did_not_use_is_checker_disagrees(benched, lie):
     """One wrong element of C inside the block; or the block computed from a B other than the one handed over: both
     are tileproof's own ``mismatch`` against the program's passing report."""
-    rec = bench(gpu_tree, lie, cap=64 * 1024)
+    rec = bench(benched, lie, cap=64 * 1024)
     assert rec.report is not None and rec.report.passed
     assert rec.verdict == "checker-disagrees", rec.reason
     failed = [(c.index, c.problem) for c in rec.outside.checks if c.status == "failed"]
@@ -237,11 +272,11 @@ def test_a_wrong_block_or_a_b_it_did_not_use_is_checker_disagrees(gpu_tree, lie)
 
 
 @pytest.mark.parametrize("lie", ["block-wrong-outside", "block-other-b-outside"])
-def test_what_the_block_leaves_out_is_not_checked(gpu_tree, lie):
+def test_what_the_block_leaves_out_is_not_checked(benched, lie):
     """The limit, pinned (docs/threat-model.md): a wrong element outside the block, or a B handed over that differs
     from the one used only in columns the block leaves out, is not seen; the whole B's sha256 is the program's own
     word, which tileproof keeps but cannot recompute from the block."""
-    rec = bench(gpu_tree, lie, cap=64 * 1024)
+    rec = bench(benched, lie, cap=64 * 1024)
     assert rec.verdict == "passed", rec.reason
 
 
@@ -251,21 +286,21 @@ def test_what_the_block_leaves_out_is_not_checked(gpu_tree, lie):
     ("block-unsorted", "sample indices must be strictly increasing"),
     ("block-b-columns-other", "input b: its columns sample is not the output's (stride 2 against stride 4)"),
 ])
-def test_a_manifest_that_misstates_its_block_is_refused_in_one_line(gpu_tree, lie, said):
+def test_a_manifest_that_misstates_its_block_is_refused_in_one_line(benched, lie, said):
     """A manifest declaring columns its files do not hold, or out-of-range or unsorted indices, is refused: never
     passed, the reason one line naming what was wrong."""
-    rec = bench(gpu_tree, lie, cap=64 * 1024)
+    rec = bench(benched, lie, cap=64 * 1024)
     assert rec.report is not None and rec.report.passed
     assert rec.verdict == "checker-disagrees", rec.reason
     assert "\n" not in rec.reason and said in rec.reason, rec.reason
     assert {c.problem for c in rec.outside.checks if c.name == "matmul"} == {"refused"}
 
 
-def test_a_column_sample_of_an_input_the_reference_is_not_column_wise_in_is_refused(gpu_tree):
+def test_a_column_sample_of_an_input_the_reference_is_not_column_wise_in_is_refused(benched):
     """softmax declared column-wise in x: its block, softmax over the sampled columns only, would match a reference
     called on those columns, though it is no block of softmax(x). kernels/references.py's COLUMNS names matmul's b
     alone, so the check is refused, never passed."""
-    rec = bench(gpu_tree, "softmax-columns", cap=64 * 1024)
+    rec = bench(benched, "softmax-columns", cap=64 * 1024)
     assert rec.report is not None and rec.report.passed
     assert rec.verdict == "checker-disagrees", rec.reason
     (lie,) = [c for c in rec.outside.checks if c.index == 3]
@@ -298,12 +333,12 @@ def test_a_square_matmul_s_b_is_never_row_sampled(tmp_path):
     assert (found[False]["status"], found[False]["problem"]) == ("failed", "reference-error")
 
 
-def test_the_audit_holds_a_passed_bench_record_to_tileproof_s_own_check(gpu_tree):
+def test_the_audit_holds_a_passed_bench_record_to_tileproof_s_own_check(benched):
     """A bench record of bench_version 5 that says passed while tileproof's own check of one configuration failed
     (a hand-edited record) is an ``outside-verdict`` finding; the honest one is none."""
     from tileproof.judge.audit.rules import outside as rules  # noqa: PLC0415
 
-    rec = bench(gpu_tree, None)
+    rec = bench(benched, None)
     assert rules.outside_issues(rec) == []
     forged = rec.model_copy(update={"outside": rec.outside.model_copy(update={"checks": [
         c.model_copy(update={"status": "failed", "problem": "mismatch", "why": "1 of 32768 elements"})

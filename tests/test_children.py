@@ -1,5 +1,6 @@
 """runner.children: a tileproof child starts contained, with a deadline; its output comes back (or live)."""
 
+import functools
 import os
 import sys
 import threading
@@ -48,6 +49,7 @@ exec sleep 600
 
 
 @linux
+@pytest.mark.slow(reason="waits out a real 2 s deadline on a child whose grandchildren left its group and session")
 def test_a_child_past_its_deadline_dies_with_its_whole_tree(tmp_path):
     python = tmp_path / "python"
     sleeps = {"python.group": named_sleep(tmp_path), "python.setsid": named_sleep(tmp_path)}
@@ -65,6 +67,7 @@ def test_a_child_past_its_deadline_dies_with_its_whole_tree(tmp_path):
 
 
 @linux
+@pytest.mark.slow(reason="a real tileproof run child, stopped while the program it started runs")
 def test_a_stopped_tileproof_takes_its_tileproof_child_and_that_child_s_program(tree):
     """What SIGTERM does (``process.kill_all_live``) while a ``tileproof run`` child runs a program: the child
     is killed, and its program with it (the program's death signal), instead of running on for ten minutes."""
@@ -101,14 +104,36 @@ def test_the_last_line_is_the_command_s_own_exit_line_or_its_summary():
     assert child(None, "half\n", "").last_line() == "(killed at its deadline, 60 s)"
 
 
-def test_echo_copies_the_child_s_output_as_it_comes(tree, capfd):
-    done = children.tileproof(["run", "--program", "nope", "--root", str(tree)], tree, deadline_s=120, echo=True)
-    err = capfd.readouterr().err
-    assert done.last_line() in err
-    assert done.stderr in err
+REFUSING_PYTHON = """#!/bin/sh
+# stands in for the interpreter of "python -m tileproof run --program NAME ...": what tileproof says of an unknown
+# program, on the streams it says it on
+echo "run: looking for $5"
+echo "tileproof $3: --program $5: no such program under kernels/ or cpp/" >&2
+exit 2
+"""
+"""What ``children.tileproof`` runs in the two tests below: the child's output, not tileproof's decision, is what
+they are about (the decision is tests/test_run_cmd.py's)."""
 
 
-def test_children_run_side_by_side_in_order(tree):
+@pytest.fixture
+def refusing_python(tmp_path) -> str:
+    python = tmp_path / "python"
+    python.write_text(REFUSING_PYTHON)
+    python.chmod(0o755)
+    return str(python)
+
+
+def test_echo_copies_the_child_s_output_as_it_comes(tree, capfd, refusing_python):
+    done = children.tileproof(["run", "--program", "nope", "--root", str(tree)], tree, deadline_s=120, echo=True,
+                              python=refusing_python)
+    said = capfd.readouterr()
+    assert done.last_line() in said.err
+    assert done.stderr in said.err
+    assert done.stdout == "run: looking for nope\n" and done.stdout in said.out
+
+
+def test_children_run_side_by_side_in_order(tree, refusing_python, monkeypatch):
+    monkeypatch.setattr(children, "tileproof", functools.partial(children.tileproof, python=refusing_python))
     jobs = [(["run", "--program", name, "--root", str(tree)], tree) for name in ("first", "second")]
     done = children.in_parallel(jobs, deadline_s=120)
     assert [d.last_line().split(":")[1].strip() for d in done] == ["--program first", "--program second"]

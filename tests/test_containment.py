@@ -226,8 +226,9 @@ def test_after_kill_9_under_the_marker_the_next_tileproof_removes_the_scratch_fo
         assert left(a, zombies=False)
         assert left(b, zombies=False)
         assert scratch.is_dir()
-        subprocess.run([sys.executable, "-c", "from tileproof.runner.process import scratch_dir\n"
-                        "with scratch_dir(): pass"], check=True, timeout=60)
+        process._sweep_scratch.cache_clear()  # this process as the next tileproof: its first scratch_dir sweeps
+        with scratch_dir():
+            pass
         assert not scratch.exists(), "the next tileproof's scratch_dir sweeps it"
 
 
@@ -425,6 +426,7 @@ def readable_copy(folder: Path) -> Path:
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
                     reason="runs a tileproof as nobody: needs root and util-linux setpriv")
+@pytest.mark.slow(reason="tileproof and its libraries copied where nobody may read them, and run as nobody")
 def test_an_unprivileged_tileproof_falls_back_and_says_so():
     """unshare refused for real (no CAP_SYS_ADMIN), and no cgroup nobody may write: the marker holds, and the
     step says so. Run from a copy of tileproof and its libraries that nobody may read, in a temp folder of the
@@ -502,6 +504,7 @@ def holder() -> tuple[subprocess.Popen, Path]:
     return proc, Path(proc.stdout.readline().strip())
 
 
+@pytest.mark.slow(reason="two tileproof processes holding scratch folders, one of them killed")
 def test_the_sweep_removes_only_what_a_dead_tileproof_left(tmp_path):
     dead, dead_dir = holder()
     live, live_dir = holder()

@@ -1,15 +1,14 @@
 """Hostile files (FIFOs, links, huge or sparse files, odd names) through the real commands.
 
-Each attack is planted in a committed copy of the clean audit tree
-(tests/data/audit/audit_tree.py, a git repository here) and ``audit``,
-``publish --dry-run`` and ``verify`` run on it in a subprocess: with a 30 s timeout,
-so that a hang fails the test instead of the suite, and an address-space cap, so that
-reading /dev/zero or a 2 GB file whole fails it too. Before ``runner.git_history`` hashed
-the working tree through ``records.safe_read.stream``, a FIFO in place of a committed
-transcript hung all three, a link to /dev/zero ended in a MemoryError and a 2 GB
-sparse file was read whole; ``publish`` accepted a transcript linked out of the
-repository; a line break in a file name split a finding line in two; and ``verify``
-failed a pristine clone the audit passed.
+Each attack is planted in a committed copy of the clean audit tree (tests/data/audit/audit_tree.py, a git repository
+here) and ``audit``, ``publish --dry-run`` and ``verify`` run on it. An attack that could hang a command or make it
+read without bound runs them in a process of their own (``guarded``): with a 30 s timeout per command, so that a
+hang fails the test instead of the suite, and an address-space cap, so that reading /dev/zero or a 2 GB file whole
+fails it too (``attacks``: all of them planted once, their commands in one such process); every other attack runs
+them in this process (``said``). Before ``runner.git_history`` hashed the working tree through
+``records.safe_read.stream``, a FIFO in place of a committed transcript hung all three, a link to /dev/zero ended in
+a MemoryError and a 2 GB sparse file was read whole; ``publish`` accepted a transcript linked out of the repository;
+a line break in a file name split a finding line in two; and ``verify`` failed a pristine clone the audit passed.
 """
 
 from __future__ import annotations
@@ -21,10 +20,12 @@ import resource
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from one_freeze import pip_freeze_once  # noqa: F401  # used by usefixtures
 from signing_keys import entry, new_signer, real_run, registry_of, write_registry
 
@@ -53,13 +54,24 @@ def git(root: Path, *args: str) -> None:
                     "-c", "commit.gpgsign=false", *args], check=True, capture_output=True)
 
 
-@pytest.fixture
-def committed(audit_copy):
-    """The clean audit tree, every file committed to a git repository."""
-    root, info = audit_copy
+@pytest.fixture(scope="module")
+def committed_template(audit_template, tmp_path_factory):
+    """The clean audit tree, every file committed to a git repository (made once: tests get copies)."""
+    clean, info = audit_template
+    root = tmp_path_factory.mktemp("committed") / "tree"
+    shutil.copytree(clean, root)
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "records and transcripts")
+    return root, info
+
+
+@pytest.fixture
+def committed(committed_template, tmp_path):
+    """A private copy of the committed clean audit tree (its .git included) for one test to attack."""
+    template, info = committed_template
+    root = tmp_path / "tree"
+    shutil.copytree(template, root, symlinks=True)
     return root, info
 
 
@@ -67,14 +79,43 @@ def _capped() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
 
-def cli(root: Path, command: str, timeout: float = 30) -> subprocess.CompletedProcess:
-    """``python -m tileproof <command> --root root`` in a subprocess, its memory capped; a hang fails."""
-    argv = [sys.executable, "-m", "tileproof", *COMMANDS[command], "--root", str(root)]
+GUARDED = """
+import contextlib, io, json, sys
+from tileproof.__main__ import main
+for argv in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    print("ended", json.dumps([code, out.getvalue(), err.getvalue()]), flush=True)
+"""
+"""Runs each command line of argv[1] (a JSON list) by the command line's own ``main``, one after another, and
+prints each one's exit status, stdout and stderr as one line (``ended [...]``) as soon as it ends."""
+
+
+def guarded(runs: list[tuple[Path, str]], timeout: float = 30) -> list[subprocess.CompletedProcess]:
+    """``tileproof <command> --root <root>`` for each ``(root, command)`` of ``runs``, one after another in one
+    process of their own, its memory capped; a command that does not end within ``timeout`` seconds (it blocked on
+    an input) fails, and so does one that ends the process (a MemoryError)."""
+    argvs = [[*COMMANDS[c], "--root", str(root)] for root, c in runs]
+    named = [f"{c} of {root.parent.name}" for root, c in runs]
     try:
-        return subprocess.run(argv, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True,
-                              timeout=timeout, preexec_fn=_capped)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"{command} did not finish within {timeout} s (it blocked on an input)")
+        proc = subprocess.run([sys.executable, "-c", GUARDED, json.dumps(argvs)],
+                              env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True,
+                              timeout=timeout * len(runs), preexec_fn=_capped)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else e.stdout or ""
+        done = sum(line.startswith("ended ") for line in out.splitlines())
+        pytest.fail(f"{named[done]} did not finish within {timeout} s (it blocked on an input)")
+    lines = [line.removeprefix("ended ") for line in proc.stdout.splitlines() if line.startswith("ended ")]
+    assert len(lines) == len(runs), f"{named[len(lines)]} ended its process: {proc.stderr}"
+    return [subprocess.CompletedProcess(argv, *json.loads(line)) for argv, line in zip(argvs, lines, strict=True)]
+
+
+def said(root: Path, command: str) -> subprocess.CompletedProcess:
+    """``tileproof <command> --root root`` by the command line's own ``main``, in this process (``run_cli``): for an
+    attack that can neither hang a command nor make it read without bound."""
+    argv = [*COMMANDS[command], "--root", str(root)]
+    return subprocess.CompletedProcess(argv, *run_cli(*argv))
 
 
 def assert_clean_exit(proc: subprocess.CompletedProcess, code: int) -> str:
@@ -92,39 +133,88 @@ def lines_about(out: str, path: str) -> list[str]:
 # --- 1. the history check reads committed files through the one safe reader ----------------
 
 
-@needs_fifo
-@pytest.mark.parametrize("which", ["stdout", "nvidia-smi-query"])
-def test_a_fifo_in_place_of_a_committed_transcript_hangs_no_command(committed, which):
-    root, info = committed
-    transcript = (info["run"].step.stdout if which == "stdout" else info["env"].nvidia_smi_query).path
-    (root / transcript).unlink()
-    os.mkfifo(root / transcript)
-    audit = assert_clean_exit(cli(root, "audit"), 1)
-    assert any(": history-refused: " in line and "FIFO" in line for line in lines_about(audit, transcript)), audit
-    verify = assert_clean_exit(cli(root, "verify"), 1)
-    (line,) = lines_about(verify, transcript)
-    assert ": history-refused: replaced after commit " in line
-    assert "(is a FIFO" in line  # the audit's words
-    publish = assert_clean_exit(cli(root, "publish"), 2)
-    assert f"  {transcript}: input-special-file: is a FIFO" in publish
+def _fifo(which: str):
+    def plant(root: Path, info: dict) -> str:
+        transcript = (info["run"].step.stdout if which == "stdout" else info["env"].nvidia_smi_query).path
+        (root / transcript).unlink()
+        os.mkfifo(root / transcript)
+        return transcript
+    return plant
 
 
-def test_a_committed_transcript_linked_to_dev_zero_is_refused_not_read(committed):
-    root, info = committed
+def _dev_zero(root: Path, info: dict) -> str:
     transcript = info["run"].step.stdout.path
     (root / transcript).unlink()
     (root / transcript).symlink_to("/dev/zero")
-    said = {command: assert_clean_exit(cli(root, command), 1) for command in ("audit", "verify")}
-    for out in said.values():
-        assert any("symbolic link" in line for line in lines_about(out, transcript)), out
-    assert ": history-refused: replaced after commit " in said["audit"]
+    return transcript
 
 
-def test_a_2_gb_sparse_file_in_place_of_a_transcript_is_changed_unread(committed, monkeypatch):
-    root, info = committed
+def _sparse(root: Path, info: dict) -> str:
     transcript = info["run"].step.stdout.path
     os.truncate(root / transcript, 2 << 30)  # sparse: no disk used
-    out = assert_clean_exit(cli(root, "audit"), 1)
+    return transcript
+
+
+GUARDED_ATTACKS = {
+    **({f"fifo-{which}": (_fifo(which), ("audit", "verify", "publish")) for which in ("stdout", "nvidia-smi-query")}
+       if hasattr(os, "mkfifo") else {}),
+    "dev-zero": (_dev_zero, ("audit", "verify")),
+    "sparse": (_sparse, ("audit",)),
+}
+"""Attacks that could hang a command or make it read without bound: how each is planted in its copy of the
+committed tree (the transcript it replaces returned), and the commands run on it."""
+
+
+@dataclass(frozen=True)
+class Attack:
+    root: Path
+    transcript: str
+    ran: dict[str, subprocess.CompletedProcess]
+
+
+@pytest.fixture(scope="module")
+def attacks(committed_template, tmp_path_factory) -> dict[str, Attack]:
+    """Each of ``GUARDED_ATTACKS`` planted in a copy of the committed tree of its own, and all their commands run in
+    one guarded process (``guarded``). Read only: each test judges its attack's."""
+    template, info = committed_template
+    planted = {}
+    for name, (plant, _) in GUARDED_ATTACKS.items():
+        root = tmp_path_factory.mktemp(name) / "tree"
+        shutil.copytree(template, root, symlinks=True)
+        planted[name] = (root, plant(root, info))
+    ran = iter(guarded([(planted[name][0], c) for name, (_, commands) in GUARDED_ATTACKS.items() for c in commands]))
+    return {name: Attack(*planted[name], {c: next(ran) for c in commands})
+            for name, (_, commands) in GUARDED_ATTACKS.items()}
+
+
+@needs_fifo
+@pytest.mark.parametrize("which", ["stdout", "nvidia-smi-query"])
+def test_a_fifo_in_place_of_a_committed_transcript_hangs_no_command(attacks, which):
+    attack = attacks[f"fifo-{which}"]
+    transcript = attack.transcript
+    audit = assert_clean_exit(attack.ran["audit"], 1)
+    assert any(": history-refused: " in line and "FIFO" in line for line in lines_about(audit, transcript)), audit
+    verify = assert_clean_exit(attack.ran["verify"], 1)
+    (line,) = lines_about(verify, transcript)
+    assert ": history-refused: replaced after commit " in line
+    assert "(is a FIFO" in line  # the audit's words
+    publish = assert_clean_exit(attack.ran["publish"], 2)
+    assert f"  {transcript}: input-special-file: is a FIFO" in publish
+
+
+def test_a_committed_transcript_linked_to_dev_zero_is_refused_not_read(attacks):
+    attack = attacks["dev-zero"]
+    transcript = attack.transcript
+    outs = {command: assert_clean_exit(done, 1) for command, done in attack.ran.items()}
+    for out in outs.values():
+        assert any("symbolic link" in line for line in lines_about(out, transcript)), out
+    assert ": history-refused: replaced after commit " in outs["audit"]
+
+
+def test_a_2_gb_sparse_file_in_place_of_a_transcript_is_changed_unread(attacks, monkeypatch):
+    attack = attacks["sparse"]
+    root, transcript = attack.root, attack.transcript
+    out = assert_clean_exit(attack.ran["audit"], 1)
     (line,) = [x for x in lines_about(out, transcript) if ": history-changed: " in x]
     assert f"is {2 << 30} bytes" in line
     from tileproof.runner import git_history
@@ -146,10 +236,10 @@ def test_publish_refuses_a_transcript_linked_out_of_the_repository(committed, tm
     shutil.copyfile(root / transcript, outside)
     (root / transcript).unlink()
     (root / transcript).symlink_to(outside)
-    publish = assert_clean_exit(cli(root, "publish"), 2)
+    publish = assert_clean_exit(said(root, "publish"), 2)
     assert f"  {transcript}: input-symlink: " in publish
     assert "nothing changed" in publish
-    audit = assert_clean_exit(cli(root, "audit"), 1)
+    audit = assert_clean_exit(said(root, "audit"), 1)
     assert any(": input-symlink: " in line for line in lines_about(audit, transcript))
 
 
@@ -213,7 +303,7 @@ def test_a_control_character_in_a_file_name_never_splits_a_line(committed, name)
     root, _ = committed
     (root / "evidence" / name).write_text("orphan\n")
     (root / "runs" / f"x{name}.json").write_text("{}\n")
-    out = assert_clean_exit(cli(root, "audit"), 1)
+    out = assert_clean_exit(said(root, "audit"), 1)
     evidence, record = f"evidence/{one_line(name)}", f"runs/x{one_line(name)}.json"
     assert f"{evidence}: evidence-orphan: " in out
     assert f"{record}: record-schema: " in out
@@ -223,7 +313,7 @@ def test_a_control_character_in_a_file_name_never_splits_a_line(committed, name)
     (root / "evidence" / name).unlink()
     (root / "runs" / f"x{name}.json").unlink()
     for command in ("audit", "verify"):
-        out = cli(root, command).stdout
+        out = said(root, command).stdout
         for path in (evidence, record):
             assert any(line.startswith(f"{path}: ") and "missing" in line for line in out.splitlines()), out
 
@@ -254,7 +344,7 @@ def test_verify_and_audit_agree_on_a_pristine_clone(tmp_path):
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(root), str(clone))
     audit_findings = {(f.file, f.rule) for f in audit_run.audit(clone).findings if f.rule in TRUST_RULES}
-    verify = cli(clone, "verify")
+    verify = said(clone, "verify")
     assert audit_findings == set(), verify.stdout + verify.stderr
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "1 unsigned legacy or uncommitted" in verify.stdout
@@ -263,7 +353,7 @@ def test_verify_and_audit_agree_on_a_pristine_clone(tmp_path):
     git(clone, "commit", "-q", "-m", "an unsigned record after the key")
     name = f"runs/{late.name}"
     assert (name, "record-unsigned") in {(f.file, f.rule) for f in audit_run.audit(clone).findings}
-    verify = cli(clone, "verify")
+    verify = said(clone, "verify")
     assert verify.returncode == 1
     assert re.search(rf"^{re.escape(name)}: record-unsigned: ", verify.stdout, re.M)
 
@@ -305,6 +395,8 @@ json.dump({"report_version": 1, "program": "kernels/quiet.py", "seed": 1, "devic
 
 
 @pytest.mark.usefixtures("pip_freeze_once")
+@pytest.mark.slow(reason="two real signing sessions of real programs, one a tileproof process of its own that never "
+                         "saw the key exposed")
 def test_a_program_printing_the_signing_key_stores_none_of_it_and_signs_nothing(tmp_path, monkeypatch, capsys):
     """The attack on the key, its content half (that the program cannot read the key at all is the wall's):
     a lesson program holding the runner's real key (made by ``tileproof keygen`` in a temp folder)

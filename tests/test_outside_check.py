@@ -1,11 +1,11 @@
 """A verdict that does not take the program's word: the outputs a program hands over, checked by tileproof in a
 process of its own (runner.outside_check, runner.outside_worker), and what the record and the gate make of it.
 
-The sessions here run real programs through ``tileproof run`` under a fake GPU: nvidia-smi answers with the
-captured H200 query, and ``tests/data/fake_gpu_site`` (on PYTHONPATH) is a numpy-backed cupy plus a numpy
-``cuda.tile.launch``, so the course programs run on the CPU end to end. The hostile programs are real files
-in the tree's ``kernels/``: one prints a well-formed passing report and exits 0 without computing anything; one
-hands over outputs that are wrong; one hands over NaN, Inf or all-equal outputs.
+The module's one session (``ran``) runs real programs through ``tileproof run`` under a fake GPU: nvidia-smi answers
+with the captured H200 query, and ``tests/data/fake_gpu_site`` (on PYTHONPATH) is a numpy-backed cupy plus a numpy
+``cuda.tile.launch``, so the course programs run on the CPU end to end. The hostile programs are real files in the
+tree's ``kernels/``: one prints a well-formed passing report and exits 0 without computing anything; one hands over
+outputs that are wrong; one hands over NaN, Inf or all-equal outputs.
 """
 
 import hashlib
@@ -19,20 +19,21 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import fixture_records as fx
 import numpy as np
 import pytest
 from conftest import cli_args, sources_tree
-from one_freeze import pip_freeze_once  # noqa: F401  # used by pytestmark
+from one_freeze import frozen, pip_freeze_once  # noqa: F401  # pip_freeze_once: used by pytestmark
 
 from tileproof.commands import run as run_cmd
 from tileproof.judge import gate
 from tileproof.records import handover, models, tolerances
 from tileproof.records.models import OutsideCheck, OutsideVerdict, RunRecord
 from tileproof.records.store import load_records, new_run_id
-from tileproof.runner import outside_check, outside_worker
+from tileproof.runner import capture, outside_check, outside_worker
 from tileproof.runner.wall import PROGRAM_ID
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,26 +41,6 @@ QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
 FAKE_GPU = REPO / "tests" / "data" / "fake_gpu_site"
 RUNS = REPO / "runs"
 pytestmark = pytest.mark.usefixtures("pip_freeze_once")
-
-
-@pytest.fixture
-def gpu_tree(tmp_path, monkeypatch):
-    """The course's sources in a temporary repository, an H200 nvidia-smi and the fake GPU on PYTHONPATH."""
-    root = sources_tree(tmp_path)
-    bin_dir = tmp_path / "fakebin"
-    bin_dir.mkdir()
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat {QUERY} ;; *) echo "FIXTURE nvidia-smi" ;; esac\n')
-    smi.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-    monkeypatch.setenv("PYTHONPATH", str(FAKE_GPU))
-    return root
-
-
-def run_one(root: Path, program: str) -> RunRecord:
-    run_cmd.run(cli_args("run", "--program", program, "--root", str(root)))
-    (rec,) = [r for r in load_records(root) if isinstance(r, RunRecord) and r.program == f"kernels/{program}.py"]
-    return rec
 
 
 PASSING_REPORT = '''
@@ -95,17 +76,80 @@ output = files.pop("output")
 """Hands over by hand (no harness): the files and manifest the harness would write."""
 
 
-def write_liar(root: Path, body: str = "") -> None:
-    """``kernels/liar.py``: a program (it names AOT_SIGNATURES) that launches no kernel, writes a passing
+def write_liar(root: Path, name: str = "liar", body: str = "") -> None:
+    """``kernels/<name>.py``: a program (it names AOT_SIGNATURES) that launches no kernel, writes a passing
     report and exits 0, after ``body``."""
-    (root / "kernels" / "liar.py").write_text(f"AOT_SIGNATURES = {{}}\n{PASSING_REPORT}\n{body}\nsys.exit(0)\n")
+    text = f"AOT_SIGNATURES = {{}}\n{PASSING_REPORT}\n{body}\nsys.exit(0)\n"
+    (root / "kernels" / f"{name}.py").write_text(text.replace("kernels/liar.py", f"kernels/{name}.py"))
 
 
-def test_a_program_that_prints_a_passing_report_without_computing_is_never_passed(gpu_tree):
+WRONG_OUTPUTS = [
+    ("a - b", "mismatch"),                                          # computed, but not what the check is
+    ("np.zeros_like(a)", "all-equal"),                              # nothing computed at all
+    ("a + b + np.float32(1e-3)", "mismatch"),                       # close, beyond one ulp
+]
+NON_FINITE_OUTPUTS = [
+    ("np.where(np.arange(98765) == 7, np.float32('nan'), a + b).astype(np.float32)", "non-finite"),
+    ("np.where(np.arange(98765) == 7, np.float32('inf'), a + b).astype(np.float32)", "non-finite"),
+    ("np.full(98765, 0.5, np.float32)", "all-equal"),
+]
+HANDED_OVER = [output for output, _ in WRONG_OUTPUTS + NON_FINITE_OUTPUTS]
+"""The outputs the liars below hand over for vector_add: each is ``kernels/liar_<i>.py`` (``liar_of``)."""
+
+
+def liar_of(output: str) -> str:
+    return f"liar_{HANDED_OVER.index(output)}"
+
+
+@dataclass(frozen=True)
+class Session:
+    """The module's one run session: its tree, its run record of each program (by stem) and how many checkers it
+    started."""
+
+    root: Path
+    records: dict[str, RunRecord]
+    checkers_started: int
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory) -> Session:
+    """The course's sources in a temporary repository, an H200 nvidia-smi and the fake GPU on PYTHONPATH, the
+    hostile programs below written beside the course's, and one ``tileproof run`` of them all (each program a step
+    and a record of its own, each handover a job for the session's one checker). Read only: each test judges its
+    program's record."""
+    root = sources_tree(tmp_path_factory.mktemp("session"))
+    bin_dir = root.parent / "fakebin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat {QUERY} ;; *) echo "FIXTURE nvidia-smi" ;; esac\n')
+    smi.chmod(0o755)
+    write_liar(root)
+    for output in HANDED_OVER:
+        write_liar(root, liar_of(output),
+                   "report = sys.argv[sys.argv.index('--report') + 1]\n" + HANDS_OVER.replace("OUTPUT", output))
+    # The program's own check compares the output with itself (``want = got``): its report passes.
+    path = root / "kernels" / "vector_add.py"
+    (root / "kernels" / "vector_add_self_check.py").write_text(path.read_text().replace(
+        "(cp.asarray(a_host), cp.asarray(b_host), c, TILE))", "(cp.asarray(a_host), cp.asarray(a_host), c, TILE))")
+        .replace('s.check("vector_add", cp.asnumpy(c), want,', 's.check("vector_add", cp.asnumpy(c), cp.asnumpy(c),'))
+    stems = ["liar", *map(liar_of, HANDED_OVER), "tile_matmul_softmax", "vector_add_self_check", "vector_add",
+             "fused"]
+    started = []
+    real = outside_check.start
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+        mp.setenv("PYTHONPATH", str(FAKE_GPU))
+        mp.setattr(capture, "pip_freeze", frozen)
+        mp.setattr(outside_check, "start", lambda *a, **k: started.append(a) or real(*a, **k))
+        run_cmd.run(cli_args("run", *(a for stem in stems for a in ("--program", stem)), "--root", str(root)))
+    found = {r.program: r for r in load_records(root) if isinstance(r, RunRecord)}
+    return Session(root, {stem: found[f"kernels/{stem}.py"] for stem in stems}, len(started))
+
+
+def test_a_program_that_prints_a_passing_report_without_computing_is_never_passed(ran):
     """The attack as tried on the landed tree: a well-formed passing report, exit 0, no kernel launched, no
     output handed over. Recorded ``unverified``: never ``passed``, and it decides no row."""
-    write_liar(gpu_tree)
-    rec = run_one(gpu_tree, "liar")
+    rec = ran.records["liar"]
     assert rec.verdict == "unverified", rec.reason
     assert rec.report is not None and rec.report.passed  # the program's word, kept as it said it
     assert rec.outside is not None
@@ -114,55 +158,41 @@ def test_a_program_that_prints_a_passing_report_without_computing_is_never_passe
     assert rec.verdict_by == "program-and-checker"
 
 
-@pytest.mark.parametrize(("output", "problem"), [
-    ("a - b", "mismatch"),                                          # computed, but not what the check is
-    ("np.zeros_like(a)", "all-equal"),                              # nothing computed at all
-    ("a + b + np.float32(1e-3)", "mismatch"),                       # close, beyond one ulp
-], ids=["wrong-op", "zeros", "off-by-1e-3"])
-def test_a_program_handing_over_wrong_outputs_is_checker_disagrees(gpu_tree, output, problem):
-    write_liar(gpu_tree, "report = sys.argv[sys.argv.index('--report') + 1]\n" + HANDS_OVER.replace("OUTPUT", output))
-    rec = run_one(gpu_tree, "liar")
+@pytest.mark.parametrize(("output", "problem"), WRONG_OUTPUTS, ids=["wrong-op", "zeros", "off-by-1e-3"])
+def test_a_program_handing_over_wrong_outputs_is_checker_disagrees(ran, output, problem):
+    rec = ran.records[liar_of(output)]
     assert rec.verdict == "checker-disagrees", rec.reason
     assert rec.outside is not None
     (mine,) = rec.outside.checks
     assert (mine.status, mine.problem) == ("failed", problem)
     assert mine.mismatches > 0
     assert "tileproof's own check says failed" in rec.reason
-    assert (gpu_tree / rec.outside.manifest.path).is_file()
+    assert (ran.root / rec.outside.manifest.path).is_file()
 
 
-@pytest.mark.parametrize(("output", "problem"), [
-    ("np.where(np.arange(98765) == 7, np.float32('nan'), a + b).astype(np.float32)", "non-finite"),
-    ("np.where(np.arange(98765) == 7, np.float32('inf'), a + b).astype(np.float32)", "non-finite"),
-    ("np.full(98765, 0.5, np.float32)", "all-equal"),
-], ids=["nan", "inf", "all-equal"])
-def test_nan_inf_and_all_equal_outputs_fail_whatever_the_report_says(gpu_tree, output, problem):
-    write_liar(gpu_tree, "report = sys.argv[sys.argv.index('--report') + 1]\n" + HANDS_OVER.replace("OUTPUT", output))
-    rec = run_one(gpu_tree, "liar")
+@pytest.mark.parametrize(("output", "problem"), NON_FINITE_OUTPUTS, ids=["nan", "inf", "all-equal"])
+def test_nan_inf_and_all_equal_outputs_fail_whatever_the_report_says(ran, output, problem):
+    rec = ran.records[liar_of(output)]
     assert rec.verdict == "checker-disagrees", rec.reason
     (mine,) = rec.outside.checks
     assert (mine.status, mine.problem) == ("failed", problem)
 
 
-def test_a_course_program_under_the_fake_gpu_passes_both_checks(gpu_tree):
-    rec = run_one(gpu_tree, "tile_matmul_softmax")
+def test_a_course_program_under_the_fake_gpu_passes_both_checks(ran):
+    rec = ran.records["tile_matmul_softmax"]
     assert rec.verdict == "passed", rec.reason
     assert [(c.name, c.status) for c in rec.outside.checks] == [("matmul", "passed"), ("softmax", "passed")]
     assert all(c.checked == 256 * 128 for c in rec.outside.checks)
-    table = (gpu_tree / "kernels" / "references.py").read_bytes()
+    table = (ran.root / "kernels" / "references.py").read_bytes()
     assert rec.outside.references_sha256 == hashlib.sha256(table).hexdigest()
-    manifest = handover.Handover.model_validate_json((gpu_tree / rec.outside.manifest.path).read_bytes())
+    manifest = handover.Handover.model_validate_json((ran.root / rec.outside.manifest.path).read_bytes())
     assert [c.name for c in manifest.checks] == ["matmul", "softmax"]
 
 
-def test_a_check_compared_with_itself_is_caught(gpu_tree):
+def test_a_check_compared_with_itself_is_caught(ran):
     """The program's own check compares the output with itself (``want = got``): its report passes; tileproof
     recomputes the reference from the handed-over inputs."""
-    path = gpu_tree / "kernels" / "vector_add.py"
-    path.write_text(path.read_text().replace(
-        "(cp.asarray(a_host), cp.asarray(b_host), c, TILE))", "(cp.asarray(a_host), cp.asarray(a_host), c, TILE))")
-        .replace('s.check("vector_add", cp.asnumpy(c), want,', 's.check("vector_add", cp.asnumpy(c), cp.asnumpy(c),'))
-    rec = run_one(gpu_tree, "vector_add")
+    rec = ran.records["vector_add_self_check"]
     assert rec.report is not None and rec.report.passed
     assert rec.verdict == "checker-disagrees", rec.reason
 
@@ -549,7 +579,8 @@ def test_a_worker_killed_during_a_check_fails_it_and_the_next_is_checked(harness
     with outside_check.session(checker_tree, warm=True) as checker:
         folder, report = _handed(harness, checker)
         assert _check(checker, folder, report).checks[0].status == "passed"
-        killer = threading.Timer(2.0, lambda: os.killpg(checker.worker.started.proc.pid, signal.SIGKILL))
+        # the worker is up (it answered): half a second into the hanging reference, it is killed
+        killer = threading.Timer(0.5, lambda: os.killpg(checker.worker.started.proc.pid, signal.SIGKILL))
         killer.start()
         folder, report = _handed(harness, checker, "hangs")
         (dead,) = _check(checker, folder, report).checks
@@ -565,9 +596,11 @@ def test_a_worker_killed_during_a_check_fails_it_and_the_next_is_checked(harness
 
 def test_a_reference_that_hangs_times_out_and_the_next_program_is_checked(harness, checker_tree):
     with outside_check.session(checker_tree, warm=True) as checker:
+        folder, report = _handed(harness, checker)
+        assert _check(checker, folder, report).checks[0].status == "passed"  # up: the next job's second is the hang's
         folder, report = _handed(harness, checker, "hangs")
         t0 = time.perf_counter()
-        hung = _check(checker, folder, report, timeout=3.0)
+        hung = _check(checker, folder, report, timeout=1.0)
         assert time.perf_counter() - t0 < 30
         (one,) = hung.checks
         assert (one.status, one.problem) == ("failed", "checker-error") and "timed out" in one.why
@@ -590,16 +623,14 @@ def test_what_a_reference_table_prints_is_never_read_as_an_answer(harness, check
         assert checker.starts == 1
 
 
-def test_a_session_starts_one_checker_for_its_programs(gpu_tree, monkeypatch):
-    started = []
-    real = outside_check.start
-    monkeypatch.setattr(outside_check, "start", lambda *a, **k: started.append(a) or real(*a, **k))
-    run_cmd.run(cli_args("run", "--program", "vector_add", "--program", "fused", "--root", str(gpu_tree)))
-    recs = [r for r in load_records(gpu_tree) if isinstance(r, RunRecord)]
+def test_a_session_starts_one_checker_for_its_programs(ran):
+    """One checker for every program of the session (``ran``: the course's and the hostile ones, several of whose
+    checks it failed)."""
+    recs = [ran.records["vector_add"], ran.records["fused"]]
     assert sorted((r.program, r.verdict) for r in recs) == [("kernels/fused.py", "passed"),
                                                             ("kernels/vector_add.py", "passed")]
     assert all(c.status == "passed" for r in recs for c in r.outside.checks)
-    assert len(started) == 1
+    assert ran.checkers_started == 1
 
 
 def test_the_checker_reads_a_program_s_folder_but_cannot_write_it(harness, checker_tree):

@@ -1,12 +1,11 @@
 """The run command end to end in a temp copy: no-GPU here, passed on a GPU."""
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import cli_args, gpu, no_gpu
+from conftest import cli_args, gpu, no_gpu, run_cli
+from one_freeze import pip_freeze_once  # noqa: F401  # used by pytestmark
 from own_processes import left, named_sleep
 
 from tileproof.commands import run as run_cmd
@@ -16,6 +15,7 @@ from tileproof.records.store import load_records, seal_of
 from tileproof.runner.process import containment, isolation
 
 REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.usefixtures("pip_freeze_once")
 
 
 
@@ -86,12 +86,11 @@ def test_no_gpu_run_writes_nothing_unless_asked(tree, capsys):
 
 @no_gpu
 def test_no_gpu_run_is_refused_by_the_cli(tree):
-    """The command line itself: one line, exit 1, nothing written."""
-    proc = subprocess.run([sys.executable, "-m", "tileproof", "run", "--root", str(tree), "--program", "vector_add"],
-                          capture_output=True, text=True, cwd=tree)
-    assert proc.returncode == 1, proc.stderr
-    assert proc.stdout.strip().startswith("run: no usable GPU")
-    assert len(proc.stdout.strip().splitlines()) == 1
+    """The command line itself (its ``main``, from the tree): one line, exit 1, nothing written."""
+    code, out, err = run_cli("run", "--root", str(tree), "--program", "vector_add", cwd=tree)
+    assert code == 1, err
+    assert out.strip().startswith("run: no usable GPU")
+    assert len(out.strip().splitlines()) == 1
     assert not (tree / "runs").exists()
     assert not (tree / "evidence").exists()
 

@@ -19,11 +19,12 @@ import signal
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 import pytest
-from conftest import sources_tree
+from conftest import run_cli, sources_tree
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from one_freeze import pip_freeze_once  # noqa: F401  # used by pytestmark
@@ -121,24 +122,31 @@ def _git(root: Path, *args: str) -> None:
                     "-c", "commit.gpgsign=false", *args], check=True, capture_output=True)
 
 
-@pytest.fixture
-def tree(tmp_path):
-    root = sources_tree(tmp_path)
+@pytest.fixture(scope="module")
+def committed_sources(tmp_path_factory):
+    """The course's sources committed to a git repository (made once: tests get copies)."""
+    root = sources_tree(tmp_path_factory.mktemp("sources"))
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "sources")
     return root
 
 
-def _cli(tmp_path: Path, root: Path, *args: str, key: Path | None = None, env: dict | None = None,
-         pythonpath: Path = REPO) -> subprocess.CompletedProcess:
-    """``python -m tileproof ARGS --root ROOT`` as its own process, started with the key in its environment
-    (as a runner starts it: the variable is in the process's initial environment block)."""
-    base = {k: v for k, v in os.environ.items() if k != signing.KEY_ENV}
-    full = {**base, "PATH": f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}", "PYTHONPATH": str(pythonpath),
-            **({signing.KEY_ENV: str(key)} if key else {}), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "tileproof", *args, "--root", str(root)], env=full, cwd=root,
-                          capture_output=True, text=True, timeout=300)
+@pytest.fixture
+def tree(committed_sources, tmp_path):
+    """A private copy of the committed sources (its .git included)."""
+    root = tmp_path / "repo"
+    shutil.copytree(committed_sources, root, symlinks=True)
+    return root
+
+
+def _in_process(tmp_path: Path, root: Path, *args: str, key: Path,
+                env: dict | None = None) -> subprocess.CompletedProcess:
+    """``tileproof ARGS --root ROOT`` by the command line's own ``main`` in this process (``run_cli``), from ROOT,
+    with the fake GPU first on PATH, the key in the environment and ``env``: its exit status and what it printed."""
+    code, out, err = run_cli(*args, "--root", str(root), cwd=root, env={
+        "PATH": f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}", signing.KEY_ENV: str(key), **(env or {})})
+    return subprocess.CompletedProcess(args, code, out, err)
 
 
 def _evidence_bytes(root: Path) -> bytes:
@@ -158,17 +166,66 @@ def _signed(root: Path) -> list[Path]:
 # --- (a) the key stays out of the program's reach; (d) the record names the wall ------------------------------
 
 
-def test_a_program_cannot_read_the_signing_key_in_any_encoding(tree, tmp_path):
+@dataclass(frozen=True)
+class Attacked:
+    """The module's one attacked ``tileproof run`` (``attacked``): its tree, what it printed, and the key, the
+    environment and the copy of tileproof its programs attacked."""
+
+    tree: Path
+    done: subprocess.CompletedProcess
+    key: Path
+    private: Ed25519PrivateKey
+    site_packages: Path
+    source: Path
+    """A source file of the copy of tileproof that ran, and its bytes before the run."""
+    before: bytes
+
+    def stdout_of(self, program: str) -> str:
+        (rec,) = [r for r in store.load_records(self.tree) if isinstance(r, RunRecord) and r.program == program]
+        return (self.tree / rec.step.stdout.path).read_text()
+
+
+@pytest.fixture(scope="module")
+def attacked(committed_sources, tmp_path_factory) -> Attacked:
+    """``tileproof run`` of two hostile programs (``kernels/steal.py``: STEAL, ``kernels/plant.py``: PLANT), as its
+    own process started with the key in its environment (as a runner starts it: the variable is in the process's
+    initial environment block). Run in an environment and a copy of tileproof of the module's own, so that nothing a
+    program might write (before the wall it could) touches the suite's. Read only: each test judges its attack."""
+    tmp_path = tmp_path_factory.mktemp("attacked")
+    tree = tmp_path / "repo"
+    shutil.copytree(committed_sources, tree, symlinks=True)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site_packages = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import site; "
+                                         "print(site.getsitepackages()[0])"], capture_output=True, text=True,
+                                        check=True).stdout.strip())
+    (site_packages / "suite.pth").write_text(integrity.environments()[0] + "\n")  # tileproof's libraries
+    copy = tmp_path / "tileproof-copy"
+    shutil.copytree(REPO / "tileproof", copy / "tileproof", ignore=shutil.ignore_patterns("__pycache__"))
+    source = copy / "tileproof" / "records" / "trust" / "signing.py"
+    before = source.read_bytes()
     key, private = _key(tmp_path)
-    (tree / "kernels" / "evil.py").write_text(STEAL.replace("KEY_PATH", repr(str(key))) + PASS)
-    done = _cli(tmp_path, tree, "run", "--program", "evil", "--timeout", "120", key=key)
+    (tree / "kernels" / "steal.py").write_text(STEAL.replace("KEY_PATH", repr(str(key))) + PASS)
+    (tree / "kernels" / "plant.py").write_text(PLANT.replace("SOURCE", repr(str(source))) + PASS)
+    full = {k: v for k, v in os.environ.items() if k != signing.KEY_ENV}
+    full.update(PATH=f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}", PYTHONPATH=str(copy),
+                **{signing.KEY_ENV: str(key)})
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "tileproof", "run", "--program", "steal",
+                           "--program", "plant", "--timeout", "120", "--root", str(tree)], env=full, cwd=tree,
+                          capture_output=True, text=True, timeout=300)
+    return Attacked(tree, done, key, private, site_packages, source, before)
+
+
+def test_a_program_cannot_read_the_signing_key_in_any_encoding(attacked):
+    tree, key, private = attacked.tree, attacked.key, attacked.private
+    done = attacked.done
     out = done.stdout + done.stderr
     signed = _signed(tree)
     assert signed, out  # the session ran and signed: what it signed must not hold the key
     kept = _squeezed(_evidence_bytes(tree))
     for form in _forms(key, private):
         assert _squeezed(form) not in kept, f"the key reached the evidence: {out}"
-    (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord)]
+    (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord) and r.program == "kernels/steal.py"]
     stdout = (tree / rec.step.stdout.path).read_text()
     assert "ATTACK: umount 32" in stdout or "ATTACK: umount 1" in stdout  # refused: no capability to unmount
     assert "ATTACK: found the key's path" not in stdout
@@ -290,34 +347,15 @@ for path, text in [(".git/hooks/post-commit", "#!/bin/sh\\ntouch HOOK_RAN\\n"),
 """
 
 
-def test_a_program_cannot_leave_a_hook_a_pth_or_an_edited_source(tree, tmp_path):
-    """Run in an environment and a copy of tileproof of the test's own, so that nothing the program might
-    write (before the wall it could) touches the suite's."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    site_packages = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import site; "
-                                         "print(site.getsitepackages()[0])"], capture_output=True, text=True,
-                                        check=True).stdout.strip())
-    (site_packages / "suite.pth").write_text(integrity.environments()[0] + "\n")  # tileproof's libraries
-    copy = tmp_path / "tileproof-copy"
-    shutil.copytree(REPO / "tileproof", copy / "tileproof", ignore=shutil.ignore_patterns("__pycache__"))
-    source = copy / "tileproof" / "records" / "trust" / "signing.py"
-    before = source.read_bytes()
-    key, _ = _key(tmp_path)
-    (tree / "kernels" / "evil.py").write_text(PLANT.replace("SOURCE", repr(str(source))) + PASS)
-    full = {k: v for k, v in os.environ.items() if k != signing.KEY_ENV}
-    full.update(PATH=f"{_fake_gpu(tmp_path)}:{os.environ['PATH']}", PYTHONPATH=str(copy),
-                **{signing.KEY_ENV: str(key)})
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "tileproof", "run", "--program", "evil",
-                           "--timeout", "120", "--root", str(tree)], env=full, cwd=tree, capture_output=True,
-                          text=True, timeout=300)
-    out = done.stdout + done.stderr
+def test_a_program_cannot_leave_a_hook_a_pth_or_an_edited_source(attacked):
+    """The planting program of ``attacked``, run from an environment and a copy of tileproof of the module's own."""
+    tree, source, site_packages = attacked.tree, attacked.source, attacked.site_packages
+    out = attacked.done.stdout + attacked.done.stderr
     assert _signed(tree), out
     assert not (tree / ".git" / "hooks" / "post-commit").exists(), out
     assert not (site_packages / "zz_evil.pth").exists(), out
-    assert source.read_bytes() == before, out
-    (rec,) = [r for r in store.load_records(tree) if isinstance(r, RunRecord)]
-    stdout = (tree / rec.step.stdout.path).read_text()
+    assert source.read_bytes() == attacked.before, out
+    stdout = attacked.stdout_of("kernels/plant.py")
     assert stdout.count("ATTACK: refused") == 3, stdout
     assert "Read-only file system" in stdout
 
@@ -423,7 +461,10 @@ except OSError as e:
 @pytest.mark.skipif(shutil.which("tileiras") is None and not list(Path(sys.prefix).glob("lib/python*/site-packages/"
                                                                                          "nvidia/cu13/bin/tileiras")),
                     reason="needs the tile toolchain (tileiras) for a compile")
+@pytest.mark.slow(reason="a real tileiras compile of the program's kernel, signed, its export behind the wall")
 def test_compile_never_runs_the_program_s_code_in_its_own_process(tree, tmp_path):
+    """``compile`` runs in this process: a module-level print of the program there would be in what it printed
+    (``run_cli`` takes this process's stdout and stderr)."""
     key, private = _key(tmp_path)
     vector_add = (tree / "kernels" / "vector_add.py").read_text()
     for p in (tree / "kernels").glob("*.py"):
@@ -432,7 +473,7 @@ def test_compile_never_runs_the_program_s_code_in_its_own_process(tree, tmp_path
     (tree / "kernels" / "evil_compile.py").write_text(vector_add + COMPILE_EVIL.replace("KEY_PATH", repr(str(key))))
     _git(tree, "add", "-A")
     _git(tree, "commit", "-q", "-m", "evil")
-    done = _cli(tmp_path, tree, "compile", "--python-only", "--arch", "sm_90", key=key)
+    done = _in_process(tmp_path, tree, "compile", "--python-only", "--arch", "sm_90", key=key)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert _signed(tree), out  # it compiled, and signed the compile record
@@ -477,13 +518,23 @@ def _entry(private: Ed25519PrivateKey, unisolated: bool) -> runner_keys.RunnerKe
                                  unisolated=unisolated)
 
 
+@pytest.fixture
+def wall_chosen_again():
+    """``process.isolation()`` chosen again in this test (its ``TILEPROOF_ISOLATION``) and after it."""
+    process.isolation.cache_clear()
+    yield
+    process.isolation.cache_clear()
+
+
 @pytest.mark.parametrize("allowed", [False, True], ids=["key-not-allowed", "key-allowed"])
+@pytest.mark.usefixtures("wall_chosen_again")
+@pytest.mark.slow(reason="a real signing session of a real program without a wall, its record audited twice")
 def test_without_a_wall_only_a_key_allowed_unisolated_runs_signs(tree, tmp_path, allowed, capsys):
     key, private = _key(tmp_path)
     write_registry(tree, runner_keys.RunnerRegistry(registry_version=1, runners=[_entry(private, allowed)]))
     (tree / "kernels" / "evil.py").write_text("AOT_SIGNATURES = {}\n" + PASS)
-    done = _cli(tmp_path, tree, "run", "--program", "evil", "--timeout", "120", key=key,
-                env={process.ISOLATE_VAR: "none"})
+    done = _in_process(tmp_path, tree, "run", "--program", "evil", "--timeout", "120", key=key,
+                       env={process.ISOLATE_VAR: "none"})
     out = done.stdout + done.stderr
     if not allowed:
         assert done.returncode != 0, out
@@ -503,7 +554,7 @@ def test_without_a_wall_only_a_key_allowed_unisolated_runs_signs(tree, tmp_path,
     refused = store.read_record(path, stricter)
     assert refused.trust == "unisolated-not-allowed"  # the audit's record-unisolated-not-allowed
     assert "unisolated: true" in refused.verification.reason
-    audit = _audit(tree, capsys)  # the audit reads what the run process left: in this process, no other
+    audit = _audit(tree, capsys)  # the audit reads what the run left
     (listed,) = [ln for ln in audit.splitlines() if ln.startswith("unisolated: ")]
     assert listed.endswith(f": {read.record.run_id}"), audit
     write_registry(tree, stricter)  # the same record, its key's entry without unisolated: true

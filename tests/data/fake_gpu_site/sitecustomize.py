@@ -2,18 +2,26 @@
 
 On ``PYTHONPATH`` together with the fake ``cupy`` beside it, the course programs run on the CPU
 (tests/data/fake_gpu_site/README.md). Kernels are told apart by their Python function's name.
+``cuda.tile`` gets the stand-in as it is imported (``_Patch``): a Python process that never imports it
+(a hostile program, ``pip freeze``, a capability probe) imports neither it nor numpy for nothing.
 """
 
-import numpy as np
+import importlib.abc
+import importlib.machinery
+import sys
 
 
 def _softmax(x):
+    import numpy as np
+
     x = np.asarray(x, dtype=np.float32)
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 
 
 def _launch(_stream, _grid, kernel, args):
+    import numpy as np
+
     name = kernel._pyfunc.__name__
     if name == "vector_add":
         a, b, c = args[:3]
@@ -31,9 +39,24 @@ def _launch(_stream, _grid, kernel, args):
         raise NotImplementedError(f"the fake GPU has no kernel {name}")
 
 
-try:
-    import cuda.tile as _ct
-except ImportError:  # a program that imports no cuda.tile runs as it would
-    pass
-else:
-    _ct.launch = _launch
+class _Patch(importlib.abc.MetaPathFinder):
+    """Finds ``cuda.tile`` where the interpreter would, and replaces its ``launch`` once the module has run; a
+    program that imports no cuda.tile runs as it would."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "cuda.tile":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            module.launch = _launch
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _Patch())
