@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import COMMITTED, clone_at, git_commit_all
@@ -29,8 +30,17 @@ DAY79, SPIKE = "day79-cutile", "tile-reduction-spike"
 EXTRA_ENTRY = '    "growth_other_check": Tolerance(rtol=0.0, atol=0.0),\n'
 
 
+@pytest.fixture(scope="module")
+def audited_clean(tmp_path_factory, committed_tree) -> Path:
+    """The control, once for the module's tests: a checkout of the committed tree audits clean (every test's
+    ``repo`` is another checkout of the same commit)."""
+    control = clone_at(tmp_path_factory.mktemp("control") / "repo", COMMITTED, committed_tree)
+    assert [str(f) for f in audit.audit(control).findings] == []
+    return control
+
+
 @pytest.fixture
-def repo(tmp_path, committed_tree):
+def repo(tmp_path, committed_tree, audited_clean):
     return clone_at(tmp_path / "repo", COMMITTED, committed_tree)
 
 
@@ -59,7 +69,7 @@ def add_lesson(root) -> None:
 @pytest.mark.parametrize("committed", [False, True], ids=["uncommitted", "committed"])
 @pytest.mark.slow(reason="the committed tree's real records audited before and after a new lesson (committed and not)")
 def test_a_new_lesson_and_its_entries_stale_no_other_lesson(repo, capsys, committed):
-    assert audit.audit(repo).findings == []  # the control: the committed tree audits clean
+    # the control, that the committed tree audits clean before the lesson is added: fixture audited_clean
     add_lesson(repo)
     if committed:
         git_commit_all(repo, "a new lesson with its programs and three tolerance entries")
