@@ -76,6 +76,13 @@ def test_inventory_on_a_header_without_sum(tmp_path):
 
 
 @pytest.fixture(scope="module")
+def tools():
+    """The toolchain found once for the module's compiles (``runner.capture.tools``: pip's nvcc, tileiras, ptxas
+    and their versions, the same for every test here); the inventory test above finds it on its own."""
+    return discover()
+
+
+@pytest.fixture(scope="module")
 def tree(tmp_path_factory):
     """A temp tree: the minimal tile program (tests/data/programs; the course's C++ programs are built by
     ``nox -s compile``, the authoring test builds one that uses the harness) beside the repo's C++ helper
@@ -91,18 +98,17 @@ def tree(tmp_path_factory):
     return root
 
 
-def _compile(root, capsys):
+def _compile(root, tools, capsys):
     from tileproof.toolchain.aot import declared_kernels
 
-    tools = discover()
     py = {p: list(declared_kernels(p)) for p in build.programs(root, "kernels")}
     record = compile_programs(root, tools, ["sm_90"], build.programs(root, "cpp"), py, 2)
     return record, capsys.readouterr().out
 
 
 @pytest.mark.slow(reason="a real nvcc call and a real cuTile export, then the warm rerun that reuses them")
-def test_real_compile_then_warm_rerun(tree, capsys):
-    record, out = _compile(tree, capsys)
+def test_real_compile_then_warm_rerun(tree, tools, capsys):
+    record, out = _compile(tree, tools, capsys)
     assert record is not None, out
     assert record.passed, out
     kinds = {(b.program, b.artifact_kind) for b in record.builds}
@@ -120,24 +126,24 @@ def test_real_compile_then_warm_rerun(tree, capsys):
     assert "vector_add" in kernel.tolerances
     assert record.inputs["cpp/small.cu"].uses[0] == "cpp/small.cu"
     # Warm: nothing changed, so no compiler call and no new record.
-    again, out = _compile(tree, capsys)
+    again, out = _compile(tree, tools, capsys)
     assert again is None
     assert "0 compiler calls" in out
 
 
-def _plan(root, py):
+def _plan(root, tools, py):
     """Today's build plan of ``root`` for sm_90 (cache keys over each program's own inputs), no compiler call."""
     table = load_table(root)
     cpp = build.programs(root, "cpp")
     owns = {p: build.own_inputs(root, p, table) for p in [*cpp, *py]}
-    return build.plan(root, discover(), ["sm_90"], cpp, py, owns)
+    return build.plan(root, tools, ["sm_90"], cpp, py, owns)
 
 
 @pytest.mark.slow(reason="a real nvcc call for the one program a new entry reaches, the rest reused")
-def test_only_the_programs_a_change_reaches_are_built_again(tree, capsys, tmp_path):
+def test_only_the_programs_a_change_reaches_are_built_again(tree, tools, capsys, tmp_path):
     """A real nvcc call for the one program that reads the new entry: that the others are reused, and what the
     record then says of both, is what the compile output and the record attest (no fake build can show it)."""
-    _compile(tree, capsys)  # the module's tree, built by the test above (or now, run alone)
+    _compile(tree, tools, capsys)  # the module's tree, built by the test above (or now, run alone)
     work = tmp_path / "repo"
     shutil.copytree(tree, work)
     # A helper no program includes, and a new tolerance entry no program names: nothing is built again.
@@ -145,7 +151,7 @@ def test_only_the_programs_a_change_reaches_are_built_again(tree, capsys, tmp_pa
     table = work / "kernels" / "tolerances.py"
     table.write_text(table.read_text().replace("TOLERANCES = {", 'TOLERANCES = {\n    "brand_new": '
                                                "Tolerance(rtol=1e-3, atol=1e-3),", 1))
-    again, out = _compile(work, capsys)
+    again, out = _compile(work, tools, capsys)
     assert again is None, out
     assert "compile: regenerated cpp/tolerances.h" in out  # the header changed too, and reaches no program
     assert "up to date: 0 built, 3 reused of 3 artifacts (0 compiler calls)" in out
@@ -153,7 +159,7 @@ def test_only_the_programs_a_change_reaches_are_built_again(tree, capsys, tmp_pa
     small = work / "cpp" / "small.cu"
     small.write_text('#include "tolerances.h"\nstatic_assert(tileproof::tolerances::get("brand_new").rtol > 0);\n'
                      + small.read_text())
-    built, out = _compile(work, capsys)
+    built, out = _compile(work, tools, capsys)
     assert built is not None and built.passed, out
     assert {b.program for b in built.builds if b.reused_from is None} == {"cpp/small.cu"}, out
     assert {b.program for b in built.builds if b.reused_from is not None} == {"kernels/vector_add.py"}, out
@@ -166,20 +172,20 @@ def test_only_the_programs_a_change_reaches_are_built_again(tree, capsys, tmp_pa
                                                '"vector_add": Tolerance(rtol=2.384185791015625e-07'))
     make_header_current(work)  # as compile does first
     capsys.readouterr()
-    cpp_jobs, py_jobs = _plan(work, {work / "kernels" / "vector_add.py": ["vector_add"]})
+    cpp_jobs, py_jobs = _plan(work, tools, {work / "kernels" / "vector_add.py": ["vector_add"]})
     assert [build.cached(work, j) for j in py_jobs] == [None]
     assert all(build.cached_cpp(work, j) is not None for j in cpp_jobs)
     (work / "cpp" / "tolerances.h").write_text(build.render_cpp_header(load_table(work)) + "// edited\n")
-    cpp_jobs, _ = _plan(work, {})
+    cpp_jobs, _ = _plan(work, tools, {})
     assert [build.cached_cpp(work, j) for j in cpp_jobs] == [None]
 
 
 @pytest.mark.slow(reason="a real nvcc failure, read back from its transcript")
-def test_failing_source_gives_failed_result_not_a_crash(tree, capsys):
+def test_failing_source_gives_failed_result_not_a_crash(tree, tools, capsys):
     bad = tree / "cpp" / "broken.cu"
     bad.write_text("#include <cuda_tile.h>\nint main() { return undefined_name; }\n")
     try:
-        record = compile_programs(tree, discover(), ["sm_90"], [bad], {}, 1)
+        record = compile_programs(tree, tools, ["sm_90"], [bad], {}, 1)
     finally:
         bad.unlink()
     assert record is not None
@@ -205,10 +211,10 @@ def _evidence(root, result):
 
 
 @pytest.mark.slow(reason="real nvcc calls: the kept tile fatbin compared byte for byte with --tilefatbin's")
-def test_one_nvcc_call_builds_every_target_and_keeps_the_tile_fatbin(small, capsys):
+def test_one_nvcc_call_builds_every_target_and_keeps_the_tile_fatbin(small, tools, capsys):
     src = small / "cpp" / "small.cu"
     src.write_text(src.read_text().replace("__CUDA_ARCH__ == 800", "__CUDA_ARCH__ == 1"))  # refuses nothing
-    record = compile_programs(small, discover(), ["sm_80", "sm_90"], [src], {}, 1)
+    record = compile_programs(small, tools, ["sm_80", "sm_90"], [src], {}, 1)
     assert record is not None, capsys.readouterr().out
     assert record.passed, capsys.readouterr().out
     assert record.compile_version == COMPILE_VERSION, capsys.readouterr().out
@@ -225,7 +231,6 @@ def test_one_nvcc_call_builds_every_target_and_keeps_the_tile_fatbin(small, caps
     assert not any(p.name == "keep" for p in (small / "build").rglob("*"))  # nvcc's intermediates are gone
     # The tile fatbin kept from the call is byte for byte what --tilefatbin writes for the same targets.
     tfb = next(b for b in record.builds if b.artifact_kind == "tilefatbin")
-    tools = discover()
     direct = small / "direct.tilefatbin"
     argv = build.nvcc_argv(tools.tool("nvcc"), src, ["sm_80", "sm_90"], direct, tilefatbin=True)
     subprocess.run(argv, check=True, env={**os.environ, "PATH": os.pathsep.join(
@@ -234,9 +239,9 @@ def test_one_nvcc_call_builds_every_target_and_keeps_the_tile_fatbin(small, caps
 
 
 @pytest.mark.slow(reason="real nvcc calls: which target breaks the one call only the compiler says")
-def test_a_target_that_breaks_the_one_call_is_found_by_building_each_alone(small, capsys):
+def test_a_target_that_breaks_the_one_call_is_found_by_building_each_alone(small, tools, capsys):
     src = small / "cpp" / "small.cu"
-    record = compile_programs(small, discover(), ["sm_80", "sm_90"], [src], {}, 1)
+    record = compile_programs(small, tools, ["sm_80", "sm_90"], [src], {}, 1)
     out = capsys.readouterr().out
     assert record is not None
     assert not record.passed
@@ -251,7 +256,7 @@ def test_a_target_that_breaks_the_one_call_is_found_by_building_each_alone(small
     for b in record.builds:
         assert all(p.is_file() for p in _evidence(small, b))
     # A rerun tries the one call again, and reuses the target that built alone.
-    again = compile_programs(small, discover(), ["sm_80", "sm_90"], [src], {}, 1)
+    again = compile_programs(small, tools, ["sm_80", "sm_90"], [src], {}, 1)
     reused = {b.target: b.reused_from for b in again.builds}
     assert reused["sm_90"] == record.run_id
     assert reused["sm_80"] is None
@@ -267,12 +272,12 @@ def two_kernels(tmp_path):
 
 @pytest.mark.slow(reason="real cuTile exports, every one a real tileiras run")
 def test_one_process_exports_every_kernel_and_target_of_a_program_with_cutile_s_cache_off(
-        two_kernels, monkeypatch, tmp_path_factory, capsys):
+        two_kernels, tools, monkeypatch, tmp_path_factory, capsys):
     root, src = two_kernels
     src.write_text(src.read_text().replace("BAD_TILE = 48", "BAD_TILE = 64"))
     cutile_cache = tmp_path_factory.mktemp("cutile-cache")
     monkeypatch.setenv("CUDA_TILE_CACHE_DIR", str(cutile_cache))  # passed on to the child (runner.environment)
-    record = compile_programs(root, discover(), ["sm_80", "sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
+    record = compile_programs(root, tools, ["sm_80", "sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
     assert record is not None, capsys.readouterr().out
     assert record.passed, capsys.readouterr().out
     assert record.compile_version == COMPILE_VERSION, capsys.readouterr().out
@@ -288,15 +293,15 @@ def test_one_process_exports_every_kernel_and_target_of_a_program_with_cutile_s_
         assert b.inspect.argv[-1] == str(root / b.artifact.path)
         assert all(p.is_file() for p in _evidence(root, b))
     assert not any(cutile_cache.iterdir())  # every cubin came from tileiras, none from cuTile's disk cache
-    again = compile_programs(root, discover(), ["sm_80", "sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
+    again = compile_programs(root, tools, ["sm_80", "sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
     assert again is None
     assert "0 compiler calls" in capsys.readouterr().out
 
 
 @pytest.mark.slow(reason="real cuTile exports: which kernel breaks the one call only the compiler says")
-def test_a_kernel_that_breaks_the_one_export_call_is_found_by_exporting_each_alone(two_kernels, capsys):
+def test_a_kernel_that_breaks_the_one_export_call_is_found_by_exporting_each_alone(two_kernels, tools, capsys):
     root, src = two_kernels
-    record = compile_programs(root, discover(), ["sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
+    record = compile_programs(root, tools, ["sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
     out = capsys.readouterr().out
     assert record is not None
     assert not record.passed
@@ -317,7 +322,7 @@ def test_a_kernel_that_breaks_the_one_export_call_is_found_by_exporting_each_alo
     assert f"raised {failed.failure}" in out
     assert next(b for b in record.builds if b.kernel == "copy_tile").failure is None
     # A rerun reuses the export that built alone and tries the other again.
-    again = compile_programs(root, discover(), ["sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
+    again = compile_programs(root, tools, ["sm_90"], [], {src: ["copy_tile", "bad_tile"]}, 1)
     assert {b.kernel: b.reused_from for b in again.builds} == {"copy_tile": record.run_id, "bad_tile": None}
 
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import no_gpu, sources_tree
+from conftest import no_gpu, run_cli, sources_tree
 
 from tileproof.records.models import RUN_VERSION, RunRecord, SessionRecord
 from tileproof.records.store import load_records
@@ -98,10 +98,15 @@ def fake_release(folder: Path, version: str, requirement: str, raises: str | Non
     return folder
 
 
-def tileproof(root: Path, target: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(target), str(REPO)]))
-    return subprocess.run([sys.executable, "-m", "tileproof", *args, "--root", str(root)], capture_output=True,
-                          text=True, cwd=root, env=env)
+def tileproof(monkeypatch, root: Path, target: Path, *args: str) -> subprocess.CompletedProcess:
+    """``tileproof ARGS --root ROOT`` run from ``root`` as the command line runs it (conftest.run_cli), with the
+    release at ``target`` first on this process's path (what ``PYTHONPATH`` gives a new one: the release
+    ``importlib.metadata`` finds) and on the ``PYTHONPATH`` of every process it starts (the programs, pip
+    freeze); the one test that the release on ``PYTHONPATH`` is the one a new process reads is below."""
+    monkeypatch.syspath_prepend(str(target))
+    code, out, err = run_cli(*args, "--root", str(root), cwd=root,
+                             env={"PYTHONPATH": os.pathsep.join([str(target), str(REPO)])})
+    return subprocess.CompletedProcess(["tileproof", *args], code, out, err)
 
 
 def test_the_release_on_pythonpath_is_the_one_read(tmp_path):
@@ -130,11 +135,11 @@ def tileiras_here() -> str:
 
 @no_gpu
 @pytest.mark.slow(reason="real tileproof processes on a fake cuda-tile release installed beside the real one")
-def test_a_release_outside_its_range_is_refused_then_recorded_as_asked(tree, tmp_path):
+def test_a_release_outside_its_range_is_refused_then_recorded_as_asked(tree, tmp_path, monkeypatch):
     tileiras = tileiras_here()
     below = f"nvidia-cuda-tileiras<{tileiras.split('.')[0]}.0"  # a range the tileiras here is outside of
     target = fake_release(tmp_path / "ct", "9.9.0", below, raises="cuda-tile 9.9.0 refuses these kernels")
-    refused = tileproof(tree, target, "run", "--record-no-gpu", "--program", "vector_add")
+    refused = tileproof(monkeypatch, tree, target, "run", "--record-no-gpu", "--program", "vector_add")
     assert refused.returncode == 2
     assert refused.stdout == ""
     assert refused.stderr.startswith("tileproof run: cuda-tile 9.9.0: it declares")
@@ -144,7 +149,7 @@ def test_a_release_outside_its_range_is_refused_then_recorded_as_asked(tree, tmp
     assert not (tree / "runs").exists()
     assert not (tree / "evidence").exists()
 
-    done = tileproof(tree, target, "run", "--record-no-gpu", "--tileiras-outside-range", "--python-only")
+    done = tileproof(monkeypatch, tree, target, "run", "--record-no-gpu", "--tileiras-outside-range", "--python-only")
     assert done.returncode == 1, done.stderr
     records = load_records(tree)
     runs = [r for r in records if isinstance(r, RunRecord)]
@@ -169,10 +174,10 @@ def test_a_release_outside_its_range_is_refused_then_recorded_as_asked(tree, tmp
 
 
 @no_gpu
-def test_a_release_inside_its_range_runs_without_asking(tree, tmp_path):
+def test_a_release_inside_its_range_runs_without_asking(tree, tmp_path, monkeypatch):
     tileiras = tileiras_here()
     target = fake_release(tmp_path / "ct", "9.9.1", f"nvidia-cuda-tileiras=={tileiras}")
-    done = tileproof(tree, target, "run", "--record-no-gpu", "--program", "vector_add")
+    done = tileproof(monkeypatch, tree, target, "run", "--record-no-gpu", "--program", "vector_add")
     assert done.returncode == 1, done.stderr
     (rec,) = [r for r in load_records(tree) if isinstance(r, RunRecord)]
     assert rec.cuda_tile is not None
@@ -184,11 +189,11 @@ def test_a_release_inside_its_range_runs_without_asking(tree, tmp_path):
     assert "kernel" in rec.failure.message
 
 
-def test_compile_refuses_a_release_outside_its_range_before_importing_a_program(tree, tmp_path):
+def test_compile_refuses_a_release_outside_its_range_before_importing_a_program(tree, tmp_path, monkeypatch):
     tileiras_here()
     (tree / "cpp").rmdir()
     target = fake_release(tmp_path / "ct", "9.9.0", "nvidia-cuda-tileiras<1.0", raises="imported: too late")
-    done = tileproof(tree, target, "compile", "--python-only", "--arch", "sm_90")
+    done = tileproof(monkeypatch, tree, target, "compile", "--python-only", "--arch", "sm_90")
     assert done.returncode == 2
     assert done.stderr.startswith("tileproof compile: cuda-tile 9.9.0: it declares")
     assert "imported" not in done.stderr

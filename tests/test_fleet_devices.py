@@ -1,13 +1,15 @@
-"""fleet.devices: ``tileproof run --devices`` on hosts of two and four GPUs, faked by an ``nvidia-smi`` that
-answers with made-up transcripts of such hosts (tests/data/gpu/README.md): one real child session per GPU,
-each record naming its GPU (index, uuid, PCI bus id, and ``CUDA_VISIBLE_DEVICES`` in nvidia-smi's order) with
-the host's ``nvidia-smi topo -m`` in its session's evidence; a GPU whose session dies mid-run, or that
-nvidia-smi reports broken, leaves its records and a named gap while the others complete."""
+"""fleet.devices: ``tileproof run --devices`` on a host of four GPUs (two for the plan alone), faked by an
+``nvidia-smi`` that answers with made-up transcripts of such hosts (tests/data/gpu/README.md): one real child
+session per GPU, each record naming its GPU (index, uuid, PCI bus id, and ``CUDA_VISIBLE_DEVICES`` in
+nvidia-smi's order) with the host's ``nvidia-smi topo -m`` in its session's evidence; a GPU whose session dies
+mid-run, or that nvidia-smi reports broken, leaves its records and a named gap while the others complete. One
+fan-out serves every test that reads what it left."""
 
 import importlib.util
 import os
 import signal
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -119,50 +121,82 @@ def _by_device(repo: Path) -> dict[int, list[RunRecord]]:
     return out
 
 
-@pytest.mark.slow(reason="real child sessions, one killed mid-run: what a dying process leaves is the point")
-def test_two_gpus_one_session_each_and_a_session_that_dies_is_a_named_gap(tmp_path, monkeypatch):
-    query = fake_host(tmp_path, monkeypatch, 2)
-    repo, killer = _course(tmp_path)
-    said: list[str] = []
-    with killer:
-        assert devices.fan_out("all", _request(repo), say=said.append) == 1  # never a pass without a GPU
-    assert len(killer.killed) == 1
-    rows = {r["index"]: r for r in parse_gpu_query(query.read_text())}
+@dataclass(frozen=True)
+class FanOut:
+    """What one ``tileproof run --devices all`` did on a host of four GPUs (``fan_out``): GPU 1's session killed
+    mid-run, GPU 2 reported broken by nvidia-smi."""
+
+    repo: Path
+    query: Path
+    killed: list[int]
+    code: int
+    said: list[str]
+    sessions: list[devices.DeviceSession]
+    """What ``fan_out_sessions`` read back of each GPU's session, in GPU order."""
+
+
+@pytest.fixture(scope="module")
+def four_gpus(tmp_path_factory) -> FanOut:
+    """One real fan-out over four child sessions for the module's tests (each only reads what it left)."""
+    tmp_path = tmp_path_factory.mktemp("four-gpus")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        query = fake_host(tmp_path, monkeypatch, 4)
+        repo, killer = _course(tmp_path)
+        read_back: list[devices.DeviceSession] = []
+        sessions_of = devices.fan_out_sessions
+        monkeypatch.setattr(devices, "fan_out_sessions",
+                            lambda *a, **kw: read_back.extend(sessions_of(*a, **kw)) or list(read_back))
+        said: list[str] = []
+        with killer:
+            code = devices.fan_out("all", _request(repo), say=said.append)
+    return FanOut(repo, query, killer.killed, code, said, read_back)
+
+
+@pytest.mark.slow(reason="real child sessions, one killed mid-run: what a dying process leaves is the point (the "
+                         "module's one fan-out, run by whichever of its two tests comes first)")
+def test_one_session_each_gpu_and_a_session_that_dies_is_a_named_gap(four_gpus):
+    repo = four_gpus.repo
+    assert four_gpus.code == 1  # never a pass without a GPU
+    assert len(four_gpus.killed) == 1
+    rows = {r["index"]: r for r in parse_gpu_query(four_gpus.query.read_text())}
     runs = _by_device(repo)
     programs = sorted(course.PROGRAMS) + [DIES]
-    assert sorted(r.program for r in runs[0]) == sorted(programs)  # GPU 0: the whole course
+    for healthy in (0, 2, 3):
+        assert sorted(r.program for r in runs[healthy]) == sorted(programs)  # the whole course
     assert [r.program for r in runs[1]] == ["kernels/online_softmax.py"]  # GPU 1: what ran before its session died
     for device, records in runs.items():
         for r in records:
             env = r.environment
             assert env.environment_version == 3
-            assert env.gpu is not None
-            assert (env.gpu.index, env.gpu.uuid, env.gpu.pci_bus_id) == (
-                device, rows[device]["uuid"], rows[device]["pci_bus_id"])
             assert env.env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"  # CUDA numbers the GPUs as nvidia-smi does
             assert (env.env["NCCL_NVLS_ENABLE"], env.env["TORCH_SYMM_MEM_DISABLE_MULTICAST"],
                     env.env["NVSHMEM_DISABLE_NVLS"]) == ("0", "1", "1")
+            if device == 2:
+                continue  # reported broken: no GPU facts (test_four_gpus_... below)
+            assert env.gpu is not None
+            assert (env.gpu.index, env.gpu.uuid, env.gpu.pci_bus_id) == (
+                device, rows[device]["uuid"], rows[device]["pci_bus_id"])
             assert env.nvidia_smi_topo is not None
             topo = (repo / env.nvidia_smi_topo.path).read_bytes()
-            assert topo == (GPU_DATA / "nvidia-smi-topo-2gpu.txt").read_bytes()
+            assert topo == (GPU_DATA / "nvidia-smi-topo-4gpu.txt").read_bytes()
     closed = [r for r in load_records(repo) if isinstance(r, SessionRecord)]
-    assert [s.session_id for s in closed] == [runs[0][0].environment.session_id]  # GPU 1 never closed
-    sid = runs[1][0].environment.session_id
+    assert sorted(s.session_id for s in closed) == sorted(runs[d][0].environment.session_id for d in (0, 2, 3))
+    sid = runs[1][0].environment.session_id  # GPU 1 never closed
+    said = four_gpus.said
     assert f"[gpu 1] gap: session {sid} wrote no session record (killed by signal 9): 1 of 3 programs recorded; " \
            f"no record of {DIES}, kernels/vector_add.py" in said
-    assert f"[gpu 0] session {closed[0].session_id}: 1 error, 2 no-gpu" in said
-    assert said[-1] == "run: --devices all: 0/2 GPUs passed every program; not GPU 0, 1 (1 a gap: GPU 1)"
+    first = runs[0][0].environment.session_id
+    assert f"[gpu 0] session {first}: 1 error, 2 no-gpu" in said
+    assert said[-1] == "run: --devices all: 0/4 GPUs passed every program; not GPU 0, 1, 2, 3 (1 a gap: GPU 1)"
 
 
-@pytest.mark.slow(reason="four real child sessions (one killed mid-run): what a dying process leaves is the point")
-def test_four_gpus_one_reported_broken_and_one_dying_leave_the_other_two_complete(tmp_path, monkeypatch):
+@pytest.mark.slow(reason="four real child sessions (one killed mid-run): what a dying process leaves is the point "
+                         "(the module's one fan-out, run by whichever of its two tests comes first)")
+def test_four_gpus_one_reported_broken_and_one_dying_leave_the_other_two_complete(four_gpus):
     """GPU 2 answers nvidia-smi with ``[Unknown Error]`` (fallen off the bus): its session records each program's
     gate without a GPU and closes; GPU 1's session dies mid-run; GPUs 0 and 3 run the whole course."""
-    fake_host(tmp_path, monkeypatch, 4)
-    repo, killer = _course(tmp_path)
-    with killer:
-        sessions = devices.fan_out_sessions("all", _request(repo), say=lambda _line: None)
-    assert len(killer.killed) == 1
+    sessions = four_gpus.sessions
+    assert len(four_gpus.killed) == 1
     assert [s.device for s in sessions] == [0, 1, 2, 3]
     assert len({s.session_id for s in sessions}) == 4
     assert [s.gap() is None for s in sessions] == [True, False, True, True]
@@ -191,6 +225,12 @@ def test_four_gpus_one_reported_broken_and_one_dying_leave_the_other_two_complet
     assert all(row[-1].endswith("%") for row in list(table.values())[1:])
     assert lines[-1] == f"topology: evidence/{sessions[0].session_id}/nvidia-smi-topo.txt"
     assert any(ln.startswith("4 GPUs gpu 1: GPU-5a1c0d2e") and " gap: " in ln for ln in lines)
+
+
+def test_devices_all_on_a_host_of_two_gpus_is_both(tmp_path, monkeypatch):
+    """The two-GPU host's nvidia-smi, as the fan-out asks it: ``--devices all`` is GPUs 0 and 1."""
+    fake_host(tmp_path, monkeypatch, 2)
+    assert devices.plan_devices("all", devices.gpu_query().rows) == [0, 1]
 
 
 def test_a_gap_says_how_the_session_ended():

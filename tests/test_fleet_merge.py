@@ -5,12 +5,14 @@ through ``tileproof.records.store`` exactly as ``run`` writes them.
 """
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from pydantic import ValidationError
 
 from tileproof.fleet import matrix as mx
@@ -28,10 +30,18 @@ course = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(course)
 
 
-def audit(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tileproof", "audit", "--root", str(root)],
-                          capture_output=True, text=True, cwd=root,
-                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+def cli(monkeypatch, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``tileproof ARGS`` run from ``cwd`` as the command line runs it (conftest.run_cli), with no TILEPROOF_
+    variable of this environment (a CI runner's trust root) and this checkout's tileproof on PYTHONPATH for the
+    processes it starts (``fleet merge``'s audit)."""
+    for key in [k for k in os.environ if k.startswith("TILEPROOF_")]:
+        monkeypatch.delenv(key)
+    code, out, err = run_cli(*args, cwd=cwd, env={"PYTHONPATH": str(REPO)})
+    return subprocess.CompletedProcess(["tileproof", *args], code, out, err)
+
+
+def audit(monkeypatch, root: Path) -> subprocess.CompletedProcess:
+    return cli(monkeypatch, "audit", "--root", str(root), cwd=root)
 
 
 def host_tree(base: Path, repo: Path, name: str) -> Path:
@@ -42,12 +52,19 @@ def host_tree(base: Path, repo: Path, name: str) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def course_template(tmp_path_factory):
+    """The course repository (``course.course_repo``), built and committed once per module."""
+    return course.course_repo(tmp_path_factory.mktemp("template") / "course")
+
+
 @pytest.fixture
-def repo(tmp_path):
-    return course.course_repo(tmp_path / "course")
+def repo(tmp_path, course_template):
+    """A private copy of the course repository, its git history included."""
+    return Path(shutil.copytree(course_template, tmp_path / "course", symlinks=True))
 
 
-def test_fifty_hosts_merge_with_no_conflict_and_audit_clean(tmp_path, repo):
+def test_fifty_hosts_merge_with_no_conflict_and_audit_clean(tmp_path, repo, monkeypatch):
     hosts = [host_tree(tmp_path / "hosts", repo, f"host{h:02d}") for h in range(50)]
     written = sum(course.host_records(h, i, which=("H200", "A100", "T4")[i % 3]) for i, h in enumerate(hosts))
     done = merge(repo, [Source(base=h) for h in hosts])
@@ -58,7 +75,7 @@ def test_fifty_hosts_merge_with_no_conflict_and_audit_clean(tmp_path, repo):
     again = merge(repo, [Source(base=h) for h in hosts])  # a second merge is a no-op
     assert not again.writes
     assert again.same == len(done.writes)
-    result = audit(repo)
+    result = audit(monkeypatch, repo)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "150 records" in result.stdout
 
@@ -97,7 +114,7 @@ def test_reports_and_killed_writers_temp_files_are_not_merged(tmp_path, repo):
     assert sorted(s.rsplit(": ", 1)[1] for s in plan.skipped) == ["incomplete write (temp file)", "not a record file"]
 
 
-def test_git_merge_of_branches_each_adding_records_has_no_conflict(tmp_path, repo):
+def test_git_merge_of_branches_each_adding_records_has_no_conflict(tmp_path, repo, monkeypatch):
     branches = []
     for h in range(8):
         name = f"host{h}"
@@ -111,7 +128,7 @@ def test_git_merge_of_branches_each_adding_records_has_no_conflict(tmp_path, rep
         course.git(repo, "merge", "-q", "--no-edit", name)
     assert course.git(repo, "status", "--porcelain") == ""
     assert len(list((repo / "runs").glob("*.json"))) == 8 * 2 * 3
-    result = audit(repo)
+    result = audit(monkeypatch, repo)
     assert result.returncode == 0, result.stdout[-3000:]
 
 
@@ -283,26 +300,22 @@ def test_a_task_runs_its_lesson_in_its_own_worktree_and_a_requeued_task_adds_to_
         tasks.run_task(plan, "cpu", 1)
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tileproof", *args], cwd=cwd, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
-
-
 @pytest.mark.slow(reason="real runner checkouts, fleet collect in each, one merge: the CI path")
-def test_ci_runners_collect_then_merge_prints_the_matrix(tmp_path, repo):
+def test_ci_runners_collect_then_merge_prints_the_matrix(tmp_path, repo, monkeypatch):
     """The workflow's path: each runner's checkout -> ``fleet collect`` -> artifact; ``fleet merge`` of them all."""
     artifacts = tmp_path / "artifacts"
     for i, kind in enumerate(("sm_90", "sm_80")):
         wt = tmp_path / "runners" / kind
         course.git(repo, "worktree", "add", "-q", "--detach", str(wt))
         course.host_records(wt, i, which="H200" if kind == "sm_90" else "A100")
-        got = _cli("fleet", "collect", "--out", str(artifacts / f"records-{kind}"), "--root", str(wt), cwd=wt)
+        got = cli(monkeypatch, "fleet", "collect", "--out", str(artifacts / f"records-{kind}"), "--root", str(wt),
+                  cwd=wt)
         # 3 records, 9 transcripts
         assert got.returncode == 0, got.stdout + got.stderr
         assert "12 files into" in got.stdout, got.stdout + got.stderr
         assert len(list((artifacts / f"records-{kind}" / "runs").glob("*.json"))) == 3  # 2 runs + session
-    merged = _cli("fleet", "merge", str(artifacts / "records-sm_90"), str(artifacts / "records-sm_80"),
-                  "--root", str(repo), cwd=repo)
+    merged = cli(monkeypatch, "fleet", "merge", str(artifacts / "records-sm_90"), str(artifacts / "records-sm_80"),
+                 "--root", str(repo), cwd=repo)
     assert merged.returncode == 0, merged.stdout + merged.stderr
     assert "LESSON" in merged.stdout
     assert "records-sm_90" in merged.stdout
@@ -314,10 +327,10 @@ def test_ci_runners_collect_then_merge_prints_the_matrix(tmp_path, repo):
     course.host_records(dead, 9)
     for f in (dead / "runs").glob("*-session-*.json"):
         f.unlink()
-    assert _cli("fleet", "collect", "--out", str(artifacts / "records-sm_120"), "--root", str(dead),
-                cwd=dead).returncode == 0
-    again = _cli("fleet", "merge", *(str(artifacts / f"records-{k}") for k in ("sm_90", "sm_80", "sm_120")),
-                 "--root", str(repo), cwd=repo)
+    assert cli(monkeypatch, "fleet", "collect", "--out", str(artifacts / "records-sm_120"), "--root", str(dead),
+               cwd=dead).returncode == 0
+    again = cli(monkeypatch, "fleet", "merge", *(str(artifacts / f"records-{k}") for k in ("sm_90", "sm_80", "sm_120")),
+                "--root", str(repo), cwd=repo)
     assert again.returncode == 1, again.stdout + again.stderr
     assert "fleet-vector-add x records-sm_120: gap: session" in again.stdout
     assert "11 files written, 24 already there" in again.stdout  # the dead runner's 2 runs + their transcripts
@@ -362,7 +375,7 @@ def test_a_merge_killed_midway_is_completed_by_running_it_again(tmp_path, repo, 
     assert again.same == len(placed)
     assert again.writes
     assert not merge(repo, [Source(base=a)]).writes  # complete now
-    result = audit(repo)
+    result = audit(monkeypatch, repo)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
@@ -395,7 +408,7 @@ def test_merge_never_stages_through_a_linked_cache_folder(tmp_path):
     assert list(outside.iterdir()) == [] and not (root / "runs").exists()
 
 
-def test_merge_leaves_a_lesson_without_programs_out_of_the_matrix_and_says_so(tmp_path, repo):
+def test_merge_leaves_a_lesson_without_programs_out_of_the_matrix_and_says_so(tmp_path, repo, monkeypatch):
     """A note whose numbers are all bench claims (``programs: []``) has no task, so no cell: before, its empty
     program list reached the matrix (``min`` of no outcomes) and the merge stopped with a traceback."""
     note = (REPO / "lessons" / "day79-cutile-performance.md").read_text()
@@ -407,8 +420,8 @@ def test_merge_leaves_a_lesson_without_programs_out_of_the_matrix_and_says_so(tm
     course.git(repo, "worktree", "add", "-q", "--detach", str(wt))
     course.host_records(wt, 0)
     artifact = tmp_path / "artifacts" / "records-sm_90"
-    assert _cli("fleet", "collect", "--out", str(artifact), "--root", str(wt), cwd=wt).returncode == 0
-    merged = _cli("fleet", "merge", str(artifact), "--root", str(repo), cwd=repo)
+    assert cli(monkeypatch, "fleet", "collect", "--out", str(artifact), "--root", str(wt), cwd=wt).returncode == 0
+    merged = cli(monkeypatch, "fleet", "merge", str(artifact), "--root", str(repo), cwd=repo)
     assert merged.returncode == 0, merged.stdout + merged.stderr
     assert "fleet: lessons/note.md lists no programs: no task for it" in merged.stderr
     rows = [ln.split()[0] for ln in merged.stdout.splitlines() if ln and not ln.startswith(("fleet merge:", "audit:"))]

@@ -2,12 +2,11 @@
 
 import importlib.util
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from tileproof.fleet import sbatch
 from tileproof.fleet.devices import child_args, plan_devices
@@ -119,11 +118,12 @@ def test_devices_all_is_every_gpu_nvidia_smi_lists():
 
 @pytest.mark.slow(reason="real child tileproof processes, one per device: the fan-out across processes is the point")
 def test_devices_fan_out_leaves_one_record_per_program_and_gpu(tmp_path):
-    """Real child runs on this machine (no GPU): each device's session records its programs' gates."""
+    """Real child runs on this machine (no GPU): each device's session records its programs' gates. The command
+    itself runs in this process (conftest.run_cli); its children are the processes in question."""
     repo = course.course_repo(tmp_path / "course")
-    proc = subprocess.run([sys.executable, "-m", "tileproof", "run", "--devices", "0,1", "--record-no-gpu",
-                           "--root", str(repo)],
-                          cwd=repo, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    code, out, err = run_cli("run", "--devices", "0,1", "--record-no-gpu", "--root", str(repo), cwd=repo,
+                             env={"PYTHONPATH": str(REPO)})
+    proc = subprocess.CompletedProcess([], code, out, err)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # never a pass without a GPU
     runs = [json.loads(p.read_text()) for p in (repo / "runs").glob("*-run-*.json")]
     got = sorted((r["program"], r["environment"]["env"]["CUDA_VISIBLE_DEVICES"], r["verdict"]) for r in runs)

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import COMMITTED, clone_at, git_commit_all
@@ -20,7 +21,9 @@ from conftest import COMMITTED, clone_at, git_commit_all
 from tileproof import lesson_text
 from tileproof.__main__ import main
 from tileproof.authoring.generated import make_current
+from tileproof.commands import audit as audit_command
 from tileproof.gather import audit
+from tileproof.judge.audit.result import AuditResult
 from tileproof.records import lessons
 
 E8C4EBF = "e8c4ebf359abb7a07915b120a7710561cf87ac63"
@@ -29,8 +32,17 @@ DAY79, SPIKE = "day79-cutile", "tile-reduction-spike"
 EXTRA_ENTRY = '    "growth_other_check": Tolerance(rtol=0.0, atol=0.0),\n'
 
 
+@pytest.fixture(scope="module")
+def audited_clean(tmp_path_factory, committed_tree) -> Path:
+    """The control, once for the module's tests: a checkout of the committed tree audits clean (every test's
+    ``repo`` is another checkout of the same commit)."""
+    control = clone_at(tmp_path_factory.mktemp("control") / "repo", COMMITTED, committed_tree)
+    assert [str(f) for f in audit.audit(control).findings] == []
+    return control
+
+
 @pytest.fixture
-def repo(tmp_path, committed_tree):
+def repo(tmp_path, committed_tree, audited_clean):
     return clone_at(tmp_path / "repo", COMMITTED, committed_tree)
 
 
@@ -58,8 +70,8 @@ def add_lesson(root) -> None:
 
 @pytest.mark.parametrize("committed", [False, True], ids=["uncommitted", "committed"])
 @pytest.mark.slow(reason="the committed tree's real records audited before and after a new lesson (committed and not)")
-def test_a_new_lesson_and_its_entries_stale_no_other_lesson(repo, capsys, committed):
-    assert audit.audit(repo).findings == []  # the control: the committed tree audits clean
+def test_a_new_lesson_and_its_entries_stale_no_other_lesson(repo, capsys, monkeypatch, committed):
+    # the control, that the committed tree audits clean before the lesson is added: fixture audited_clean
     add_lesson(repo)
     if committed:
         git_commit_all(repo, "a new lesson with its programs and three tolerance entries")
@@ -67,10 +79,12 @@ def test_a_new_lesson_and_its_entries_stale_no_other_lesson(repo, capsys, commit
     assert ("cpp/tolerances.h" in status) != committed
     assert ("lessons/growth-demo.md" in status) != committed
 
-    result = audit.audit(repo)
+    audited: list[AuditResult] = []  # what the command's audit found (gather.audit.audit), for the asserts below
+    monkeypatch.setattr(audit_command, "audit", lambda *a, **kw: audited.append(audit.audit(*a, **kw)) or audited[-1])
+    code, out = cli(capsys, "audit", "--root", str(repo))
+    result, = audited
     assert [str(f) for f in result.findings] == []
     assert result.history_checked
-    code, out = cli(capsys, "audit", "--root", str(repo))
     assert code == 0
     assert "0 findings" in out
     code, out = cli(capsys, "status", "--root", str(repo))

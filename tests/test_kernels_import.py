@@ -1,10 +1,13 @@
 """The programs in kernels/ import without a GPU and gate correctly when run without one.
 
 Each program is imported by path (as the build does) and run as a subprocess (as a
-student does). cupy is replaced by a small package on PYTHONPATH: one that refuses to
-import (the "no cupy" machine) or a fake that reports a chosen device, so these tests
-mean the same on every machine. The verdict comes from the report JSON and the exit
-code, never from the wording of stdout.
+student does: no cupy, a report and seed from the environment in any folder, a gate that
+passes on a machine that cannot launch). cupy is replaced by a small package on PYTHONPATH:
+one that refuses to import (the "no cupy" machine) or a fake that reports a chosen device,
+so these tests mean the same on every machine. What the gate decides on each fake device,
+and the seed a run draws, are asked of the program's ``main`` in this process, the same
+fake as ``cupy`` in ``sys.modules`` (``sys.exit(main())`` is all the script adds). The
+verdict comes from the report JSON and the exit code, never from the wording of stdout.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -138,8 +142,33 @@ def run_program(tmp_path: Path, name: str, cupy_source: str, *args: str, cwd: Pa
     proc = subprocess.run([sys.executable, str(KERNELS / name), *args], cwd=cwd or tmp_path,
                           env=env, capture_output=True, text=True, timeout=120)
     path = Path(env.get("TILEPROOF_REPORT", report))
-    data = json.loads(path.read_text(), parse_constant=lambda t: pytest.fail(f"bad JSON token {t}"))
-    return proc, data
+    return proc, read_report(path)
+
+
+def read_report(path: Path) -> dict:
+    return json.loads(path.read_text(), parse_constant=lambda t: pytest.fail(f"bad JSON token {t}"))
+
+
+def run_main(monkeypatch, capsys, tmp_path: Path, name: str, cupy_source: str | None, *args: str,
+             env_extra: dict[str, str] | None = None) -> tuple[int, str, dict]:
+    """The program's ``main`` in this process, with ``cupy`` in ``sys.modules`` the module ``cupy_source`` makes
+    (None: ``import cupy`` raises ImportError) and only ``env_extra`` of the TILEPROOF_ and FAKE_CUPY_ variables:
+    (exit code, stdout, report)."""
+    for key in [k for k in os.environ if k.startswith(("TILEPROOF_", "FAKE_CUPY_"))]:
+        monkeypatch.delenv(key)
+    for key, value in (env_extra or {}).items():
+        monkeypatch.setenv(key, value)
+    if cupy_source is None:
+        fake = None
+    else:  # made after the variables are set: the fake reads some at import, as it does in a process
+        fake = types.ModuleType("cupy")
+        exec(compile(cupy_source, "<fake cupy>", "exec"), fake.__dict__)  # noqa: S102  # the test's own fake
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    report = tmp_path / "out" / "report.json"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    capsys.readouterr()
+    code = load(name).main([*args, "--report", str(report)])
+    return code, capsys.readouterr().out, read_report(report)
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
@@ -173,8 +202,8 @@ def test_report_and_seed_from_environment_and_any_cwd(tmp_path):
     assert report["program"] == "kernels/fused.py"
 
 
-def test_fresh_seed_each_run(tmp_path):
-    seeds = {run_program(tmp_path, "vector_add.py", BLOCKED_CUPY)[1]["seed"] for _ in range(2)}
+def test_fresh_seed_each_run(tmp_path, monkeypatch, capsys):
+    seeds = {run_main(monkeypatch, capsys, tmp_path, "vector_add.py", None)[2]["seed"] for _ in range(2)}
     assert len(seeds) == 2
     assert all(isinstance(s, int) for s in seeds)
 
@@ -192,10 +221,10 @@ def test_fresh_seed_each_run(tmp_path):
     ids=["t4", "zero-devices", "runtime-error", "old-driver"],
 )
 @pytest.mark.parametrize("name", PROGRAMS)
-def test_gate_refusals(name, env, gate, device, tmp_path):
-    proc, report = run_program(tmp_path, name, FAKE_CUPY, "--seed", "3", env_extra=env)
-    lines = proc.stdout.splitlines()
-    assert proc.returncode == 1, proc.stderr
+def test_gate_refusals(name, env, gate, device, tmp_path, monkeypatch, capsys):
+    code, stdout, report = run_main(monkeypatch, capsys, tmp_path, name, FAKE_CUPY, "--seed", "3", env_extra=env)
+    lines = stdout.splitlines()
+    assert code == 1, stdout
     assert len(lines) == 1
     assert report["gate_message"] == lines[0]
     assert report["gate"] == gate

@@ -99,9 +99,10 @@ def tools(system_nvcc: str | None = None, cache_file: Path | None = None) -> Too
     return discover(system_nvcc, cache_file=cache_file, version_text=output_of)
 
 
-def runtime_toolchain(nvcc_version: str | None) -> Toolchain:
-    """``toolchain.find.runtime_tools``, reading versions through this runner."""
-    return runtime_tools(nvcc_version, output_of)
+def runtime_toolchain(nvcc_version: str | None, cache: dict | None = None) -> Toolchain:
+    """``toolchain.find.runtime_tools``, reading versions through this runner (``cache``: the versions already
+    read, kept by path, size and mtime)."""
+    return runtime_tools(nvcc_version, output_of, cache=cache)
 
 
 def host_facts() -> HostFacts:

@@ -231,13 +231,14 @@ class _Session:
     """tileproof's own checker of the outputs the session's programs hand over: one worker for the session."""
 
 
-def python_release(programs: tuple[Path, ...], outside: bool) -> CudaTileRelease | None:
+def python_release(programs: tuple[Path, ...], outside: bool, versions: dict | None = None) -> CudaTileRelease | None:
     """The cuda-tile release the chosen Python programs will import, with the tileiras they will use; refused
     (``cuda_tile.OutsideRange``, one line, nothing written) when that tileiras is outside the release's range
-    and ``outside`` (``--tileiras-outside-range``) was not given. None when no Python program is chosen."""
+    and ``outside`` (``--tileiras-outside-range``) was not given. None when no Python program is chosen.
+    ``versions``: the session's tool versions read so far (``runtime_toolchain``'s cache)."""
     if not any(p.suffix == ".py" for p in programs):
         return None
-    tileiras = next((t.version for t in runtime_toolchain(None).tools if t.name == "tileiras"), None)
+    tileiras = next((t.version for t in runtime_toolchain(None, versions).tools if t.name == "tileiras"), None)
     return cuda_tile.release(tileiras, outside)
 
 
@@ -295,8 +296,9 @@ def _run_one(s: _Session, program: Path) -> ProgramRun:
 
 
 def _open(request: Request, selection: Selection, query: GpuQuery | None, signer: Signer | None, cap: int,
-          say: Callable[[str], None], release: CudaTileRelease | None) -> _Session:
-    """Capture what the session's programs share: the GPU, pip freeze, binaries, toolchain, git, host."""
+          say: Callable[[str], None], release: CudaTileRelease | None, versions: dict | None = None) -> _Session:
+    """Capture what the session's programs share: the GPU, pip freeze, binaries, toolchain (``versions``: the tool
+    versions the release check read already), git, host."""
     root = request.root
     session_id = request.session_id or new_run_id("session")
     probe, frozen = session_start(root, session_id, request.device, query)
@@ -307,7 +309,8 @@ def _open(request: Request, selection: Selection, query: GpuQuery | None, signer
     records = compile_records(root)
     binaries = {p: find_binary(root, p, target, records) for p in selection.programs if p.suffix == ".cu"}
     nvcc_versions = {b.nvcc_version for b in binaries.values() if b and b.nvcc_version}
-    toolchain = runtime_toolchain(next(iter(sorted(nvcc_versions)), None) if len(nvcc_versions) == 1 else None)
+    toolchain = runtime_toolchain(next(iter(sorted(nvcc_versions)), None) if len(nvcc_versions) == 1 else None,
+                                  versions)
     session_env = environment(root, session_id, gpu, frozen, toolchain, child_env(device=request.device))
     return _Session(root, session_id, selection, gpu, target, binaries, session_env, git_state(root), host_facts(),
                     tolerances.load_table(root), request.device, request.timeout, cap, signer, release)
@@ -332,11 +335,12 @@ def run(request: Request, say: Callable[[str], None] = _say) -> Ended | NoGpu:
         absent = query.why_not(request.device)
         if absent:
             return NoGpu(absent)
-    release = python_release(selection.programs, request.outside_range)
+    versions: dict = {}  # each tool's --version read once for the session: the release check, then the toolchain
+    release = python_release(selection.programs, request.outside_range, versions)
     signer = integrity.start(request.root, signer, lambda line: say(f"run: {line}"))  # refused here, or guarded
     # a full disk: one line, and nothing of the session left behind; one checker of handed-over outputs for all
     with whole(request.root), outside_check.session(request.root, warm=True) as checker:
-        s = dataclasses.replace(_open(request, selection, query, signer, cap, say, release), checker=checker)
+        s = dataclasses.replace(_open(request, selection, query, signer, cap, say, release, versions), checker=checker)
         done = []
         for program in selection.programs:
             one = _run_one(s, program)

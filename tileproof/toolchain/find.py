@@ -259,7 +259,8 @@ def cuda_tile_version() -> str | None:
         return None
 
 
-def runtime_tools(nvcc_version: str | None, version_text: VersionText, env: dict[str, str] | None = None) -> Toolchain:
+def runtime_tools(nvcc_version: str | None, version_text: VersionText, env: dict[str, str] | None = None,
+                  cache: dict | None = None) -> Toolchain:
     """The toolchain the programs use at run time, found the way cuTile finds it.
 
     cuTile takes tileiras from the pip packages when they agree, else from
@@ -268,6 +269,8 @@ def runtime_tools(nvcc_version: str | None, version_text: VersionText, env: dict
     cuda-tile version is kept among the packages (whatever tileiras is used): the
     claims matrix shows it, Python-side verdicts can differ between cuda-tile
     versions of one CUDA release. It is not a piece of the one-release rule.
+    ``cache`` (``tool_version``'s, path+size+mtime → version) lets a caller that asks
+    twice start each ``--version`` process once.
     """
     env = dict(os.environ if env is None else env)
     pip = pip_bin()
@@ -279,8 +282,8 @@ def runtime_tools(nvcc_version: str | None, version_text: VersionText, env: dict
     ptxas = base / "ptxas" if base and (base / "ptxas").exists() else None
     nvvm = base.parent / "lib" / "libnvvm.so.4" if base else None
     versions = {
-        "tileiras": tool_version(tileiras, version_text),
-        "ptxas": tool_version(ptxas, version_text),
+        "tileiras": tool_version(tileiras, version_text, cache),
+        "ptxas": tool_version(ptxas, version_text, cache),
         "nvvm": nvvm_version(nvvm) if nvvm and nvvm.exists() else None,
         "nvcc": nvcc_version,
     }
