@@ -149,7 +149,7 @@ def clone(tmp_path_factory):
 
 
 _COMMITS_READ: dict[tuple[str, str, str | None], diff.Snapshot] = {}
-"""Each commit's snapshot as ``snapshot.at_commit`` read it, by repository, commit and trust root (:func:`read_once`)."""
+"""Each commit's snapshot as ``snapshot.at_commit`` read it, by repository, commit and trust root."""
 
 
 @pytest.fixture(autouse=True)
