@@ -79,6 +79,7 @@ def outputs(root: Path, *extra: str) -> dict[str, tuple[int, str]]:
     return out
 
 
+@pytest.mark.slow(reason="eight commands over a 120-record tree: cold, warm, deleted and without the index")
 def test_warm_cold_and_deleted_index_give_identical_output(checkout):
     cold = outputs(checkout)
     assert cold["audit"][0] == 0, cold["audit"][1]
