@@ -32,9 +32,23 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git (
 
 
 def run(*argv: str) -> tuple[int, str, str]:
+    """``tileproof ARGV`` as the CLI runs it: exit status, stdout, stderr. Every command run here is also held to
+    asking git each question once: no git command line runs twice with the same input within it (what git says of
+    the checkout, its format, HEAD and where its index is, is asked once, not by each reader)."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    asked: list[tuple[tuple[str, ...], bytes | None]] = []
+    real = subprocess.run
+
+    def counted(args, *rest, **kwargs):
+        if args and os.path.basename(str(args[0])) == "git" and \
+                not any(f.filename.endswith("conftest.py") for f in traceback.extract_stack()):
+            asked.append((tuple(map(str, args)), kwargs.get("input")))  # the suite's own verdict check left out
+        return real(args, *rest, **kwargs)
+    with pytest.MonkeyPatch.context() as m, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        m.setattr(query.subprocess, "run", counted)
         code = main(list(argv))
+    twice = [" ".join(line[3:]) for (line, _input), n in Counter(asked).items() if n > 1]
+    assert twice == [], (argv, twice)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -365,28 +379,6 @@ def test_the_index_made_by_audit_since_is_no_change_since_rev(checkout, monkeypa
     assert (folder / ".gitignore").is_file()  # this audit made the index
     assert code == 1 and "since-judged-nothing" in text, text
     assert "0 records and their evidence, 0 lessons judged (0 paths changed)" in text, text
-
-
-def test_a_command_asks_git_each_question_once(checkout, monkeypatch):
-    """Within one command, what git says of the checkout (its format, HEAD, where its index is) is asked once and
-    every other question too: no git command line is run twice with the same input, cold or warm, for ``audit``,
-    ``audit --since`` and ``status`` (the suite's own check of every tree a test loads, ``conftest``'s, is not the
-    command's and is left out)."""
-    asked: list[tuple[tuple[str, ...], bytes | None]] = []
-    real = subprocess.run
-
-    def counted(argv, *args, **kwargs):
-        if argv and os.path.basename(str(argv[0])) == "git" and \
-                not any(f.filename.endswith("conftest.py") for f in traceback.extract_stack()):
-            asked.append((tuple(map(str, argv)), kwargs.get("input")))
-        return real(argv, *args, **kwargs)
-    monkeypatch.setattr(query.subprocess, "run", counted)
-    rev = head(checkout)
-    for argv in (["audit"], ["status"], ["audit"], ["status"], ["audit", "--since", rev]):
-        asked.clear()
-        run(*argv, "--root", str(checkout))
-        twice = [" ".join(line[3:]) for (line, _input), n in Counter(asked).items() if n > 1]
-        assert asked and twice == [], (argv, twice)
 
 
 def test_audit_since_a_commit_that_is_not_there_is_one_line(checkout):
