@@ -4,7 +4,9 @@ every file under runs/ and evidence/, and the working tree's object ids.
 ``git log --reverse --raw -z --no-renames`` lists, oldest first, each commit's
 added/changed/deleted files with their object ids; a path's first ``A`` is its
 first committed version (a rename is a delete plus an add, so a moved record is
-a missing one). No git, no repository, or a shallow clone: ``NoHistory``. The
+a missing one). No git, no repository, or a shallow clone: ``NoHistory``, from :func:`checkout`,
+the one ``git rev-parse`` every reader here starts from (object format, HEAD, the root's prefix, where
+git's index is), asked once per root inside a :func:`remembered` block (``catalog.Catalog.open``). The
 working tree's object ids come from git's own index where git vouches for the file
 (``git ls-files -s`` and ``git diff-files``, the stat-data check ``git status`` makes:
 `listed_ids`); every other file is hashed through ``records.safe_read.stream``
