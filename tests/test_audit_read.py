@@ -161,6 +161,7 @@ def test_a_check_may_read_no_transcript_but_its_records_pip_freeze_and_query(tmp
         transcripts.query_rows(Other())
 
 
+@pytest.mark.slow(reason="three fresh interpreters: which module is imported first is the point")
 def test_the_reports_list_rules_alike_whichever_module_is_imported_first():
     listed = set()
     for first in ("tileproof.report.render", "tileproof.commands.audit", "tileproof.gather.audit"):

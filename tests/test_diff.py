@@ -11,6 +11,7 @@ from conftest import COMMITTED, clone_at, git_commit_all
 from test_perf_claims import bench_record, case
 
 from tileproof.__main__ import main
+from tileproof.gather import snapshot
 from tileproof.judge import diff, noise
 from tileproof.records.models import PairedRatio
 
@@ -147,6 +148,26 @@ def clone(tmp_path_factory):
     return clone_at(tmp_path_factory.mktemp("diff") / "repo", HEAD_ID)
 
 
+_COMMITS_READ: dict[tuple[str, str, str | None], diff.Snapshot] = {}
+"""Each commit's snapshot as ``snapshot.at_commit`` read it, by repository, commit and trust root."""
+
+
+@pytest.fixture(autouse=True)
+def read_once(monkeypatch):
+    """``gather.snapshot.at_commit`` read once per repository and commit in this module, not once per diff that
+    names the commit: it reads a fresh checkout of the commit (``runner.worktree.checkout``), which no working-tree
+    file enters, so the same commit of the same repository is the same snapshot. The first diff naming a commit
+    reads it for real; the working tree (``snapshot.read``) is read by every diff."""
+    real = snapshot.at_commit
+
+    def at_commit(repo, commit: str, trust_root: str | None = None) -> diff.Snapshot:
+        key = (str(repo), commit, trust_root)
+        if key not in _COMMITS_READ:
+            _COMMITS_READ[key] = real(repo, commit, trust_root)
+        return _COMMITS_READ[key]
+    monkeypatch.setattr(snapshot, "at_commit", at_commit)
+
+
 def git(root, *args) -> str:
     return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
 
@@ -228,7 +249,7 @@ def test_the_committed_evidence_between_two_commits(clone, capsys):
     assert (code, got["exit_code"]) == (1, 1)
 
 
-@pytest.mark.slow(reason="reads the committed tree at two commits twice")
+@pytest.mark.slow(reason="reads the committed tree at two commits (once per module: read_once)")
 def test_text_and_markdown_say_the_same(clone, capsys):
     code, out, _err = run_diff(capsys, clone, COMMITTED, HEAD_ID)
     assert code == 1
@@ -240,7 +261,8 @@ def test_text_and_markdown_say_the_same(clone, capsys):
     assert "| softmax/tile/2097152x128/* (fastest: " in md and "REGRESSION" in md
 
 
-@pytest.mark.slow(reason="seven diffs of the committed tree, each reading one or two checkouts")
+@pytest.mark.slow(reason="a clone of the committed tree, and seven diffs of it: three of its working tree, two "
+                          "commits each read from a checkout of its own")
 def test_exit_codes_on_a_repository(clone, tmp_path, capsys):
     repo = clone_at(tmp_path / "repo", HEAD_ID, clone)
     assert run_diff(capsys, repo, "HEAD")[0] == 0  # the working tree as committed: nothing changed
@@ -265,7 +287,6 @@ def test_exit_codes_on_a_repository(clone, tmp_path, capsys):
 
 def test_abbreviations_and_refs(clone):
     """diff decides no trust: it takes an abbreviation of one commit, a ref, HEAD; never one of two commits."""
-    from tileproof.gather import snapshot
     assert snapshot.resolve(clone, COMMITTED[:7]) == COMMITTED
     assert snapshot.resolve(clone, "HEAD") == HEAD_ID
     ids = git(clone, "rev-list", HEAD_ID).split()

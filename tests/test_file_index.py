@@ -13,6 +13,9 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
+import traceback
+from collections import Counter
 from pathlib import Path
 
 import audit_tree  # tests/data/audit, on sys.path (conftest)
@@ -20,16 +23,32 @@ import pytest
 from conftest import AgedCopies, git_commit_all
 
 from tileproof.__main__ import main
+from tileproof.catalog import history as catalog_history
 from tileproof.catalog import index as file_index
 from tileproof.fleet.merge import Source, merge
+from tileproof.runner import query
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git (the tree is a checkout)")
 
 
 def run(*argv: str) -> tuple[int, str, str]:
+    """``tileproof ARGV`` as the CLI runs it: exit status, stdout, stderr. Every command run here is also held to
+    asking git each question once: no git command line runs twice with the same input within it (what git says of
+    the checkout, its format, HEAD and where its index is, is asked once, not by each reader)."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    asked: list[tuple[tuple[str, ...], bytes | None]] = []
+    real = subprocess.run
+
+    def counted(args, *rest, **kwargs):
+        if args and os.path.basename(str(args[0])) == "git" and \
+                not any(f.filename.endswith("conftest.py") for f in traceback.extract_stack()):
+            asked.append((tuple(map(str, args)), kwargs.get("input")))  # the suite's own verdict check left out
+        return real(args, *rest, **kwargs)
+    with pytest.MonkeyPatch.context() as m, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        m.setattr(query.subprocess, "run", counted)
         code = main(list(argv))
+    twice = [" ".join(line[3:]) for (line, _input), n in Counter(asked).items() if n > 1]
+    assert twice == [], (argv, twice)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -39,12 +58,14 @@ def head(root: Path) -> str:
 
 
 def synthetic_checkout(root: Path) -> None:
-    """The synthetic course committed, then 120 records naming that commit, committed."""
+    """The synthetic course committed, then 120 records naming that commit, committed; git's objects in one pack
+    (what a clone holds: each test's copy of the tree copies one file for them, not one per object)."""
     audit_tree.synthetic_tree(root, 0)  # the course first: the records name the commit that holds it
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, capture_output=True)
     git_commit_all(root, "course")
     audit_tree.synthetic_tree(root, 120, commit=head(root))
     git_commit_all(root, "records")
+    subprocess.run(["git", "-C", str(root), "repack", "-a", "-d", "-q"], check=True, capture_output=True)
 
 
 def settled_files(root: Path) -> list[Path]:
@@ -75,6 +96,7 @@ def outputs(root: Path, *extra: str) -> dict[str, tuple[int, str]]:
     return out
 
 
+@pytest.mark.slow(reason="eight commands over a 120-record tree: cold, warm, deleted and without the index")
 def test_warm_cold_and_deleted_index_give_identical_output(checkout):
     cold = outputs(checkout)
     assert cold["audit"][0] == 0, cold["audit"][1]
@@ -328,6 +350,35 @@ def test_audit_since_audits_the_whole_tree_when_a_file_directly_under_evidence_c
     assert full_code == 1
     found = [ln for ln in full_text.splitlines() if "evidence/loose.txt" in ln]
     assert found and found == [ln for ln in text.splitlines() if "evidence/loose.txt" in ln and "scope" not in ln]
+
+
+def test_the_index_made_by_audit_since_is_no_change_since_rev(checkout, monkeypatch):
+    """A tree's first command makes the index folder while git lists the untracked files for ``--since``: the folder
+    must not be listed half made (its ``.gitignore`` not written yet) as a change since REV, which would re-judge every
+    lesson of a pull request that changed nothing. Here git's listing waits for the folder to appear, and its
+    ``.gitignore`` takes a while to be written, as on a busy machine."""
+    folder = checkout / file_index.FOLDER
+    real_folder, real_git = file_index.ignored_folder, catalog_history.git
+
+    def slowly(made: Path) -> Path:
+        made.mkdir(parents=True, exist_ok=True)
+        (made / ".gitignore").touch()  # made, its line not written yet
+        time.sleep(0.3)
+        (made / ".gitignore").unlink()
+        return real_folder(made)
+
+    def git(root: Path, *args: str, **kwargs):
+        deadline = time.monotonic() + 2
+        while "--others" in args and not folder.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return real_git(root, *args, **kwargs)
+    monkeypatch.setattr(file_index, "ignored_folder", slowly)
+    monkeypatch.setattr(catalog_history, "git", git)
+    assert not folder.exists()
+    code, text, _ = run("audit", "--root", str(checkout), "--since", head(checkout))
+    assert (folder / ".gitignore").is_file()  # this audit made the index
+    assert code == 1 and "since-judged-nothing" in text, text
+    assert "0 records and their evidence, 0 lessons judged (0 paths changed)" in text, text
 
 
 def test_audit_since_a_commit_that_is_not_there_is_one_line(checkout):

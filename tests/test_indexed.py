@@ -209,6 +209,7 @@ def shown(found: list) -> str:
                        for name, e in found])
 
 
+@pytest.mark.slow(reason="two processes making the summary at once: the process boundary is the point")
 def test_concurrent_reads_leave_one_whole_summary(tree, monkeypatch):
     """Two commands making the summary at once (each writes it whole, in one transaction): both answer as without the
     index, and the summary left is one every later read takes every record from."""

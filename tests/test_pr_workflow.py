@@ -148,6 +148,8 @@ def _audit_as_the_workflow_does(root: Path, base_sha: str, tmp_path: Path) -> tu
     return merge_base, got
 
 
+@pytest.mark.slow(reason="a clone with a pull-request branch, and the action's audit step: the script and the "
+                          "tileproof process it starts are the point")
 @needs_jq
 def test_the_workflows_audit_step_audits_since_the_merge_base(tmp_path):
     """A pull request that changes a lesson: the merge-base step gives a full id, and the action's audit step, run
@@ -164,6 +166,8 @@ def test_the_workflows_audit_step_audits_since_the_merge_base(tmp_path):
     assert "the whole tree is audited instead" not in got.stdout
 
 
+@pytest.mark.slow(reason="a clone with a pull-request branch, the action's audit step starting tileproof twice "
+                          "(--since, then the whole tree), and the whole-tree audit it must agree with")
 @needs_jq
 def test_a_pull_request_that_changes_nothing_gets_the_whole_tree_audited(tmp_path):
     """A pull request whose commits add a file and take it away again: --since judges nothing

@@ -4,6 +4,8 @@ and a mistyped trust root shown as the one cause it is (real clones of this repo
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import json
 import re
 import subprocess
@@ -17,6 +19,7 @@ import pytest
 from conftest import COMMITTED, clone_at
 
 from tileproof.__main__ import main
+from tileproof.commands import audit as audit_command
 from tileproof.gather import audit
 from tileproof.report import causes
 
@@ -58,16 +61,39 @@ def section(html: str, anchor: str) -> str:
     return html[start:end if end > 0 else None]
 
 
+def audited(*argv: str) -> tuple[int, str, object]:
+    """``tileproof audit ARGV`` as the command line runs it: its exit status, what it printed (stdout), and the
+    result it printed and wrote its reports from (``gather.audit.audit``'s, kept as the command gets it)."""
+    results = []
+    real = audit_command.audit
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as m, contextlib.redirect_stdout(out):
+        m.setattr(audit_command, "audit", lambda *a, **k: results.append(real(*a, **k)) or results[-1])
+        code = main(["audit", *argv])
+    (result,) = results
+    return code, out.getvalue(), result
+
+
 @pytest.fixture(scope="module")
 def mistyped(committed_tree, tmp_path_factory):
+    """The committed tree audited with the trust root mistyped, the reports written: exit status, the reports'
+    folder, the result and what it printed."""
     out = tmp_path_factory.mktemp("mistyped")
-    code = main(["audit", "--allow-no-history", "--root", str(committed_tree), "--trust-root", TYPO,
-                 "--report-dir", str(out)])
-    return code, out, audit.audit(committed_tree, trust_root=TYPO)
+    code, printed, result = audited("--allow-no-history", "--root", str(committed_tree), "--trust-root", TYPO,
+                                    "--report-dir", str(out))
+    return code, out, result, printed
 
 
-def test_a_mistyped_trust_root_is_one_cause_not_a_hundred_findings(mistyped, capsys):
-    code, out, result = mistyped
+@pytest.fixture(scope="module")
+def clean(committed_tree, tmp_path_factory):
+    """The committed tree audited, the reports written: exit status, the reports' folder and the result."""
+    out = tmp_path_factory.mktemp("clean")
+    code, _printed, result = audited("--allow-no-history", "--root", str(committed_tree), "--report-dir", str(out))
+    return code, out, result
+
+
+def test_a_mistyped_trust_root_is_one_cause_not_a_hundred_findings(mistyped):
+    code, out, result, _printed = mistyped
     assert code == 1
     view = causes.grouped(result.findings, result.lessons)
     assert [g.cause.rule for g in view.groups] == ["trust-root-not-in-history"]
@@ -95,9 +121,10 @@ def test_a_mistyped_trust_root_is_one_cause_not_a_hundred_findings(mistyped, cap
     assert "FAILED: " in md and "1 root cause (trust-root-not-in-history)" in md
 
 
-def test_the_printed_audit_names_the_cause_first(committed_tree, capsys):
-    assert main(["audit", "--allow-no-history", "--root", str(committed_tree), "--trust-root", TYPO]) == 1
-    lines = [line for line in capsys.readouterr().out.splitlines() if line]
+def test_the_printed_audit_names_the_cause_first(mistyped):
+    code, _out, _result, printed = mistyped
+    assert code == 1
+    lines = [line for line in printed.splitlines() if line]
     assert lines[0].startswith("root cause: lessons/runners.yaml: trust-root-not-in-history")
     assert re.search(r"; (\d+) findings below follow from it", lines[0])
     assert lines[1].startswith("lessons/runners.yaml: trust-root-not-in-history")
@@ -144,24 +171,26 @@ def test_a_registry_gone_or_emptied_is_one_cause_too(tmp_path, poison, cause):
     assert follows == {"record-unknown-key", "lesson-published-without-evidence"}
 
 
-def test_without_a_cause_nothing_is_grouped(committed_tree):
-    result = audit.audit(committed_tree)
+def test_without_a_cause_nothing_is_grouped(clean):
+    _code, _out, result = clean
     view = causes.grouped(result.findings, result.lessons)
     assert view.groups == () and view.lead() is None
 
 
+@pytest.mark.slow(reason="a clone of the committed tree audited three times: twice rewriting its committed "
+                          "reports, once with the working tree dirty")
 def test_the_header_says_which_commit_clean_or_dirty_when_and_the_root(tmp_path):
     root = clone_at(tmp_path / "repo")
     before = datetime.now(timezone.utc) - timedelta(seconds=2)
     # Twice: the committed reports the first run rewrote (on purpose) do not make the tree dirty for the second.
     for _ in range(2):
-        assert main(["audit", "--root", str(root), "--update-committed-report"]) == 0
+        code, _printed, result = audited("--root", str(root), "--update-committed-report")
+        assert code == 0
     page = Page((root / "evidence" / "audit.html").read_text())
     assert page.facts["audited commit"] == COMMITTED
     assert page.facts["working tree"].startswith("clean")
     at = datetime.strptime(page.facts["audited at"], "%Y-%m-%d %H:%M:%S UTC").replace(tzinfo=timezone.utc)
     assert before <= at <= datetime.now(timezone.utc)
-    result = audit.audit(root)
     assert page.facts["trust root"] == result.trust.root
     assert page.facts["trust range"] == result.trust.range
     assert "'..'" in page.facts["links"]  # evidence/audit.html: the repository root is its parent
@@ -173,10 +202,10 @@ def test_the_header_says_which_commit_clean_or_dirty_when_and_the_root(tmp_path)
     assert Page((tmp_path / "dirty.html").read_text()).facts["working tree"].startswith("DIRTY")
 
 
-def test_every_lesson_is_one_summary_row_and_the_contents_resolve(committed_tree, tmp_path):
-    assert main(["audit", "--allow-no-history", "--root", str(committed_tree), "--report-dir", str(tmp_path)]) == 0
-    html = (tmp_path / "audit.html").read_text()
-    result = audit.audit(committed_tree)
+def test_every_lesson_is_one_summary_row_and_the_contents_resolve(clean):
+    code, out, result = clean
+    assert code == 0
+    html = (out / "audit.html").read_text()
     summary = section(html, "summary")
     for lesson in result.lessons:
         assert f'<a href="#lesson-{lesson.id}">{lesson.id}</a>' in summary

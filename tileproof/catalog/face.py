@@ -28,6 +28,7 @@ from tileproof.records.errors import TileproofError
 from tileproof.records.history_check import GitHistory, NoHistory
 from tileproof.records.store import Examined
 from tileproof.records.trust.runner_keys import RunnerRegistry
+from tileproof.runner import git_history
 from tileproof.runner.query import Answer
 
 WORKERS_NOTE = byte_pass.WORKERS_NOTE
@@ -50,11 +51,13 @@ class Catalog:
     @classmethod
     @contextmanager
     def open(cls, root: Path | str, registry: RunnerRegistry) -> Iterator[Catalog]:
-        """The catalog, for the block; its index closed when the outermost block of this process ends."""
+        """The catalog, for the block; its index closed when the outermost block of this process ends. Inside it, what
+        git says of the checkout (``runner.git_history.remembered``) is asked once."""
         pid = os.getpid()
         _DEPTH[pid] = _DEPTH.get(pid, 0) + 1
         try:
-            yield cls(Path(root), registry)
+            with git_history.remembered():  # what git says of the checkout, asked once for the block
+                yield cls(Path(root), registry)
         finally:
             _DEPTH[pid] -= 1
             if not _DEPTH[pid]:
@@ -82,7 +85,10 @@ class Catalog:
 
     def changes_since(self, commit: str, checked: Callable[[], Answer] | None = None
                       ) -> Callable[[], tuple[str, frozenset[str]] | NoHistory]:
-        """Every path changed since ``commit`` (``catalog.history.changes_since``), begun."""
+        """Every path changed since ``commit`` (``catalog.history.changes_since``), begun. The index is opened first:
+        on a tree's first command its folder is made then, and git's listing of untracked files, begun at once, would
+        otherwise find it half made (before its ``.gitignore`` says ``*``) and count it as a change."""
+        index.opened(self.root)
         return history.changes_since(self.root, commit, (), checked)
 
     @staticmethod

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
 import threading
 from collections.abc import Callable, Iterable
@@ -26,7 +27,7 @@ from tileproof.catalog.index import Index
 from tileproof.records.history_check import REGENERATED, WATCHED, FirstVersion, GitHistory, NoHistory, ObjectFormat
 from tileproof.runner import git_history
 from tileproof.runner.git_history import DIRTY, LISTED, LOG, git, watched_paths, working_id
-from tileproof.runner.query import Answer
+from tileproof.runner.query import Answer, ask
 
 CACHE_FOLDER, CACHE_KIND = "", "git-history"
 """Where :func:`start` keeps its one comparison: the index's summary of the whole tree, under the scope
@@ -39,14 +40,14 @@ def start(index: Index, root: Path, stat_check: Callable[[], Answer] | None = No
     waits for the gits and reads their answers (once). ``stat_check``: the working tree's :func:`stat_check`, when
     the caller started it already (``audit --since`` reads its scope from the same one)."""
     root = Path(root)
-    fmt = git_history.repository(root)
-    if isinstance(fmt, NoHistory):
-        return lambda: fmt
-    head = git(root, "rev-parse", "--verify", "-q", "HEAD")
-    if head.exit_code != 0:
+    at = git_history.checkout(root)
+    if isinstance(at, NoHistory):
+        return lambda: at
+    if at.head is None:
         return lambda: GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
+    fmt = at.fmt
     dirty = stat_check or _later(root, *DIRTY, "--", *WATCHED)
-    key = _cache_key(root, fmt, head.stdout.decode(errors="replace").strip())
+    key = _cache_key(root, at)
     kept = index.summary(CACHE_FOLDER, CACHE_KIND, key) if key is not None else None
     # Without a kept comparison both reads begin now. With one, the log begins as soon as the stat check lists a file
     # under runs/ or evidence/ (then the comparison cannot serve), and the listing once the log is read: the two gits
@@ -143,31 +144,57 @@ def _in_thread(work: Callable[[], T], once: bool = False) -> Callable[[], T]:
     return answer
 
 
-def _cache_key(root: Path, fmt: ObjectFormat, head: str) -> str | None:
+def _cache_key(root: Path, at: git_history.Checkout) -> str | None:
     """A digest of everything the log's and the index listing's output depend on besides the code (the
     index's own key): HEAD (a commit id fixes the whole history behind it), the object format, git's
-    version, its whole configuration (``git config --list``: path matching, quoting, replacement refs and
-    the like), every ``GIT_*`` variable of the environment, the replacement refs and the grafts file (both
-    rewrite history as git reads it), the root's prefix in the repository (``--relative``) and the bytes of
-    git's index file (the listing is read from it: stage, mode, flags and object id of every entry). None
-    (nothing cached) when one of them cannot be read."""
-    where = git(root, "rev-parse", "--show-prefix", "--git-path", "index", "--git-path", "info/grafts")
-    lines = where.stdout.decode(errors="surrogateescape").split("\n")
+    version (:func:`git_version`), its whole configuration (``git config --list``: path matching, quoting,
+    replacement refs and the like), every ``GIT_*`` variable of the environment, the replacement refs and the
+    grafts file (both rewrite history as git reads it), the root's prefix in the repository (``--relative``) and
+    the bytes of git's index file (the listing is read from it: stage, mode, flags and object id of every entry).
+    None (nothing cached) when one of them cannot be read. ``at``: what git said of the checkout
+    (``runner.git_history.checkout``: HEAD, the prefix, where the index and the grafts file are)."""
+    if at.where is None:
+        return None  # a path holding a line break is not cached by
     config = git(root, "config", "--list", "-z")
-    version = git(root, "version")
+    version = git_version()
     replaced = git(root, "for-each-ref", "--format=%(refname) %(objectname)", "refs/replace/")
-    if any(a.exit_code != 0 for a in (where, config, version, replaced)) or len(lines) != 4 or lines[3]:
-        return None  # three lines, each ending in a newline (a path holding one is not cached by)
-    prefix, index_file, grafts = lines[:3]
+    if version is None or any(a.exit_code != 0 for a in (config, replaced)):
+        return None
+    prefix, index_file, grafts = at.where
     files = [_file_digest(root / index_file), _file_digest(root / grafts)]
     if files[0] in (None, "absent") or files[1] is None:  # the listing is read from git's index: it must be there
         return None
     environment = sorted((k, v) for k, v in os.environ.items() if k.startswith("GIT_"))
     h = hashlib.sha256()
-    for part in (fmt, head, prefix, *files, config.stdout, version.stdout, replaced.stdout, repr(environment)):
+    for part in (at.fmt, at.head, prefix, *files, config.stdout, version, replaced.stdout, repr(environment)):
         h.update(part if isinstance(part, bytes) else str(part).encode(errors="surrogateescape"))
         h.update(b"\0")
     return h.hexdigest()
+
+
+_VERSIONS: dict[tuple, bytes] = {}
+"""``git version``'s answer by the git program it came from (:func:`git_version`)."""
+
+
+def git_version() -> bytes | None:
+    """What ``git version`` prints (None: it failed), asked once per process for each git program: the one ``PATH``
+    finds, known by its path and its file's identity (device, inode, size, modification and change time), so a git
+    replaced or put first on ``PATH`` meanwhile is asked again."""
+    found = shutil.which("git")
+    try:
+        st = os.stat(found) if found is not None else None
+    except OSError:
+        st = None
+    program = (found, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if st is not None else None
+    known = _VERSIONS.get(program) if program is not None else None
+    if known is None:
+        answer = ask(["git", "version"], timeout=git_history.GIT_TIMEOUT_S, fix="install git")
+        if answer.exit_code != 0:
+            return None
+        known = answer.stdout
+        if program is not None:
+            _VERSIONS[program] = known
+    return known
 
 
 def _file_digest(path: Path) -> str | None:

@@ -123,8 +123,12 @@ def choose_root(root: Path, given: str | None, graph: TrustHistory | NoHistory) 
 
 
 def _commit_root(root: Path, source: RootSource, rev: str, why: str, graph: TrustHistory | NoHistory) -> Root:
-    """A pin's commit (its model holds a full id): looked up as an id alone (``gather.given_commit``)."""
-    commit = git_history.commit_by_id(root, rev) if not isinstance(graph, NoHistory) else None
+    """A pin's commit (its model holds a full id): looked up as an id alone (``gather.given_commit``); one of the
+    commits ``graph`` read (every commit reachable from HEAD) is one without asking git again."""
+    if isinstance(graph, NoHistory):
+        commit = None
+    else:
+        commit = rev if rev in graph.parents else git_history.commit_by_id(root, rev)
     return Root(source, rev, commit=commit, why=why)
 
 

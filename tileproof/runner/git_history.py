@@ -4,7 +4,9 @@ every file under runs/ and evidence/, and the working tree's object ids.
 ``git log --reverse --raw -z --no-renames`` lists, oldest first, each commit's
 added/changed/deleted files with their object ids; a path's first ``A`` is its
 first committed version (a rename is a delete plus an add, so a moved record is
-a missing one). No git, no repository, or a shallow clone: ``NoHistory``. The
+a missing one). No git, no repository, or a shallow clone: ``NoHistory``, from :func:`checkout`,
+the one ``git rev-parse`` every reader here starts from (object format, HEAD, the root's prefix, where
+git's index is), asked once per root inside a :func:`remembered` block (``catalog.Catalog.open``). The
 working tree's object ids come from git's own index where git vouches for the file
 (``git ls-files -s`` and ``git diff-files``, the stat-data check ``git status`` makes:
 `listed_ids`); every other file is hashed through ``records.safe_read.stream``
@@ -24,9 +26,12 @@ git about a commit a reviewer names (``--trust-root``, ``--expect-ancestor``, ``
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import cast, get_args
@@ -73,26 +78,93 @@ def tracked_under(root: Path, folder: str) -> str | None:
     return listed.stdout.split(b"\0", 1)[0].decode(errors="replace")
 
 
-def repository(root: Path) -> ObjectFormat | NoHistory:
-    """The object format of the repository at ``root`` (one ``git rev-parse``), or why it has no usable
-    history."""
+@dataclass(frozen=True)
+class Checkout:
+    """What one ``git rev-parse`` says of the checkout at a root (:func:`checkout`)."""
+
+    fmt: ObjectFormat
+    head: str | None
+    """HEAD's full id; None when ``git rev-parse --verify HEAD`` names nothing (no commit yet)."""
+    where: tuple[str, str, str] | None
+    """The root's prefix in the repository, git's index file and the grafts file, as git names them from the root;
+    None when one of them holds a line break (then the three cannot be told apart)."""
+
+
+FACTS = ("rev-parse", "--is-inside-work-tree", "--is-shallow-repository", "--show-object-format", "--show-prefix",
+         "--git-path", "index", "--git-path", "info/grafts", "--verify", "-q", "HEAD")
+"""One ``git rev-parse`` for everything :class:`Checkout` holds: git prints each answer on a line of its own, in this
+order, and HEAD's id last (nothing, and exit status 1, when HEAD names no object)."""
+
+_HELD: dict[tuple[int, Path], Checkout | NoHistory] = {}
+"""What :func:`checkout` answered for each root inside :func:`remembered` blocks, by process and root."""
+_DEPTH: dict[int, int] = {}
+"""How many :func:`remembered` blocks are open in each process."""
+
+
+@contextmanager
+def remembered() -> Iterator[None]:
+    """For the block, what git says of a checkout (:func:`checkout`: its object format, whether it is shallow, HEAD,
+    where its index file is) is asked once per root and remembered: a command that only reads sees one state of the
+    repository, and its readers (the history read, the trust history, the commits records name) ask git once, not
+    each. Nested blocks share the outermost one's answers, forgotten when it ends; outside any block every call
+    asks git."""
+    pid = os.getpid()
+    _DEPTH[pid] = _DEPTH.get(pid, 0) + 1
+    try:
+        yield
+    finally:
+        _DEPTH[pid] -= 1
+        if not _DEPTH[pid]:
+            for key in [k for k in _HELD if k[0] == pid]:
+                del _HELD[key]
+
+
+def checkout(root: Path) -> Checkout | NoHistory:
+    """What git says of the checkout at ``root`` (one ``git rev-parse``: :data:`FACTS`), or why it has no usable
+    history: no git, not a checkout, a shallow clone, an object format tileproof does not know. Asked once per root
+    inside a :func:`remembered` block."""
+    root = Path(root)
+    key = (os.getpid(), root)
+    found = _HELD.get(key) if _DEPTH.get(key[0]) else None
+    if found is None:
+        found = _checkout(root)
+        if _DEPTH.get(key[0]):
+            _HELD[key] = found
+    return found
+
+
+def _checkout(root: Path) -> Checkout | NoHistory:
     if shutil.which("git") is None:
         return NoHistory("git is not installed")
-    facts = git(root, "rev-parse", "--is-inside-work-tree", "--is-shallow-repository", "--show-object-format")
-    inside, shallow, named = [*facts.stdout.decode(errors="replace").split(), "", "", ""][:3]
-    if facts.exit_code != 0 or inside != "true":
+    facts = git(root, *FACTS)
+    lines = facts.stdout.decode(errors="surrogateescape").split("\n")
+    inside, shallow, named = [*lines, "", "", ""][:3]
+    if facts.exit_code not in (0, 1) or inside != "true":
         return NoHistory(f"{root} is not a git checkout")
     if shallow == "true":
         return NoHistory("a shallow clone (fix: git fetch --unshallow)")
     named = named or "sha1"  # a git that prints no format has only sha1
     if named not in get_args(ObjectFormat):
         return NoHistory(f"git names an object format tileproof does not know: {named!r}")
-    return cast(ObjectFormat, named)
+    fmt = cast(ObjectFormat, named)
+    head = lines[-2] if facts.exit_code == 0 and len(lines) >= 8 else None
+    if facts.exit_code == 0 and not re.fullmatch(FULL_ID[fmt], head or ""):
+        return NoHistory(f"git rev-parse printed what tileproof cannot read: {facts.stdout[-120:]!r}")
+    if lines[-1] or len(lines) < 7:
+        return NoHistory(f"git rev-parse printed what tileproof cannot read: {facts.stdout[-120:]!r}")
+    middle = lines[3:-2] if head is not None else lines[3:-1]  # three lines unless one holds a line break
+    return Checkout(fmt, head, (middle[0], middle[1], middle[2]) if len(middle) == 3 else None)
+
+
+def repository(root: Path) -> ObjectFormat | NoHistory:
+    """The object format of the repository at ``root`` (:func:`checkout`), or why it has no usable history."""
+    found = checkout(root)
+    return found if isinstance(found, NoHistory) else found.fmt
 
 
 def _no_history(root: Path) -> NoHistory | None:
     """Why ``root`` has no usable history, or None when it has."""
-    found = repository(root)
+    found = checkout(root)
     return found if isinstance(found, NoHistory) else None
 
 
@@ -101,12 +173,12 @@ def read(root: Path) -> GitHistory | NoHistory:
     the stat check, read one after another (:func:`compared`). The catalog (``catalog.history``) reads the same
     three at once, and keeps their comparison."""
     root = Path(root)
-    fmt = repository(root)
-    if isinstance(fmt, NoHistory):
-        return fmt
-    if git(root, "rev-parse", "--verify", "-q", "HEAD").exit_code != 0:
+    at = checkout(root)
+    if isinstance(at, NoHistory):
+        return at
+    if at.head is None:
         return GitHistory(first=(), current={})  # no commit yet: nothing was ever committed
-    found, _first, _vouched = compared(root, fmt, lambda: git(root, *LOG), lambda: git(root, *LISTED),
+    found, _first, _vouched = compared(root, at.fmt, lambda: git(root, *LOG), lambda: git(root, *LISTED),
                                        lambda: git(root, *DIRTY, "--", *WATCHED))
     return found
 
@@ -320,14 +392,14 @@ def _fs_bytes(text: str) -> bytes | None:
 def trust_history(root: Path, paths: tuple[str, str] = (REGISTRY.as_posix(), PIN.as_posix())
                   ) -> TrustHistory | NoHistory:
     """The commit graph reachable from HEAD (one ``git log --topo-order --reverse``), with the sha256 of
-    the registry and the pin file (``paths``) at every commit and each version's bytes (``git cat-file``:
-    one ``--batch-check`` for every commit's object ids, one ``--batch`` for the distinct versions), and
-    the commits that added each endorsement's bytes (:func:`_endorsements`)."""
+    the registry and the pin file (``paths``) at every commit and each version's bytes, and the commits that added
+    each endorsement's bytes (:func:`_endorsements`): one ``git cat-file --batch-check`` for every commit's object
+    ids, then one ``--batch`` for the distinct versions and the endorsements' blobs together."""
     root = Path(root)
-    missing = _no_history(root)
-    if missing is not None:
-        return missing
-    if git(root, "rev-parse", "--verify", "-q", "HEAD").exit_code != 0:
+    at = checkout(root)
+    if isinstance(at, NoHistory):
+        return at
+    if at.head is None:
         return TrustHistory(commits=(), parents={}, times={}, registry={}, pin={})
     log = git(root, "log", "--topo-order", "--reverse", "--format=%H %ct %P", "HEAD")
     if log.exit_code != 0:
@@ -342,12 +414,17 @@ def trust_history(root: Path, paths: tuple[str, str] = (REGISTRY.as_posix(), PIN
         times[commit] = datetime.fromtimestamp(int(when), timezone.utc)
     ids = _object_ids(root, [f"{c}:{p}" for c in commits for p in paths])
     distinct = sorted({i for i in ids if i is not None})
-    blobs = dict(zip(distinct, _cat_file(root, distinct), strict=True))
+    added = _endorsed_blobs(root)
+    if isinstance(added, NoHistory):
+        return added
+    wanted = sorted({*distinct, *added})
+    read = dict(zip(wanted, _cat_file(root, wanted), strict=True))
+    blobs = {i: read[i] for i in distinct}
     sha = {i: hashlib.sha256(data).hexdigest() for i, data in blobs.items() if data is not None}
     texts = {sha[i]: data for i, data in blobs.items() if data is not None}
-    at = iter(ids)
-    versions = [{p: sha.get(next(at) or "") for p in paths} for _c in commits]
-    endorsements = _endorsements(root)
+    at_commit = iter(ids)
+    versions = [{p: sha.get(next(at_commit) or "") for p in paths} for _c in commits]
+    endorsements = _endorsements(added, read)
     if isinstance(endorsements, NoHistory):
         return endorsements
     return TrustHistory(commits=tuple(commits), parents=parents, times=times,
@@ -364,11 +441,10 @@ _ENDORSEMENTS_LOG = ("-c", "core.quotePath=false", "-c", "log.showRoot=true", "l
 parent had is listed too), a root commit with nothing."""
 
 
-def _endorsements(root: Path) -> dict[str, frozenset[str]] | NoHistory:
-    """sha256 of each version of a file under ``lessons/registry-signatures/`` → the commits that added or
-    changed a file to it (``records.trust.trust_history.TrustHistory.endorsements``): one ``git log`` (its raw diff
-    against each parent) and one ``git cat-file --batch`` for the distinct blobs. A log this code cannot read
-    is NoHistory, never a partial map (an endorsement missing from it would pass as one not committed yet)."""
+def _endorsed_blobs(root: Path) -> dict[str, set[str]] | NoHistory:
+    """The object id of each version of a file under ``lessons/registry-signatures/`` → the commits that added or
+    changed a file to it: one ``git log`` (its raw diff against each parent). A log this code cannot read is
+    NoHistory, never a partial map (an endorsement missing from it would pass as one not committed yet)."""
     log = git(root, *_ENDORSEMENTS_LOG)
     if log.exit_code != 0:
         return NoHistory(f"git log failed: {log.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
@@ -385,9 +461,17 @@ def _endorsements(root: Path) -> dict[str, frozenset[str]] | NoHistory:
             added.setdefault(new.decode(), set()).add(commit)
     if log.stdout[end:].strip(b"\n\0"):
         return NoHistory(f"git log printed what tileproof cannot read, at byte {end}: {log.stdout[end:end + 60]!r}")
-    blobs = sorted(added)
+    return added
+
+
+def _endorsements(added: dict[str, set[str]], read: Mapping[str, bytes | None]
+                  ) -> dict[str, frozenset[str]] | NoHistory:
+    """sha256 of each version of a file under ``lessons/registry-signatures/`` → the commits that added or changed a
+    file to it (``records.trust.trust_history.TrustHistory.endorsements``), from :func:`_endorsed_blobs` and each
+    blob's bytes as ``git cat-file --batch`` read them (``read``)."""
     out: dict[str, set[str]] = {}
-    for blob, data in zip(blobs, _cat_file(root, blobs), strict=True):
+    for blob in sorted(added):
+        data = read.get(blob)
         if data is None:
             return NoHistory(f"git cat-file could not read {blob}, an endorsement some commit added (a partial "
                              f"clone? fix: git fetch --refetch)")

@@ -136,7 +136,8 @@ class Snapshot:
         top = str(root)
         _TOP.update(environments())
         loose = _loose_prefixes()
-        closed = (os.path.join(top, "build"), str(PACKAGE), *environments(), *_git_folders(root))
+        git_dirs = _git_dirs(root)  # asked once: the hooks' folders and the configs are both in them
+        closed = (os.path.join(top, "build"), str(PACKAGE), *environments(), *_git_folders(git_dirs))
         snapshot = cls(root, {}, closed)
         found: dict[str, os.stat_result | None] = {}  # a file's lstat where the listing took it already
         listed = _git(root, "ls-files", "-z")
@@ -150,7 +151,7 @@ class Snapshot:
         stdlib = sysconfig.get_path("stdlib", vars={"installed_base": sys.base_prefix})
         if os.path.isdir(stdlib):
             found.update((e.path, None) for e in os.scandir(stdlib) if not e.is_dir(follow_symlinks=False))
-        found.update((config, None) for config in _git_configs(root))
+        found.update((config, None) for config in _git_configs(git_dirs))
         for path, st in found.items():
             fingerprint = _fingerprint(path, path.startswith(loose), st)
             if fingerprint is not None:
@@ -226,13 +227,14 @@ def _git_dirs(root: Path) -> list[Path]:
     return list(dict.fromkeys(d.resolve() for d in dirs))
 
 
-def _git_folders(root: Path) -> list[str]:
-    """``hooks`` of the repository (and of the worktree's common folder)."""
-    return [str(d / "hooks") for d in _git_dirs(root)]
+def _git_folders(git_dirs: list[Path]) -> list[str]:
+    """``hooks`` of the repository (and of the worktree's common folder): ``git_dirs``, from :func:`_git_dirs`."""
+    return [str(d / "hooks") for d in git_dirs]
 
 
-def _git_configs(root: Path) -> list[str]:
-    return [str(d / name) for d in _git_dirs(root) for name in ("config", "config.worktree")]
+def _git_configs(git_dirs: list[Path]) -> list[str]:
+    """The repository's configuration files (and the worktree's): ``git_dirs``, from :func:`_git_dirs`."""
+    return [str(d / name) for d in git_dirs for name in ("config", "config.worktree")]
 
 
 def guard(root: Path, signer: Signer | None) -> Signer | None:
