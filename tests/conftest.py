@@ -60,12 +60,11 @@ if _ram is not None:  # before any temporary folder exists; xdist's workers and 
     tempfile.tempdir = str(_ram)
 
 
-FIRST = ("test_docs_commands.py",
-         "test_wall.py", "test_new_lesson.py", "test_fleet_slurm.py", "test_hostile_inputs.py", "test_tamper.py",
-         "test_fleet_merge.py", "test_file_index.py", "test_build.py", "test_outside_check.py", "test_fleet_devices.py",
-         "test_indexed.py", "test_fuzz_parsers.py", "test_claims.py", "test_containment.py", "test_bench.py",
-         "test_growing_course.py", "test_run_cmd.py", "test_runner.py", "test_audit_read.py", "test_browser_report.py",
-         "test_kernels_import.py")
+FIRST = ("test_docs_commands.py", "test_fleet_slurm.py", "test_build.py", "test_package.py", "test_file_index.py",
+         "test_wall.py", "test_new_lesson.py", "test_tamper.py", "test_fleet_merge.py", "test_containment.py",
+         "test_runner.py", "test_release_folder.py", "test_outside_check.py", "test_claims.py", "test_report_page.py",
+         "test_growing_course.py", "test_audit_read.py", "test_new_course_tree.py", "test_lint.py",
+         "test_bench_outside.py", "test_fuzz_parsers.py", "test_architecture.py", "test_hostile_inputs.py")
 """The test files that take longest (compiles, a Slurm cluster, deadlines, the verified-file index's racy window
 waited out), longest first. They run first, the rest in collection order: under pytest-xdist
 (``nox -s tests``: ``--dist loadfile --no-loadscope-reorder``) a worker is never left alone with one of them at
