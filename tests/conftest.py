@@ -228,6 +228,20 @@ def cli_args(*argv: str) -> argparse.Namespace:
     return build_parser(list(argv)).parse_args(list(argv))
 
 
+H200_QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
+"""The captured ``nvidia-smi --query-gpu`` answer of the H200 the course ran on."""
+
+
+def fake_nvidia_smi(folder: Path, query: Path = H200_QUERY) -> Path:
+    """``folder`` (made if missing) holding an ``nvidia-smi`` that answers ``--query-gpu=...`` with the captured
+    transcript ``query`` and anything else with one fixed line: the GPU a runner under test sees (no GPU is used)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    smi = folder / "nvidia-smi"
+    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat {query} ;; *) echo "FIXTURE nvidia-smi" ;; esac\n')
+    smi.chmod(0o755)
+    return folder
+
+
 def run_cli(*argv: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """``tileproof ARGV`` as the command line runs it (``tileproof.__main__.main``), in this process, from ``cwd``
     with ``env`` added to the environment (both restored after): exit status, stdout and stderr. For a test about

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import cli_args, sources_tree
+from conftest import cli_args, fake_nvidia_smi, sources_tree
 from one_freeze import frozen
 
 from tileproof.commands import bench as bench_cmd
@@ -160,11 +160,7 @@ def benched(tmp_path_factory) -> Benched:
     is its own step, its own record and its own job for tileproof's checker; the session's captures are made
     once). Read only: each test judges its variant's record."""
     root = sources_tree(tmp_path_factory.mktemp("bench"))
-    bin_dir = root.parent / "fakebin"
-    bin_dir.mkdir()
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat {QUERY} ;; *) echo "FIXTURE nvidia-smi" ;; esac\n')
-    smi.chmod(0o755)
+    bin_dir = fake_nvidia_smi(root.parent / "fakebin", QUERY)
     for lie, cap in VARIANTS:
         text = PROGRAM.replace("LIE_HERE", repr(lie)).replace("CAP_HERE", str(cap))
         (root / "kernels" / "bench" / f"{stem(lie, cap)}.py").write_text(text)

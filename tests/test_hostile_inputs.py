@@ -25,7 +25,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import fake_nvidia_smi, run_cli
 from one_freeze import pip_freeze_once  # noqa: F401  # used by usefixtures
 from signing_keys import entry, new_signer, real_run, registry_of, write_registry
 
@@ -367,12 +367,7 @@ FAKE_SMI_QUERY = REPO / "tests" / "data" / "gpu" / "nvidia-smi-query.csv"
 def fake_gpu_path(tmp_path: Path) -> str:
     """A PATH whose ``nvidia-smi`` answers with the real captured H200 query (no GPU is used: the
     hostile program writes its own passing report)."""
-    bin_dir = tmp_path / "fakebin"
-    bin_dir.mkdir(exist_ok=True)
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat {FAKE_SMI_QUERY} ;; *) echo "FIXTURE nvidia-smi" ;; '
-                   'esac\n')
-    smi.chmod(0o755)
+    bin_dir = fake_nvidia_smi(tmp_path / "fakebin", FAKE_SMI_QUERY)
     return f"{bin_dir}:/usr/bin:/bin"
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import fixture_records as fx
 import numpy as np
 import pytest
-from conftest import cli_args, sources_tree
+from conftest import cli_args, fake_nvidia_smi, sources_tree
 from one_freeze import frozen, pip_freeze_once  # noqa: F401  # pip_freeze_once: used by pytestmark
 
 from tileproof.commands import run as run_cmd
@@ -118,11 +118,7 @@ def ran(tmp_path_factory) -> Session:
     and a record of its own, each handover a job for the session's one checker). Read only: each test judges its
     program's record."""
     root = sources_tree(tmp_path_factory.mktemp("session"))
-    bin_dir = root.parent / "fakebin"
-    bin_dir.mkdir()
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat {QUERY} ;; *) echo "FIXTURE nvidia-smi" ;; esac\n')
-    smi.chmod(0o755)
+    bin_dir = fake_nvidia_smi(root.parent / "fakebin", QUERY)
     write_liar(root)
     for output in HANDED_OVER:
         write_liar(root, liar_of(output),

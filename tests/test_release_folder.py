@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, sources_tree
+from conftest import fake_nvidia_smi, run_cli, sources_tree
 from test_plausibility import REPO, altered, kinds, real, smi_clocks
 
 from tileproof.judge import plausibility
@@ -176,11 +176,7 @@ def test_the_documented_release_axis_run_is_no_signal_and_a_hand_made_folder_is(
 
     pytest.importorskip("cuda.tile", reason="rebuilds the installed cuda-tile as a wheel")
     root = sources_tree(tmp_path)
-    bin_dir = tmp_path / "fakebin"
-    bin_dir.mkdir()
-    (bin_dir / "nvidia-smi").write_text(
-        f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat {QUERY} ;; *) echo "FIXTURE nvidia-smi" ;; esac\n')
-    (bin_dir / "nvidia-smi").chmod(0o755)
+    bin_dir = fake_nvidia_smi(tmp_path / "fakebin", QUERY)
     monkeypatch.setenv("PATH", f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin")
     given = os.environ.get(WHEEL_ENV)
     if given:  # a wheel from the index, checked against this repository's lock

@@ -24,7 +24,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, sources_tree
+from conftest import fake_nvidia_smi, run_cli, sources_tree
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from one_freeze import pip_freeze_once  # noqa: F401  # used by pytestmark
@@ -109,12 +109,7 @@ def _forms(path: Path, private: Ed25519PrivateKey) -> list[bytes]:
 
 def _fake_gpu(tmp_path: Path) -> Path:
     """A folder with ``nvidia-smi`` answering as the H200 did (the captured query)."""
-    bin_dir = tmp_path / "fakebin"
-    bin_dir.mkdir(exist_ok=True)
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(f'#!/bin/sh\ncase "$1" in --query-gpu=*) cat {QUERY} ;; *) echo "FIXTURE nvidia-smi" ;; esac\n')
-    smi.chmod(0o755)
-    return bin_dir
+    return fake_nvidia_smi(tmp_path / "fakebin", QUERY)
 
 
 def _git(root: Path, *args: str) -> None:
