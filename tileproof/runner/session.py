@@ -296,7 +296,7 @@ def _run_one(s: _Session, program: Path) -> ProgramRun:
 
 
 def _open(request: Request, selection: Selection, query: GpuQuery | None, signer: Signer | None, cap: int,
-          say: Callable[[str], None], release: CudaTileRelease | None, versions: dict | None = None) -> _Session:
+          release: CudaTileRelease | None, versions: dict | None = None) -> _Session:
     """Capture what the session's programs share: the GPU, pip freeze, binaries, toolchain (``versions``: the tool
     versions the release check read already), git, host."""
     root = request.root
@@ -304,8 +304,6 @@ def _open(request: Request, selection: Selection, query: GpuQuery | None, signer
     probe, frozen = session_start(root, session_id, request.device, query)
     gpu = targetable(probe)
     target = sm_of(gpu.gpu.compute_capability) if gpu.gpu else TILE_TARGETS[0]
-    if gpu.no_gpu:
-        say(f"run: no usable GPU: {gpu.no_gpu}; each program's own gate is recorded and the run fails")
     records = compile_records(root)
     binaries = {p: find_binary(root, p, target, records) for p in selection.programs if p.suffix == ".cu"}
     nvcc_versions = {b.nvcc_version for b in binaries.values() if b and b.nvcc_version}
@@ -340,7 +338,9 @@ def run(request: Request, say: Callable[[str], None] = _say) -> Ended | NoGpu:
     signer = integrity.start(request.root, signer, lambda line: say(f"run: {line}"))  # refused here, or guarded
     # a full disk: one line, and nothing of the session left behind; one checker of handed-over outputs for all
     with whole(request.root), outside_check.session(request.root, warm=True) as checker:
-        s = dataclasses.replace(_open(request, selection, query, signer, cap, say, release, versions), checker=checker)
+        s = dataclasses.replace(_open(request, selection, query, signer, cap, release, versions), checker=checker)
+        if s.gpu.no_gpu:
+            say(f"run: no usable GPU: {s.gpu.no_gpu}; each program's own gate is recorded and the run fails")
         done = []
         for program in selection.programs:
             one = _run_one(s, program)
