@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -179,16 +180,22 @@ def test_the_runtime_is_asked_about_the_gpu_the_programs_get_where_slurm_bound_o
     assert probe.gpu.runtime_compute_capability == "9.0"
 
 
+def _repo(root: Path, ignore: str) -> Callable[..., None]:
+    """A git repository at ``root`` whose one commit holds a ``.gitignore`` of ``ignore``; returns its git."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(root), "-c", "user.name=a", "-c", "user.email=a@example.org", *args],
+                       check=True, capture_output=True)
+    git("init", "-q")
+    (root / ".gitignore").write_text(ignore)
+    git("add", "-A")
+    git("commit", "-qm", "first")
+    return git
+
+
 def test_a_tree_with_untracked_sources_is_dirty_but_not_for_the_stores_own_output(tmp_path):
     """A new lesson's program compiled before its first commit is a source HEAD lacks: the tree is dirty. Records
     and transcripts the store wrote (runs/, evidence/) and ignored files leave it clean."""
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=a", "-c", "user.email=a@example.org", *args],
-                       check=True, capture_output=True)
-    git("init", "-q")
-    (tmp_path / ".gitignore").write_text("build/\n")
-    git("add", "-A")
-    git("commit", "-qm", "first")
+    git = _repo(tmp_path, "build/\n")
     for rel in ["runs/20261201T000000Z-run-00000000.json", "evidence/20261201T000000Z-run-00000000/stdout.txt",
                 "build/cache/x.cubin"]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -208,13 +215,7 @@ def test_a_fleet_tasks_build_link_leaves_its_worktree_clean(tmp_path):
     """A fleet task's worktree links ``build`` to the checkout's build folder: git's ``/build/`` pattern ignores a
     folder, not a link, and the link is tileproof's own output, so the tree stays clean; a file named like it
     elsewhere (``kernels/build``) does not."""
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=a", "-c", "user.email=a@example.org", *args],
-                       check=True, capture_output=True)
-    git("init", "-q")
-    (tmp_path / ".gitignore").write_text("/build/\n")
-    git("add", "-A")
-    git("commit", "-qm", "first")
+    _repo(tmp_path, "/build/\n")
     outside = tmp_path.parent / f"{tmp_path.name}-builds"
     outside.mkdir()
     (tmp_path / "build").symlink_to(outside)
