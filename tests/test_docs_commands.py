@@ -142,10 +142,45 @@ def reader_env() -> dict[str, str]:
     return env | {"PATH": os.pathsep.join(path)}
 
 
+BUILT = re.compile(r"[0-9a-f]{64}")
+"""A folder of the build cache: ``build/<cache key>/`` (see ``tileproof.toolchain.build``)."""
+
+
+def seed_builds(src: Path, dst: Path) -> int:
+    """Copy the finished folders of ``src``'s build cache (those with their ``meta.json``) into ``dst``'s.
+
+    The README's Quick start runs ``nox -s compile`` before the tests: the reader's own command has just built
+    the course cold in this checkout. The clone starts from that cache, so its ``nox -s compile`` (the same
+    command, as written) rebuilds only what the working tree's changes touch, and every reuse passes the checks a
+    reader's warm rerun passes (the artifact's digest against its meta, the compile record still present: the
+    clone carries the checkout's untracked records too). A checkout that never compiled (CI's clean checkout)
+    has no cache to copy, and the block builds every program for every target, cold."""
+    cache = src / "build"
+    folders = [f for f in cache.iterdir() if BUILT.fullmatch(f.name) and (f / "meta.json").is_file()] \
+        if cache.is_dir() else []
+    for folder in folders:
+        shutil.copytree(folder, dst / "build" / folder.name)
+    return len(folders)
+
+
+def test_the_clone_starts_from_finished_builds_only(tmp_path):
+    key, unfinished = "a" * 64, "b" * 64
+    for folder in (key, unfinished, "docs", "lib"):
+        (tmp_path / "src" / "build" / folder).mkdir(parents=True)
+    (tmp_path / "src" / "build" / key / "meta.json").write_text("{}")
+    (tmp_path / "src" / "build" / key / "k.cubin").write_bytes(b"\x7fELF")
+    (tmp_path / "src" / "build" / "docs" / "meta.json").write_text("{}")
+    assert seed_builds(tmp_path / "src", tmp_path / "dst") == 1
+    assert sorted(p.relative_to(tmp_path / "dst").as_posix() for p in (tmp_path / "dst").rglob("*")) == \
+        ["build", f"build/{key}", f"build/{key}/k.cubin", f"build/{key}/meta.json"]
+    assert seed_builds(tmp_path / "nothing-built", tmp_path / "dst2") == 0
+
+
 @pytest.fixture(scope="module")
 def clone():
-    """One fresh clone of this repository with the working tree's changes laid on it, on the disk uv's cache is
-    on (its environments are hard links), shared by every block."""
+    """One fresh clone of this repository with the working tree's changes laid on it and the checkout's build
+    cache copied in (``seed_builds``), on the disk uv's cache is on (its environments are hard links), shared by
+    every block."""
     if shutil.which("git") is None:
         pytest.skip("needs git")
     (REPO / "build").mkdir(exist_ok=True)
@@ -162,13 +197,15 @@ def clone():
         for rel in filter(None, untracked):
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / rel, root / rel)
+        seed_builds(REPO, root)
         yield root
     finally:
         shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.mark.slow(reason="runs every shell block of the docs in a fresh clone: the README's setup (pip), the "
-                         "toolchain environment (uv, from its cache) and a compile for every target (nvcc)")
+                         "toolchain environment (uv, from its cache) and a compile for every target (nvcc; cold "
+                         "where the checkout has not compiled)")
 @pytest.mark.parametrize("block", RUN, ids=str)
 def test_the_block_works_as_written(block, clone):
     activate = "" if SETUP in block.body.splitlines() else ". .nox-tool/bin/activate\n"
