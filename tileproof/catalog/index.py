@@ -598,10 +598,6 @@ def location(root: Path) -> Path | None:
     return (Path(chosen) if chosen else Path(root) / FOLDER) / DATABASE
 
 
-
-
-
-
 def open_index(root: Path, tracked: Tracked | None = None) -> Index:
     """The tree's index, opened (and made, the first time); an index that cannot be used (:func:`refusal`, no key,
     a database that does not open or read) is an empty one with its ``problem`` said, and the command goes on
