@@ -313,6 +313,21 @@ def test_a_program_starts_as_it_would_uncontained(tmp_path, contained):
     assert pid == pgrp == session, "it leads its own session"
 
 
+@each_containment()
+def test_a_program_starts_at_defaults_whatever_signals_tileproof_inherited(contained):
+    """A wrapper, profiler or tracer may start tileproof with signals blocked or ignored, and an exec keeps both:
+    the program still starts with none blocked and none ignored."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGWINCH, signal.SIGUSR1})
+    usr2 = signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    try:
+        shown = start_and_wait(["cat", "/proc/self/status"], env={"PATH": os.environ["PATH"]}, timeout=60)
+    finally:
+        signal.signal(signal.SIGUSR2, usr2)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    status = dict(line.split(":\t", 1) for line in shown.stdout.decode().splitlines() if ":\t" in line)
+    assert (status["SigBlk"], status["SigIgn"]) == ("0" * 16, "0" * 16)
+
+
 # --- choosing the containment --------------------------------------------------------------------------------
 
 

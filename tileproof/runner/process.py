@@ -54,9 +54,9 @@ ISOLATE_VAR = "TILEPROOF_ISOLATION"
 """Names the one wall to build (it must hold here, or nothing starts); unset: the best that holds."""
 ISOLATIONS: tuple[Isolation, ...] = get_args(Isolation)
 """Every wall, best first (``none`` last: the program on the signer's side)."""
-RESTORED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE, signal.SIGXFSZ)
-"""Signals every program starts with at their default action, whatever tileproof had (``nohup`` ignores SIGHUP,
-a shell's background job SIGINT and SIGQUIT)."""
+RESTORED = tuple(sorted(signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}))
+"""Signals every program starts with at their default action, and unblocked, whatever tileproof had (``nohup``
+ignores SIGHUP, a shell's background job SIGINT and SIGQUIT, a profiler or a tracer may block or ignore others)."""
 DRAIN_S = 1.0
 """How long output is still read after the process tree is dead (buffered bytes)."""
 END_GRACE_S = 2.0
@@ -170,17 +170,20 @@ def _executable(name: str, env: dict[str, str], cwd: Path | None) -> str:
     return path
 
 
-def _child_setup(sig: int = signal.SIGKILL) -> None:  # runs in the child between fork and exec: no locks, no imports
+def _child_setup(sig: int = signal.SIGKILL, unblock: bool = False) -> None:  # between fork and exec: no locks
     if _libc is not None:
         _libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
     for restored in RESTORED:
         signal.signal(restored, signal.SIG_DFL)
+    if unblock:
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
 
-def _ignored() -> bool:
-    """Whether tileproof ignores a signal a program must start with at its default (``RESTORED``): an exec keeps
-    an ignored signal ignored, so such a child is forked with ``_child_setup`` (no vfork)."""
-    return any(signal.getsignal(s) == signal.SIG_IGN for s in RESTORED if s not in (signal.SIGPIPE, signal.SIGXFSZ))
+def _inherited() -> bool:
+    """Whether tileproof ignores or blocks a signal a program must start with at its default and unblocked
+    (``RESTORED``): an exec keeps both, so such a child is forked with ``_child_setup`` (no vfork)."""
+    return bool(signal.pthread_sigmask(signal.SIG_BLOCK, ())) or any(
+        signal.getsignal(s) == signal.SIG_IGN for s in RESTORED if s not in (signal.SIGPIPE, signal.SIGXFSZ))
 
 
 # --- choosing the containment ---------------------------------------------------------------
@@ -547,9 +550,10 @@ def _launch(spec: _Spec, path: str, token: str, plan: str | None = None,
     common: dict = dict(cwd=spec.cwd, env={**spec.env, MARKER_VAR: token}, stdin=stdin, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, start_new_session=True)
     if kind == "marker":
-        launcher = None if _ignored() else _pdeathsig_launcher()
+        launcher = None if _inherited() else _pdeathsig_launcher()
         spawn = [*launcher, path, *argv[1:]] if launcher else argv
-        proc = subprocess.Popen(spawn, preexec_fn=_child_setup if _LINUX and not launcher else None, **common)
+        setup = functools.partial(_child_setup, unblock=True)
+        proc = subprocess.Popen(spawn, preexec_fn=setup if _LINUX and not launcher else None, **common)
         return _Started(proc, None, None)
     # A namespace's unshare dies with tileproof (SIGKILL; it then sends SIGTERM to PID 1); a cgroup's init
     # itself gets SIGTERM, which it handles by ending the cgroup.

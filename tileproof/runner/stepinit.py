@@ -157,7 +157,7 @@ def _environment() -> dict[bytes, bytes]:
     return env
 
 
-def _spawn(scope: str, path: str, program: list[str], mask: set[int], defaults: set[int],
+def _spawn(scope: str, path: str, program: list[str], defaults: set[int],
            drop: tuple[str, int, int, list[int]] | None = None) -> int:
     """Fork and exec the program in its own session (in a cgroup scope, in the cgroup: it joins before exec,
     so that ``cgroup.kill`` leaves this process to report; behind a wall, with its privileges dropped:
@@ -174,7 +174,7 @@ def _spawn(scope: str, path: str, program: list[str], mask: set[int], defaults: 
                 _write(os.path.join(scope[len(CGROUP):], "cgroup.procs"), "0")
             for sig in defaults:
                 signal.signal(sig, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            signal.pthread_sigmask(signal.SIG_SETMASK, ())  # nothing blocked
             if drop is not None:
                 _drop(*drop)
             os.execve(path, program, env)
@@ -391,12 +391,13 @@ def main(argv: list[str]) -> None:
             shutil.rmtree(scratch, ignore_errors=True)
         os._exit(0)
 
-    # SIGTERM came blocked (see above) and stays so until the program's pid is known; the program gets the
-    # mask without it, and SIGPIPE, SIGXFSZ (subprocess's restore_signals), SIGHUP, SIGINT and SIGQUIT at their
-    # defaults, whatever tileproof had (nohup ignores SIGHUP; a shell's background job SIGINT and SIGQUIT).
+    # SIGTERM came blocked (see above) and stays so until the program's pid is known; the program starts with no
+    # signal blocked and every signal at its default, whatever tileproof had (nohup ignores SIGHUP; a shell's
+    # background job SIGINT and SIGQUIT; a profiler or a tracer may block or ignore others).
     mask: set[int] = set(signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})) - {signal.SIGTERM}
-    defaults: set[int] = {signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGHUP, signal.SIGINT,
-                          signal.SIGQUIT}
+    defaults: set[int] = {s for s in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}
+                          if signal.getsignal(s) == signal.SIG_IGN} | {signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM,
+                                                                        signal.SIGHUP, signal.SIGINT, signal.SIGQUIT}
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: end("ended", "-"))
     if scope != PID_NAMESPACE:
@@ -415,7 +416,7 @@ def main(argv: list[str]) -> None:
             os.write(2, f"{e}\n".encode())
             end("wall", getattr(e, "errno", None) or 0)
     try:
-        program_pid[0] = pid = _spawn(scope, path, program, mask, defaults, drop)
+        program_pid[0] = pid = _spawn(scope, path, program, defaults, drop)
     except OSError as e:
         end("error", e.errno)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
