@@ -75,13 +75,21 @@ SLOW_S = 3.0
 """A test whose call takes longer than this (seconds) says why it must: ``@pytest.mark.slow(reason=...)``."""
 
 
+OWN_COURSE_VARS = ("TILEPROOF_TRUST_ROOT", "TILEPROOF_SIGNING_KEY", "TILEPROOF_INDEX")
+"""What a reviewer or an author sets in their shell for their own course (the trust root they pin, the key they sign
+with, the index they keep): the suite's trees are not that course, so the session starts without them, and a test
+that needs one sets it."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``slow`` marker; then, under pytest-xdist, with this tree's bytecode not cached yet (a fresh
-    clone), the controller collects the suite once in a process of its own before its workers start: every worker
-    imports every test module, and three of them compiling the same 850 modules at once took 6 s of a fresh
-    clone's start instead of 2 s."""
+    """Register the ``slow`` marker and drop :data:`OWN_COURSE_VARS` from the environment; then, under
+    pytest-xdist, with this tree's bytecode not cached yet (a fresh clone), the controller collects the suite once
+    in a process of its own before its workers start: every worker imports every test module, and three of them
+    compiling the same 850 modules at once took 6 s of a fresh clone's start instead of 2 s."""
     config.addinivalue_line("markers", "slow(reason): a test that takes seconds, and why no faster test proves what "
                                        "it proves (a real compiler, a cluster, a process boundary, a deadline)")
+    for name in OWN_COURSE_VARS:
+        os.environ.pop(name, None)
     argv = warm_up_argv(config)
     if argv is not None:
         subprocess.run(argv, cwd=REPO, capture_output=True, check=False)
