@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from tileproof.records.models import Check, CheckReport, RunRecord, SessionRecord  # noqa: E402
+from tileproof.records.models import BenchRecord, Check, CheckReport, RunRecord, SessionRecord  # noqa: E402
+from tileproof.records.models.run import SESSION_CHECKER_RUN_VERSION  # noqa: E402
 from tileproof.records.store import load_records, new_run_id  # noqa: E402
 from tileproof.runner import outside_check  # noqa: E402
 from tileproof.runner.environment import child_env  # noqa: E402
@@ -153,7 +154,26 @@ def main() -> int:
         run = span - old + new
         print(f"  {program:30} {step:6.2f} {old:7.3f} {span:6.2f} {new:7.3f} {run:7.2f} {100 * new / run:5.1f}% "
               f"{100 * new / step:6.1f}%  ({len(rows)} runs)")
+    measured_on_h200(records.values())
     return 0
+
+
+def measured_on_h200(records) -> None:
+    """Each passing H200 run record checked by its session's one checker (``run_version`` >= 6) and bench record
+    checked by tileproof (``outside`` set): its step and the check's own time (``OutsideVerdict.wall_s``, as the
+    record states it), and the check's share of the two."""
+    print("measured on the H200 (the records' own times: each run checked by its session's one checker):")
+    print(f"  {'record':36} {'program':32} {'step s':>7} {'check s':>7} {'share':>6}")
+    for rec in sorted(records, key=lambda r: r.run_id):
+        checked = (isinstance(rec, RunRecord) and rec.run_version >= SESSION_CHECKER_RUN_VERSION) or \
+            isinstance(rec, BenchRecord)
+        if not checked or rec.outside is None:
+            continue
+        gpu = rec.environment.gpu
+        if gpu is None or "H200" not in gpu.name or rec.verdict != "passed":
+            continue
+        step, check = rec.step.duration_s, rec.outside.wall_s
+        print(f"  {rec.run_id:36} {rec.program:32} {step:7.2f} {check:7.3f} {100 * check / (step + check):5.1f}%")
 
 
 if __name__ == "__main__":
