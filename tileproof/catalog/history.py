@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import stat
 import threading
 from collections.abc import Callable, Iterable
@@ -27,7 +26,7 @@ from tileproof.catalog.index import Index
 from tileproof.records.history_check import REGENERATED, WATCHED, FirstVersion, GitHistory, NoHistory, ObjectFormat
 from tileproof.runner import git_history
 from tileproof.runner.git_history import DIRTY, LISTED, LOG, git, watched_paths, working_id
-from tileproof.runner.query import Answer, ask
+from tileproof.runner.query import Answer
 
 CACHE_FOLDER, CACHE_KIND = "", "git-history"
 """Where :func:`start` keeps its one comparison: the index's summary of the whole tree, under the scope
@@ -146,17 +145,17 @@ def _in_thread(work: Callable[[], T], once: bool = False) -> Callable[[], T]:
 
 def _cache_key(root: Path, at: git_history.Checkout) -> str | None:
     """A digest of everything the log's and the index listing's output depend on besides the code (the
-    index's own key): HEAD (a commit id fixes the whole history behind it), the object format, git's
-    version (:func:`git_version`), its whole configuration (``git config --list``: path matching, quoting,
+    index's own key): HEAD (a commit id fixes the whole history behind it), the object format, git's version
+    (``runner.git_history.git_version``), its whole configuration (``git config --list``: path matching, quoting,
     replacement refs and the like), every ``GIT_*`` variable of the environment, the replacement refs and the
     grafts file (both rewrite history as git reads it), the root's prefix in the repository (``--relative``) and
     the bytes of git's index file (the listing is read from it: stage, mode, flags and object id of every entry).
     None (nothing cached) when one of them cannot be read. ``at``: what git said of the checkout
     (``runner.git_history.checkout``: HEAD, the prefix, where the index and the grafts file are)."""
     if at.where is None:
-        return None  # a path holding a line break is not cached by
+        return None  # a path holding a line break: git's answer cannot be split, so nothing is cached
     config = git(root, "config", "--list", "-z")
-    version = git_version()
+    version = git_history.git_version()
     replaced = git(root, "for-each-ref", "--format=%(refname) %(objectname)", "refs/replace/")
     if version is None or any(a.exit_code != 0 for a in (config, replaced)):
         return None
@@ -170,31 +169,6 @@ def _cache_key(root: Path, at: git_history.Checkout) -> str | None:
         h.update(part if isinstance(part, bytes) else str(part).encode(errors="surrogateescape"))
         h.update(b"\0")
     return h.hexdigest()
-
-
-_VERSIONS: dict[tuple, bytes] = {}
-"""``git version``'s answer by the git program it came from (:func:`git_version`)."""
-
-
-def git_version() -> bytes | None:
-    """What ``git version`` prints (None: it failed), asked once per process for each git program: the one ``PATH``
-    finds, known by its path and its file's identity (device, inode, size, modification and change time), so a git
-    replaced or put first on ``PATH`` meanwhile is asked again."""
-    found = shutil.which("git")
-    try:
-        st = os.stat(found) if found is not None else None
-    except OSError:
-        st = None
-    program = (found, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if st is not None else None
-    known = _VERSIONS.get(program) if program is not None else None
-    if known is None:
-        answer = ask(["git", "version"], timeout=git_history.GIT_TIMEOUT_S, fix="install git")
-        if answer.exit_code != 0:
-            return None
-        known = answer.stdout
-        if program is not None:
-            _VERSIONS[program] = known
-    return known
 
 
 def _file_digest(path: Path) -> str | None:

@@ -65,6 +65,31 @@ def git(root: Path, *args: str, stdin: bytes | None = None) -> Answer:
     return ask(["git", "-C", str(root), *args], stdin=stdin, timeout=GIT_TIMEOUT_S, fix="install git")
 
 
+_VERSIONS: dict[tuple, bytes] = {}
+"""``git version``'s answer by the git program it came from (:func:`git_version`)."""
+
+
+def git_version() -> bytes | None:
+    """What ``git version`` prints (None: it failed), asked once per process for each git program: the one ``PATH``
+    finds, known by its path and its file's identity (device, inode, size, modification and change time), so a git
+    replaced or put first on ``PATH`` meanwhile is asked again."""
+    found = shutil.which("git")
+    try:
+        st = os.stat(found) if found is not None else None
+    except OSError:
+        st = None
+    program = (found, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if st is not None else None
+    known = _VERSIONS.get(program) if program is not None else None
+    if known is None:
+        answer = ask(["git", "version"], timeout=GIT_TIMEOUT_S, fix="install git")
+        if answer.exit_code != 0:
+            return None
+        known = answer.stdout
+        if program is not None:
+            _VERSIONS[program] = known
+    return known
+
+
 def tracked_under(root: Path, folder: str) -> str | None:
     """The first path git tracks under ``folder`` (relative to ``root``, or ``folder`` itself), or None: nothing, or
     no repository (or no git) at ``root``. Reads git's index only; a committed index folder is refused with it
