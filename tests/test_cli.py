@@ -163,6 +163,27 @@ def test_a_closed_stdout_ends_quietly(argv):
     assert code == (0 if argv[0] == "lint-kernels" or "--help" in argv else SIGPIPE_STATUS), err
 
 
+OLD_ARGPARSE = """import argparse, sys
+def _print_message(self, message, file=None):
+    if message:
+        (file or sys.stderr).write(message)
+argparse.ArgumentParser._print_message = _print_message
+from tileproof.__main__ import main
+sys.exit(main(sys.argv[1:]))
+"""
+"""``python -c`` this: the CLI under argparse as Python 3.10 and Debian 12's 3.11.2 ship it, whose help and version
+writes let a closed stdout's error through (3.11.7 and 3.12 ignore it)."""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["schema", "--help"]])
+def test_help_to_a_gone_reader_ends_quietly_under_an_older_argparse(argv):
+    proc = subprocess.Popen([sys.executable, "-u", "-c", OLD_ARGPARSE, *argv],  # -u: the write itself fails
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert (proc.wait(), err) == (0, "")
+
+
 def test_schema_ends_with_one_summary_line():
     proc = subprocess.run([sys.executable, "-m", "tileproof", "schema", "--check", "--root", str(REPO)],
                           capture_output=True, text=True, cwd=REPO)

@@ -72,7 +72,13 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = build_parser(argv).parse_args(argv)
+        try:
+            args = build_parser(argv).parse_args(argv)
+        except BrokenPipeError:
+            # ``--help`` or ``--version`` to a reader already gone: 0, as argparse answers where its writes ignore
+            # the error (Python 3.11.7 and 3.12 on); older ones (3.10, Debian 12's 3.11.2) raise it here instead.
+            _quiet_stdout()
+            return 0
         module = importlib.import_module(COMMANDS[args.command][0])
         try:
             return int(module.run(args) or 0)
@@ -84,10 +90,14 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         finally:
             sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader went away (``| head``): silence the interpreter's final flush of stdout.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # the reader went away (``| head``)
+        _quiet_stdout()
         return SIGPIPE_STATUS
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null: the interpreter's final flush of what the gone reader never took stays silent."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":
