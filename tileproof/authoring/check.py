@@ -25,7 +25,7 @@ from tileproof import lesson_text
 from tileproof.authoring import generated
 from tileproof.claims import spec as claims_spec
 from tileproof.gather.audit_scan import walk
-from tileproof.records import lessons, store
+from tileproof.records import lessons, python_source, store
 from tileproof.records.errors import InputRefused, RecordError, TileproofError
 from tileproof.records.findings import Finding
 from tileproof.records.models import LessonFront, ResultRow
@@ -121,8 +121,8 @@ def _imports(path: Path) -> list[tuple[int, int, str]]:
     """(line, column, top-level module) of each absolute import in a Python file; nothing when it does not parse
     (compile and lint-kernels say why)."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
+        tree = python_source.parse(path.read_text(encoding="utf-8"), str(path))
+    except (SyntaxError, UnicodeDecodeError, OSError):
         return []
     out = []
     for node in ast.walk(tree):

@@ -19,7 +19,7 @@ from pathlib import Path
 from tileproof.authoring import templates
 from tileproof.authoring.check import bound_text
 from tileproof.lesson_text import dump_key, front_values, render_results_table
-from tileproof.records import handover, lessons, store
+from tileproof.records import handover, lessons, python_source, store
 from tileproof.records.errors import TileproofError
 from tileproof.records.lessons import GATE_CHECK
 from tileproof.records.models import (
@@ -76,7 +76,7 @@ def lesson_text(lesson_id: str, title: str, programs: list[str]) -> str:
 
 def with_entries(table_text: str, checks: list[str]) -> str:
     """``kernels/tolerances.py``'s text with one entry (and its derivation) per check added last."""
-    node = table_node(TABLE_FILE, ast.parse(table_text))  # the assignment load_table reads
+    node = table_node(TABLE_FILE, python_source.parse(table_text, str(TABLE_FILE)))  # what load_table reads
     assert node.end_lineno is not None, "ast.parse gives every node its position"
     lines = table_text.splitlines(keepends=True)
     close = node.end_lineno - 1  # the line holding the dict's closing brace
@@ -93,7 +93,11 @@ REFERENCES_FILE = Path(handover.REFERENCES_FILE)
 def with_references(text: str, checks: list[str]) -> str:
     """``kernels/references.py``'s text with a reference function per check (before ``REFERENCES``) and its
     entry (last in ``REFERENCES``)."""
-    tree = ast.parse(text)
+    try:
+        tree = python_source.parse(text, str(REFERENCES_FILE))
+    except SyntaxError as e:
+        raise ScaffoldError(f"{REFERENCES_FILE}:{e.lineno or 1}: not valid Python ({e.msg}) (fix: correct the "
+                            "syntax, or restore it from git)") from None
     node = next((n for n in tree.body if isinstance(n, ast.Assign) and any(
         isinstance(t, ast.Name) and t.id == "REFERENCES" for t in n.targets) and isinstance(n.value, ast.Dict)), None)
     if node is None or node.end_lineno is None:

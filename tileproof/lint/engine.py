@@ -13,7 +13,6 @@ the code it reads.
 
 from __future__ import annotations
 
-import ast
 import io
 import re
 import tokenize
@@ -22,6 +21,7 @@ from pathlib import Path
 import tileproof.lint.rules  # noqa: F401  (registers every rule)
 from tileproof.lint.interp import check_module
 from tileproof.lint.rule_table import ENGINE_RULES, table
+from tileproof.records import python_source
 from tileproof.records.findings import Finding
 
 __all__ = ["RULES", "lint_paths", "lint_source", "python_files"]
@@ -39,11 +39,9 @@ def _at(path: str, line: int, col: int, rule: str, message: str, fix: str = "") 
 def lint_source(source: str, path: str) -> list[Finding]:
     """Every finding in one file's text, ignore comments applied, sorted."""
     try:
-        tree = ast.parse(source, filename=path)
+        tree = python_source.parse(source, path)
     except SyntaxError as e:
         return [_at(path, e.lineno or 1, e.offset or 1, "TP000", f"cannot parse: {e.msg}")]
-    except ValueError as e:   # e.g. a NUL byte in the source
-        return [_at(path, 1, 1, "TP000", f"cannot parse: {e}")]
     ignores, bad = _ignore_comments(source, path)
     findings = [_at(path, h.line, h.col, h.rule, h.message, h.fix)
                 for h in check_module(tree) if h.rule not in ignores.get(h.line, ())]

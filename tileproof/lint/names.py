@@ -3,13 +3,16 @@
 ``Imports`` resolves aliases (``ct.load`` -> ``cuda.tile.load``); ``Module`` holds the
 file's constant integers, ``ct.Constant`` aliases and top-level functions, and tells device
 code (``@ct.kernel``/``@ct.function``) from host code. The small ``ast`` helpers here are
-shared by the interpreter and the rules. Standard library only; nothing is imported or run.
+shared by the interpreter and the rules. Nothing of the linted file is imported or run; a string
+annotation is parsed by ``records.python_source``'s rules.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
+
+from tileproof.records import python_source
 
 CUDA_TILE = "cuda.tile"
 STATIC_CALLS = {"static_eval", "static_assert", "static_iter", "static_exception"}
@@ -177,8 +180,8 @@ class Module:
             return False
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             try:
-                node = ast.parse(node.value, mode="eval").body
-            except (SyntaxError, ValueError):   # ValueError: NUL bytes, lone surrogates
+                node = python_source.parse_expression(node.value, "<annotation>")
+            except SyntaxError:
                 return False
         if isinstance(node, ast.Name) and node.id in self.const_aliases:
             return True

@@ -18,6 +18,7 @@ import math
 import re
 from pathlib import Path
 
+from tileproof.records import python_source
 from tileproof.records.errors import InputRefused, TileproofError
 from tileproof.records.safe_read import read_text
 
@@ -71,12 +72,10 @@ def parse_table(text: str, path: Path | str = TABLE_FILE) -> Table:
     also how a committed version of the table, read back from git history, is read."""
     path = Path(path)
     try:
-        tree = ast.parse(text, filename=str(path))
-    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:  # the last two: nesting past the parser
-        line = getattr(exc, "lineno", None)
-        where = f"{path}:{line}" if line else f"{path}"
-        problem = exc or type(exc).__name__  # MemoryError and RecursionError say nothing themselves
-        raise ToleranceTableError(f"{where}: not valid Python ({problem}) (fix: correct the syntax)") from None
+        tree = python_source.parse(text, str(path))
+    except SyntaxError as exc:
+        where = f"{path}:{exc.lineno}" if exc.lineno else f"{path}"
+        raise ToleranceTableError(f"{where}: not valid Python ({exc.msg}) (fix: correct the syntax)") from None
     node = table_node(path, tree)
     if not isinstance(node, ast.Dict):  # empty is a course's first table: new-lesson adds the first entry
         raise ToleranceTableError(

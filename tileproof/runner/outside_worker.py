@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from tileproof.records import python_source
 from tileproof.records.errors import InputRefused
 from tileproof.records.safe_read import read_bytes
 
@@ -62,7 +63,7 @@ def references(text: str | None, shown: str) -> tuple[dict[str, Callable[..., An
     column-wise in (optional; none when absent): the only inputs a block sample may hand over as columns."""
     if text is None:
         return {}, {}
-    tree = ast.parse(text, shown)
+    tree = python_source.parse(text, shown)
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from tileproof.records import python_source
 from tileproof.records.depends import ProgramUses
 from tileproof.records.tolerances import TABLE_PATHS
 
@@ -31,7 +32,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 def _python_imports(path: Path) -> list[Path]:
     """Sibling modules ``path`` imports (``import harness``, ``from tolerances import X``)."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        tree = python_source.parse(path.read_text(encoding="utf-8", errors="replace"), str(path))
     except SyntaxError:
         return []
     names: list[str] = []
