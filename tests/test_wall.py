@@ -284,6 +284,23 @@ def test_the_scratch_is_private_and_size_capped(tmp_path, monkeypatch):
     assert done.stdout.decode().strip() == "stopped: No space left on device"  # its /tmp: 16 MiB, its own
 
 
+def test_an_interpreter_reached_through_another_environment_starts_behind_the_wall(tmp_path):
+    """A venv made from a venv's Python (uv's way on Python 3.10): its ``python`` links to the other venv's, which
+    links to the installation, each in a folder the wall hides (here under the temp folder). Every hop's folder is
+    bound back; before, only the first and the last were, and the program never started (exit 127)."""
+    tool, env = tmp_path / "tool" / "bin", tmp_path / "env" / "bin"
+    tool.mkdir(parents=True)
+    env.mkdir(parents=True)
+    (tool / "python3").symlink_to(os.path.realpath(sys.executable))
+    (env / "python").symlink_to(tool / "python3")
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "hello.py").write_text("print('started')\n")
+    done = process.start_and_wait([str(env / "python"), str(course / "hello.py")], env=child_env(), cwd=course,
+                                  timeout=60, wall=Wall(course))
+    assert (done.exit_code, done.stdout.decode().strip()) == (0, "started"), done.stderr
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the separate-user wall needs tileproof as root")
 def test_a_checkout_others_may_not_read_is_refused_in_one_line_under_separate_user(tmp_path, monkeypatch):
     monkeypatch.setenv(process.ISOLATE_VAR, "separate-user")

@@ -100,10 +100,25 @@ def _required(wall: Wall, argv: list[str]) -> list[str]:
     """The folders a walled program cannot do without: the checkout, the environment and its interpreter,
     tileproof's launcher, the program's own folder."""
     reads: list[str | os.PathLike[str]] = [wall.root, sys.prefix, sys.base_prefix, sys.exec_prefix,
-                                           os.path.dirname(sys.executable), PACKAGE]
+                                           *_link_folders(sys.executable), PACKAGE]
     if argv and os.sep in argv[0]:
-        reads.append(os.path.dirname(argv[0]))
+        reads += _link_folders(argv[0])
     return [os.path.abspath(os.fspath(r)) for r in reads]
+
+
+def _link_folders(path: str) -> list[str]:
+    """The folder of ``path`` and of each link on the way to the file it names: an interpreter reached through
+    another environment's (a venv made from a venv's Python, as uv does on Python 3.10, whose
+    ``sys._base_executable`` is the venv's own) starts only where every hop is there."""
+    folders, current = [], os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on links followed
+        folders.append(os.path.dirname(current))
+        try:
+            target = os.readlink(current)
+        except OSError:  # not a link (or gone): the end of the way
+            break
+        current = os.path.normpath(os.path.join(os.path.dirname(current), target))
+    return folders
 
 
 def _closed(path: str, hidden: list[str]) -> str | None:
