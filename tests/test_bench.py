@@ -293,8 +293,9 @@ def test_committed_records_rebuild_from_their_evidence(path):
     assert ceilings == rec.ceilings
     assert repeat
     for new, old in zip(cases, rec.cases, strict=True):
-        assert (new.median_ms, new.spread, new.pct_of_reference, new.checked) == \
-            (old.median_ms, old.spread, old.pct_of_reference, old.checked)
+        assert (new.median_ms, new.pct_of_reference, new.checked) == (old.median_ms, old.pct_of_reference, old.checked)
+        # statistics.stdev is correctly rounded from Python 3.11 on; 3.10's may differ in the last bit
+        assert math.isclose(new.spread, old.spread, rel_tol=1e-15), (new.spread, old.spread)
         if rec.bench_version >= 3:   # the clock and power come out of the same readings again
             assert new.load == old.load
             assert new.roofline == old.roofline

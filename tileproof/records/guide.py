@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import get_origin
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
@@ -43,7 +44,10 @@ class GuideError(RecordError):
 
 
 def _type(annotation: object) -> str:
-    text = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
+    """How the reference writes a field's type, alike on every Python (``list[str]`` passes ``isinstance(..., type)``
+    on 3.10 and is then named ``list``: only a plain class is written by its name)."""
+    plain = isinstance(annotation, type) and get_origin(annotation) is None
+    text = getattr(annotation, "__name__", None) if plain else None
     text = text or re.sub(r"tileproof\.records\.models\.(\w+\.)?", "", str(annotation).replace("typing.", ""))
     text = re.sub(r"Annotated\[str, StringConstraints\([^)]*pattern='([^']*)'[^)]*\)\]", r"str matching \1", text)
     return text.replace("|", "or").replace("NoneType", "None")
