@@ -61,12 +61,12 @@ def _checked(text: str, shown: str, mode: Mode) -> ast.AST:
 
 def parsed_in_thread(text: str, shown: str, mode: Mode) -> ast.AST:
     """:func:`_parsed` in a thread with a stack of :data:`STACK_BYTES` (how :func:`parse` runs before 3.11)."""
-    out: list[ast.AST | SyntaxError] = []
+    out: list[ast.AST | BaseException] = []
 
     def run() -> None:
         try:
             out.append(_parsed(text, shown, mode))
-        except SyntaxError as e:
+        except BaseException as e:  # noqa: BLE001  # raised again below, in the caller's thread, as inline
             out.append(e)
 
     with _STACK_SIZE:
@@ -77,7 +77,7 @@ def parsed_in_thread(text: str, shown: str, mode: Mode) -> ast.AST:
         finally:
             threading.stack_size(before)
     worker.join()
-    if isinstance(out[0], SyntaxError):
+    if isinstance(out[0], BaseException):
         raise out[0]
     return out[0]
 
