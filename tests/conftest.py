@@ -217,14 +217,20 @@ def own_temp(monkeypatch, tmp_path_factory):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-@functools.cache
+NOXFILE_MODULE = "tileproof_noxfile"
+
+
 def noxfile():
-    """The noxfile as a module, loaded once per process (nox refuses a session registered twice)."""
+    """The noxfile as a module, loaded once per process (nox refuses a session registered twice): kept in
+    ``sys.modules``, so a second import of this file (as ``tests.conftest``) finds it too."""
+    if NOXFILE_MODULE in sys.modules:
+        return sys.modules[NOXFILE_MODULE]
     pytest.importorskip("nox", reason="the noxfile needs nox installed")
     pytest.importorskip("packaging", reason="the noxfile's release pins need packaging")
-    spec = importlib.util.spec_from_file_location("tileproof_noxfile", REPO / "noxfile.py")
+    spec = importlib.util.spec_from_file_location(NOXFILE_MODULE, REPO / "noxfile.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    sys.modules[NOXFILE_MODULE] = module
     return module
 
 

@@ -22,9 +22,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import conftest
 import pytest
 
-from tests import conftest
 from tileproof.__main__ import COMMANDS
 
 REPO = Path(__file__).resolve().parents[1]
