@@ -301,6 +301,20 @@ def test_an_interpreter_reached_through_another_environment_starts_behind_the_wa
     assert (done.exit_code, done.stdout.decode().strip()) == (0, "started"), done.stderr
 
 
+def test_a_tool_on_path_linked_through_a_hidden_folder_starts_behind_the_wall(tmp_path):
+    """The same for a tool found on ``PATH``: its link leads through a folder the wall hides to the installation."""
+    path, hop = tmp_path / "path", tmp_path / "hop" / "bin"
+    path.mkdir()
+    hop.mkdir(parents=True)
+    (hop / "say-true").symlink_to(shutil.which("true"))
+    (path / "say-true").symlink_to(hop / "say-true")
+    course = tmp_path / "course"
+    course.mkdir()
+    done = process.start_and_wait(["say-true"], env={**child_env(), "PATH": f"{path}:/usr/bin:/bin"}, cwd=course,
+                                  timeout=60, wall=Wall(course))
+    assert done.exit_code == 0, done.stderr
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the separate-user wall needs tileproof as root")
 def test_a_checkout_others_may_not_read_is_refused_in_one_line_under_separate_user(tmp_path, monkeypatch):
     monkeypatch.setenv(process.ISOLATE_VAR, "separate-user")

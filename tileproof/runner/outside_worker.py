@@ -13,8 +13,8 @@ files the plan names from FOLDER through ``records.safe_read`` (no links, capped
 (a fresh module per job) after checking that it imports nothing but numpy and math,
 recomputes each check's reference in float64, applies the check's tolerance entry, and answers. What the table
 prints goes to stderr, never into the answers. Whatever it cannot read, it refuses by name; it never reads the
-program's report. It imports numpy and the safe reader only (no pydantic, no record model): its start is most of
-its cost, paid once per session.
+program's report. It imports numpy, the safe reader and the Python source reader only (no pydantic, no record
+model): its start is most of its cost, paid once per session.
 """
 
 from __future__ import annotations

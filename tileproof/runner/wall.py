@@ -169,7 +169,8 @@ def _prefix(folder: str) -> str:
 @functools.cache
 def _linked_prefixes(folder: str) -> tuple[str, ...]:
     """The installations that the tools linked into a ``PATH`` folder live in (a toolchain under ``/tmp``
-    linked from ``/usr/local/bin``); read once per process."""
+    linked from ``/usr/local/bin``), and the folder of each link on the way (:func:`_link_folders`); read once per
+    process."""
     found: set[str] = set()
     try:
         entries = list(os.scandir(folder)) if folder else []
@@ -180,6 +181,7 @@ def _linked_prefixes(folder: str) -> tuple[str, ...]:
             target = os.path.realpath(entry.path)
             if os.path.isfile(target):
                 found.add(_prefix(os.path.dirname(target)))
+                found.update(_prefix(hop) for hop in _link_folders(entry.path)[1:])  # every link on the way
     return tuple(sorted(found))
 
 
