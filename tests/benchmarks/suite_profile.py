@@ -76,6 +76,10 @@ def main() -> int:
     if shutil.which("perf") is None:
         print("suite_profile: perf is not installed (fix: apt-get install linux-perf)", file=sys.stderr)
         return 2
+    if shutil.which("nox") is None:
+        print("suite_profile: nox is not on PATH (fix: . .nox-tool/bin/activate, the README's Quick start)",
+              file=sys.stderr)
+        return 2
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
     dirty = bool(subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
