@@ -465,6 +465,38 @@ def test_a_change_to_any_watched_file_is_seen(tree, tmp_path, monkeypatch, what,
     _refused_line(tree, target, refused)
 
 
+def _environments_of(python: Path) -> list[str]:
+    """``integrity.environments()`` as the interpreter ``python`` answers it (this checkout's tileproof and the
+    suite's libraries added to its path after it started, so they change nothing of what it read at start)."""
+    code = (f"import sys; sys.path[:0] = [{str(REPO)!r}, {integrity.environments()[0]!r}]; "
+            "from tileproof.runner import integrity; print('\\n'.join(integrity.environments()))")
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_the_watched_environments_are_the_site_folders_the_interpreter_reads(tmp_path):
+    """A virtual environment reads its own ``site-packages``, and its base installation's only when made with
+    ``--system-site-packages``: the base's are watched exactly then (every session's process runs this
+    interpreter)."""
+    import site
+    import sysconfig
+
+    base = sysconfig.get_path("purelib", vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
+    if sys.prefix == sys.base_prefix or not os.path.isdir(base):
+        pytest.skip("the suite's interpreter is no virtual environment over a base with site-packages")
+    for folder in site.getsitepackages():
+        assert os.path.abspath(folder) in integrity.environments()
+    for system, watched in ((False, False), (True, True)):
+        venv = tmp_path / f"system-{system}"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", *(["--system-site-packages"] * system),
+                        str(venv)], check=True, capture_output=True)
+        found = _environments_of(venv / "bin" / "python")
+        assert os.path.join(venv, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages") \
+            in found
+        assert (os.path.abspath(base) in found) is watched, found
+
+
 def run_cmd_args(root: Path):
     from conftest import cli_args
 

@@ -4,8 +4,9 @@ A session (run, bench, claims, compile) takes a ``Snapshot`` when it starts and 
 signature (``guard``: the signer it hands on checks first). Watched: the checkout's tracked files (git's list;
 every file outside ``runs/``, ``evidence/`` and ``build/`` where there is no git), the ignored ``build/``
 artifacts it may attest (but for the folders a walled step was given to write, whose files the record attests by
-digest, and tileproof's own bookkeeping there), ``.git/hooks``, ``.git/config``, tileproof's own sources, and the
-Python environments' ``site-packages`` (``.pth`` files included) and the interpreter's standard library folder.
+digest, and tileproof's own bookkeeping there), ``.git/hooks``, ``.git/config``, tileproof's own sources, the
+``site-packages`` folders the interpreter reads (``environments``; ``.pth`` files included) and its standard library
+folder.
 A file is the same while its inode, size, mode, modification and change time are (a change time cannot be set
 back; in an environment, whose files an installer hard-links from its cache, the change time is left out and the
 files at its top, ``.pth`` among them, are compared by content); in the hooks, ``site-packages`` and ``build/`` a
@@ -113,11 +114,13 @@ def _git(root: Path, *args: str) -> bytes | None:
 
 
 def environments() -> list[str]:
-    """The folders Python reads code from at start: every ``site-packages`` of this interpreter and of its
-    base installation, the user's, and the standard library folder (``sitecustomize``)."""
+    """The ``site-packages`` folders this interpreter reads code and ``.pth`` files from at start (``site``'s own
+    list: in a virtual environment, the base installation's too only where the environment includes them,
+    ``include-system-site-packages``), and the user's. A base installation the environment leaves out is read by
+    none of the session's processes (they all run this interpreter): a machine's system Python with tens of
+    thousands of files there would double every pass for nothing. The standard library folder (``sitecustomize``),
+    which every interpreter reads, is watched by ``Snapshot.take``."""
     found = [*site.getsitepackages(), site.getusersitepackages()]
-    base = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}
-    found += [sysconfig.get_path(name, vars=base) for name in ("purelib", "platlib")]
     return [p for p in dict.fromkeys(os.path.abspath(p) for p in found) if os.path.isdir(p)]
 
 
