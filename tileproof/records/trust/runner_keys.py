@@ -23,7 +23,7 @@ import hashlib
 import typing
 from dataclasses import dataclass
 from datetime import date
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -39,7 +39,7 @@ from pydantic import (
 
 from tileproof.records import models
 from tileproof.records.errors import InputRefused, RecordError
-from tileproof.records.safe_read import decode, parse_yaml, read_bytes
+from tileproof.records.safe_read import PARSED_KEPT, decode, parse_yaml, read_bytes
 from tileproof.records.schemas import schema
 from tileproof.records.trust import signing
 
@@ -193,10 +193,14 @@ def parse_registry(text: str, shown: str) -> RunnerRegistry:
                           f"see schema/runner-registry.v{REGISTRY_VERSION}.schema.json") from None
 
 
+@lru_cache(maxsize=PARSED_KEPT)
 def repeated_key(text: str) -> tuple[str, int] | None:
     """The first mapping key a YAML text writes twice in one mapping, as (dotted path, 1-based line), or
     None. PyYAML keeps the last of two equal keys without a word: in the registry, an "added" entry
-    would silently replace another. Each node is visited once (aliases are not walked again)."""
+    would silently replace another. Each node is visited once (aliases are not walked again).
+
+    Kept by the text itself, as ``parse_yaml`` keeps its value: every tree load reads the registry (and each
+    committed version of it) again, and PyYAML's composer takes milliseconds over it."""
     seen: set[int] = set()
 
     def walk(node, path: str) -> tuple[str, int] | None:
