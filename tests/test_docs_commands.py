@@ -2,8 +2,8 @@
 
 Every shell block (```` ```sh ````) of README.md and docs/*.md either runs, as a reader runs it, in one fresh
 clone of this repository (the working tree's changes laid on it) after the README's Quick start, in the order the
-pages show them (README first, then docs/ by name), or is marked on the line before it, where every reader sees
-it, with why it cannot run here:
+pages show them (README first, then docs/ by name; a block that repeats the first lines of one run before it is that
+run), or is marked on the line before it, where every reader sees it, with why it cannot run here:
 
     <!-- shell: gpu: on a GPU of compute capability >= 8.0 -->
 
@@ -72,8 +72,28 @@ def blocks() -> list[Block]:
     return out
 
 
+def runs(blocks: list[Block]) -> list[Block]:
+    """The blocks run here, in order: each unmarked block but one whose lines a block run before it began with (the
+    README's setup line, shown alone in docs/install.md), which that run was: the same commands, in the same order,
+    in the same clone."""
+    out: list[Block] = []
+    for b in blocks:
+        lines = b.body.splitlines()
+        if b.kind is None and all(done.body.splitlines()[:len(lines)] != lines for done in out):
+            out.append(b)
+    return out
+
+
 BLOCKS = blocks()
-RUN = [b for b in BLOCKS if b.kind is None]
+RUN = runs(BLOCKS)
+
+
+def test_a_block_shown_again_is_run_once_and_a_marked_one_never():
+    shown = [Block("a.md", 1, "setup\ncompile\n", None, None), Block("a.md", 5, "check\n", None, None),
+             Block("b.md", 3, "setup\n", None, None), Block("b.md", 9, "on a gpu\n", "gpu", "no GPU here"),
+             Block("b.md", 12, "setup && more\n", None, None), Block("b.md", 20, "compile\n", None, None),
+             Block("b.md", 24, "setup\ncompile\n", None, None)]
+    assert [str(b) for b in runs(shown)] == ["a.md:1", "a.md:5", "b.md:12", "b.md:20"]
 
 
 def test_every_marker_names_a_kind_and_says_why():
