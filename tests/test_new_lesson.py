@@ -27,6 +27,7 @@ from tileproof.authoring import check
 from tileproof.authoring.check import bound_text, problems
 from tileproof.authoring.scaffold import ScaffoldError, scaffold, with_entries
 from tileproof.records import lessons
+from tileproof.records.cache_folder import FOLDER
 from tileproof.records.tolerances import TABLE_FILE, load_table, parse_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,8 +122,10 @@ def _fill_in(root: Path, names: Names) -> None:
 
 
 def _changed(before: dict[str, bytes], root: Path) -> set[str]:
+    """The files of the tree that differ from ``before``, the verified-file index that ``check`` keeps left out
+    (``.tileproof-cache/``: its own ``.gitignore`` keeps it out of git)."""
     now = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-    return {p for p in set(before) | set(now) if before.get(p) != now.get(p)}
+    return {p for p in set(before) | set(now) if before.get(p) != now.get(p) and not p.startswith(f"{FOLDER}/")}
 
 
 @pytest.mark.slow(reason="the author's path end to end; the copy's own tests run by its own pytest")

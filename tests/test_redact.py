@@ -218,6 +218,48 @@ def test_the_check_names_each_transcript_and_rule_todays_rules_would_redact(tmp_
     assert old.read_bytes() == before
 
 
+def test_the_check_reads_an_unchanged_transcript_once_and_a_changed_one_again(tmp_path, monkeypatch):
+    """The counts are kept in the verified-file index by the transcript's content: a second check reads no
+    unchanged file and finds what the first found; a file rewritten since, a check with the index off and a check
+    in a process that watches a signing key each read every file, and all find alike."""
+    from tileproof.authoring.check import evidence_secrets
+    from tileproof.catalog import derived
+    from tileproof.catalog import index as file_index
+    from tileproof.records import redact as redact_module
+
+    # as in a check's own process, no key watched (this module's earlier tests watched theirs for the process)
+    monkeypatch.setattr(redact_module, "_WATCHED", {})
+    folder = tmp_path / "evidence" / "20261101T000000Z-run-00000001"
+    folder.mkdir(parents=True)
+    leaky, clean = folder / "prog-stdout.txt", folder / "clean-stdout.txt"
+    leaky.write_text("SLACK_BOT=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx\n")
+    clean.write_text("check fused: ok\n")
+    later = file_index.now_ns() + 2 * file_index.RACY_NS  # both files settled: the index may keep them
+    monkeypatch.setattr(file_index, "now_ns", lambda: later)
+    reads: list[str] = []  # each file read, by either of the two ways the catalog reads one
+    read_evidence, stream = derived.read_evidence, file_index.stream
+    monkeypatch.setattr(derived, "read_evidence", lambda root, rel: reads.append(rel) or read_evidence(root, rel))
+    monkeypatch.setattr(file_index, "stream", lambda root, rel, kind: reads.append(rel) or stream(root, rel, kind))
+
+    def found() -> set[tuple[str, str]]:
+        reads.clear()
+        return {(p.file, p.reason.split(" the redaction rule ")[1].split()[0]) for p in evidence_secrets(tmp_path)}
+
+    first = {(leaky.relative_to(tmp_path).as_posix(), "slack-token")}
+    assert found() == first and len(reads) == 2
+    assert found() == first and reads == []  # from the index: nothing read
+    clean.write_text("check fused: ok\npassword=hunter2\n")
+    now_leaky = first | {(clean.relative_to(tmp_path).as_posix(), "secret-assignment")}
+    assert found() == now_leaky and reads == [clean.relative_to(tmp_path).as_posix()]
+    monkeypatch.setenv(file_index.ENV, "off")
+    assert found() == now_leaky and len(reads) == 2
+    monkeypatch.delenv(file_index.ENV)
+    assert found() == now_leaky and reads == []
+    monkeypatch.setattr(redact_module, "_WATCHED", {"k": None})  # a key watched: redact depends on the process
+    monkeypatch.setattr(redact_module, "_redact_keys", lambda data: (data, 0))
+    assert found() == now_leaky and len(reads) == 2
+
+
 # --- the signing key's own material ------------------------------------------------------------
 
 

@@ -24,13 +24,13 @@ from pydantic import ValidationError
 from tileproof import lesson_text
 from tileproof.authoring import generated
 from tileproof.claims import spec as claims_spec
-from tileproof.gather.audit_scan import walk
+from tileproof.gather import evidence_values
 from tileproof.records import lessons, python_source, store
-from tileproof.records.errors import InputRefused, RecordError, TileproofError
+from tileproof.records.errors import RecordError, TileproofError
 from tileproof.records.findings import Finding
 from tileproof.records.models import LessonFront, ResultRow
-from tileproof.records.redact import redact
-from tileproof.records.safe_read import parse_yaml, read_evidence
+from tileproof.records.redact import redact, watching
+from tileproof.records.safe_read import parse_yaml
 from tileproof.records.tolerances import TABLE_FILE, Table, load_table
 from tileproof.toolchain.uses import reached
 
@@ -257,15 +257,26 @@ SECRET_FIX = ("revoke the credential it names (committed transcripts are never r
               "git history); a false positive: narrow the rule in tileproof/records/redact.py, with a test")
 
 
+REDACTION_COUNTS = "redaction-counts"
+"""What the verified-file index keeps of a transcript for the check: how many values each rule replaces in it."""
+
+
+def redaction_counts(data: bytes) -> dict[str, int]:
+    """How many values each of today's redaction rules replaces in ``data`` (rules that replace none left out)."""
+    return {str(rule): n for rule, n in redact(data)[1].items()}
+
+
 def evidence_secrets(root: Path) -> list[Finding]:
     """Every file under evidence/ that today's redaction rules would still change: per file and rule,
-    how many values they would replace. Files the safe reader refuses are the audit's findings."""
+    how many values they would replace. Files the safe reader refuses are the audit's findings.
+
+    The counts of a transcript are kept by the digest of its bytes under this code's key (``gather.evidence_values``):
+    a file unchanged since a check is not read again; a changed rule is a change of tileproof's source, which starts
+    the index afresh. While this process watches a signing key (``redact.watching``: what ``redact`` replaces then
+    depends on the process), every file is read and nothing is kept."""
     out: list[Finding] = []
-    for rel in walk(str(root), store.EVIDENCE, {}):
-        try:
-            _, counts = redact(read_evidence(root, rel))
-        except InputRefused:
-            continue  # a link, FIFO or oversized file: the audit's input-* finding
+    counted = evidence_values.each_evidence_file(root, REDACTION_COUNTS, redaction_counts, kept=not watching())
+    for rel, counts in counted:
         out += [Finding(rel, "evidence-secret", f"{n} value(s) the redaction rule {rule} replaces today are stored "
                                                 f"verbatim (written under fewer rules)", SECRET_FIX)
                 for rule, n in counts.items()]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tileproof.catalog import byte_pass, history, index, records
+from tileproof.catalog import byte_pass, derived, history, index, records
 from tileproof.catalog.fork import Background
 from tileproof.judge.preselect import Facts
 from tileproof.records import store
@@ -114,6 +114,11 @@ class Catalog:
         """The byte pass over the record files ``names`` and evidence/ (``folders``: only those), begun in
         ``helper``."""
         return helper.submit(byte_pass.byte_pass, str(self.root), names, folders)
+
+    def each_evidence_file(self, kind: str, derive: derived.Derive, kept: bool = True
+                           ) -> list[tuple[str, dict[str, Any]]]:
+        """Every file under evidence/ with ``derive`` of its bytes, kept by their digest (``catalog.derived``)."""
+        return derived.each_evidence_file(self.root, kind, derive, kept)
 
     def audited(self, few: bool) -> Audited:
         """What the audit keeps of each plain run record it checked (:class:`Audited`)."""

@@ -738,22 +738,29 @@ def hash_stream(size: int, chunks: Iterable[bytes]) -> tuple[Known, int]:
     return Known(seen, sha.hexdigest(), blob.hexdigest() if seen == size else ""), seen
 
 
+def _kept(chunks: Iterable[bytes], into: list[bytes]) -> Iterator[bytes]:
+    for chunk in chunks:
+        into.append(chunk)
+        yield chunk
+
+
 def now_ns() -> int:
     return time.time_ns()
 
 
 def content(root: Path | str, rel: str, kind: InputKind, index: Index, st: os.stat_result | None = None,
-            now: int | None = None) -> Known:
+            now: int | None = None, read: list[bytes] | None = None) -> Known:
     """The size, sha256 and blob id of the regular file ``rel``, from the index when ``st`` (its ``lstat``
     from a walk that vouches for the folders above it: ``records.walk.walk``) is the one indexed and within its
     kind's cap; else read through ``safe_read.stream`` (every refusal its ``InputRefused`` line), hashed as
-    it streams, and learned when the file did not change while it was read."""
+    it streams, and learned when the file did not change while it was read. ``read``: where given, the chunks read
+    are appended to it, the bytes the digest is of (none when the index answered)."""
     if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= LIMITS[kind]:
         hit = index.known(rel, st)
         if hit is not None:
             return hit
     with stream(root, rel, kind) as (size, chunks):
-        known, seen = hash_stream(size, chunks)
+        known, seen = hash_stream(size, chunks if read is None else _kept(chunks, read))
     if seen == size and st is not None:
         try:
             after = os.lstat(os.path.join(root, rel))

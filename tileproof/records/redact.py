@@ -300,6 +300,13 @@ def watch_key(watch: KeyWatch) -> None:
         _WATCHED.setdefault(watch.keyid, watch)
 
 
+def watching() -> bool:
+    """Whether this process watches a key (``watch_key``): then what ``redact`` gives depends on the process too,
+    not only on the bytes."""
+    with _WATCH_LOCK:
+        return bool(_WATCHED)
+
+
 def watched_key_in(data: bytes) -> bool:
     """Whether a watched key's material is in ``data`` (what ``store.write_evidence`` refuses to store)."""
     with _WATCH_LOCK:
