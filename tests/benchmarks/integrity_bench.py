@@ -1,0 +1,99 @@
+"""Benchmark: the check a signing session makes before each signature (``runner/integrity.py``), pass by pass.
+
+For each revision measured (this checkout's HEAD, and with ``--against REV`` that one as well, in turn under the
+same load), a process running that revision's tileproof (``PYTHONPATH`` at a ``git archive`` copy of it) takes the
+snapshot of the copy (``Snapshot.take``, what a session does as it starts) and checks it three times
+(``Snapshot.changed``, what it does before each signature), printing the files watched, how many of them lie in the
+interpreter's ``site-packages`` folders, and each pass's CPU time (``time.process_time``). The interpreter is this
+one: its environment and its base installation are the machine's.
+
+    python tests/benchmarks/integrity_bench.py [--against REV] [--runs N] > tests/benchmarks/integrity_bench.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PASS = """
+import json, sys, time
+from pathlib import Path
+from tileproof.runner import integrity
+root = Path(sys.argv[1])
+t = time.process_time()
+snapshot = integrity.Snapshot.take(root)
+take = time.process_time() - t
+checks = []
+for _ in range(3):
+    t = time.process_time()
+    assert snapshot.changed() is None
+    checks.append(time.process_time() - t)
+folders = integrity.environments()
+inside = sum(1 for p in snapshot.files if any(p.startswith(f + "/") for f in folders))
+print(json.dumps({"files": len(snapshot.files), "in_site": inside, "folders": folders, "take": take,
+                  "checks": checks}))
+"""
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.1f}/{five:.1f}"
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def one_pass(rev: str, tmp: Path) -> dict:
+    code = tmp / f"code-{rev}"
+    if not code.is_dir():
+        code.mkdir(parents=True)
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(code)], input=archive, check=True)
+    was = load()
+    done = subprocess.run([sys.executable, "-c", PASS, str(code)], env={**os.environ, "PYTHONPATH": str(code)},
+                          capture_output=True, text=True, cwd=code)
+    if done.returncode != 0:
+        sys.exit(f"{rev}: {done.stderr[-3000:]}")
+    got = json.loads(done.stdout)
+    checks = ", ".join(f"{c:.3f}" for c in got["checks"])
+    print(f"    {got['files']:6} files watched, {got['in_site']:6} in site-packages ({', '.join(got['folders'])}); "
+          f"snapshot {got['take']:.3f} s, checks {checks} s CPU  ({was} before, {load()} after)", flush=True)
+    return got
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", metavar="REV", help="also measure this revision, paired pass by pass")
+    parser.add_argument("--runs", type=int, default=3, help="passes per revision (default 3)")
+    args = parser.parse_args()
+    revs = [git("rev-parse", "--short", "HEAD"), *([git("rev-parse", "--short", args.against)] if args.against else [])]
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()} at "
+          f"{sys.prefix} (base {sys.base_prefix}), {load()} before; revisions {' and '.join(revs)} "
+          f"(paired, {args.runs} pass(es) each)")
+    results: dict[str, list[dict]] = {r: [] for r in revs}
+    with tempfile.TemporaryDirectory(prefix="integrity-bench-") as t:
+        for i in range(args.runs):
+            for rev in revs:
+                print(f"  pass {i + 1}, {rev}:", flush=True)
+                results[rev].append(one_pass(rev, Path(t)))
+    print(f"{load()} after")
+    print("medians")
+    print("  " + f"{'':22}" + "".join(f"{r:>12}" for r in revs))
+    rows = {"files watched": (lambda p: p["files"], "12.0f"), "snapshot (s of CPU)": (lambda p: p["take"], "12.3f"),
+            "a check (s of CPU)": (lambda p: statistics.median(p["checks"]), "12.3f")}
+    for name, (of, shape) in rows.items():
+        print("  " + f"{name:22}" + "".join(format(statistics.median(of(p) for p in results[r]), shape) for r in revs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
