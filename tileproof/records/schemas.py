@@ -45,7 +45,7 @@ def schema(kind: str, version: int) -> Callable[[M], M]:
 def text(name: str, model: type[BaseModel]) -> str:
     """The text of ``schema/<name>``: the model's JSON Schema, naming its dialect (``$schema``) and
     itself (``$id``). Kept per process for each (name, model class): a class's schema never changes once it
-    is defined, and pydantic takes about 10 ms to generate one (``check``, ``compile`` and ``new-lesson`` each
+    is defined, and pydantic takes milliseconds to generate one (``check``, ``compile`` and ``new-lesson`` each
     render every schema)."""
     body = {"$schema": GenerateJsonSchema.schema_dialect, "$id": ID_PREFIX + name, **model.model_json_schema()}
     return json.dumps(body, indent=2, sort_keys=True) + "\n"
