@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -27,29 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from compile_bench import checkout, children_cpu, git, load  # the same helpers, beside this script
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load {one:.1f}/{five:.1f}"
-
-
-def git(*args: str) -> str:
-    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True).stdout.strip()
-
-
-def checkout(rev: str, dest: Path) -> Path:
-    """The revision's tracked files at ``dest`` (``git archive``)."""
-    dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
-
-
-def children_cpu() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
 
 
 def check_once(label: str, root: Path, index: str | None) -> dict[str, float]:

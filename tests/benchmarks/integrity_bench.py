@@ -22,7 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from compile_bench import checkout, git, load  # the same helpers, beside this script
+
 PASS = """
 import json, sys, time
 from pathlib import Path
@@ -43,21 +44,10 @@ print(json.dumps({"files": len(snapshot.files), "in_site": inside, "folders": fo
 """
 
 
-def load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load {one:.1f}/{five:.1f}"
-
-
-def git(*args: str) -> str:
-    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True).stdout.strip()
-
-
 def one_pass(rev: str, tmp: Path) -> dict:
     code = tmp / f"code-{rev}"
     if not code.is_dir():
-        code.mkdir(parents=True)
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(code)], input=archive, check=True)
+        checkout(rev, code)
     was = load()
     done = subprocess.run([sys.executable, "-c", PASS, str(code)], env={**os.environ, "PYTHONPATH": str(code)},
                           capture_output=True, text=True, cwd=code)
