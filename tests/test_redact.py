@@ -1,5 +1,6 @@
 """Credentials never reach evidence/: the redaction rules, and a program printing a token."""
 
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -388,3 +389,23 @@ def test_a_bytes_literal_of_the_key_is_found_whatever_its_bytes(seed):
 
     text = b"leaked: " + repr(seed).encode() + b"\n"
     assert any(p.search(text) for p in KeyWatch(seed).patterns), text
+
+
+def test_a_committed_index_is_not_used_by_the_check_and_the_check_says_so(tmp_path):
+    """A verified-file index committed into the tree is someone's file, not this user's: the check reads every
+    transcript (the same finding) and says aside, on stderr, that the index was not used."""
+    from conftest import git_commit_all, run_cli
+
+    leaky = tmp_path / "evidence" / "20261101T000000Z-run-00000001" / "prog-stdout.txt"
+    leaky.parent.mkdir(parents=True)
+    leaky.write_text("SLACK_BOT=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx\n")
+    planted = tmp_path / ".tileproof-cache" / "index.sqlite"
+    planted.parent.mkdir()
+    planted.write_bytes(b"SQLite format 3\x00 planted")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    git_commit_all(tmp_path, "a course with its index committed")
+    code, out, err = run_cli("check", "--root", str(tmp_path))
+    secret = f"{leaky.relative_to(tmp_path).as_posix()}: evidence-secret: "
+    assert code == 1 and [line for line in out.splitlines() if line.startswith(secret)], out
+    assert [line for line in err.splitlines() if ".tileproof-cache" in line], err
+    assert planted.read_bytes() == b"SQLite format 3\x00 planted"

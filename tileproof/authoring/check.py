@@ -218,8 +218,9 @@ def _missing_rows(root: Path, lesson_id: str, table: Table | None) -> str | None
             f"<!-- results:begin/end -->: {_quoted(table_rows)}")
 
 
-def problems(root: Path) -> list[Finding]:
-    """Every problem of the tree's lessons, claims files and generated files."""
+def problems(root: Path, notes: list[str] | None = None) -> list[Finding]:
+    """Every problem of the tree's lessons, claims files and generated files. ``notes``: where given, what the
+    verified-file index had to say while the transcripts were read is added to it (``evidence_secrets``)."""
     root = Path(root)
     out: list[Finding] = []
     try:
@@ -250,7 +251,7 @@ def problems(root: Path) -> list[Finding]:
     if table is not None:
         out += [Finding(p.as_posix(), "generated-stale", "differs from what its source renders", generated.COMMAND)
                 for p in generated.stale(root)]
-    return out + evidence_secrets(root)
+    return out + evidence_secrets(root, notes)
 
 
 SECRET_FIX = ("revoke the credential it names (committed transcripts are never rewritten: the bytes stay in "
@@ -266,16 +267,17 @@ def redaction_counts(data: bytes) -> dict[str, int]:
     return {str(rule): n for rule, n in redact(data)[1].items()}
 
 
-def evidence_secrets(root: Path) -> list[Finding]:
+def evidence_secrets(root: Path, notes: list[str] | None = None) -> list[Finding]:
     """Every file under evidence/ that today's redaction rules would still change: per file and rule,
     how many values they would replace. Files the safe reader refuses are the audit's findings.
 
     The counts of a transcript are kept by the digest of its bytes under this code's key (``gather.evidence_values``):
     a file unchanged since a check is not read again; a changed rule is a change of tileproof's source, which starts
     the index afresh. While this process watches a signing key (``redact.watching``: what ``redact`` replaces then
-    depends on the process), every file is read and nothing is kept."""
+    depends on the process), every file is read and nothing is kept. ``notes``: as ``problems``."""
     out: list[Finding] = []
-    counted = evidence_values.each_evidence_file(root, REDACTION_COUNTS, redaction_counts, kept=not watching())
+    counted = evidence_values.each_evidence_file(root, REDACTION_COUNTS, redaction_counts, kept=not watching(),
+                                                 notes=notes)
     for rel, counts in counted:
         out += [Finding(rel, "evidence-secret", f"{n} value(s) the redaction rule {rule} replaces today are stored "
                                                 f"verbatim (written under fewer rules)", SECRET_FIX)

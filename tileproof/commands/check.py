@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from tileproof.authoring.check import problems
 from tileproof.commands import add_root
@@ -15,9 +16,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = args.root.resolve()
-    found = problems(root)
+    notes: list[str] = []
+    found = problems(root, notes)
     for p in found:
         print(p)
+    for note in notes:  # what the verified-file index had to say changes no finding: said aside
+        print(note, file=sys.stderr)
     n = len(lessons.lesson_ids(root))
     print(f"check: {n} lesson(s), {len(found)} problem(s)")
     return 1 if found else 0
