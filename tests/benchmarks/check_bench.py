@@ -22,11 +22,10 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from compile_bench import checkout, children_cpu, git, load  # the same helpers, beside this script
+from compile_bench import checkout, children_cpu, git, load, paired  # the same helpers, beside this script
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,13 +64,7 @@ def main() -> int:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {load()} "
           f"before; revisions {' and '.join(revs)} (paired, {args.runs} pass(es) each); {files} files under "
           f"evidence/ in this checkout")
-    results: dict[str, list[dict[str, list[dict[str, float]]]]] = {r: [] for r in revs}
-    with tempfile.TemporaryDirectory(prefix="check-bench-") as t:
-        for i in range(args.runs):
-            for rev in revs:
-                print(f"  pass {i + 1}, {rev}:", flush=True)
-                results[rev].append(one_pass(rev, Path(t)))
-    print(f"{load()} after")
+    results = paired(revs, args.runs, "check-bench-", one_pass)
     print("medians (s)")
     print("  " + f"{'step':16}" + "".join(f"{r + ' wall':>14}{r + ' cpu':>14}" for r in revs))
     for step in ("cold", "warm", "index off"):

@@ -33,7 +33,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from tileproof.records.models import CompileRecord
 from tileproof.records.store import load_records
@@ -42,6 +44,7 @@ REPO = Path(__file__).resolve().parents[2]
 COURSE = ("kernels", "cpp", "lessons", "schema", "AUTHORING.md", "pyproject.toml")
 """What a compile reads of the tree (and new-lesson writes into)."""
 CHANGED_ENTRY = "vector_add"
+T = TypeVar("T")
 
 
 def load() -> str:
@@ -59,6 +62,19 @@ def checkout(rev: str, dest: Path) -> Path:
     archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest
+
+
+def paired(revs: list[str], runs: int, prefix: str, one_pass: Callable[[str, Path], T]) -> dict[str, list[T]]:
+    """Each revision's ``runs`` passes, the revisions in turn pass by pass (so both see the same load), in one
+    temporary folder (``prefix``); each pass's head line printed, and the load after them all."""
+    results: dict[str, list[T]] = {r: [] for r in revs}
+    with tempfile.TemporaryDirectory(prefix=prefix) as t:
+        for i in range(runs):
+            for rev in revs:
+                print(f"  pass {i + 1}, {rev}:", flush=True)
+                results[rev].append(one_pass(rev, Path(t)))
+    print(f"{load()} after")
+    return results
 
 
 def children_cpu() -> float:
@@ -155,13 +171,7 @@ def main() -> int:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {load()} "
           f"before; revisions {' and '.join(revs)} (paired, {args.runs} pass(es) each)")
     print(f"targets: {', '.join(args.arch) or 'default (sm_80 sm_86 sm_89 sm_90 sm_100 sm_120)'}")
-    results: dict[str, list[dict]] = {r: [] for r in revs}
-    with tempfile.TemporaryDirectory(prefix="compile-bench-") as t:
-        for i in range(args.runs):
-            for rev in revs:
-                print(f"  pass {i + 1}, {rev}:", flush=True)
-                results[rev].append(one_pass(rev, Path(t), args.arch))
-    print(f"{load()} after")
+    results = paired(revs, args.runs, "compile-bench-", lambda rev, tmp: one_pass(rev, tmp, args.arch))
     steps = list(results[revs[0]][0])
     print("medians: wall s (built/reused)")
     print("  " + f"{'step':16}" + "".join(f"{r:>22}" for r in revs))

@@ -19,10 +19,9 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from compile_bench import checkout, git, load  # the same helpers, beside this script
+from compile_bench import checkout, git, load, paired  # the same helpers, beside this script
 
 PASS = """
 import json, sys, time
@@ -69,13 +68,7 @@ def main() -> int:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()} at "
           f"{sys.prefix} (base {sys.base_prefix}), {load()} before; revisions {' and '.join(revs)} "
           f"(paired, {args.runs} pass(es) each)")
-    results: dict[str, list[dict]] = {r: [] for r in revs}
-    with tempfile.TemporaryDirectory(prefix="integrity-bench-") as t:
-        for i in range(args.runs):
-            for rev in revs:
-                print(f"  pass {i + 1}, {rev}:", flush=True)
-                results[rev].append(one_pass(rev, Path(t)))
-    print(f"{load()} after")
+    results = paired(revs, args.runs, "integrity-bench-", one_pass)
     print("medians")
     print("  " + f"{'':22}" + "".join(f"{r:>12}" for r in revs))
     rows = {"files watched": (lambda p: p["files"], "12.0f"), "snapshot (s of CPU)": (lambda p: p["take"], "12.3f"),
