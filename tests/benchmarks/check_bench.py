@@ -25,7 +25,14 @@ import sys
 import time
 from pathlib import Path
 
-from compile_bench import checkout, children_cpu, git, load, paired  # the same helpers, beside this script
+from compile_bench import (  # the same helpers, beside this script
+    checkout,
+    children_cpu,
+    load,
+    paired,
+    paired_arguments,
+    revisions,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,10 +63,9 @@ def one_pass(rev: str, tmp: Path) -> dict[str, list[dict[str, float]]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--against", metavar="REV", help="also measure this revision, paired pass by pass")
-    parser.add_argument("--runs", type=int, default=1, help="passes per revision (default 1)")
+    paired_arguments(parser)
     args = parser.parse_args()
-    revs = [git("rev-parse", "--short", "HEAD"), *([git("rev-parse", "--short", args.against)] if args.against else [])]
+    revs = revisions(args.against)
     files = sum(1 for p in (REPO / "evidence").rglob("*") if p.is_file())
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {load()} "
           f"before; revisions {' and '.join(revs)} (paired, {args.runs} pass(es) each); {files} files under "

@@ -64,6 +64,17 @@ def checkout(rev: str, dest: Path) -> Path:
     return dest
 
 
+def paired_arguments(parser: argparse.ArgumentParser, runs: int = 1) -> None:
+    """``--against REV`` and ``--runs N``: what :func:`revisions` and :func:`paired` take."""
+    parser.add_argument("--against", metavar="REV", help="also measure this revision, paired pass by pass")
+    parser.add_argument("--runs", type=int, default=runs, help=f"passes per revision (default {runs})")
+
+
+def revisions(against: str | None) -> list[str]:
+    """This checkout's HEAD, and ``against`` where given, as short commit ids."""
+    return [git("rev-parse", "--short", "HEAD"), *([git("rev-parse", "--short", against)] if against else [])]
+
+
 def paired(revs: list[str], runs: int, prefix: str, one_pass: Callable[[str, Path], T]) -> dict[str, list[T]]:
     """Each revision's ``runs`` passes, the revisions in turn pass by pass (so both see the same load), in one
     temporary folder (``prefix``); each pass's head line printed, and the load after them all."""
@@ -163,11 +174,9 @@ def one_pass(rev: str, tmp: Path, arch: list[str]) -> dict[str, dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--arch", action="append", default=[])
-    parser.add_argument("--against", metavar="REV", help="also measure this revision, paired pass by pass")
-    parser.add_argument("--runs", type=int, default=1, help="passes per revision (default 1)")
+    paired_arguments(parser)
     args = parser.parse_args()
-    revs = [git("rev-parse", "--short", "HEAD"), *([git("rev-parse", "--short", args.against)]
-                                                    if args.against else [])]
+    revs = revisions(args.against)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {load()} "
           f"before; revisions {' and '.join(revs)} (paired, {args.runs} pass(es) each)")
     print(f"targets: {', '.join(args.arch) or 'default (sm_80 sm_86 sm_89 sm_90 sm_100 sm_120)'}")

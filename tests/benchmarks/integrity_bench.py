@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compile_bench import checkout, git, load, paired  # the same helpers, beside this script
+from compile_bench import checkout, load, paired, paired_arguments, revisions  # the same helpers, beside this script
 
 PASS = """
 import json, sys, time
@@ -61,10 +61,9 @@ def one_pass(rev: str, tmp: Path) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--against", metavar="REV", help="also measure this revision, paired pass by pass")
-    parser.add_argument("--runs", type=int, default=3, help="passes per revision (default 3)")
+    paired_arguments(parser, runs=3)
     args = parser.parse_args()
-    revs = [git("rev-parse", "--short", "HEAD"), *([git("rev-parse", "--short", args.against)] if args.against else [])]
+    revs = revisions(args.against)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()} at "
           f"{sys.prefix} (base {sys.base_prefix}), {load()} before; revisions {' and '.join(revs)} "
           f"(paired, {args.runs} pass(es) each)")
