@@ -45,13 +45,14 @@ def each_evidence_file(root: Path, kind: str, derive: Derive, kept: bool = True)
     try:
         for rel in walk(top, store.EVIDENCE, _ignore, stats):
             st = stats.pop(rel, None)
-            value, read = None, list[bytes]()
+            value, read, digest = None, list[bytes](), None
             if indexed:
                 try:  # a file the index does not know by its lstat is read here, once: ``read`` keeps its bytes
                     known = catalog_index.content(top, rel, "evidence", index, st if vouched else None, now, read)
                 except InputRefused:
                     continue
                 value = index.fact(known.sha256, kind)
+                digest = known.sha256 if read else None  # the digest of exactly the bytes ``read`` holds
             if value is None:
                 try:
                     data = b"".join(read) if read else read_evidence(top, rel)
@@ -59,7 +60,7 @@ def each_evidence_file(root: Path, kind: str, derive: Derive, kept: bool = True)
                     continue
                 value = derive(data)
                 if indexed:
-                    index.remember(hashlib.sha256(data).hexdigest(), kind, value)
+                    index.remember(digest or hashlib.sha256(data).hexdigest(), kind, value)
             out.append((rel, value))
     finally:
         index.save()
