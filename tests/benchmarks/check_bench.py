@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from compile_bench import (  # the same helpers, beside this script
     checkout,
     children_cpu,
     load,
+    machine,
     paired,
     paired_arguments,
     revisions,
@@ -67,9 +67,7 @@ def main() -> int:
     args = parser.parse_args()
     revs = revisions(args.against)
     files = sum(1 for p in (REPO / "evidence").rglob("*") if p.is_file())
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {load()} "
-          f"before; revisions {' and '.join(revs)} (paired, {args.runs} pass(es) each); {files} files under "
-          f"evidence/ in this checkout")
+    print(f"{machine(revs, args.runs)}; {files} files under evidence/ in this checkout")
     results = paired(revs, args.runs, "check-bench-", one_pass)
     print("medians (s)")
     print("  " + f"{'step':16}" + "".join(f"{r + ' wall':>14}{r + ' cpu':>14}" for r in revs))

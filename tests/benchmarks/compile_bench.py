@@ -70,6 +70,12 @@ def paired_arguments(parser: argparse.ArgumentParser, runs: int = 1) -> None:
     parser.add_argument("--runs", type=int, default=runs, help=f"passes per revision (default {runs})")
 
 
+def machine(revs: list[str], runs: int) -> str:
+    """The first line of a paired benchmark's output: the machine, its load and what is measured."""
+    return (f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {load()} "
+            f"before; revisions {' and '.join(revs)} (paired, {runs} pass(es) each)")
+
+
 def revisions(against: str | None) -> list[str]:
     """This checkout's HEAD, and ``against`` where given, as short commit ids."""
     return [git("rev-parse", "--short", "HEAD"), *([git("rev-parse", "--short", against)] if against else [])]
@@ -177,8 +183,7 @@ def main() -> int:
     paired_arguments(parser)
     args = parser.parse_args()
     revs = revisions(args.against)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {load()} "
-          f"before; revisions {' and '.join(revs)} (paired, {args.runs} pass(es) each)")
+    print(machine(revs, args.runs))
     print(f"targets: {', '.join(args.arch) or 'default (sm_80 sm_86 sm_89 sm_90 sm_100 sm_120)'}")
     results = paired(revs, args.runs, "compile-bench-", lambda rev, tmp: one_pass(rev, tmp, args.arch))
     steps = list(results[revs[0]][0])

@@ -15,13 +15,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
-from compile_bench import checkout, load, paired, paired_arguments, revisions  # the same helpers, beside this script
+from compile_bench import (  # the same helpers, beside this script
+    checkout,
+    load,
+    machine,
+    paired,
+    paired_arguments,
+    revisions,
+)
 
 PASS = """
 import json, sys, time
@@ -64,9 +70,7 @@ def main() -> int:
     paired_arguments(parser, runs=3)
     args = parser.parse_args()
     revs = revisions(args.against)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()} at "
-          f"{sys.prefix} (base {sys.base_prefix}), {load()} before; revisions {' and '.join(revs)} "
-          f"(paired, {args.runs} pass(es) each)")
+    print(f"{machine(revs, args.runs)}; the interpreter {sys.prefix} (base {sys.base_prefix})")
     results = paired(revs, args.runs, "integrity-bench-", one_pass)
     print("medians")
     print("  " + f"{'':22}" + "".join(f"{r:>12}" for r in revs))
