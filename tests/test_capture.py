@@ -114,6 +114,43 @@ def test_installed_packages_are_keyed_by_canonical_name():
     assert "typing-extensions" in pk
 
 
+def test_installed_versions_agree_with_importlib_metadata_for_every_distribution():
+    import importlib.metadata as md
+
+    from packaging.utils import canonicalize_name
+
+    from tileproof.runner.capture import installed_packages
+
+    first: dict[str, str] = {}
+    for dist in md.distributions():
+        name = dist.metadata["Name"]
+        if name and canonicalize_name(name) not in first:
+            first[canonicalize_name(name)] = dist.version
+    assert installed_packages() == dict(sorted(first.items()))
+
+
+def _dist(site: Path, folder: str, headers: str) -> None:
+    (site / folder).mkdir(parents=True)
+    (site / folder / "METADATA").write_text(f"Metadata-Version: 2.1\n{headers}\n\nName: not-a-header\n")
+
+
+def test_the_first_distribution_on_the_path_is_listed_and_one_without_a_version_is_refused(tmp_path, monkeypatch):
+    from tileproof.records.errors import ToolchainError
+    from tileproof.runner.capture import installed_packages
+    from tileproof.toolchain.find import package_versions
+
+    _dist(tmp_path / "a", "Zz_Shadowed-2.0.dist-info", "Name: Zz_Shadowed\nVersion: 2.0")
+    _dist(tmp_path / "b", "zz_shadowed-1.0.dist-info", "Name: zz.shadowed\nVersion: 1.0")
+    _dist(tmp_path / "a", "nvidia_zz-13.4.dist-info", "Name: nvidia-zz\nVersion: 13.4")
+    monkeypatch.syspath_prepend(str(tmp_path / "b"))
+    monkeypatch.syspath_prepend(str(tmp_path / "a"))
+    assert installed_packages()["zz-shadowed"] == "2.0"  # the description's "Name:" line is no header
+    assert package_versions()["nvidia-zz"] == "13.4"
+    _dist(tmp_path / "a", "zz_broken-1.dist-info", "Name: zz-broken")
+    with pytest.raises(ToolchainError, match=r"the installed distribution zz-broken has no Version .*fix: reinstall"):
+        installed_packages()
+
+
 def test_a_redacted_direct_reference_is_skipped_not_fatal():
     text = "mypkg @ git+https://[REDACTED:url-userinfo]@github.com/o/mypkg.git@0123abc\nnumpy==2.4.6\n"
     assert parse_pip_freeze(text) == {"numpy": "2.4.6"}

@@ -48,7 +48,7 @@ from tileproof.records.store import write_evidence
 from tileproof.runner.environment import child_env
 from tileproof.runner.process import Finished, start_and_wait
 from tileproof.toolchain.build import BUILD_DIR
-from tileproof.toolchain.find import Tools, discover, runtime_tools
+from tileproof.toolchain.find import Tools, discover, installed, runtime_tools
 
 GPU_QUERY_ARGV = ["nvidia-smi", f"--query-gpu={','.join(GPU_QUERY_FIELDS)}", "--format=csv"]
 GPU_QUERY_TIMEOUT_S = 60.0
@@ -188,13 +188,7 @@ def installed_packages() -> dict[str, str]:
     Names are canonicalised (PEP 503) with ``packaging``, as ``parse_pip_freeze``
     does, so a record's packages and its pip freeze transcript compare key by key.
     """
-    out: dict[str, str] = {}
-    for dist in md.distributions():
-        name = dist.metadata["Name"]
-        key = canonicalize_name(name) if name else None
-        if key and key not in out:  # the first on sys.path is the one imported
-            out[key] = dist.version
-    return dict(sorted(out.items()))
+    return installed(canonicalize_name)
 
 
 PACKAGE = "tileproof"

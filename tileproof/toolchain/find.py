@@ -14,6 +14,7 @@ tests pass a fake).
 
 from __future__ import annotations
 
+import email.parser
 import importlib.metadata as md
 import importlib.util
 import json
@@ -81,13 +82,36 @@ def pip_bin() -> Path | None:
     return None
 
 
-def package_versions() -> dict[str, str]:
+_HEADERS = email.parser.HeaderParser()
+
+
+def installed(key: Callable[[str], str | None]) -> dict[str, str]:
+    """The version of every distribution this interpreter can import, under ``key(its Name)`` (those it maps to
+    None left out), sorted: the first on ``sys.path`` for a key, the one imported. A distribution kept without a
+    ``Version`` is refused.
+
+    Name and Version are the headers of the metadata file ``importlib.metadata`` reads (``METADATA``, else
+    ``PKG-INFO``), read as it reads them, but the headers alone: ``dist.metadata`` parses the whole file, the long
+    description too, and ``dist.version`` parses it again (for the toolchain environment's 89 distributions,
+    27 ms of CPU against 12 ms)."""
     out: dict[str, str] = {}
     for dist in md.distributions():
-        name = (dist.metadata["Name"] or "").lower()
-        if name.startswith(("nvidia-", "cuda-")) and name not in out:
-            out[name] = dist.version
+        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or dist.read_text("") or ""
+        headers = _HEADERS.parsestr(text)
+        name = headers["Name"]
+        k = key(name) if name else None
+        if k is None or k in out:
+            continue
+        if not headers["Version"]:
+            raise ToolchainError(f"{dist.locate_file('')}: the installed distribution {name} has no Version in "
+                                 f"its metadata (fix: reinstall it)")
+        out[k] = headers["Version"]
     return dict(sorted(out.items()))
+
+
+def package_versions() -> dict[str, str]:
+    """The toolchain's distributions (``nvidia-*``, ``cuda-*``) → version, by lower-cased name."""
+    return installed(lambda name: name.lower() if name.lower().startswith(("nvidia-", "cuda-")) else None)
 
 
 def tool_version(path: Path | None, version_text: VersionText, cache: dict | None = None) -> str | None:
