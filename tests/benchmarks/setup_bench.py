@@ -7,7 +7,8 @@ in turn, ``--runs`` times: a paired comparison on the same machine under the sam
 1. the README's Quick start setup line (nox with uv in ``.nox-tool/``), timed;
 2. ``nox -s compile``, cold (an empty build cache): the toolchain environment made from uv's cache, then
    every program built for every default target;
-3. ``nox -s tests``, cold (its first run in the clone: no bytecode cached), then again (warm);
+3. ``nox -s tests``, cold (its first run in the clone: no bytecode cached), then again (warm), then the suite
+   without its end-to-end tests (``QUICK``: pytest alone, every test not marked ``slow``);
 4. ``nox -s tests -- tests/test_lock.py``: one test file, twice (the first run in the clone compiles the bytecode
    of what it imports; the second is what a contributor's rerun costs).
 
@@ -39,6 +40,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 ONE_FILE = "tests/test_lock.py"
+QUICK = "nox -s tests -- -m 'not slow'"
+"""The contributor's quick tier (docs/commands.md): every test but those that say why they must be slow."""
 TARGETS = {"readme": 120.0, "tests warm": 90.0, "one file again": 3.0}
 """Seconds: the README's two commands together (cold), ``nox -s tests`` warm, one test file (its rerun: the first
 run in a clone also compiles the bytecode of everything it imports)."""
@@ -99,6 +102,7 @@ def one_pass(rev: str, tmp: Path, env: dict, suite: bool) -> dict[str, float]:
     if suite:
         step("tests cold", "nox -s tests")
         step("tests warm", "nox -s tests")
+        step("tests quick", QUICK)
     step("one file", f"nox -s tests -- {ONE_FILE}")
     step("one file again", f"nox -s tests -- {ONE_FILE}")
     if suite:
