@@ -4,7 +4,9 @@ Runs ``nox -s tests`` (pytest arguments after ``--`` are handed on) in this chec
 (every CPU sampled at ``--hz``, whatever process runs) and reads, around it, the kernel's counters of busy CPU
 time and of processes started (``/proc/stat``). The samples are grouped by the name of the process (or thread)
 that was on the CPU: Python (the pytest workers and every Python process a test or tileproof starts), the CUDA
-compilers a compile runs, git, the package installers, the headless browser, the rest. A suite whose wall time
+compilers a compile runs, git, the package installers, the headless browser, the rest; for the whole suite, the
+Python samples are split again by process: pytest-xdist's workers (the busiest Python processes, one per core plus
+one), which run the tests' own code, and every other Python process. A suite whose wall time
 on two cores is bounded by its CPU time shortens only by spending less of it, so this says where to look.
 
     python tests/benchmarks/suite_profile.py [--hz 49] [-- PYTEST ARGS] > tests/benchmarks/suite_profile.txt
@@ -68,6 +70,16 @@ def samples_by_comm(data: Path) -> Counter[str]:
     return counts
 
 
+def python_by_process(data: Path, workers: int) -> tuple[float, int, float]:
+    """The Python samples split by process: those of the ``workers`` busiest Python processes (pytest-xdist's
+    workers, which run the tests themselves), how many other Python processes were sampled, and theirs."""
+    out = subprocess.run(["perf", "report", "-i", str(data), "--stdio", "--sort", "pid", "-n", "-q"],
+                         capture_output=True, text=True, check=True).stdout
+    python = sorted((int(m[1]) for m in re.finditer(r"^\s*[\d.]+%\s+(\d+)\s+\d+:(\S.*?)\s*$", out, re.MULTILINE)
+                     if kind_of(m[2]).startswith("Python")), reverse=True)
+    return sum(python[:workers]), len(python[workers:]), sum(python[workers:])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hz", type=int, default=49, help="samples per second on each CPU (default 49)")
@@ -99,6 +111,8 @@ def main() -> int:
         wall = time.perf_counter() - t0
         busy1, forks1 = stat()
         counts = samples_by_comm(data)
+        workers = cores + 1  # noxfile.pytest_parallel: a worker per core plus one
+        in_workers, others, in_others = python_by_process(data, workers)
     lines = (done.stdout + done.stderr).strip().splitlines()
     summary = next((ln for ln in reversed(lines) if re.search(r"\d+ passed|\d+ failed", ln)), "")
     one, five, _ = os.getloadavg()
@@ -118,6 +132,10 @@ def main() -> int:
     for kind, n in by_kind.most_common():
         top = ", ".join(f"{c} {v / args.hz:.0f} s" for c, v in names[kind].most_common(6))
         print(f"  {n / args.hz:7.1f} s  {100 * n / total:5.1f}%  {kind}: {top}")
+    if not args.pytest_args:  # a selection runs in other processes (one file: pytest itself, no workers)
+        print(f"\nPython by process: the {workers} busiest (pytest-xdist's workers: the tests' own code) "
+              f"{in_workers / args.hz:.1f} s; {others} other Python processes sampled (tileproof commands, "
+              f"programs, helpers a test starts) {in_others / args.hz:.1f} s")
     return done.returncode
 
 
