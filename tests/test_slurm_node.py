@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -266,7 +267,17 @@ def test_what_was_gathered_is_the_library_closure_beyond_glibc(prefix):
     assert (prefix.root / "usr" / "sbin" / "slurmd").resolve().name == "slurmd-wlm"
 
 
+def test_a_python_without_tarfile_s_filters_is_refused_before_the_package_is_read(tmp_path, monkeypatch):
+    monkeypatch.delattr(tarfile, "tar_filter", raising=False)  # absent before 3.10.12 and 3.11.4
+    with pytest.raises(node.NodeError, match=r"x\.deb: unpacking without dpkg-deb needs tarfile's extraction "
+                                             r"filters, which Python [0-9.]+ lacks \(fix: install dpkg"):
+        node.extract_deb(tmp_path / "x.deb", tmp_path / "into")
+    assert not (tmp_path / "into").exists()
+
+
 @needs_gathered
+@pytest.mark.skipif(not hasattr(tarfile, "tar_filter"),
+                    reason="this Python's tarfile has no extraction filters: extract_deb refuses (the test above)")
 def test_a_package_unpacks_the_same_without_dpkg(tmp_path):
     manifest = node.read_manifest(sc.DEBS)
     deb = sc.DEBS / node.DEBS / next(p.file for p in manifest.packages if p.name == "libmunge2")

@@ -89,7 +89,13 @@ def link_alternatives(prefix: Path) -> None:
 
 
 def extract_deb(deb: Path, into: Path) -> None:
-    """What ``dpkg-deb -x`` does, for a host without dpkg: the ``data.tar.*`` member of the ar archive."""
+    """What ``dpkg-deb -x`` does, for a host without dpkg: the ``data.tar.*`` member of the ar archive, unpacked
+    through tarfile's ``tar`` extraction filter (no member outside ``into``, no device file). A Python without
+    the filters (before 3.10.12 and 3.11.4) is refused rather than trusted with the archive's paths."""
+    if not hasattr(tarfile, "tar_filter"):
+        raise NodeError(f"{deb}: unpacking without dpkg-deb needs tarfile's extraction filters, which Python "
+                        f"{platform.python_version()} lacks (fix: install dpkg, or use Python 3.10.12, 3.11.4 or "
+                        f"newer)")
     data = deb.read_bytes()
     if not data.startswith(b"!<arch>\n"):
         raise NodeError(f"{deb}: not a Debian package (no ar header)")
