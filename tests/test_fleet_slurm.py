@@ -42,6 +42,8 @@ _spec.loader.exec_module(course)
 pytestmark = [
     pytest.mark.skipif(sc.SOURCE is None, reason=sc.NO_SLURM),
     pytest.mark.skipif(not sc.IS_ROOT, reason="starting slurmctld/slurmd/munged needs root"),
+    pytest.mark.slow(reason="a real single-node Slurm cluster (munged, slurmctld, slurmd) runs real jobs; one task "
+                            "must outlive Slurm's smallest time limit, a minute"),
 ]
 
 

@@ -329,6 +329,7 @@ def test_slurm_reads_every_gpu_of_the_generated_gres_conf(tmp_path, prefix, gpus
 
 @pytest.mark.skipif(sc.SOURCE is None, reason=sc.NO_SLURM)
 @pytest.mark.skipif(not sc.IS_ROOT, reason="starting slurmctld/slurmd/munged needs root")
+@pytest.mark.slow(reason="a real cluster started, a job left running, then the cluster stopped")
 def test_down_cancels_what_still_runs_and_leaves_no_process_of_the_cluster(tmp_path):
     """``down`` (by the pids ``up`` wrote, as run on a node) with a job still running: the job is cancelled, its
     processes end, and no daemon or slurmstepd of the cluster is left."""
@@ -354,6 +355,7 @@ def test_down_cancels_what_still_runs_and_leaves_no_process_of_the_cluster(tmp_p
 
 @pytest.mark.skipif(sc.SOURCE is None, reason=sc.NO_SLURM)
 @pytest.mark.skipif(not sc.IS_ROOT, reason="starting slurmctld/slurmd/munged needs root")
+@pytest.mark.slow(reason="the real daemons started twice: once onto a taken port, then on new ones")
 def test_a_port_taken_after_it_was_chosen_starts_the_daemons_again_on_new_ones(tmp_path, monkeypatch, capsys):
     """The race CI lost: slurmctld's port is taken between ``free_ports`` and its start (here by a listener made
     first). slurmctld stops on it; ``up`` says so in one line and starts the cluster on new ports, with the same
@@ -384,6 +386,7 @@ def test_a_port_taken_after_it_was_chosen_starts_the_daemons_again_on_new_ones(t
 
 @pytest.mark.skipif(sc.SOURCE is None, reason=sc.NO_SLURM)
 @pytest.mark.skipif(not sc.IS_ROOT, reason="starting slurmctld/slurmd/munged needs root")
+@pytest.mark.slow(reason="a real slurmd refused, then a real cluster started")
 def test_a_cgroup_setup_slurmd_refuses_is_one_line_and_the_next_one_starts_the_cluster(tmp_path, prefix, capsys):
     """A real refusal: ``CgroupPlugin=disabled`` is a plugin Slurm before 24.05 does not have, so ``slurmd -G``
     stops (as the H200's did with Slurm's default); ``up`` keeps its log, says why in one line and starts the
