@@ -478,14 +478,16 @@ def _environments_of(python: Path) -> list[str]:
 def test_the_watched_environments_are_the_site_folders_the_interpreter_reads(tmp_path):
     """A virtual environment reads its own ``site-packages``, and its base installation's only when made with
     ``--system-site-packages``: the base's are watched exactly then (every session's process runs this
-    interpreter)."""
+    interpreter). The base's folders are the ones its own interpreter lists (Debian's are ``dist-packages``)."""
     import site
-    import sysconfig
 
-    base = sysconfig.get_path("purelib", vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
-    if sys.prefix == sys.base_prefix or not os.path.isdir(base):
+    listed = subprocess.run([getattr(sys, "_base_executable", sys.executable), "-I", "-c",
+                             "import site; print('\\n'.join(site.getsitepackages()))"],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    base = {os.path.abspath(p) for p in listed if os.path.isdir(p)}
+    if sys.prefix == sys.base_prefix or not base:
         pytest.skip("the suite's interpreter is no virtual environment over a base with site-packages")
-    for folder in site.getsitepackages():
+    for folder in site.getsitepackages():  # Debian's list names folders that do not exist: watched all the same
         assert os.path.abspath(folder) in integrity.environments()
     for system, watched in ((False, False), (True, True)):
         venv = tmp_path / f"system-{system}"
@@ -494,7 +496,23 @@ def test_the_watched_environments_are_the_site_folders_the_interpreter_reads(tmp
         found = _environments_of(venv / "bin" / "python")
         assert os.path.join(venv, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages") \
             in found
-        assert (os.path.abspath(base) in found) is watched, found
+        assert bool(base & set(found)) is watched, found
+
+
+def test_a_site_folder_made_during_the_session_with_a_pth_in_it_is_seen(tree, tmp_path, monkeypatch):
+    """``site`` reads a folder of its list made after a session started (the user's site, most often absent): a
+    ``.pth`` planted there runs in every later Python start, so the folder is watched before it exists."""
+    user_site = tmp_path / "home" / ".local" / "lib" / "site-packages"
+    monkeypatch.setattr(integrity.site, "getusersitepackages", lambda: str(user_site))
+    monkeypatch.setattr(integrity, "_TOP", set(integrity._TOP))
+    assert str(user_site) in integrity.environments()
+    snapshot = integrity.Snapshot.take(tree)
+    assert snapshot.changed() is None
+    user_site.mkdir(parents=True)
+    (user_site / "planted.pth").write_text("import os; os.system('true')\n")
+    with pytest.raises(integrity.Changed) as refused:
+        snapshot.check()
+    _refused_line(tree, user_site / "planted.pth", refused)
 
 
 def run_cmd_args(root: Path):

@@ -119,9 +119,11 @@ def environments() -> list[str]:
     ``include-system-site-packages``), and the user's. A base installation the environment leaves out is read by
     none of the session's processes (they all run this interpreter): a machine's system Python with tens of
     thousands of files there would double every pass for nothing. The standard library folder (``sitecustomize``),
-    which every interpreter reads, is watched by ``Snapshot.take``."""
+    which every interpreter reads, is watched by ``Snapshot.take``. A folder is listed whether it exists or not:
+    ``site`` reads one made later (a user site holding a planted ``.pth``), so one made during a session is a
+    change too."""
     found = [*site.getsitepackages(), site.getusersitepackages()]
-    return [p for p in dict.fromkeys(os.path.abspath(p) for p in found) if os.path.isdir(p)]
+    return list(dict.fromkeys(os.path.abspath(p) for p in found))
 
 
 @dataclass(frozen=True)
@@ -137,10 +139,11 @@ class Snapshot:
     def take(cls, root: Path) -> Snapshot:
         root = root.resolve()
         top = str(root)
-        _TOP.update(environments())
+        envs = environments()
+        _TOP.update(envs)
         loose = _loose_prefixes()
         git_dirs = _git_dirs(root)  # asked once: the hooks' folders and the configs are both in them
-        closed = (os.path.join(top, "build"), str(PACKAGE), *environments(), *_git_folders(git_dirs))
+        closed = (os.path.join(top, "build"), str(PACKAGE), *envs, *_git_folders(git_dirs))
         snapshot = cls(root, {}, closed)
         found: dict[str, os.stat_result | None] = {}  # a file's lstat where the listing took it already
         listed = _git(root, "ls-files", "-z")
